@@ -1,0 +1,28 @@
+"""pearlstats: PEARL model averaging over learned representations.
+
+Fit several representations of the same inputs (PCA, kernel PCA, TF-IDF,
+Word2Vec, ...), write a formula over named blocks, and let cross-validated
+convex weights combine the downstream models built on subsets of the blocks.
+
+Examples
+--------
+>>> import numpy as np, pearlstats as pearl
+>>> rng = np.random.default_rng(0)
+>>> a, b = rng.normal(size=(80, 2)), rng.normal(size=(80, 2))
+>>> data = {"y": a[:, 0] + rng.normal(scale=0.5, size=80), "a": a, "b": b}
+>>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+>>> res.weights.round(2).idxmax()
+'a'
+"""
+
+from __future__ import annotations
+
+from .candidates import Candidate
+from . import exceptions
+from .exceptions import *  # noqa: F403  (the public exception and warning classes)
+from .model import fit
+from .results import PearlResults
+
+__version__ = "0.1.0"
+
+__all__ = ["fit", "PearlResults", "Candidate", "exceptions", *(n for n in exceptions.__all__ if n != "format_positions")]

@@ -1,0 +1,112 @@
+"""Cross-validation folds: K-fold (stratified for classes), leave-one-out, or given labels.
+
+Examples
+--------
+>>> import numpy as np
+>>> folds = make_folds(5, n=20, seed=0)
+>>> np.bincount(folds).tolist()
+[4, 4, 4, 4, 4]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .exceptions import FoldError, ResponseError
+
+__all__ = ["make_folds", "check_class_coverage"]
+
+
+def _kfold(n: int, k: int, rng: np.random.Generator, strata: np.ndarray | None) -> np.ndarray:
+    folds = np.empty(n, dtype=np.intp)
+    if strata is None:
+        order = rng.permutation(n)
+        folds[order] = np.arange(n) % k
+        return folds
+    # Deal each class's shuffled rows round-robin, continuing where the previous
+    # class stopped, so fold sizes stay within one of each other.
+    start = 0
+    for level in np.unique(strata):
+        rows = rng.permutation(np.flatnonzero(strata == level))
+        folds[rows] = (start + np.arange(rows.size)) % k
+        start = (start + rows.size) % k
+    return folds
+
+
+def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.ndarray:
+    """Assign each row to a fold.
+
+    Parameters
+    ----------
+    cv : int, "loo" or array-like of length n
+        Number of folds K (2 <= K <= n), ``"loo"`` for leave-one-out, or one
+        fold label per row (any hashable values; mapped to 0..K-1 in sorted order).
+    n : int
+        Number of rows.
+    seed : int, numpy SeedSequence or Generator, optional
+        Seeds the shuffle of K-fold assignment.
+    strata : ndarray, optional
+        Class codes; when given, K-fold assignment is stratified.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        Fold label of each row, 0..K-1.
+
+    Raises
+    ------
+    FoldError
+        K outside [2, n], labels of the wrong length, or a single fold.
+    """
+    if isinstance(cv, str):
+        if cv != "loo":
+            raise FoldError(f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels")
+        return np.arange(n, dtype=np.intp)
+    if isinstance(cv, (bool, np.bool_)):
+        raise FoldError(f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels")
+    if isinstance(cv, (int, np.integer)):
+        k = int(cv)
+        if k < 2:
+            raise FoldError(f"cv={k}: cross-validation needs at least 2 folds")
+        if k > n:
+            raise FoldError(f"cv={k} folds but only {n} rows; use K <= {n} or cv='loo'")
+        return _kfold(n, k, np.random.default_rng(seed), strata)
+    labels = np.asarray(cv)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise FoldError(f"cv has {labels.size} fold labels in shape {labels.shape}; give exactly one label per row ({n})")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise FoldError("cv fold labels contain NaN or inf")
+    levels, codes = np.unique(labels, return_inverse=True)
+    if levels.size < 2:
+        raise FoldError(f"cv fold labels have a single value {levels[0]!r}; cross-validation needs at least 2 folds")
+    return codes.astype(np.intp)
+
+
+def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes) -> None:
+    """Require every class in every training set (all rows outside a fold).
+
+    A candidate trained without some class cannot predict it, so its
+    out-of-fold probabilities would be meaningless.
+
+    Raises
+    ------
+    ResponseError
+        A class has a single row overall.
+    FoldError
+        Some fold's complement lacks a class (only possible with given labels).
+    """
+    counts = np.bincount(codes, minlength=len(classes))
+    lonely = [classes[c] for c in np.flatnonzero(counts < 2)]
+    if lonely:
+        raise ResponseError(
+            f"class(es) {lonely} occur in only one row; each class needs at least 2 rows so that every "
+            "cross-validation training set contains it (merge or drop rare classes)"
+        )
+    for fold in np.unique(folds):
+        present = np.unique(codes[folds != fold])
+        if present.size < len(classes):
+            missing = [classes[c] for c in sorted(set(range(len(classes))) - set(present.tolist()))]
+            raise FoldError(
+                f"the training rows for fold {fold} contain no row of class(es) {missing}; "
+                "choose folds so that every class is outside each fold (e.g. an int cv, which stratifies)"
+            )

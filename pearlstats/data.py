@@ -1,0 +1,217 @@
+"""Validation of the user's rows and representation blocks.
+
+``fit`` accepts ``data`` as a DataFrame or a dict (which may hold 2-D arrays
+under block names) and ``blocks=`` as a mapping name -> 2-D array / DataFrame
+or a fitted :class:`~pearlstats.representations.Representations`. This module
+turns those into one DataFrame of ordinary columns plus a dict of float blocks,
+checking everything a user can get wrong and naming it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from .exceptions import BlockError, DataError, MissingValueError, format_positions
+
+__all__ = ["Block", "split_data", "resolve_blocks", "check_block_values"]
+
+# A dense copy of a sparse block is made only below this size; past it the
+# user is told to reduce the block (e.g. LSI) rather than exhausting memory.
+MAX_DENSE_BYTES = 2 * 1024**3
+
+
+@dataclass(frozen=True)
+class Block:
+    """One foundation representation block, ready for the design matrix.
+
+    Attributes
+    ----------
+    name : str
+    values : ndarray of shape (n, p)
+    column_names : list of str
+        ``name[0]``, ``name[1]``, ... or ``name[col]`` for DataFrame columns.
+    """
+
+    name: str
+    values: np.ndarray
+    column_names: list[str]
+
+    @property
+    def width(self) -> int:
+        return self.values.shape[1]
+
+
+def _is_representations(obj) -> bool:
+    return hasattr(obj, "transform") and hasattr(obj, "names") and not isinstance(obj, Mapping)
+
+
+def split_data(data) -> tuple[pd.DataFrame, dict]:
+    """Separate ordinary columns from 2-D arrays stored in a dict ``data``.
+
+    Parameters
+    ----------
+    data : DataFrame or dict
+        A dict may mix 1-D columns and 2-D arrays (blocks).
+
+    Returns
+    -------
+    frame : DataFrame
+        The one-dimensional columns.
+    embedded : dict
+        Name -> 2-D value found in *data*.
+    """
+    if isinstance(data, pd.DataFrame):
+        return data.reset_index(drop=True), {}
+    if not isinstance(data, Mapping):
+        raise DataError(
+            f"data must be a pandas DataFrame or a dict of columns (and 2-D blocks), got {type(data).__name__}"
+        )
+    columns: dict = {}
+    embedded: dict = {}
+    for name, value in data.items():
+        if isinstance(value, pd.DataFrame) or sp.issparse(value) or np.ndim(value) >= 2:
+            embedded[name] = value
+        else:
+            columns[name] = value
+    lengths = {name: len(np.atleast_1d(value)) for name, value in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise DataError(f"the columns of data have different lengths: {lengths}")
+    return pd.DataFrame(columns), embedded
+
+
+def _as_dense(name: str, value) -> tuple[np.ndarray, list[str]]:
+    if isinstance(value, pd.DataFrame):
+        labels = [str(column) for column in value.columns]
+        non_numeric = [c for c, dtype in zip(labels, value.dtypes) if not (dtype.kind in "biuf")]
+        if non_numeric:
+            raise BlockError(f"block {name!r} has non-numeric columns {non_numeric}; a block must be numeric")
+        return value.to_numpy(dtype=float), [f"{name}[{label}]" for label in labels]
+    if sp.issparse(value):
+        n_rows, n_cols = value.shape
+        if n_rows * n_cols * 8 > MAX_DENSE_BYTES:
+            raise BlockError(
+                f"block {name!r} is sparse with {n_cols} columns; a dense copy for the downstream models "
+                f"would need {n_rows * n_cols * 8 / 1024**3:.1f} GiB. Reduce it first (e.g. pearl.LSI)."
+            )
+        array = value.toarray().astype(float)
+    else:
+        array = np.asarray(value)
+        if array.dtype == object or array.dtype.kind not in "biuf":
+            raise BlockError(f"block {name!r} must be numeric, got dtype {array.dtype}")
+        array = array.astype(float, copy=False)
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise BlockError(
+            f"block {name!r} has {array.ndim} dimensions (shape {array.shape}); a block must be 2-D "
+            "(rows x features) — flatten images first, e.g. X.reshape(len(X), -1)"
+        )
+    return array, [f"{name}[{j}]" for j in range(array.shape[1])]
+
+
+def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
+    """Check one block's shape and values against the data's row count.
+
+    Raises
+    ------
+    BlockError
+        Wrong row count or no columns.
+    MissingValueError
+        NaN or inf, with their row positions.
+    """
+    if values.shape[0] != n_rows:
+        raise BlockError(f"block {name!r} has {values.shape[0]} rows but the data has {n_rows}; give one row per data row")
+    if values.shape[1] == 0:
+        raise BlockError(f"block {name!r} has no columns; drop it from the formula")
+    bad_rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    if bad_rows.size:
+        raise MissingValueError(
+            f"block {name!r} has NaN or infinite values at {format_positions(bad_rows)}; "
+            "impute or remove those rows, or pass missing='drop'"
+        )
+
+
+def _unknown_block_message(name: str, available: list[str]) -> str:
+    close = difflib.get_close_matches(name, available, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return f"block {name!r} in the formula is not among the blocks given (available: {available}).{hint}"
+
+
+def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks) -> dict[str, Block]:
+    """Collect the formula's blocks from ``blocks=`` and ``data``, validated.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Block names in formula order.
+    frame : DataFrame
+        Ordinary columns (used to compute blocks from a ``Representations``).
+    embedded : mapping
+        2-D values found inside a dict ``data``.
+    blocks : mapping, Representations or None
+
+    Returns
+    -------
+    dict of str -> Block
+        In formula order, without checking values (see ``check_block_values``).
+    """
+    if blocks is None:
+        supplied: Mapping = {}
+    elif _is_representations(blocks):
+        supplied = blocks.transform(frame)
+    elif isinstance(blocks, Mapping):
+        supplied = blocks
+    else:
+        raise BlockError(
+            f"blocks must be a dict name -> 2-D array/DataFrame or a fitted pearl.Representations, got {type(blocks).__name__}"
+        )
+    both = sorted(set(supplied) & set(embedded))
+    if both:
+        raise BlockError(f"block(s) {both} are given both in data and in blocks=; give each block once")
+    available = list(supplied) + list(embedded)
+    resolved: dict[str, Block] = {}
+    for name in names:
+        if name in supplied:
+            value = supplied[name]
+        elif name in embedded:
+            value = embedded[name]
+        elif name in frame.columns:
+            raise BlockError(
+                f"block({name}) names a 1-D column of the data; a block must be a 2-D array. "
+                f"Use {name!r} as an ordinary covariate term instead, or pass the block via blocks="
+            )
+        else:
+            raise BlockError(_unknown_block_message(name, available))
+        values, column_names = _as_dense(name, value)
+        resolved[name] = Block(name, values, column_names)
+    return resolved
+
+
+def check_block_information(blocks: Mapping[str, Block]) -> None:
+    """Reject blocks that carry no information or repeat another block.
+
+    A constant block is collinear with the intercept, and a duplicated block
+    makes pairs of candidates identical; both are almost always a mistake in
+    how the blocks were built.
+    """
+    for block in blocks.values():
+        if np.all(np.ptp(block.values, axis=0) == 0):
+            raise BlockError(
+                f"block {block.name!r} is constant in every column, so it carries no information about the "
+                "response; check how it was computed"
+            )
+    seen: dict[tuple, str] = {}
+    for block in blocks.values():
+        key = (block.values.shape, block.values.tobytes())
+        if key in seen:
+            raise BlockError(
+                f"block {block.name!r} is identical to block {seen[key]!r}; candidates containing either would "
+                "be duplicates — remove one of them from the formula"
+            )
+        seen[key] = block.name

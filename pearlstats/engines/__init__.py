@@ -1,0 +1,1 @@
+"""Fast cross-validation engines, one module per kind of downstream model."""

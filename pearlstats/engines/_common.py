@@ -1,0 +1,82 @@
+"""Pieces shared by the cross-validation engines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ledger import LedgerEntry
+
+__all__ = ["ScaledDesign", "EngineOutput", "fold_rows", "infeasible_entry", "RANK_TOLERANCE"]
+
+# Relative pivot below which a Cholesky factor is treated as rank deficient;
+# such candidates are solved by minimum-norm least squares, as statsmodels' pinv.
+RANK_TOLERANCE = 1e-10
+
+
+@dataclass(frozen=True)
+class ScaledDesign:
+    """The design with columns scaled to unit root-mean-square.
+
+    Scaling makes Gram matrices and Newton systems well conditioned and makes
+    a ridge penalty act on comparable coefficients; predictions do not depend
+    on it. Constant columns (the intercept) are never penalised.
+
+    Attributes
+    ----------
+    values : ndarray (n, p)
+        Scaled design.
+    scale : ndarray (p,)
+        Divide a coefficient on the scaled design by this to get the original one.
+    penalized : ndarray of bool (p,)
+        Columns a ridge penalty applies to.
+    """
+
+    values: np.ndarray
+    scale: np.ndarray
+    penalized: np.ndarray
+
+    @classmethod
+    def from_design(cls, X: np.ndarray) -> "ScaledDesign":
+        scale = np.sqrt(np.mean(X * X, axis=0))
+        scale[scale == 0] = 1.0
+        penalized = np.ptp(X, axis=0) > 0
+        return cls(np.ascontiguousarray(X / scale), scale, penalized)
+
+
+@dataclass
+class EngineOutput:
+    """Out-of-fold predictions of a list of candidates and what happened.
+
+    Attributes
+    ----------
+    predictions : ndarray (n, J) or (n, J, C)
+        NaN where a candidate failed.
+    failed : ndarray of bool (J,)
+    entries : list of LedgerEntry
+    """
+
+    predictions: np.ndarray
+    failed: np.ndarray
+    entries: list[LedgerEntry] = field(default_factory=list)
+
+
+def fold_rows(folds: np.ndarray) -> list[np.ndarray]:
+    """Row positions of each fold, in fold order."""
+    return [np.flatnonzero(folds == k) for k in range(int(folds.max()) + 1)]
+
+
+def infeasible_entry(label: str, n_params: int, n_train: int, ridge: float) -> LedgerEntry | None:
+    """Ledger row for a candidate with at least as many parameters as training rows."""
+    if ridge > 0 or n_params < n_train:
+        return None
+    return LedgerEntry(
+        label,
+        None,
+        "cv",
+        "infeasible",
+        f"{n_params} parameters but only {n_train} training rows in the smallest fold",
+        "given weight 0; use fewer columns, more folds, or ridge > 0",
+        True,
+    )

@@ -1,0 +1,146 @@
+"""Exceptions and warnings raised by pearlstats.
+
+Every error a user can trigger is a subclass of :class:`PearlError` and also of
+the built-in class that fits (``ValueError``, ``TypeError``, ``RuntimeError``),
+so ``except ValueError`` keeps working for code written against numpy or
+statsmodels. Messages name the offending thing (block, column, row positions,
+class, option) and say what would be right.
+
+Examples
+--------
+>>> import pearlstats as pearl
+>>> try:
+...     pearl.fit("y ~ block(a)", {"y": [1.0, 2.0, 3.0]}, blocks={})
+... except pearl.BlockError as err:
+...     print(type(err).__name__)
+BlockError
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "PearlError",
+    "FormulaError",
+    "BlockError",
+    "DataError",
+    "MissingValueError",
+    "ResponseError",
+    "FoldError",
+    "CandidateError",
+    "OptionError",
+    "NotFittedError",
+    "AllCandidatesFailedError",
+    "PearlWarning",
+    "CandidateFailureWarning",
+    "SeparationWarning",
+    "ConvergenceWarning",
+    "DuplicateCandidateWarning",
+    "format_positions",
+]
+
+
+class PearlError(Exception):
+    """Base class of every exception raised by pearlstats."""
+
+
+class FormulaError(PearlError, ValueError):
+    """The formula cannot be parsed or uses ``block()`` in an unsupported way."""
+
+
+class BlockError(PearlError, ValueError):
+    """A representation block is unknown, mis-shaped or inconsistent with the data."""
+
+
+class DataError(PearlError, ValueError):
+    """The data (response or covariates) is missing a column or has the wrong type."""
+
+
+class MissingValueError(DataError):
+    """NaN or infinite values were found; the message lists the row positions."""
+
+
+class ResponseError(PearlError, ValueError):
+    """The response does not suit the chosen family (values, classes, counts)."""
+
+
+class FoldError(PearlError, ValueError):
+    """The cross-validation specification cannot be used with these rows."""
+
+
+class CandidateError(PearlError, ValueError):
+    """The candidate specification is invalid or too large."""
+
+
+class OptionError(PearlError, ValueError):
+    """An option (family, loss, solver, ...) has an unknown or incompatible value."""
+
+
+class NotFittedError(PearlError, RuntimeError):
+    """A learner or representation set was used before ``fit``."""
+
+
+class AllCandidatesFailedError(PearlError, RuntimeError):
+    """Every candidate failed in cross-validation; the ledger says why.
+
+    Parameters
+    ----------
+    message : str
+        Summary of the failure.
+    failures : pandas.DataFrame, optional
+        The failure ledger (candidate, fold, stage, reason, action).
+    """
+
+    def __init__(self, message: str, failures=None):
+        super().__init__(message)
+        self.failures = failures
+
+
+class PearlWarning(UserWarning):
+    """Base class of the warnings issued by pearlstats."""
+
+
+class CandidateFailureWarning(PearlWarning):
+    """A candidate failed in some fold; it gets weight 0 and is in the ledger."""
+
+
+class SeparationWarning(PearlWarning):
+    """Perfect or quasi-complete separation was detected for a classification candidate."""
+
+
+class ConvergenceWarning(PearlWarning):
+    """An iterative fit stopped before meeting its tolerance."""
+
+
+class DuplicateCandidateWarning(PearlWarning):
+    """Candidates with identical out-of-fold predictions were merged for the weight solver."""
+
+
+def format_positions(positions: Sequence[int], limit: int = 10) -> str:
+    """Render row positions for an error message, truncating long lists.
+
+    Parameters
+    ----------
+    positions : sequence of int
+        Zero-based row positions.
+    limit : int, default 10
+        How many positions to show before summarising the rest.
+
+    Returns
+    -------
+    str
+        For example ``"rows 3, 17 and 2 more"``.
+
+    Examples
+    --------
+    >>> format_positions([3, 17])
+    'rows 3, 17'
+    >>> format_positions(range(12), limit=3)
+    'rows 0, 1, 2 and 9 more'
+    """
+    positions = list(positions)
+    shown = ", ".join(str(int(p)) for p in positions[:limit])
+    word = "row" if len(positions) == 1 else "rows"
+    extra = len(positions) - limit
+    return f"{word} {shown}" + (f" and {extra} more" if extra > 0 else "")

@@ -1,0 +1,255 @@
+"""Downstream model families: response encoding, fast CV fits, statsmodels refits.
+
+=============  ==================  ===========================  ==========================
+family         statsmodels model   cross-validation engine      prediction
+=============  ==================  ===========================  ==========================
+gaussian       ``OLS``             fold Gram matrices           mean
+binomial       ``Logit``           batched Newton               P(y = second class)
+multinomial    ``MNLogit``         batched Newton               class probabilities (n, C)
+poisson        ``GLM(Poisson())``  batched Newton               mean
+=============  ==================  ===========================  ==========================
+
+The fast engines give the same numbers as the statsmodels fits (checked in the
+tests); statsmodels remains the object users inspect for each candidate.
+
+Examples
+--------
+>>> import pandas as pd
+>>> fam = get_family("binomial")
+>>> enc = fam.encode(pd.Series(["no", "yes", "yes"]))
+>>> enc.classes, enc.y.tolist()
+(['no', 'yes'], [0.0, 1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+from scipy.special import expit
+
+from .engines.glm import glm_cv_predict, glm_fit
+from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
+from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
+from .exceptions import OptionError, ResponseError
+
+__all__ = ["EncodedResponse", "Family", "get_family", "FAMILIES"]
+
+
+@dataclass(frozen=True)
+class EncodedResponse:
+    """The response as the engines use it.
+
+    Attributes
+    ----------
+    y : ndarray
+        float values (gaussian, poisson), 0/1 floats (binomial) or int codes (multinomial).
+    classes : list or None
+        Original class labels for classification, in code order.
+    """
+
+    y: np.ndarray
+    classes: list | None = None
+
+    @property
+    def n_classes(self) -> int:
+        return 0 if self.classes is None else len(self.classes)
+
+
+def _class_levels(values: pd.Series) -> list:
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        present = set(values.dropna().unique())
+        return [level for level in values.cat.categories if level in present]
+    return sorted(pd.unique(values).tolist())
+
+
+class Family:
+    """Base class: one kind of downstream model."""
+
+    name: str = ""
+    default_loss: str = ""
+
+    def encode(self, values: pd.Series) -> EncodedResponse:
+        raise NotImplementedError
+
+    def cv_predict(self, X, response: EncodedResponse, candidates, folds, ridge):
+        raise NotImplementedError
+
+    def loo_predict(self, X, response: EncodedResponse, candidates, ridge):
+        """Leave-one-out predictions; families without a closed form use n folds."""
+        return self.cv_predict(X, response, candidates, np.arange(len(response.y)), ridge)
+
+    def fit_params(self, X, response: EncodedResponse, columns, ridge, label):
+        """Coefficients on all rows and ledger notes for the refit."""
+        raise NotImplementedError
+
+    def predict(self, params, X_candidate: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame):
+        raise NotImplementedError
+
+    def statsmodels_results(self, response: EncodedResponse, exog: pd.DataFrame, params, ridge: float, scale_penalty):
+        """The statsmodels results of one candidate refitted on all rows.
+
+        With ``ridge > 0`` the penalised fit is returned where statsmodels has
+        an L2 fit (``fit_regularized`` with ``L1_wt=0``), started at our optimum.
+        """
+        model = self.statsmodels_model(response, exog)
+        if ridge > 0:
+            return model.fit_regularized(alpha=ridge * scale_penalty, L1_wt=0.0, start_params=np.ravel(params, order="F"))
+        return self._fit_unpenalized(model, params)
+
+    def _fit_unpenalized(self, model, params):
+        return model.fit(start_params=np.ravel(params, order="F"), disp=0)
+
+
+def _require_numeric(values: pd.Series, family: str) -> np.ndarray:
+    if values.dtype.kind == "b":
+        return values.to_numpy(dtype=float)
+    if values.dtype.kind not in "iuf":
+        raise ResponseError(
+            f"the {family} family needs a numeric response, got dtype {values.dtype} "
+            f"(e.g. {values.iloc[0]!r}); use family='binomial' or 'multinomial' for class labels"
+        )
+    return values.to_numpy(dtype=float)
+
+
+class Gaussian(Family):
+    name = "gaussian"
+    default_loss = "squared"
+
+    def encode(self, values):
+        return EncodedResponse(_require_numeric(values, self.name))
+
+    def cv_predict(self, X, response, candidates, folds, ridge):
+        return ols_cv_predict(X, response.y, candidates, folds, ridge)
+
+    def loo_predict(self, X, response, candidates, ridge):
+        return ols_loo_predict(X, response.y, candidates, ridge)
+
+    def fit_params(self, X, response, columns, ridge, label):
+        return ols_fit(X, response.y, columns, ridge), []
+
+    def predict(self, params, X_candidate):
+        return X_candidate @ params
+
+    def statsmodels_model(self, response, exog):
+        return sm.OLS(response.y, exog)
+
+    def _fit_unpenalized(self, model, params):
+        return model.fit()
+
+
+class Binomial(Family):
+    name = "binomial"
+    default_loss = "cross_entropy"
+
+    def encode(self, values):
+        levels = _class_levels(values)
+        if len(levels) != 2:
+            shown = levels[:10]
+            raise ResponseError(
+                f"the binomial family needs a response with exactly 2 distinct values, got {len(levels)}: {shown}; "
+                "use family='multinomial' for more classes"
+            )
+        return EncodedResponse((values == levels[1]).to_numpy(dtype=float), levels)
+
+    def cv_predict(self, X, response, candidates, folds, ridge):
+        return glm_cv_predict("binomial", X, response.y, candidates, folds, ridge)
+
+    def fit_params(self, X, response, columns, ridge, label):
+        return glm_fit("binomial", X, response.y, columns, ridge, label)
+
+    def predict(self, params, X_candidate):
+        return expit(X_candidate @ params)
+
+    def statsmodels_model(self, response, exog):
+        return sm.Logit(response.y, exog)
+
+    def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
+        if ridge > 0:
+            model = sm.GLM(response.y, exog, family=sm.families.Binomial())
+            return model.fit_regularized(alpha=ridge * scale_penalty, L1_wt=0.0, start_params=params)
+        return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
+
+
+class Multinomial(Family):
+    name = "multinomial"
+    default_loss = "cross_entropy"
+
+    def encode(self, values):
+        levels = _class_levels(values)
+        if len(levels) < 2:
+            raise ResponseError(f"the multinomial family needs at least 2 classes, got {levels}")
+        codes = pd.Categorical(values, categories=levels).codes.astype(np.intp)
+        return EncodedResponse(codes, levels)
+
+    def cv_predict(self, X, response, candidates, folds, ridge):
+        return multinomial_cv_predict(X, response.y, response.n_classes, candidates, folds, ridge)
+
+    def fit_params(self, X, response, columns, ridge, label):
+        return multinomial_fit(X, response.y, response.n_classes, columns, ridge, label)
+
+    def predict(self, params, X_candidate):
+        return class_probabilities(params, X_candidate)
+
+    def statsmodels_model(self, response, exog):
+        return sm.MNLogit(response.y, exog)
+
+    def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
+        if ridge > 0:
+            raise OptionError(
+                "statsmodels has no L2-penalised MNLogit; with ridge > 0 the multinomial candidates' "
+                "coefficients are in PearlResults.params[label]"
+            )
+        return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
+
+
+class Poisson(Family):
+    name = "poisson"
+    default_loss = "poisson_deviance"
+
+    def encode(self, values):
+        y = _require_numeric(values, self.name)
+        negative = np.flatnonzero(y < 0)
+        if negative.size:
+            raise ResponseError(
+                f"the poisson family needs non-negative counts; the response is negative at rows {negative[:10].tolist()}"
+            )
+        return EncodedResponse(y)
+
+    def cv_predict(self, X, response, candidates, folds, ridge):
+        return glm_cv_predict("poisson", X, response.y, candidates, folds, ridge)
+
+    def fit_params(self, X, response, columns, ridge, label):
+        return glm_fit("poisson", X, response.y, columns, ridge, label)
+
+    def predict(self, params, X_candidate):
+        return np.exp(X_candidate @ params)
+
+    def statsmodels_model(self, response, exog):
+        return sm.GLM(response.y, exog, family=sm.families.Poisson())
+
+    def _fit_unpenalized(self, model, params):
+        return model.fit(start_params=params)
+
+
+FAMILIES = {family.name: family for family in (Gaussian(), Binomial(), Multinomial(), Poisson())}
+
+
+def get_family(name) -> Family:
+    """Look up a family by name.
+
+    Raises
+    ------
+    OptionError
+        For an unknown name, listing the valid ones.
+    """
+    if isinstance(name, Family):
+        return name
+    if not isinstance(name, str) or name.lower() not in FAMILIES:
+        raise OptionError(f"unknown family={name!r}; use one of {sorted(FAMILIES)}")
+    return FAMILIES[name.lower()]

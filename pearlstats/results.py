@@ -1,0 +1,405 @@
+"""``PearlResults``: what a PEARL fit found, and prediction for new rows.
+
+Everything is computed once in :func:`pearlstats.fit` and read through plain
+properties; derived tables are ``cached_property``. Candidates are refitted on
+all rows only where needed: those with non-zero weight at fit time (prediction
+needs them), any other on first access — so a pool of thousands of candidates
+does not pay thousands of statsmodels fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from .data import check_block_values, resolve_blocks, split_data
+from .exceptions import BlockError, DataError, ResponseError
+from .formula import covariates_for_new_rows
+from .strategies import STRATEGIES, combine, strategy_weights
+
+__all__ = ["PearlResults"]
+
+
+class _LazyCandidates(Mapping):
+    """Mapping label -> statsmodels results, each built on first access."""
+
+    def __init__(self, results: "PearlResults"):
+        self._results = results
+        self._cache: dict = {}
+
+    def __getitem__(self, label):
+        if label not in self._cache:
+            self._cache[label] = self._results._statsmodels_results(label)
+        return self._cache[label]
+
+    def __iter__(self):
+        return iter(self._results.candidate_labels)
+
+    def __len__(self):
+        return len(self._results.candidate_labels)
+
+    def __repr__(self):
+        return f"<{len(self)} candidates, refitted with statsmodels on first access: {list(self)[:5]}...>"
+
+
+class PearlResults:
+    """Results of :func:`pearlstats.fit`.
+
+    Attributes are read-only. ``weights``, ``cv_predictions``, ``cv_risk``,
+    ``folds`` and ``baselines`` describe the cross-validation stage;
+    ``candidates`` gives each candidate's statsmodels results refitted on all
+    rows; :meth:`predict` averages the refitted candidates on new rows.
+
+    Examples
+    --------
+    >>> import numpy as np, pearlstats as pearl
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 2)), "b": rng.normal(size=(60, 2))}
+    >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+    >>> float(res.weights.sum())
+    1.0
+    """
+
+    def __init__(self, *, spec, family, loss, design, response, pool, extras, folds, cv_spec, seed, ridge,
+                 predictions, failed, solution, ledger, representations, dropped_rows):
+        self._spec = spec
+        self._family = family
+        self._loss = loss
+        self._design = design
+        self._response = response
+        self._pool = list(pool)
+        self._extras = list(extras)
+        self._folds = folds
+        self._cv_spec = cv_spec
+        self._seed = seed
+        self._ridge = ridge
+        self._predictions = predictions
+        self._failed = failed
+        self._solution = solution
+        self._ledger = ledger
+        self._representations = representations
+        self._dropped_rows = dropped_rows
+        self._params: dict = {}
+        self._candidates = _LazyCandidates(self)
+        for label in self.weights.index[self.weights.to_numpy() > 0]:
+            self._candidate_params(label)
+
+    # ---- description of the fit -------------------------------------------------
+    @property
+    def formula(self) -> str:
+        return self._spec.formula
+
+    @property
+    def family(self) -> str:
+        return self._family.name
+
+    @property
+    def loss(self) -> str:
+        """Name of the surrogate loss the weights minimise."""
+        return self._loss.name
+
+    @property
+    def nobs(self) -> int:
+        return len(self._folds)
+
+    @property
+    def seed(self) -> int:
+        """The seed of the folds (drawn and recorded when ``fit`` got none)."""
+        return self._seed
+
+    @property
+    def ridge(self) -> float:
+        return self._ridge
+
+    @property
+    def n_folds(self) -> int:
+        return int(self._folds.max()) + 1
+
+    @property
+    def folds(self) -> np.ndarray:
+        """Fold label (0..K-1) of each row."""
+        return self._folds.copy()
+
+    @property
+    def classes(self) -> list | None:
+        """Class labels in code order (classification), else None."""
+        return None if self._response.classes is None else list(self._response.classes)
+
+    @property
+    def block_dims(self) -> dict:
+        """Width of each foundation block, in formula order."""
+        return self._design.block_dims
+
+    @property
+    def block_names(self) -> list:
+        return list(self._design.block_slices)
+
+    @property
+    def candidate_labels(self) -> list:
+        return [candidate.label for candidate in self._pool]
+
+    @property
+    def n_params(self) -> pd.Series:
+        """Number of coefficients of each candidate (per class equation for multinomial)."""
+        return pd.Series([c.n_params for c in self._pool], index=self.candidate_labels, name="n_params")
+
+    @property
+    def dropped_rows(self) -> np.ndarray:
+        """Positions of rows removed by ``missing='drop'`` (empty otherwise)."""
+        return self._dropped_rows.copy()
+
+    # ---- cross-validation stage ------------------------------------------------
+    @cached_property
+    def weights(self) -> pd.Series:
+        """Simplex weights over the candidates (failed candidates get exactly 0)."""
+        return pd.Series(self._solution.weights, index=self.candidate_labels, name="weight")
+
+    @property
+    def weight_objective(self) -> float:
+        """Mean surrogate loss of the weighted out-of-fold prediction."""
+        return float(self._solution.objective)
+
+    @property
+    def kkt_gap(self) -> float:
+        """Certified optimality gap of the weight solver (Frank-Wolfe duality gap)."""
+        return float(self._solution.kkt_gap)
+
+    @property
+    def weight_solver(self) -> str:
+        return self._solution.solver
+
+    @cached_property
+    def cv_predictions(self) -> pd.DataFrame:
+        """Out-of-fold predictions, one column per candidate.
+
+        Gaussian/poisson: means; binomial: probability of ``classes[1]``;
+        multinomial: class probabilities with MultiIndex columns
+        ``(candidate, class)``. NaN for failed candidates.
+        """
+        J = len(self._pool)
+        values = self._predictions[:, :J]
+        if values.ndim == 2:
+            return pd.DataFrame(values, columns=self.candidate_labels)
+        columns = pd.MultiIndex.from_product([self.candidate_labels, self.classes], names=["candidate", "class"])
+        return pd.DataFrame(values.reshape(len(values), -1), columns=columns)
+
+    def _pointwise(self, prediction: np.ndarray) -> np.ndarray:
+        return self._loss.pointwise(self._response.y, prediction)
+
+    @cached_property
+    def _candidate_losses(self) -> np.ndarray:
+        """Per-row surrogate loss (n, J_all) of every candidate, pool then extras."""
+        columns = [self._pointwise(self._predictions[:, j]) for j in range(self._predictions.shape[1])]
+        return np.column_stack(columns)
+
+    @cached_property
+    def cv_risk(self) -> pd.Series:
+        """Each candidate's cross-validated risk under the surrogate loss."""
+        J = len(self._pool)
+        return pd.Series(self._candidate_losses[:, :J].mean(axis=0), index=self.candidate_labels, name="cv_risk")
+
+    @cached_property
+    def cv_risk_se(self) -> pd.Series:
+        """Standard error of each CV risk: SD of the per-row losses / sqrt(n)."""
+        J = len(self._pool)
+        se = self._candidate_losses[:, :J].std(axis=0, ddof=1) / np.sqrt(self.nobs)
+        return pd.Series(se, index=self.candidate_labels, name="cv_risk_se")
+
+    @property
+    def failures(self) -> pd.DataFrame:
+        """The failure ledger: candidate, fold, stage, kind, reason, action, excluded."""
+        return self._ledger.to_frame()
+
+    # ---- baselines ----------------------------------------------------------------
+    @cached_property
+    def _all_candidates(self) -> list:
+        return self._pool + self._extras
+
+    @cached_property
+    def strategy_weights(self) -> pd.DataFrame:
+        """Weights each strategy (PEARL and the paper's baselines) puts on every candidate.
+
+        Columns index pool candidates first, then the single-block / fusion
+        candidates fitted only for the baselines.
+        """
+        labels = [c.label for c in self._all_candidates]
+        table = strategy_weights(
+            self._solution.weights, self._all_candidates, len(self._pool),
+            self._candidate_losses.mean(axis=0), self._failed,
+        )
+        return pd.DataFrame(table, index=labels).T.loc[list(STRATEGIES)]
+
+    @cached_property
+    def _strategy_losses(self) -> pd.DataFrame:
+        weights = self.strategy_weights.to_numpy()
+        columns = {}
+        for name, w in zip(self.strategy_weights.index, weights):
+            columns[name] = self._pointwise(combine(self._predictions, w))
+        return pd.DataFrame(columns)
+
+    @cached_property
+    def baselines(self) -> pd.DataFrame:
+        """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
+
+        ``ratio_se`` is a paired (delta-method) standard error of the ratio,
+        from per-row loss differences on the same rows.
+        """
+        losses = self._strategy_losses
+        n = len(losses)
+        pearl = losses["PEARL"].to_numpy()
+        rows = {}
+        for name in losses.columns:
+            other = losses[name].to_numpy()
+            risk, risk_pearl = other.mean(), pearl.mean()
+            ratio = risk_pearl / risk
+            # delta method for mean(a)/mean(b) with paired rows
+            influence = (pearl - ratio * other) / risk
+            rows[name] = {
+                "cv_risk": risk,
+                "se": other.std(ddof=1) / np.sqrt(n),
+                "risk_ratio": ratio,
+                "ratio_se": influence.std(ddof=1) / np.sqrt(n),
+                "candidate": self._strategy_label(name),
+            }
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+    def _strategy_label(self, name: str) -> str:
+        weights = self.strategy_weights.loc[name]
+        chosen = weights.index[weights.to_numpy() > 0]
+        return chosen[0] if len(chosen) == 1 else f"{len(chosen)} candidates"
+
+    # ---- refits and prediction ---------------------------------------------------------
+    def _find(self, label: str):
+        for candidate in self._all_candidates:
+            if candidate.label == label:
+                return candidate
+        raise KeyError(f"no candidate {label!r}; candidates are {self.candidate_labels}")
+
+    def _candidate_params(self, label: str) -> np.ndarray:
+        if label not in self._params:
+            candidate = self._find(label)
+            params, notes = self._family.fit_params(
+                self._design.X, self._response, candidate.columns, self._ridge, label
+            )
+            self._ledger.extend(notes)
+            self._params[label] = params
+        return self._params[label]
+
+    @property
+    def candidates(self) -> Mapping:
+        """Mapping label -> statsmodels results of the candidate refitted on all rows."""
+        return self._candidates
+
+    def params(self, label: str) -> pd.Series | pd.DataFrame:
+        """Coefficients of one candidate refitted on all rows, labelled by design column."""
+        candidate = self._find(label)
+        names = [self._design.column_names[i] for i in candidate.columns]
+        values = self._candidate_params(label)
+        if values.ndim == 2:
+            return pd.DataFrame(values, index=names, columns=self.classes[1:])
+        return pd.Series(values, index=names, name=label)
+
+    def _statsmodels_results(self, label: str):
+        candidate = self._find(label)
+        names = [self._design.column_names[i] for i in candidate.columns]
+        exog = pd.DataFrame(self._design.X[:, candidate.columns], columns=names)
+        scale = np.sqrt(np.mean(exog.to_numpy() ** 2, axis=0))
+        scale[scale == 0] = 1.0
+        penalized = (np.ptp(exog.to_numpy(), axis=0) > 0).astype(float)
+        return self._family.statsmodels_results(
+            self._response, exog, self._candidate_params(label), self._ridge, penalized * scale**2
+        )
+
+    def _design_for(self, newdata, blocks) -> tuple[np.ndarray, pd.Index | None]:
+        frame, embedded = split_data(newdata)
+        source = blocks
+        if source is None and self._representations is not None and not embedded:
+            needed = getattr(self._representations, "input_columns", [])
+            missing = [column for column in needed if column not in frame.columns]
+            if missing:
+                raise DataError(f"new data lacks column(s) {missing} that the representations read")
+            source = self._representations
+        resolved = resolve_blocks(self.block_names, frame, embedded, source)
+        n_new = len(frame) if len(frame.columns) else len(next(iter(resolved.values())).values)
+        for name, block in resolved.items():
+            expected = self.block_dims[name]
+            if block.width != expected:
+                raise BlockError(f"block {name!r} has {block.width} columns in the new data but {expected} at fit time")
+            check_block_values(name, block.values, n_new)
+        covariates = self._design.covariates
+        if covariates.data_columns:
+            cov = covariates_for_new_rows(covariates, frame)
+        else:
+            # Covariate terms that read no data are the same on every row.
+            cov = np.repeat(covariates.matrix[:1], n_new, axis=0)
+        X = np.hstack([cov] + [block.values for block in resolved.values()])
+        index = newdata.index if isinstance(newdata, pd.DataFrame) else None
+        return X, index
+
+    def _candidate_predictions(self, X: np.ndarray, labels) -> dict:
+        return {
+            label: self._family.predict(self._candidate_params(label), X[:, self._find(label).columns])
+            for label in labels
+        }
+
+    def _format(self, values: np.ndarray, index) -> pd.Series | pd.DataFrame:
+        if values.ndim == 2:
+            return pd.DataFrame(values, columns=self.classes, index=index)
+        return pd.Series(values, index=index, name="prediction")
+
+    def predict(self, newdata, blocks=None) -> pd.Series | pd.DataFrame:
+        """PEARL prediction for new rows: the weighted average of the refitted candidates.
+
+        Parameters
+        ----------
+        newdata : DataFrame or dict
+            Covariates (and, in a dict, possibly the blocks). With a
+            ``Representations`` used at fit time, raw rows suffice.
+        blocks : dict or Representations, optional
+            Blocks for the new rows when not in *newdata*.
+
+        Returns
+        -------
+        Series or DataFrame
+            Means (gaussian, poisson), probability of ``classes[1]`` (binomial),
+            or class probabilities with one column per class (multinomial).
+        """
+        X, index = self._design_for(newdata, blocks)
+        active = self.weights[self.weights > 0]
+        parts = self._candidate_predictions(X, active.index)
+        combined = sum(weight * parts[label] for label, weight in active.items())
+        return self._format(np.asarray(combined), index)
+
+    def encode_response(self, values) -> np.ndarray:
+        """Encode response values of new rows with the fit's classes."""
+        values = pd.Series(np.asarray(values))
+        if self.classes is None:
+            return self._family.encode(values).y
+        unknown = sorted(set(values.tolist()) - set(self.classes), key=str)
+        if unknown:
+            raise ResponseError(f"response values {unknown[:10]} were not classes at fit time ({self.classes})")
+        codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
+        return codes.astype(float) if self.family == "binomial" else codes
+
+    def summary(self, alpha: float | None = None):
+        """A statsmodels ``Summary`` with the weights, baselines and diagnostics.
+
+        Use ``print(res.summary())``, ``.as_latex()`` or ``.as_html()``.
+        """
+        from .summary import build_summary
+
+        return build_summary(self)
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
+
+    def __repr__(self) -> str:
+        top = self.weights.sort_values(ascending=False).head(3)
+        shown = ", ".join(f"{label}: {w:.3f}" for label, w in top.items())
+        return (
+            f"<PearlResults {self.family}, n={self.nobs}, K={self.n_folds}, "
+            f"J={len(self._pool)} candidates; top weights {shown}>"
+        )

@@ -1,0 +1,97 @@
+"""PEARL and the paper's baseline strategies as weight vectors over candidates.
+
+Every strategy the paper compares is a convex combination of candidates, so
+each is a weight vector over the pool (plus the single-block and fusion
+candidates fitted only for baselines):
+
+=========  ================================================================
+PEARL      the cross-validated simplex weights
+MS         weight 1 on the pool candidate with the lowest CV risk
+SA-FRL     equal weights on the single-block candidates
+SA-cand    equal weights on all pool candidates
+Fusion     weight 1 on the candidate with every block
+Best       weight 1 on the single-block candidate with the lowest CV risk
+=========  ================================================================
+
+Failed candidates never get weight; a strategy whose candidates all failed
+has NaN weights (and so NaN risk), which the summary shows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["STRATEGIES", "strategy_weights", "combine"]
+
+STRATEGIES = ("PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best")
+
+
+def _one_hot(size: int, index) -> np.ndarray:
+    w = np.zeros(size)
+    if index is None:
+        return np.full(size, np.nan)
+    w[index] = 1.0
+    return w
+
+
+def _equal(size: int, members: np.ndarray) -> np.ndarray:
+    if not members.any():
+        return np.full(size, np.nan)
+    return members / members.sum()
+
+
+def strategy_weights(pearl_weights, candidates, n_pool: int, risks, failed) -> dict[str, np.ndarray]:
+    """Weight vectors of every strategy over ``candidates`` (pool first).
+
+    Parameters
+    ----------
+    pearl_weights : ndarray (n_pool,)
+    candidates : sequence of Candidate
+        Pool candidates, then baseline-only candidates.
+    n_pool : int
+    risks : ndarray
+        CV risk of every candidate (NaN where failed).
+    failed : ndarray of bool
+
+    Returns
+    -------
+    dict of str -> ndarray
+    """
+    size = len(candidates)
+    ok = ~np.asarray(failed, dtype=bool)
+    in_pool = np.arange(size) < n_pool
+    single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in candidates])
+    n_blocks = max(len(c.blocks) for c in candidates)
+    fusion = np.array([len(c.blocks) == n_blocks and c.label == "+".join(c.blocks) for c in candidates])
+
+    def best_of(mask):
+        mask = mask & ok
+        return None if not mask.any() else int(np.flatnonzero(mask)[np.argmin(risks[mask])])
+
+    fusion_index = np.flatnonzero(fusion & ok)
+    return {
+        "PEARL": np.concatenate([pearl_weights, np.zeros(size - n_pool)]),
+        "MS": _one_hot(size, best_of(in_pool)),
+        "SA-FRL": _equal(size, (single & ok).astype(float)),
+        "SA-cand": _equal(size, (in_pool & ok).astype(float)),
+        "Fusion": _one_hot(size, int(fusion_index[0]) if fusion_index.size else None),
+        "Best": _one_hot(size, best_of(single)),
+    }
+
+
+def combine(predictions: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted average of candidate predictions, skipping zero-weight (possibly NaN) columns.
+
+    Parameters
+    ----------
+    predictions : ndarray (n, J) or (n, J, C)
+    weights : ndarray (J,)
+
+    Returns
+    -------
+    ndarray (n,) or (n, C); all NaN when the weights are NaN.
+    """
+    if np.isnan(weights).any():
+        return np.full(predictions.shape[:1] + predictions.shape[2:], np.nan)
+    used = np.flatnonzero(weights > 0)
+    return np.tensordot(weights[used], np.moveaxis(predictions[:, used], 1, 0), axes=1)

@@ -1,0 +1,57 @@
+"""Shared fixtures: the paper's simulation with blocks computed by scikit-learn.
+
+The blocks come from scikit-learn (not from pearlstats' own learners), so the
+core's tests do not depend on the representation code they would otherwise
+share bugs with.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+
+def paper_rows(n: int, rng: np.random.Generator, sigma: float = 0.5, coefs=None):
+    """Rows from the paper's eq. (dgp1): quadratic + interaction + sin^2 signal."""
+    b0, b1, b2, a1, a2, g = coefs
+    x = rng.normal(size=(n, 2))
+    mean = b0 + b1 * x[:, 0] + b2 * x[:, 1] + a1 * x[:, 0] ** 2 + a2 * x[:, 1] ** 2 + g * x[:, 0] * x[:, 1]
+    mean = mean + np.sin(x[:, 0]) ** 2
+    return x, mean + rng.normal(scale=sigma, size=n)
+
+
+def sklearn_blocks(unlabeled: np.ndarray, rows: dict) -> dict:
+    """PCA + four kernel PCAs (2 components each) fitted on unlabeled rows."""
+    from sklearn.decomposition import PCA, KernelPCA
+
+    learners = {
+        "pca": PCA(n_components=2),
+        "kpca_rbf": KernelPCA(n_components=2, kernel="rbf", gamma=0.5),
+        "kpca_poly": KernelPCA(n_components=2, kernel="poly", degree=2, coef0=1.0),
+        "kpca_sigmoid": KernelPCA(n_components=2, kernel="sigmoid", gamma=0.1, coef0=0.5),
+        "kpca_cosine": KernelPCA(n_components=2, kernel="cosine"),
+    }
+    out = {key: {} for key in rows}
+    for name, learner in learners.items():
+        learner.fit(unlabeled)
+        for key, x in rows.items():
+            out[key][name] = learner.transform(x)
+    return out
+
+
+@pytest.fixture(scope="session")
+def paper_data():
+    """Labeled (n=200), test (n=300) rows and their 5 blocks; N=600 unlabeled rows."""
+    rng = np.random.default_rng(20240601)
+    coefs = rng.normal(scale=0.3, size=6)
+    unlabeled, _ = paper_rows(600, rng, coefs=coefs)
+    x, y = paper_rows(200, rng, coefs=coefs)
+    x_test, y_test = paper_rows(300, rng, coefs=coefs)
+    blocks = sklearn_blocks(unlabeled, {"train": x, "test": x_test})
+    frame = pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "y": y})
+    test = pd.DataFrame({"x1": x_test[:, 0], "x2": x_test[:, 1], "y": y_test})
+    return {"frame": frame, "blocks": blocks["train"], "test": test, "test_blocks": blocks["test"]}
+
+
+PAPER_FORMULA = "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly) + block(kpca_sigmoid) + block(kpca_cosine)"

@@ -1,0 +1,148 @@
+"""The fast CV engines against per-fold statsmodels fits (the naive loop)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+from pearlstats.candidates import build_candidates
+from pearlstats.cv import make_folds
+from pearlstats.engines.glm import glm_cv_predict, glm_fit
+from pearlstats.engines.multinomial import multinomial_cv_predict, multinomial_fit
+from pearlstats.engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
+
+
+def _problem(n, seed, scales=(1.0, 10.0, 0.01, 3.0)):
+    """Intercept + blocks of 2 columns on very different scales (tests the scaling)."""
+    rng = np.random.default_rng(seed)
+    blocks = [rng.normal(size=(n, 2)) * s for s in scales]
+    X = np.column_stack([np.ones(n)] + blocks)
+    slices = {f"b{i}": slice(1 + 2 * i, 3 + 2 * i) for i in range(len(blocks))}
+    candidates = build_candidates("all", slices, [f"c{i}" for i in range(X.shape[1])], 1)
+    return rng, X, candidates
+
+
+
+def test_ols_matches_per_fold_statsmodels():
+    rng, X, candidates = _problem(150, 1)
+    y = X @ rng.normal(size=X.shape[1]) + rng.normal(size=150)
+    folds = make_folds(5, 150, seed=3)
+    out = ols_cv_predict(X, y, candidates, folds)
+    for j, candidate in enumerate(candidates):
+        for k in range(5):
+            train = folds != k
+            fitted = sm.OLS(y[train], X[train][:, candidate.columns]).fit()
+            np.testing.assert_allclose(out.predictions[~train, j], fitted.predict(X[~train][:, candidate.columns]), rtol=0, atol=1e-8)
+    assert not out.failed.any()
+
+
+def test_ols_loo_matches_refits_without_each_row():
+    rng, X, candidates = _problem(40, 2)
+    y = X @ rng.normal(size=X.shape[1]) + rng.normal(size=40)
+    out = ols_loo_predict(X, y, candidates)
+    for j in (0, 5, len(candidates) - 1):
+        columns = candidates[j].columns
+        for i in range(40):
+            keep = np.arange(40) != i
+            fitted = sm.OLS(y[keep], X[keep][:, columns]).fit()
+            assert out.predictions[i, j] == pytest.approx(fitted.predict(X[i : i + 1, columns])[0], abs=1e-9)
+
+
+def test_ols_rank_deficient_candidate_matches_pinv_and_is_noted():
+    rng, X, candidates = _problem(60, 3)
+    X = np.column_stack([X, X[:, 1] + X[:, 3]])  # a block column that is a sum of two others
+    slices = {"a": slice(1, 5), "b": slice(5, 10)}
+    candidates = build_candidates("all", slices, [f"c{i}" for i in range(X.shape[1])], 1)
+    y = rng.normal(size=60)
+    folds = make_folds(3, 60, seed=0)
+    out = ols_cv_predict(X, y, candidates, folds)
+    full = candidates[-1]
+    for k in range(3):
+        train = folds != k
+        fitted = sm.OLS(y[train], X[train][:, full.columns]).fit()  # statsmodels uses pinv
+        np.testing.assert_allclose(out.predictions[~train, -1], fitted.predict(X[~train][:, full.columns]), atol=1e-8)
+    assert any(entry.kind == "rank deficient" and not entry.excluded for entry in out.entries)
+
+
+def test_ols_infeasible_candidate_is_recorded_not_fitted():
+    rng, X, candidates = _problem(12, 4)
+    y = rng.normal(size=12)
+    folds = make_folds(2, 12, seed=0)  # 6 training rows; the 4-block candidate has 9 parameters
+    out = ols_cv_predict(X, y, candidates, folds)
+    wide = [j for j, c in enumerate(candidates) if c.n_params >= 6]
+    assert out.failed[wide].all() and not out.failed[[j for j in range(len(candidates)) if j not in wide]].any()
+    assert np.isnan(out.predictions[:, wide]).all()
+    assert {e.candidate for e in out.entries if e.kind == "infeasible"} == {candidates[j].label for j in wide}
+
+
+def test_ols_ridge_matches_closed_form_on_standardised_columns():
+    rng, X, candidates = _problem(80, 5)
+    y = X @ rng.normal(size=X.shape[1]) + rng.normal(size=80)
+    columns = candidates[-1].columns
+    ridge = 0.3
+    beta = ols_fit(X, y, columns, ridge)
+    Z = X[:, columns]
+    scale = np.sqrt((Z**2).mean(axis=0))
+    Zs = Z / scale
+    penalty = np.diag(np.r_[0.0, np.ones(len(columns) - 1)]) * ridge * len(y)
+    expected = np.linalg.solve(Zs.T @ Zs + penalty, Zs.T @ y) / scale
+    np.testing.assert_allclose(beta, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["binomial", "poisson"])
+def test_glm_matches_per_fold_statsmodels(kind):
+    rng, X, candidates = _problem(300, 6)
+    eta = X @ (rng.normal(size=X.shape[1]) * np.r_[0.5, 0.4, 0.4, 0.03, 0.03, 40, 40, 0.1, 0.1])
+    if kind == "binomial":
+        y = (rng.random(300) < 1 / (1 + np.exp(-eta))).astype(float)
+        model = lambda yy, XX: sm.Logit(yy, XX).fit(disp=0, tol=1e-12, maxiter=200)
+    else:
+        y = rng.poisson(np.exp(0.5 * eta / eta.std())).astype(float)
+        model = lambda yy, XX: sm.GLM(yy, XX, family=sm.families.Poisson()).fit(tol=1e-12)
+    folds = make_folds(4, 300, seed=2)
+    out = glm_cv_predict(kind, X, y, candidates, folds)
+    for j, candidate in enumerate(candidates):
+        for k in range(4):
+            train = folds != k
+            fitted = model(y[train], X[train][:, candidate.columns])
+            np.testing.assert_allclose(out.predictions[~train, j], fitted.predict(X[~train][:, candidate.columns]), atol=1e-6)
+    params, notes = glm_fit(kind, X, y, candidates[-1].columns)
+    np.testing.assert_allclose(params, model(y, X[:, candidates[-1].columns]).params, rtol=1e-6, atol=1e-8)
+    assert notes == []
+
+
+def test_logistic_separation_is_detected_and_ridge_fixes_it():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(80, 1))
+    X = np.column_stack([np.ones(80), x, rng.normal(size=(80, 1))])
+    y = (x[:, 0] > 0).astype(float)  # perfectly separated by the first block
+    candidates = build_candidates("all", {"a": slice(1, 2), "b": slice(2, 3)}, ["1", "a", "b"], 1)
+    folds = make_folds(4, 80, seed=0, strata=y.astype(int))
+    out = glm_cv_predict("binomial", X, y, candidates, folds)
+    separated = {e.candidate for e in out.entries if e.kind == "separation"}
+    assert separated == {"a", "a+b"}
+    assert out.failed.tolist() == [True, False, True]
+    ridged = glm_cv_predict("binomial", X, y, candidates, folds, ridge=0.1)
+    assert not ridged.failed.any() and np.isfinite(ridged.predictions).all()
+
+
+def test_multinomial_matches_per_fold_mnlogit():
+    rng, X, candidates = _problem(400, 8, scales=(1.0, 10.0, 0.01))
+    W = rng.normal(size=(X.shape[1], 3)) * np.r_[0.3, 0.6, 0.6, 0.05, 0.05, 40, 40][:, None]
+    logits = X @ W
+    prob = np.exp(logits - logits.max(axis=1, keepdims=True))
+    prob /= prob.sum(axis=1, keepdims=True)
+    codes = np.array([rng.choice(3, p=p) for p in prob])
+    folds = make_folds(4, 400, seed=1, strata=codes)
+    out = multinomial_cv_predict(X, codes, 3, candidates, folds)
+    for j, candidate in enumerate(candidates):
+        for k in range(4):
+            train = folds != k
+            fitted = sm.MNLogit(codes[train], X[train][:, candidate.columns]).fit(disp=0, tol=1e-12, maxiter=200)
+            np.testing.assert_allclose(out.predictions[~train, j], fitted.predict(X[~train][:, candidate.columns]), atol=1e-6)
+    params, _ = multinomial_fit(X, codes, 3, candidates[-1].columns)
+    reference = sm.MNLogit(codes, X[:, candidates[-1].columns]).fit(disp=0, tol=1e-12, maxiter=200)
+    np.testing.assert_allclose(params, reference.params, rtol=1e-6, atol=1e-8)
