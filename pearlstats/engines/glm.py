@@ -5,10 +5,14 @@ K fold problems of one candidate share the same design and are solved together
 by :func:`~pearlstats.engines.newton.batched_newton`. The maximum-likelihood
 fits equal ``sm.Logit`` / ``sm.GLM(family=Poisson())`` where those converge.
 
-Separation (logistic) is detected when a training row's linear predictor
-exceeds ``SEPARATION_ETA`` in absolute value without a ridge penalty: the MLE
-does not exist and the fold is halted and reported rather than left to
-produce meaningless huge coefficients.
+Separation (logistic) is detected when, without a ridge penalty, a fold is
+still taking large steps (``SEPARATION_STEP`` on standardised coefficients)
+after ``SEPARATION_MIN_ITER`` Newton iterations while a training row's
+linear predictor exceeds ``SEPARATION_ETA`` in absolute value. Newton converges
+quadratically when the MLE exists, so a fit still diverging by then has no MLE;
+it is halted and reported rather than left to produce huge coefficients. (A
+converged fit may legitimately give some rows probabilities within 1e-15 of
+0 or 1; that alone is not separation.)
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from ..ledger import LedgerEntry
 from ._common import EngineOutput, ScaledDesign, fold_rows, infeasible_entry
 from .newton import batched_newton
 
-__all__ = ["glm_cv_predict", "glm_fit", "SEPARATION_ETA"]
+__all__ = ["glm_cv_predict", "glm_fit", "SEPARATION_ETA", "SEPARATION_MIN_ITER", "SEPARATION_STEP"]
 
 SEPARATION_ETA = 30.0
+SEPARATION_MIN_ITER = 15
+SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
 _MAX_ETA = 700.0  # exp overflows past ~709
 
 
@@ -67,11 +73,12 @@ def _solve(kind, Xs, y, weights, penalty_vector, ridge):
     penalty = ridge * penalty_vector[None, :] * np.ones((weights.shape[0], 1))
     objective = _make_objective(kind, Xs, y, weights, n_train, penalty)
 
-    def separated(theta):
-        if kind != "binomial" or ridge > 0:
+    def separated(theta, step, iteration):
+        if kind != "binomial" or ridge > 0 or iteration < SEPARATION_MIN_ITER:
             return np.zeros(theta.shape[0], dtype=bool)
         eta = theta @ Xs.T
-        return np.any((weights > 0) & (np.abs(eta) > SEPARATION_ETA), axis=1)
+        extreme = np.any((weights > 0) & (np.abs(eta) > SEPARATION_ETA), axis=1)
+        return extreme & (np.abs(step).max(axis=1) > SEPARATION_STEP)
 
     theta0 = np.zeros((weights.shape[0], Xs.shape[1]))
     if kind == "poisson":
@@ -89,8 +96,9 @@ def _notes(label, kind, result, fold_ids, ridge):
     for k in np.flatnonzero(result.stopped):
         entries.append(LedgerEntry(
             label, fold_ids[k], "cv", "separation",
-            f"a training row's linear predictor exceeded {SEPARATION_ETA:g} in absolute value: "
-            "the classes are (quasi-)separated and the maximum-likelihood estimate does not exist",
+            f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's linear predictor "
+            f"beyond {SEPARATION_ETA:g} in absolute value: the classes are (quasi-)separated and the "
+            "maximum-likelihood estimate does not exist",
             "given weight 0; refit with ridge > 0 to keep this candidate", True,
         ))
     for k in np.flatnonzero(~result.converged & ~result.stopped):

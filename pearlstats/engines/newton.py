@@ -81,7 +81,9 @@ def batched_newton(
         H (K, d, d) when *derivatives* is true (else None, None).
     theta0 : ndarray (K, d)
     stop : callable, optional
-        ``stop(theta) -> bool (K,)``: problems to halt (checked after each step).
+        ``stop(theta, step, iteration) -> bool (K,)``: problems to halt, checked
+        after each iteration with the step just taken (zero for problems that
+        did not move).
     max_iter : int
     tol : float
         Convergence when the Newton decrement ``g' H^{-1} g`` is below *tol*.
@@ -120,6 +122,6 @@ def batched_newton(
             trial = theta - scale[:, None] * step
         theta = trial
         if stop is not None:
-            stopped |= stop(theta) & ~converged
+            stopped |= stop(theta, scale[:, None] * step, iteration) & ~converged
         f, g, H = objective(theta, True)
     return NewtonResult(theta, converged, stopped, singular, iteration)

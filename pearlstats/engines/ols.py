@@ -14,6 +14,8 @@ this to 1e-8.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..ledger import LedgerEntry
@@ -48,6 +50,13 @@ def _rank_note(label: str, fold) -> LedgerEntry:
     )
 
 
+def _column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Root-mean-square of each column (1 for all-zero ones) and which columns vary."""
+    scale = np.sqrt(np.einsum("ij,ij->j", X, X) / len(X))
+    scale[scale == 0] = 1.0
+    return scale, X.max(axis=0) > X.min(axis=0)
+
+
 def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, ridge: float = 0.0) -> EngineOutput:
     """K-fold out-of-fold predictions of least-squares candidates.
 
@@ -66,20 +75,27 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
     -------
     EngineOutput
         ``predictions`` has shape (n, J).
+
+    Notes
+    -----
+    The design is never copied in full: the Gram matrices are scaled instead
+    of the columns (``D^-1 X'X D^-1`` for column scales D), and each fold's
+    predictions are ``X_k (D^-1 B_k)``. Memory beyond X is one fold's rows and
+    the n x J prediction matrix.
     """
-    design = ScaledDesign.from_design(X)
-    Xs = design.values
+    scale, varies = _column_scale(X)
+    design = ScaledDesign(X, scale, varies)
     rows = fold_rows(folds)
-    n, p = Xs.shape
+    n, p = X.shape
     n_train = np.array([n - r.size for r in rows])
-    gram = Xs.T @ Xs
-    cross = Xs.T @ y
+    gram = X.T @ X
+    cross = X.T @ y
     fold_gram = np.empty((len(rows), p, p))
     fold_cross = np.empty((len(rows), p))
     for k, r in enumerate(rows):
-        held = Xs[r]
-        fold_gram[k] = gram - held.T @ held
-        fold_cross[k] = cross - held.T @ y[r]
+        held = X[r]
+        fold_gram[k] = (gram - held.T @ held) / np.outer(scale, scale)
+        fold_cross[k] = (cross - held.T @ y[r]) / scale
 
     J = len(candidates)
     coefs = np.zeros((len(rows), p, J))
@@ -98,13 +114,13 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
         beta = _solve_normal(A, fold_cross[:, S])
         if beta is None:
             train = [np.setdiff1d(np.arange(n), r) for r in rows]
-            beta = np.stack([np.linalg.lstsq(Xs[t][:, S], y[t], rcond=None)[0] for t in train])
+            beta = np.stack([np.linalg.lstsq(X[t][:, S] / scale[S], y[t], rcond=None)[0] for t in train])
             entries.append(_rank_note(candidate.label, None))
         coefs[:, S, j] = beta
 
     predictions = np.empty((n, J))
     for k, r in enumerate(rows):
-        predictions[r] = Xs[r] @ coefs[k]
+        predictions[r] = X[r] @ (coefs[k] / scale[:, None])
     predictions[:, failed] = np.nan
     return EngineOutput(predictions, failed, entries)
 
@@ -159,13 +175,48 @@ def ols_loo_predict(X: np.ndarray, y: np.ndarray, candidates, ridge: float = 0.0
     return EngineOutput(predictions, failed, entries)
 
 
+class _GramCache:
+    """The full Gram matrix of the last design seen, for refits of many candidates.
+
+    Refitting J candidates on all rows needs ``X_S'X_S`` for each column set S;
+    slicing one ``X'X`` avoids J copies of ``X[:, S]`` (which for a million
+    rows would dominate memory).
+    """
+
+    def __init__(self):
+        self._key = None
+        self._value = None
+
+    def get(self, X: np.ndarray, y: np.ndarray):
+        key = (weakref.ref(X) if _weakrefable(X) else None, id(X), id(y), X.shape)
+        if self._key is None or self._key[1:] != key[1:] or (self._key[0] is not None and self._key[0]() is not X):
+            scale, varies = _column_scale(X)
+            self._value = (X.T @ X / np.outer(scale, scale), X.T @ y / scale, scale, varies)
+            self._key = key
+        return self._value
+
+
+def _weakrefable(obj) -> bool:
+    try:
+        weakref.ref(obj)
+    except TypeError:
+        return False
+    return True
+
+
+_GRAM = _GramCache()
+
+
 def ols_fit(X: np.ndarray, y: np.ndarray, columns: np.ndarray, ridge: float = 0.0) -> np.ndarray:
     """Coefficients of one candidate on all rows, on the original column scale."""
-    design = ScaledDesign.from_design(X[:, columns])
-    Xs = design.values
-    A = Xs.T @ Xs
+    gram, cross, scale, varies = _GRAM.get(X, y)
+    S = np.asarray(columns)
+    A = gram[np.ix_(S, S)]
     if ridge > 0:
-        A = A + np.diag(ridge * len(y) * design.penalized.astype(float))
-    beta = _solve_normal(A[None], (Xs.T @ y)[None])
-    beta = np.linalg.lstsq(Xs, y, rcond=None)[0] if beta is None else beta[0]
-    return beta / design.scale
+        A = A + np.diag(ridge * len(y) * varies[S].astype(float))
+    beta = _solve_normal(A[None], cross[S][None])
+    if beta is None:
+        beta = np.linalg.lstsq(X[:, S] / scale[S], y, rcond=None)[0]
+    else:
+        beta = beta[0]
+    return beta / scale[S]
