@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from patsy import EvalEnvironment
 
 from .candidates import DEFAULT_MAX_CANDIDATES, Candidate, build_candidates
@@ -112,7 +112,7 @@ def _cross_validate(family, design, response, candidates, folds, loo, ridge, n_j
 
     if n_jobs in (None, 1) or len(candidates) < 2:
         return run(candidates)
-    workers = Parallel(n_jobs=n_jobs)._effective_n_jobs()
+    workers = effective_n_jobs(n_jobs)
     chunks = [list(part) for part in np.array_split(np.arange(len(candidates)), min(len(candidates), 4 * workers)) if len(part)]
     outputs = Parallel(n_jobs=n_jobs)(delayed(run)([candidates[i] for i in chunk]) for chunk in chunks)
     return EngineOutput(
