@@ -18,11 +18,11 @@ Examples
 from __future__ import annotations
 
 from .candidates import Candidate
-from . import exceptions
+from . import datasets, exceptions
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .model import fit
 from .results import PearlResults
 
 __version__ = "0.1.0"
 
-__all__ = ["fit", "PearlResults", "Candidate", "exceptions", *(n for n in exceptions.__all__ if n != "format_positions")]
+__all__ = ["fit", "PearlResults", "Candidate", "datasets", "exceptions", *(n for n in exceptions.__all__ if n != "format_positions")]
