@@ -1,139 +1,533 @@
-"""Surrogate losses V(y, prediction) that the PEARL weights minimise.
+"""Surrogate losses for the PEARL weights: values, checks and solver forms.
 
-Layouts: ``y`` is float (gaussian, poisson), 0/1 float (binomial) or int
-codes (multinomial); a prediction is a mean / P(class 1) of shape (n,) or
-class probabilities of shape (n, C).
+Each loss stands for an original loss (the one a user cares about) and names
+the simplex solver in :mod:`pearlstats.weights` that minimises its mean over
+the rows for a convex combination ``P @ w`` of candidate predictions.
 
-==================  ================================  ========  ==========================
-name                per-row value                     solver    families
-==================  ================================  ========  ==========================
-squared             (y - mu)^2; Brier sum_c (e_c-p_c)^2  qp     all
-cross_entropy       -log p(observed class)             convex    binomial, multinomial
-poisson_deviance    2 (y log(y/mu) - (y - mu))        convex    poisson
-hinge               max(0, 1 - s (2p - 1)), s = +-1;  lp        binomial, multinomial
-                    multiclass: max(0, 1 + max_{c!=y} p_c - p_y)
-absolute            |y - mu|                          lp        gaussian, poisson
-==================  ================================  ========  ==========================
+================  ===========================  =========  =====================================
+name              families                     solver     per-row value
+================  ===========================  =========  =====================================
+squared           all                          qp         ``(y - mu)^2``; binomial ``(y - p)^2``;
+                                                          multinomial ``sum_c (1[y=c] - p_c)^2``
+cross_entropy     binomial, multinomial        convex     ``-log max(p_y, EPS)``
+poisson_deviance  poisson                      convex     ``2 (y log(y / mu) - (y - mu))``
+hinge             binomial, multinomial        lp         binomial ``max(0, 1 - s (2p - 1))``,
+                                                          ``s = 2y - 1``; multinomial
+                                                          ``max(0, 1 + max_{c != y} p_c - p_y)``
+absolute          gaussian, poisson            lp         ``|y - mu|``
+================  ===========================  =========  =====================================
 
-For binomial the squared loss is ``(y - p)^2`` with p = P(class 1), half of
-the two-class Brier sum (the factor does not change the weights).
+Conventions:
+
+* Binomial predictions are ``p = P(y = 1)``; the binomial Brier score is the
+  one-class ``(y - p)^2`` (half the two-class sum), as in scikit-learn's
+  ``brier_score_loss``.
+* Probabilities and Poisson means inside a logarithm are floored at
+  ``EPS = 1e-15``, so a candidate that gives the observed class probability 0
+  costs ``-log(1e-15) = 34.5`` instead of infinity. ``0 log 0 = 0``.
+* The binomial hinge uses the score ``2p - 1`` in ``[-1, 1]``, so it equals
+  ``2 |y - p|``; the multinomial hinge is Crammer and Singer's.
+* NaN predictions (failed candidates) give NaN losses; every other invalid
+  value raises a :class:`~pearlstats.exceptions.PearlError`.
 
 Examples
 --------
 >>> import numpy as np
->>> get_loss(None, "binomial").name
-'cross_entropy'
->>> float(get_loss("squared", "gaussian").pointwise(np.array([1.0]), np.array([0.5]))[0])
-0.25
+>>> loss = get_loss(None, "binomial")
+>>> loss.name, loss.solver, loss.original
+('cross_entropy', 'convex', 'log-loss')
+>>> loss.pointwise(np.array([1.0, 0.0]), np.array([0.5, 0.5])).round(4)
+array([0.6931, 0.6931])
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
+from scipy import sparse
 from scipy.special import xlogy
 
-from .exceptions import OptionError
+from .exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
 
-__all__ = ["Loss", "get_loss", "LOSSES", "observed_probability", "EPS"]
+__all__ = [
+    "EPS",
+    "Loss",
+    "observed_probability",
+    "LOSSES",
+    "DEFAULT_LOSSES",
+    "get_loss",
+    "LeastSquaresForm",
+    "LogBarrierForm",
+    "PiecewiseLinearForm",
+]
 
-EPS = 1e-15  # probabilities are clipped to [EPS, 1] before taking logs
-
-
-def observed_probability(y: np.ndarray, prediction: np.ndarray) -> np.ndarray:
-    """Probability the prediction gives the observed class, per row."""
-    if prediction.ndim == 1:
-        return np.where(y == 1, prediction, 1.0 - prediction)
-    return np.take_along_axis(prediction, y.astype(np.intp)[:, None], axis=1)[:, 0]
-
-
-def _squared(y, pred):
-    if pred.ndim == 2:
-        onehot = np.eye(pred.shape[1])[y.astype(np.intp)]
-        return np.sum((onehot - pred) ** 2, axis=1)
-    return (y - pred) ** 2
+EPS = 1e-15
+FAMILIES = ("gaussian", "binomial", "multinomial", "poisson")
+_SUM_TOLERANCE = 1e-6  # how far multinomial probability rows may stray from summing to 1
 
 
-def _cross_entropy(y, pred):
-    return -np.log(np.clip(observed_probability(y, pred), EPS, 1.0))
+def _times(M: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``M @ w`` touching only the columns where ``w`` is non-zero (weights are sparse for large J)."""
+    used = np.flatnonzero(w)
+    return M[:, used] @ w[used] if 2 * used.size < w.size else M @ w
 
 
-def _poisson_deviance(y, pred):
-    mu = np.maximum(pred, EPS)
-    return 2.0 * (xlogy(y, y / mu) - (y - mu))
+# ---- solver forms --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LeastSquaresForm:
+    """Objective ``f(w) = ||t - X w||^2 / n_obs`` over candidate columns ``X`` (m, J)."""
 
+    X: np.ndarray
+    t: np.ndarray
+    n_obs: int
 
-def _hinge(y, pred):
-    if pred.ndim == 1:
-        sign = 2.0 * y - 1.0
-        return np.maximum(0.0, 1.0 - sign * (2.0 * pred - 1.0))
-    own = observed_probability(y, pred)
-    others = pred.copy()
-    np.put_along_axis(others, y.astype(np.intp)[:, None], -np.inf, axis=1)
-    return np.maximum(0.0, 1.0 + others.max(axis=1) - own)
+    @property
+    def size(self) -> int:
+        return self.X.shape[1]
 
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
 
-def _absolute(y, pred):
-    return np.abs(y - pred)
+    def restrict(self, columns: np.ndarray) -> LeastSquaresForm:
+        return LeastSquaresForm(self.X[:, columns], self.t, self.n_obs)
+
+    def value(self, w: np.ndarray) -> float:
+        r = self.t - _times(self.X, w)
+        return float(r @ r) / self.n_obs
+
+    def gradient(self, w: np.ndarray) -> np.ndarray:
+        return (2.0 / self.n_obs) * (self.X.T @ (_times(self.X, w) - self.t))
+
+    def vertex_values(self) -> np.ndarray:
+        """``f(e_j)`` for every j, without forming the (m, J) residual matrix."""
+        X, t = self.X, self.t
+        return (t @ t - 2.0 * (t @ X) + np.einsum("ij,ij->j", X, X)) / self.n_obs
+
+    def residual_gram(self) -> np.ndarray:
+        """``E'E / n_obs`` with ``E = t 1' - X``: on the simplex ``f(w) = w' (E'E / n_obs) w``."""
+        E = self.t[:, None] - self.X
+        return (E.T @ E) / self.n_obs
 
 
 @dataclass(frozen=True)
+class LogBarrierForm:
+    """Objective ``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs`` with ``A > 0``, ``c > 0``.
+
+    Cross-entropy has ``A_ij`` = probability candidate j gives the observed
+    class of row i (floored at ``EPS``), ``c = 1``, ``b = 0``. Poisson deviance
+    has ``A`` = the means on rows with ``y > 0``, ``c = 2y`` there,
+    ``b = 2 * column sums of the means`` and ``const = 2 sum (y log y - y)``.
+    """
+
+    A: np.ndarray
+    c: np.ndarray
+    b: np.ndarray
+    const: float
+    n_obs: int
+
+    @property
+    def size(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def n_rows(self) -> int:
+        return self.A.shape[0]
+
+    def restrict(self, columns: np.ndarray) -> LogBarrierForm:
+        return LogBarrierForm(self.A[:, columns], self.c, self.b[columns], self.const, self.n_obs)
+
+    def value(self, w: np.ndarray) -> float:
+        return float(self.const - self.c @ np.log(_times(self.A, w)) + self.b @ w) / self.n_obs
+
+    def gradient(self, w: np.ndarray) -> np.ndarray:
+        return (self.b - self.A.T @ (self.c / _times(self.A, w))) / self.n_obs
+
+    def hessian(self, w: np.ndarray) -> np.ndarray:
+        u = _times(self.A, w)
+        weighted = self.A * (np.sqrt(self.c) / u)[:, None]
+        return (weighted.T @ weighted) / self.n_obs
+
+    def vertex_values(self, chunk: int = 4096) -> np.ndarray:
+        """``f(e_j)`` for every j, taking logs a block of columns at a time to bound memory."""
+        out = np.empty(self.size)
+        for start in range(0, self.size, chunk):
+            block = slice(start, start + chunk)
+            out[block] = self.const - self.c @ np.log(self.A[:, block]) + self.b[block]
+        return out / self.n_obs
+
+
+@dataclass(frozen=True)
+class PiecewiseLinearForm:
+    """Objective ``f(w) = (1/n_obs) sum_i max_{k: rows[k] = i} (intercepts[k] + slopes[k] @ w)``.
+
+    Every row of the data owns at least one affine piece; the maximum over a
+    row's pieces is its loss, so the mean is a linear programme in ``(w, t)``.
+    """
+
+    rows: np.ndarray
+    intercepts: np.ndarray
+    slopes: np.ndarray
+    n_obs: int
+
+    @property
+    def size(self) -> int:
+        return self.slopes.shape[1]
+
+    def row_values(self, w: np.ndarray) -> np.ndarray:
+        out = np.full(self.n_obs, -np.inf)
+        np.maximum.at(out, self.rows, self.intercepts + self.slopes @ w)
+        return out
+
+    def value(self, w: np.ndarray) -> float:
+        return float(self.row_values(w).mean())
+
+    def row_indicator(self) -> sparse.csr_matrix:
+        """Sparse (pieces, n_obs) matrix with a 1 where piece k belongs to row i."""
+        K = len(self.rows)
+        return sparse.csr_matrix((np.ones(K), (np.arange(K), self.rows)), shape=(K, self.n_obs))
+
+
+# ---- validation ----------------------------------------------------------------------------
+def _check_response(family: str, y, n_classes: int | None) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise DataError(f"y must be one-dimensional (one value per row), got shape {y.shape}")
+    if not np.issubdtype(y.dtype, np.number) and y.dtype != bool:
+        raise ResponseError(f"y must be numeric ({family} codes), got dtype {y.dtype}")
+    y = y.astype(float)
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        raise MissingValueError(f"y has NaN or infinite values at {format_positions(bad)}")
+    if family == "binomial":
+        bad = np.flatnonzero((y != 0) & (y != 1))
+        if bad.size:
+            raise ResponseError(f"binomial y must be 0 or 1; {format_positions(bad)} hold {y[bad[:3]].tolist()}")
+    elif family == "multinomial":
+        bad = np.flatnonzero((y != np.round(y)) | (y < 0) | (y >= n_classes))
+        if bad.size:
+            raise ResponseError(
+                f"multinomial y must be integer class codes 0..{n_classes - 1} (one per probability column); "
+                f"{format_positions(bad)} hold {y[bad[:3]].tolist()}"
+            )
+        return y.astype(np.intp)
+    elif family == "poisson":
+        bad = np.flatnonzero(y < 0)
+        if bad.size:
+            raise ResponseError(f"poisson y must be non-negative counts; {format_positions(bad)} are negative")
+    return y
+
+
+def _where(bad: np.ndarray, labels) -> str:
+    """Name the rows (and candidate columns, when ``labels`` is given) where ``bad`` (n, J, ...) holds."""
+    if labels is None:
+        return format_positions(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1)))
+    per_column = bad.reshape(bad.shape[0], bad.shape[1], -1).any(axis=2)
+    columns = np.flatnonzero(per_column.any(axis=0))
+    names = ", ".join(str(labels[j]) for j in columns[:10])
+    names += f" and {columns.size - 10} more" if columns.size > 10 else ""
+    first = format_positions(np.flatnonzero(per_column[:, columns[0]]))
+    return f"candidate column{'s' if columns.size > 1 else ''} {names} (column {labels[columns[0]]}: {first})"
+
+
+def _check_values(family: str, values: np.ndarray, labels, allow_nan: bool) -> None:
+    """Range checks; ``labels`` names the candidate axis (None for one prediction)."""
+    if not allow_nan and np.isnan(values).any():
+        raise MissingValueError(
+            f"predictions have NaN values at {_where(np.isnan(values), labels)}; "
+            "a failed candidate must be left out (active=False)"
+        )
+    if np.isinf(values).any():
+        raise DataError(f"predictions have infinite values at {_where(np.isinf(values), labels)}")
+    if family == "poisson":
+        bad, kind = values < 0, "Poisson means must be >= 0"
+    elif family in ("binomial", "multinomial"):
+        bad, kind = (values < 0) | (values > 1), "probabilities must lie in [0, 1]"
+    else:
+        return
+    if bad.any():
+        raise DataError(f"{kind}; violated at {_where(bad, labels)}")
+    if family == "multinomial":
+        off = np.abs(values.sum(axis=-1) - 1.0) > _SUM_TOLERANCE
+        if off.any():
+            raise DataError(f"class probabilities must sum to 1 over the last axis; not at {_where(off, labels)}")
+
+
+# ---- losses --------------------------------------------------------------------------------
+@dataclass(frozen=True)
 class Loss:
-    """A surrogate loss.
+    """A surrogate loss bound to a family.
 
     Attributes
     ----------
-    name : str
+    family : str
+        The family whose data layout the loss reads.
+    name, solver : str
+        Registry name and the simplex solver kind (``"qp"``, ``"convex"`` or ``"lp"``).
+    families : tuple of str
+        Families the loss applies to.
     original : str
-        The loss it stands for, for the summary.
-    solver : {"qp", "convex", "lp"}
-    families : frozenset of str
+        The loss it stands for, as text for the summary.
     """
 
-    name: str
-    original: str
-    solver: str
-    families: frozenset
-    _function: object
+    family: str
+    name: ClassVar[str] = ""
+    solver: ClassVar[str] = ""
+    families: ClassVar[tuple] = ()
+    _originals: ClassVar[dict] = {}
 
-    def pointwise(self, y: np.ndarray, prediction: np.ndarray) -> np.ndarray:
-        """Per-row loss of a prediction (n,) or (n, C)."""
-        return self._function(np.asarray(y), np.asarray(prediction, dtype=float))
+    @property
+    def original(self) -> str:
+        return self._originals[self.family]
 
-    def risk(self, y: np.ndarray, prediction: np.ndarray) -> float:
-        """Mean loss over rows."""
-        return float(np.mean(self.pointwise(y, prediction)))
+    @property
+    def multiclass(self) -> bool:
+        return self.family == "multinomial"
+
+    def layout(self, candidates: bool) -> str:
+        """Expected prediction shape, as text: (n, J) / (n, J, C) for candidates, (n,) / (n, C) otherwise."""
+        if self.multiclass:
+            return "(n, J, C)" if candidates else "(n, C)"
+        return "(n, J)" if candidates else "(n,)"
+
+    def check_shape(self, y, predictions, *, candidates: bool) -> np.ndarray:
+        """Predictions as a float array whose shape matches ``y`` and the family; raises DataError."""
+        try:
+            P = np.asarray(predictions, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise DataError(f"predictions must be numeric, got {type(predictions).__name__} ({err})") from None
+        layout = self.layout(candidates)
+        y_shape = np.shape(y)
+        if P.ndim != (2 if self.multiclass else 1) + candidates or len(y_shape) != 1 or P.shape[0] != y_shape[0]:
+            raise DataError(
+                f"{self.family} predictions must have shape {layout} with n = len(y); "
+                f"got predictions of shape {P.shape} and y of shape {y_shape}"
+            )
+        return P
+
+    def check(self, y, predictions, *, candidates: bool, labels=None, allow_nan: bool = True):
+        """Validate ``y`` and predictions; return them as arrays ``(y, P)``.
+
+        ``candidates=True`` expects the (n, J) / (n, J, C) matrix, else one
+        combined prediction (n,) / (n, C). NaN predictions (failed candidates)
+        pass unless ``allow_nan=False`` (then MissingValueError); infinite or
+        out-of-range values raise :class:`~pearlstats.exceptions.DataError`, a
+        response that does not suit the family
+        :class:`~pearlstats.exceptions.ResponseError`. ``labels`` (candidates
+        only) are the column numbers used in messages; default ``0..J-1``.
+        """
+        P = self.check_shape(y, predictions, candidates=candidates)
+        y = _check_response(self.family, y, P.shape[-1] if self.multiclass else None)
+        if candidates and labels is None:
+            labels = np.arange(P.shape[1])
+        _check_values(self.family, P, labels if candidates else None, allow_nan)
+        return y, P
+
+    def pointwise(self, y, pred) -> np.ndarray:
+        """Per-row loss (n,) of one prediction: (n,) means/probabilities or (n, C) class probabilities.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> get_loss("absolute", "gaussian").pointwise(np.array([1.0, 2.0]), np.array([1.5, 1.0]))
+        array([0.5, 1. ])
+        """
+        y, pred = self.check(y, pred, candidates=False)
+        return self._pointwise(y, pred)
+
+    def risk(self, y, pred) -> float:
+        """Mean of :meth:`pointwise`."""
+        return float(np.mean(self.pointwise(y, pred)))
+
+    def _pointwise(self, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def form(self, y: np.ndarray, P: np.ndarray):
+        """The solver's view of ``mean pointwise(y, P @ w)`` for checked, NaN-free candidates ``P``."""
+        raise NotImplementedError
 
 
-_ALL = frozenset({"gaussian", "poisson", "binomial", "multinomial"})
-_CLASSES = frozenset({"binomial", "multinomial"})
+def observed_probability(y: np.ndarray, P: np.ndarray, multiclass: bool) -> np.ndarray:
+    """Probability each prediction gives the observed class.
+
+    Parameters
+    ----------
+    y : ndarray (n,)
+        0/1 values (binomial) or integer class codes (multinomial).
+    P : ndarray
+        Binomial P(y = 1) of shape (n,) or (n, J); multinomial class
+        probabilities of shape (n, C) or (n, J, C).
+    multiclass : bool
+
+    Returns
+    -------
+    ndarray (n,) or (n, J)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> observed_probability(np.array([1, 0]), np.array([0.8, 0.3]), False)
+    array([0.8, 0.7])
+    >>> observed_probability(np.array([2, 0]), np.array([[0.1, 0.2, 0.7], [0.5, 0.4, 0.1]]), True)
+    array([0.7, 0.5])
+    """
+    if multiclass:
+        return np.take_along_axis(P, y.reshape((-1,) + (1,) * (P.ndim - 1)), axis=-1)[..., 0]
+    y = y.reshape((-1,) + (1,) * (P.ndim - 1))
+    return np.where(y == 1, P, 1.0 - P)
 
 
-LOSSES = {
-    "squared": Loss("squared", "squared error (Brier score for classes)", "qp", _ALL, _squared),
-    "cross_entropy": Loss("cross_entropy", "log-loss (0-1 loss)", "convex", _CLASSES, _cross_entropy),
-    "poisson_deviance": Loss("poisson_deviance", "Poisson deviance", "convex", frozenset({"poisson"}), _poisson_deviance),
-    "hinge": Loss("hinge", "0-1 loss", "lp", _CLASSES, _hinge),
-    "absolute": Loss("absolute", "absolute error", "lp", frozenset({"gaussian", "poisson"}), _absolute),
+def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
+    return (y[:, None] == np.arange(n_classes)).astype(float)
+
+
+@dataclass(frozen=True)
+class SquaredLoss(Loss):
+    name: ClassVar[str] = "squared"
+    solver: ClassVar[str] = "qp"
+    families: ClassVar[tuple] = FAMILIES
+    _originals: ClassVar[dict] = {
+        "gaussian": "squared error",
+        "poisson": "squared error",
+        "binomial": "0-1 loss (Brier score)",
+        "multinomial": "0-1 loss (Brier score)",
+    }
+
+    def _pointwise(self, y, pred):
+        if self.multiclass:
+            return ((_one_hot(y, pred.shape[1]) - pred) ** 2).sum(axis=1)
+        return (y - pred) ** 2
+
+    def form(self, y, P) -> LeastSquaresForm:
+        n = len(y)
+        if self.multiclass:
+            C = P.shape[2]
+            return LeastSquaresForm(P.transpose(0, 2, 1).reshape(n * C, -1), _one_hot(y, C).ravel(), n)
+        return LeastSquaresForm(P, y, n)
+
+
+@dataclass(frozen=True)
+class CrossEntropyLoss(Loss):
+    name: ClassVar[str] = "cross_entropy"
+    solver: ClassVar[str] = "convex"
+    families: ClassVar[tuple] = ("binomial", "multinomial")
+    _originals: ClassVar[dict] = {"binomial": "log-loss", "multinomial": "log-loss"}
+
+    def _pointwise(self, y, pred):
+        return -np.log(np.maximum(observed_probability(y, pred, self.multiclass), EPS))
+
+    def form(self, y, P) -> LogBarrierForm:
+        A = np.maximum(observed_probability(y, P, self.multiclass), EPS)
+        return LogBarrierForm(A, np.ones(len(y)), np.zeros(A.shape[1]), 0.0, len(y))
+
+
+@dataclass(frozen=True)
+class PoissonDevianceLoss(Loss):
+    name: ClassVar[str] = "poisson_deviance"
+    solver: ClassVar[str] = "convex"
+    families: ClassVar[tuple] = ("poisson",)
+    _originals: ClassVar[dict] = {"poisson": "Poisson deviance"}
+
+    def _pointwise(self, y, pred):
+        return 2.0 * (xlogy(y, y) - xlogy(y, np.maximum(pred, EPS)) - (y - pred))
+
+    def form(self, y, P) -> LogBarrierForm:
+        counted = y > 0
+        const = 2.0 * float(np.sum(xlogy(y, y) - y))
+        return LogBarrierForm(np.maximum(P[counted], EPS), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y))
+
+
+@dataclass(frozen=True)
+class HingeLoss(Loss):
+    name: ClassVar[str] = "hinge"
+    solver: ClassVar[str] = "lp"
+    families: ClassVar[tuple] = ("binomial", "multinomial")
+    _originals: ClassVar[dict] = {"binomial": "0-1 loss", "multinomial": "0-1 loss"}
+
+    def _pointwise(self, y, pred):
+        if self.multiclass:
+            observed = observed_probability(y, pred, True)
+            rivals = np.where(_one_hot(y, pred.shape[1]) == 1, -np.inf, pred).max(axis=1)
+            return np.maximum(0.0, 1.0 + rivals - observed)
+        sign = 2.0 * y - 1.0
+        return np.maximum(0.0, 1.0 - sign * (2.0 * pred - 1.0))
+
+    def form(self, y, P) -> PiecewiseLinearForm:
+        n, J = P.shape[:2]
+        rows = np.arange(n)
+        zero = (rows, np.zeros(n), np.zeros((n, J)))
+        if self.multiclass:
+            C = P.shape[2]
+            observed = observed_probability(y, P, True)  # (n, J)
+            row_of, class_of = np.nonzero(_one_hot(y, C) == 0)
+            margin = (row_of, np.ones(len(row_of)), P[row_of, :, class_of] - observed[row_of])
+        else:
+            sign = 2.0 * y - 1.0
+            margin = (rows, 1.0 + sign, -2.0 * sign[:, None] * P)
+        return PiecewiseLinearForm(*(np.concatenate(parts) for parts in zip(zero, margin)), n_obs=n)
+
+
+@dataclass(frozen=True)
+class AbsoluteLoss(Loss):
+    name: ClassVar[str] = "absolute"
+    solver: ClassVar[str] = "lp"
+    families: ClassVar[tuple] = ("gaussian", "poisson")
+    _originals: ClassVar[dict] = {"gaussian": "absolute error", "poisson": "absolute error"}
+
+    def _pointwise(self, y, pred):
+        return np.abs(y - pred)
+
+    def form(self, y, P) -> PiecewiseLinearForm:
+        n = len(y)
+        rows = np.concatenate([np.arange(n), np.arange(n)])
+        return PiecewiseLinearForm(rows, np.concatenate([y, -y]), np.concatenate([-P, P]), n)
+
+
+LOSSES = {cls.name: cls for cls in (SquaredLoss, CrossEntropyLoss, PoissonDevianceLoss, HingeLoss, AbsoluteLoss)}
+DEFAULT_LOSSES = {
+    "gaussian": "squared",
+    "binomial": "cross_entropy",
+    "multinomial": "cross_entropy",
+    "poisson": "poisson_deviance",
 }
-_DEFAULTS = {"gaussian": "squared", "poisson": "poisson_deviance", "binomial": "cross_entropy", "multinomial": "cross_entropy"}
 
 
 def get_loss(name: str | None, family: str) -> Loss:
-    """The surrogate loss *name* for *family*, or the family's default when None.
+    """Look up a surrogate loss for a family.
+
+    Parameters
+    ----------
+    name : str or None
+        One of ``LOSSES``; None picks the family's default (gaussian: squared,
+        binomial/multinomial: cross_entropy, poisson: poisson_deviance).
+    family : str
+        ``"gaussian"``, ``"binomial"``, ``"multinomial"`` or ``"poisson"``.
+
+    Returns
+    -------
+    Loss
 
     Raises
     ------
     OptionError
-        Unknown loss, or a loss that does not apply to the family.
+        Unknown family, unknown loss, or a loss that does not apply to the family.
+
+    Examples
+    --------
+    >>> get_loss(None, "poisson").name
+    'poisson_deviance'
+    >>> get_loss("hinge", "multinomial").solver
+    'lp'
     """
+    if family not in FAMILIES:
+        raise OptionError(f"unknown family={family!r}; use one of {list(FAMILIES)}")
+    valid = [key for key, cls in LOSSES.items() if family in cls.families]
     if name is None:
-        return LOSSES[_DEFAULTS[family]]
-    valid = sorted(key for key, loss in LOSSES.items() if family in loss.families)
-    if name not in LOSSES:
-        raise OptionError(f"unknown loss={name!r}; for family={family!r} use one of {valid}")
-    loss = LOSSES[name]
-    if family not in loss.families:
-        raise OptionError(f"loss={name!r} does not apply to family={family!r}; use one of {valid}")
-    return loss
+        name = DEFAULT_LOSSES[family]
+    if not isinstance(name, str) or name not in LOSSES:
+        raise OptionError(f"unknown loss={name!r}; for family {family!r} use one of {valid}")
+    if name not in valid:
+        raise OptionError(f"loss={name!r} does not apply to family {family!r}; use one of {valid}")
+    return LOSSES[name](family)

@@ -1,41 +1,67 @@
 """Simplex weights minimising a surrogate loss of the averaged out-of-fold prediction.
 
 ``solve_weights(P, y, loss)`` returns ``w >= 0, sum(w) = 1`` minimising
-``mean V(y, P w)``:
+``mean V(y, P @ w)``:
 
-* squared loss: a quadratic programme solved by quadprog. Candidates with
-  identical predictions are merged first (quadprog rejects the singular
-  matrix; R's SuperLearner crashes there) and share their weight equally; a
-  tiny scaled ridge, recorded, handles nested-collinear candidates. When J is
-  larger than n (e.g. 2^15 - 1 fusion-column candidates) the dense J x J
-  matrix is never formed: column generation solves the QP on a working set
-  and adds the candidates whose gradient violates optimality.
-* cross-entropy and Poisson deviance: sequential quadratic programming
-  (Newton steps on the simplex, each a quadprog QP) with backtracking.
-* hinge and absolute loss: linear programmes solved by HiGHS.
+* ``qp`` (squared loss): on the simplex ``||y - P w||^2 = ||E w||^2`` with the
+  residual columns ``E = y 1' - P``, so quadprog solves ``min w'(E'E/n)w``.
+  The Gram matrix is scaled to unit mean diagonal and ``11'`` is added, which
+  is constant on the simplex and makes it positive definite unless candidates
+  are affinely dependent; then a ridge ``1e-10 * trace/J`` (growing tenfold
+  while quadprog refuses) is added and recorded.
+* ``convex`` (cross-entropy, Poisson deviance): sequential quadratic
+  programming. Each step solves the Newton model on the simplex with
+  quadprog and backtracks (Armijo) along the step; Newton converges
+  quadratically near the optimum, so the gap goes to round-off.
+* ``lp`` (hinge, absolute): a linear programme in ``(w, t)`` with one slack
+  ``t_i`` per row, solved by HiGHS.
 
-Every solution carries a certified optimality gap: for the smooth losses the
-Frank-Wolfe duality gap ``g'w - min_j g_j`` (an upper bound on f(w) - f*),
-for the LPs the primal-dual gap reported by HiGHS' duals.
+With more candidates than rows (or than ``DENSE_LIMIT``) the smooth problems
+are solved by column generation: solve on a working set, compute the full
+gradient with one pass over the (n, J) matrix, add the most violating
+candidates, drop those at zero weight; the J x J matrix is never formed.
+
+Candidates with identical predictions are merged before solving and share
+their weight equally, so permuting candidates permutes the weights.
+
+Every solution carries a certified bound ``kkt_gap >= objective - optimum``:
+for the smooth losses the Frank-Wolfe gap ``g'w - min_j g_j`` (g the gradient;
+convexity gives ``f(w) - f* <= g'(w - w*) <= g'w - min_j g_j``), for the LPs
+the gap to the dual bound built from HiGHS' multipliers, made exactly dual
+feasible before use.
+
+Examples
+--------
+>>> import numpy as np
+>>> from pearlstats.losses import get_loss
+>>> y = np.array([1.0, 2.0, 3.0, 4.0])
+>>> P = np.column_stack([y + 1, y - 1, np.zeros(4)])
+>>> sol = solve_weights(P, y, get_loss("squared", "gaussian"))
+>>> sol.weights.round(12).tolist(), round(sol.objective, 12), sol.solver
+([0.5, 0.5, 0.0], 0.0, 'quadprog')
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import quadprog
-import scipy.sparse as sp
+from scipy import sparse
 from scipy.optimize import linprog
 
-from .exceptions import AllCandidatesFailedError, DataError
-from .losses import EPS, Loss, observed_probability
+from .exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
+from .losses import LeastSquaresForm, LogBarrierForm, Loss, PiecewiseLinearForm
 
-__all__ = ["WeightSolution", "solve_weights"]
+__all__ = ["WeightSolution", "solve_weights", "DENSE_LIMIT"]
 
-# Past this many candidates (and more candidates than rows) the QP is solved by
-# column generation on the n x J prediction matrix.
-DENSE_QP_LIMIT = 2000
+DENSE_LIMIT = 500  # above this many candidates (or more candidates than rows): column generation
+_BATCH = 50  # candidates added per column-generation round
+_ZERO = 1e-13  # weights below this are quadprog/round-off residue and set to exactly 0
+_FIRST_RIDGE, _LAST_RIDGE = 1e-10, 1e-2  # relative to the mean diagonal of the scaled Hessian
+_ARMIJO, _MIN_STEP = 1e-4, 1e-12
+_ROUNDOFF = 1e-12  # relative size below which changes of f are lost in its round-off
 
 
 @dataclass(frozen=True)
@@ -45,16 +71,23 @@ class WeightSolution:
     Attributes
     ----------
     weights : ndarray (J,)
-        On the simplex exactly; inactive candidates get 0.
+        On the simplex: ``>= 0`` (no ``-0.0``), inactive candidates exactly 0,
+        sum 1 up to round-off (1e-15).
     objective : float
-        Mean surrogate loss at the weights.
+        Mean surrogate loss (``loss.risk``) of ``P @ weights``.
     kkt_gap : float
-        Certified bound on ``objective - optimum``.
+        Certified bound on ``objective - optimum`` (see the module notes).
     solver : str
+        ``"quadprog"``, ``"active-set"`` (column generation, quadprog
+        subproblems), ``"sqp"``, ``"sqp-active-set"``, ``"highs"`` or
+        ``"single candidate"``.
     ridge : float
-        Ridge added to the QP matrix (0 if none).
+        Ridge added to the squared-loss QP's Hessian (0 if none): the weights
+        minimise ``objective + ridge/2 * ||w||^2``. Always 0 for the other
+        losses (a ridge in an SQP subproblem only damps the Newton step).
     merged : tuple of tuple of int
-        Groups of candidates with identical predictions, merged before solving.
+        Groups of candidate indices with identical predictions, merged before
+        solving; each member gets an equal share of the group's weight.
     """
 
     weights: np.ndarray
@@ -65,232 +98,325 @@ class WeightSolution:
     merged: tuple
 
 
-def _simplex_constraints(J: int):
-    return np.column_stack([np.ones(J), np.eye(J)]), np.r_[1.0, np.zeros(J)]
+# ---- quadprog on the simplex -----------------------------------------------------------------
+def _quadprog_simplex(H: np.ndarray, q: np.ndarray, ridge_ok: bool = True) -> tuple[np.ndarray, float]:
+    """``min 1/2 v'Hv - q'v`` over the simplex; returns ``v`` and the ridge added to ``H``.
 
-
-def _quadprog_simplex(G: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, float]:
-    """min 1/2 w'Gw - a'w on the simplex; a ridge is added (and returned) if G is singular."""
-    J = len(a)
-    C, b = _simplex_constraints(J)
-    scale = max(np.trace(G) / J, 1e-300)
+    Without ``ridge_ok`` quadprog's ``ValueError`` for a singular ``H`` propagates.
+    """
+    k = len(q)
+    scale = np.trace(H) / k
+    if not scale > 0:  # H = 0: a linear objective, still well posed after adding 11'
+        scale = 1.0
+    # 11' adds (1'v)^2 / 2 = 1/2 on the simplex: same minimiser, positive definite for affinely independent columns
+    G = H / scale + 1.0
+    a = q / scale
+    constraints = np.column_stack([np.ones(k), np.eye(k)])
+    bounds = np.r_[1.0, np.zeros(k)]
     ridge = 0.0
-    for attempt in range(12):
+    while True:
         try:
-            w = quadprog.solve_qp(G + ridge * np.eye(J), a, C, b, meq=1)[0]
-            return w, ridge
+            return quadprog.solve_qp(G + ridge * np.eye(k), a, constraints, bounds, meq=1)[0], ridge * scale
+        except ValueError as err:
+            if not ridge_ok or "positive definite" not in str(err) or ridge >= _LAST_RIDGE:
+                raise
+            ridge = _FIRST_RIDGE if ridge == 0 else 10 * ridge
+
+
+def _to_simplex(w: np.ndarray) -> np.ndarray:
+    w = np.where(w > _ZERO, w, 0.0)
+    return w / w.sum() + 0.0  # + 0.0 turns any -0.0 into 0.0
+
+
+def _target(f: float, tol: float) -> float:
+    return tol * max(abs(f), np.finfo(float).tiny)
+
+
+def _fw_gap(g: np.ndarray, w: np.ndarray) -> float:
+    return float(g @ w - g.min())
+
+
+def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool]:
+    H = 2.0 * form.residual_gram()
+    v, ridge = _quadprog_simplex(H, np.zeros(form.size))
+    support = np.flatnonzero(v > _ZERO)
+    if ridge > 0 and support.size < form.size:
+        # the ridge biases the weights; its support alone is often non-degenerate and solvable exactly
+        try:
+            exact, _ = _quadprog_simplex(H[np.ix_(support, support)], np.zeros(support.size), ridge_ok=False)
         except ValueError:
-            ridge = scale * 10.0 ** (attempt - 12)
-    raise RuntimeError("quadprog failed even with a ridge of 1e-1 of the mean diagonal")
-
-
-def _clean(w: np.ndarray) -> np.ndarray:
-    # quadprog leaves round-off weights ~1e-14 on inactive candidates.
-    w = np.where(w > 1e-10, w, 0.0)
-    return w / w.sum() + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def _flat(P: np.ndarray, y: np.ndarray):
-    """Predictions and targets stacked over classes: (n*C, J) and (n*C,)."""
-    if P.ndim == 2:
-        return P, y.astype(float)
-    n, J, C = P.shape
-    onehot = np.eye(C)[y.astype(np.intp)]
-    return P.transpose(0, 2, 1).reshape(n * C, J), onehot.reshape(-1)
-
-
-def _solve_qp(P, y):
-    M, target = _flat(P, y)
-    n = len(P)
-    J = M.shape[1]
-    if J > DENSE_QP_LIMIT and J > n:
-        return _column_generation(M, target, n)
-    G = 2.0 * (M.T @ M) / n
-    a = 2.0 * (M.T @ target) / n
-    w, ridge = _quadprog_simplex(G, a)
-    return _clean(w), ridge, "quadprog"
-
-
-def _column_generation(M, target, n, tol=1e-12):
-    """Squared-loss QP over many candidates without the dense J x J matrix."""
-    J = M.shape[1]
-    residual = target[:, None] - M
-    working = list(np.argsort(np.mean(residual**2, axis=0))[:50])
-    ridge = 0.0
-    for _ in range(200):
-        sub = M[:, working]
-        w_sub, r = _quadprog_simplex(2.0 * sub.T @ sub / n, 2.0 * sub.T @ target / n)
-        ridge = max(ridge, r)
-        w = np.zeros(J)
-        w[working] = _clean(w_sub)
-        gradient = 2.0 * M.T @ (M @ w - target) / n
-        gap = gradient @ w - gradient.min()
-        if gap <= tol * max(1.0, np.mean((target - M @ w) ** 2)):
-            break
-        keep = [j for j in working if w[j] > 0]
-        new = [j for j in np.argsort(gradient)[:50] if j not in keep]
-        working = keep + new
-    return w, ridge, "active-set (quadprog)"
-
-
-def _smooth_parts(loss: Loss, P, y):
-    """Objective, gradient and Hessian of the convex losses on the weights."""
-    if loss.name == "cross_entropy":
-        if P.ndim == 2:
-            A = np.where(y[:, None] == 1, P, 1.0 - P)
+            pass
         else:
-            A = np.take_along_axis(P, y.astype(np.intp)[:, None, None], axis=2)[:, :, 0]
-        A = np.clip(A, EPS, 1.0)
-
-        def parts(w):
-            a = A @ w
-            return -np.mean(np.log(a)), -A.T @ (1.0 / a) / len(a), (A / a[:, None]).T @ (A / a[:, None]) / len(a)
-
-        return parts
-    M = np.maximum(P, EPS)
-
-    def parts(w):
-        mu = M @ w
-        f = 2.0 * np.mean(np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0) / mu), 0.0) - (y - mu))
-        g = 2.0 * M.T @ (1.0 - y / mu) / len(y)
-        H = 2.0 * (M * (y / mu**2)[:, None]).T @ M / len(y)
-        return f, g, H
-
-    return parts
+            v, ridge = np.zeros(form.size), 0.0
+            v[support] = exact
+    return _to_simplex(v), ridge, True
 
 
-def _solve_sqp(loss, P, y, tol=1e-12, max_iter=200):
-    parts = _smooth_parts(loss, P, y)
-    J = P.shape[1]
-    w = np.full(J, 1.0 / J)
-    f, g, H = parts(w)
-    ridge = 0.0
+def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool]:
+    """Newton steps on the simplex (quadprog subproblems) with Armijo backtracking.
+
+    A ridge quadprog may need for a singular Hessian only damps the step, so the
+    returned ridge is 0: the optimum is that of the unperturbed objective.
+    """
+    w, f = w0, form.value(w0)
+    g = form.gradient(w)
     for _ in range(max_iter):
-        if g @ w - g.min() <= tol:
-            break
-        z, r = _quadprog_simplex(H, H @ w - g)
-        ridge = max(ridge, r)
-        direction = _clean(z) - w
-        t = 1.0
-        while t > 1e-12:
-            candidate = w + t * direction
-            f_new = parts(candidate)[0]
-            if f_new <= f + 1e-4 * t * (g @ direction):
+        gap = _fw_gap(g, w)
+        if gap <= _target(f, tol):
+            return w, 0.0, True
+        H = form.hessian(w)
+        v = _to_simplex(_quadprog_simplex(H, H @ w - g)[0])
+        step = v - w
+        slope = g @ step
+        if -slope <= _ROUNDOFF * abs(f):
+            # f cannot resolve the predicted decrease; the (accurate) gradient judges the full Newton step
+            g_v = form.gradient(v)
+            if not _fw_gap(g_v, v) < gap:
                 break
-            t /= 2
-        if t <= 1e-12:
+            w, f, g = v, form.value(v), g_v
+            continue
+        alpha = 1.0
+        while alpha >= _MIN_STEP:
+            trial = v if alpha == 1.0 else w + alpha * step
+            f_trial = form.value(trial)
+            if f_trial <= f + _ARMIJO * alpha * slope:
+                break
+            alpha /= 2
+        else:
             break
-        w = candidate
-        f, g, H = parts(w)
-    return _clean(w), ridge, "sqp (quadprog)"
+        w, f = trial, f_trial
+        g = form.gradient(w)
+    return w, 0.0, _fw_gap(g, w) <= _target(f, tol)
 
 
-def _solve_lp(loss, P, y):
-    n, J = P.shape[:2]
-    if loss.name == "absolute":
-        # t_i >= y_i - p_i w  and  t_i >= p_i w - y_i
-        rows_w = sp.vstack([-sp.csr_matrix(P), sp.csr_matrix(P)])
-        rows_t = sp.vstack([-sp.identity(n), -sp.identity(n)])
-        b = np.r_[-y, y]
-    elif P.ndim == 2:
-        sign = 2.0 * y - 1.0
-        # t_i >= 1 - s_i (2 p_i w - 1)
-        rows_w = sp.csr_matrix(-2.0 * sign[:, None] * P)
-        rows_t = -sp.identity(n)
-        b = -(1.0 + sign)
-    else:
-        C = P.shape[2]
-        own = np.take_along_axis(P, y.astype(np.intp)[:, None, None], axis=2)[:, :, 0]
-        blocks_w, blocks_t, rhs = [], [], []
-        for c in range(C):
-            rows = np.flatnonzero(y != c)
-            # t_i >= 1 + (p_ic - p_iy) w
-            blocks_w.append(sp.csr_matrix(P[rows, :, c] - own[rows]))
-            blocks_t.append(sp.csr_matrix((-np.ones(rows.size), (np.arange(rows.size), rows)), shape=(rows.size, n)))
-            rhs.append(-np.ones(rows.size))
-        rows_w, rows_t, b = sp.vstack(blocks_w), sp.vstack(blocks_t), np.concatenate(rhs)
-    A_ub = sp.hstack([rows_w, rows_t]).tocsr()
-    c = np.r_[np.zeros(J), np.full(n, 1.0 / n)]
-    A_eq = sp.csr_matrix(np.r_[np.ones(J), np.zeros(n)][None, :])
-    result = linprog(c, A_ub=A_ub, b_ub=b, A_eq=A_eq, b_eq=[1.0], bounds=(0, None), method="highs")
+def _column_generation(form, restricted_solver, tol, max_iter) -> tuple[np.ndarray, float, bool]:
+    """Solve on a working set, add the candidates whose gradient is below ``g'w``, repeat.
+
+    A ridge ``r`` in the restricted QP (affinely dependent working set) leaves a
+    Frank-Wolfe gap of up to ``r ||w||^2``; that much is accepted as converged.
+    """
+    start = int(np.argmin(form.vertex_values()))
+    w = np.zeros(form.size)
+    w[start] = 1.0
+    ridge = 0.0
+
+    def done(g):
+        return _fw_gap(g, w) <= _target(form.value(w), tol) + ridge * (w @ w)
+
+    for _ in range(max_iter):
+        g = form.gradient(w)
+        if done(g):
+            return w, ridge, True
+        support = np.flatnonzero(w > 0)
+        order = np.argsort(g, kind="stable")
+        # more than n_rows + 1 candidates are affinely dependent and would need a ridge
+        room = max(1, min(_BATCH, form.n_rows + 1 - support.size))
+        entering = order[(g[order] < g @ w) & (w[order] == 0)][:room]
+        if entering.size == 0:  # only the working set's own round-off is left
+            break
+        working = np.sort(np.concatenate([support, entering]))
+        sub, ridge, _ = restricted_solver(form.restrict(working), w[working], tol, max_iter)
+        w = np.zeros(form.size)
+        w[working] = sub
+    return w, ridge, done(form.gradient(w))
+
+
+# ---- linear programme --------------------------------------------------------------------------
+def _solve_lp(form: PiecewiseLinearForm) -> tuple[np.ndarray, float]:
+    """Weights and a valid lower bound on the optimum, from HiGHS' primal and dual solutions."""
+    J, n, K = form.size, form.n_obs, len(form.rows)
+    # t_{rows[k]} >= intercepts[k] + slopes[k] @ w   for every piece k
+    A_ub = sparse.hstack([sparse.csr_matrix(form.slopes), -form.row_indicator()], format="csr")
+    A_eq = np.r_[np.ones(J), np.zeros(n)][None, :]
+    cost = np.r_[np.zeros(J), np.full(n, 1.0 / n)]
+    bounds = [(0, None)] * J + [(None, None)] * n
+    result = linprog(cost, A_ub=A_ub, b_ub=-form.intercepts, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs")
     if result.status != 0:
-        raise RuntimeError(f"HiGHS could not solve the {loss.name} weight LP: {result.message}")
-    dual = b @ result.ineqlin.marginals + result.eqlin.marginals[0]
-    return _clean(result.x[:J]), abs(result.fun - dual)
+        warnings.warn(
+            f"HiGHS stopped without an optimal weight LP ({result.message}); using the best single candidate",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+        values = np.full((n, J), -np.inf)
+        np.maximum.at(values, form.rows, form.intercepts[:, None] + form.slopes)
+        w = np.zeros(J)
+        w[int(np.argmin(values.mean(axis=0)))] = 1.0
+        return w, -np.inf
+    w = _to_simplex(result.x[:J])
+    # Any multipliers lam >= 0 summing to 1/n over each row's pieces give
+    # f* >= lam'intercepts + min_j (lam'slopes)_j; rescale HiGHS' duals to be exactly such.
+    lam = np.maximum(-result.ineqlin.marginals, 0.0)
+    per_row = np.bincount(form.rows, lam, minlength=n)
+    if (per_row == 0).any():  # a row without dual mass: put it on the row's piece that is active at w
+        order = np.lexsort((form.intercepts + form.slopes @ w, form.rows))
+        top = order[np.r_[np.diff(form.rows[order]) != 0, True]]  # the largest piece of each row
+        lam[top[per_row == 0]] = 1.0
+        per_row = np.bincount(form.rows, lam, minlength=n)
+    lam = lam / (n * per_row[form.rows])
+    lower = float(lam @ form.intercepts + (lam @ form.slopes).min())
+    return w, lower
 
 
-def _duplicate_groups(P: np.ndarray, active: np.ndarray) -> list[list[int]]:
-    groups: dict[bytes, list[int]] = {}
-    for j in np.flatnonzero(active):
-        groups.setdefault(np.ascontiguousarray(P[:, j]).tobytes(), []).append(int(j))
-    return list(groups.values())
+# ---- input handling ----------------------------------------------------------------------------
+def _check_active(active, J: int) -> np.ndarray:
+    if active is None:
+        return np.ones(J, dtype=bool)
+    mask = np.asarray(active)
+    if mask.shape != (J,) or mask.dtype != bool:
+        raise OptionError(
+            f"active must be a boolean mask with one flag per candidate, shape ({J},); "
+            f"got shape {mask.shape} and dtype {mask.dtype}"
+        )
+    return mask
 
 
-def _fw_gap(loss: Loss, P, y, w) -> float:
-    if loss.solver == "qp":
-        M, target = _flat(P, y)
-        g = 2.0 * M.T @ (M @ w - target) / len(P)
-    else:
-        g = _smooth_parts(loss, P, y)(w)[1]
-    return float(max(g @ w - g.min(), 0.0))
+def _column_hashes(P: np.ndarray, candidates: np.ndarray, chunk: int = 64) -> np.ndarray:
+    """Exact-arithmetic fingerprints of candidate columns: sum_i a_i * bits(P_ij) mod 2^64.
+
+    Integer arithmetic is order independent, so identical columns always get
+    identical fingerprints (float dot products need not).
+    """
+    n = P.shape[0]
+    multipliers = np.random.default_rng(0).integers(1, 2**63, size=n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    every = candidates.size == P.shape[1]
+    hashes = np.zeros(candidates.size, dtype=np.uint64)
+    for start in range(0, n, chunk):
+        block = P[start : start + chunk] if every else P[start : start + chunk, candidates]
+        bits = (block + 0.0).view(np.uint64)  # + 0.0 so that -0.0 and 0.0 agree
+        bits = bits.reshape(bits.shape[0], bits.shape[1], -1)
+        hashes += (bits * multipliers[start : start + chunk, None, None]).sum(axis=(0, 2), dtype=np.uint64)
+    return hashes
 
 
-def solve_weights(P, y, loss: Loss, *, active=None) -> WeightSolution:
+def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Group number of each candidate (equal numbers: identical predictions), numbered by first member."""
+    _, label, counts = np.unique(_column_hashes(P, candidates), return_inverse=True, return_counts=True)
+    fresh = label.size
+    for value in np.flatnonzero(counts > 1):  # split fingerprint classes into exact-equality classes
+        pending = np.flatnonzero(label == value)
+        while pending.size:
+            lead = P[:, candidates[pending[0]]]
+            same = np.array([np.array_equal(P[:, candidates[k]], lead) for k in pending])
+            label[pending[same]] = fresh
+            fresh += 1
+            pending = pending[~same]
+    _, first, inverse = np.unique(label, return_index=True, return_inverse=True)
+    rank = np.empty_like(first)
+    rank[np.argsort(first)] = np.arange(first.size)
+    return rank[inverse]
+
+
+def _combine(P: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    used = np.flatnonzero(weights > 0)
+    return np.tensordot(P[:, used], weights[used], axes=([1], [0]))
+
+
+def _check_tuning(tol, max_iter) -> None:
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+        raise OptionError(f"tol={tol!r}; use a positive number (target gap relative to the objective)")
+    if not (isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool) and max_iter >= 1):
+        raise OptionError(f"max_iter={max_iter!r}; use a positive integer")
+
+
+# ---- public entry point ------------------------------------------------------------------------
+def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter: int = 500) -> WeightSolution:
     """Simplex weights minimising the mean surrogate loss of ``P @ w``.
 
     Parameters
     ----------
-    P : ndarray (n, J) or (n, J, C)
-        Out-of-fold predictions (means, P(class 1), or class probabilities).
-    y : ndarray (n,)
+    P : array_like (n, J) or (n, J, C)
+        Out-of-fold candidate predictions: means (gaussian, poisson),
+        P(y = 1) (binomial) or class probabilities (multinomial).
+    y : array_like (n,)
+        The response in the family's coding (see :mod:`pearlstats.losses`).
     loss : Loss
-    active : ndarray of bool (J,), optional
-        Candidates allowed a weight; the others (failed ones) get exactly 0.
+        From :func:`pearlstats.losses.get_loss`; its ``solver`` picks the method.
+    active : array_like of bool (J,), optional
+        Candidates allowed a weight. The others (failed ones, whose columns
+        may hold NaN) get exactly 0 and are left out of the solve.
+    tol : float, default 1e-10
+        Iterative solvers stop when the Frank-Wolfe gap is at most
+        ``tol * |objective|``.
+    max_iter : int, default 500
+        Cap on SQP steps and on column-generation rounds.
 
     Returns
     -------
     WeightSolution
 
+    Raises
+    ------
+    DataError, MissingValueError, ResponseError
+        Mis-shaped predictions, NaN/inf in an active candidate's column, values
+        that are not probabilities / non-negative means, or a bad response.
+    AllCandidatesFailedError
+        No candidate is active.
+
+    Warns
+    -----
+    ConvergenceWarning
+        An iterative solver stopped above its gap target (the reported
+        ``kkt_gap`` still bounds the suboptimality).
+
     Examples
     --------
     >>> import numpy as np
     >>> from pearlstats.losses import get_loss
-    >>> y = np.array([1.0, 2.0, 3.0])
-    >>> P = np.column_stack([y + 1, y - 1])
-    >>> solve_weights(P, y, get_loss("squared", "gaussian")).weights.round(12).tolist()
-    [0.5, 0.5]
+    >>> y = np.array([0.0, 1.0, 1.0, 0.0])
+    >>> P = np.array([[0.2, 0.4], [0.9, 0.5], [0.3, 0.8], [0.4, 0.1]])
+    >>> sol = solve_weights(P, y, get_loss("cross_entropy", "binomial"))
+    >>> bool(abs(sol.weights.sum() - 1) < 1e-12), sol.solver, bool(sol.kkt_gap < 1e-9)
+    (True, 'sqp', True)
     """
-    P = np.asarray(P, dtype=float)
-    y = np.asarray(y)
-    if P.ndim not in (2, 3) or P.shape[0] != y.shape[0]:
-        raise DataError(f"predictions of shape {P.shape} do not match a response of shape {y.shape}")
+    if not isinstance(loss, Loss):
+        raise OptionError(f"loss must be a Loss from pearlstats.losses.get_loss, got {type(loss).__name__}")
+    _check_tuning(tol, max_iter)
+    P = loss.check_shape(y, P, candidates=True)
     J = P.shape[1]
-    active = np.ones(J, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+    active = _check_active(active, J)
     if not active.any():
-        raise AllCandidatesFailedError("no candidate is available for the weights: every candidate failed")
-    bad = [j for j in np.flatnonzero(active) if not np.isfinite(P[:, j]).all()]
-    if bad:
-        raise DataError(f"candidate column(s) {bad} of the prediction matrix have NaN or inf values")
-    groups = _duplicate_groups(P, active)
-    leaders = [group[0] for group in groups]
-    reduced = P[:, leaders]
-    ridge = 0.0
-    gap = None
-    if len(leaders) == 1:
-        w_reduced, solver = np.ones(1), "single candidate"
-    elif loss.solver == "qp":
-        w_reduced, ridge, solver = _solve_qp(reduced, y)
-    elif loss.solver == "convex":
-        w_reduced, ridge, solver = _solve_sqp(loss, reduced, y)
+        raise AllCandidatesFailedError(f"no candidate is active for the weights: all {J} are marked failed")
+    columns = np.flatnonzero(active)
+    y, _ = loss.check(y, P if columns.size == J else P[:, columns], candidates=True, labels=columns, allow_nan=False)
+
+    group = _duplicate_groups(P, columns)
+    sizes = np.bincount(group)
+    leaders = columns[np.unique(group, return_index=True)[1]]
+    reduced = P if leaders.size == J else P[:, leaders]
+    form = loss.form(y, reduced)
+    ridge, converged = 0.0, True
+    if leaders.size == 1:
+        w, solver = np.ones(1), "single candidate"
+    elif loss.solver == "lp":
+        w, lower = _solve_lp(form)
+        solver = "highs"
     else:
-        w_reduced, gap = _solve_lp(loss, reduced, y)
-        solver = "highs (LP)"
+        dense = _solve_least_squares if loss.solver == "qp" else _solve_sqp
+        if leaders.size <= min(DENSE_LIMIT, form.n_rows):
+            w0 = np.full(leaders.size, 1.0 / leaders.size)
+            w, ridge, converged = dense(form, w0, tol, max_iter)
+            solver = "quadprog" if loss.solver == "qp" else "sqp"
+        else:
+            w, ridge, converged = _column_generation(form, dense, tol, max_iter)
+            solver = "active-set" if loss.solver == "qp" else "sqp-active-set"
+
     weights = np.zeros(J)
-    for group, share in zip(groups, w_reduced):
-        weights[group] = share / len(group)
-    weights = _clean(weights)
-    if gap is None:
-        gap = _fw_gap(loss, reduced, y, w_reduced) if len(leaders) > 1 else 0.0
-    objective = loss.risk(y, np.tensordot(weights[weights > 0], np.moveaxis(P[:, weights > 0], 1, 0), axes=1))
-    merged = tuple(tuple(group) for group in groups if len(group) > 1)
-    return WeightSolution(weights, objective, gap, solver, ridge, merged)
+    weights[columns] = w[group] / sizes[group]
+    weights = _to_simplex(weights)
+    w = np.bincount(group, weights[columns], minlength=sizes.size)
+    if leaders.size == 1:
+        gap = 0.0
+    elif loss.solver == "lp":
+        gap = max(form.value(w) - lower, 0.0)
+    else:
+        gap = max(_fw_gap(form.gradient(w), w), 0.0)
+    objective = loss.risk(y, _combine(P, weights))
+    if not converged:
+        warnings.warn(
+            f"the {solver} weight solver stopped with Frank-Wolfe gap {gap:.3g} above its target "
+            f"{_target(objective, tol):.3g} (tol={tol:g}); the weights are within {gap:.3g} of optimal",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    merged = tuple(tuple(int(j) for j in columns[group == g]) for g in np.flatnonzero(sizes > 1))
+    return WeightSolution(weights, float(objective), float(gap), solver, float(ridge), merged)

@@ -1,0 +1,109 @@
+"""Timing of the simplex weight solvers on large candidate pools.
+
+The pool is the paper's "fusion-matrix column subsets" design: every
+non-empty subset of p feature columns is a candidate OLS model, so J = 2^p - 1
+(p = 15 gives J = 32 767). Out-of-fold predictions come from K-fold OLS fits
+computed from fold Gram matrices, batched by subset size.
+
+Two comparisons:
+
+* J = 32 767, n = 1 000: column generation (``solver="active-set"``) alone; the
+  dense J x J quadprog problem would need 8.6 GB for the matrix only.
+* smaller pools (default p = 9, 10): column generation against dense quadprog
+  on the same problem, with their objectives.
+
+Run ``python benchmarks/bench_weights.py`` (``--help`` for sizes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+
+import numpy as np
+import quadprog
+
+from pearlstats.losses import get_loss
+from pearlstats.weights import solve_weights
+
+
+def subset_ols_predictions(X: np.ndarray, y: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Out-of-fold OLS predictions (n, 2^p - 1) for every non-empty subset of X's columns (plus intercept)."""
+    n, p = X.shape
+    Z = np.column_stack([np.ones(n), X])
+    fold = np.random.default_rng(seed).permutation(n) % folds
+    subsets = [s for k in range(1, p + 1) for s in itertools.combinations(range(1, p + 1), k)]
+    P = np.empty((n, len(subsets)))
+    for k in range(folds):
+        train, test = fold != k, fold == k
+        gram, moment = Z[train].T @ Z[train], Z[train].T @ y[train]
+        start = 0
+        for size in range(1, p + 1):
+            count = sum(1 for s in subsets[start:] if len(s) == size)
+            cols = np.array([(0,) + s for s in subsets[start : start + count]])  # (count, size + 1)
+            beta = np.linalg.solve(gram[cols[:, :, None], cols[:, None, :]], moment[cols][..., None])[..., 0]
+            P[test, start : start + count] = np.einsum("ick,ck->ic", Z[test][:, cols], beta)
+            start += count
+    return P
+
+
+def dense_quadprog(P: np.ndarray, y: np.ndarray) -> float:
+    """Plain quadprog on the full J x J problem (ridge 1e-10 * mean diagonal); returns the objective."""
+    n, J = P.shape
+    E = y[:, None] - P
+    G = E.T @ E / n
+    G = G + (1e-10 * np.trace(G) / J) * np.eye(J)
+    C = np.column_stack([np.ones(J), np.eye(J)])
+    w = quadprog.solve_qp(G + np.trace(G) / J, np.zeros(J), C, np.r_[1.0, np.zeros(J)], meq=1)[0]
+    w = np.maximum(w, 0.0) / np.maximum(w, 0.0).sum()
+    return float(np.mean((y - P @ w) ** 2))
+
+
+def problem(n: int, p: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    beta = rng.normal(size=p) * (rng.random(p) < 0.6)
+    y = X @ beta + np.sin(X[:, 0]) + rng.normal(size=n)
+    return subset_ols_predictions(X, y, folds=5, seed=seed), y
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--p", type=int, default=15, help="feature columns; J = 2^p - 1")
+    parser.add_argument(
+        "--compare", type=int, nargs="*", default=[9, 10], help="p values timed against dense quadprog"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    loss = get_loss("squared", "gaussian")
+
+    tic = time.perf_counter()
+    P, y = problem(args.n, args.p, args.seed)
+    print(f"candidates: n = {args.n}, J = {P.shape[1]} (built in {time.perf_counter() - tic:.1f} s)")
+    tic = time.perf_counter()
+    sol = solve_weights(P, y, loss)
+    elapsed = time.perf_counter() - tic
+    support = int((sol.weights > 0).sum())
+    print(
+        f"  {sol.solver}: {elapsed:.2f} s, objective {sol.objective:.10g}, kkt_gap {sol.kkt_gap:.2g}, "
+        f"support {support}, ridge {sol.ridge:.2g}"
+    )
+
+    for p in args.compare:
+        P, y = problem(args.n, p, args.seed)
+        tic = time.perf_counter()
+        sol = solve_weights(P, y, loss)
+        fast = time.perf_counter() - tic
+        tic = time.perf_counter()
+        reference = dense_quadprog(P, y)
+        slow = time.perf_counter() - tic
+        print(
+            f"J = {P.shape[1]:5d}: {sol.solver} {fast:.3f} s vs dense quadprog {slow:.3f} s "
+            f"(ratio {slow / fast:.1f}); objectives {sol.objective:.10g} vs {reference:.10g}"
+        )
+
+
+if __name__ == "__main__":
+    main()
