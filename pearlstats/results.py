@@ -5,6 +5,11 @@ properties; derived tables are ``cached_property``. Candidates are refitted on
 all rows only where needed: those with non-zero weight at fit time (prediction
 needs them), any other on first access — so a pool of thousands of candidates
 does not pay thousands of statsmodels fits.
+
+The consistency diagnostics (block importance, weight stability, tau-hat,
+re-weighting, honest risk) come from :class:`~pearlstats.diagnostics.WeightDiagnostics`,
+the held-out scores from :mod:`pearlstats.evaluation`, the summary from
+:mod:`pearlstats.summary`.
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from . import evaluation
 from .data import check_block_values, resolve_blocks, split_data
+from .diagnostics import WeightDiagnostics
 from .exceptions import BlockError, DataError, ResponseError
 from .formula import covariates_for_new_rows
 from .strategies import STRATEGIES, combine, strategy_weights
+from .summary import build_summary
 
 __all__ = ["PearlResults"]
 
@@ -45,13 +53,18 @@ class _LazyCandidates(Mapping):
         return f"<{len(self)} candidates, refitted with statsmodels on first access: {list(self)[:5]}...>"
 
 
-class PearlResults:
+class PearlResults(WeightDiagnostics):
     """Results of :func:`pearlstats.fit`.
 
     Attributes are read-only. ``weights``, ``cv_predictions``, ``cv_risk``,
     ``folds`` and ``baselines`` describe the cross-validation stage;
     ``candidates`` gives each candidate's statsmodels results refitted on all
     rows; :meth:`predict` averages the refitted candidates on new rows.
+    ``block_importance``, ``diagnostics``, ``weight_stability`` and
+    ``failures`` describe the weights; :meth:`evaluate` scores PEARL and the
+    baselines on test rows, :meth:`honest_risk` by nested cross-validation
+    (the only method that stores something: its latest result, for the
+    summary).
 
     Examples
     --------
@@ -83,6 +96,7 @@ class PearlResults:
         self._representations = representations
         self._dropped_rows = dropped_rows
         self._params: dict = {}
+        self._last_honest_risk = None
         self._candidates = _LazyCandidates(self)
         for label in self.weights.index[self.weights.to_numpy() > 0]:
             self._candidate_params(label)
@@ -100,6 +114,11 @@ class PearlResults:
     def loss(self) -> str:
         """Name of the surrogate loss the weights minimise."""
         return self._loss.name
+
+    @property
+    def original_loss(self) -> str:
+        """The loss the surrogate stands for (e.g. ``"log-loss"`` for cross-entropy)."""
+        return self._loss.original
 
     @property
     def nobs(self) -> int:
@@ -140,6 +159,11 @@ class PearlResults:
     @property
     def candidate_labels(self) -> list:
         return [candidate.label for candidate in self._pool]
+
+    @property
+    def candidate_blocks(self) -> pd.Series:
+        """Blocks (tuple of names) each candidate uses."""
+        return pd.Series([c.blocks for c in self._pool], index=self.candidate_labels, name="blocks")
 
     @property
     def n_params(self) -> pd.Series:
@@ -213,6 +237,11 @@ class PearlResults:
         """The failure ledger: candidate, fold, stage, kind, reason, action, excluded."""
         return self._ledger.to_frame()
 
+    @property
+    def failed(self) -> pd.Series:
+        """Whether each candidate failed in cross-validation (and so has weight 0)."""
+        return pd.Series(self._failed[: len(self._pool)], index=self.candidate_labels, name="failed")
+
     # ---- baselines ----------------------------------------------------------------
     @cached_property
     def _all_candidates(self) -> list:
@@ -268,6 +297,8 @@ class PearlResults:
 
     def _strategy_label(self, name: str) -> str:
         weights = self.strategy_weights.loc[name]
+        if weights.isna().any():
+            return "failed"
         chosen = weights.index[weights.to_numpy() > 0]
         return chosen[0] if len(chosen) == 1 else f"{len(chosen)} candidates"
 
@@ -384,14 +415,48 @@ class PearlResults:
         codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
-    def summary(self, alpha: float | None = None):
+    def evaluate(self, test_data, blocks=None) -> pd.DataFrame:
+        """Scores of PEARL and the paper's baselines on held-out rows.
+
+        Parameters
+        ----------
+        test_data : DataFrame or dict
+            Test rows with the response (and, in a dict, possibly the blocks).
+        blocks : dict or Representations, optional
+            Blocks for the test rows when not in *test_data*.
+
+        Returns
+        -------
+        DataFrame
+            Rows PEARL, Best, Fusion, SA-FRL, SA-cand, MS; columns ``MSE``,
+            ``MAE`` (regression) or ``accuracy``, ``cross_entropy``, ``MSE``
+            (classification). ``Best`` is the single-block candidate best on
+            the test rows (named in ``.attrs["best_candidate"]``).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(120, 2)), rng.normal(size=(120, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=120), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {k: v[:80] for k, v in data.items()}, seed=0)
+        >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
+        ['MSE', 'MAE']
+        """
+        return evaluation.evaluate(self, test_data, blocks)
+
+    def summary(self, correct=None):
         """A statsmodels ``Summary`` with the weights, baselines and diagnostics.
 
         Use ``print(res.summary())``, ``.as_latex()`` or ``.as_html()``.
-        """
-        from .summary import build_summary
 
-        return build_summary(self)
+        Parameters
+        ----------
+        correct : str, tuple or sequence of them, optional
+            Correctly specified candidates (as in a simulation); adds tau-hat,
+            their total weight (see :meth:`tau_hat`).
+        """
+        return build_summary(self, correct)
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()

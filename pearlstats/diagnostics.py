@@ -1,0 +1,378 @@
+"""Consistency diagnostics of the PEARL weights (mixed into ``PearlResults``).
+
+* block importance: the total weight of the candidates that contain a block;
+* concentration of the weights: effective number of candidates ``1 / sum w^2``,
+  entropy, largest weight, number of non-zero weights;
+* tau-hat (the paper's Theorem 2): the total weight on the candidates the
+  analyst knows to be correctly specified, which tends to 1;
+* stability: the weights re-solved on each fold's complement (or on bootstrap
+  resamples of the rows) from the stored out-of-fold predictions;
+* loss sensitivity: the weights re-solved under other surrogate losses.
+
+The results' entry point to the honest (nested) risk of
+:mod:`pearlstats.evaluation` is here too.
+
+Examples
+--------
+>>> import numpy as np
+>>> effective_candidates(np.array([0.5, 0.5, 0.0])), round(weight_entropy(np.array([0.5, 0.5])), 4)
+(2.0, 0.6931)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from . import evaluation
+from .exceptions import CandidateError, OptionError
+from .ledger import FailureLedger
+from .losses import get_loss
+from .weights import solve_weights
+
+__all__ = [
+    "WeightDiagnostics",
+    "Diagnostics",
+    "block_membership",
+    "effective_candidates",
+    "weight_entropy",
+    "resolve_candidates",
+    "resampled_weights",
+    "stability_table",
+]
+
+
+def block_membership(candidates, block_names) -> pd.DataFrame:
+    """Boolean table (candidates x blocks): does the candidate use the block."""
+    return pd.DataFrame(
+        [[name in candidate.blocks for name in block_names] for candidate in candidates],
+        index=[candidate.label for candidate in candidates],
+        columns=list(block_names),
+    )
+
+
+def effective_candidates(weights) -> float:
+    """Effective number of candidates ``1 / sum w^2`` (1 for a single candidate, J for equal weights)."""
+    w = np.asarray(weights, dtype=float)
+    return float(1.0 / np.sum(w**2))
+
+
+def weight_entropy(weights) -> float:
+    """Entropy ``-sum w log w`` of the weights in nats (0 for a single candidate, log J at most)."""
+    w = np.asarray(weights, dtype=float)
+    w = w[w > 0]
+    return float(0.0 - np.sum(w * np.log(w)))  # 0.0 - x, unlike -x, never prints "-0.0000"
+
+
+def resolve_candidates(candidates, names) -> list[str]:
+    """Candidate labels for *names*: labels, ``"a+b"`` strings or tuples of block names in any order.
+
+    Raises
+    ------
+    CandidateError
+        A name matches no candidate, or *names* is empty.
+    """
+    if isinstance(names, (str, tuple)):
+        names = [names]
+    labels = {candidate.label for candidate in candidates}
+    by_blocks = {frozenset(candidate.blocks): candidate.label for candidate in candidates
+                 if candidate.label == "+".join(candidate.blocks)}
+    found, unknown = [], []
+    for item in names:
+        if isinstance(item, str) and item in labels:
+            found.append(item)
+            continue
+        parts = item.split("+") if isinstance(item, str) else item
+        label = by_blocks.get(frozenset(part.strip() for part in parts))
+        if label is None:
+            unknown.append(item)
+        else:
+            found.append(label)
+    if unknown:
+        shown = sorted(labels)[:10]
+        raise CandidateError(
+            f"{unknown} name no candidate; give candidate labels such as {shown} or tuples of block names"
+        )
+    if not found:
+        raise CandidateError("name at least one correctly specified candidate")
+    return list(dict.fromkeys(found))
+
+
+def resampled_weights(P, y, loss, active, *, folds=None, n_boot: int = 50, seed=None):
+    """Weights re-solved on each fold's complement, or on bootstrap resamples of the rows.
+
+    Parameters
+    ----------
+    P : ndarray (n, J) or (n, J, C)
+        Out-of-fold predictions.
+    y : ndarray (n,)
+    loss : Loss
+    active : ndarray of bool (J,)
+        Candidates allowed a weight.
+    folds : ndarray of int, optional
+        With folds, resample r uses every row outside fold r. Without, resample
+        b uses rows ``np.random.default_rng(seed).integers(0, n, (n_boot, n))[b]``.
+    n_boot : int
+    seed : int, optional
+
+    Returns
+    -------
+    weights : ndarray (R, J)
+    names : list of str
+        ``"fold k"`` or ``"boot b"``.
+    """
+    n = len(y)
+    if folds is not None:
+        samples = [np.flatnonzero(folds != k) for k in range(int(folds.max()) + 1)]
+        names = [f"fold {k}" for k in range(len(samples))]
+    else:
+        samples = list(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
+        names = [f"boot {b}" for b in range(n_boot)]
+    weights = np.vstack([solve_weights(P[rows], y[rows], loss, active=active).weights for rows in samples])
+    return weights, names
+
+
+def stability_table(weights: pd.Series, resampled: pd.DataFrame) -> pd.DataFrame:
+    """Full-sample weight with the mean and SD (ddof=1) of the resampled weights, per candidate."""
+    return pd.DataFrame({
+        "weight": weights,
+        "mean": resampled.mean(axis=1),
+        "sd": resampled.std(axis=1, ddof=1),
+    })
+
+
+class Diagnostics(Mapping):
+    """Read-only mapping of the consistency diagnostics of a fit.
+
+    Keys: ``effective_candidates``, ``weight_entropy``, ``max_weight``,
+    ``n_nonzero``, ``kkt_gap``, ``weight_solver``, ``solver_ridge``,
+    ``stability`` (DataFrame: weight, mean, sd per candidate) and
+    ``stability_resamples`` (what the stability resamples are).
+    """
+
+    def __init__(self, values: dict):
+        self._values = dict(values)
+
+    def __getitem__(self, key):
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __repr__(self):
+        lines = [
+            f"  {key}: {value!r}" for key, value in self._values.items() if not isinstance(value, pd.DataFrame)
+        ]
+        return "Diagnostics(\n" + "\n".join(lines) + "\n  stability: DataFrame (see ['stability'])\n)"
+
+
+# Above this many folds the weights' stability comes from bootstrap resamples
+# (fold complements of leave-one-out differ by one row and say little).
+_MAX_STABILITY_FOLDS = 20
+_STABILITY_BOOTSTRAPS = 50
+_SENSITIVITY_LOSSES = {
+    "gaussian": ("squared", "absolute"),
+    "poisson": ("poisson_deviance", "squared", "absolute"),
+    "binomial": ("cross_entropy", "squared", "hinge"),
+    "multinomial": ("cross_entropy", "squared", "hinge"),
+}
+
+
+def _record_merged(ledger: FailureLedger, solution, pool) -> None:
+    for group in solution.merged:
+        labels = [pool[i].label for i in group]
+        ledger.record(
+            labels[0], None, "weights", "duplicate",
+            f"candidates {labels} have identical out-of-fold predictions",
+            "merged for the weight solver; their weight is split equally", False,
+        )
+
+
+# ---- the results' diagnostics ------------------------------------------------------------
+class WeightDiagnostics:
+    """Diagnostics of :class:`~pearlstats.PearlResults` (mixed into it).
+
+    Reads the fit's stored state (candidates, out-of-fold predictions,
+    weights, loss); nothing here refits a candidate except
+    :meth:`honest_risk`.
+    """
+
+    @cached_property
+    def block_membership(self) -> pd.DataFrame:
+        """Boolean table (candidates x blocks): which blocks each candidate uses."""
+        return block_membership(self._pool, self.block_names)
+
+    @cached_property
+    def block_importance(self) -> pd.Series:
+        """Per block, the total weight of the candidates that contain it."""
+        importance = self.block_membership.astype(float).T @ self.weights
+        return importance.rename("importance")
+
+    def resample_weights(self, method: str | None = None, n_resamples: int = _STABILITY_BOOTSTRAPS,
+                         seed: int | None = None) -> pd.DataFrame:
+        """Weights re-solved from the stored out-of-fold predictions on subsets of the rows.
+
+        Parameters
+        ----------
+        method : {"folds", "bootstrap"}, optional
+            ``"folds"``: one re-solve on each fold's complement; ``"bootstrap"``:
+            *n_resamples* bootstrap resamples of the rows. Default: folds when
+            K <= 20, else bootstrap.
+        n_resamples : int, default 50
+            Bootstrap resamples.
+        seed : int, optional
+            Seeds the bootstrap; defaults to the fit's seed. Resample b uses
+            rows ``np.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``.
+
+        Returns
+        -------
+        DataFrame
+            Candidates x resamples.
+        """
+        if method is None:
+            method = "folds" if self.n_folds <= _MAX_STABILITY_FOLDS else "bootstrap"
+        if method not in ("folds", "bootstrap"):
+            raise OptionError(f"method={method!r}; use 'folds' (fold complements) or 'bootstrap'")
+        if method == "bootstrap" and not (isinstance(n_resamples, (int, np.integer)) and n_resamples >= 2):
+            raise OptionError(f"n_resamples={n_resamples!r}; use an int >= 2")
+        J = len(self._pool)
+        values, names = resampled_weights(
+            self._predictions[:, :J], self._response.y, self._loss, ~self._failed[:J],
+            folds=self._folds if method == "folds" else None, n_boot=n_resamples,
+            seed=self.seed if seed is None else seed,
+        )
+        return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
+
+    @cached_property
+    def weight_stability(self) -> pd.DataFrame:
+        """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x resamples."""
+        return self.resample_weights()
+
+    @cached_property
+    def diagnostics(self) -> Mapping:
+        """Consistency diagnostics: concentration of the weights, solver gap, stability.
+
+        Keys ``effective_candidates`` (1 / sum w^2), ``weight_entropy`` (nats),
+        ``max_weight``, ``n_nonzero``, ``kkt_gap``, ``weight_solver``,
+        ``solver_ridge``, ``stability`` (weight, mean and SD over
+        :attr:`weight_stability`) and ``stability_resamples``.
+        """
+        w = self.weights.to_numpy()
+        resamples = self.weight_stability
+        by_folds = resamples.columns[0].startswith("fold")
+        kind = "fold complements" if by_folds else f"bootstrap resamples (seed {self.seed})"
+        return Diagnostics({
+            "effective_candidates": effective_candidates(w),
+            "weight_entropy": weight_entropy(w),
+            "max_weight": float(w.max()),
+            "n_nonzero": int((w > 0).sum()),
+            "kkt_gap": self.kkt_gap,
+            "weight_solver": self.weight_solver,
+            "solver_ridge": float(self._solution.ridge),
+            "stability": stability_table(self.weights, resamples),
+            "stability_resamples": f"{resamples.shape[1]} {kind}",
+        })
+
+    def resolve_candidates(self, names) -> list:
+        """Candidate labels for labels, ``"a+b"`` strings or tuples of block names (any order)."""
+        return resolve_candidates(self._pool, names)
+
+    def tau_hat(self, correct) -> float:
+        """Total weight on the correctly specified candidates (the paper's Theorem 2: tends to 1).
+
+        Parameters
+        ----------
+        correct : str, tuple or sequence of them
+            The correctly specified candidates, e.g. known in a simulation.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(200, 1)), rng.normal(size=(200, 1))
+        >>> data = {"y": 2 * a[:, 0] + rng.normal(size=200), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> res.tau_hat(["a", "a+b"]) > 0.99
+        True
+        """
+        return float(self.weights[self.resolve_candidates(correct)].sum())
+
+    def reweight(self, loss: str):
+        """The same fit with weights re-solved under another surrogate loss, without refitting the CV.
+
+        Parameters
+        ----------
+        loss : str
+            A surrogate loss for this family (see :func:`pearlstats.fit`).
+
+        Returns
+        -------
+        PearlResults
+        """
+        new_loss = get_loss(loss, self.family)
+        J = len(self._pool)
+        solution = solve_weights(self._predictions[:, :J], self._response.y, new_loss, active=~self._failed[:J])
+        ledger = FailureLedger([entry for entry in self._ledger.entries if entry.stage == "cv"])
+        _record_merged(ledger, solution, self._pool)
+        return type(self)(
+            spec=self._spec, family=self._family, loss=new_loss, design=self._design, response=self._response,
+            pool=self._pool, extras=self._extras, folds=self._folds, cv_spec=self._cv_spec, seed=self._seed,
+            ridge=self._ridge, predictions=self._predictions, failed=self._failed, solution=solution,
+            ledger=ledger, representations=self._representations, dropped_rows=self._dropped_rows,
+        )
+
+    def loss_sensitivity(self, losses=None) -> pd.DataFrame:
+        """Weights under several surrogate losses (candidates with a non-zero weight under any).
+
+        Parameters
+        ----------
+        losses : sequence of str, optional
+            Defaults to every loss the family supports.
+
+        Returns
+        -------
+        DataFrame
+            Candidates x losses.
+        """
+        names = _SENSITIVITY_LOSSES[self.family] if losses is None else list(losses)
+        table = pd.DataFrame({
+            name: self.weights if name == self.loss else self.reweight(name).weights for name in names
+        })
+        return table[(table > 0).any(axis=1)]
+
+    def honest_risk(self, outer=5, seed: int | None = None):
+        """PEARL's own risk by nested cross-validation, as R's ``CV.SuperLearner``.
+
+        Each outer fold is held out while the inner K-fold cross-validation
+        and the weight solve are re-run on the remaining rows; every candidate
+        refitted on those rows predicts the held-out fold. The summary shows
+        the last result and warns when PEARL's honest risk is more than one
+        paired SE above the best single candidate's.
+
+        Parameters
+        ----------
+        outer : int, "loo" or array-like, default 5
+            Outer folds (stratified for classes).
+        seed : int, optional
+            Seeds the outer and inner folds; defaults to the fit's seed.
+
+        Returns
+        -------
+        HonestRisk
+            ``.risk`` (risk and SE of PEARL, MS and every candidate),
+            ``.fold_weights``, ``.best_candidate``, ``.excess``, ``.excess_se``.
+        """
+        self._last_honest_risk = evaluation.honest_risk(self, outer=outer, seed=seed)
+        return self._last_honest_risk
+
+    @property
+    def last_honest_risk(self):
+        """The latest :meth:`honest_risk` result, or None."""
+        return self._last_honest_risk
+

@@ -1,0 +1,462 @@
+"""Held-out evaluation of PEARL and the paper's baselines, honest (nested) risk, comparison tables.
+
+:func:`evaluate` scores PEARL and every baseline on test rows with the
+paper's metrics:
+
+==============  ==================================================================
+regression      ``MSE`` (mean squared error), ``MAE`` (mean absolute error)
+classification  ``accuracy`` (argmax class), ``cross_entropy`` (mean ``-log p_y``,
+                probabilities floored at 1e-15), ``MSE`` between the one-hot
+                labels and the class probabilities (mean over rows and classes)
+==============  ==================================================================
+
+``Best`` is, as in the paper, the single-block candidate best on the test
+rows (by MSE for regression, cross-entropy for classification); the other
+strategies use the weights found by cross-validation.
+
+:func:`compare_table` combines many evaluations (repetitions x settings)
+into the paper's layout: ``mean (SD)`` per method and metric, the best in
+bold and the second underlined.
+
+:func:`honest_risk` estimates PEARL's own risk without test rows: an outer
+cross-validation re-runs the inner cross-validation and the weight solve on
+each outer training set, as R's ``CV.SuperLearner``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from patsy import EvalEnvironment
+
+from .cv import check_class_coverage, make_folds
+from .data import split_data
+from .exceptions import DataError, OptionError
+from .families import EncodedResponse
+from .formula import response_values
+from .ledger import LEDGER_COLUMNS
+from .strategies import combine
+from .summary import format_mean_sd, html_escape, latex_escape
+from .weights import solve_weights
+
+__all__ = [
+    "METHODS",
+    "HIGHER_IS_BETTER",
+    "REGRESSION_METRICS",
+    "CLASSIFICATION_METRICS",
+    "regression_metrics",
+    "classification_metrics",
+    "evaluate",
+    "HonestRisk",
+    "honest_risk",
+    "ComparisonTable",
+    "compare_table",
+]
+
+METHODS = ("PEARL", "Best", "Fusion", "SA-FRL", "SA-cand", "MS")
+HIGHER_IS_BETTER = frozenset({"accuracy"})
+REGRESSION_METRICS = ("MSE", "MAE")
+CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
+_PAPER_COLUMNS = ("Fusion", "Best", "SA-FRL", "SA-cand", "MS", "PEARL")
+_PROBABILITY_FLOOR = 1e-15
+
+
+def regression_metrics(y: np.ndarray, mean: np.ndarray) -> dict:
+    """``MSE`` and ``MAE`` of predicted means."""
+    error = y - mean
+    return {"MSE": float(np.mean(error**2)), "MAE": float(np.mean(np.abs(error)))}
+
+
+def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict:
+    """``accuracy``, ``cross_entropy`` and one-hot ``MSE`` of class probabilities (n, C).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = classification_metrics(np.array([0, 1]), np.array([[0.8, 0.2], [0.4, 0.6]]))
+    >>> m["accuracy"], round(m["MSE"], 2)
+    (1.0, 0.1)
+    """
+    codes = np.asarray(codes, dtype=np.intp)
+    observed = probabilities[np.arange(len(codes)), codes]
+    one_hot = np.eye(probabilities.shape[1])[codes]
+    return {
+        "accuracy": float(np.mean(np.argmax(probabilities, axis=1) == codes)),
+        "cross_entropy": float(np.mean(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)))),
+        "MSE": float(np.mean((one_hot - probabilities) ** 2)),
+    }
+
+
+def _metrics(res, y, prediction) -> dict:
+    if res.classes is None:
+        return regression_metrics(y, prediction)
+    if prediction.ndim == 1:
+        prediction = np.column_stack([1.0 - prediction, prediction])
+    return classification_metrics(y, prediction)
+
+
+def _test_response(res, test_data) -> np.ndarray:
+    frame, _ = split_data(test_data)
+    namespace = res._design.covariates.namespace or {}
+    try:
+        values = response_values(res._spec, frame, EvalEnvironment([namespace]))
+    except DataError as err:
+        raise DataError(f"evaluate needs the response in the test data: {err}") from err
+    return res.encode_response(values)
+
+
+def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
+    """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`)."""
+    X, _ = res._design_for(test_data, blocks)
+    y = _test_response(res, test_data)
+    if len(y) != len(X):
+        raise DataError(f"the test data has {len(y)} responses but its blocks have {len(X)} rows")
+    strategies = res.strategy_weights
+    failed = dict(zip(strategies.columns, res._failed))
+    singles = [c.label for c in res._all_candidates
+               if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]]
+    used = strategies.columns[(strategies.drop(index="Best").fillna(0) > 0).any(axis=0).to_numpy()]
+    predictions = res._candidate_predictions(X, dict.fromkeys([*used, *singles]))
+    single_scores = {label: _metrics(res, y, predictions[label]) for label in singles}
+    primary = "MSE" if res.classes is None else "cross_entropy"
+    best = min(singles, key=lambda label: single_scores[label][primary]) if singles else None
+    rows = {}
+    for method in METHODS:
+        if method == "Best":
+            rows[method] = single_scores[best] if best is not None else {}
+            continue
+        weights = strategies.loc[method]
+        if weights.isna().any():
+            rows[method] = {}
+            continue
+        active = weights[weights > 0]
+        combined = sum(weight * predictions[label] for label, weight in active.items())
+        rows[method] = _metrics(res, y, np.asarray(combined))
+    names = REGRESSION_METRICS if res.classes is None else CLASSIFICATION_METRICS
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(METHODS), columns=list(names))
+    table = table.rename_axis(index="method", columns="metric")
+    table.attrs["best_candidate"] = best
+    table.attrs["n_test"] = len(y)
+    return table
+
+
+# ---- honest risk ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class HonestRisk:
+    """PEARL's risk from an outer cross-validation that refits everything inside each outer fold.
+
+    Attributes
+    ----------
+    row_losses : DataFrame (n, 2 + J)
+        Surrogate loss of each row when it was held out: columns ``PEARL``,
+        ``MS`` (the candidate with the lowest inner CV risk) and every candidate.
+    fold_weights : DataFrame (outer folds, J)
+        The PEARL weights solved inside each outer training set.
+    outer_folds : ndarray of int (n,)
+    inner_folds : tuple of ndarray
+        Inner fold labels of each outer training set's rows (row order kept).
+    failures : DataFrame
+        Ledger rows of the inner and outer fits, with ``where`` they happened.
+    """
+
+    row_losses: pd.DataFrame
+    fold_weights: pd.DataFrame
+    outer_folds: np.ndarray
+    inner_folds: tuple
+    failures: pd.DataFrame
+
+    @property
+    def n_outer(self) -> int:
+        return int(self.outer_folds.max()) + 1
+
+    @property
+    def risk(self) -> pd.DataFrame:
+        """Mean held-out loss and its SE (SD of the row losses / sqrt(n)) per strategy and candidate."""
+        losses = self.row_losses
+        return pd.DataFrame({"risk": losses.mean(), "se": losses.std(ddof=1) / np.sqrt(len(losses))})
+
+    @property
+    def best_candidate(self) -> str:
+        """The single candidate with the lowest honest risk."""
+        return str(self.risk["risk"].iloc[2:].idxmin())
+
+    @property
+    def excess(self) -> float:
+        """PEARL's honest risk minus the best single candidate's."""
+        difference = self.row_losses["PEARL"] - self.row_losses[self.best_candidate]
+        return float(difference.mean())
+
+    @property
+    def excess_se(self) -> float:
+        """Paired SE of :attr:`excess` (same rows, per-row loss differences)."""
+        difference = self.row_losses["PEARL"] - self.row_losses[self.best_candidate]
+        return float(difference.std(ddof=1) / np.sqrt(len(difference)))
+
+    @property
+    def pearl_above_best(self) -> bool:
+        """Whether PEARL's honest risk is more than one paired SE above the best single candidate's."""
+        return self.excess > self.excess_se
+
+    def __repr__(self) -> str:
+        return f"HonestRisk({self.n_outer} outer folds)\n{self.risk.head(6)}"
+
+
+def _inner_predictions(family, X, response, pool, inner_cv, n_folds, seed, ridge):
+    """Inner out-of-fold predictions on one outer training set, and the inner fold labels."""
+    n = len(response.y)
+    if isinstance(inner_cv, str):
+        return family.loo_predict(X, response, pool, ridge), np.arange(n)
+    strata = response.y.astype(np.intp) if response.classes is not None else None
+    folds = make_folds(min(n_folds, n), n, seed=seed, strata=strata)
+    if strata is not None:
+        check_class_coverage(strata, folds, response.classes)
+    return family.cv_predict(X, response, pool, folds, ridge), folds
+
+
+def _ledger_frame(entries, where: str) -> pd.DataFrame:
+    frame = pd.DataFrame([entry.__dict__ for entry in entries], columns=LEDGER_COLUMNS)
+    return frame.assign(where=where)
+
+
+def honest_risk(res, outer=5, seed=None) -> HonestRisk:
+    """Nested cross-validation of PEARL (see :meth:`PearlResults.honest_risk`).
+
+    Each candidate refitted on an outer training set predicts the held-out
+    outer fold (one cross-validation of every candidate over the outer
+    folds); the weights come from the inner cross-validation of that
+    training set alone, so no held-out row informs its own prediction.
+    Outer folds are seeded by ``SeedSequence([seed, 0])``, the inner folds of
+    outer fold k by ``SeedSequence([seed, 1, k])``; inner folds use the fit's
+    K (leave-one-out if the fit used it).
+    """
+    family, loss, X, response = res._family, res._loss, res._design.X, res._response
+    pool, ridge = res._pool, res.ridge
+    if seed is None:
+        seed = res.seed
+    elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise OptionError(f"seed={seed!r}; use an int, or None for the fit's seed")
+    n = len(response.y)
+    strata = response.y.astype(np.intp) if response.classes is not None else None
+    outer_folds = make_folds(outer, n, seed=np.random.SeedSequence([seed, 0]), strata=strata)
+    if strata is not None:
+        check_class_coverage(strata, outer_folds, response.classes)
+    outside = family.cv_predict(X, response, pool, outer_folds, ridge)
+    labels = [candidate.label for candidate in pool]
+    n_outer = int(outer_folds.max()) + 1
+    pearl = np.full(outside.predictions[:, 0].shape, np.nan)
+    chosen = pearl.copy()
+    fold_weights, inner_folds = [], []
+    ledgers = [_ledger_frame(outside.entries, "outer folds")]
+    for k in range(n_outer):
+        train, test = np.flatnonzero(outer_folds != k), np.flatnonzero(outer_folds == k)
+        sub = EncodedResponse(response.y[train], response.classes)
+        inner, folds = _inner_predictions(
+            family, X[train], sub, pool, res._cv_spec, res.n_folds, np.random.SeedSequence([seed, 1, k]), ridge
+        )
+        active = ~(inner.failed | outside.failed)
+        weights = solve_weights(inner.predictions, sub.y, loss, active=active).weights
+        pearl[test] = combine(outside.predictions[test], weights)
+        inner_risk = np.array([
+            loss.pointwise(sub.y, inner.predictions[:, j]).mean() if active[j] else np.inf
+            for j in range(len(pool))
+        ])
+        chosen[test] = outside.predictions[test, int(np.argmin(inner_risk))]
+        fold_weights.append(weights)
+        inner_folds.append(folds)
+        ledgers.append(_ledger_frame(inner.entries, f"inside outer fold {k}"))
+    y = response.y
+    columns = {"PEARL": loss.pointwise(y, pearl), "MS": loss.pointwise(y, chosen)}
+    columns.update({label: loss.pointwise(y, outside.predictions[:, j]) for j, label in enumerate(labels)})
+    return HonestRisk(
+        row_losses=pd.DataFrame(columns),
+        fold_weights=pd.DataFrame(fold_weights, columns=labels).rename_axis("outer fold"),
+        outer_folds=outer_folds,
+        inner_folds=tuple(inner_folds),
+        failures=pd.concat(ledgers, ignore_index=True),
+    )
+
+
+# ---- comparison tables ------------------------------------------------------------------------------
+def _rank_marks(means: pd.DataFrame, digits: int, higher: frozenset) -> pd.DataFrame:
+    """1 for the best shown value in each row, 2 for the second, 0 otherwise (ties share a mark)."""
+    marks = pd.DataFrame(0, index=means.index, columns=means.columns)
+    for key, row in means.round(digits).iterrows():
+        metric = key[0] if isinstance(key, tuple) else key
+        values = sorted(set(row.dropna()), reverse=metric in higher)
+        for mark, value in enumerate(values[:2], start=1):
+            marks.loc[key, row.index[row == value]] = mark
+    return marks
+
+
+@dataclass(frozen=True)
+class ComparisonTable:
+    """Mean and SD of each method's metrics over repetitions, per setting.
+
+    Attributes
+    ----------
+    mean, sd : DataFrame
+        Rows ``(metric, setting)``, columns methods in the paper's order (PEARL last).
+    n_repetitions : Series
+        Number of evaluations per setting.
+    digits : int
+        Decimals shown; best and second best are judged on the shown values.
+    setting_name : str
+        Header of the setting column (``"n"`` by default).
+    higher_is_better : frozenset
+        Metrics where larger is better (``accuracy``).
+    """
+
+    mean: pd.DataFrame
+    sd: pd.DataFrame
+    n_repetitions: pd.Series
+    digits: int = 3
+    setting_name: str = "n"
+    higher_is_better: frozenset = HIGHER_IS_BETTER
+
+    @property
+    def marks(self) -> pd.DataFrame:
+        """1 where a method is best in its row, 2 where second, else 0."""
+        return _rank_marks(self.mean, self.digits, self.higher_is_better)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The cells as ``"mean (SD)"`` strings."""
+        cells = [[format_mean_sd(m, s, self.digits) for m, s in zip(mr, sr)]
+                 for mr, sr in zip(self.mean.to_numpy(), self.sd.to_numpy())]
+        return pd.DataFrame(cells, index=self.mean.index, columns=self.mean.columns)
+
+    def _rows(self):
+        """(metric shown or "", setting, cells, marks) per row; metric shown on its first row only."""
+        single = self.mean.index.get_level_values(1).isna().all()
+        previous = None
+        for (key, cells), marks in zip(self.to_frame().iterrows(), self.marks.to_numpy()):
+            metric, setting = key
+            yield ("" if metric == previous else metric), (None if single else setting), list(cells), marks
+            previous = metric
+
+    def as_text(self) -> str:
+        """Plain text; ``*`` marks the best value in a row, ``+`` the second."""
+        symbol = {1: "*", 2: "+", 0: ""}
+        rows = list(self._rows())
+        with_setting = rows[0][1] is not None
+        lines = [["metric"] + ([self.setting_name] if with_setting else []) + list(self.mean.columns)]
+        for metric, setting, cells, marks in rows:
+            shown = [cell + symbol[mark] for cell, mark in zip(cells, marks)]
+            lines.append([metric] + ([str(setting)] if with_setting else []) + shown)
+        widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+        labels = len(lines[0]) - len(self.mean.columns)
+        text = ["  ".join(cell.ljust(width) if i < labels else cell.rjust(width)
+                          for i, (cell, width) in enumerate(zip(line, widths))) for line in lines]
+        return "\n".join(text + ["* best, + second best"])
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def as_latex(self) -> str:
+        r"""A booktabs ``tabular``: best in ``\textbf``, second in ``\underline``."""
+        wrap = {1: r"\textbf{%s}", 2: r"\underline{%s}", 0: "%s"}
+        rows = list(self._rows())
+        with_setting = rows[0][1] is not None
+        head = ["Metric"] + ([latex_escape(self.setting_name)] if with_setting else [])
+        head += [latex_escape(method) for method in self.mean.columns]
+        n_methods = len(self.mean.columns)
+        alignment = "l" * (len(head) - n_methods) + "c" * n_methods
+        lines = [rf"\begin{{tabular}}{{{alignment}}}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+        for position, (metric, setting, cells, marks) in enumerate(rows):
+            if metric and position:
+                lines.append(r"\midrule")
+            values = [wrap[mark] % latex_escape(cell) for cell, mark in zip(cells, marks)]
+            first = [latex_escape(metric)] + ([latex_escape(setting)] if with_setting else [])
+            lines.append(" & ".join(first + values) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(lines)
+
+    def as_html(self) -> str:
+        """An HTML table: best in ``<b>``, second in ``<u>``."""
+        wrap = {1: "<b>%s</b>", 2: "<u>%s</u>", 0: "%s"}
+        rows = list(self._rows())
+        with_setting = rows[0][1] is not None
+        head = ["metric"] + ([self.setting_name] if with_setting else []) + list(self.mean.columns)
+        header = "".join(f"<th>{html_escape(h)}</th>" for h in head)
+        out = ['<table class="simpletable">', f"<tr>{header}</tr>"]
+        for metric, setting, cells, marks in rows:
+            first = [metric] + ([setting] if with_setting else [])
+            body = "".join(f"<th>{html_escape(cell)}</th>" for cell in first)
+            body += "".join(f"<td>{wrap[mark] % html_escape(cell)}</td>" for cell, mark in zip(cells, marks))
+            out.append(f"<tr>{body}</tr>")
+        out.append("</table>")
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        return self.as_html()
+
+
+def _check_same_shape(reference: pd.DataFrame, frames: list, setting) -> None:
+    where = "" if setting is None else f" of setting {setting!r}"
+    for position, frame in enumerate(frames):
+        if list(frame.index) != list(reference.index) or list(frame.columns) != list(reference.columns):
+            raise DataError(
+                f"evaluation {position}{where} has methods {list(frame.index)} and metrics {list(frame.columns)}, "
+                f"but the first has {list(reference.index)} and {list(reference.columns)}; "
+                "combine evaluations of the same kind of fit"
+            )
+
+
+def compare_table(evaluations, *, digits: int = 3, setting_name: str = "n",
+                  higher_is_better=HIGHER_IS_BETTER) -> ComparisonTable:
+    """Combine evaluations (repetitions x settings) into the paper's table.
+
+    Parameters
+    ----------
+    evaluations : sequence of DataFrame, or mapping setting -> sequence of DataFrame
+        Results of :meth:`PearlResults.evaluate`; a mapping gives one group of
+        repetitions per setting (e.g. per labeled sample size n).
+    digits : int, default 3
+        Decimals shown.
+    setting_name : str, default "n"
+    higher_is_better : iterable of str
+        Metrics where larger is better.
+
+    Returns
+    -------
+    ComparisonTable
+        ``.as_latex()`` (booktabs; best bold, second underlined), ``.as_html()``,
+        ``.as_text()``, ``.mean``, ``.sd``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> runs = [pd.DataFrame({"MSE": [1.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS"]),
+    ...         pd.DataFrame({"MSE": [1.5, 2.5, 3.5]}, index=["PEARL", "Best", "MS"])]
+    >>> print(compare_table({100: runs}).as_text())
+    metric  n              Best             MS           PEARL
+    MSE     100  2.250 (0.354)+  3.250 (0.354)  1.250 (0.354)*
+    * best, + second best
+    """
+    groups = evaluations if isinstance(evaluations, Mapping) else {None: evaluations}
+    if not groups:
+        raise DataError("compare_table needs at least one evaluation")
+    means, sds, counts, reference = [], [], {}, None
+    for setting, frames in groups.items():
+        frames = list(frames) if isinstance(frames, Sequence) else [frames]
+        if not frames or not all(isinstance(frame, pd.DataFrame) for frame in frames):
+            raise DataError(f"setting {setting!r} needs a non-empty list of evaluate() DataFrames")
+        reference = reference if reference is not None else frames[0]
+        _check_same_shape(reference, frames, setting)
+        stacked = np.stack([frame.to_numpy(dtype=float) for frame in frames])
+        with np.errstate(invalid="ignore"):
+            sd = stacked.std(axis=0, ddof=1) if len(frames) > 1 else np.full(stacked.shape[1:], np.nan)
+        for values, store in ((stacked.mean(axis=0), means), (sd, sds)):
+            store.append(pd.DataFrame(values.T, index=pd.MultiIndex.from_product(
+                [reference.columns, [setting]], names=["metric", setting_name]), columns=reference.index))
+        counts[setting] = len(frames)
+    methods = sorted((m for m in reference.index if m != "PEARL"),
+                     key=lambda m: _PAPER_COLUMNS.index(m) if m in _PAPER_COLUMNS else len(_PAPER_COLUMNS))
+    methods += [m for m in reference.index if m == "PEARL"]
+    order = pd.MultiIndex.from_product([reference.columns, list(groups)], names=["metric", setting_name])
+    mean = pd.concat(means).reindex(index=order, columns=methods)
+    sd = pd.concat(sds).reindex(index=order, columns=methods)
+    return ComparisonTable(mean, sd, pd.Series(counts, name="repetitions"), digits, setting_name,
+                           frozenset(higher_is_better))

@@ -1,0 +1,182 @@
+"""``evaluate`` against statsmodels refits scored with scikit-learn; ``compare_table`` against numpy."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from sklearn.metrics import accuracy_score, log_loss, mean_absolute_error, mean_squared_error
+
+import pearlstats as pearl
+from pearlstats.evaluation import compare_table
+
+NAMES = ["pca", "kpca_rbf", "kpca_poly"]
+FORMULA = "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)"
+
+
+def _design(frame, blocks, label):
+    return np.hstack([np.ones((len(frame), 1))] + [blocks[name] for name in label.split("+")])
+
+
+def _blocks(paper_data, key):
+    return {name: paper_data[key][name] for name in NAMES}
+
+
+def _strategy_predictions(res, predictions):
+    """Each strategy's test prediction from its definition and the candidates' test predictions."""
+    labels = res.candidate_labels
+    return {
+        "PEARL": sum(res.weights[label] * predictions[label] for label in labels),
+        "Fusion": predictions["+".join(NAMES)],
+        "SA-FRL": sum(predictions[name] for name in NAMES) / len(NAMES),
+        "SA-cand": sum(predictions[label] for label in labels) / len(labels),
+        "MS": predictions[res.cv_risk.idxmin()],
+    }
+
+
+def test_gaussian_evaluation_matches_ols_refits_scored_by_sklearn(paper_data):
+    train_blocks, test_blocks = _blocks(paper_data, "blocks"), _blocks(paper_data, "test_blocks")
+    frame, test = paper_data["frame"], paper_data["test"]
+    res = pearl.fit(FORMULA, frame, blocks=train_blocks, seed=3)
+    table = res.evaluate(test, blocks=test_blocks)
+    y, y_test = frame["y"].to_numpy(), test["y"].to_numpy()
+    predictions = {
+        label: sm.OLS(y, _design(frame, train_blocks, label)).fit().predict(_design(test, test_blocks, label))
+        for label in res.candidate_labels
+    }
+    expected = _strategy_predictions(res, predictions)
+    best = min(NAMES, key=lambda name: mean_squared_error(y_test, predictions[name]))
+    expected["Best"] = predictions[best]
+    assert list(table.index) == ["PEARL", "Best", "Fusion", "SA-FRL", "SA-cand", "MS"]
+    assert list(table.columns) == ["MSE", "MAE"]
+    for method, prediction in expected.items():
+        assert table.loc[method, "MSE"] == pytest.approx(mean_squared_error(y_test, prediction), rel=1e-9)
+        assert table.loc[method, "MAE"] == pytest.approx(mean_absolute_error(y_test, prediction), rel=1e-9)
+    assert table.attrs["best_candidate"] == best
+
+
+def test_multinomial_evaluation_matches_mnlogit_refits(paper_data):
+    y_all = np.r_[paper_data["frame"]["y"], paper_data["test"]["y"]]
+    cuts = np.quantile(y_all, [1 / 3, 2 / 3])
+    labels = np.array(["low", "mid", "high"])
+    frame = paper_data["frame"].assign(level=labels[np.searchsorted(cuts, paper_data["frame"]["y"])])
+    test = paper_data["test"].assign(level=labels[np.searchsorted(cuts, paper_data["test"]["y"])])
+    train_blocks, test_blocks = _blocks(paper_data, "blocks"), _blocks(paper_data, "test_blocks")
+    res = pearl.fit("level ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", frame, blocks=train_blocks,
+                    family="multinomial", seed=2)
+    table = res.evaluate(test, blocks=test_blocks)
+    classes = sorted(labels)  # the fit orders classes as sorted labels
+    codes = pd.Categorical(frame["level"], categories=classes).codes
+    test_codes = pd.Categorical(test["level"], categories=classes).codes
+    predictions = {
+        label: sm.MNLogit(codes, _design(frame, train_blocks, label)).fit(disp=0, tol=1e-12, maxiter=300)
+        .predict(_design(test, test_blocks, label))
+        for label in res.candidate_labels
+    }
+    expected = _strategy_predictions(res, predictions)
+    best = min(NAMES, key=lambda name: log_loss(test_codes, predictions[name], labels=[0, 1, 2]))
+    expected["Best"] = predictions[best]
+    one_hot = np.eye(3)[test_codes]
+    assert list(table.columns) == ["accuracy", "cross_entropy", "MSE"]
+    for method, proba in expected.items():
+        assert table.loc[method, "accuracy"] == pytest.approx(accuracy_score(test_codes, proba.argmax(axis=1)))
+        assert table.loc[method, "cross_entropy"] == pytest.approx(log_loss(test_codes, proba, labels=[0, 1, 2]), rel=1e-5)
+        assert table.loc[method, "MSE"] == pytest.approx(np.mean((one_hot - proba) ** 2), rel=1e-5)
+    assert table.attrs["best_candidate"] == best
+
+
+def test_binomial_evaluation_uses_both_class_probabilities(paper_data):
+    frame = paper_data["frame"].assign(hit=paper_data["frame"]["y"] > 0)
+    test = paper_data["test"].assign(hit=paper_data["test"]["y"] > 0)
+    blocks = {"pca": paper_data["blocks"]["pca"]}
+    res = pearl.fit("hit ~ block(pca)", frame, blocks=blocks, family="binomial", seed=0)
+    table = res.evaluate(test, blocks={"pca": paper_data["test_blocks"]["pca"]})
+    y = frame["hit"].to_numpy(float)
+    p = sm.Logit(y, _design(frame, blocks, "pca")).fit(disp=0, tol=1e-12).predict(
+        _design(test, {"pca": paper_data["test_blocks"]["pca"]}, "pca"))
+    y_test = test["hit"].to_numpy(float)
+    assert table.loc["PEARL", "accuracy"] == pytest.approx(accuracy_score(y_test, p > 0.5))
+    assert table.loc["PEARL", "cross_entropy"] == pytest.approx(log_loss(y_test, p), rel=1e-6)
+    # mean over rows and both classes of (one-hot - probability)^2 equals the one-class Brier score
+    assert table.loc["PEARL", "MSE"] == pytest.approx(np.mean((y_test - p) ** 2), rel=1e-6)
+
+
+def test_evaluate_without_the_response_names_it(paper_data):
+    res = pearl.fit("y ~ block(pca)", paper_data["frame"], blocks={"pca": paper_data["blocks"]["pca"]}, seed=0)
+    with pytest.raises(pearl.DataError, match="'y'"):
+        res.evaluate(paper_data["test"].drop(columns="y"), blocks={"pca": paper_data["test_blocks"]["pca"]})
+
+
+# ---- compare_table ------------------------------------------------------------------------------------
+METHODS = ["PEARL", "Best", "Fusion", "SA-FRL", "SA-cand", "MS"]
+
+
+def _evaluations(seed, n_reps, shift):
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(n_reps):
+        mse = rng.uniform(1, 2, size=6) + shift
+        accuracy = rng.uniform(0.5, 0.9, size=6)
+        runs.append(pd.DataFrame({"accuracy": accuracy, "MSE": mse}, index=METHODS))
+    return runs
+
+
+def test_compare_table_means_sds_and_marks(tmp_path):
+    groups = {100: _evaluations(0, 5, 0.0), 200: _evaluations(1, 4, -0.5)}
+    table = compare_table(groups)
+    assert list(table.mean.columns) == ["Fusion", "Best", "SA-FRL", "SA-cand", "MS", "PEARL"]
+    for n, runs in groups.items():
+        stack = np.stack([run.to_numpy() for run in runs])
+        for j, metric in enumerate(["accuracy", "MSE"]):
+            for i, method in enumerate(METHODS):
+                assert table.mean.loc[(metric, n), method] == pytest.approx(stack[:, i, j].mean())
+                assert table.sd.loc[(metric, n), method] == pytest.approx(np.std(stack[:, i, j], ddof=1))
+            shown = table.mean.loc[(metric, n)].round(3)
+            ordered = shown.sort_values(ascending=metric != "accuracy")
+            marks = table.marks.loc[(metric, n)]
+            assert marks[ordered.index[0]] == 1 and marks[ordered.index[1]] == 2
+            assert (marks == 1).sum() == 1 and (marks == 2).sum() == 1
+    assert table.n_repetitions.to_dict() == {100: 5, 200: 4}
+
+
+def test_compare_table_latex_bold_best_underline_second_and_ties():
+    runs = [pd.DataFrame({"MSE": [1.0, 2.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS", "SA_x"])]
+    latex = compare_table({50: runs}).as_latex()
+    assert re.search(r"\\textbf\{1\.000 \(--\)\}", latex)
+    assert latex.count(r"\underline{2.000 (--)}") == 2  # tied second place
+    assert r"SA\_x" in latex and not re.search(r"(?<!\\)_", latex)
+    stack = [name for kind, name in re.findall(r"\\(begin|end)\{(\w+)\}", latex)]
+    assert stack == ["tabular", "tabular"]
+    assert latex.index(r"\toprule") < latex.index(r"\midrule") < latex.index(r"\bottomrule")
+
+
+def test_compare_table_html_parses_and_text_marks():
+    table = compare_table(_evaluations(3, 3, 0.0))
+
+    class Checker(HTMLParser):
+        stack: list = []
+
+        def handle_starttag(self, tag, attrs):
+            self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            assert self.stack.pop() == tag
+
+    checker = Checker()
+    checker.feed(table._repr_html_())
+    assert checker.stack == []
+    assert table.as_html().count("<b>") >= 2 and table.as_html().count("<u>") >= 2
+    assert "*" in table.as_text() and "n" not in table.as_text().splitlines()[0].split()
+
+
+def test_compare_table_rejects_mismatched_evaluations():
+    runs = _evaluations(0, 2, 0.0)
+    runs[1] = runs[1].drop(index="MS")
+    with pytest.raises(pearl.DataError, match="evaluation 1"):
+        compare_table(runs)
+    with pytest.raises(pearl.DataError):
+        compare_table({})

@@ -1,0 +1,287 @@
+"""Every number in ``PearlResults.summary()`` against an independent computation.
+
+The summary's cells are read from its statsmodels tables and compared with
+numbers recomputed here from ``cv_predictions``, the weights and the data
+(numpy, scipy, quadprog), at the precision the summary shows.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+import quadprog
+from scipy.stats import entropy, rankdata
+from sklearn.metrics import log_loss
+
+import pearlstats as pearl
+from conftest import PAPER_FORMULA
+
+NAMES = ["pca", "kpca_rbf", "kpca_poly", "kpca_sigmoid", "kpca_cosine"]
+
+
+@pytest.fixture(scope="module")
+def fitted(paper_data):
+    return pearl.fit(PAPER_FORMULA, paper_data["frame"], blocks=paper_data["blocks"], seed=11)
+
+
+@pytest.fixture(scope="module")
+def y(paper_data):
+    return paper_data["frame"]["y"].to_numpy()
+
+
+def _table(summary, title_start):
+    """Cells (list of rows of str) of the table whose title starts with *title_start*."""
+    for table in summary.tables:
+        if table.title and table.title.startswith(title_start):
+            return [[str(cell.data) for cell in row] for row in table]
+    raise AssertionError(f"no table titled {title_start!r}")
+
+
+def _body(cells):
+    """Rows below the header row, keyed by their stub."""
+    return {row[0]: row[1:] for row in cells[1:]}
+
+
+def _close(cell: str, expected: float) -> None:
+    """The cell shows *expected* to its last printed digit."""
+    value = float(cell)
+    if "e" in cell:
+        mantissa_digits = len(cell.split("e")[0].split(".")[1])
+        assert value == pytest.approx(expected, rel=0.6 * 10.0**-mantissa_digits), (cell, expected)
+    else:
+        decimals = len(cell.split(".")[1]) if "." in cell else 0
+        assert abs(value - expected) <= 0.51 * 10.0**-decimals + 1e-12, (cell, expected)
+
+
+def _sq(y, p):
+    return (y - p) ** 2
+
+
+def test_header_states_the_fit(fitted, paper_data):
+    cells = _table(fitted.summary(), "PEARL model averaging")
+    pairs = {row[i].strip(): row[i + 1].strip() for row in cells for i in (0, 2)}
+    assert pairs["Formula:"] == PAPER_FORMULA
+    assert pairs["Family:"] == "gaussian"
+    assert pairs["Surrogate loss:"] == "squared" and pairs["Stands for:"] == "squared error"
+    assert pairs["No. observations:"] == str(len(paper_data["frame"]))
+    assert pairs["Cross-validation:"] == "5-fold"
+    assert pairs["Candidates (J):"] == str(2 ** len(NAMES) - 1)
+    assert pairs["Seed:"] == "11"
+    dims = ", ".join(f"{name} ({paper_data['blocks'][name].shape[1]})" for name in NAMES)
+    assert pairs[f"Blocks (M = {len(NAMES)}):"] == dims
+
+
+def test_weights_section_lists_every_nonzero_candidate_with_independent_risks(fitted, paper_data, y):
+    summary = fitted.summary()
+    rows = _body(_table(summary, "Candidates with non-zero weight"))
+    weights = fitted.weights
+    assert set(rows) == set(weights.index[weights > 0])
+    P = fitted.cv_predictions
+    risks = {label: _sq(y, P[label].to_numpy()).mean() for label in P.columns}
+    ranks = dict(zip(P.columns, rankdata([risks[label] for label in P.columns], method="min")))
+    for label, (n_blocks, n_params, weight, risk, se, rank) in rows.items():
+        blocks = label.split("+")
+        assert int(n_blocks) == len(blocks)
+        assert int(n_params) == 1 + sum(paper_data["blocks"][b].shape[1] for b in blocks)
+        _close(weight, weights[label])
+        _close(risk, risks[label])
+        _close(se, _sq(y, P[label].to_numpy()).std(ddof=1) / np.sqrt(len(y)))
+        assert int(rank) == ranks[label]
+    zero = int((weights == 0).sum())
+    assert f"{zero} of {len(weights)} candidates have zero weight" in str(summary)
+
+
+def test_strategies_section_matches_definitions_and_paired_ratio_se(fitted, y):
+    rows = _body(_table(fitted.summary(), "Strategies"))
+    P = fitted.cv_predictions
+    w = fitted.weights.to_numpy()
+    risks = {label: _sq(y, P[label].to_numpy()).mean() for label in P.columns}
+    best = min(NAMES, key=risks.get)
+    predictions = {
+        "PEARL": P.to_numpy() @ w,
+        "MS": P[min(risks, key=risks.get)].to_numpy(),
+        "SA-FRL": P[NAMES].mean(axis=1).to_numpy(),
+        "SA-cand": P.mean(axis=1).to_numpy(),
+        "Fusion": P["+".join(NAMES)].to_numpy(),
+        "Best": P[best].to_numpy(),
+    }
+    a = _sq(y, predictions["PEARL"])
+    n = len(y)
+    for name, prediction in predictions.items():
+        b = _sq(y, prediction)
+        risk, ratio_se_cell = b.mean(), rows[name][3]
+        ratio = a.mean() / risk
+        # delta method for a ratio of paired means: Var = (Var a - 2 R Cov(a,b) + R^2 Var b) / (n mean(b)^2)
+        cov = np.cov(a, b, ddof=1)
+        ratio_se = np.sqrt((cov[0, 0] - 2 * ratio * cov[0, 1] + ratio**2 * cov[1, 1]) / n) / risk
+        _close(rows[name][0], risk)
+        _close(rows[name][1], b.std(ddof=1) / np.sqrt(n))
+        _close(rows[name][2], ratio)
+        _close(ratio_se_cell, ratio_se)
+    assert rows["Best"][4].strip() == best
+
+
+def test_block_importance_section(fitted):
+    rows = _body(_table(fitted.summary(), "Block importance"))
+    assert list(rows) == NAMES
+    for name, (importance, count) in rows.items():
+        containing = [label for label in fitted.weights.index if name in label.split("+")]
+        _close(importance, fitted.weights[containing].sum())
+        assert int(count) == 2 ** (len(NAMES) - 1) == len(containing)
+
+
+def _frank_wolfe_gap(P, y, w):
+    gradient = 2 * P.T @ (P @ w - y) / len(y)
+    return gradient @ w - gradient.min()
+
+
+def test_consistency_diagnostics_section(fitted, y):
+    correct = ["pca+kpca_rbf", ("kpca_poly", "pca")]
+    cells = _table(fitted.summary(correct=correct), "Consistency diagnostics")
+    rows = {row[0].strip(): row[1].strip() for row in cells}
+    w = fitted.weights.to_numpy()
+    _close(rows["Effective no. of candidates (1/sum w^2)"], 1 / np.sum(w**2))
+    _close(rows["Weight entropy (nats)"], entropy(w))
+    _close(rows["Largest weight"], w.max())
+    assert int(rows["Non-zero weights"]) == np.count_nonzero(w)
+    gap = _frank_wolfe_gap(fitted.cv_predictions.to_numpy(), y, w)
+    assert abs(float(rows["Solver KKT gap"]) - gap) < 1e-10
+    tau = rows["tau-hat (weight on pca+kpca_rbf, pca+kpca_poly)"]
+    _close(tau, fitted.weights["pca+kpca_rbf"] + fitted.weights["pca+kpca_poly"])
+
+
+def _simplex_qp(P, y):
+    J = P.shape[1]
+    G = 2 * P.T @ P / len(y)
+    a = 2 * P.T @ y / len(y)
+    constraints = np.column_stack([np.ones(J), np.eye(J)])
+    return quadprog.solve_qp(G, a, constraints, np.r_[1.0, np.zeros(J)], meq=1)[0]
+
+
+def test_stability_section_re_solves_on_fold_complements(paper_data, y):
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:3]}
+    res = pearl.fit("y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", paper_data["frame"], blocks=blocks, seed=2)
+    P = res.cv_predictions.to_numpy()
+    resolved = np.array([_simplex_qp(P[res.folds != k], y[res.folds != k]) for k in range(res.n_folds)])
+    resolved = pd.DataFrame(np.clip(resolved, 0, None).T, index=res.candidate_labels)
+    rows = _body(_table(res.summary(), "Weight stability over 5 fold complements"))
+    assert rows
+    for label, (weight, mean, sd) in rows.items():
+        _close(weight, res.weights[label])
+        _close(mean, resolved.loc[label].mean())
+        _close(sd, resolved.loc[label].std(ddof=1))
+    shown = set(resolved.index[(resolved > 1e-9).any(axis=1)]) | set(res.weights.index[res.weights > 0])
+    assert set(rows) == shown
+
+
+def test_failure_ledger_section(paper_data):
+    frame = paper_data["frame"].iloc[:40]
+    blocks = {"small": paper_data["blocks"]["pca"][:40], "wide": np.random.default_rng(0).normal(size=(40, 35))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
+        res = pearl.fit("y ~ block(small) + block(wide)", frame, blocks=blocks, cv=5, seed=0)
+    summary = res.summary()
+    cells = _table(summary, "Failure ledger")
+    rows = {row[0].strip(): [cell.strip() for cell in row[1:]] for row in cells[1:]}
+    # 'wide' has 36 coefficients and 'small+wide' 38, but each training set has 32 rows.
+    assert set(rows) == {"wide", "small+wide"}
+    for folds, stage, kind, excluded, action in rows.values():
+        assert (folds, stage, kind, excluded) == ("all", "cv", "infeasible", "yes")
+        assert "weight 0" in action
+    assert "2 of them failed" in str(summary)
+    fusion = [cell.strip() for cell in _body(_table(summary, "Strategies"))["Fusion"]]
+    assert fusion == ["--", "--", "--", "--", "failed"]  # the all-block candidate small+wide failed
+    no_failures = pearl.fit("y ~ block(small)", frame, blocks={"small": blocks["small"]}, seed=0)
+    assert not any(t.title and t.title.startswith("Failure") for t in no_failures.summary().tables)
+
+
+def _environments(latex: str) -> list:
+    stack = []
+    for kind, name in re.findall(r"\\(begin|end)\{(\w+)\}", latex):
+        if kind == "begin":
+            stack.append(name)
+        else:
+            assert stack and stack.pop() == name, name
+    return stack
+
+
+class _TagChecker(HTMLParser):
+    VOID = {"br", "hr", "img", "meta", "input"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.text = [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack.pop() == tag, tag
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _special_fit(paper_data):
+    frame = paper_data["frame"]
+    blocks = {"kpca_rbf": paper_data["blocks"]["kpca_rbf"], "pca_2": paper_data["blocks"]["pca"]}
+    return pearl.fit("y ~ I(x1 < 0) + block(kpca_rbf) + block(pca_2)", frame, blocks=blocks, seed=0)
+
+
+def test_latex_is_balanced_and_escapes_labels(paper_data):
+    res = _special_fit(paper_data)
+    latex = res.summary(correct=["kpca_rbf"]).as_latex()
+    assert _environments(latex) == []
+    assert latex.count(r"\toprule") == latex.count(r"\bottomrule") == latex.count(r"\begin{tabular}")
+    # no unescaped specials outside commands: underscores, tildes, bare < from the formula
+    assert not re.search(r"(?<!\\)_", latex)
+    assert "~" not in latex and "<" not in latex
+    assert r"kpca\_rbf" in latex and r"y \textasciitilde{} I(x1 \textless{} 0)" in latex
+    assert r"\caption{Strategies}" in latex
+
+
+def test_html_parses_and_keeps_the_labels(paper_data):
+    res = _special_fit(paper_data)
+    checker = _TagChecker()
+    checker.feed(res._repr_html_())
+    checker.close()
+    assert checker.stack == []
+    text = "".join(checker.text)
+    assert "y ~ I(x1 < 0) + block(kpca_rbf) + block(pca_2)" in text
+    assert "kpca_rbf+pca_2" in text or "kpca_rbf" in text
+    assert res._repr_html_() == res.summary().as_html()
+
+
+def test_honest_risk_note_follows_the_row_losses(fitted, y):
+    assert "Honest risk" not in str(fitted.summary())
+    honest = fitted.honest_risk(outer=5)
+    text = str(fitted.summary())
+    losses = honest.row_losses
+    candidates = losses.columns[2:]
+    best = candidates[np.nanargmin(losses[candidates].mean().to_numpy())]
+    difference = losses["PEARL"] - losses[best]
+    above = difference.mean() > difference.std(ddof=1) / np.sqrt(len(y))
+    assert f"best single candidate {best} " in text
+    assert ("more than one paired SE" in text) == above
+
+
+def test_classification_summary_risks_are_log_losses(paper_data):
+    frame = paper_data["frame"].assign(hit=np.where(paper_data["frame"]["y"] > 0, "yes", "no"))
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:3]}
+    res = pearl.fit("hit ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", frame, blocks=blocks,
+                    family="binomial", seed=5)
+    summary = res.summary()
+    pairs = {row[i].strip(): row[i + 1].strip() for row in _table(summary, "PEARL model averaging") for i in (0, 2)}
+    assert (pairs["Surrogate loss:"], pairs["Stands for:"]) == ("cross_entropy", "log-loss")
+    y = (frame["hit"] == "yes").to_numpy(float)
+    for label, cells in _body(_table(summary, "Candidates with non-zero weight")).items():
+        _close(cells[3], log_loss(y, res.cv_predictions[label].to_numpy()))
+    pearl_p = res.cv_predictions.to_numpy() @ res.weights.to_numpy()
+    _close(_body(_table(summary, "Strategies"))["PEARL"][0], log_loss(y, pearl_p))
+    assert _environments(summary.as_latex()) == []
