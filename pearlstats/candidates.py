@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .exceptions import CandidateError
+from .exceptions import CandidateError, OptionError
 
 __all__ = ["Candidate", "candidate_block_sets", "build_candidates", "DEFAULT_MAX_CANDIDATES"]
 
@@ -60,6 +60,11 @@ def _subset_count(m: int) -> int:
     return 2**m - 1
 
 
+def _check_max_candidates(max_candidates) -> None:
+    if isinstance(max_candidates, bool) or not isinstance(max_candidates, (int, np.integer)) or max_candidates < 1:
+        raise OptionError(f"max_candidates={max_candidates!r}; use a positive int")
+
+
 def _guard(count: int, max_candidates: int, what: str) -> None:
     if count > max_candidates:
         raise CandidateError(
@@ -85,6 +90,7 @@ def candidate_block_sets(spec, block_names: Sequence[str], max_candidates: int =
     list of tuple of str
         Sets ordered by size, then formula order; each set in formula order.
     """
+    _check_max_candidates(max_candidates)
     order = {name: position for position, name in enumerate(block_names)}
     m = len(block_names)
     if isinstance(spec, str):
@@ -93,9 +99,10 @@ def candidate_block_sets(spec, block_names: Sequence[str], max_candidates: int =
             return [
                 combo for size in range(1, m + 1) for combo in itertools.combinations(block_names, size)
             ]
-        if spec == "single":
-            return [(name,) for name in block_names]
-        if spec == "nested":
+        if spec in ("single", "nested"):
+            _guard(m, max_candidates, f"candidates={spec!r} with {m} blocks")
+            if spec == "single":
+                return [(name,) for name in block_names]
             return [tuple(block_names[: k + 1]) for k in range(m)]
         if spec == "columns":
             raise CandidateError("candidates='columns' works on design columns; use build_candidates")
@@ -108,10 +115,14 @@ def candidate_block_sets(spec, block_names: Sequence[str], max_candidates: int =
         )
     sets: list[tuple[str, ...]] = []
     for item in spec:
+        if not isinstance(item, (str, Sequence)):
+            raise CandidateError(
+                f"candidate {item!r} is not a set of block names; give a tuple such as ('a', 'b') or a string 'a+b'"
+            )
         names = tuple(part.strip() for part in item.split("+")) if isinstance(item, str) else tuple(item)
         if not names:
             raise CandidateError("an explicit candidate is empty; every candidate needs at least one block")
-        unknown = [name for name in names if name not in order]
+        unknown = [name for name in names if not isinstance(name, str) or name not in order]
         if unknown:
             raise CandidateError(
                 f"candidate {item!r} names block(s) {unknown} that are not in the formula (blocks: {list(block_names)})"
@@ -150,6 +161,7 @@ def build_candidates(
     -------
     list of Candidate
     """
+    _check_max_candidates(max_candidates)
     covariates = np.arange(n_covariates)
     if isinstance(spec, str) and spec == "columns":
         block_columns = np.arange(n_covariates, len(column_names))

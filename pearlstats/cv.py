@@ -11,8 +11,9 @@ Examples
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
-from .exceptions import FoldError, ResponseError
+from .exceptions import FoldError, OptionError, ResponseError, format_positions
 
 __all__ = ["make_folds", "check_class_coverage"]
 
@@ -57,6 +58,8 @@ def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.nd
     ------
     FoldError
         K outside [2, n], labels of the wrong length, or a single fold.
+    OptionError
+        A seed numpy cannot use (e.g. negative).
     """
     if isinstance(cv, str):
         if cv != "loo":
@@ -70,15 +73,28 @@ def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.nd
             raise FoldError(f"cv={k}: cross-validation needs at least 2 folds")
         if k > n:
             raise FoldError(f"cv={k} folds but only {n} rows; use K <= {n} or cv='loo'")
-        return _kfold(n, k, np.random.default_rng(seed), strata)
+        try:
+            rng = np.random.default_rng(seed)
+        except (TypeError, ValueError) as err:
+            raise OptionError(f"seed={seed!r} cannot seed the folds ({err}); use a non-negative int") from err
+        return _kfold(n, k, rng, strata)
     labels = np.asarray(cv)
+    if labels.ndim == 0:  # a float, None, ...: not a K and not labels
+        raise FoldError(f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels")
     if labels.ndim != 1 or labels.shape[0] != n:
         raise FoldError(f"cv has {labels.size} fold labels in shape {labels.shape}; give exactly one label per row ({n})")
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
         raise FoldError("cv fold labels contain NaN or inf")
-    levels, codes = np.unique(labels, return_inverse=True)
+    missing = np.flatnonzero(pd.isna(labels))
+    if missing.size:
+        raise FoldError(f"cv fold labels are missing at {format_positions(missing)}; give every row a fold")
+    try:
+        levels, codes = np.unique(labels, return_inverse=True)
+    except TypeError as err:  # labels that do not sort, e.g. ints mixed with strings
+        kinds = sorted({type(label).__name__ for label in labels})
+        raise FoldError(f"cv fold labels mix types {kinds} that cannot be ordered; use labels of one type") from err
     if levels.size < 2:
-        raise FoldError(f"cv fold labels have a single value {levels[0]!r}; cross-validation needs at least 2 folds")
+        raise FoldError(f"cv fold labels have a single value {levels.tolist()[0]!r}; cross-validation needs at least 2 folds")
     return codes.astype(np.intp)
 
 

@@ -67,6 +67,9 @@ def split_data(data) -> tuple[pd.DataFrame, dict]:
         Name -> 2-D value found in *data*.
     """
     if isinstance(data, pd.DataFrame):
+        repeated = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
+        if repeated:
+            raise DataError(f"data has more than one column named {repeated}; give each column a unique name")
         return data.reset_index(drop=True), {}
     if not isinstance(data, Mapping):
         raise DataError(
@@ -101,7 +104,10 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str]]:
             )
         array = value.toarray().astype(float)
     else:
-        array = np.asarray(value)
+        try:
+            array = np.asarray(value)
+        except ValueError as err:  # ragged nested lists
+            raise BlockError(f"block {name!r} cannot be read as a 2-D array (rows x features): {err}") from err
         if array.dtype == object or array.dtype.kind not in "biuf":
             raise BlockError(f"block {name!r} must be numeric, got dtype {array.dtype}")
         array = array.astype(float, copy=False)
@@ -121,7 +127,7 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
     Raises
     ------
     BlockError
-        Wrong row count or no columns.
+        Wrong row count, no columns, or values whose squares overflow.
     MissingValueError
         NaN or inf, with their row positions.
     """
@@ -133,7 +139,16 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
     if bad_rows.size:
         raise MissingValueError(
             f"block {name!r} has NaN or infinite values at {format_positions(bad_rows)}; "
-            "impute or remove those rows, or pass missing='drop'"
+            "impute or remove those rows (or, when fitting, pass missing='drop')"
+        )
+    # Gram matrices and squared-error risks need the squares; past ~1e154 they overflow to inf.
+    with np.errstate(over="ignore"):
+        energy = np.einsum("ij,ij->j", values, values)
+    huge = np.flatnonzero(~np.isfinite(energy))
+    if huge.size:
+        raise BlockError(
+            f"block {name!r} has values too large for float64 arithmetic in column(s) {huge[:10].tolist()} "
+            f"(largest |value| {np.abs(values).max():.3g}); rescale the block, e.g. divide it by its standard deviation"
         )
 
 
@@ -199,7 +214,16 @@ def check_block_information(blocks: Mapping[str, Block]) -> None:
     A constant block is collinear with the intercept, and a duplicated block
     makes pairs of candidates identical; both are almost always a mistake in
     how the blocks were built.
+
+    Raises
+    ------
+    DataError
+        No rows at all (nothing to check or fit).
+    BlockError
+        A constant block, or two identical blocks.
     """
+    if any(block.values.shape[0] == 0 for block in blocks.values()):
+        raise DataError("there are no rows to fit (empty data, or missing='drop' removed every row)")
     for block in blocks.values():
         if np.all(np.ptp(block.values, axis=0) == 0):
             raise BlockError(

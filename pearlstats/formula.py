@@ -31,7 +31,7 @@ import pandas as pd
 import patsy
 from patsy import EvalEnvironment, ModelDesc, PatsyError
 
-from .exceptions import DataError, FormulaError, MissingValueError, format_positions
+from .exceptions import DataError, FormulaError, MissingValueError, ResponseError, format_positions
 
 __all__ = ["FormulaSpec", "CovariateDesign", "parse_formula", "build_covariates", "response_values"]
 
@@ -115,6 +115,9 @@ def _block_call_name(code: str) -> str | None:
     if isinstance(arg, ast.Name):
         return arg.id
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        # '+' joins block names in candidate labels and explicit candidate strings.
+        if not arg.value.strip() or "+" in arg.value:
+            raise FormulaError(f"{code!r}: a block name must be non-empty and must not contain '+'")
         return arg.value
     raise FormulaError(f"{code!r}: the argument of block() must be a bare name or a string")
 
@@ -206,7 +209,7 @@ def _check_finite_columns(frame: pd.DataFrame, columns, what: str) -> None:
         if bad.size:
             raise MissingValueError(
                 f"{what} {column!r} has missing or infinite values at {format_positions(bad)}; "
-                "remove or impute them, or pass missing='drop' to drop those rows"
+                "remove or impute them (or, when fitting, pass missing='drop' to drop those rows)"
             )
 
 
@@ -285,7 +288,8 @@ def covariates_for_new_rows(design: CovariateDesign, frame: pd.DataFrame) -> np.
     try:
         (matrix,) = patsy.build_design_matrices([design.design_info], frame, NA_action="raise")
     except PatsyError as err:
-        raise DataError(f"cannot build the covariate terms for new data: {err.message}") from err
+        term = f" {err.origin.relevant_code()!r}" if err.origin is not None else "s"
+        raise DataError(f"cannot build the covariate term{term} for new data: {err.message}") from err
     return np.asarray(matrix, dtype=float)
 
 
@@ -298,6 +302,9 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
         The response column is not in the data.
     MissingValueError
         The response has missing or infinite values (with their row positions).
+    ResponseError
+        Values of types that cannot be ordered (e.g. ints and strings), or a
+        numeric response so large that its squares overflow.
     """
     if spec.response.isidentifier():
         if spec.response not in frame.columns:
@@ -322,4 +329,23 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
             f"response {spec.response!r} has missing or infinite values at {format_positions(bad)}; "
             "remove them, or pass missing='drop' to drop those rows"
         )
+    if values.dtype == object:
+        try:
+            sorted(pd.unique(values))
+        except TypeError as err:  # e.g. 1 and "b": classes need an order
+            kinds = sorted({type(value).__name__ for value in values})
+            raise ResponseError(
+                f"response {spec.response!r} mixes values of types {kinds} that cannot be ordered; "
+                "convert them to one type, e.g. with .astype(str)"
+            ) from err
+    if values.dtype.kind in "iuf":
+        # Squared errors and Gram matrices of the response overflow to inf past ~1e154.
+        numbers = values.to_numpy(dtype=float)
+        with np.errstate(over="ignore"):
+            energy = numbers @ numbers
+        if not np.isfinite(energy):
+            raise ResponseError(
+                f"response {spec.response!r} has values too large for float64 arithmetic "
+                f"(largest |value| {np.abs(numbers).max():.3g}); rescale it"
+            )
     return values.reset_index(drop=True)

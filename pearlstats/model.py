@@ -17,9 +17,9 @@ from patsy import EvalEnvironment
 
 from .candidates import DEFAULT_MAX_CANDIDATES, Candidate, build_candidates
 from .cv import check_class_coverage, make_folds
-from .data import check_block_information, check_block_values, resolve_blocks, split_data
+from .data import Block, check_block_information, check_block_values, resolve_blocks, split_data
 from .engines._common import EngineOutput
-from .exceptions import AllCandidatesFailedError, CandidateFailureWarning, OptionError
+from .exceptions import AllCandidatesFailedError, CandidateFailureWarning, DataError, OptionError
 from .families import get_family
 from .formula import build_covariates, parse_formula, response_values
 from .ledger import FailureLedger
@@ -68,25 +68,51 @@ def _assemble(covariates, blocks) -> Design:
     return Design(X, names, covariates.matrix.shape[1], slices, covariates)
 
 
-def _drop_missing(frame: pd.DataFrame, embedded: dict, blocks, spec) -> tuple[pd.DataFrame, dict, np.ndarray]:
-    """Drop rows with a missing value in a used column or block; return the dropped positions."""
-    used = [c for c in spec.variables if c in frame.columns]
+def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
+    """Rows with NaN/None (any dtype) or inf (numeric columns) in the given frame columns."""
     bad = np.zeros(len(frame), dtype=bool)
-    for column in used:
+    for column in columns:
         values = frame[column]
-        bad |= pd.isna(values).to_numpy() | (
-            np.isinf(values.to_numpy(dtype=float)) if values.dtype.kind in "fc" else False
-        )
-    for source in (embedded, blocks if isinstance(blocks, dict) else {}):
-        for name in spec.block_names:
-            if name in source:
-                values = np.asarray(source[name], dtype=float)
-                values = values.reshape(len(values), -1)
-                bad |= ~np.isfinite(values).all(axis=1)
-    keep = ~bad
-    frame = frame.loc[keep].reset_index(drop=True)
-    embedded = {name: np.asarray(value)[keep] for name, value in embedded.items()}
-    return frame, embedded, np.flatnonzero(bad)
+        bad |= pd.isna(values).to_numpy()
+        if values.dtype.kind in "fc":
+            bad |= np.isinf(values.to_numpy())
+    return bad
+
+
+def _resolve_with_missing(spec, frame, embedded, blocks, missing):
+    """Resolve the blocks and, with ``missing="drop"``, remove incomplete rows.
+
+    Rows are dropped after the blocks are resolved and their row counts
+    checked, so a mis-shaped block is reported the same way with either
+    setting. Raw columns a ``Representations`` reads are cleaned before it is
+    applied (it cannot transform missing inputs).
+
+    Returns
+    -------
+    frame, resolved blocks, n rows, dropped positions (of the original rows)
+    """
+    kept = np.arange(len(frame))
+    if missing == "drop" and hasattr(blocks, "transform") and not isinstance(blocks, dict):
+        raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]
+        bad = _missing_rows(frame, raw)
+        frame, kept = frame.loc[~bad].reset_index(drop=True), kept[~bad]
+        embedded = {name: value[~bad] for name, value in embedded.items()}
+    resolved = resolve_blocks(spec.block_names, frame, embedded, blocks)
+    n = len(frame) if len(frame.columns) else len(next(iter(resolved.values())).values)
+    for block in resolved.values():
+        if block.values.shape[0] != n:
+            check_block_values(block.name, block.values, n)  # raises the row-count error
+    if missing == "drop":
+        used = [c for c in spec.variables if c in frame.columns]
+        bad = _missing_rows(frame, used)
+        for block in resolved.values():
+            bad |= ~np.isfinite(block.values).all(axis=1)
+        if bad.any():
+            frame = frame.loc[~bad].reset_index(drop=True)
+            resolved = {name: Block(b.name, b.values[~bad], b.column_names) for name, b in resolved.items()}
+            kept = kept[~bad]
+            n = int((~bad).sum())
+    return frame, resolved, n, kept
 
 
 def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidate]:
@@ -120,6 +146,12 @@ def _cross_validate(family, design, response, candidates, folds, loo, ridge, n_j
         np.concatenate([out.failed for out in outputs]),
         [entry for out in outputs for entry in out.entries],
     )
+
+
+def _check_n_jobs(n_jobs) -> None:
+    valid = n_jobs is None or (isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs != 0)
+    if not valid:
+        raise OptionError(f"n_jobs={n_jobs!r}; use None or 1 (serial), a positive int, or -1 for all cores")
 
 
 def _resolve_seed(seed):
@@ -214,17 +246,22 @@ def fit(
     if not (isinstance(ridge, (int, float)) and np.isfinite(ridge) and ridge >= 0):
         raise OptionError(f"ridge={ridge!r}; use a non-negative number (0 for no penalty)")
     seed = _resolve_seed(seed)
-    env = EvalEnvironment.capture(eval_env, reference=1)
+    _check_n_jobs(n_jobs)
+    if isinstance(eval_env, EvalEnvironment):
+        env = eval_env
+    elif isinstance(eval_env, (int, np.integer)) and not isinstance(eval_env, bool) and eval_env >= 0:
+        env = EvalEnvironment.capture(int(eval_env), reference=1)
+    else:
+        raise OptionError(f"eval_env={eval_env!r}; use a non-negative int (frames above the caller) or a patsy EvalEnvironment")
 
     frame, embedded = split_data(data)
-    dropped = np.empty(0, dtype=int)
-    if missing == "drop":
-        frame, embedded, dropped = _drop_missing(frame, embedded, blocks, spec)
-        if isinstance(blocks, dict) and dropped.size:
-            keep = np.setdiff1d(np.arange(len(frame) + dropped.size), dropped)
-            blocks = {name: np.asarray(value)[keep] for name, value in blocks.items()}
-    resolved = resolve_blocks(spec.block_names, frame, embedded, blocks)
-    n = len(frame) if len(frame.columns) else len(next(iter(resolved.values())).values)
+    if spec.response in embedded:
+        raise DataError(
+            f"response {spec.response!r} is a 2-D array in data; the response must be one value per row"
+        )
+    n_given = len(frame)
+    frame, resolved, n, kept = _resolve_with_missing(spec, frame, embedded, blocks, missing)
+    dropped = np.setdiff1d(np.arange(n_given), kept)
     for block in resolved.values():
         check_block_values(block.name, block.values, n)
     check_block_information(resolved)
@@ -253,9 +290,10 @@ def fit(
             stacklevel=2,
         )
     if failed.all():
+        first = next(entry for entry in output.entries if entry.excluded)
         raise AllCandidatesFailedError(
-            f"all {J} candidates failed in cross-validation (first reason: {output.entries[0].reason}; "
-            f"action: {output.entries[0].action})",
+            f"all {J} candidates failed in cross-validation (first: {first.candidate!r}, {first.kind}: "
+            f"{first.reason}; {first.action})",
             ledger.to_frame(),
         )
     solution = solve_weights(output.predictions[:, :J], response.y, loss_, active=~failed)

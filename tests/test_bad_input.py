@@ -1,0 +1,400 @@
+"""Every kind of bad input gets a pearlstats exception whose message names the culprit.
+
+One table row per kind: the call, the exact exception class, and a regular
+expression the message must match (it names the block, column, rows, class or
+option value that is wrong). Then the inputs that still end in a foreign
+exception (marked xfail, with the fix they need), and ``missing="drop"``, the
+one explicit way of not raising on missing values, compared with a fit on
+rows removed by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import pearlstats as pearl
+
+N = 40
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Clean rows and blocks; each case perturbs one thing."""
+
+    frame: pd.DataFrame
+    a: np.ndarray
+    b: np.ndarray
+
+    @property
+    def blocks(self) -> dict:
+        return {"a": self.a, "b": self.b}
+
+    def with_column(self, **columns) -> pd.DataFrame:
+        return self.frame.assign(**columns)
+
+
+def _inputs() -> Inputs:
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=(N, 2)), rng.normal(size=(N, 3))
+    frame = pd.DataFrame({
+        "y": a[:, 0] - b[:, 1] + rng.normal(scale=0.5, size=N),
+        "x": rng.normal(size=N),
+        "g": np.array(list("uvw"))[np.arange(N) % 3],
+    })
+    return Inputs(frame, a, b)
+
+
+DATA = _inputs()
+
+
+def _fit(formula="y ~ x + block(a) + block(b)", data=None, *, blocks=None, seed=0, **options):
+    data = DATA.frame if data is None else data
+    return pearl.fit(formula, data, blocks=DATA.blocks if blocks is None else blocks, seed=seed, **options)
+
+
+def _with_rows(values: np.ndarray, rows, value) -> np.ndarray:
+    out = np.array(values, dtype=float)
+    out[rows] = value
+    return out
+
+
+def _separated() -> dict:
+    """A block whose first column splits the two classes perfectly."""
+    x = np.linspace(-1, 1, N)
+    return {"y": (x > 0).astype(int), "s": np.column_stack([x, np.cos(7 * x)])}
+
+
+@functools.cache
+def _fitted():
+    """One fit for the predict cases, made on first use (not at collection)."""
+    return pearl.fit("y ~ C(g) + x + block(a) + block(b)", DATA.frame, blocks=DATA.blocks, seed=0)
+
+
+NEW = DATA.frame.iloc[:5].reset_index(drop=True)
+NEW_BLOCKS = {"a": DATA.a[:5], "b": DATA.b[:5]}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kind of bad input: the exception class, a regex its message matches, and the call."""
+
+    kind: str
+    error: type
+    pattern: str
+    call: Callable[[], object]
+
+
+CASES = [
+    # ---- formula ------------------------------------------------------------------------------
+    Case("unknown block name", pearl.BlockError,
+         r"block 'bb' in the formula is not among the blocks given .*Did you mean 'b'\?",
+         lambda: _fit("y ~ block(a) + block(bb)")),
+    Case("no block term", pearl.FormulaError,
+         r"'y ~ x' has no block\(name\) term",
+         lambda: _fit("y ~ x")),
+    Case("same block twice in the formula", pearl.FormulaError,
+         r"block\(a\) appears twice",
+         lambda: _fit("y ~ block(a) + block('a')")),
+    Case("block inside an interaction", pearl.FormulaError,
+         r"term 'block\(a\):x'.*must stand alone",
+         lambda: _fit("y ~ block(a):x")),
+    Case("formula that does not parse", pearl.FormulaError,
+         r"cannot parse formula 'y ~ block\(a\) \+'",
+         lambda: _fit("y ~ block(a) +")),
+    Case("formula not a string", pearl.FormulaError,
+         r"formula must be a string.*got NoneType",
+         lambda: pearl.fit(None, DATA.frame, blocks=DATA.blocks)),
+    Case("block() naming a 1-D data column", pearl.BlockError,
+         r"block\(x\) names a 1-D column of the data",
+         lambda: _fit("y ~ block(x)")),
+    Case("block name containing '+'", pearl.FormulaError,
+         r"block\('a\+b'\).*must not contain '\+'",
+         lambda: _fit("y ~ block('a+b')", blocks={"a+b": DATA.a})),
+    # ---- blocks -------------------------------------------------------------------------------
+    Case("block row count differs from the data", pearl.BlockError,
+         r"block 'a' has 30 rows but the data has 40",
+         lambda: _fit(blocks={"a": DATA.a[:30], "b": DATA.b})),
+    Case("NaN in a block", pearl.MissingValueError,
+         r"block 'a' has NaN or infinite values at rows 3, 17;.*missing='drop'",
+         lambda: _fit(blocks={"a": _with_rows(DATA.a, [3, 17], np.nan), "b": DATA.b})),
+    Case("inf in a block", pearl.MissingValueError,
+         r"block 'b' has NaN or infinite values at row 5;",
+         lambda: _fit(blocks={"a": DATA.a, "b": _with_rows(DATA.b, 5, -np.inf)})),
+    Case("3-D block", pearl.BlockError,
+         r"block 'b' has 3 dimensions \(shape \(40, 3, 1\)\)",
+         lambda: _fit(blocks={"a": DATA.a, "b": DATA.b.reshape(N, 3, 1)})),
+    Case("block without columns", pearl.BlockError,
+         r"block 'a' has no columns",
+         lambda: _fit(blocks={"a": np.empty((N, 0)), "b": DATA.b})),
+    Case("constant block", pearl.BlockError,
+         r"block 'b' is constant in every column",
+         lambda: _fit(blocks={"a": DATA.a, "b": np.full((N, 3), 2.5)})),
+    Case("block identical to another", pearl.BlockError,
+         r"block 'b' is identical to block 'a'",
+         lambda: _fit(blocks={"a": DATA.a, "b": DATA.a.copy()})),
+    Case("block given both in data and in blocks=", pearl.BlockError,
+         r"block\(s\) \['a'\] are given both in data and in blocks=",
+         lambda: _fit(data={**DATA.frame.to_dict("list"), "a": DATA.a})),
+    Case("non-numeric block", pearl.BlockError,
+         r"block 'a' must be numeric, got dtype <U",
+         lambda: _fit(blocks={"a": DATA.a.astype(str), "b": DATA.b})),
+    Case("block DataFrame with a text column", pearl.BlockError,
+         r"block 'a' has non-numeric columns \['q'\]",
+         lambda: _fit(blocks={"a": pd.DataFrame({"p": DATA.a[:, 0], "q": ["t"] * N}), "b": DATA.b})),
+    Case("ragged block", pearl.BlockError,
+         r"block 'a' cannot be read as a 2-D array",
+         lambda: _fit(blocks={"a": [[1.0, 2.0], [3.0]] * (N // 2), "b": DATA.b})),
+    Case("block values whose squares overflow", pearl.BlockError,
+         r"block 'b' has values too large for float64 .*column\(s\) \[0, 1, 2\]",
+         lambda: _fit(blocks={"a": DATA.a, "b": DATA.b * 1e160})),
+    Case("blocks= not a mapping", pearl.BlockError,
+         r"blocks must be a dict .*got list",
+         lambda: _fit(blocks=[DATA.a, DATA.b])),
+    # ---- data, response and covariates --------------------------------------------------------
+    Case("data not a table", pearl.DataError,
+         r"data must be a pandas DataFrame .*got list",
+         lambda: _fit(data=[1.0, 2.0])),
+    Case("data columns of different lengths", pearl.DataError,
+         r"different lengths: \{'y': 40, 'x': 2\}",
+         lambda: _fit(data={"y": DATA.frame["y"], "x": [1.0, 2.0]})),
+    Case("data with two columns of one name", pearl.DataError,
+         r"more than one column named \['x'\]",
+         lambda: _fit(data=pd.concat([DATA.frame, DATA.frame[["x"]]], axis=1))),
+    Case("no rows left", pearl.DataError,
+         r"no rows to fit .*missing='drop' removed every row",
+         lambda: _fit("y ~ block(a)", data=DATA.with_column(y=np.nan), missing="drop")),
+    Case("response missing from the data", pearl.DataError,
+         r"response 'z' is not a column of the data",
+         lambda: _fit("z ~ block(a)")),
+    Case("NaN in the response", pearl.MissingValueError,
+         r"response 'y' has missing or infinite values at rows 2, 7;.*missing='drop'",
+         lambda: _fit(data=DATA.with_column(y=_with_rows(DATA.frame["y"], [2, 7], np.nan)))),
+    Case("inf in the response", pearl.MissingValueError,
+         r"response 'y' has missing or infinite values at row 0;",
+         lambda: _fit(data=DATA.with_column(y=_with_rows(DATA.frame["y"], 0, np.inf)))),
+    Case("NaN in a covariate", pearl.MissingValueError,
+         r"covariate 'x' has missing or infinite values at row 4;.*missing='drop'",
+         lambda: _fit(data=DATA.with_column(x=_with_rows(DATA.frame["x"], 4, np.nan)))),
+    Case("inf in a covariate", pearl.MissingValueError,
+         r"covariate 'x' has missing or infinite values at rows 1, 9;",
+         lambda: _fit(data=DATA.with_column(x=_with_rows(DATA.frame["x"], [1, 9], np.inf)))),
+    Case("None in a categorical covariate", pearl.MissingValueError,
+         r"covariate 'g' has missing or infinite values at row 0;",
+         lambda: _fit("y ~ C(g) + block(a)", data=DATA.with_column(g=[None] + list(DATA.frame["g"][1:])))),
+    Case("response values whose squares overflow", pearl.ResponseError,
+         r"response 'y' has values too large for float64",
+         lambda: _fit(data=DATA.with_column(y=DATA.frame["y"] * 1e160))),
+    Case("non-numeric response for gaussian", pearl.ResponseError,
+         r"gaussian family needs a numeric response.*'u'.*family='binomial'",
+         lambda: _fit("g ~ block(a)")),
+    Case("class labels of mixed types", pearl.ResponseError,
+         r"response 'c' mixes values of types \['int', 'str'\]",
+         lambda: _fit("c ~ block(a)", data=DATA.with_column(c=[1, "b"] * (N // 2)), family="multinomial")),
+    Case("binomial response with 3 values", pearl.ResponseError,
+         r"binomial family needs .*exactly 2 distinct values, got 3: \['u', 'v', 'w'\]",
+         lambda: _fit("g ~ block(a)", family="binomial")),
+    Case("binomial response with 1 value", pearl.ResponseError,
+         r"exactly 2 distinct values, got 1: \['yes'\]",
+         lambda: _fit("c ~ block(a)", data=DATA.with_column(c="yes"), family="binomial")),
+    Case("multinomial class present once", pearl.ResponseError,
+         r"class\(es\) \['r'\] occur in only one row",
+         lambda: _fit("c ~ block(a)", data=DATA.with_column(c=np.repeat(["p", "q", "r"], [20, 19, 1])),
+                      family="multinomial")),
+    Case("multinomial class absent from a fold's training rows", pearl.FoldError,
+         r"training rows for fold 0 contain no row of class\(es\) \['r'\]",
+         lambda: _fit("c ~ block(a)", data=DATA.with_column(c=np.repeat(["p", "q", "r"], [19, 19, 2])),
+                      family="multinomial", cv=np.repeat([1, 0], [38, 2]))),
+    Case("poisson response with negative counts", pearl.ResponseError,
+         r"non-negative counts; the response is negative at rows \[0\]",
+         lambda: _fit(data=DATA.with_column(y=np.r_[-1.0, np.ones(N - 1)]), family="poisson")),
+    # ---- cross-validation ---------------------------------------------------------------------
+    Case("cv larger than n", pearl.FoldError,
+         r"cv=41 folds but only 40 rows",
+         lambda: _fit(cv=N + 1)),
+    Case("cv smaller than 2", pearl.FoldError,
+         r"cv=1: cross-validation needs at least 2 folds",
+         lambda: _fit(cv=1)),
+    Case("cv a float", pearl.FoldError,
+         r"cv=2.5 is not understood",
+         lambda: _fit(cv=2.5)),
+    Case("cv an unknown string", pearl.FoldError,
+         r"cv='kfold' is not understood",
+         lambda: _fit(cv="kfold")),
+    Case("fold labels of the wrong length", pearl.FoldError,
+         r"cv has 39 fold labels .*one label per row \(40\)",
+         lambda: _fit(cv=np.arange(N - 1) % 3)),
+    Case("fold labels with one value", pearl.FoldError,
+         r"single value 0\.0",
+         lambda: _fit(cv=np.zeros(N))),
+    Case("fold labels with a missing value", pearl.FoldError,
+         r"fold labels are missing at row 0",
+         lambda: _fit(cv=np.array([None] + ["p", "q"] * 19 + ["p"], dtype=object))),
+    Case("fold labels of mixed types", pearl.FoldError,
+         r"fold labels mix types \['int', 'str'\]",
+         lambda: _fit(cv=np.array([1] + ["p", "q"] * 19 + ["p"], dtype=object))),
+    Case("fold labels with NaN", pearl.FoldError,
+         r"fold labels contain NaN",
+         lambda: _fit(cv=np.r_[np.nan, np.arange(N - 1) % 3])),
+    Case("p_j >= training rows for the only candidate", pearl.AllCandidatesFailedError,
+         r"all 1 candidates failed .*36 parameters but only 32 training rows",
+         lambda: _fit("y ~ block(w)", blocks={"w": np.random.default_rng(1).normal(size=(N, 35))})),
+    Case("perfect separation in every candidate", pearl.AllCandidatesFailedError,
+         r"all 1 candidates failed .*separated.*ridge > 0",
+         lambda: pearl.fit("y ~ block(s)", _separated(), family="binomial", seed=0)),
+    # ---- options ------------------------------------------------------------------------------
+    Case("unknown family", pearl.OptionError,
+         r"unknown family='gamma'; use one of",
+         lambda: _fit(family="gamma")),
+    Case("unknown loss", pearl.OptionError,
+         r"unknown loss='l3'.*'squared'",
+         lambda: _fit(loss="l3")),
+    Case("loss of another family", pearl.OptionError,
+         r"loss='hinge' does not apply to family 'gaussian'",
+         lambda: _fit(loss="hinge")),
+    Case("unknown missing= option", pearl.OptionError,
+         r"missing='ignore'; use 'raise'",
+         lambda: _fit(missing="ignore")),
+    Case("negative ridge", pearl.OptionError,
+         r"ridge=-1\.0; use a non-negative number",
+         lambda: _fit(ridge=-1.0)),
+    Case("seed not an int", pearl.OptionError,
+         r"seed must be an int or None, got 'x'",
+         lambda: _fit(seed="x")),
+    Case("negative seed", pearl.OptionError,
+         r"seed=-3 cannot seed the folds",
+         lambda: _fit(seed=-3)),
+    # ---- candidates ---------------------------------------------------------------------------
+    Case("unknown candidate spec", pearl.CandidateError,
+         r"unknown candidates='every'",
+         lambda: _fit(candidates="every")),
+    Case("candidate spec of the wrong type", pearl.CandidateError,
+         r"candidates must be one of .* got 3",
+         lambda: _fit(candidates=3)),
+    Case("candidate that is not a set of names", pearl.CandidateError,
+         r"candidate 1 is not a set of block names",
+         lambda: _fit(candidates=[("a",), 1])),
+    Case("candidate naming a missing block", pearl.CandidateError,
+         r"candidate \('a', 'c'\) names block\(s\) \['c'\] that are not in the formula",
+         lambda: _fit(candidates=[("a",), ("a", "c")])),
+    Case("candidate listed twice", pearl.CandidateError,
+         r"candidate 'a\+b' is listed twice",
+         lambda: _fit(candidates=["a+b", ("b", "a")])),
+    Case("empty candidate", pearl.CandidateError,
+         r"explicit candidate is empty",
+         lambda: _fit(candidates=[()])),
+    Case("more candidates than max_candidates", pearl.CandidateError,
+         r"candidates='all' with 2 blocks gives 3 candidates, more than max_candidates=2",
+         lambda: _fit(max_candidates=2)),
+    Case("single candidates more than max_candidates", pearl.CandidateError,
+         r"candidates='single' with 2 blocks gives 2 candidates, more than max_candidates=1",
+         lambda: _fit(candidates="single", max_candidates=1)),
+    Case("max_candidates not a positive int", pearl.OptionError,
+         r"max_candidates='many'; use a positive int",
+         lambda: _fit(max_candidates="many")),
+    # ---- new data for predict -----------------------------------------------------------------
+    Case("predict: new data missing a block", pearl.BlockError,
+         r"block 'b' in the formula is not among the blocks given \(available: \['a'\]\)",
+         lambda: _fitted().predict(NEW, blocks={"a": NEW_BLOCKS["a"]})),
+    Case("predict: different block width", pearl.BlockError,
+         r"block 'b' has 2 columns in the new data but 3 at fit time",
+         lambda: _fitted().predict(NEW, blocks={**NEW_BLOCKS, "b": NEW_BLOCKS["b"][:, :2]})),
+    Case("predict: unseen category level", pearl.DataError,
+         r"covariate term 'C\(g\)'.*'z'",
+         lambda: _fitted().predict(NEW.assign(g="z"), blocks=NEW_BLOCKS)),
+    Case("predict: new data missing a covariate", pearl.DataError,
+         r"new data lacks the column\(s\) \['x'\]",
+         lambda: _fitted().predict(NEW.drop(columns="x"), blocks=NEW_BLOCKS)),
+    Case("predict: block row count differs", pearl.BlockError,
+         r"block 'a' has 4 rows but the data has 5",
+         lambda: _fitted().predict(NEW, blocks={**NEW_BLOCKS, "a": DATA.a[:4]})),
+    Case("predict: NaN in a block", pearl.MissingValueError,
+         r"block 'a' has NaN or infinite values at row 2",
+         lambda: _fitted().predict(NEW, blocks={**NEW_BLOCKS, "a": _with_rows(NEW_BLOCKS["a"], 2, np.nan)})),
+    Case("predict: NaN in a covariate", pearl.MissingValueError,
+         r"covariate 'x' has missing or infinite values at row 3",
+         lambda: _fitted().predict(NEW.assign(x=_with_rows(NEW["x"], 3, np.nan)), blocks=NEW_BLOCKS)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.kind for case in CASES])
+def test_bad_input_raises_the_pearl_exception_naming_the_culprit(case: Case):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
+        with pytest.raises(case.error) as info:
+            case.call()
+    assert type(info.value) is case.error, f"{type(info.value).__name__}: {info.value}"
+    assert isinstance(info.value, pearl.PearlError)
+    message = str(info.value)
+    assert re.search(case.pattern, message), f"message {message!r} does not match {case.pattern!r}"
+
+
+def test_the_table_covers_at_least_thirty_kinds_each_once():
+    kinds = [case.kind for case in CASES]
+    assert len(kinds) == len(set(kinds)) >= 30
+
+
+
+@pytest.mark.parametrize("n_jobs", ["two", 0])
+def test_invalid_n_jobs_is_an_option_error(n_jobs):
+    with pytest.raises(pearl.OptionError, match=rf"n_jobs={n_jobs!r}"):
+        _fit(n_jobs=n_jobs)
+
+
+
+def test_invalid_eval_env_is_an_option_error():
+    with pytest.raises(pearl.OptionError, match=r"eval_env='here'"):
+        _fit(eval_env="here")
+
+
+@pytest.mark.parametrize(
+    "block, pattern",
+    [(DATA.a[:30], r"block 'a' has 30 rows but the data has 40"),
+     ([[1.0, 2.0], [3.0]] * (N // 2), r"block 'a' cannot be read as a 2-D array")],
+    ids=["wrong row count", "ragged"],
+)
+def test_missing_drop_reports_bad_blocks_like_missing_raise(block, pattern):
+    with pytest.raises(pearl.BlockError, match=pattern):
+        _fit("y ~ block(a)", blocks={"a": block}, missing="drop")
+
+
+def test_missing_drop_accepts_a_sparse_block():
+    y = _with_rows(DATA.frame["y"], 4, np.nan)
+    frame = DATA.with_column(y=y)
+    sparse = _fit("y ~ block(a)", data=frame, blocks={"a": sp.csr_matrix(DATA.a)}, missing="drop")
+    dense = _fit("y ~ block(a)", data=frame, blocks={"a": DATA.a}, missing="drop")
+    np.testing.assert_array_equal(sparse.dropped_rows, [4])
+    np.testing.assert_allclose(sparse.weights, dense.weights, atol=1e-12)
+
+
+def test_missing_drop_removes_exactly_the_reported_rows_and_records_them():
+    y = _with_rows(DATA.frame["y"], [2, 7], np.nan)
+    a = _with_rows(DATA.a, 11, np.inf)
+    frame = DATA.with_column(y=y)
+    with pytest.raises(pearl.MissingValueError, match=r"block 'a' .* row 11"):
+        pearl.fit("y ~ x + block(a) + block(b)", frame, blocks={"a": a, "b": DATA.b}, seed=3)
+    dropped = pearl.fit("y ~ x + block(a) + block(b)", frame, blocks={"a": a, "b": DATA.b}, seed=3,
+                        missing="drop")
+    np.testing.assert_array_equal(dropped.dropped_rows, [2, 7, 11])
+    assert dropped.nobs == N - 3
+    keep = np.setdiff1d(np.arange(N), [2, 7, 11])
+    blocks = {"a": a[keep], "b": DATA.b[keep]}
+    by_hand = pearl.fit("y ~ x + block(a) + block(b)", frame.iloc[keep], blocks=blocks, seed=3)
+    np.testing.assert_array_equal(dropped.folds, by_hand.folds)
+    np.testing.assert_allclose(dropped.weights, by_hand.weights, rtol=0, atol=1e-12)
+    assert len(by_hand.dropped_rows) == 0
+
+
+def test_missing_drop_with_blocks_inside_dict_data():
+    data = {"y": _with_rows(DATA.frame["y"], 0, np.nan), "a": _with_rows(DATA.a, 5, np.nan), "b": DATA.b}
+    res = pearl.fit("y ~ block(a) + block(b)", data, seed=0, missing="drop")
+    np.testing.assert_array_equal(res.dropped_rows, [0, 5])
+    assert res.nobs == N - 2 and np.isfinite(res.weights).all()

@@ -1,0 +1,161 @@
+"""Properties of PEARL fits on random data (hypothesis).
+
+Each example draws a small problem (rows, 2-3 blocks of width 1-3, signal in
+some of them, a seed) and checks a property against an independent
+computation: the simplex and KKT conditions from the gradient computed here,
+invariance under permuting candidates and under scaling the response, the
+risk ordering, determinism, and the pickle round trip.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pearlstats as pearl
+
+SETTINGS = settings(max_examples=12, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@dataclass(frozen=True)
+class Problem:
+    y: np.ndarray
+    blocks: dict
+    seed: int
+    new_blocks: dict
+
+    @property
+    def formula(self) -> str:
+        return "y ~ " + " + ".join(f"block({name})" for name in self.blocks)
+
+    def fit(self, y=None, **options):
+        data = {"y": self.y if y is None else y}
+        return pearl.fit(self.formula, data, blocks=self.blocks, seed=self.seed, **options)
+
+
+@st.composite
+def problems(draw, family: str = "gaussian"):
+    n = draw(st.integers(40, 80))
+    widths = draw(st.lists(st.integers(1, 3), min_size=2, max_size=3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    names = ["a", "b", "c"][: len(widths)]
+    blocks = {name: rng.normal(size=(n + 5, width)) for name, width in zip(names, widths)}
+    signal = sum(rng.normal() * block[:, 0] for block in blocks.values())
+    if family == "gaussian":
+        y = signal + rng.normal(scale=draw(st.sampled_from([0.3, 1.0, 3.0])), size=n + 5)
+    else:
+        y = (signal + rng.logistic(size=n + 5) > 0).astype(float)
+    train = {name: block[:n] for name, block in blocks.items()}
+    new = {name: block[n:] for name, block in blocks.items()}
+    return Problem(y[:n], train, draw(st.integers(0, 10_000)), new)
+
+
+def _squared_loss_gradient(res, y) -> np.ndarray:
+    P = res.cv_predictions.to_numpy()
+    return -2.0 * P.T @ (y - P @ res.weights.to_numpy()) / len(y)
+
+
+def _cross_entropy_gradient(res, y) -> np.ndarray:
+    P = res.cv_predictions.to_numpy()
+    p = P @ res.weights.to_numpy()
+    return -((y / p - (1 - y) / (1 - p))[:, None] * P).mean(axis=0)
+
+
+def _assert_on_simplex(weights: np.ndarray):
+    assert np.isfinite(weights).all()
+    assert (weights >= 0).all() and not np.signbit(weights).any()
+    assert abs(weights.sum() - 1.0) <= 1e-12
+
+
+@SETTINGS
+@given(problem=problems())
+def test_gaussian_weights_are_on_the_simplex_and_satisfy_kkt(problem):
+    res = problem.fit()
+    w = res.weights.to_numpy()
+    _assert_on_simplex(w)
+    g = _squared_loss_gradient(res, problem.y)
+    # KKT on the simplex: g_j >= lambda for all j, equality on the support, lambda = g'w.
+    level = g @ w
+    scale = max(res.weight_objective, 1e-12)
+    assert g.min() >= level - 1e-7 * scale
+    assert np.all(np.abs(g[w > 1e-6] - level) <= 1e-6 * scale)
+
+
+@SETTINGS
+@given(problem=problems(family="binomial"))
+def test_binomial_weights_are_on_the_simplex_and_satisfy_kkt(problem):
+    res = problem.fit(family="binomial", ridge=0.05)  # a ridge: random small samples may separate
+    w = res.weights.to_numpy()
+    _assert_on_simplex(w)
+    g = _cross_entropy_gradient(res, problem.y)
+    level = g @ w
+    assert g.min() >= level - 1e-6
+    assert np.all(np.abs(g[w > 1e-4] - level) <= 1e-5)
+
+
+@SETTINGS
+@given(problem=problems(), order_seed=st.integers(0, 2**16))
+def test_permuting_the_candidates_permutes_the_weights(problem, order_seed):
+    res = problem.fit()
+    labels = res.candidate_labels
+    shuffled = list(np.random.default_rng(order_seed).permutation(labels))
+    permuted = problem.fit(candidates=shuffled)
+    assert set(permuted.candidate_labels) == set(labels)
+    assert permuted.weight_objective == pytest.approx(res.weight_objective, rel=1e-9)
+    np.testing.assert_allclose(permuted.weights[labels].to_numpy(), res.weights.to_numpy(), atol=1e-6)
+
+
+@SETTINGS
+@given(problem=problems())
+def test_scaling_y_scales_gaussian_predictions_and_keeps_the_weights(problem):
+    res = problem.fit()
+    scaled = problem.fit(y=7.0 * problem.y)
+    np.testing.assert_allclose(scaled.weights.to_numpy(), res.weights.to_numpy(), atol=1e-6)
+    np.testing.assert_allclose(scaled.cv_predictions.to_numpy(), 7.0 * res.cv_predictions.to_numpy(),
+                               rtol=1e-9, atol=1e-9 * np.abs(problem.y).max())
+    new = {"y": np.zeros(5)}
+    np.testing.assert_allclose(scaled.predict(new, blocks=problem.new_blocks),
+                               7.0 * res.predict(new, blocks=problem.new_blocks), rtol=1e-6, atol=1e-8)
+    assert scaled.weight_objective == pytest.approx(49.0 * res.weight_objective, rel=1e-8)
+
+
+@SETTINGS
+@given(problem=problems())
+def test_pearl_cv_risk_is_at_most_every_candidates(problem):
+    res = problem.fit()
+    y = problem.y
+    P = res.cv_predictions.to_numpy()
+    risks = ((y[:, None] - P) ** 2).mean(axis=0)
+    pearl_risk = np.mean((y - P @ res.weights.to_numpy()) ** 2)
+    assert pearl_risk <= risks.min() * (1 + 1e-12)
+    assert res.baselines.loc["PEARL", "cv_risk"] == pytest.approx(pearl_risk, rel=1e-12)
+
+
+@SETTINGS
+@given(problem=problems())
+def test_same_seed_gives_identical_results(problem):
+    first, second = problem.fit(), problem.fit()
+    np.testing.assert_array_equal(first.folds, second.folds)
+    np.testing.assert_array_equal(first.weights, second.weights)
+    np.testing.assert_array_equal(first.cv_predictions, second.cv_predictions)
+    new = {"y": np.zeros(5)}
+    np.testing.assert_array_equal(first.predict(new, blocks=problem.new_blocks),
+                                  second.predict(new, blocks=problem.new_blocks))
+
+
+@settings(max_examples=5, deadline=None, derandomize=True)
+@given(problem=problems(), family=st.sampled_from(["gaussian", "binomial"]))
+def test_pickled_results_predict_identically(problem, family):
+    y = problem.y if family == "gaussian" else (problem.y > np.median(problem.y)).astype(float)
+    res = problem.fit(y=y, family=family, ridge=0.05 if family == "binomial" else 0.0)
+    restored = pickle.loads(pickle.dumps(res))
+    new = {"y": np.zeros(5)}
+    np.testing.assert_array_equal(restored.predict(new, blocks=problem.new_blocks),
+                                  res.predict(new, blocks=problem.new_blocks))
+    np.testing.assert_array_equal(restored.weights, res.weights)
