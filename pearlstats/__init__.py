@@ -20,9 +20,15 @@ from __future__ import annotations
 from .candidates import Candidate
 from . import datasets, exceptions
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
+from .evaluation import ComparisonTable, HonestRisk, compare_table
+from .losses import Loss, get_loss
 from .model import fit
 from .results import PearlResults
+from .weights import WeightSolution, solve_weights
 
 __version__ = "0.1.0"
 
-__all__ = ["fit", "PearlResults", "Candidate", "datasets", "exceptions", *(n for n in exceptions.__all__ if n != "format_positions")]
+__all__ = [
+    "fit", "PearlResults", "Candidate", "compare_table", "ComparisonTable", "HonestRisk",
+    "get_loss", "Loss", "solve_weights", "WeightSolution", "datasets", "exceptions",
+    *(n for n in exceptions.__all__ if n != "format_positions")]
