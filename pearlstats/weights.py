@@ -102,21 +102,28 @@ class WeightSolution:
 def _quadprog_simplex(H: np.ndarray, q: np.ndarray, ridge_ok: bool = True) -> tuple[np.ndarray, float]:
     """``min 1/2 v'Hv - q'v`` over the simplex; returns ``v`` and the ridge added to ``H``.
 
-    Without ``ridge_ok`` quadprog's ``ValueError`` for a singular ``H`` propagates.
+    The problem is solved in ``u = D v`` with ``D = sqrt(diag H)``, so that a
+    candidate whose predictions are astronomically large (an overfitted
+    Poisson fit with out-of-fold means of 1e68, say) cannot make quadprog
+    report "constraints are inconsistent"; the simplex becomes ``sum u_j / d_j = 1,
+    u >= 0``. Without ``ridge_ok`` quadprog's ``ValueError`` for a singular ``H``
+    propagates.
     """
     k = len(q)
-    scale = np.trace(H) / k
-    if not scale > 0:  # H = 0: a linear objective, still well posed after adding 11'
-        scale = 1.0
-    # 11' adds (1'v)^2 / 2 = 1/2 on the simplex: same minimiser, positive definite for affinely independent columns
-    G = H / scale + 1.0
-    a = q / scale
-    constraints = np.column_stack([np.ones(k), np.eye(k)])
+    d = np.sqrt(np.clip(np.diag(H), 0.0, None))
+    d = np.where(d > 0, d, max(d.max(), 1.0) if d.size else 1.0)
+    Hs = H / np.outer(d, d)
+    # 11' (in v) adds (1'v)^2 / 2 = 1/2 on the simplex: same minimiser, positive
+    # definite for affinely independent columns.
+    G = Hs + np.outer(1.0 / d, 1.0 / d)
+    a = q / d
+    constraints = np.column_stack([1.0 / d, np.eye(k)])
     bounds = np.r_[1.0, np.zeros(k)]
     ridge = 0.0
     while True:
         try:
-            return quadprog.solve_qp(G + ridge * np.eye(k), a, constraints, bounds, meq=1)[0], ridge * scale
+            u = quadprog.solve_qp(G + ridge * np.eye(k), a, constraints, bounds, meq=1)[0]
+            return u / d, ridge * float(np.mean(d**2))
         except ValueError as err:
             if not ridge_ok or "positive definite" not in str(err) or ridge >= _LAST_RIDGE:
                 raise
@@ -270,36 +277,41 @@ def _check_active(active, J: int) -> np.ndarray:
     return mask
 
 
-def _column_hashes(P: np.ndarray, candidates: np.ndarray, chunk: int = 64) -> np.ndarray:
-    """Exact-arithmetic fingerprints of candidate columns: sum_i a_i * bits(P_ij) mod 2^64.
+_DUPLICATE_RTOL = 1e-9  # predictions equal to this relative precision are the same candidate
 
-    Integer arithmetic is order independent, so identical columns always get
-    identical fingerprints (float dot products need not).
-    """
-    n = P.shape[0]
-    multipliers = np.random.default_rng(0).integers(1, 2**63, size=n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    every = candidates.size == P.shape[1]
-    hashes = np.zeros(candidates.size, dtype=np.uint64)
-    for start in range(0, n, chunk):
-        block = P[start : start + chunk] if every else P[start : start + chunk, candidates]
-        bits = (block + 0.0).view(np.uint64)  # + 0.0 so that -0.0 and 0.0 agree
-        bits = bits.reshape(bits.shape[0], bits.shape[1], -1)
-        hashes += (bits * multipliers[start : start + chunk, None, None]).sum(axis=(0, 2), dtype=np.uint64)
-    return hashes
+
+def _column(P: np.ndarray, j: int) -> np.ndarray:
+    return P[:, j]
 
 
 def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Group number of each candidate (equal numbers: identical predictions), numbered by first member."""
-    _, label, counts = np.unique(_column_hashes(P, candidates), return_inverse=True, return_counts=True)
-    fresh = label.size
-    for value in np.flatnonzero(counts > 1):  # split fingerprint classes into exact-equality classes
-        pending = np.flatnonzero(label == value)
-        while pending.size:
-            lead = P[:, candidates[pending[0]]]
-            same = np.array([np.array_equal(P[:, candidates[k]], lead) for k in pending])
-            label[pending[same]] = fresh
-            fresh += 1
-            pending = pending[~same]
+    """Group number of each candidate, numbered by first member.
+
+    Candidates whose predictions agree to round-off share a group: two blocks
+    spanning the same column space give OLS predictions that differ in the
+    last bits, and such a pair makes the QP singular just as an exact
+    duplicate does. Columns are sorted by a seeded random projection and
+    neighbours within tolerance are confirmed with ``allclose``.
+    """
+    rng = np.random.default_rng(0)
+    direction = rng.standard_normal(P.shape[0])
+    if P.ndim == 2:
+        score = (direction @ np.nan_to_num(P))[candidates]
+    else:
+        score = np.einsum("n,njc,c->j", direction, np.nan_to_num(P), rng.standard_normal(P.shape[2]))[candidates]
+    size = np.array([np.abs(_column(P, j)).max() for j in candidates])
+    reach = np.abs(direction).sum() * _DUPLICATE_RTOL * np.maximum(size, 1e-300)
+    label = np.arange(candidates.size)
+    window: list[int] = []  # positions (into candidates) of group leaders near the current score
+    for position in np.argsort(score, kind="stable"):
+        window = [lead for lead in window if score[position] - score[lead] <= reach[lead] + reach[position]]
+        column = _column(P, candidates[position])
+        for lead in window:
+            if np.allclose(column, _column(P, candidates[lead]), rtol=_DUPLICATE_RTOL, atol=_DUPLICATE_RTOL * size[lead]):
+                label[position] = label[lead]
+                break
+        else:
+            window.append(position)
     _, first, inverse = np.unique(label, return_index=True, return_inverse=True)
     rank = np.empty_like(first)
     rank[np.argsort(first)] = np.arange(first.size)
@@ -394,6 +406,11 @@ def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter
         dense = _solve_least_squares if loss.solver == "qp" else _solve_sqp
         if leaders.size <= min(DENSE_LIMIT, form.n_rows):
             w0 = np.full(leaders.size, 1.0 / leaders.size)
+            if loss.solver != "qp":
+                # Start at the best vertex: an overfitted candidate with wild
+                # predictions would otherwise dominate the uniform start.
+                vertex_values = [form.value(np.eye(leaders.size)[j]) for j in range(leaders.size)]
+                w0 = np.eye(leaders.size)[int(np.nanargmin(vertex_values))]
             w, ridge, converged = dense(form, w0, tol, max_iter)
             solver = "quadprog" if loss.solver == "qp" else "sqp"
         else:

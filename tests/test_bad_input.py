@@ -3,7 +3,7 @@
 One table row per kind: the call, the exact exception class, and a regular
 expression the message must match (it names the block, column, rows, class or
 option value that is wrong). Then the inputs that still end in a foreign
-exception (marked xfail, with the fix they need), and ``missing="drop"``, the
+exception through a path the validation did not reach, and ``missing="drop"``, the
 one explicit way of not raising on missing values, compared with a fit on
 rows removed by hand.
 """

@@ -247,8 +247,6 @@ def test_same_span_candidates_do_not_break_the_weight_solver(same_span):
     assert merged or res.diagnostics["solver_ridge"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="needs weights._duplicate_groups to merge predictions equal up to round-off "
-                                       "and model.fit to record it (see report)")
 def test_same_span_candidates_are_merged_recorded_and_share_their_weight_equally(same_span):
     y, blocks = same_span
     res = pearl.fit("y ~ block(a) + block(c) + block(b)", {"y": y}, blocks=blocks, seed=0)
@@ -258,9 +256,6 @@ def test_same_span_candidates_are_merged_recorded_and_share_their_weight_equally
         assert len(set(res.weights[group])) == 1
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="needs weights._solve_sqp / _quadprog_simplex to survive a candidate with astronomically "
-                          "large out-of-fold means (quadprog: 'constraints are inconsistent'; see report)")
 def test_a_wildly_overfitted_poisson_candidate_does_not_crash_the_weight_solver():
     rng = np.random.default_rng(0)
     n = 16  # the fusion candidate has 12 coefficients for 15 training rows: LOO means up to ~1e68
