@@ -32,6 +32,7 @@ __all__ = [
     "OptionError",
     "NotFittedError",
     "AllCandidatesFailedError",
+    "MissingDependencyError",
     "PearlWarning",
     "CandidateFailureWarning",
     "SeparationWarning",
@@ -95,6 +96,16 @@ class AllCandidatesFailedError(PearlError, RuntimeError):
     def __init__(self, message: str, failures=None):
         super().__init__(message)
         self.failures = failures
+
+
+class MissingDependencyError(PearlError, ImportError):
+    """An optional package is not installed; the message names it and the pip command.
+
+    Examples
+    --------
+    >>> isinstance(MissingDependencyError("torch is needed: pip install 'pearlstats[deep]'"), ImportError)
+    True
+    """
 
 
 class PearlWarning(UserWarning):

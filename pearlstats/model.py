@@ -177,6 +177,7 @@ def fit(
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     missing: str = "raise",
     eval_env: int = 0,
+    downstream=None,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -221,6 +222,13 @@ def fit(
     eval_env : int, default 0
         How many frames above the caller to look up names used by the
         formula's functions (as in patsy).
+    downstream : object, optional
+        Another downstream learner for every candidate instead of the
+        family's statsmodels model, e.g. ``pearl.MLP(hidden=64)`` (needs the
+        ``deep`` extra). It must provide ``bind(family)`` returning an object
+        with the family interface (``cv_predict``, ``fit_params``, ``predict``,
+        ``statsmodels_results``); the response coding and the weights' loss
+        stay the family's.
 
     Returns
     -------
@@ -241,6 +249,12 @@ def fit(
     spec = parse_formula(formula)
     family_ = get_family(family)
     loss_ = get_loss(loss, family_.name)
+    if downstream is not None:
+        if not hasattr(downstream, "bind"):
+            raise OptionError(
+                f"downstream={downstream!r} has no bind(family) method; use e.g. pearl.MLP() or leave it None"
+            )
+        family_ = downstream.bind(family_)
     if missing not in ("raise", "drop"):
         raise OptionError(f"missing={missing!r}; use 'raise' (report rows with NaN/inf) or 'drop'")
     if not (isinstance(ridge, (int, float)) and np.isfinite(ridge) and ridge >= 0):

@@ -231,7 +231,7 @@ def _column_generation(form, restricted_solver, tol, max_iter) -> tuple[np.ndarr
 # ---- linear programme --------------------------------------------------------------------------
 def _solve_lp(form: PiecewiseLinearForm) -> tuple[np.ndarray, float]:
     """Weights and a valid lower bound on the optimum, from HiGHS' primal and dual solutions."""
-    J, n, K = form.size, form.n_obs, len(form.rows)
+    J, n = form.size, form.n_obs
     # t_{rows[k]} >= intercepts[k] + slopes[k] @ w   for every piece k
     A_ub = sparse.hstack([sparse.csr_matrix(form.slopes), -form.row_indicator()], format="csr")
     A_eq = np.r_[np.ones(J), np.zeros(n)][None, :]

@@ -8,7 +8,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-import quadprog
 import statsmodels.api as sm
 from scipy.optimize import minimize
 

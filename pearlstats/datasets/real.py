@@ -26,7 +26,7 @@ from importlib import resources
 
 import pandas as pd
 
-from ..exceptions import OptionError, PearlError
+from ..exceptions import DataError, MissingDependencyError, OptionError
 
 __all__ = [
     "MissingDependencyError",
@@ -41,10 +41,6 @@ DIGITS_IMAGE_SHAPE = (8, 8)
 _POLARITY_FILE = "pang_lee_polarity.cor"
 _LEE_FILE = "lee_background.cor"
 _POLARITY_LABELS = {"__label__neg": 0, "__label__pos": 1}
-
-
-class MissingDependencyError(PearlError, ImportError):
-    """An optional package that a loader reads its data from is not installed."""
 
 
 def _import(module: str, distribution: str, purpose: str):
@@ -143,7 +139,7 @@ def load_polarity(encoding: str = "cp1252") -> pd.DataFrame:
     for number, line in enumerate(lines, start=1):
         prefix, _, text = line.partition(" ")
         if prefix not in _POLARITY_LABELS:
-            raise PearlError(f"{_POLARITY_FILE} line {number} starts with {prefix!r}, not __label__neg or __label__pos")
+            raise DataError(f"{_POLARITY_FILE} line {number} starts with {prefix!r}, not __label__neg or __label__pos")
         texts.append(text.strip())
         labels.append(_POLARITY_LABELS[prefix])
     return pd.DataFrame({"text": texts, "label": pd.array(labels, dtype="int64")})

