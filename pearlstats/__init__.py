@@ -22,6 +22,7 @@ from . import datasets, exceptions
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .evaluation import ComparisonTable, HonestRisk, compare_table
 from .losses import Loss, get_loss
+from .mlp import MLP
 from .model import fit
 from .results import PearlResults
 from .weights import WeightSolution, solve_weights
@@ -30,5 +31,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "fit", "PearlResults", "Candidate", "compare_table", "ComparisonTable", "HonestRisk",
-    "get_loss", "Loss", "solve_weights", "WeightSolution", "datasets", "exceptions",
+    "get_loss", "Loss", "solve_weights", "WeightSolution", "MLP", "datasets", "exceptions",
     *(n for n in exceptions.__all__ if n != "format_positions")]

@@ -23,7 +23,7 @@ import pandas as pd
 from . import evaluation
 from .data import check_block_values, resolve_blocks, split_data
 from .diagnostics import WeightDiagnostics
-from .exceptions import BlockError, DataError, ResponseError
+from .exceptions import BlockError, DataError, OptionError, ResponseError
 from .formula import covariates_for_new_rows
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
@@ -329,6 +329,11 @@ class PearlResults(WeightDiagnostics):
         candidate = self._find(label)
         names = [self._design.column_names[i] for i in candidate.columns]
         values = self._candidate_params(label)
+        if not isinstance(values, np.ndarray):
+            raise OptionError(
+                f"candidate {label!r} is not a linear model ({type(values).__name__}); "
+                f"inspect it with results.candidates[{label!r}]"
+            )
         if values.ndim == 2:
             return pd.DataFrame(values, index=names, columns=self.classes[1:])
         return pd.Series(values, index=names, name=label)
@@ -380,6 +385,31 @@ class PearlResults(WeightDiagnostics):
         if values.ndim == 2:
             return pd.DataFrame(values, columns=self.classes, index=index)
         return pd.Series(values, index=index, name="prediction")
+
+    def predict_candidates(self, newdata, blocks=None, labels=None) -> pd.DataFrame:
+        """Each candidate's prediction for new rows, refitted on all labeled rows.
+
+        Laid out like :attr:`cv_predictions` (MultiIndex ``(candidate, class)``
+        columns for multinomial). With the candidates' predictions on a large
+        test sample, the best convex combination in hindsight — the ``inf_w R(w)``
+        of the paper's Theorem 1 — is ``solve_weights(P_test, y_test, loss)``.
+
+        Parameters
+        ----------
+        newdata, blocks
+            As for :meth:`predict`.
+        labels : list of str, optional
+            Candidates to predict with (default: all of them; refits happen
+            on first use).
+        """
+        X, index = self._design_for(newdata, blocks)
+        labels = self.candidate_labels if labels is None else list(labels)
+        parts = self._candidate_predictions(X, labels)
+        if self.family != "multinomial":
+            return pd.DataFrame({label: parts[label] for label in labels}, index=index)
+        columns = pd.MultiIndex.from_product([labels, self.classes], names=["candidate", "class"])
+        values = np.stack([parts[label] for label in labels], axis=1)
+        return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
     def predict(self, newdata, blocks=None) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.

@@ -215,3 +215,11 @@ def test_summary_renders_as_text_latex_and_html(gaussian_fit):
         assert fragment in text
     assert "\\begin{tabular}" in summary.as_latex()
     assert "<table" in gaussian_fit._repr_html_()
+
+
+def test_predict_candidates_are_the_refitted_statsmodels_predictions(gaussian_fit, paper_data):
+    table = gaussian_fit.predict_candidates(paper_data["test"], blocks=paper_data["test_blocks"], labels=["pca", "kpca_rbf+kpca_cosine"])
+    for label in table.columns:
+        X = _candidate_design(paper_data["test"], paper_data["test_blocks"], label)
+        direct = sm.OLS(paper_data["frame"]["y"].to_numpy(), _candidate_design(paper_data["frame"], paper_data["blocks"], label)).fit()
+        np.testing.assert_allclose(table[label].to_numpy(), direct.predict(X), rtol=1e-9, atol=1e-10)
