@@ -24,6 +24,20 @@ from .evaluation import ComparisonTable, HonestRisk, compare_table
 from .losses import Loss, get_loss
 from .mlp import MLP
 from .model import fit
+from .representations import (
+    LSI,
+    PCA,
+    BagOfWords,
+    Doc2Vec,
+    FunctionLearner,
+    KernelPCA,
+    PretrainedVectors,
+    Raw,
+    Representations,
+    TfIdf,
+    Word2Vec,
+)
+from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
 from .results import PearlResults
 from .weights import WeightSolution, solve_weights
 
@@ -32,4 +46,6 @@ __version__ = "0.1.0"
 __all__ = [
     "fit", "PearlResults", "Candidate", "compare_table", "ComparisonTable", "HonestRisk",
     "get_loss", "Loss", "solve_weights", "WeightSolution", "MLP", "datasets", "exceptions",
+    "Representations", "FunctionLearner", "PCA", "KernelPCA", "Raw", "BagOfWords", "TfIdf", "LSI",
+    "Word2Vec", "Doc2Vec", "PretrainedVectors", "Autoencoder", "VAE", "SimCLR", "SentenceEncoder",
     *(n for n in exceptions.__all__ if n != "format_positions")]

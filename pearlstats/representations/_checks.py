@@ -1,0 +1,110 @@
+"""Input checks and small helpers shared by the learners.
+
+Learners can be used on their own (``PCA(2).fit(X)``), so each one checks its
+input here instead of relying on the :class:`Representations` container.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import DataError, MissingValueError, NotFittedError, OptionError, format_positions
+
+
+def as_float_matrix(X, who: str) -> np.ndarray:
+    """``X`` as a finite 2-D float64 array; 1-D input is one column."""
+    if isinstance(X, pd.DataFrame):
+        X = X.to_numpy()
+    try:
+        values = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise DataError(f"{who} needs numeric input, but could not convert it to numbers ({err})") from None
+    if values.ndim == 1:
+        values = values[:, None]
+    if values.ndim != 2:
+        raise DataError(f"{who} needs a 2-D array (rows x features), got {values.ndim} dimensions")
+    if values.shape[0] == 0:
+        raise DataError(f"{who} got no rows")
+    bad = ~np.isfinite(values).all(axis=1)
+    if bad.any():
+        raise MissingValueError(
+            f"{who} got NaN or infinite values in {format_positions(np.flatnonzero(bad))}; "
+            "drop or impute them first"
+        )
+    return values
+
+
+def check_width(X: np.ndarray, expected: int, who: str) -> None:
+    if X.shape[1] != expected:
+        raise DataError(f"{who} was fitted on {expected} input columns but got {X.shape[1]}")
+
+
+def check_fitted(learner, attribute: str) -> None:
+    if getattr(learner, attribute, None) is None:
+        raise NotFittedError(f"{type(learner).__name__} is not fitted yet; call fit() before transform()")
+
+
+def check_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise OptionError(f"{name}={value!r} must be an integer >= {minimum}")
+    return int(value)
+
+
+def check_positive(value, name: str, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise OptionError(f"{name}={value!r} must be a positive number" + (" or None" if allow_none else ""))
+
+
+def check_real(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise OptionError(f"{name}={value!r} must be a finite number")
+
+
+def check_choice(value, name: str, choices) -> None:
+    if value not in choices:
+        raise OptionError(f"{name}={value!r} is not one of {', '.join(map(repr, choices))}")
+
+
+def check_seed(seed) -> None:
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32:
+        raise OptionError(f"seed={seed!r} must be None or an integer in [0, 2**32)")
+
+
+class Standardizer:
+    """Column means and standard deviations learned on the training rows.
+
+    Constant columns get scale 1, so they become 0 instead of NaN.
+    """
+
+    def __init__(self, X: np.ndarray):
+        self.mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+        scale[scale == 0] = 1.0
+        self.scale = scale
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        return (X - self.mean) / self.scale
+
+
+def largest_entry_signs(vectors: np.ndarray) -> np.ndarray:
+    """Sign (+1 or -1) of the largest-magnitude entry of every column."""
+    rows = np.argmax(np.abs(vectors), axis=0)
+    signs = np.sign(vectors[rows, np.arange(vectors.shape[1])])
+    signs[signs == 0] = 1.0
+    return signs
+
+
+def flip_signs(vectors: np.ndarray) -> np.ndarray:
+    """Make the largest-magnitude entry of every column positive (a deterministic sign).
+
+    This is the convention of scikit-learn's ``svd_flip`` on eigenvectors, so
+    components agree with scikit-learn's in sign when eigenvalues are distinct.
+    """
+    return vectors * largest_entry_signs(vectors)

@@ -1,0 +1,313 @@
+"""The FRL stage: a named set of representation learners fitted on unlabeled rows.
+
+:class:`Representations` fits each learner on its columns of the unlabeled
+rows and maps any rows (labeled, new) to named blocks. A learner is any object
+with ``fit(X)`` and ``transform(X)`` (the scikit-learn convention) or a plain
+function of the rows (wrapped in :class:`FunctionLearner`).
+"""
+
+from __future__ import annotations
+
+import copy
+import zlib
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ..exceptions import BlockError, DataError, NotFittedError, PearlError, format_positions
+from ._checks import check_seed
+from ._rows import INPUT_KINDS, Rows, column_list
+
+__all__ = ["Representations", "FunctionLearner"]
+
+
+class FunctionLearner:
+    """A representation computed by a fixed function of the rows (nothing is learned).
+
+    Parameters
+    ----------
+    func : callable
+        ``func(frame) -> 2-D array`` (or 1-D for a one-column block, or a scipy
+        sparse matrix); ``frame`` is a DataFrame of the learner's columns. Use a
+        module-level function if the fitted representations must pickle.
+    columns : str or list of str, optional
+        Columns passed to ``func``; default: those of the ``Representations``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> square = FunctionLearner(lambda f: f.to_numpy() ** 2, columns=["x"])
+    >>> square.fit(None).transform(pd.DataFrame({"x": [1.0, 3.0]}))
+    array([[1.],
+           [9.]])
+    """
+
+    input_kind = "frame"
+
+    def __init__(self, func, columns=None):
+        if not callable(func):
+            raise BlockError(f"FunctionLearner needs a callable, got {type(func).__name__}")
+        self.func = func
+        self.columns = columns
+
+    def __repr__(self):
+        return f"FunctionLearner({getattr(self.func, '__name__', repr(self.func))})"
+
+    def fit(self, X) -> FunctionLearner:
+        """Nothing to learn; returns the learner."""
+        return self
+
+    def transform(self, X):
+        """``func(X)``."""
+        return self.func(X)
+
+
+class Representations:
+    """Named representation learners fitted together on unlabeled rows (the FRL stage).
+
+    Parameters
+    ----------
+    learners : mapping of str to learner
+        Block name -> learner. A learner is an object with ``fit(X)`` and
+        ``transform(X)`` or a callable of the rows (wrapped in
+        :class:`FunctionLearner`). Numeric learners receive a float 2-D array
+        of their columns, text learners (``input_kind = "text"``) a list of
+        strings from exactly one column; for other objects one column of
+        strings means text and anything else numeric.
+    columns : str or list of str, optional
+        Input columns of the learners that do not name their own with a
+        ``columns=`` argument. When both are None a learner reads every column
+        of the rows given to :meth:`fit` (the same columns are then read from new rows).
+    seed : int, optional
+        Reaches every stochastic learner whose own seed is None: each gets
+        ``SeedSequence(seed, spawn_key=(crc32(name),))``, set as its ``seed``
+        (pearlstats learners) or ``random_state`` (scikit-learn objects). Keyed
+        by name, so adding a learner leaves the other blocks unchanged. The
+        same seed gives identical blocks.
+
+    Notes
+    -----
+    :meth:`fit` fits copies of the learners (the objects passed in stay
+    unfitted); ``reps[name]`` is the fitted copy. Blocks are 2-D float64 arrays
+    with one row per input row, or CSR matrices for word-count and TF-IDF blocks.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import pearlstats.representations as frl
+    >>> rng = np.random.default_rng(0)
+    >>> unlabeled = pd.DataFrame(rng.normal(size=(200, 2)), columns=["x1", "x2"])
+    >>> reps = frl.Representations({
+    ...     "pca": frl.PCA(n_components=2),
+    ...     "kpca_rbf": frl.KernelPCA(n_components=2, kernel="rbf"),
+    ... }, columns=["x1", "x2"], seed=0).fit(unlabeled)
+    >>> blocks = reps.transform(unlabeled.head(5))
+    >>> reps.dims, blocks["kpca_rbf"].shape
+    ({'pca': 2, 'kpca_rbf': 2}, (5, 2))
+    """
+
+    def __init__(self, learners: Mapping, columns=None, seed: int | None = None):
+        if not isinstance(learners, Mapping) or not learners:
+            raise BlockError(
+                "learners must be a non-empty dict of block name -> learner, e.g. {'pca': pearl.PCA(2)}; "
+                f"got {type(learners).__name__}"
+            )
+        self._learners = {}
+        for name, learner in learners.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise BlockError(
+                    f"representation name {name!r} must be a valid Python identifier (it is used as block(name) "
+                    "in formulas), such as 'kpca_rbf'"
+                )
+            self._learners[name] = _as_learner(name, learner)
+        self.columns = column_list(columns, "Representations")
+        check_seed(seed)
+        self.seed = seed
+        self._fitted = None
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def names(self) -> list[str]:
+        """Block names, in the order given."""
+        return list(self._learners)
+
+    @property
+    def is_fitted(self) -> bool:
+        return self._fitted is not None
+
+    @property
+    def dims(self) -> dict[str, int]:
+        """Block name -> block width (number of columns)."""
+        self._require_fitted("dims")
+        return {name: spec["dim"] for name, spec in self._fitted.items()}
+
+    @property
+    def input_columns(self) -> list:
+        """The raw columns the learners read, in first-use order.
+
+        Known before fitting only when every learner's columns are given.
+        """
+        if self._fitted is not None:
+            sources = [spec["columns"] for spec in self._fitted.values()]
+        else:
+            sources = [column_list(getattr(lrn, "columns", None), name) or self.columns
+                       for name, lrn in self._learners.items()]
+            if any(cols is None for cols in sources):
+                raise NotFittedError(
+                    "input_columns of a learner without columns= are known only after fit() "
+                    "(it reads every column of the fitted rows)"
+                )
+        return list(dict.fromkeys(c for cols in sources for c in cols))
+
+    def __getitem__(self, name: str):
+        self._require_fitted(f"reps[{name!r}]")
+        if name not in self._fitted:
+            raise BlockError(f"no representation named {name!r}; the names are {self.names}")
+        return self._fitted[name]["learner"]
+
+    def __repr__(self):
+        inner = ", ".join(f"{name}={learner!r}" for name, learner in self._learners.items())
+        return f"Representations({inner}{'' if self.is_fitted else '; not fitted'})"
+
+    # ------------------------------------------------------------------- fitting
+    def fit(self, rows) -> Representations:
+        """Fit every learner on its columns of ``rows`` (a DataFrame or a dict of columns)."""
+        self._fit(Rows(rows), keep_blocks=False)
+        return self
+
+    def fit_transform(self, rows) -> dict:
+        """Fit on ``rows`` and return their blocks (the same values ``transform(rows)`` gives)."""
+        return self._fit(Rows(rows), keep_blocks=True)
+
+    def _fit(self, table: Rows, keep_blocks: bool):
+        fitted, blocks = {}, {}
+        for name, template in self._learners.items():
+            learner = copy.deepcopy(template)
+            self._seed_learner(name, learner)
+            columns = column_list(getattr(learner, "columns", None), f"representation {name!r}")
+            columns = columns or self.columns or list(table.columns)
+            _check_present(name, columns, table)
+            kind = getattr(learner, "input_kind", None) or table.infer_kind(columns)
+            if kind not in INPUT_KINDS:
+                raise BlockError(f"representation {name!r} has input_kind={kind!r}; use one of {INPUT_KINDS}")
+            X = table.input_for(name, columns, kind)
+            _call(name, learner, "fit", learner.fit, X)
+            spec = {"learner": learner, "columns": columns, "kind": kind, "dim": None}
+            if keep_blocks:
+                blocks[name] = _as_block(name, _call(name, learner, "transform", learner.transform, X), table.n, None)
+                spec["dim"] = blocks[name].shape[1]
+            elif isinstance(getattr(learner, "output_dim_", None), int):
+                spec["dim"] = learner.output_dim_
+            else:  # width of a learner we know nothing about: project the first row
+                first = X[:1] if kind != "frame" else X.iloc[:1]
+                spec["dim"] = _as_block(name, _call(name, learner, "transform", learner.transform, first), 1, None).shape[1]
+            fitted[name] = spec
+        self._fitted = fitted
+        return blocks
+
+    def _seed_learner(self, name: str, learner) -> None:
+        if self.seed is None:
+            return
+        derived = np.random.SeedSequence(self.seed, spawn_key=(zlib.crc32(name.encode()),))
+        value = int(derived.generate_state(1)[0])
+        if hasattr(learner, "seed") and learner.seed is None:
+            learner.seed = value
+        elif hasattr(learner, "random_state") and learner.random_state is None:
+            if hasattr(learner, "set_params"):
+                learner.set_params(random_state=value)
+            else:
+                learner.random_state = value
+
+    # ---------------------------------------------------------------- transform
+    def transform(self, rows) -> dict:
+        """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order."""
+        self._require_fitted("transform()")
+        table = Rows(rows)
+        for name, spec in self._fitted.items():
+            _check_present(name, spec["columns"], table)
+        blocks = {}
+        for name, spec in self._fitted.items():
+            learner = spec["learner"]
+            X = table.input_for(name, spec["columns"], spec["kind"])
+            blocks[name] = _as_block(name, _call(name, learner, "transform", learner.transform, X), table.n, spec["dim"])
+        return blocks
+
+    def _require_fitted(self, what: str) -> None:
+        if self._fitted is None:
+            raise NotFittedError(f"Representations.{what} needs a fitted object; call .fit(unlabeled_rows) first")
+
+
+def _as_learner(name: str, learner):
+    if isinstance(learner, type):
+        raise BlockError(
+            f"representation {name!r} is the class {learner.__name__}, not a learner; "
+            f"create one, e.g. {learner.__name__}(...)"
+        )
+    if hasattr(learner, "fit") and hasattr(learner, "transform"):
+        return learner
+    if callable(learner):
+        return FunctionLearner(learner)
+    raise BlockError(
+        f"representation {name!r} is a {type(learner).__name__}; a learner needs fit(X) and transform(X) "
+        "methods, or is a function of the rows"
+    )
+
+
+def _check_present(name: str, columns: list, table: Rows) -> None:
+    missing = table.missing(columns)
+    if missing:
+        shown = table.columns[:20]
+        more = f" and {len(table.columns) - 20} more" if len(table.columns) > 20 else ""
+        raise DataError(
+            f"representation {name!r} reads column(s) {missing}, which the rows do not have; "
+            f"available columns: {shown}{more}"
+        )
+
+
+def _call(name: str, learner, stage: str, method, X):
+    """Run a learner's method; errors say which representation failed."""
+    try:
+        return method(X)
+    except MemoryError:
+        raise
+    except PearlError as err:
+        message = f"representation {name!r} ({type(learner).__name__}) failed in {stage}: {err}"
+        try:
+            renamed = type(err)(message)
+        except Exception:  # an exception class with a custom signature
+            renamed = BlockError(message)
+        raise renamed from err
+    except Exception as err:
+        raise BlockError(
+            f"representation {name!r} ({type(learner).__name__}) failed in {stage}: {type(err).__name__}: {err}"
+        ) from err
+
+
+def _as_block(name: str, value, n_rows: int, width: int | None):
+    """A learner's output as a float64 2-D array or CSR matrix, checked against the rows and fitted width."""
+    who = f"representation {name!r}"
+    if sp.issparse(value):
+        block = sp.csr_matrix(value, dtype=np.float64)
+        finite = np.isfinite(block.data)
+        bad_rows = np.unique(np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))[~finite])
+    else:
+        if isinstance(value, pd.DataFrame):
+            value = value.to_numpy()
+        try:
+            block = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise BlockError(f"{who} returned values that are not numbers ({err})") from None
+        if block.ndim == 1:
+            block = block[:, None]
+        if block.ndim != 2:
+            raise BlockError(f"{who} returned a {block.ndim}-D array; a block must be 2-D (rows x features)")
+        bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
+    if block.shape[0] != n_rows:
+        raise BlockError(f"{who} returned {block.shape[0]} rows for {n_rows} input rows; a block has one row per row")
+    if width is not None and block.shape[1] != width:
+        raise BlockError(f"{who} returned {block.shape[1]} columns, but it had {width} when fitted")
+    if len(bad_rows):
+        raise BlockError(f"{who} returned NaN or infinite values in {format_positions(bad_rows)}")
+    return block

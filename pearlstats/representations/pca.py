@@ -1,0 +1,138 @@
+"""Linear learners: principal components and the raw inputs themselves."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import svd
+
+from ..exceptions import BlockError
+from ._checks import Standardizer, as_float_matrix, check_fitted, check_int, check_width, flip_signs
+
+__all__ = ["PCA", "Raw"]
+
+
+class PCA:
+    """Principal component scores of numeric inputs.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+        Number of components (the block's width).
+    standardize : bool, default False
+        Scale every input column to standard deviation 1 (training statistics)
+        before the decomposition, i.e. PCA of the correlation matrix.
+    columns : str or list of str, optional
+        Input columns this learner reads inside a ``Representations`` container.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Unit-length principal axes; the largest-magnitude loading of each is positive.
+    explained_variance_ : ndarray of shape (n_components,)
+        Variance of each score on the training rows (divisor ``N - 1``).
+    mean_ : ndarray of shape (n_features,)
+        Training means of the (standardised) inputs.
+
+    Notes
+    -----
+    The axes come from a thin SVD of the centred training matrix, so scores
+    equal scikit-learn's ``PCA`` up to the sign of each component.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(100, 3)) * [3.0, 1.0, 0.1]
+    >>> pca = PCA(2).fit(X)
+    >>> pca.transform(X).shape, np.abs(pca.components_[0]).argmax()
+    ((100, 2), np.int64(0))
+    """
+
+    input_kind = "numeric"
+
+    def __init__(self, n_components: int = 2, *, standardize: bool = False, columns=None):
+        self.n_components = check_int(n_components, "n_components")
+        self.standardize = bool(standardize)
+        self.columns = columns
+        self.components_ = None
+
+    def __repr__(self):
+        return f"PCA(n_components={self.n_components}, standardize={self.standardize})"
+
+    def fit(self, X) -> PCA:
+        """Learn the principal axes from the rows of ``X`` (n_rows x n_features)."""
+        X = as_float_matrix(X, "PCA")
+        n, d = X.shape
+        if self.n_components > min(n, d):
+            raise BlockError(
+                f"PCA(n_components={self.n_components}) needs at least that many rows and input columns; "
+                f"got {n} rows and {d} columns — use n_components <= {min(n, d)}"
+            )
+        self.scaler_ = Standardizer(X) if self.standardize else None
+        Z = self.scaler_(X) if self.standardize else X
+        self.mean_ = Z.mean(axis=0)
+        _, singular, axes = svd(Z - self.mean_, full_matrices=False, check_finite=False)
+        k = self.n_components
+        self.components_ = flip_signs(axes[:k].T).T
+        self.explained_variance_ = singular[:k] ** 2 / max(n - 1, 1)
+        self.n_features_in_ = d
+        self.output_dim_ = k
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """Scores of the rows of ``X`` on the training axes, shape (n_rows, n_components)."""
+        check_fitted(self, "components_")
+        X = as_float_matrix(X, "PCA")
+        check_width(X, self.n_features_in_, "PCA")
+        Z = self.scaler_(X) if self.standardize else X
+        return (Z - self.mean_) @ self.components_.T
+
+    def fit_transform(self, X) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+
+class Raw:
+    """The input columns themselves as a block (for example flattened pixels).
+
+    Parameters
+    ----------
+    standardize : bool, default False
+        Centre and scale each column with its training mean and standard
+        deviation (constant columns become 0).
+    columns : str or list of str, optional
+        Input columns this learner reads inside a ``Representations`` container.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 10.0], [3.0, 10.0]])
+    >>> Raw(standardize=True).fit(X).transform(X)
+    array([[-1.,  0.],
+           [ 1.,  0.]])
+    """
+
+    input_kind = "numeric"
+
+    def __init__(self, *, standardize: bool = False, columns=None):
+        self.standardize = bool(standardize)
+        self.columns = columns
+        self.n_features_in_ = None
+
+    def __repr__(self):
+        return f"Raw(standardize={self.standardize})"
+
+    def fit(self, X) -> Raw:
+        """Record the number of columns and, with ``standardize``, their means and scales."""
+        X = as_float_matrix(X, "Raw")
+        self.scaler_ = Standardizer(X) if self.standardize else None
+        self.n_features_in_ = self.output_dim_ = X.shape[1]
+        return self
+
+    def transform(self, X) -> np.ndarray:
+        """The inputs as float64, standardised with the training statistics if asked."""
+        check_fitted(self, "n_features_in_")
+        X = as_float_matrix(X, "Raw")
+        check_width(X, self.n_features_in_, "Raw")
+        return self.scaler_(X) if self.standardize else X.copy()
+
+    def fit_transform(self, X) -> np.ndarray:
+        return self.fit(X).transform(X)

@@ -1,0 +1,292 @@
+"""Dense text learners trained on the unlabeled documents (gensim): Word2Vec and Doc2Vec.
+
+Both are stochastic. With a ``seed`` they train on one worker thread (gensim
+is deterministic only then) and give identical blocks on every run, in any
+process. Without one they draw fresh entropy and may use several workers.
+
+Examples
+--------
+>>> docs = ["the film was good", "the film was bad", "a good plot"] * 5
+>>> Word2Vec(vector_size=8, min_count=1, seed=0).fit(docs).transform(["good film", "zzz"]).shape
+(2, 8)
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..exceptions import BlockError
+from ._checks import check_fitted, check_int, check_seed
+from .text import TextLearner
+
+__all__ = ["Word2Vec", "Doc2Vec", "mean_word_vectors"]
+
+
+def mean_word_vectors(token_lists, vectors) -> np.ndarray:
+    """Average of the known words' vectors per document (repeated words count repeatedly).
+
+    A document without any word in ``vectors`` gets a row of zeros.
+
+    Parameters
+    ----------
+    token_lists : list of list of str
+    vectors : gensim.models.KeyedVectors
+
+    Returns
+    -------
+    ndarray of shape (n_documents, vector_size), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gensim.models import KeyedVectors
+    >>> kv = KeyedVectors(2)
+    >>> kv.add_vectors(["a", "b"], np.array([[1.0, 0.0], [0.0, 3.0]]))
+    >>> mean_word_vectors([["a", "b", "b"], ["c"]], kv)
+    array([[0.33333333, 2.        ],
+           [0.        , 0.        ]])
+    """
+    lookup = vectors.key_to_index
+    known = [[lookup[w] for w in tokens if w in lookup] for tokens in token_lists]
+    counts = np.fromiter((len(k) for k in known), dtype=np.int64, count=len(known))
+    flat = np.fromiter((i for k in known for i in k), dtype=np.int64, count=counts.sum())
+    # Only the rows of words that occur are converted to float64, not the whole vocabulary.
+    used, columns = np.unique(flat, return_inverse=True)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    occurrences = sp.csr_matrix((np.ones(len(flat)), columns, indptr), shape=(len(known), len(used)))
+    sums = occurrences @ np.asarray(vectors.vectors[used], dtype=np.float64)
+    return sums / np.maximum(counts, 1)[:, None]
+
+
+class _GensimLearner(TextLearner):
+    def __init__(self, vector_size, seed, workers, tokenizer, columns, options):
+        super().__init__(tokenizer, columns)
+        self.vector_size = check_int(vector_size, "vector_size")
+        check_seed(seed)
+        self.seed = seed
+        self.workers = None if workers is None else check_int(workers, "workers")
+        self.options = options
+
+    def _training_settings(self) -> dict:
+        seed = self.seed if self.seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
+        workers = self.workers or (1 if self.seed is not None else 3)
+        return {"seed": seed, "workers": workers, "vector_size": self.vector_size, **self.options}
+
+
+class Word2Vec(_GensimLearner):
+    """Mean of Word2Vec word vectors trained on the documents.
+
+    Parameters
+    ----------
+    vector_size : int, default 100
+        Width of the block.
+    window : int, default 5
+        Context window.
+    min_count : int, default 5
+        Words seen fewer times in training are not learned (gensim's default).
+    sg : {0, 1}, default 0
+        1 for skip-gram, 0 for CBOW.
+    epochs : int, default 5
+        Training passes (gensim's default).
+    seed : int, optional
+        Seed of the initial vectors and sampling; with a seed training uses one
+        worker thread, so the block is reproducible.
+    workers : int, optional
+        Worker threads; default 1 with a seed, else 3. More than one is not reproducible.
+    tokenizer : callable, optional
+        ``str -> list of str``; default :func:`~pearlstats.representations.text.default_tokenizer`.
+    columns : str, optional
+        The text column this learner reads inside a ``Representations`` container.
+    **options
+        Other ``gensim.models.Word2Vec`` arguments (``negative``, ``sample``, ``alpha``, ...).
+
+    Notes
+    -----
+    A document's block is the mean of the vectors of its words that are in
+    the trained vocabulary; a document with no such word gets a row of
+    zeros (it carries no information, and zeros keep the block finite).
+
+    Attributes
+    ----------
+    vectors_ : gensim.models.KeyedVectors
+        The trained word vectors.
+
+    Examples
+    --------
+    >>> docs = ["good film", "bad film", "good plot", "bad plot"] * 10
+    >>> w2v = Word2Vec(vector_size=4, min_count=1, seed=1).fit(docs)
+    >>> blocks = w2v.transform(["good", "unknown words"])
+    >>> bool((blocks[1] == 0).all())
+    True
+    """
+
+    def __init__(self, vector_size: int = 100, *, window: int = 5, min_count: int = 5, sg: int = 0,
+                 epochs: int = 5, seed: int | None = None, workers: int | None = None, tokenizer=None,
+                 columns=None, **options):
+        options = {"window": check_int(window, "window"), "min_count": check_int(min_count, "min_count"),
+                   "sg": sg, "epochs": check_int(epochs, "epochs"), **options}
+        super().__init__(vector_size, seed, workers, tokenizer, columns, options)
+        self.vectors_ = None
+
+    def __repr__(self):
+        return f"Word2Vec(vector_size={self.vector_size}, seed={self.seed})"
+
+    def fit(self, documents) -> Word2Vec:
+        """Train word vectors on the tokenised ``documents``."""
+        from gensim.models import Word2Vec as GensimWord2Vec
+
+        token_lists = self._tokens(documents)
+        model = GensimWord2Vec(**self._training_settings())
+        model.build_vocab(token_lists)
+        if len(model.wv) == 0:
+            raise BlockError(
+                f"Word2Vec found no word occurring min_count={self.options['min_count']} times in the "
+                f"{len(token_lists)} training documents; lower min_count or give more text"
+            )
+        model.train(token_lists, total_examples=len(token_lists), epochs=model.epochs)
+        self.vectors_ = model.wv
+        self.output_dim_ = self.vector_size
+        return self
+
+    def transform(self, documents) -> np.ndarray:
+        """Mean word vector of each document, shape (n_documents, vector_size)."""
+        check_fitted(self, "vectors_")
+        return mean_word_vectors(self._tokens(documents), self.vectors_)
+
+    def fit_transform(self, documents):
+        return self.fit(documents).transform(documents)
+
+
+class Doc2Vec(_GensimLearner):
+    """Doc2Vec (paragraph vectors) inferred for every document, training and new alike.
+
+    A gensim ``Doc2Vec`` model is trained on the documents; the block of any
+    document is then its *inferred* vector, so training and new rows go
+    through the same mapping. Inference is made deterministic and independent
+    of the other documents in the batch: each document's starting vector and
+    negative-sampling stream are seeded from ``seed`` and a hash (BLAKE2) of
+    its tokens, in place of gensim's process-dependent ``hash()``.
+
+    Parameters
+    ----------
+    vector_size : int, default 100
+        Width of the block.
+    dm : {1, 0}, default 1
+        1 for distributed memory (PV-DM), 0 for distributed bag of words (PV-DBOW).
+    window : int, default 5
+    min_count : int, default 5
+    epochs : int, default 10
+        Training passes, and inference passes per document (gensim's default).
+    seed, workers, tokenizer, columns, **options
+        As in :class:`Word2Vec` (options go to ``gensim.models.Doc2Vec``).
+
+    Notes
+    -----
+    A document with no word in the trained vocabulary gets a row of zeros (its
+    inferred vector would be the random starting vector).
+
+    Attributes
+    ----------
+    model_ : gensim.models.Doc2Vec
+
+    Examples
+    --------
+    >>> docs = ["good film", "bad film", "good plot", "bad plot"] * 10
+    >>> d2v = Doc2Vec(vector_size=4, min_count=1, seed=1).fit(docs)
+    >>> bool((d2v.transform(["good film"]) == d2v.transform(["good film"])).all())
+    True
+    """
+
+    def __init__(self, vector_size: int = 100, *, dm: int = 1, window: int = 5, min_count: int = 5,
+                 epochs: int = 10, seed: int | None = None, workers: int | None = None, tokenizer=None,
+                 columns=None, **options):
+        options = {"dm": dm, "window": check_int(window, "window"), "min_count": check_int(min_count, "min_count"),
+                   "epochs": check_int(epochs, "epochs"), **options}
+        super().__init__(vector_size, seed, workers, tokenizer, columns, options)
+        self.model_ = None
+
+    def __repr__(self):
+        return f"Doc2Vec(vector_size={self.vector_size}, dm={self.options['dm']}, seed={self.seed})"
+
+    def fit(self, documents) -> Doc2Vec:
+        """Train a Doc2Vec model on the tokenised ``documents``."""
+        from gensim.models.doc2vec import Doc2Vec as GensimDoc2Vec, TaggedDocument
+
+        token_lists = self._tokens(documents)
+        settings = self._training_settings()
+        tagged = [TaggedDocument(tokens, [i]) for i, tokens in enumerate(token_lists)]
+        model = GensimDoc2Vec(**settings)
+        model.build_vocab(tagged)
+        if len(model.wv) == 0:
+            raise BlockError(
+                f"Doc2Vec found no word occurring min_count={self.options['min_count']} times in the "
+                f"{len(token_lists)} training documents; lower min_count or give more text"
+            )
+        model.train(tagged, total_examples=len(tagged), epochs=model.epochs)
+        self.model_ = model
+        self.inference_seed_ = settings["seed"]
+        self.output_dim_ = self.vector_size
+        return self
+
+    def transform(self, documents) -> np.ndarray:
+        """Inferred vector of each document, shape (n_documents, vector_size)."""
+        check_fitted(self, "model_")
+        model = self.model_
+        token_lists = self._tokens(documents)
+        out = np.zeros((len(token_lists), self.vector_size))
+        saved_random = model.random
+        try:
+            for row, tokens in enumerate(token_lists):
+                if any(word in model.wv.key_to_index for word in tokens):
+                    key = _document_key(self.inference_seed_, tokens)
+                    out[row] = infer_vector(model, tokens, _starting_vector(key, self.vector_size), key)
+        finally:
+            model.random = saved_random
+        return out
+
+    def fit_transform(self, documents):
+        return self.fit(documents).transform(documents)
+
+
+def _document_key(seed: int, tokens: list[str]) -> int:
+    digest = hashlib.blake2b(" ".join(tokens).encode("utf-8"), digest_size=8, key=str(seed).encode())
+    return int.from_bytes(digest.digest(), "little")
+
+
+def _starting_vector(key: int, size: int) -> np.ndarray:
+    """Uniform on (-0.5/size, 0.5/size), the distribution gensim starts inference from."""
+    generator = np.random.Generator(np.random.SFC64(key))
+    return (generator.random(size).astype(np.float32) - 0.5) / size
+
+
+def infer_vector(model, words: list[str], start: np.ndarray, key: int) -> np.ndarray:
+    """gensim's ``Doc2Vec.infer_vector`` from a given starting vector and sampling seed.
+
+    The loop is gensim's (same learning-rate schedule and training kernels); only
+    the two sources of randomness are supplied by the caller.
+    """
+    from gensim import matutils
+    from gensim.models.doc2vec_inner import train_document_dbow, train_document_dm, train_document_dm_concat
+
+    model.random = np.random.RandomState(key % 2**32)
+    doctag_vectors = np.array(start, dtype=np.float32).reshape(1, -1)
+    lock = np.ones(1, dtype=np.float32)
+    work = np.zeros(model.layer1_size, dtype=np.float32)
+    neu1 = matutils.zeros_aligned(model.layer1_size, dtype=np.float32)
+    alpha, epochs = model.alpha, model.epochs
+    alpha_delta = (alpha - model.min_alpha) / max(epochs - 1, 1)
+    for _ in range(epochs):
+        if model.sg:
+            train_document_dbow(model, words, [0], alpha, work, learn_words=False, learn_hidden=False,
+                                doctag_vectors=doctag_vectors, doctags_lockf=lock)
+        elif model.dm_concat:
+            train_document_dm_concat(model, words, [0], alpha, work, neu1, learn_words=False, learn_hidden=False,
+                                     doctag_vectors=doctag_vectors, doctags_lockf=lock)
+        else:
+            train_document_dm(model, words, [0], alpha, work, neu1, learn_words=False, learn_hidden=False,
+                              doctag_vectors=doctag_vectors, doctags_lockf=lock)
+        alpha -= alpha_delta
+    return doctag_vectors[0].astype(np.float64)

@@ -1,0 +1,85 @@
+"""Pretrained word vectors: blocks checked against vectors parsed by hand from gensim's test files."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from gensim.utils import simple_preprocess
+from test_text import gensim_test_file, load_polarity
+
+from pearlstats.exceptions import NotFittedError, OptionError
+from pearlstats.representations import PretrainedVectors, load_word_vectors
+
+GLOVE = gensim_test_file("test_glove.txt")  # GloVe text: no header line, 76 words x 50
+# word2vec text with a "1694 100" header; one word is a latin-1 byte that is not valid UTF-8
+FASTTEXT_VEC = gensim_test_file("pang_lee_polarity_fasttext.vec")
+
+
+def parse_text_vectors(path, header: bool, encoding: str) -> dict[str, np.ndarray]:
+    lines = path.read_text(encoding=encoding).splitlines()[1 if header else 0:]
+    return {parts[0]: np.array(parts[1:], dtype=np.float64) for parts in (line.rstrip().split(" ") for line in lines)}
+
+
+def expected_means(table, documents, size):
+    rows = []
+    for text in documents:
+        known = [table[w] for w in simple_preprocess(text) if w in table]
+        rows.append(np.mean(known, axis=0) if known else np.zeros(size))
+    return np.array(rows)
+
+
+@pytest.fixture(scope="module")
+def sentences():
+    return load_polarity()["text"].tolist()[:50] + ["qqqq zzzz"]
+
+
+@pytest.mark.parametrize(
+    "path, header, encoding", [(GLOVE, False, "utf-8"), (FASTTEXT_VEC, True, "latin-1")], ids=["glove", "word2vec-text"]
+)
+def test_blocks_are_means_of_the_file_vectors(path, header, encoding, sentences):
+    table = parse_text_vectors(path, header, encoding)
+    size = len(next(iter(table.values())))
+    block = PretrainedVectors(path, encoding=encoding).fit(sentences).transform(sentences)
+    # the files store 5-6 significant digits and gensim keeps float32
+    np.testing.assert_allclose(block, expected_means(table, sentences, size), rtol=1e-6, atol=1e-6)
+    assert not block[-1].any() and block.dtype == np.float64
+
+
+@pytest.mark.parametrize("suffix, binary", [(".bin", True), (".txt", False)])
+def test_binary_and_word2vec_text_files_give_the_same_block(tmp_path, sentences, suffix, binary):
+    vectors = load_word_vectors(GLOVE, "glove")
+    path = tmp_path / f"vectors{suffix}"
+    vectors.save_word2vec_format(str(path), binary=binary)
+    reference = PretrainedVectors(vectors).fit().transform(sentences)
+    np.testing.assert_array_equal(PretrainedVectors(path).fit().transform(sentences), reference)
+
+
+def test_gensim_native_format_and_limit(tmp_path, sentences):
+    vectors = load_word_vectors(GLOVE)
+    path = tmp_path / "vectors.kv"
+    vectors.save(str(path))
+    np.testing.assert_array_equal(load_word_vectors(path).vectors, vectors.vectors)
+    limited = load_word_vectors(GLOVE, limit=10)
+    assert limited.index_to_key == vectors.index_to_key[:10]
+
+
+def test_copies_share_the_loaded_vectors():
+    learner = PretrainedVectors(GLOVE).fit()
+    assert copy.deepcopy(learner).vectors_ is learner.vectors_
+
+
+def test_errors_name_the_problem(tmp_path):
+    with pytest.raises(OptionError, match="does not exist"):
+        PretrainedVectors(tmp_path / "missing.txt").fit()
+    broken = tmp_path / "broken.txt"
+    broken.write_text("2 3\nword 0.1 oops\n")
+    with pytest.raises(OptionError, match="broken.txt"):
+        load_word_vectors(broken)
+    with pytest.raises(OptionError, match="encoding='latin-1'"):
+        load_word_vectors(FASTTEXT_VEC)
+    with pytest.raises(OptionError, match="format"):
+        PretrainedVectors(GLOVE, format="fasttext")
+    with pytest.raises(NotFittedError):
+        PretrainedVectors(GLOVE).transform(["text"])
