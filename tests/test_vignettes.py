@@ -1,0 +1,22 @@
+"""Every vignette runs as a plain script in its quick version (PEARLSTATS_QUICK=1)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+VIGNETTES = sorted((Path(__file__).resolve().parents[1] / "vignettes").glob("[0-9][0-9]_*.py"))
+
+
+@pytest.mark.parametrize("path", VIGNETTES, ids=[p.stem for p in VIGNETTES])
+def test_vignette_runs_quickly(path, tmp_path):
+    env = {**os.environ, "PEARLSTATS_QUICK": "1", "MPLBACKEND": "Agg", "PEARLSTATS_RESULTS": str(tmp_path)}
+    root = path.parents[1]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, str(path)], cwd=path.parent, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "VIGNETTE OK" in done.stdout
