@@ -23,7 +23,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 
 import pearlstats as pearl
 from _common import N_JOBS, QUICK, RESULTS, formula_for, paper_representations, write_summary
