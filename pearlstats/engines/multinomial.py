@@ -72,7 +72,7 @@ def _make_objective(Xs, onehot, weights, n_train, penalty, n_classes):
     return objective
 
 
-def _solve(Xs, codes, n_classes, weights, penalized, ridge):
+def _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=None):
     onehot = np.eye(n_classes)[codes]
     n_train = weights.sum(axis=1)
     penalty = ridge * np.tile(penalized, n_classes - 1)[None, :] * np.ones((weights.shape[0], 1))
@@ -86,8 +86,24 @@ def _solve(Xs, codes, n_classes, weights, penalized, ridge):
         extreme = np.any((weights > 0) & (own > -np.exp(-SEPARATION_ETA)), axis=1)
         return extreme & (np.abs(step).max(axis=1) > SEPARATION_STEP)
 
-    theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
+    if theta0 is None:
+        theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     return batched_newton(objective, theta0, stop=separated)
+
+
+def _fold_start(Xs, codes, n_classes, penalized, ridge, n_folds):
+    """Start values for the fold fits: the fit on all rows, when it exists.
+
+    Each fold's training rows are most of the rows, so its optimum is near the
+    all-rows optimum: Newton then needs about 5 steps instead of 12 or so from
+    zero (10 classes), which more than pays for the extra fit. The optimum
+    itself does not depend on the start. Without an all-rows optimum
+    (separation, no convergence) the folds start from zero.
+    """
+    full = _solve(Xs, codes, n_classes, np.ones((1, len(codes))), penalized, ridge)
+    if full.converged[0] and not full.stopped[0]:
+        return np.repeat(full.theta, n_folds, axis=0)
+    return None
 
 
 def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndarray:
@@ -156,7 +172,9 @@ def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: f
             entries.append(infeasible)
             continue
         Xs = np.ascontiguousarray(design.values[:, S])
-        result = _solve(Xs, codes, n_classes, weights, design.penalized[S].astype(float), ridge)
+        penalized = design.penalized[S].astype(float)
+        start = _fold_start(Xs, codes, n_classes, penalized, ridge, len(rows))
+        result = _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=start)
         notes = _notes(candidate.label, result, list(range(len(rows))), "cv")
         entries.extend(notes)
         if any(note.excluded for note in notes):
