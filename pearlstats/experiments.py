@@ -241,7 +241,7 @@ class SimulationSweep:
 def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     """Command line: run the paper's grids and write the tidy table to CSV."""
     parser = argparse.ArgumentParser(prog="python -m pearlstats.experiments", description=main.__doc__)
-    parser.add_argument("experiment", choices=["simulation"], help="the paper's simulation study (Section 5.1)")
+    parser.add_argument("experiment", choices=["simulation"], help="the paper's simulation study (Section 4.1)")
     parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 400, 800], help="labeled sizes")
     parser.add_argument("--sigma", type=float, nargs="+", default=[0.1, 0.5, 0.9, 1.5], help="noise levels")
     parser.add_argument("--N", type=int, default=2000, help="unlabeled rows")

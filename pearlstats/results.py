@@ -23,6 +23,7 @@ import pandas as pd
 from . import evaluation
 from .data import check_block_values, resolve_blocks, split_data
 from .diagnostics import WeightDiagnostics
+from .engines._common import ScaledDesign
 from .exceptions import BlockError, DataError, OptionError, ResponseError
 from .formula import covariates_for_new_rows
 from .strategies import STRATEGIES, combine, strategy_weights
@@ -342,11 +343,10 @@ class PearlResults(WeightDiagnostics):
         candidate = self._find(label)
         names = [self._design.column_names[i] for i in candidate.columns]
         exog = pd.DataFrame(self._design.X[:, candidate.columns], columns=names)
-        scale = np.sqrt(np.mean(exog.to_numpy() ** 2, axis=0))
-        scale[scale == 0] = 1.0
-        penalized = (np.ptp(exog.to_numpy(), axis=0) > 0).astype(float)
+        # the penalty of the engines, on statsmodels' unscaled coefficients
+        scaled = ScaledDesign.from_design(exog.to_numpy())
         return self._family.statsmodels_results(
-            self._response, exog, self._candidate_params(label), self._ridge, penalized * scale**2
+            self._response, exog, self._candidate_params(label), self._ridge, scaled.penalized * scaled.scale**2
         )
 
     def _design_for(self, newdata, blocks) -> tuple[np.ndarray, pd.Index | None]:

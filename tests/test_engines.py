@@ -145,3 +145,23 @@ def test_multinomial_matches_per_fold_mnlogit():
     params, _ = multinomial_fit(X, codes, 3, candidates[-1].columns)
     reference = sm.MNLogit(codes, X[:, candidates[-1].columns]).fit(disp=0, tol=1e-12, maxiter=200)
     np.testing.assert_allclose(params, reference.params, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("family", ["binomial", "multinomial"])
+def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_system(family):
+    """Pixels that are 0 in every image: with ridge > 0 the fit equals the fit without those columns."""
+    import pearlstats as pearl
+
+    rng = np.random.default_rng(5)
+    n = 150
+    y = np.repeat(np.arange(3), 50) if family == "multinomial" else np.repeat([0, 1], 75)
+    a = rng.normal(size=(n, 6)) + 0.7 * y[:, None]
+    padded = np.hstack([a[:, :3], np.zeros((n, 2)), a[:, 3:]])
+    with_zeros = pearl.fit("y ~ block(a)", {"y": y, "a": padded}, family=family, ridge=0.05, seed=2)
+    without = pearl.fit("y ~ block(a)", {"y": y, "a": a}, family=family, ridge=0.05, seed=2)
+    assert with_zeros.failures.empty  # no "rank deficient" fallback
+    params = with_zeros.params("a").to_numpy()
+    np.testing.assert_array_equal(params[[4, 5]], 0.0)  # intercept, 3 columns, then the two zero columns
+    np.testing.assert_allclose(np.delete(params, [4, 5], axis=0), without.params("a").to_numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(with_zeros.cv_predictions.to_numpy(), without.cv_predictions.to_numpy(),
+                               rtol=1e-7, atol=1e-10)

@@ -11,7 +11,7 @@
 # # Quick start
 #
 # PEARL in four steps: learn representations on unlabeled rows, write a formula over the named
-# blocks, fit, and read the summary. The data follow the paper's simulation (Section 5.1).
+# blocks, fit, and read the summary. The data follow the paper's simulation (Section 4.1).
 
 # %%
 import pickle

@@ -8,7 +8,7 @@
 # ---
 
 # %% [markdown]
-# # The simulation study (paper, Section 5.1)
+# # The simulation study (paper, Section 4.1)
 #
 # The data-generating process is
 # $y = \beta_0 + \beta_1 x_1 + \beta_2 x_2 + \alpha_1 x_1^2 + \alpha_2 x_2^2 + \gamma x_1 x_2 + \sin^2(x_1) + \varepsilon$,

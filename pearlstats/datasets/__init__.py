@@ -1,6 +1,6 @@
 """Data for examples and for reproducing the paper.
 
-The paper's simulation (:func:`simulate_paper`, Section 5.1) and loaders of
+The paper's simulation (:func:`simulate_paper`, Section 4.1) and loaders of
 real data bundled with installed packages (scikit-learn, gensim); nothing is
 downloaded.
 

@@ -1,4 +1,4 @@
-"""The paper's synthetic regression data (Section 5.1, eq. dgp1).
+"""The paper's synthetic regression data (Section 4.1, eq. dgp1).
 
 .. math::
 

@@ -21,7 +21,11 @@ class ScaledDesign:
 
     Scaling makes Gram matrices and Newton systems well conditioned and makes
     a ridge penalty act on comparable coefficients; predictions do not depend
-    on it. Constant columns (the intercept) are never penalised.
+    on it. The intercept (the first constant non-zero column) is never
+    penalised; every other column is, including all-zero columns and further
+    constant columns, so that with ``ridge > 0`` the penalised problem has a
+    unique solution (an all-zero column gets coefficient 0) instead of a
+    singular Hessian.
 
     Attributes
     ----------
@@ -41,7 +45,10 @@ class ScaledDesign:
     def from_design(cls, X: np.ndarray) -> "ScaledDesign":
         scale = np.sqrt(np.mean(X * X, axis=0))
         scale[scale == 0] = 1.0
-        penalized = np.ptp(X, axis=0) > 0
+        penalized = np.ones(X.shape[1], dtype=bool)
+        constant = np.flatnonzero((np.ptp(X, axis=0) == 0) & (X[0] != 0)) if len(X) else []
+        if len(constant):
+            penalized[constant[0]] = False
         return cls(np.ascontiguousarray(X / scale), scale, penalized)
 
 
