@@ -13,7 +13,6 @@ benchmarks/RESULTS.md come from this script.
 
 from __future__ import annotations
 
-import itertools
 import platform
 import sys
 import time
