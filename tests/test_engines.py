@@ -147,7 +147,7 @@ def test_multinomial_matches_per_fold_mnlogit():
     np.testing.assert_allclose(params, reference.params, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("family", ["binomial", "multinomial"])
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "multinomial"])
 def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_system(family):
     """Pixels that are 0 in every image: with ridge > 0 the fit equals the fit without those columns."""
     import pearlstats as pearl
@@ -156,6 +156,8 @@ def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_s
     n = 150
     y = np.repeat(np.arange(3), 50) if family == "multinomial" else np.repeat([0, 1], 75)
     a = rng.normal(size=(n, 6)) + 0.7 * y[:, None]
+    if family == "gaussian":
+        y = a @ np.arange(6.0) + rng.normal(size=n)
     padded = np.hstack([a[:, :3], np.zeros((n, 2)), a[:, 3:]])
     with_zeros = pearl.fit("y ~ block(a)", {"y": y, "a": padded}, family=family, ridge=0.05, seed=2)
     without = pearl.fit("y ~ block(a)", {"y": y, "a": a}, family=family, ridge=0.05, seed=2)

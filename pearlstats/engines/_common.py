@@ -8,7 +8,7 @@ import numpy as np
 
 from ..ledger import LedgerEntry
 
-__all__ = ["ScaledDesign", "EngineOutput", "fold_rows", "infeasible_entry", "RANK_TOLERANCE"]
+__all__ = ["ScaledDesign", "EngineOutput", "fold_rows", "infeasible_entry", "penalized_columns", "RANK_TOLERANCE"]
 
 # Relative pivot below which a Cholesky factor is treated as rank deficient;
 # such candidates are solved by minimum-norm least squares, as statsmodels' pinv.
@@ -45,11 +45,17 @@ class ScaledDesign:
     def from_design(cls, X: np.ndarray) -> "ScaledDesign":
         scale = np.sqrt(np.mean(X * X, axis=0))
         scale[scale == 0] = 1.0
-        penalized = np.ones(X.shape[1], dtype=bool)
-        constant = np.flatnonzero((np.ptp(X, axis=0) == 0) & (X[0] != 0)) if len(X) else []
-        if len(constant):
+        return cls(np.ascontiguousarray(X / scale), scale, penalized_columns(X))
+
+
+def penalized_columns(X: np.ndarray) -> np.ndarray:
+    """Columns a ridge penalty applies to: all but the intercept (the first constant non-zero column)."""
+    penalized = np.ones(X.shape[1], dtype=bool)
+    if len(X):
+        constant = np.flatnonzero((X.max(axis=0) == X.min(axis=0)) & (X[0] != 0))
+        if constant.size:
             penalized[constant[0]] = False
-        return cls(np.ascontiguousarray(X / scale), scale, penalized)
+    return penalized
 
 
 @dataclass

@@ -19,9 +19,13 @@ import weakref
 import numpy as np
 
 from ..ledger import LedgerEntry
-from ._common import RANK_TOLERANCE, EngineOutput, ScaledDesign, fold_rows, infeasible_entry
+from ._common import RANK_TOLERANCE, EngineOutput, ScaledDesign, fold_rows, infeasible_entry, penalized_columns
 
 __all__ = ["ols_cv_predict", "ols_loo_predict", "ols_fit"]
+
+
+# Elements of the stacked normal-equation matrices solved in one call (16 MB of float64).
+BATCH_ELEMENTS = 2_000_000
 
 
 def _penalty(design: ScaledDesign, columns: np.ndarray, ridge: float, n_train) -> np.ndarray:
@@ -42,6 +46,28 @@ def _solve_normal(A: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     return np.linalg.solve(A, rhs[..., None])[..., 0]
 
 
+def _solve_normal_batch(A: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``A[k, i] x = rhs[k, i]`` for SPD systems stacked as (K, m, s, s).
+
+    Returns the solutions (K, m, s) and, per system group ``i``, whether any of
+    its K systems is numerically singular (those solutions are not to be used).
+    """
+    K, m, s, _ = A.shape
+    flat = A.reshape(K * m, s, s)
+    try:
+        factor = np.linalg.cholesky(flat)
+        pivots = np.diagonal(factor, axis1=-2, axis2=-1) ** 2
+        tiny = pivots < RANK_TOLERANCE * np.diagonal(flat, axis1=-2, axis2=-1).max(axis=-1, keepdims=True)
+        singular = tiny.any(axis=-1).reshape(K, m).any(axis=0)
+    except np.linalg.LinAlgError:  # some system is not positive definite: find which, one by one
+        singular = np.array([_solve_normal(A[:, i], rhs[:, i]) is None for i in range(m)])
+    solution = np.zeros((K, m, s))
+    ok = ~singular
+    if ok.any():
+        solution[:, ok] = np.linalg.solve(A[:, ok], rhs[:, ok][..., None])[..., 0]
+    return solution, singular
+
+
 def _rank_note(label: str, fold) -> LedgerEntry:
     return LedgerEntry(
         label, fold, "cv", "rank deficient",
@@ -51,10 +77,10 @@ def _rank_note(label: str, fold) -> LedgerEntry:
 
 
 def _column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Root-mean-square of each column (1 for all-zero ones) and which columns vary."""
+    """Root-mean-square of each column (1 for all-zero ones) and which columns a ridge penalises."""
     scale = np.sqrt(np.einsum("ij,ij->j", X, X) / len(X))
     scale[scale == 0] = 1.0
-    return scale, X.max(axis=0) > X.min(axis=0)
+    return scale, penalized_columns(X)
 
 
 def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, ridge: float = 0.0) -> EngineOutput:
@@ -83,8 +109,8 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
     predictions are ``X_k (D^-1 B_k)``. Memory beyond X is one fold's rows and
     the n x J prediction matrix.
     """
-    scale, varies = _column_scale(X)
-    design = ScaledDesign(X, scale, varies)
+    scale, penalized = _column_scale(X)
+    design = ScaledDesign(X, scale, penalized)
     rows = fold_rows(folds)
     n, p = X.shape
     n_train = np.array([n - r.size for r in rows])
@@ -101,22 +127,36 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
     coefs = np.zeros((len(rows), p, J))
     failed = np.zeros(J, dtype=bool)
     entries: list[LedgerEntry] = []
+    same_size: dict[int, list[int]] = {}
     for j, candidate in enumerate(candidates):
-        S = candidate.columns
-        infeasible = infeasible_entry(candidate.label, S.size, int(n_train.min()), ridge)
+        infeasible = infeasible_entry(candidate.label, candidate.columns.size, int(n_train.min()), ridge)
         if infeasible is not None:
             failed[j] = True
             entries.append(infeasible)
-            continue
-        A = fold_gram[:, S[:, None], S]
-        if ridge > 0:
-            A = A + np.einsum("ki,ij->kij", _penalty(design, S, ridge, n_train), np.eye(S.size))
-        beta = _solve_normal(A, fold_cross[:, S])
-        if beta is None:
-            train = [np.setdiff1d(np.arange(n), r) for r in rows]
-            beta = np.stack([np.linalg.lstsq(X[t][:, S] / scale[S], y[t], rcond=None)[0] for t in train])
-            entries.append(_rank_note(candidate.label, None))
-        coefs[:, S, j] = beta
+        else:
+            same_size.setdefault(candidate.columns.size, []).append(j)
+    # Candidates with the same number of columns are solved together, in one batched
+    # Cholesky over (fold, candidate): a few large calls instead of J small ones.
+    for size, members in same_size.items():
+        step = max(1, BATCH_ELEMENTS // (len(rows) * size * size))
+        for start in range(0, len(members), step):
+            group = members[start:start + step]
+            index = np.stack([candidates[j].columns for j in group])  # (m, size)
+            A = fold_gram[:, index[:, :, None], index[:, None, :]]  # (K, m, size, size)
+            if ridge > 0:
+                diagonal = ridge * design.penalized[index] * n_train.reshape(-1, 1, 1).astype(float)
+                A = A + diagonal[..., None] * np.eye(size)
+            beta, singular = _solve_normal_batch(A, fold_cross[:, index])
+            for i, j in enumerate(group):
+                S = candidates[j].columns
+                if singular[i]:
+                    train = [np.setdiff1d(np.arange(n), r) for r in rows]
+                    coefs[:, S, j] = np.stack(
+                        [np.linalg.lstsq(X[t][:, S] / scale[S], y[t], rcond=None)[0] for t in train]
+                    )
+                    entries.append(_rank_note(candidates[j].label, None))
+                else:
+                    coefs[:, S, j] = beta[:, i]
 
     predictions = np.empty((n, J))
     for k, r in enumerate(rows):
@@ -190,8 +230,8 @@ class _GramCache:
     def get(self, X: np.ndarray, y: np.ndarray):
         key = (weakref.ref(X) if _weakrefable(X) else None, id(X), id(y), X.shape)
         if self._key is None or self._key[1:] != key[1:] or (self._key[0] is not None and self._key[0]() is not X):
-            scale, varies = _column_scale(X)
-            self._value = (X.T @ X / np.outer(scale, scale), X.T @ y / scale, scale, varies)
+            scale, penalized = _column_scale(X)
+            self._value = (X.T @ X / np.outer(scale, scale), X.T @ y / scale, scale, penalized)
             self._key = key
         return self._value
 
@@ -209,11 +249,11 @@ _GRAM = _GramCache()
 
 def ols_fit(X: np.ndarray, y: np.ndarray, columns: np.ndarray, ridge: float = 0.0) -> np.ndarray:
     """Coefficients of one candidate on all rows, on the original column scale."""
-    gram, cross, scale, varies = _GRAM.get(X, y)
+    gram, cross, scale, penalized = _GRAM.get(X, y)
     S = np.asarray(columns)
     A = gram[np.ix_(S, S)]
     if ridge > 0:
-        A = A + np.diag(ridge * len(y) * varies[S].astype(float))
+        A = A + np.diag(ridge * len(y) * penalized[S].astype(float))
     beta = _solve_normal(A[None], cross[S][None])
     if beta is None:
         beta = np.linalg.lstsq(X[:, S] / scale[S], y, rcond=None)[0]
