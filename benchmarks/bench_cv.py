@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import platform
 import sys
-import time
 import tracemalloc
 import warnings
 
@@ -27,15 +26,7 @@ from pearlstats.candidates import build_candidates
 from pearlstats.cv import make_folds
 from pearlstats.engines.multinomial import multinomial_cv_predict
 from pearlstats.engines.ols import ols_cv_predict
-
-
-def median_time(func, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = func()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), result
+from _timing import median_time
 
 
 def peak_memory(func) -> float:

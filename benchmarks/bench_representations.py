@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import platform
 import resource
-import time
 
 import numpy as np
 import pandas as pd
@@ -44,17 +43,9 @@ from sklearn.decomposition import PCA as SklearnPCA
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 from pearlstats.representations import PCA, KernelPCA, Representations
+from _timing import median_time
 
 KERNELS = ("rbf", "poly", "sigmoid", "cosine")
-
-
-def median_time(func, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = func()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), result
 
 
 def min_cosine(A, B) -> float:

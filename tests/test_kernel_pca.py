@@ -94,7 +94,7 @@ def test_standardize_matches_a_scaler_pipeline(rows):
 
 
 def test_auto_method_choice_follows_training_size(rows):
-    small = KernelPCA(2, method="auto").fit(rows["train"][:300])
+    small = KernelPCA(2, method="auto").fit(rows["train"][:150])
     medium = KernelPCA(2, method="auto", seed=0).fit(np.vstack([rows["train"], rows["new"]]))
     assert (small.method_, medium.method_) == ("exact", "arpack")
 

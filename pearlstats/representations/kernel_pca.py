@@ -29,7 +29,7 @@ __all__ = ["KernelPCA"]
 METHODS = ("auto", "exact", "arpack", "randomized", "nystrom")
 # "auto" keeps the whole N x N kernel in memory up to this many training rows (an 800 MB kernel).
 AUTO_FULL_KERNEL_ROWS = 10_000
-AUTO_EXACT_ROWS = 500
+AUTO_EXACT_ROWS = 200  # as scikit-learn: ARPACK is faster from a few hundred rows
 # Eigenvalues below this fraction of the largest are treated as zero (no usable direction).
 NULL_EIGENVALUE = 1e-10
 # Landmark eigenvalues of an indefinite kernel below this fraction of the largest are dropped.
@@ -88,7 +88,7 @@ class KernelPCA:
           below ``1e-10`` times the largest, or ``1e-6`` for an indefinite
           kernel (sigmoid), whose small eigenvalues of both signs would
           otherwise amplify noise.
-        - ``"auto"``: ``"exact"`` for N <= 500, ``"arpack"`` for
+        - ``"auto"``: ``"exact"`` for N <= 200, ``"arpack"`` for
           N <= 10 000, and ``"nystrom"`` beyond, where the kernel alone would
           need more than 800 MB. The choice is recorded in ``method_``.
 
