@@ -168,7 +168,9 @@ class Representations:
         return self._fitted[name]["learner"]
 
     def __repr__(self):
-        inner = ", ".join(f"{name}={learner!r}" for name, learner in self._learners.items())
+        # once fitted, show the fitted copies (with the seeds they were given)
+        learners = {name: spec["learner"] for name, spec in self._fitted.items()} if self.is_fitted else self._learners
+        inner = ", ".join(f"{name}={learner!r}" for name, learner in learners.items())
         return f"Representations({inner}{'' if self.is_fitted else '; not fitted'})"
 
     # ------------------------------------------------------------------- fitting

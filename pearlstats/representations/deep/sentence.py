@@ -115,6 +115,7 @@ class SentenceEncoder:
             _texts(X)
         self.model_path_ = str(self._model_directory())
         self._load()
+        self.output_dim_ = self.embedding_dim_  # the block width, known without embedding a row
         return self
 
     def transform(self, X):
