@@ -85,7 +85,7 @@ def _assert_failed_and_excluded(res, failed_labels, kind, warned):
     assert (excluded["stage"] == "cv").all() and excluded["reason"].str.len().gt(10).all()
     for label in failed_labels:
         assert res.weights[label] == 0.0 and not np.signbit(res.weights[label])
-        assert res.cv_predictions[label].isna().all()
+        assert res.cv_predictions[label].isna().to_numpy().all()
         assert sum(f"candidate {label!r} failed" in message for message in warned) == 1
     assert res.failed[list(failed_labels)].all() and not res.failed.drop(list(failed_labels)).any()
     text = str(res.summary())
@@ -269,3 +269,25 @@ def test_a_wildly_overfitted_poisson_candidate_does_not_crash_the_weight_solver(
     P = res.cv_predictions.to_numpy()
     own = np.mean(2 * (xlogy(y[:, None], y[:, None]) - xlogy(y[:, None], P) - (y[:, None] - P)), axis=0)
     assert res.weight_objective <= np.nanmin(own) * (1 + 1e-9)
+
+
+def test_separated_multinomial_candidates_are_recorded_per_fold_and_excluded():
+    """Three classes with one block that separates them: every fold is recorded, the others survive."""
+    rng = np.random.default_rng(8)
+    y = np.repeat([0, 1, 2], N // 3)
+    a = rng.normal(size=(len(y), 2)) + 0.8 * y[:, None]
+    s = np.column_stack([3.0 * y + rng.uniform(0.2, 0.8, size=len(y)), rng.normal(size=len(y))])
+    res, warned = _fit_recording_warnings("y ~ block(a) + block(s)", {"y": y}, blocks={"a": a, "s": s},
+                                          family="multinomial", seed=1)
+    _assert_failed_and_excluded(res, ["s", "a+s"], "separation", warned)
+    ledger = res.failures[res.failures.kind == "separation"]
+    assert sorted(ledger.loc[ledger.candidate == "s", "fold"]) == list(range(res.n_folds))
+    assert res.weights["a"] == 1.0
+    # the fold fits of the surviving candidate are per-fold MNLogit fits
+    import statsmodels.api as sm
+
+    X = np.column_stack([np.ones(len(y)), a])
+    for k in range(res.n_folds):
+        train = res.folds != k
+        fitted = sm.MNLogit(y[train], X[train]).fit(disp=0)
+        np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[~train], fitted.predict(X[~train]), atol=1e-6)
