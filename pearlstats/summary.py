@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pandas as pd
 from statsmodels.iolib.summary import Summary
-from statsmodels.iolib.table import SimpleTable
+from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
 __all__ = [
     "PearlSummary",
@@ -195,7 +195,10 @@ def _header(res) -> SimpleTable:
     rows = [[a, b, c, d] for (a, b), (c, d) in zip(left, right)]
     if len(res.dropped_rows):
         rows.append(["Dropped rows:", str(len(res.dropped_rows)), "", ""])
-    return SimpleTable(rows, title="PEARL model averaging")
+    # labels right-aligned against their values, values left-aligned (a long formula
+    # otherwise pushes the short values far to the right)
+    text_format = {**default_txt_fmt, "data_aligns": "rlrl", "colsep": "  "}
+    return SimpleTable(rows, title="PEARL model averaging", txt_fmt=text_format)
 
 
 def _weights_table(res) -> SimpleTable:
