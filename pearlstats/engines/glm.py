@@ -22,7 +22,7 @@ from scipy.special import expit
 
 from ..ledger import LedgerEntry
 from ._common import EngineOutput, ScaledDesign, fold_rows, infeasible_entry
-from .newton import batched_newton
+from .newton import batched_newton, fold_start, separated_in_every_fold
 
 __all__ = ["glm_cv_predict", "glm_fit", "SEPARATION_ETA", "SEPARATION_MIN_ITER", "SEPARATION_STEP"]
 
@@ -68,7 +68,7 @@ def _make_objective(kind, Xs, y, weights, n_train, penalty):
     return objective
 
 
-def _solve(kind, Xs, y, weights, penalty_vector, ridge):
+def _solve(kind, Xs, y, weights, penalty_vector, ridge, theta0=None):
     n_train = weights.sum(axis=1)
     penalty = ridge * penalty_vector[None, :] * np.ones((weights.shape[0], 1))
     objective = _make_objective(kind, Xs, y, weights, n_train, penalty)
@@ -80,6 +80,8 @@ def _solve(kind, Xs, y, weights, penalty_vector, ridge):
         extreme = np.any((weights > 0) & (np.abs(eta) > SEPARATION_ETA), axis=1)
         return extreme & (np.abs(step).max(axis=1) > SEPARATION_STEP)
 
+    if theta0 is not None:
+        return batched_newton(objective, theta0, stop=separated)
     theta0 = np.zeros((weights.shape[0], Xs.shape[1]))
     if kind == "poisson":
         # Start from the intercept-only mean so the first exp() cannot overflow.
@@ -152,7 +154,12 @@ def glm_cv_predict(kind: str, X, y, candidates, folds, ridge: float = 0.0) -> En
             entries.append(infeasible)
             continue
         Xs = np.ascontiguousarray(design.values[:, S])
-        result = _solve(kind, Xs, y, weights, design.penalized[S].astype(float), ridge)
+        penalized = design.penalized[S].astype(float)
+        everything = _solve(kind, Xs, y, np.ones((1, len(y))), penalized, ridge)
+        if everything.stopped[0]:
+            result = separated_in_every_fold(everything, len(rows))
+        else:
+            result = _solve(kind, Xs, y, weights, penalized, ridge, theta0=fold_start(everything, len(rows)))
         notes = _notes(candidate.label, kind, result, list(range(len(rows))), ridge)
         entries.extend(notes)
         if any(note.excluded for note in notes):

@@ -19,7 +19,7 @@ from scipy.special import log_softmax, softmax
 from ..ledger import LedgerEntry
 from ._common import EngineOutput, ScaledDesign, fold_rows, infeasible_entry
 from .glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP
-from .newton import NewtonResult, batched_newton
+from .newton import batched_newton, fold_start, separated_in_every_fold
 
 __all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities"]
 
@@ -91,17 +91,6 @@ def _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=None):
     return batched_newton(objective, theta0, stop=separated)
 
 
-def _fit_all_rows(Xs, codes, n_classes, penalized, ridge):
-    """The candidate fitted on all rows: the start of its fold fits, and a separation check.
-
-    Each fold's training rows are most of the rows, so its optimum is near the
-    all-rows optimum: Newton then needs about 5 steps instead of 12 or so from
-    zero (10 classes), which more than pays for the extra fit. The optimum
-    itself does not depend on the start.
-    """
-    return _solve(Xs, codes, n_classes, np.ones((1, len(codes))), penalized, ridge)
-
-
 def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndarray:
     """MNLogit-shaped params (p, C - 1) on the original column scale."""
     return theta_row.reshape(n_classes - 1, -1).T / scale[:, None]
@@ -169,15 +158,11 @@ def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: f
             continue
         Xs = np.ascontiguousarray(design.values[:, S])
         penalized = design.penalized[S].astype(float)
-        everything = _fit_all_rows(Xs, codes, n_classes, penalized, ridge)
+        everything = _solve(Xs, codes, n_classes, np.ones((1, len(codes))), penalized, ridge)
         if everything.stopped[0]:
-            # Rows separated by a hyperplane stay separated in every subset of them: each
-            # fold's training rows are separated too, so no fold fit can exist.
-            result = NewtonResult(np.zeros((len(rows), everything.theta.shape[1])), np.zeros(len(rows), dtype=bool),
-                                  np.ones(len(rows), dtype=bool), np.zeros(len(rows), dtype=bool),
-                                  everything.iterations)
+            result = separated_in_every_fold(everything, len(rows))
         else:
-            start = np.repeat(everything.theta, len(rows), axis=0) if everything.converged[0] else None
+            start = fold_start(everything, len(rows))
             result = _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=start)
         notes = _notes(candidate.label, result, list(range(len(rows))), "cv")
         entries.extend(notes)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["NewtonResult", "batched_newton", "batched_solve"]
+__all__ = ["NewtonResult", "batched_newton", "batched_solve", "fold_start", "separated_in_every_fold"]
 
 
 @dataclass(frozen=True)
@@ -147,3 +147,27 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol) -> NewtonResult:
             stopped |= stop(theta, scale[:, None] * step, iteration) & ~converged
         f, g, H = objective(theta, True)
     return NewtonResult(theta, converged, stopped, singular, iteration)
+
+
+def fold_start(everything: NewtonResult, n_folds: int) -> np.ndarray | None:
+    """The all-rows optimum as the start of every fold's fit, or None when it was not reached.
+
+    Each fold's training rows are most of the rows, so its optimum is near the
+    all-rows one: Newton needs about 5 steps from there instead of 12 or so from
+    zero (10-class multinomial), more than paying for the extra fit. The optimum
+    itself does not depend on the start.
+    """
+    if everything.converged[0] and not everything.stopped[0]:
+        return np.repeat(everything.theta, n_folds, axis=0)
+    return None
+
+
+def separated_in_every_fold(everything: NewtonResult, n_folds: int) -> NewtonResult:
+    """Fold results when the all-rows fit is separated: every fold is, and none is fitted.
+
+    Rows separated by a hyperplane stay separated in every subset of them, so no
+    fold's maximum-likelihood estimate exists either.
+    """
+    d = everything.theta.shape[1]
+    no = np.zeros(n_folds, dtype=bool)
+    return NewtonResult(np.zeros((n_folds, d)), no, np.ones(n_folds, dtype=bool), no.copy(), everything.iterations)
