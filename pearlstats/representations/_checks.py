@@ -14,18 +14,29 @@ import pandas as pd
 from ..exceptions import DataError, MissingValueError, NotFittedError, OptionError, format_positions
 
 
+def float_2d(value, error: type[Exception], not_numbers: str, not_2d: str) -> np.ndarray:
+    """``value`` (array-like or DataFrame) as a float64 2-D array; 1-D is one column.
+
+    Raises ``error`` with ``not_numbers`` (plus the conversion error) or
+    ``not_2d`` (plus the number of dimensions) as the message.
+    """
+    if isinstance(value, pd.DataFrame):
+        value = value.to_numpy()
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise error(f"{not_numbers} ({err})") from None
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise error(f"{not_2d}; got {array.ndim} dimensions")
+    return array
+
+
 def as_float_matrix(X, who: str) -> np.ndarray:
     """``X`` as a finite 2-D float64 array; 1-D input is one column."""
-    if isinstance(X, pd.DataFrame):
-        X = X.to_numpy()
-    try:
-        values = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise DataError(f"{who} needs numeric input, but could not convert it to numbers ({err})") from None
-    if values.ndim == 1:
-        values = values[:, None]
-    if values.ndim != 2:
-        raise DataError(f"{who} needs a 2-D array (rows x features), got {values.ndim} dimensions")
+    values = float_2d(X, DataError, f"{who} needs numeric input, but could not convert it to numbers",
+                      f"{who} needs a 2-D array (rows x features)")
     if values.shape[0] == 0:
         raise DataError(f"{who} got no rows")
     bad = ~np.isfinite(values).all(axis=1)

@@ -13,11 +13,10 @@ import zlib
 from collections.abc import Mapping
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 
 from ..exceptions import BlockError, DataError, NotFittedError, PearlError, format_positions
-from ._checks import check_seed
+from ._checks import check_seed, float_2d
 from ._rows import INPUT_KINDS, Rows, column_list
 
 __all__ = ["Representations", "FunctionLearner"]
@@ -295,16 +294,8 @@ def _as_block(name: str, value, n_rows: int, width: int | None):
         finite = np.isfinite(block.data)
         bad_rows = np.unique(np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))[~finite])
     else:
-        if isinstance(value, pd.DataFrame):
-            value = value.to_numpy()
-        try:
-            block = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise BlockError(f"{who} returned values that are not numbers ({err})") from None
-        if block.ndim == 1:
-            block = block[:, None]
-        if block.ndim != 2:
-            raise BlockError(f"{who} returned a {block.ndim}-D array; a block must be 2-D (rows x features)")
+        block = float_2d(value, BlockError, f"{who} returned values that are not numbers",
+                         f"{who} must return a 2-D block (rows x features)")
         bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
     if block.shape[0] != n_rows:
         raise BlockError(f"{who} returned {block.shape[0]} rows for {n_rows} input rows; a block has one row per row")

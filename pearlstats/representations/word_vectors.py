@@ -70,6 +70,22 @@ class _GensimLearner(TextLearner):
         self.workers = None if workers is None else check_int(workers, "workers")
         self.options = options
 
+    @staticmethod
+    def _shared_options(window, min_count, epochs) -> dict:
+        """The validated gensim options Word2Vec and Doc2Vec have in common."""
+        return {"window": check_int(window, "window"), "min_count": check_int(min_count, "min_count"),
+                "epochs": check_int(epochs, "epochs")}
+
+    def _train(self, model, corpus) -> None:
+        """Build ``model``'s vocabulary from ``corpus`` and train it; an empty vocabulary is an error."""
+        model.build_vocab(corpus)
+        if len(model.wv) == 0:
+            raise BlockError(
+                f"{type(self).__name__} found no word occurring min_count={self.options['min_count']} times in "
+                f"the {len(corpus)} training documents; lower min_count or give more text"
+            )
+        model.train(corpus, total_examples=len(corpus), epochs=model.epochs)
+
     def _training_settings(self) -> dict:
         seed = self.seed if self.seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
         workers = self.workers or (1 if self.seed is not None else 3)
@@ -126,8 +142,7 @@ class Word2Vec(_GensimLearner):
     def __init__(self, vector_size: int = 100, *, window: int = 5, min_count: int = 5, sg: int = 0,
                  epochs: int = 5, seed: int | None = None, workers: int | None = None, tokenizer=None,
                  columns=None, **options):
-        options = {"window": check_int(window, "window"), "min_count": check_int(min_count, "min_count"),
-                   "sg": sg, "epochs": check_int(epochs, "epochs"), **options}
+        options = {**self._shared_options(window, min_count, epochs), "sg": sg, **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
         self.vectors_ = None
 
@@ -140,13 +155,7 @@ class Word2Vec(_GensimLearner):
 
         token_lists = self._tokens(documents)
         model = GensimWord2Vec(**self._training_settings())
-        model.build_vocab(token_lists)
-        if len(model.wv) == 0:
-            raise BlockError(
-                f"Word2Vec found no word occurring min_count={self.options['min_count']} times in the "
-                f"{len(token_lists)} training documents; lower min_count or give more text"
-            )
-        model.train(token_lists, total_examples=len(token_lists), epochs=model.epochs)
+        self._train(model, token_lists)
         self.vectors_ = model.wv
         self.output_dim_ = self.vector_size
         return self
@@ -203,8 +212,7 @@ class Doc2Vec(_GensimLearner):
     def __init__(self, vector_size: int = 100, *, dm: int = 1, window: int = 5, min_count: int = 5,
                  epochs: int = 10, seed: int | None = None, workers: int | None = None, tokenizer=None,
                  columns=None, **options):
-        options = {"dm": dm, "window": check_int(window, "window"), "min_count": check_int(min_count, "min_count"),
-                   "epochs": check_int(epochs, "epochs"), **options}
+        options = {"dm": dm, **self._shared_options(window, min_count, epochs), **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
         self.model_ = None
 
@@ -219,13 +227,7 @@ class Doc2Vec(_GensimLearner):
         settings = self._training_settings()
         tagged = [TaggedDocument(tokens, [i]) for i, tokens in enumerate(token_lists)]
         model = GensimDoc2Vec(**settings)
-        model.build_vocab(tagged)
-        if len(model.wv) == 0:
-            raise BlockError(
-                f"Doc2Vec found no word occurring min_count={self.options['min_count']} times in the "
-                f"{len(token_lists)} training documents; lower min_count or give more text"
-            )
-        model.train(tagged, total_examples=len(tagged), epochs=model.epochs)
+        self._train(model, tagged)
         self.model_ = model
         self.inference_seed_ = settings["seed"]
         self.output_dim_ = self.vector_size
