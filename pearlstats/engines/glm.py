@@ -53,14 +53,16 @@ def _row_loss(kind: str, eta: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _make_objective(kind, Xs, y, weights, n_train, penalty):
     """Mean negative log-likelihood over training rows plus ridge, per fold."""
 
-    def objective(theta, derivatives):
+    def objective(theta, order):
         eta = theta @ Xs.T  # (K, n)
         f = np.sum(weights * _row_loss(kind, eta, y), axis=1) / n_train
         f = f + 0.5 * np.sum(penalty * theta**2, axis=1)
-        if not derivatives:
-            return f, None, None
+        if order == 0:
+            return f
         mu, var = _mean_and_variance(kind, eta)
         g = (weights * (mu - y)) @ Xs / n_train[:, None] + penalty * theta
+        if order == 1:
+            return f, g
         H = np.matmul(Xs.T[None] * (weights * var)[:, None, :], Xs) / n_train[:, None, None]
         H[:, np.arange(theta.shape[1]), np.arange(theta.shape[1])] += penalty
         return f, g, H

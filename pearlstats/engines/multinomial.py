@@ -14,7 +14,7 @@ log-odds against its own class beyond ``SEPARATION_ETA``.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_softmax, softmax
+from scipy.special import softmax
 
 from ..ledger import LedgerEntry
 from ._common import EngineOutput, ScaledDesign, fold_rows, infeasible_entry
@@ -25,12 +25,31 @@ __all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities"]
 
 
 
-def _logits(theta: np.ndarray, Xs: np.ndarray, n_classes: int) -> np.ndarray:
-    """Linear predictors (K, n, C) with a zero column for the reference class."""
+def _softmax_parts(theta: np.ndarray, XsT: np.ndarray, n_classes: int):
+    """Class-major pieces of the softmax for K parameter vectors.
+
+    Returns ``shifted`` (K, C, n), the linear predictors minus each row's
+    largest (the reference class's is 0), ``scaled`` = exp(shifted) and
+    ``log_total`` (K, n), so that log p = shifted - log_total and
+    p = scaled / exp(log_total). The exponential, the costliest step of an
+    objective evaluation, is taken once. With the classes on the middle axis
+    the reductions over the C classes are elementwise operations on length-n
+    rows; over a short last axis they were far slower.
+    """
     K, d = theta.shape
-    B = theta.reshape(K, n_classes - 1, d // (n_classes - 1)).transpose(0, 2, 1)  # (K, s, C-1)
-    eta = np.matmul(Xs[None], B)
-    return np.concatenate([np.zeros(eta.shape[:2] + (1,)), eta], axis=2)
+    m = n_classes - 1
+    shifted = np.empty((K, n_classes, XsT.shape[1]))
+    shifted[:, 0] = 0.0
+    np.matmul(theta.reshape(K, m, d // m), XsT, out=shifted[:, 1:])
+    shifted -= shifted.max(axis=1, keepdims=True)
+    scaled = np.exp(shifted)
+    return shifted, scaled, np.log(scaled.sum(axis=1))
+
+
+def _log_probabilities(theta: np.ndarray, XsT: np.ndarray, n_classes: int) -> np.ndarray:
+    """Log class probabilities (K, C, n), class-major."""
+    shifted, _, log_total = _softmax_parts(theta, XsT, n_classes)
+    return shifted - log_total[:, None, :]
 
 
 def class_probabilities(params: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -40,29 +59,36 @@ def class_probabilities(params: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def _make_objective(Xs, onehot, weights, n_train, penalty, n_classes):
+    """Mean negative log-likelihood plus ridge for K problems; *weights* are 0/1 row indicators."""
     n, s = Xs.shape
     m = n_classes - 1
+    XsT = np.ascontiguousarray(Xs.T)
+    labels = np.ascontiguousarray(onehot.T)  # (C, n)
     diagonal = np.arange(m * s)
     train_rows = [np.flatnonzero(w > 0) for w in weights]
 
-    def objective(theta, derivatives):
-        logp = log_softmax(_logits(theta, Xs, n_classes), axis=2)  # (K, n, C)
-        f = -np.einsum("kn,nc,knc->k", weights, onehot, logp) / n_train
+    def objective(theta, order):
+        shifted, scaled, log_total = _softmax_parts(theta, XsT, n_classes)
+        # -log p(own class) = log_total - shifted[own class]
+        own = np.einsum("cn,kcn->kn", labels, shifted)
+        f = np.einsum("kn,kn->k", weights, log_total - own) / n_train
         f = f + 0.5 * np.sum(penalty * theta**2, axis=1)
-        if not derivatives:
-            return f, None, None
-        prob = np.exp(logp)[:, :, 1:]  # (K, n, m)
-        resid = weights[:, :, None] * (prob - onehot[None, :, 1:])
-        g = np.matmul(resid.transpose(0, 2, 1), Xs).reshape(len(theta), -1) / n_train[:, None] + penalty * theta
-        # H = blockdiag_a(X' diag(w p_a) X) - Q' diag(w) Q with Q = [p_1 x, ..., p_m x]:
-        # one large product per fold instead of m(m+1)/2 small ones.
+        if order == 0:
+            return f
+        prob = scaled[:, 1:] * np.exp(-log_total)[:, None, :]  # (K, m, n)
+        resid = weights[:, None, :] * (prob - labels[None, 1:])
+        g = np.matmul(resid, Xs).reshape(len(theta), -1) / n_train[:, None] + penalty * theta
+        if order == 1:
+            return f, g
+        # H = blockdiag_a(X' diag(p_a) X) - Q Q' with Q = [p_1 x, ..., p_m x] (ms, n_k):
+        # one symmetric product per fold instead of m(m+1)/2 small ones.
         H = np.empty((len(theta), m * s, m * s))
         for k in range(len(theta)):
             rows = train_rows[k]
-            X_k, w_k, p_k = Xs[rows], weights[k, rows], prob[k, rows]
-            Q = p_k[:, :, None] * X_k[:, None, :]  # (n_k, m, s)
-            H[k] = -(Q.reshape(len(rows), m * s) * w_k[:, None]).T @ Q.reshape(len(rows), m * s)
-            diagonal_blocks = np.matmul((Q * w_k[:, None, None]).transpose(1, 2, 0), X_k)  # (m, s, s)
+            X_k, p_k = XsT[:, rows], prob[k][:, rows]  # (s, n_k), (m, n_k)
+            Q = (p_k[:, None, :] * X_k[None]).reshape(m * s, len(rows))
+            H[k] = -(Q @ Q.T)
+            diagonal_blocks = np.matmul(Q.reshape(m, s, len(rows)), X_k.T)  # (m, s, s)
             for a in range(m):
                 H[k, a * s:(a + 1) * s, a * s:(a + 1) * s] += diagonal_blocks[a]
         H /= n_train[:, None, None]
@@ -81,14 +107,15 @@ def _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=None):
     def separated(theta, step, iteration):
         if ridge > 0 or iteration < SEPARATION_MIN_ITER:
             return np.zeros(theta.shape[0], dtype=bool)
-        logp = log_softmax(_logits(theta, Xs, n_classes), axis=2)
-        own = np.einsum("knc,nc->kn", logp, onehot)
+        logp = _log_probabilities(theta, np.ascontiguousarray(Xs.T), n_classes)
+        own = np.einsum("kcn,nc->kn", logp, onehot)
         extreme = np.any((weights > 0) & (own > -np.exp(-SEPARATION_ETA)), axis=1)
         return extreme & (np.abs(step).max(axis=1) > SEPARATION_STEP)
 
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     return batched_newton(objective, theta0, stop=separated)
+
 
 
 def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndarray:

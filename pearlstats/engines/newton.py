@@ -4,7 +4,9 @@ Each of the K problems (one per cross-validation fold, or a single one for a
 refit on all rows) minimises a smooth convex objective in its own parameter
 vector. Working on all folds together turns K small Python loops into a few
 batched linear-algebra calls. A problem stops moving once its Newton decrement
-is below tolerance, or once ``stop`` (e.g. a separation check) flags it.
+is below tolerance, or once ``stop`` (e.g. a separation check) flags it. A
+Hessian is reused for further steps while the decrements keep shrinking fast,
+since forming it costs far more than a gradient.
 
 The iterations run with BLAS on one thread: they multiply and factor many
 small matrices, where OpenBLAS threads cost more than they give and, on a
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["NewtonResult", "batched_newton", "batched_solve", "fold_start", "separated_in_every_fold"]
+__all__ = ["NewtonResult", "NewtonSystems", "batched_newton", "fold_start", "separated_in_every_fold"]
 
 
 @dataclass(frozen=True)
@@ -56,29 +58,64 @@ def _one_blas_thread():
     return _THREADPOOLS.limit(limits=1, user_api="blas")
 
 
-def batched_solve(H: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Solve ``H[k] x[k] = g[k]``, using least squares where ``H[k]`` is singular.
+@dataclass(frozen=True)
+class NewtonSystems:
+    """K Hessians ready to be solved against gradients, possibly several times.
 
-    Returns
-    -------
-    x : ndarray (K, d)
+    A Hessian that is not numerically positive definite (collinear columns)
+    is replaced by its pseudo-inverse, which gives minimum-norm steps within
+    the column space.
+
+    Attributes
+    ----------
+    H : ndarray (K, d, d)
     singular : ndarray of bool (K,)
+    pseudo_inverse : ndarray (n_singular, d, d)
     """
-    try:
-        np.linalg.cholesky(H)
-        return np.linalg.solve(H, g[..., None])[..., 0], np.zeros(len(H), dtype=bool)
-    except np.linalg.LinAlgError:
-        pass
-    x = np.empty_like(g)
-    singular = np.zeros(len(H), dtype=bool)
-    for k in range(len(H)):
+
+    H: np.ndarray
+    singular: np.ndarray
+    pseudo_inverse: np.ndarray
+
+    @classmethod
+    def from_hessians(cls, H: np.ndarray) -> "NewtonSystems":
+        singular = ~_positive_definite(H)
+        if not singular.any():
+            return cls(H, singular, np.empty((0,) + H.shape[1:]))
+        H = H.copy()
+        pseudo_inverse = np.linalg.pinv(H[singular], hermitian=True)
+        H[singular] = np.eye(H.shape[1])  # placeholders, never used for steps
+        return cls(H, singular, pseudo_inverse)
+
+    def steps(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Steps ``H^{-1} g`` (K, d) and Newton decrements ``g' H^{-1} g`` (K,)."""
+        # A solve per use costs less than forming inverses: most systems are used once.
+        step = np.linalg.solve(self.H, g[:, :, None])[:, :, 0]
+        if self.singular.any():
+            step[self.singular] = np.matmul(self.pseudo_inverse, g[self.singular][:, :, None])[:, :, 0]
+        return step, np.einsum("kd,kd->k", g, step)
+
+
+def _positive_definite(H: np.ndarray, condition_limit: float = 1e12) -> np.ndarray:
+    """Which of the Hessians ``H[k]`` are numerically positive definite.
+
+    A Cholesky factorisation can succeed on an exactly singular matrix (two
+    identical columns) with a pivot at rounding level, after which a solve
+    gives a huge step; a pivot below ``max diag(H) / condition_limit`` counts
+    as singular.
+    """
+    def definite(one: np.ndarray) -> bool:
         try:
-            np.linalg.cholesky(H[k])
-            x[k] = np.linalg.solve(H[k], g[k])
+            pivots = np.diagonal(np.linalg.cholesky(one)) ** 2
         except np.linalg.LinAlgError:
-            x[k] = np.linalg.lstsq(H[k], g[k], rcond=None)[0]
-            singular[k] = True
-    return x, singular
+            return False
+        return bool(pivots.min() > np.diagonal(one).max() / condition_limit)
+
+    try:
+        pivots = np.diagonal(np.linalg.cholesky(H), axis1=1, axis2=2) ** 2
+    except np.linalg.LinAlgError:
+        return np.array([definite(one) for one in H], dtype=bool)
+    return pivots.min(axis=1) > np.diagonal(H, axis1=1, axis2=2).max(axis=1) / condition_limit
 
 
 def batched_newton(
@@ -88,65 +125,115 @@ def batched_newton(
     stop: Callable | None = None,
     max_iter: int = 100,
     tol: float = 1e-20,
+    reuse_contraction: float = 0.01,
 ) -> NewtonResult:
-    """Minimise K convex objectives by damped Newton steps.
+    """Minimise K convex objectives by damped Newton steps that reuse Hessians.
+
+    Far from the optimum every step is a Newton step, with the Hessian formed
+    together with the gradient at the point the line search accepts. Once
+    Newton's decrements shrink by *reuse_contraction* or more per step (its
+    fast local phase), the last Hessian is kept and applied to new gradients
+    (chord steps, each costing one gradient) for as long as every moving
+    problem's decrement keeps shrinking at that rate; when one does not, the
+    Hessians are formed afresh at the current point. Forming a Hessian is the
+    (C-1)p-square product that dominates a multinomial fit, so this saves
+    most of the work of the last steps. The optimum, and hence the result,
+    does not depend on it.
 
     Parameters
     ----------
     objective : callable
-        ``objective(theta, derivatives) -> (f, g, H)`` with f (K,), and g (K, d),
-        H (K, d, d) when *derivatives* is true (else None, None).
+        ``objective(theta, order)`` for theta (K, d) returns ``f`` (K,) for
+        ``order=0``, ``(f, g)`` with g (K, d) for ``order=1``, and
+        ``(f, g, H)`` with H (K, d, d) for ``order=2``.
     theta0 : ndarray (K, d)
     stop : callable, optional
         ``stop(theta, step, iteration) -> bool (K,)``: problems to halt, checked
         after each iteration with the step just taken (zero for problems that
         did not move).
     max_iter : int
+        Maximum number of steps.
     tol : float
-        Convergence when the Newton decrement ``g' H^{-1} g`` is below *tol*.
+        Convergence when the Newton decrement ``g' H^{-1} g`` is below
+        ``tol * max(1, |f|)``.
+    reuse_contraction : float
+        Ratio of successive decrements below which a Hessian is reused; 0
+        forms it at every step (plain Newton).
 
     Returns
     -------
     NewtonResult
     """
     with _one_blas_thread():
-        return _newton_iterations(objective, theta0, stop, max_iter, tol)
+        return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction)
 
 
-def _newton_iterations(objective, theta0, stop, max_iter, tol) -> NewtonResult:
+def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction) -> NewtonResult:
     theta = theta0.copy()
     K = theta.shape[0]
     converged = np.zeros(K, dtype=bool)
     stopped = np.zeros(K, dtype=bool)
-    singular = np.zeros(K, dtype=bool)
-    f, g, H = objective(theta, True)
+    f, g, H = objective(theta, 2)
+    systems = NewtonSystems.from_hessians(H)
+    singular = systems.singular.copy()
+    fresh = True  # the systems are the Hessians at the current theta
+    previous = np.full(K, np.nan)  # each problem's decrement at its previous step (none yet)
     iteration = 0
     for iteration in range(1, max_iter + 1):
-        step, was_singular = batched_solve(H, g)
-        singular |= was_singular
-        decrement = np.einsum("kd,kd->k", g, step)
+        moving = ~(converged | stopped)
+        step, decrement = systems.steps(g)
+        contracting = np.all(~moving | (decrement <= reuse_contraction * previous))
+        if not fresh and not contracting:
+            # A chord step that no longer pays: form the Hessians here.
+            f, g, H = objective(theta, 2)
+            systems = NewtonSystems.from_hessians(H)
+            singular |= systems.singular
+            step, decrement = systems.steps(g)
+            fresh = True
         converged |= decrement <= tol * np.maximum(1.0, np.abs(f))
         moving = ~(converged | stopped)
         if not moving.any():
             break
-        scale = np.where(moving, 1.0, 0.0)
-        for _ in range(60):
-            trial = theta - scale[:, None] * step
-            f_trial, _, _ = objective(trial, False)
-            accepted = ~moving | (f_trial <= f - 1e-4 * scale * decrement) | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
-            if accepted.all():
-                break
-            scale = np.where(accepted, scale, scale / 2)
-        else:
-            # No decrease even for tiny steps: we are at the optimum to rounding.
-            converged |= moving & ~accepted
-            scale = np.where(accepted, scale, 0.0)
-            trial = theta - scale[:, None] * step
-        theta = trial
+        # After a contracting Newton step, try keeping this Hessian for the next.
+        reuse_next = fresh and contracting and reuse_contraction > 0
+        theta, f, g, H, scale = _line_search(objective, theta, f, step, decrement, moving, 1 if reuse_next else 2)
+        if H is not None:
+            systems = NewtonSystems.from_hessians(H)
+            singular |= systems.singular
+        fresh = H is not None
+        converged |= moving & (scale == 0.0)
+        previous = np.where(moving, decrement, previous)
         if stop is not None:
             stopped |= stop(theta, scale[:, None] * step, iteration) & ~converged
-        f, g, H = objective(theta, True)
     return NewtonResult(theta, converged, stopped, singular, iteration)
+
+
+def _line_search(objective, theta, f, step, decrement, moving, order):
+    """Backtracking (Armijo) along ``-step`` for the moving problems.
+
+    Returns the new theta, the objective's value, gradient and (for
+    ``order=2``) Hessian there, and the step fraction taken (0 where no
+    decrease was possible: the problem is at its optimum to rounding).
+    """
+    scale = np.where(moving, 1.0, 0.0)
+    trial = theta - scale[:, None] * step
+    # The full step is usually accepted, so the derivatives are formed with f.
+    values = objective(trial, order)
+    f_trial = values[0]
+    for halvings in range(61):
+        accepted = ~moving | (f_trial <= f - 1e-4 * scale * decrement) | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
+        if accepted.all():
+            break
+        if halvings == 60:
+            scale = np.where(accepted, scale, 0.0)
+            trial = theta - scale[:, None] * step
+            break
+        scale = np.where(accepted, scale, scale / 2)
+        trial = theta - scale[:, None] * step
+        f_trial = objective(trial, 0)
+    if halvings > 0:
+        values = objective(trial, order)
+    return (trial, values[0], values[1], values[2] if order == 2 else None, scale)
 
 
 def fold_start(everything: NewtonResult, n_folds: int) -> np.ndarray | None:
@@ -171,3 +258,4 @@ def separated_in_every_fold(everything: NewtonResult, n_folds: int) -> NewtonRes
     d = everything.theta.shape[1]
     no = np.zeros(n_folds, dtype=bool)
     return NewtonResult(np.zeros((n_folds, d)), no, np.ones(n_folds, dtype=bool), no.copy(), everything.iterations)
+
