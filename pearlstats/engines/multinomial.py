@@ -24,7 +24,6 @@ from .newton import batched_newton, fold_start, separated_in_every_fold
 __all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities"]
 
 
-
 def _softmax_parts(theta: np.ndarray, XsT: np.ndarray, n_classes: int):
     """Class-major pieces of the softmax for K parameter vectors.
 
@@ -115,7 +114,6 @@ def _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=None):
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     return batched_newton(objective, theta0, stop=separated)
-
 
 
 def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndarray:
