@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 _DEEP = "pearlstats/representations/deep/"
-_TORCH_MODULES = ["pearlstats/mlp.py"] + [
+_TORCH_MODULES = ["pearlstats/engines/mlp.py"] + [
     _DEEP + name for name in ("__init__.py", "autoencoder.py", "vae.py", "simclr.py", "encoders.py", "augment.py")
 ]
 

@@ -22,8 +22,8 @@ import numpy as np
 import statsmodels.api as sm
 
 import pearlstats as pearl
-from pearlstats.candidates import build_candidates
-from pearlstats.cv import make_folds
+from pearlstats.design.candidates import build_candidates
+from pearlstats.design.folds import make_folds
 from pearlstats.engines.multinomial import multinomial_cv_predict
 from pearlstats.engines.ols import ols_cv_predict
 from _timing import median_time

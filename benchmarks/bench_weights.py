@@ -24,7 +24,7 @@ import time
 import numpy as np
 import quadprog
 
-from pearlstats.losses import get_loss
+from pearlstats.weights.losses import get_loss
 from pearlstats.weights import solve_weights
 
 

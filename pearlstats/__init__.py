@@ -17,13 +17,13 @@ Examples
 
 from __future__ import annotations
 
-from .candidates import Candidate
+from .design.candidates import Candidate
 from . import datasets, exceptions
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
-from .evaluation import ComparisonTable, HonestRisk, compare_table
-from .losses import Loss, get_loss
-from .mlp import MLP
-from .model import fit
+from .results.evaluation import ComparisonTable, HonestRisk, compare_table
+from .weights.losses import Loss, get_loss
+from .engines.mlp import MLP
+from .fitting import fit
 from .representations import (
     LSI,
     PCA,
@@ -38,14 +38,27 @@ from .representations import (
     Word2Vec,
 )
 from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
-from .results import PearlResults
-from .weights import WeightSolution, solve_weights
+from .results.core import PearlResults
+from .weights.solvers import WeightSolution, solve_weights
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # pearl.plotting on first use: matplotlib is imported only by those who plot.
+    if name == "plotting":
+        import importlib
+
+        return importlib.import_module(".plotting", __name__)
+    raise AttributeError(f"module 'pearlstats' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 __all__ = [
     "fit", "PearlResults", "Candidate", "compare_table", "ComparisonTable", "HonestRisk",
-    "get_loss", "Loss", "solve_weights", "WeightSolution", "MLP", "datasets", "exceptions",
+    "get_loss", "Loss", "solve_weights", "WeightSolution", "MLP", "datasets", "exceptions", "plotting",
     "Representations", "FunctionLearner", "PCA", "KernelPCA", "Raw", "BagOfWords", "TfIdf", "LSI",
     "Word2Vec", "Doc2Vec", "PretrainedVectors", "Autoencoder", "VAE", "SimCLR", "SentenceEncoder",
     *(n for n in exceptions.__all__ if n != "format_positions")]

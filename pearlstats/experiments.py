@@ -214,7 +214,7 @@ class SimulationSweep:
 
     def __call__(self, setting: Mapping, seed: np.random.SeedSequence) -> list[dict]:
         from .datasets import simulate_paper
-        from .model import fit
+        from .fitting import fit
 
         data_seed, learner_seed, folds_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
         cell_seeds = np.random.SeedSequence(folds_seed).generate_state(len(self.n) * len(self.sigma))

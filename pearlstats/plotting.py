@@ -144,7 +144,7 @@ def plot_risk_ratio(evaluations, *, metric: str = "MSE", reference: str = "PEARL
     ----------
     evaluations : mapping n -> sequence of DataFrame
         :meth:`PearlResults.evaluate` results of repeated fits, per labeled
-        sample size n (the input of :func:`~pearlstats.evaluation.compare_table`).
+        sample size n (the input of :func:`~pearlstats.results.evaluation.compare_table`).
     metric : str, default "MSE"
     reference : str, default "PEARL"
 

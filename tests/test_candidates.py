@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from pearlstats.candidates import build_candidates, candidate_block_sets
+from pearlstats.design.candidates import build_candidates, candidate_block_sets
 from pearlstats.exceptions import CandidateError
 
 NAMES = ["pca", "kpca_rbf", "kpca_poly"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pearlstats.cv import check_class_coverage, make_folds
+from pearlstats.design.folds import check_class_coverage, make_folds
 from pearlstats.exceptions import FoldError, ResponseError
 
 

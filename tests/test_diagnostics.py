@@ -11,7 +11,7 @@ from scipy.optimize import linprog
 from scipy.stats import entropy
 
 import pearlstats as pearl
-from pearlstats.diagnostics import effective_candidates, weight_entropy
+from pearlstats.results.diagnostics import effective_candidates, weight_entropy
 
 NAMES = ["pca", "kpca_rbf", "kpca_poly"]
 FORMULA = "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)"

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from pearlstats.candidates import build_candidates
-from pearlstats.cv import make_folds
+from pearlstats.design.candidates import build_candidates
+from pearlstats.design.folds import make_folds
 from pearlstats.engines.glm import glm_cv_predict, glm_fit
 from pearlstats.engines.multinomial import multinomial_cv_predict, multinomial_fit
 from pearlstats.engines.ols import ols_cv_predict, ols_fit, ols_loo_predict

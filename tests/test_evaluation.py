@@ -12,7 +12,7 @@ import statsmodels.api as sm
 from sklearn.metrics import accuracy_score, log_loss, mean_absolute_error, mean_squared_error
 
 import pearlstats as pearl
-from pearlstats.evaluation import compare_table
+from pearlstats.results.evaluation import compare_table
 
 NAMES = ["pca", "kpca_rbf", "kpca_poly"]
 FORMULA = "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)"

@@ -10,7 +10,7 @@ import patsy
 import pytest
 
 from pearlstats.exceptions import DataError, FormulaError, MissingValueError
-from pearlstats.formula import build_covariates, covariates_for_new_rows, parse_formula, response_values
+from pearlstats.design.formula import build_covariates, covariates_for_new_rows, parse_formula, response_values
 
 
 def test_blocks_are_found_in_formula_order_and_kept_out_of_covariates():

@@ -8,7 +8,7 @@ from scipy.optimize import approx_fprime
 from sklearn import metrics
 
 from pearlstats.exceptions import DataError, MissingValueError, OptionError, ResponseError
-from pearlstats.losses import EPS, LOSSES, get_loss, observed_probability
+from pearlstats.weights.losses import EPS, LOSSES, get_loss, observed_probability
 
 RNG = np.random.default_rng(20240611)
 N, C = 60, 3

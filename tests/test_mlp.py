@@ -19,10 +19,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="the MLP downstream learner needs the optional 'deep' extra (torch)")
 
 import pearlstats as pearl
-from pearlstats.candidates import Candidate
+from pearlstats.design.candidates import Candidate
 from pearlstats.exceptions import AllCandidatesFailedError, CandidateFailureWarning, OptionError
 from pearlstats.families import EncodedResponse
-from pearlstats.mlp import MLP, MLPResults
+from pearlstats.engines.mlp import MLP, MLPResults
 
 FAST = {"hidden": 16, "epochs": 40, "batch_size": 128, "lr": 1e-2, "patience": 5}
 FORMULA = "y ~ block(pca) + block(pix)"
@@ -206,12 +206,12 @@ def test_pickled_results_predict_identically_with_and_without_torch(digits, mult
                     raise ModuleNotFoundError("No module named torch")
 
         sys.meta_path.insert(0, NoTorch())
-        import pearlstats.mlp
+        import pearlstats.engines.mlp
         from pearlstats.representations.deep import MissingDependencyError
         res, blocks, expected = pickle.loads(open({str(path)!r}, "rb").read())
         assert np.array_equal(res.predict(blocks).to_numpy(), expected)
         try:
-            pearlstats.mlp.MLP().bind("gaussian")
+            pearlstats.engines.mlp.MLP().bind("gaussian")
         except MissingDependencyError as err:
             assert "torch" in str(err)
         else:

@@ -191,7 +191,7 @@ def test_pearl_gaussian_weights_match_r(pearl_fits):
 
 def test_pearl_weight_solver_on_the_duplicated_column_matches_r(pearl):
     weights_module = pytest.importorskip("pearlstats.weights")
-    losses = pytest.importorskip("pearlstats.losses")
+    losses = pytest.importorskip("pearlstats.weights.losses")
     data = read("qp_duplicate_data.csv")
     P, y = data[["p1", "p2", "p3", "p4"]].to_numpy(), data["y"].to_numpy()
     reference = read("qp_duplicate_weights.csv")["ridged_weight"].to_numpy()

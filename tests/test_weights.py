@@ -29,7 +29,7 @@ from pearlstats.exceptions import (
     MissingValueError,
     OptionError,
 )
-from pearlstats.losses import get_loss
+from pearlstats.weights.losses import get_loss
 from pearlstats.weights import solve_weights
 
 
@@ -409,7 +409,7 @@ def test_lp_failure_falls_back_to_best_candidate(regression, monkeypatch):
     class Failed:
         status, message = 4, "numerical difficulties"
 
-    monkeypatch.setattr("pearlstats.weights.linprog", lambda *args, **kwargs: Failed())
+    monkeypatch.setattr("pearlstats.weights.solvers.linprog", lambda *args, **kwargs: Failed())
     with pytest.warns(ConvergenceWarning, match="numerical difficulties"):
         sol = solve_weights(P, y, get_loss("absolute", "gaussian"))
     best = int(np.argmin([metrics.mean_absolute_error(y, P[:, j]) for j in range(P.shape[1])]))

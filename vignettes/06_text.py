@@ -44,7 +44,7 @@ import pandas as pd
 
 import pearlstats as pearl
 from _common import QUICK, RESULTS, formula_for, write_summary
-from pearlstats.evaluation import classification_metrics
+from pearlstats.results.evaluation import classification_metrics
 
 
 polarity = pearl.datasets.load_polarity()

@@ -49,7 +49,7 @@ from scipy.stats import norm
 
 import pearlstats as pearl
 from _common import QUICK, RESULTS, formula_for, write_summary
-from pearlstats.summary import format_mean_sd
+from pearlstats.results.summary import format_mean_sd
 
 
 NUMERIC = [f"x{j}" for j in range(1, 7)]

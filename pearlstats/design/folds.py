@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .exceptions import FoldError, OptionError, ResponseError, format_positions
+from ..exceptions import FoldError, OptionError, ResponseError, format_positions
 
 __all__ = ["make_folds", "check_class_coverage"]
 

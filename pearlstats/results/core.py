@@ -7,9 +7,9 @@ needs them), any other on first access — so a pool of thousands of candidates
 does not pay thousands of statsmodels fits.
 
 The consistency diagnostics (block importance, weight stability, tau-hat,
-re-weighting, honest risk) come from :class:`~pearlstats.diagnostics.WeightDiagnostics`,
-the held-out scores from :mod:`pearlstats.evaluation`, the summary from
-:mod:`pearlstats.summary`.
+re-weighting, honest risk) come from :class:`~pearlstats.results.diagnostics.WeightDiagnostics`,
+the held-out scores from :mod:`pearlstats.results.evaluation`, the summary from
+:mod:`pearlstats.results.summary`.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from . import evaluation
-from .data import check_block_values, resolve_blocks, split_data
+from ..design.data import check_block_values, resolve_blocks, split_data
 from .diagnostics import WeightDiagnostics
-from .engines._common import ScaledDesign
-from .exceptions import BlockError, DataError, OptionError, ResponseError
-from .formula import covariates_for_new_rows
+from ..engines._common import ScaledDesign
+from ..exceptions import BlockError, DataError, OptionError, ResponseError
+from ..design.formula import covariates_for_new_rows
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
 

@@ -32,15 +32,15 @@ import numpy as np
 import pandas as pd
 from patsy import EvalEnvironment
 
-from .cv import check_class_coverage, make_folds
-from .data import split_data
-from .exceptions import DataError, OptionError
-from .families import EncodedResponse
-from .formula import response_values
-from .ledger import LEDGER_COLUMNS
+from ..design.folds import check_class_coverage, make_folds
+from ..design.data import split_data
+from ..exceptions import DataError, OptionError
+from ..families import EncodedResponse
+from ..design.formula import response_values
+from ..ledger import LEDGER_COLUMNS
 from .strategies import combine
 from .summary import format_mean_sd, html_escape, latex_escape
-from .weights import solve_weights
+from ..weights.solvers import solve_weights
 
 __all__ = [
     "METHODS",

@@ -1,7 +1,7 @@
 """The PEARL summary: statsmodels ``SimpleTable`` sections in a ``Summary``.
 
 All number and label formatting lives here (the summary, the comparison
-tables of :mod:`pearlstats.evaluation`), so text, LaTeX and HTML agree.
+tables of :mod:`pearlstats.results.evaluation`), so text, LaTeX and HTML agree.
 
 Sections: the fit, the candidates with non-zero weight, the strategies
 (PEARL and the paper's baselines), block importance, consistency diagnostics

@@ -31,7 +31,7 @@ import pandas as pd
 import patsy
 from patsy import EvalEnvironment, ModelDesc, PatsyError
 
-from .exceptions import DataError, FormulaError, MissingValueError, ResponseError, format_positions
+from ..exceptions import DataError, FormulaError, MissingValueError, ResponseError, format_positions
 
 __all__ = ["FormulaSpec", "CovariateDesign", "parse_formula", "build_covariates", "response_values"]
 

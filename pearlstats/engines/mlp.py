@@ -46,10 +46,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
 
-from .engines._common import EngineOutput, fold_rows
-from .exceptions import DataError, OptionError
-from .families import Family, get_family
-from .ledger import LedgerEntry
+from ._common import EngineOutput, fold_rows
+from ..exceptions import DataError, OptionError
+from ..families import Family, get_family
+from ..ledger import LedgerEntry
 
 __all__ = ["MLP", "FittedMLP", "MLPFamily", "MLPResults", "train_network"]
 
@@ -60,7 +60,7 @@ _MAX_LOG_MEAN = 700.0  # exp overflows float64 past ~709
 def _torch_helpers():
     # Imported here, not at module level, so ``import pearlstats`` needs neither
     # torch nor the deep representation package.
-    from .representations.deep._torch import import_torch, training_session
+    from ..representations.deep._torch import import_torch, training_session
 
     return import_torch("pearlstats.MLP"), training_session
 
@@ -166,7 +166,7 @@ class MLPResults:
     Examples
     --------
     >>> import numpy as np
-    >>> from pearlstats.mlp import MLP, train_network
+    >>> from pearlstats.engines.mlp import MLP, train_network
     >>> X = np.random.default_rng(0).normal(size=(50, 3))
     >>> fitted = train_network(MLP(hidden=4, epochs=5), "gaussian", X, X[:, 0], 0, 0.0, seed=0)
     >>> MLPResults(fitted, ["a", "b", "c"]).n_params  # (3*4 + 4) + (4*1 + 1)
@@ -249,7 +249,7 @@ class MLP:
     Examples
     --------
     >>> import numpy as np, pearlstats as pearl
-    >>> from pearlstats.mlp import MLP
+    >>> from pearlstats.engines.mlp import MLP
     >>> rng = np.random.default_rng(0)
     >>> a, b = rng.normal(size=(120, 2)), rng.normal(size=(120, 2))
     >>> data = {"y": np.sin(2 * a[:, 0]) + rng.normal(scale=0.1, size=120), "a": a, "b": b}

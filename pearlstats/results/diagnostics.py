@@ -10,7 +10,7 @@
 * loss sensitivity: the weights re-solved under other surrogate losses.
 
 The results' entry point to the honest (nested) risk of
-:mod:`pearlstats.evaluation` is here too.
+:mod:`pearlstats.results.evaluation` is here too.
 
 Examples
 --------
@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from . import evaluation
-from .exceptions import CandidateError, OptionError
-from .ledger import FailureLedger
-from .losses import get_loss
-from .weights import solve_weights
+from ..exceptions import CandidateError, OptionError
+from ..ledger import FailureLedger
+from ..weights.losses import get_loss
+from ..weights.solvers import solve_weights
 
 __all__ = [
     "WeightDiagnostics",

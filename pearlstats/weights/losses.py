@@ -49,7 +49,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import xlogy
 
-from .exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
+from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
 
 __all__ = [
     "EPS",

@@ -33,7 +33,7 @@ feasible before use.
 Examples
 --------
 >>> import numpy as np
->>> from pearlstats.losses import get_loss
+>>> from pearlstats.weights.losses import get_loss
 >>> y = np.array([1.0, 2.0, 3.0, 4.0])
 >>> P = np.column_stack([y + 1, y - 1, np.zeros(4)])
 >>> sol = solve_weights(P, y, get_loss("squared", "gaussian"))
@@ -51,7 +51,7 @@ import quadprog
 from scipy import sparse
 from scipy.optimize import linprog
 
-from .exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
+from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
 from .losses import LeastSquaresForm, LogBarrierForm, Loss, PiecewiseLinearForm
 
 __all__ = ["WeightSolution", "solve_weights", "DENSE_LIMIT"]
@@ -340,9 +340,9 @@ def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter
         Out-of-fold candidate predictions: means (gaussian, poisson),
         P(y = 1) (binomial) or class probabilities (multinomial).
     y : array_like (n,)
-        The response in the family's coding (see :mod:`pearlstats.losses`).
+        The response in the family's coding (see :mod:`pearlstats.weights.losses`).
     loss : Loss
-        From :func:`pearlstats.losses.get_loss`; its ``solver`` picks the method.
+        From :func:`pearlstats.weights.losses.get_loss`; its ``solver`` picks the method.
     active : array_like of bool (J,), optional
         Candidates allowed a weight. The others (failed ones, whose columns
         may hold NaN) get exactly 0 and are left out of the solve.
@@ -373,7 +373,7 @@ def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter
     Examples
     --------
     >>> import numpy as np
-    >>> from pearlstats.losses import get_loss
+    >>> from pearlstats.weights.losses import get_loss
     >>> y = np.array([0.0, 1.0, 1.0, 0.0])
     >>> P = np.array([[0.2, 0.4], [0.9, 0.5], [0.3, 0.8], [0.4, 0.1]])
     >>> sol = solve_weights(P, y, get_loss("cross_entropy", "binomial"))
@@ -381,7 +381,7 @@ def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter
     (True, 'sqp', True)
     """
     if not isinstance(loss, Loss):
-        raise OptionError(f"loss must be a Loss from pearlstats.losses.get_loss, got {type(loss).__name__}")
+        raise OptionError(f"loss must be a Loss from pearlstats.weights.losses.get_loss, got {type(loss).__name__}")
     _check_tuning(tol, max_iter)
     P = loss.check_shape(y, P, candidates=True)
     J = P.shape[1]

@@ -12,7 +12,7 @@ columns). Generators follow the paper's Example 1:
 
 Examples
 --------
->>> from pearlstats.candidates import candidate_block_sets
+>>> from pearlstats.design.candidates import candidate_block_sets
 >>> candidate_block_sets("all", ["a", "b"])
 [('a',), ('b',), ('a', 'b')]
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .exceptions import CandidateError, OptionError
+from ..exceptions import CandidateError, OptionError
 
 __all__ = ["Candidate", "candidate_block_sets", "build_candidates", "DEFAULT_MAX_CANDIDATES"]
 

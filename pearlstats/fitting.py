@@ -15,17 +15,17 @@ import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
 from patsy import EvalEnvironment
 
-from .candidates import DEFAULT_MAX_CANDIDATES, Candidate, build_candidates
-from .cv import check_class_coverage, make_folds
-from .data import Block, check_block_information, check_block_values, resolve_blocks, split_data
+from .design.candidates import DEFAULT_MAX_CANDIDATES, Candidate, build_candidates
+from .design.folds import check_class_coverage, make_folds
+from .design.data import Block, check_block_information, check_block_values, resolve_blocks, split_data
 from .engines._common import EngineOutput
 from .exceptions import AllCandidatesFailedError, CandidateFailureWarning, DataError, OptionError
 from .families import get_family
-from .formula import build_covariates, parse_formula, response_values
+from .design.formula import build_covariates, parse_formula, response_values
 from .ledger import FailureLedger
-from .losses import get_loss
-from .results import PearlResults
-from .weights import solve_weights
+from .weights.losses import get_loss
+from .results.core import PearlResults
+from .weights.solvers import solve_weights
 
 __all__ = ["fit", "Design"]
 

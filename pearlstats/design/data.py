@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .exceptions import BlockError, DataError, MissingValueError, format_positions
+from ..exceptions import BlockError, DataError, MissingValueError, format_positions
 
 __all__ = ["Block", "split_data", "resolve_blocks", "check_block_values"]
 

@@ -1,0 +1,7 @@
+"""What a fit found and how it is reported: results, strategies, diagnostics, evaluation, summary."""
+
+from __future__ import annotations
+
+from .core import PearlResults
+
+__all__ = ["PearlResults"]
