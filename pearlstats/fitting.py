@@ -1,165 +1,46 @@
-"""``pearlstats.fit``: orchestration of the PEARL pipeline.
+"""``pearlstats.fit``: the PEARL pipeline, stage by stage.
 
-Data flows one way: rows -> blocks -> design matrix with block slices ->
-candidate column sets -> out-of-fold prediction matrix -> simplex weights ->
-refitted candidates -> :class:`~pearlstats.results.PearlResults`.
+Data flows one way: rows -> blocks -> design (a spec that rebuilds it for any
+rows) -> candidate column sets -> folds -> out-of-fold prediction matrix ->
+simplex weights -> :class:`~pearlstats.results.PearlResults`. Each arrow is a
+function of :mod:`pearlstats.stages`; ``fit`` only checks its arguments and
+composes them.
 """
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import dataclass
+import copy
 
-import numpy as np
-import pandas as pd
-from joblib import Parallel, delayed, effective_n_jobs
-from patsy import EvalEnvironment
-
-from .design.candidates import DEFAULT_MAX_CANDIDATES, Candidate, build_candidates
-from .design.folds import check_class_coverage, make_folds
-from .design.data import Block, check_block_information, check_block_values, resolve_blocks, split_data
-from .engines._common import EngineOutput
-from .exceptions import AllCandidatesFailedError, CandidateFailureWarning, DataError, OptionError
+from .checks import check_choice, check_eval_env, check_n_jobs, check_seed
+from .design.candidates import DEFAULT_MAX_CANDIDATES
+from .design.formula import parse_formula
+from .engines._common import check_ridge
+from .exceptions import DataError, OptionError
 from .families import get_family
-from .design.formula import build_covariates, parse_formula, response_values
-from .ledger import FailureLedger
+from .results.core import PearlResults, results_from_state
+from .stages import FitState, assign_folds, build_pool, cross_validate, prepare_rows, solve_stage_weights
 from .weights.losses import get_loss
-from .results.core import PearlResults
-from .weights.solvers import solve_weights
 
-__all__ = ["fit", "Design"]
+__all__ = ["fit"]
 
 
-@dataclass(frozen=True)
-class Design:
-    """The full design matrix and where each block sits in it.
-
-    Attributes
-    ----------
-    X : ndarray (n, p)
-        Covariate columns first, then each block's columns in formula order.
-    column_names : list of str
-    n_covariates : int
-    block_slices : dict of str -> slice
-    covariates : formula.CovariateDesign
-    """
-
-    X: np.ndarray
-    column_names: list
-    n_covariates: int
-    block_slices: dict
-    covariates: object
-
-    @property
-    def block_dims(self) -> dict:
-        return {name: slc.stop - slc.start for name, slc in self.block_slices.items()}
+def _frozen_representations(blocks):
+    """A private copy of a fitted Representations, so refitting the caller's object cannot change a fit."""
+    if hasattr(blocks, "transform") and not isinstance(blocks, dict):
+        return copy.deepcopy(blocks)
+    return blocks
 
 
-def _assemble(covariates, blocks) -> Design:
-    parts = [covariates.matrix] + [block.values for block in blocks.values()]
-    names = list(covariates.names)
-    slices = {}
-    start = covariates.matrix.shape[1]
-    for block in blocks.values():
-        slices[block.name] = slice(start, start + block.width)
-        names.extend(block.column_names)
-        start += block.width
-    X = np.ascontiguousarray(np.hstack(parts), dtype=float)
-    return Design(X, names, covariates.matrix.shape[1], slices, covariates)
-
-
-def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
-    """Rows with NaN/None (any dtype) or inf (numeric columns) in the given frame columns."""
-    bad = np.zeros(len(frame), dtype=bool)
-    for column in columns:
-        values = frame[column]
-        bad |= pd.isna(values).to_numpy()
-        if values.dtype.kind in "fc":
-            bad |= np.isinf(values.to_numpy())
-    return bad
-
-
-def _resolve_with_missing(spec, frame, embedded, blocks, missing):
-    """Resolve the blocks and, with ``missing="drop"``, remove incomplete rows.
-
-    Rows are dropped after the blocks are resolved and their row counts
-    checked, so a mis-shaped block is reported the same way with either
-    setting. Raw columns a ``Representations`` reads are cleaned before it is
-    applied (it cannot transform missing inputs).
-
-    Returns
-    -------
-    frame, resolved blocks, n rows, dropped positions (of the original rows)
-    """
-    kept = np.arange(len(frame))
-    if missing == "drop" and hasattr(blocks, "transform") and not isinstance(blocks, dict):
-        raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]
-        bad = _missing_rows(frame, raw)
-        frame, kept = frame.loc[~bad].reset_index(drop=True), kept[~bad]
-        embedded = {name: value[~bad] for name, value in embedded.items()}
-    resolved = resolve_blocks(spec.block_names, frame, embedded, blocks)
-    n = len(frame) if len(frame.columns) else len(next(iter(resolved.values())).values)
-    for block in resolved.values():
-        if block.values.shape[0] != n:
-            check_block_values(block.name, block.values, n)  # raises the row-count error
-    if missing == "drop":
-        used = [c for c in spec.variables if c in frame.columns]
-        bad = _missing_rows(frame, used)
-        for block in resolved.values():
-            bad |= ~np.isfinite(block.values).all(axis=1)
-        if bad.any():
-            frame = frame.loc[~bad].reset_index(drop=True)
-            resolved = {name: Block(b.name, b.values[~bad], b.column_names) for name, b in resolved.items()}
-            kept = kept[~bad]
-            n = int((~bad).sum())
-    return frame, resolved, n, kept
-
-
-def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidate]:
-    """Single-block and fusion candidates the paper's baselines need but the pool lacks."""
-    have = {candidate.blocks for candidate in pool if candidate.label == "+".join(candidate.blocks)}
-    covariates = np.arange(design.n_covariates)
-    names = list(design.block_slices)
-    wanted = [(name,) for name in names] + [tuple(names)]
-    extra = []
-    for blocks in dict.fromkeys(wanted):
-        if blocks in have:
-            continue
-        columns = [covariates] + [np.arange(design.block_slices[b].start, design.block_slices[b].stop) for b in blocks]
-        extra.append(Candidate("+".join(blocks), blocks, np.concatenate(columns).astype(int)))
-    return extra
-
-
-def _cross_validate(family, design, response, candidates, folds, loo, ridge, n_jobs) -> EngineOutput:
-    def run(chunk):
-        if loo:
-            return family.loo_predict(design.X, response, chunk, ridge)
-        return family.cv_predict(design.X, response, chunk, folds, ridge)
-
-    if n_jobs in (None, 1) or len(candidates) < 2:
-        return run(candidates)
-    workers = effective_n_jobs(n_jobs)
-    chunks = [list(part) for part in np.array_split(np.arange(len(candidates)), min(len(candidates), 4 * workers)) if len(part)]
-    outputs = Parallel(n_jobs=n_jobs)(delayed(run)([candidates[i] for i in chunk]) for chunk in chunks)
-    return EngineOutput(
-        np.concatenate([out.predictions for out in outputs], axis=1),
-        np.concatenate([out.failed for out in outputs]),
-        [entry for out in outputs for entry in out.entries],
-    )
-
-
-def _check_n_jobs(n_jobs) -> None:
-    valid = n_jobs is None or (isinstance(n_jobs, (int, np.integer)) and not isinstance(n_jobs, bool) and n_jobs != 0)
-    if not valid:
-        raise OptionError(f"n_jobs={n_jobs!r}; use None or 1 (serial), a positive int, or -1 for all cores")
-
-
-def _resolve_seed(seed):
-    if seed is None:
-        return int(np.random.SeedSequence().entropy % (2**63))
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise OptionError(f"seed must be an int or None, got {seed!r}")
-    return int(seed)
+def _check_no_response_leak(formula, blocks) -> None:
+    """The response must never be an input of the representations."""
+    read = set(getattr(blocks, "input_columns", None) or ())
+    leaked = sorted(read & ({formula.response} | set(formula.response_variables)), key=str)
+    if leaked:
+        raise DataError(
+            f"the representations read the column(s) {leaked}, which the formula uses as the response: "
+            "the blocks would contain the answer. Fit the Representations with columns= that exclude "
+            "the response"
+        )
 
 
 def fit(
@@ -193,6 +74,15 @@ def fit(
     blocks : dict or Representations, optional
         Block name -> 2-D array or DataFrame with one row per row of *data*,
         or a fitted :class:`~pearlstats.Representations` applied to *data*.
+        The result keeps a private copy of a ``Representations``: refitting
+        yours later does not change this fit's predictions. The
+        representations must not read the response column.
+
+        Rows are matched as statsmodels users expect: pandas objects by index
+        label (a DataFrame block whose index is a permutation of *data*'s is
+        re-ordered; different labels are an error naming them), arrays by
+        position. At prediction, DataFrame blocks are matched by column name
+        (re-ordered columns are re-aligned; missing or extra ones are an error).
     family : {"gaussian", "binomial", "multinomial", "poisson"}
         Downstream model: ``OLS``, ``Logit``, ``MNLogit`` or Poisson ``GLM``.
     loss : str, optional
@@ -246,7 +136,7 @@ def fit(
     >>> bool(res.weights.idxmax() == "a+b")
     True
     """
-    spec = parse_formula(formula)
+    formula_spec = parse_formula(formula)
     family_ = get_family(family)
     loss_ = get_loss(loss, family_.name)
     if downstream is not None:
@@ -255,85 +145,29 @@ def fit(
                 f"downstream={downstream!r} has no bind(family) method; use e.g. pearl.MLP() or leave it None"
             )
         family_ = downstream.bind(family_)
-    if missing not in ("raise", "drop"):
-        raise OptionError(f"missing={missing!r}; use 'raise' (report rows with NaN/inf) or 'drop'")
-    if not (isinstance(ridge, (int, float)) and np.isfinite(ridge) and ridge >= 0):
-        raise OptionError(f"ridge={ridge!r}; use a non-negative number (0 for no penalty)")
-    seed = _resolve_seed(seed)
-    _check_n_jobs(n_jobs)
-    if isinstance(eval_env, EvalEnvironment):
-        env = eval_env
-    elif isinstance(eval_env, (int, np.integer)) and not isinstance(eval_env, bool) and eval_env >= 0:
-        env = EvalEnvironment.capture(int(eval_env), reference=1)
-    else:
-        raise OptionError(f"eval_env={eval_env!r}; use a non-negative int (frames above the caller) or a patsy EvalEnvironment")
-
-    frame, embedded = split_data(data)
-    if spec.response in embedded:
-        raise DataError(
-            f"response {spec.response!r} is a 2-D array in data; the response must be one value per row"
-        )
-    n_given = len(frame)
-    frame, resolved, n, kept = _resolve_with_missing(spec, frame, embedded, blocks, missing)
-    dropped = np.setdiff1d(np.arange(n_given), kept)
-    for block in resolved.values():
-        check_block_values(block.name, block.values, n)
-    check_block_information(resolved)
-
-    response = family_.encode(response_values(spec, frame, env))
-    covariates = build_covariates(spec, frame, env)
-    design = _assemble(covariates, resolved)
-
-    pool = build_candidates(candidates, design.block_slices, design.column_names, design.n_covariates, max_candidates)
-    extras = _baseline_candidates(pool, design)
-    strata = response.y.astype(np.intp) if response.classes is not None else None
-    folds = make_folds(cv, n, seed=seed, strata=strata)
-    if strata is not None:
-        check_class_coverage(strata, folds, response.classes)
-
-    loo = isinstance(cv, str) and cv == "loo"
-    output = _cross_validate(family_, design, response, pool + extras, folds, loo, ridge, n_jobs)
-    ledger = FailureLedger()
-    ledger.extend(output.entries)
-    J = len(pool)
-    failed = output.failed[:J]
-    for candidate in [c.label for c, bad in zip(pool, failed) if bad]:
-        warnings.warn(
-            f"candidate {candidate!r} failed in cross-validation and gets weight 0; see results.failures",
-            CandidateFailureWarning,
-            stacklevel=2,
-        )
-    if failed.all():
-        first = next(entry for entry in output.entries if entry.excluded)
-        raise AllCandidatesFailedError(
-            f"all {J} candidates failed in cross-validation (first: {first.candidate!r}, {first.kind}: "
-            f"{first.reason}; {first.action})",
-            ledger.to_frame(),
-        )
-    solution = solve_weights(output.predictions[:, :J], response.y, loss_, active=~failed)
-    for group in solution.merged:
-        labels = [pool[i].label for i in group]
-        ledger.record(
-            labels[0], None, "weights", "duplicate",
-            f"candidates {labels} have identical out-of-fold predictions",
-            "merged for the weight solver; their weight is split equally", False,
-        )
-    return PearlResults(
-        spec=spec,
-        family=family_,
-        loss=loss_,
-        design=design,
-        response=response,
-        pool=pool,
-        extras=extras,
-        folds=folds,
-        cv_spec=cv,
-        seed=seed,
-        ridge=ridge,
-        predictions=output.predictions,
-        failed=output.failed,
-        solution=solution,
-        ledger=ledger,
-        representations=blocks if hasattr(blocks, "transform") else None,
-        dropped_rows=dropped,
+    missing = check_choice(
+        "missing", missing, {"raise": "report rows with NaN/inf", "drop": "remove those rows"}
     )
+    ridge = check_ridge(ridge)
+    seed = check_seed(seed)
+    n_jobs = check_n_jobs(n_jobs)
+    env = check_eval_env(eval_env)
+    blocks = _frozen_representations(blocks)
+    _check_no_response_leak(formula_spec, blocks)
+
+    prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
+    candidates_ = build_pool(prepared.design, candidates, max_candidates)
+    folds = assign_folds(cv, prepared.response, seed)
+    loo = isinstance(cv, str) and cv == "loo"
+    output = cross_validate(family_, prepared.design.X, prepared.response, candidates_.everything, folds,
+                            loo=loo, ridge=ridge, n_jobs=n_jobs)
+    labels = [candidate.label for candidate in candidates_.pool]
+    solution, entries = solve_stage_weights(output, len(labels), prepared.response.y, loss_, labels)
+    state = FitState(
+        family=family_, loss=loss_, design=prepared.design, response=prepared.response,
+        candidates=candidates_, folds=folds, cv_spec=cv, seed=seed, ridge=ridge, output=output,
+        solution=solution, ledger=tuple(entries),
+        representations=blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None,
+        dropped_rows=prepared.dropped_rows,
+    )
+    return results_from_state(state)

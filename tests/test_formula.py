@@ -10,7 +10,7 @@ import patsy
 import pytest
 
 from pearlstats.exceptions import DataError, FormulaError, MissingValueError
-from pearlstats.design.formula import build_covariates, covariates_for_new_rows, parse_formula, response_values
+from pearlstats.design.formula import build_covariates, parse_formula, response_values
 
 
 def test_blocks_are_found_in_formula_order_and_kept_out_of_covariates():
@@ -41,29 +41,29 @@ def test_bad_formulas_name_the_problem(formula, fragment):
 def test_covariates_equal_patsy_dmatrix_of_the_same_terms():
     frame = pd.DataFrame({"y": [1.0, 2, 3, 4, 5], "x": [0.5, 1, 2, 3, 9], "g": list("abcab")})
     spec = parse_formula("y ~ x + C(g) + np.log(x) + block(a)")
-    design = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
+    design, matrix = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
     expected = patsy.dmatrix("x + C(g) + np.log(x)", frame)
-    np.testing.assert_array_equal(design.matrix, np.asarray(expected))
+    np.testing.assert_array_equal(matrix, np.asarray(expected))
     assert design.names == expected.design_info.column_names
-    assert design.data_columns == ("g", "x")
+    assert set(design.row_variables) == {"g", "x"}
 
 
 def test_new_rows_reuse_training_levels_and_reject_unseen_ones():
     frame = pd.DataFrame({"y": [1.0, 2, 3, 4], "g": list("abab")})
     spec = parse_formula("y ~ C(g) + block(a)")
-    design = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
-    np.testing.assert_array_equal(covariates_for_new_rows(design, pd.DataFrame({"g": ["b", "a"]})), [[1, 1], [1, 0]])
+    design, _ = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
+    np.testing.assert_array_equal(design.matrix(pd.DataFrame({"g": ["b", "a"]})), [[1, 1], [1, 0]])
     with pytest.raises(DataError, match="cannot build"):
-        covariates_for_new_rows(design, pd.DataFrame({"g": ["c"]}))
+        design.matrix(pd.DataFrame({"g": ["c"]}))
 
 
 def test_new_rows_missing_a_covariate_do_not_fall_back_to_the_namespace():
     x = np.arange(4.0)  # a variable named like the column, in the captured namespace  # noqa: F841
     frame = pd.DataFrame({"y": [1.0, 2, 3, 4], "x": [1.0, 2, 3, 5]})
     spec = parse_formula("y ~ x + block(a)")
-    design = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
-    with pytest.raises(DataError, match=r"lacks the column\(s\) \['x'\]"):
-        covariates_for_new_rows(design, pd.DataFrame({"z": [1.0]}))
+    design, _ = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
+    with pytest.raises(DataError, match=r"lack the column\(s\) \['x'\]"):
+        design.matrix(pd.DataFrame({"z": [1.0]}))
 
 
 def test_missing_values_are_reported_with_positions():
@@ -86,7 +86,7 @@ def test_response_expression_and_missing_response_column():
 def test_covariate_design_survives_pickling_and_rebuilds_identically():
     frame = pd.DataFrame({"y": np.arange(6.0), "x": [1.0, 2, 3, 4, 5, 7], "g": list("abcabc")})
     spec = parse_formula("y ~ center(x) + C(g) + np.sqrt(x) + block(a)")
-    design = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
+    design, _ = build_covariates(spec, frame, patsy.EvalEnvironment.capture())
     restored = pickle.loads(pickle.dumps(design))
     new = pd.DataFrame({"x": [10.0, 0.5], "g": ["c", "a"]})
-    np.testing.assert_array_equal(covariates_for_new_rows(restored, new), covariates_for_new_rows(design, new))
+    np.testing.assert_array_equal(restored.matrix(new), design.matrix(new))

@@ -19,7 +19,9 @@ import scipy.sparse as sp
 
 from ..exceptions import BlockError, DataError, MissingValueError, format_positions
 
-__all__ = ["Block", "split_data", "resolve_blocks", "check_block_values"]
+__all__ = [
+    "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks", "check_block_values",
+]
 
 # A dense copy of a sparse block is made only below this size; past it the
 # user is told to reduce the block (e.g. LSI) rather than exhausting memory.
@@ -36,11 +38,14 @@ class Block:
     values : ndarray of shape (n, p)
     column_names : list of str
         ``name[0]``, ``name[1]``, ... or ``name[col]`` for DataFrame columns.
+    labels : tuple or None
+        The column labels of a DataFrame block (None for arrays).
     """
 
     name: str
     values: np.ndarray
     column_names: list[str]
+    labels: tuple | None = None
 
     @property
     def width(self) -> int:
@@ -82,19 +87,62 @@ def split_data(data) -> tuple[pd.DataFrame, dict]:
             embedded[name] = value
         else:
             columns[name] = value
-    lengths = {name: len(np.atleast_1d(value)) for name, value in columns.items()}
+    scalars = [name for name, value in columns.items() if np.ndim(value) == 0]
+    if scalars:
+        raise DataError(
+            f"data holds single values under {scalars[:10]}; give one value per row "
+            "(a list, array or Series), e.g. {'y': [1.0, 2.0], ...}"
+        )
+    lengths = {name: len(value) for name, value in columns.items()}
     if len(set(lengths.values())) > 1:
         raise DataError(f"the columns of data have different lengths: {lengths}")
     return pd.DataFrame(columns), embedded
 
 
-def _as_dense(name: str, value) -> tuple[np.ndarray, list[str]]:
+def data_index(data) -> pd.Index | None:
+    """The row labels of a DataFrame ``data`` (pandas blocks align to them), else None."""
+    return data.index if isinstance(data, pd.DataFrame) else None
+
+
+def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.DataFrame:
+    """Put a DataFrame block's rows in the order of the data's index labels.
+
+    pandas objects align by label, arrays by position (as in statsmodels): a
+    block whose index is a permutation of the data's is re-ordered; a block
+    whose labels differ is an error naming the first few.
+
+    Raises
+    ------
+    BlockError
+        The block's index labels are not the data's (or repeat a label).
+    """
+    if index is None or value.index.equals(index):
+        return value
+    if value.index.has_duplicates or index.has_duplicates:
+        raise BlockError(
+            f"block {name!r} and the data have different row labels, and one of them repeats a label, "
+            "so rows cannot be matched by label; give both the same index (or pass the block as a NumPy "
+            "array to match rows by position)"
+        )
+    absent = index.difference(value.index, sort=False)
+    foreign = value.index.difference(index, sort=False)
+    if len(absent) or len(foreign):
+        raise BlockError(
+            f"block {name!r} is a DataFrame whose row labels differ from the data's: data rows "
+            f"{list(absent[:5])} are not in the block, block rows {list(foreign[:5])} are not in the data. "
+            "pandas objects are matched by index label; give the block the data's index (or pass it as "
+            "a NumPy array to match rows by position)"
+        )
+    return value.loc[index]
+
+
+def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
     if isinstance(value, pd.DataFrame):
         labels = [str(column) for column in value.columns]
         non_numeric = [c for c, dtype in zip(labels, value.dtypes) if not (dtype.kind in "biuf")]
         if non_numeric:
             raise BlockError(f"block {name!r} has non-numeric columns {non_numeric}; a block must be numeric")
-        return value.to_numpy(dtype=float), [f"{name}[{label}]" for label in labels]
+        return value.to_numpy(dtype=float), [f"{name}[{label}]" for label in labels], tuple(value.columns)
     if sp.issparse(value):
         n_rows, n_cols = value.shape
         if n_rows * n_cols * 8 > MAX_DENSE_BYTES:
@@ -118,7 +166,13 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str]]:
             f"block {name!r} has {array.ndim} dimensions (shape {array.shape}); a block must be 2-D "
             "(rows x features) — flatten images first, e.g. X.reshape(len(X), -1)"
         )
-    return array, [f"{name}[{j}]" for j in range(array.shape[1])]
+    return array, [f"{name}[{j}]" for j in range(array.shape[1])], None
+
+
+def as_block(name: str, value) -> Block:
+    """A validated float :class:`Block` from a 2-D array, sparse matrix or DataFrame."""
+    values, column_names, labels = _as_dense(name, value)
+    return Block(name, values, column_names, labels)
 
 
 def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
@@ -158,7 +212,8 @@ def _unknown_block_message(name: str, available: list[str]) -> str:
     return f"block {name!r} in the formula is not among the blocks given (available: {available}).{hint}"
 
 
-def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks) -> dict[str, Block]:
+def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks,
+                   index: pd.Index | None = None) -> dict[str, Block]:
     """Collect the formula's blocks from ``blocks=`` and ``data``, validated.
 
     Parameters
@@ -170,6 +225,9 @@ def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks) -> dic
     embedded : mapping
         2-D values found inside a dict ``data``.
     blocks : mapping, Representations or None
+    index : pandas Index, optional
+        Row labels of a DataFrame ``data``: DataFrame blocks are aligned to
+        them by label (see :func:`align_rows`).
 
     Returns
     -------
@@ -203,8 +261,9 @@ def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks) -> dic
             )
         else:
             raise BlockError(_unknown_block_message(name, available))
-        values, column_names = _as_dense(name, value)
-        resolved[name] = Block(name, values, column_names)
+        if isinstance(value, pd.DataFrame):
+            value = align_rows(name, value, index)
+        resolved[name] = as_block(name, value)
     return resolved
 
 

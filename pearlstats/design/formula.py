@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import types
 from dataclasses import dataclass
 
@@ -33,7 +34,10 @@ from patsy import EvalEnvironment, ModelDesc, PatsyError
 
 from ..exceptions import DataError, FormulaError, MissingValueError, ResponseError, format_positions
 
-__all__ = ["FormulaSpec", "CovariateDesign", "parse_formula", "build_covariates", "response_values"]
+__all__ = [
+    "FormulaSpec", "CovariateSpec", "parse_formula", "build_covariates", "covariate_row_variables",
+    "response_values",
+]
 
 
 @dataclass(frozen=True)
@@ -50,50 +54,19 @@ class FormulaSpec:
         Names inside ``block()`` terms, in formula order.
     covariate_desc : patsy.ModelDesc
         Right-hand side without the block terms (keeps the intercept).
-    variables : frozenset of str
-        Every name referenced by the response and covariate terms; the ones
-        found among the data's columns are checked again in new data.
+    response_variables : frozenset of str
+        Names the response expression refers to (``y`` in ``np.log(y)``).
     """
 
     formula: str
     response: str
     block_names: tuple[str, ...]
     covariate_desc: ModelDesc
-    variables: frozenset[str]
+    response_variables: frozenset[str]
 
     def __reduce__(self):
         # patsy objects do not pickle; the formula string rebuilds everything.
         return parse_formula, (self.formula,)
-
-
-@dataclass(frozen=True)
-class CovariateDesign:
-    """Covariate columns shared by every candidate, with what rebuilds them.
-
-    Attributes
-    ----------
-    matrix : ndarray of shape (n, q)
-    names : list of str
-        patsy's column names (``Intercept``, ``x``, ``C(g)[T.b]``, ...).
-    design_info : patsy.DesignInfo
-        Used to build the same columns for new rows.
-    data_columns : tuple of str
-        Data columns the covariate terms read; new data must contain them.
-    """
-
-    matrix: np.ndarray
-    names: list[str]
-    design_info: patsy.DesignInfo
-    data_columns: tuple[str, ...]
-    spec: FormulaSpec | None = None
-    training_columns: pd.DataFrame | None = None
-    namespace: dict | None = None
-
-    def __reduce__(self):
-        # patsy's DesignInfo cannot be pickled (patsy issue #26). Rebuilding it
-        # from the same training columns reproduces every stateful transform
-        # (levels of C(), means of center(), ...).
-        return _rebuild_covariates, (self.spec, self.training_columns, _picklable_namespace(self.namespace))
 
 
 def _referenced_names(code: str) -> set[str]:
@@ -104,9 +77,21 @@ def _referenced_names(code: str) -> set[str]:
     return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
+# block(NAME) with any identifier, Python keywords included: block(class) names a block "class".
+_BARE_BLOCK = re.compile(r"^\s*block\s*\(\s*([A-Za-z_]\w*)\s*\)\s*$")
+
+
 def _block_call_name(code: str) -> str | None:
     """Return NAME when *code* is exactly ``block(NAME)`` or ``block("NAME")``."""
-    tree = ast.parse(code, mode="eval").body
+    bare = _BARE_BLOCK.match(code)
+    if bare:
+        return bare.group(1)
+    try:
+        tree = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        if _mentions_block(code):
+            raise FormulaError(f"{code!r}: write a block term as block(name) or block('name')") from None
+        return None
     if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "block"):
         return None
     if len(tree.args) != 1 or tree.keywords:
@@ -123,7 +108,10 @@ def _block_call_name(code: str) -> str | None:
 
 
 def _mentions_block(code: str) -> bool:
-    tree = ast.parse(code, mode="eval")
+    try:
+        tree = ast.parse(code, mode="eval")
+    except SyntaxError:
+        return re.search(r"\bblock\s*\(", code) is not None
     return any(
         isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "block"
         for node in ast.walk(tree)
@@ -165,7 +153,6 @@ def parse_formula(formula: str) -> FormulaSpec:
 
     block_names: list[str] = []
     covariate_terms = []
-    variables = _referenced_names(response)
     for term in desc.rhs_termlist:
         codes = [factor.code for factor in term.factors]
         named = [_block_call_name(code) for code in codes]
@@ -180,8 +167,6 @@ def parse_formula(formula: str) -> FormulaSpec:
                 "a block must stand alone as 'block(name)' (interactions with blocks are not supported)"
             )
         covariate_terms.append(term)
-        for code in codes:
-            variables |= _referenced_names(code)
     if not block_names:
         raise FormulaError(
             f"formula {formula!r} has no block(name) term; PEARL averages models over representation blocks, "
@@ -192,7 +177,7 @@ def parse_formula(formula: str) -> FormulaSpec:
         response=response,
         block_names=tuple(block_names),
         covariate_desc=ModelDesc([], covariate_terms),
-        variables=frozenset(variables),
+        response_variables=frozenset(_referenced_names(response)),
     )
 
 
@@ -221,76 +206,219 @@ def _picklable_namespace(namespace: dict | None) -> dict:
     }
 
 
-def _rebuild_covariates(spec, training_columns, namespace) -> CovariateDesign:
-    restored = {
+def _restore_namespace(namespace: dict) -> dict:
+    return {
         name: importlib.import_module(value) if kind == "module" else value
         for name, (kind, value) in namespace.items()
     }
-    return build_covariates(spec, training_columns, EvalEnvironment([restored]))
 
 
-def build_covariates(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> CovariateDesign:
-    """Build the covariate columns (intercept and ordinary terms) for the fit.
+class _RecordingFrame(pd.DataFrame):
+    """A DataFrame that remembers which columns were looked up by name.
+
+    patsy evaluates every factor (``x``, ``np.log(x)``, ``Q("my x")``,
+    ``center(x)``, ``C(g)``) by looking names up in the data first; recording
+    those look-ups gives exactly the columns the formula reads, however they
+    are spelled, without parsing the formula by hand.
+    """
+
+    _metadata = ["read_columns"]
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        if isinstance(key, str) and key not in self.read_columns:
+            self.read_columns.append(key)
+        return value
+
+
+def _is_row_variable(value, n_rows: int) -> bool:
+    """Whether a name from the caller's namespace holds one value per data row."""
+    if isinstance(value, (pd.Series, np.ndarray)):
+        return value.ndim == 1 and len(value) == n_rows
+    return isinstance(value, (list, tuple)) and len(value) == n_rows and n_rows > 1
+
+
+def covariate_row_variables(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment):
+    """The per-row variables the covariate terms read, as data columns.
+
+    Names the terms take from the data are found by letting patsy evaluate
+    the terms on a frame that records its look-ups. One-value-per-row arrays
+    the terms take from the caller's namespace (``y ~ z + block(a)`` with a
+    local ``z``) are copied into the frame as columns: they are data, so
+    missing-value handling, pickling and prediction (where new rows must
+    bring their own ``z``) treat them like any other column.
+
+    Returns
+    -------
+    frame : DataFrame
+        *frame* with the namespace row variables added.
+    row_variables : tuple of str
+        Every column the covariate terms read, in first-read order.
+
+    Raises
+    ------
+    DataError
+        A term cannot be evaluated (e.g. it names a column that does not exist).
+    """
+    recorder = _RecordingFrame(frame)
+    recorder.read_columns = []
+    try:
+        patsy.dmatrix(spec.covariate_desc, recorder, eval_env=eval_env, NA_action="drop",
+                      return_type="matrix")
+    except PatsyError as err:
+        raise DataError(f"cannot build the covariate terms of {spec.formula!r}: {err.message}") from err
+    read = list(recorder.read_columns)
+    extra = {}
+    for term in spec.covariate_desc.rhs_termlist:
+        for factor in term.factors:
+            for name in patsy.eval.ast_names(factor.code):
+                if name in frame.columns or name in extra or name not in eval_env.namespace:
+                    continue
+                value = eval_env.namespace[name]
+                if _is_row_variable(value, len(frame)):
+                    extra[name] = np.asarray(value)
+    if extra:
+        frame = frame.assign(**extra)
+    return frame, tuple(read + [name for name in extra if name not in read])
+
+
+@dataclass(frozen=True)
+class CovariateSpec:
+    """What rebuilds the covariate columns (intercept and ordinary terms) for any rows.
+
+    The columns come from patsy's ``DesignInfo`` of the fit, so ``Q()``,
+    ``I()``, transforms, stateful transforms (``center``, ``standardize``),
+    categorical levels and names from the caller's namespace behave as in
+    statsmodels' ``results.predict``.
+
+    Attributes
+    ----------
+    design_info : patsy.DesignInfo
+    row_variables : tuple of str
+        Data columns the terms read; rows to predict must have every one.
+    numeric_variables : frozenset of str
+        Row variables that were numeric at fit time (object columns of
+        numbers in new rows are converted back).
+    spec : FormulaSpec
+    training_columns : DataFrame
+        The row variables of the fit's rows: pickling rebuilds the same
+        ``DesignInfo`` from them (patsy's own objects do not pickle).
+    namespace : dict
+        Other names the terms took from the caller (functions, modules, constants).
+    """
+
+    design_info: patsy.DesignInfo
+    row_variables: tuple[str, ...]
+    numeric_variables: frozenset[str]
+    spec: FormulaSpec
+    training_columns: pd.DataFrame
+    namespace: dict
+
+    @property
+    def names(self) -> list[str]:
+        """patsy's column names (``Intercept``, ``x``, ``C(g)[T.b]``, ...)."""
+        return list(self.design_info.column_names)
+
+    def __reduce__(self):
+        return _rebuild_covariates, (self.spec, self.training_columns, _picklable_namespace(self.namespace))
+
+    def matrix(self, frame: pd.DataFrame) -> np.ndarray:
+        """The covariate columns of *frame*'s rows.
+
+        Raises
+        ------
+        DataError
+            A row variable is missing, a numeric one is not numeric, or a
+            categorical has a level unseen at fit time.
+        MissingValueError
+            A row variable has NaN or inf.
+        """
+        missing = [name for name in self.row_variables if name not in frame.columns]
+        if missing:
+            raise DataError(
+                f"the new rows lack the column(s) {missing} that the covariate terms of "
+                f"{self.spec.formula!r} read; give every row its own value"
+            )
+        frame = _numeric_again(frame, self.numeric_variables)
+        _check_finite_columns(frame, self.row_variables, "covariate")
+        if not self.names:
+            return np.empty((len(frame), 0))
+        rows = frame[list(self.row_variables)] if self.row_variables else pd.DataFrame(index=frame.index)
+        try:
+            (matrix,) = patsy.build_design_matrices([self.design_info], rows, NA_action="raise")
+        except PatsyError as err:
+            term = f" {err.origin.relevant_code()!r}" if err.origin is not None else "s"
+            raise DataError(f"cannot build the covariate term{term} for the new rows: {err.message}") from err
+        return np.asarray(matrix, dtype=float)
+
+
+def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str]) -> pd.DataFrame:
+    """Convert object or string columns of numbers back to numbers (they were numeric at fit time)."""
+    converted = {}
+    for name in numeric:
+        if name in frame.columns and frame[name].dtype.kind not in "biuf":
+            try:
+                converted[name] = pd.to_numeric(frame[name])
+            except (TypeError, ValueError) as err:
+                raise DataError(
+                    f"column {name!r} was numeric at fit time but holds non-numeric values in the new "
+                    f"rows ({err}); convert it to numbers"
+                ) from err
+    return frame.assign(**converted) if converted else frame
+
+
+def _rebuild_covariates(spec, training_columns, namespace) -> CovariateSpec:
+    env = EvalEnvironment([_restore_namespace(namespace)])
+    return build_covariates(spec, training_columns, env)[0]
+
+
+def build_covariates(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment):
+    """Build the covariate columns of the fit's rows and what rebuilds them.
 
     Parameters
     ----------
     spec : FormulaSpec
     frame : DataFrame
-        One-dimensional data columns.
+        The fit's rows, with every row variable as a column (see
+        :func:`covariate_row_variables`).
     eval_env : patsy.EvalEnvironment
         Where functions such as ``np.log`` in the formula are looked up.
 
     Returns
     -------
-    CovariateDesign
+    covariates : CovariateSpec
+    matrix : ndarray of shape (n, q)
     """
-    data_columns = tuple(sorted(name for name in spec.variables if name in frame.columns and name != spec.response))
-    _check_finite_columns(frame, data_columns, "covariate")
+    frame, row_variables = covariate_row_variables(spec, frame, eval_env)
+    _check_finite_columns(frame, row_variables, "covariate")
     try:
-        matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env, NA_action="raise", return_type="matrix")
+        matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env, NA_action="raise",
+                               return_type="matrix")
     except PatsyError as err:
         raise DataError(f"cannot build the covariate terms of {spec.formula!r}: {err.message}") from err
     values = np.asarray(matrix, dtype=float)
     bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
     if bad.size:
         raise MissingValueError(f"covariate terms of {spec.formula!r} evaluate to NaN or inf at {format_positions(bad)}")
-    # Keep what rebuilds this design after unpickling: the columns it read and
-    # the non-data names (functions, modules) it took from the caller.
-    used_names = {
+    # Other names the terms took from the caller (functions, modules,
+    # constants) travel with a pickle; row variables travel as columns.
+    names = {name for term in spec.covariate_desc.rhs_termlist for factor in term.factors
+             for name in patsy.eval.ast_names(factor.code)}
+    namespace = {
         name: eval_env.namespace[name]
-        for name in spec.variables - set(frame.columns)
+        for name in sorted(names - set(frame.columns))
         if name in eval_env.namespace
     }
-    return CovariateDesign(
-        values, list(matrix.design_info.column_names), matrix.design_info, data_columns,
-        spec, frame[list(data_columns)].copy(), used_names,
+    numeric = frozenset(name for name in row_variables if frame[name].dtype.kind in "biuf")
+    covariates = CovariateSpec(
+        matrix.design_info, row_variables, numeric, spec,
+        frame[list(row_variables)].reset_index(drop=True).copy(), namespace,
     )
-
-
-def covariates_for_new_rows(design: CovariateDesign, frame: pd.DataFrame) -> np.ndarray:
-    """Rebuild the fit's covariate columns for new rows.
-
-    Every data column the covariate terms read must be present in *frame*:
-    otherwise patsy would silently take a variable of that name from the
-    namespace captured at fit time.
-
-    Raises
-    ------
-    DataError
-        A column is missing, or a categorical has a level unseen at fit time.
-    """
-    missing = [column for column in design.data_columns if column not in frame.columns]
-    if missing:
-        raise DataError(f"new data lacks the column(s) {missing} used by the formula's covariate terms")
-    _check_finite_columns(frame, design.data_columns, "covariate")
-    if not design.names:
-        return np.empty((len(frame), 0))
-    try:
-        (matrix,) = patsy.build_design_matrices([design.design_info], frame, NA_action="raise")
-    except PatsyError as err:
-        term = f" {err.origin.relevant_code()!r}" if err.origin is not None else "s"
-        raise DataError(f"cannot build the covariate term{term} for new data: {err.message}") from err
-    return np.asarray(matrix, dtype=float)
+    return covariates, values
 
 
 def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> pd.Series:

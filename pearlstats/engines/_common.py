@@ -93,3 +93,16 @@ def infeasible_entry(label: str, n_params: int, n_train: int, ridge: float) -> L
         "given weight 0; use fewer columns, more folds, or ridge > 0",
         True,
     )
+
+
+def check_ridge(ridge) -> float:
+    """A ridge penalty: any non-negative finite real number (bool rejected)."""
+    import numbers
+
+    from ..exceptions import OptionError
+
+    if isinstance(ridge, (bool, np.bool_)) or not isinstance(ridge, numbers.Real) or not (
+        np.isfinite(ridge) and ridge >= 0
+    ):
+        raise OptionError(f"ridge={ridge!r}; use a non-negative number (0 for no penalty)")
+    return float(ridge)

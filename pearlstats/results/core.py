@@ -14,6 +14,7 @@ the held-out scores from :mod:`pearlstats.results.evaluation`, the summary from
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -21,15 +22,17 @@ import numpy as np
 import pandas as pd
 
 from . import evaluation
-from ..design.data import check_block_values, resolve_blocks, split_data
+from ..design.data import data_index, resolve_blocks, split_data
+from ..design.spec import DesignSpec
 from .diagnostics import WeightDiagnostics
 from ..engines._common import ScaledDesign
-from ..exceptions import BlockError, DataError, OptionError, ResponseError
-from ..design.formula import covariates_for_new_rows
+from ..exceptions import DataError, OptionError, ResponseError
+from ..ledger import FailureLedger
+from ..stages import FitState
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
 
-__all__ = ["PearlResults"]
+__all__ = ["PearlResults", "results_from_state"]
 
 
 class _LazyCandidates(Mapping):
@@ -77,32 +80,52 @@ class PearlResults(WeightDiagnostics):
     1.0
     """
 
-    def __init__(self, *, spec, family, loss, design, response, pool, extras, folds, cv_spec, seed, ridge,
-                 predictions, failed, solution, ledger, representations, dropped_rows):
-        self._spec = spec
-        self._family = family
-        self._loss = loss
-        self._design = design
-        self._response = response
-        self._pool = list(pool)
-        self._extras = list(extras)
-        self._folds = folds
-        self._cv_spec = cv_spec
-        self._seed = seed
-        self._ridge = ridge
-        self._predictions = predictions
-        self._failed = failed
-        self._solution = solution
-        self._ledger = ledger
-        self._representations = representations
-        self._dropped_rows = dropped_rows
+    def __init__(self, state: FitState):
+        self._state = state
+        self._spec = state.design.spec.formula
+        self._family = state.family
+        self._loss = state.loss
+        self._design = state.design
+        self._response = state.response
+        self._pool = list(state.candidates.pool)
+        self._extras = list(state.candidates.extras)
+        self._folds = state.folds
+        self._cv_spec = state.cv_spec
+        self._seed = state.seed
+        self._ridge = state.ridge
+        self._predictions = state.output.predictions
+        self._failed = state.output.failed
+        self._solution = state.solution
+        self._ledger = FailureLedger(list(state.ledger))
+        self._representations = state.representations
+        self._dropped_rows = state.dropped_rows
         self._params: dict = {}
+        self._params_lock = threading.Lock()
         self._last_honest_risk = None
         self._candidates = _LazyCandidates(self)
         for label in self.weights.index[self.weights.to_numpy() > 0]:
             self._candidate_params(label)
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_params_lock"]  # locks do not pickle; a fresh one is made on load
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._params_lock = threading.Lock()
+
     # ---- description of the fit -------------------------------------------------
+    @property
+    def stages(self) -> FitState:
+        """The frozen values the fit's stages produced (design spec, folds, out-of-fold predictions, ...)."""
+        return self._state
+
+    @property
+    def design_spec(self) -> DesignSpec:
+        """What rebuilds the design matrix for any rows (patsy's DesignInfo and the blocks' layout)."""
+        return self._design.spec
+
     @property
     def formula(self) -> str:
         return self._spec.formula
@@ -311,14 +334,16 @@ class PearlResults(WeightDiagnostics):
         raise KeyError(f"no candidate {label!r}; candidates are {self.candidate_labels}")
 
     def _candidate_params(self, label: str) -> np.ndarray:
-        if label not in self._params:
-            candidate = self._find(label)
-            params, notes = self._family.fit_params(
-                self._design.X, self._response, candidate.columns, self._ridge, label
-            )
-            self._ledger.extend(notes)
-            self._params[label] = params
-        return self._params[label]
+        # Refits happen on first use, possibly from several threads at once.
+        with self._params_lock:
+            if label not in self._params:
+                candidate = self._find(label)
+                params, notes = self._family.fit_params(
+                    self._design.X, self._response, candidate.columns, self._ridge, label
+                )
+                self._ledger.extend(notes)
+                self._params[label] = params
+            return self._params[label]
 
     @property
     def candidates(self) -> Mapping:
@@ -358,20 +383,10 @@ class PearlResults(WeightDiagnostics):
             if missing:
                 raise DataError(f"new data lacks column(s) {missing} that the representations read")
             source = self._representations
-        resolved = resolve_blocks(self.block_names, frame, embedded, source)
-        n_new = len(frame) if len(frame.columns) else len(next(iter(resolved.values())).values)
-        for name, block in resolved.items():
-            expected = self.block_dims[name]
-            if block.width != expected:
-                raise BlockError(f"block {name!r} has {block.width} columns in the new data but {expected} at fit time")
-            check_block_values(name, block.values, n_new)
-        covariates = self._design.covariates
-        if covariates.data_columns:
-            cov = covariates_for_new_rows(covariates, frame)
-        else:
-            # Covariate terms that read no data are the same on every row.
-            cov = np.repeat(covariates.matrix[:1], n_new, axis=0)
-        X = np.hstack([cov] + [block.values for block in resolved.values()])
+        resolved = resolve_blocks(self.block_names, frame, embedded, source, index=data_index(newdata))
+        X = self._design.spec.design_matrix(frame, resolved)
+        if len(X) == 0:
+            raise DataError("the new data has no rows; give at least one row to predict")
         index = newdata.index if isinstance(newdata, pd.DataFrame) else None
         return X, index
 
@@ -498,3 +513,8 @@ class PearlResults(WeightDiagnostics):
             f"<PearlResults {self.family}, n={self.nobs}, K={self.n_folds}, "
             f"J={len(self._pool)} candidates; top weights {shown}>"
         )
+
+
+def results_from_state(state: FitState) -> PearlResults:
+    """The one place a :class:`PearlResults` is built: from a fit's stage values."""
+    return PearlResults(state)

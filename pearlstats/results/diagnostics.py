@@ -22,15 +22,17 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from . import evaluation
+from ..checks import check_seed
 from ..exceptions import CandidateError, OptionError
-from ..ledger import FailureLedger
 from ..weights.losses import get_loss
+from ..stages import solve_stage_weights
 from ..weights.solvers import solve_weights
 
 __all__ = [
@@ -184,16 +186,6 @@ _SENSITIVITY_LOSSES = {
 }
 
 
-def _record_merged(ledger: FailureLedger, solution, pool) -> None:
-    for group in solution.merged:
-        labels = [pool[i].label for i in group]
-        ledger.record(
-            labels[0], None, "weights", "duplicate",
-            f"candidates {labels} have identical out-of-fold predictions",
-            "merged for the weight solver; their weight is split equally", False,
-        )
-
-
 # ---- the results' diagnostics ------------------------------------------------------------
 class WeightDiagnostics:
     """Diagnostics of :class:`~pearlstats.PearlResults` (mixed into it).
@@ -245,7 +237,7 @@ class WeightDiagnostics:
         values, names = resampled_weights(
             self._predictions[:, :J], self._response.y, self._loss, ~self._failed[:J],
             folds=self._folds if method == "folds" else None, n_boot=n_resamples,
-            seed=self.seed if seed is None else seed,
+            seed=self.seed if seed is None else check_seed(seed),
         )
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
 
@@ -316,16 +308,14 @@ class WeightDiagnostics:
         PearlResults
         """
         new_loss = get_loss(loss, self.family)
-        J = len(self._pool)
-        solution = solve_weights(self._predictions[:, :J], self._response.y, new_loss, active=~self._failed[:J])
-        ledger = FailureLedger([entry for entry in self._ledger.entries if entry.stage == "cv"])
-        _record_merged(ledger, solution, self._pool)
-        return type(self)(
-            spec=self._spec, family=self._family, loss=new_loss, design=self._design, response=self._response,
-            pool=self._pool, extras=self._extras, folds=self._folds, cv_spec=self._cv_spec, seed=self._seed,
-            ridge=self._ridge, predictions=self._predictions, failed=self._failed, solution=solution,
-            ledger=ledger, representations=self._representations, dropped_rows=self._dropped_rows,
+        from .core import results_from_state  # core builds on this module
+
+        state = self.stages
+        labels = self.candidate_labels
+        solution, entries = solve_stage_weights(
+            state.output, len(labels), state.response.y, new_loss, labels, warn=False
         )
+        return results_from_state(replace(state, loss=new_loss, solution=solution, ledger=tuple(entries)))
 
     def loss_sensitivity(self, losses=None) -> pd.DataFrame:
         """Weights under several surrogate losses (candidates with a non-zero weight under any).

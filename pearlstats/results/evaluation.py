@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from patsy import EvalEnvironment
 
+from ..checks import check_seed
 from ..design.folds import check_class_coverage, make_folds
 from ..design.data import split_data
 from ..exceptions import DataError, OptionError
@@ -100,9 +101,9 @@ def _metrics(res, y, prediction) -> dict:
 
 def _test_response(res, test_data) -> np.ndarray:
     frame, _ = split_data(test_data)
-    namespace = res._design.covariates.namespace or {}
+    namespace = res.design_spec.covariates.namespace or {}
     try:
-        values = response_values(res._spec, frame, EvalEnvironment([namespace]))
+        values = response_values(res.design_spec.formula, frame, EvalEnvironment([namespace]))
     except DataError as err:
         raise DataError(f"evaluate needs the response in the test data: {err}") from err
     return res.encode_response(values)
@@ -234,10 +235,7 @@ def honest_risk(res, outer=5, seed=None) -> HonestRisk:
     """
     family, loss, X, response = res._family, res._loss, res._design.X, res._response
     pool, ridge = res._pool, res.ridge
-    if seed is None:
-        seed = res.seed
-    elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise OptionError(f"seed={seed!r}; use an int, or None for the fit's seed")
+    seed = res.seed if seed is None else check_seed(seed)
     n = len(response.y)
     strata = response.y.astype(np.intp) if response.classes is not None else None
     outer_folds = make_folds(outer, n, seed=np.random.SeedSequence([seed, 0]), strata=strata)

@@ -1,0 +1,344 @@
+"""The stages of a PEARL fit, each a function returning a small frozen value.
+
+``design -> candidates -> folds -> cross_validate -> weights``:
+
+* :func:`prepare_rows` checks the data, resolves and aligns the blocks, drops
+  incomplete rows when asked, and builds the :class:`~pearlstats.design.spec.Design`;
+* :func:`build_pool` lists the candidate models (and the single-block and
+  fusion candidates the paper's baselines need);
+* :func:`assign_folds` draws the cross-validation folds;
+* :func:`cross_validate` computes every candidate's out-of-fold predictions;
+* :func:`solve_stage_weights` solves the simplex weights.
+
+:func:`pearlstats.fit`, the nested (honest) risk, the refitting bootstrap and
+the experiment runner call these same functions; nothing else fits candidates.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed, effective_n_jobs
+
+from .design.candidates import Candidate, build_candidates
+from .design.data import (
+    Block, check_block_information, check_block_values, data_index, resolve_blocks, split_data,
+)
+from .design.folds import check_class_coverage, make_folds
+from .design.formula import covariate_row_variables, response_values
+from .design.spec import Design, build_design
+from .engines._common import EngineOutput
+from .exceptions import AllCandidatesFailedError, CandidateFailureWarning, DataError
+from .families import EncodedResponse
+from .ledger import FailureLedger, LedgerEntry
+from .weights.solvers import WeightSolution, solve_weights
+
+__all__ = [
+    "FitState", "Prepared", "CandidatePool", "prepare_rows", "build_pool", "assign_folds", "cross_validate",
+    "solve_stage_weights", "worker_count",
+]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The design stage's output.
+
+    Attributes
+    ----------
+    design : Design
+    response : EncodedResponse
+    dropped_rows : ndarray of int
+        Positions of the rows ``missing="drop"`` removed.
+    """
+
+    design: Design
+    response: EncodedResponse
+    dropped_rows: np.ndarray
+
+
+@dataclass(frozen=True)
+class CandidatePool:
+    """The candidate models, and the baseline-only ones appended after them.
+
+    Attributes
+    ----------
+    pool : tuple of Candidate
+        The candidates PEARL weights.
+    extras : tuple of Candidate
+        Single-block and fusion candidates the baselines need but the pool lacks.
+    """
+
+    pool: tuple[Candidate, ...]
+    extras: tuple[Candidate, ...]
+
+    @property
+    def everything(self) -> list[Candidate]:
+        return list(self.pool) + list(self.extras)
+
+
+@dataclass(frozen=True)
+class FitState:
+    """Everything the stages of one fit produced: what a results object is built from.
+
+    Attributes
+    ----------
+    family, loss
+        The family (with its engine and statsmodels refit) and the weights' loss.
+    design : Design
+    response : EncodedResponse
+    candidates : CandidatePool
+    folds : ndarray of int
+    cv_spec
+        The ``cv`` argument as given (an int, "loo" or fold labels).
+    seed : int
+    ridge : float
+    output : EngineOutput
+        Out-of-fold predictions of the pool then the extras.
+    solution : WeightSolution
+    ledger : tuple of LedgerEntry
+    representations : Representations or None
+        A private copy of the fitted learners (refitting the caller's object
+        does not change this fit).
+    dropped_rows : ndarray of int
+    """
+
+    family: object
+    loss: object
+    design: Design
+    response: EncodedResponse
+    candidates: CandidatePool
+    folds: np.ndarray
+    cv_spec: object
+    seed: int
+    ridge: float
+    output: EngineOutput
+    solution: WeightSolution
+    ledger: tuple
+    representations: object
+    dropped_rows: np.ndarray
+
+
+def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
+    """Rows with NaN/None (any dtype) or inf (numeric columns) in the given frame columns."""
+    bad = np.zeros(len(frame), dtype=bool)
+    for column in columns:
+        values = frame[column]
+        bad |= pd.isna(values).to_numpy()
+        if values.dtype.kind in "fc":
+            bad |= np.isinf(values.to_numpy())
+    return bad
+
+
+def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
+    keep = ~bad
+    frame = frame.loc[keep].reset_index(drop=True)
+    embedded = {name: value[keep] for name, value in embedded.items()}
+    blocks = {name: Block(b.name, b.values[keep], b.column_names, b.labels) for name, b in blocks.items()}
+    return frame, embedded, blocks
+
+
+def prepare_rows(formula, data, blocks, family, missing: str, eval_env) -> Prepared:
+    """The design stage: rows and blocks checked, aligned and turned into a design.
+
+    Parameters
+    ----------
+    formula : FormulaSpec
+    data : DataFrame or dict
+    blocks : mapping, Representations or None
+    family : Family
+        Encodes the response.
+    missing : {"raise", "drop"}
+    eval_env : patsy.EvalEnvironment
+
+    Returns
+    -------
+    Prepared
+    """
+    frame, embedded = split_data(data)
+    if formula.response in embedded:
+        raise DataError(
+            f"response {formula.response!r} is a 2-D array in data; the response must be one value per row"
+        )
+    n_given = len(frame)
+    kept = np.arange(n_given)
+    frame, row_variables = covariate_row_variables(formula, frame, eval_env)
+    if missing == "drop" and hasattr(blocks, "transform") and not isinstance(blocks, dict):
+        # A Representations cannot transform missing inputs: clean its columns first.
+        raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]
+        bad = _missing_rows(frame, raw)
+        frame, embedded, _ = _drop_rows(frame, embedded, {}, bad)
+        kept = kept[~bad]
+    resolved = resolve_blocks(formula.block_names, frame, embedded, blocks, index=data_index(data))
+    n = len(frame) if len(frame.columns) else len(next(iter(resolved.values())).values)
+    for block in resolved.values():
+        if block.values.shape[0] != n:
+            check_block_values(block.name, block.values, n)  # raises the row-count error
+    if missing == "drop":
+        used = [c for c in (*row_variables, *formula.response_variables) if c in frame.columns]
+        bad = _missing_rows(frame, used)
+        for block in resolved.values():
+            bad |= ~np.isfinite(block.values).all(axis=1)
+        if bad.any():
+            frame, embedded, resolved = _drop_rows(frame, embedded, resolved, bad)
+            kept = kept[~bad]
+            n = len(frame)
+    for block in resolved.values():
+        check_block_values(block.name, block.values, n)
+    check_block_information(resolved)
+    response = family.encode(response_values(formula, frame, eval_env))
+    design = build_design(formula, frame, resolved, eval_env)
+    return Prepared(design, response, np.setdiff1d(np.arange(n_given), kept))
+
+
+def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidate]:
+    """Single-block and fusion candidates the paper's baselines need but the pool lacks."""
+    have = {candidate.blocks for candidate in pool if candidate.label == "+".join(candidate.blocks)}
+    covariates = np.arange(design.n_covariates)
+    names = list(design.block_slices)
+    wanted = [(name,) for name in names] + [tuple(names)]
+    extra = []
+    for blocks in dict.fromkeys(wanted):
+        if blocks in have:
+            continue
+        columns = [covariates] + [
+            np.arange(design.block_slices[b].start, design.block_slices[b].stop) for b in blocks
+        ]
+        extra.append(Candidate("+".join(blocks), blocks, np.concatenate(columns).astype(int)))
+    return extra
+
+
+def build_pool(design: Design, candidates, max_candidates: int) -> CandidatePool:
+    """The candidate stage: the pool PEARL weights and the baselines' extra candidates."""
+    pool = build_candidates(
+        candidates, design.block_slices, design.column_names, design.n_covariates, max_candidates
+    )
+    return CandidatePool(tuple(pool), tuple(_baseline_candidates(pool, design)))
+
+
+def assign_folds(cv, response: EncodedResponse, seed) -> np.ndarray:
+    """The fold stage: K-fold labels (stratified by class for classification).
+
+    Raises
+    ------
+    FoldError
+        A fold specification that cannot be used, or a fold without some class.
+    """
+    strata = response.y.astype(np.intp) if response.classes is not None else None
+    folds = make_folds(cv, len(response.y), seed=seed, strata=strata)
+    if strata is not None:
+        check_class_coverage(strata, folds, response.classes)
+    return folds
+
+
+def worker_count(n_jobs, n_tasks: int) -> int:
+    """Workers to start: *n_jobs* capped at the number of tasks (and at the cores for -1)."""
+    if n_jobs in (None, 1) or n_tasks < 2:
+        return 1
+    requested = effective_n_jobs(n_jobs)  # honours joblib.parallel_config
+    if n_jobs < 0:
+        requested = min(requested, os.cpu_count() or 1)
+    return max(1, min(requested, n_tasks))
+
+
+def cross_validate(family, X: np.ndarray, response: EncodedResponse, candidates, folds: np.ndarray, *,
+                   loo: bool = False, ridge: float = 0.0, n_jobs=None) -> EngineOutput:
+    """The cross-validation stage: every candidate's out-of-fold predictions.
+
+    Parameters
+    ----------
+    family : Family
+        Its engine computes the predictions (batched over candidates and folds).
+    X : ndarray (n, p)
+    response : EncodedResponse
+    candidates : sequence of Candidate
+    folds : ndarray of int (n,)
+    loo : bool
+        Leave-one-out (closed form where the family has one).
+    ridge : float
+    n_jobs : int, optional
+        Parallel workers over chunks of candidates (joblib), capped at the
+        number of chunks.
+
+    Returns
+    -------
+    EngineOutput
+        Predictions (NaN for failed candidates), failure flags and ledger entries.
+    """
+    candidates = list(candidates)
+
+    def run(chunk):
+        if loo:
+            return family.loo_predict(X, response, chunk, ridge)
+        return family.cv_predict(X, response, chunk, folds, ridge)
+
+    workers = worker_count(n_jobs, len(candidates))
+    if workers == 1:
+        return run(candidates)
+    splits = np.array_split(np.arange(len(candidates)), min(len(candidates), 4 * workers))
+    chunks = [[candidates[i] for i in part] for part in splits if len(part)]
+    outputs = Parallel(n_jobs=workers)(delayed(run)(chunk) for chunk in chunks)
+    return EngineOutput(
+        np.concatenate([out.predictions for out in outputs], axis=1),
+        np.concatenate([out.failed for out in outputs]),
+        [entry for out in outputs for entry in out.entries],
+    )
+
+
+def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, labels,
+                        *, warn: bool = True) -> tuple[WeightSolution, list[LedgerEntry]]:
+    """The weight stage: simplex weights over the pool's out-of-fold predictions.
+
+    Parameters
+    ----------
+    output : EngineOutput
+        Of the pool followed by the baseline extras; the first *n_pool* columns are weighted.
+    n_pool : int
+    y : ndarray
+    loss : Loss
+    labels : sequence of str
+        Pool labels, for warnings and the ledger.
+    warn : bool
+        Warn once per candidate that failed (nested fits stay quiet).
+
+    Returns
+    -------
+    solution : WeightSolution
+    entries : list of LedgerEntry
+        The cross-validation entries plus one per merged duplicate group.
+
+    Raises
+    ------
+    AllCandidatesFailedError
+        When no candidate could be fitted.
+    """
+    failed = output.failed[:n_pool]
+    if warn:
+        for label in [label for label, bad in zip(labels, failed) if bad]:
+            warnings.warn(
+                f"candidate {label!r} failed in cross-validation and gets weight 0; see results.failures",
+                CandidateFailureWarning,
+                stacklevel=3,
+            )
+    if failed.all():
+        ledger = FailureLedger()
+        ledger.extend(output.entries)
+        first = next(entry for entry in output.entries if entry.excluded)
+        raise AllCandidatesFailedError(
+            f"all {n_pool} candidates failed in cross-validation (first: {first.candidate!r}, {first.kind}: "
+            f"{first.reason}; {first.action})",
+            ledger.to_frame(),
+        )
+    solution = solve_weights(output.predictions[:, :n_pool], y, loss, active=~failed)
+    entries = list(output.entries)
+    for group in solution.merged:
+        members = [labels[i] for i in group]
+        entries.append(LedgerEntry(
+            members[0], None, "weights", "duplicate",
+            f"candidates {members} have identical out-of-fold predictions",
+            "merged for the weight solver; their weight is split equally", False,
+        ))
+    return solution, entries
