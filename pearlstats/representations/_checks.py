@@ -71,7 +71,8 @@ def check_positive(value, name: str, allow_none: bool = False) -> None:
         return
     if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0
             or not np.isfinite(value)):
-        raise OptionError(f"{name}={value!r} must be a finite positive number" + (" or None" if allow_none else ""))
+        alternative = " or None" if allow_none else ""
+        raise OptionError(f"{name}={value!r} must be a finite positive number{alternative}")
 
 
 def check_bool(value, name: str) -> bool:

@@ -96,8 +96,9 @@ class Representations:
     -----
     :meth:`fit` fits copies of the learners (the objects passed in stay
     unfitted); ``reps[name]`` is the fitted copy. Fitting is all-or-nothing:
-    if any learner fails, a fitted container keeps its previous learners. Blocks are 2-D float64 arrays
-    with one row per input row, or CSR matrices for word-count and TF-IDF blocks.
+    if any learner fails, a fitted container keeps its previous learners.
+    Blocks are 2-D float64 arrays with one row per input row, or CSR matrices
+    for word-count and TF-IDF blocks.
 
     Examples
     --------

@@ -174,8 +174,8 @@ class KernelPCA:
         if method == "nystrom" and self.n_landmarks < self.n_components:
             raise OptionError(
                 f"KernelPCA(method='nystrom') has n_landmarks={self.n_landmarks} < n_components="
-                f"{self.n_components}; the Nystrom approximation has at most n_landmarks directions — "
-                f"use n_landmarks >= {self.n_components}"
+                f"{self.n_components}; the Nystrom approximation has at most n_landmarks "
+                f"directions — use n_landmarks >= {self.n_components}"
             )
         self.oversample = check_int(oversample, "oversample", minimum=0)
         self.tol = tol
@@ -226,9 +226,10 @@ class KernelPCA:
         return self
 
     def _kernel(self, A, B, stage: str = "training"):
-        """``k(A, B)``; a NaN or infinite entry is a BlockError naming the kernel and its parameters."""
+        """``k(A, B)``; a NaN or infinite entry is a BlockError naming the kernel and parameters."""
         with np.errstate(over="ignore", invalid="ignore"):  # reported below as one BlockError
-            K = kernel_matrix(A, B, self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
+            K = kernel_matrix(A, B, self.kernel, gamma=self.gamma_, degree=self.degree,
+                              coef0=self.coef0)
         if not np.isfinite(K).all():
             self._raise_not_finite(stage)
         return K
@@ -238,13 +239,14 @@ class KernelPCA:
                                (("gamma", "gamma_"), ("degree", "degree"), ("coef0", "coef0"))
                                if name in KERNEL_PARAMETERS[self.kernel])
         hint = {
-            "poly": "a non-integer degree of a negative base is NaN and large gamma or degree overflow — "
-                    "use an integer degree, a smaller gamma, or standardize=True",
+            "poly": "a non-integer degree of a negative base is NaN and large gamma or degree "
+                    "overflow — use an integer degree, a smaller gamma, or standardize=True",
             "sigmoid": "lower gamma",
             "rbf": "lower gamma",
         }.get(self.kernel, "check the inputs' scale")
+        parameters = f", {parameters}" if parameters else ""
         raise BlockError(
-            f"KernelPCA(kernel={self.kernel!r}{', ' if parameters else ''}{parameters}) gives NaN or "
+            f"KernelPCA(kernel={self.kernel!r}{parameters}) gives NaN or "
             f"infinite kernel values on the {stage} rows; {hint}"
         )
 

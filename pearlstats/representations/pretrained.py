@@ -85,7 +85,7 @@ def load_word_vectors(path, format: str = "auto", limit: int | None = None, enco
 
 
 def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
-    """Every vector line holds a word and the same number of values (one pass over the raw bytes)."""
+    """Every vector line holds a word and the same number of values (one pass over the bytes)."""
     with open(path, "rb") as handle:
         expected, first, start = None, None, 1
         if format == "word2vec":
@@ -102,8 +102,10 @@ def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
                 expected, first = width, f"line {number}"
             elif width != expected:
                 raise DataError(
-                    f"line {number} of {str(path)!r} has {width - 1} value(s) after the word, but {first} "
-                    f"gives vectors of {expected - 1}; the file is truncated or malformed — fix or drop the line"
+                    f"line {number} of {str(path)!r} has {width - 1} value(s) after the word, but "
+                    f"{first} gives vectors of {expected - 1}; the file is truncated or "
+                    "malformed — "
+                    "fix or drop the line"
                 )
 
 
@@ -160,11 +162,14 @@ class PretrainedVectors(TextLearner):
         check_choice(format, "format", FORMATS)
         if not (isinstance(source, (str, os.PathLike)) or _is_keyed_vectors(source)):
             raise OptionError(
-                f"source={source!r:.60} must be the path of a word-vector file or gensim KeyedVectors, "
+                f"source={source!r:.60} must be the path of a word-vector file or gensim "
+                "KeyedVectors, "
                 f"got {type(source).__name__}"
             )
         if not isinstance(encoding, str):
-            raise OptionError(f"encoding={encoding!r} must be the name of a text encoding, e.g. 'utf-8'")
+            raise OptionError(
+                f"encoding={encoding!r} must be the name of a text encoding, e.g. 'utf-8'"
+            )
         self.source = source
         self.format = format
         self.limit = None if limit is None else check_int(limit, "limit")
@@ -206,7 +211,7 @@ class PretrainedVectors(TextLearner):
         unknown = sum(word not in lookup for t in token_lists for word in t)
         if not tokens or unknown / tokens <= UNKNOWN_TOKEN_SHARE:
             return
-        # A vocabulary with capitalised words is cased; the default tokenizer lower-cases everything.
+        # A vocabulary with capitalised words is cased; the default tokenizer lower-cases.
         cased = any(word[:1].isupper() for word in list(lookup)[:10_000])
         hint = (
             "the vectors are cased but the default tokenizer lower-cases the text: use "
@@ -215,8 +220,8 @@ class PretrainedVectors(TextLearner):
             else "check that the tokenizer matches the vectors' vocabulary (case, language)"
         )
         warnings.warn(
-            f"{unknown / tokens:.0%} of the {tokens} tokens in the documents have no word vector, so their "
-            f"rows are mostly or all zeros; {hint}",
+            f"{unknown / tokens:.0%} of the {tokens} tokens in the documents have no word vector, "
+            f"so their rows are mostly or all zeros; {hint}",
             UnknownTokensWarning,
             stacklevel=4,  # _warn_unknown <- fit <- transactional wrapper <- the caller
         )

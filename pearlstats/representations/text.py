@@ -27,7 +27,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import BlockError, DataError, MissingValueError, OptionError, format_positions
-from ._checks import check_bool, check_fitted, check_int, check_seed, flip_signs, is_missing, transactional
+from ._checks import (
+    check_bool,
+    check_fitted,
+    check_int,
+    check_seed,
+    flip_signs,
+    is_missing,
+    transactional,
+)
 
 __all__ = ["default_tokenizer", "cased_tokenizer", "TextLearner", "BagOfWords", "TfIdf", "LSI"]
 
@@ -83,7 +91,8 @@ class TextLearner:
         missing = [position for position, text in enumerate(documents) if is_missing(text)]
         if missing:
             raise MissingValueError(
-                f"{name} got missing documents (None, NaN or pd.NA) in {format_positions(missing)}; "
+                f"{name} got missing documents (None, NaN or pd.NA) in "
+                f"{format_positions(missing)}; "
                 "drop those rows or replace them with '' (an empty document)"
             )
         token_lists = []
@@ -131,7 +140,9 @@ class BagOfWords(TextLearner):
         super().__init__(tokenizer, columns)
         self.min_df = check_int(min_df, "min_df")
         if isinstance(max_df, bool) or not isinstance(max_df, numbers.Real) or not 0 < max_df <= 1:
-            raise OptionError(f"max_df={max_df!r} must be a number in (0, 1], the largest share of documents")
+            raise OptionError(
+                f"max_df={max_df!r} must be a number in (0, 1], the largest share of documents"
+            )
         self.max_df = max_df
         self.max_features = None if max_features is None else check_int(max_features, "max_features")
         self.dictionary_ = None
@@ -209,7 +220,9 @@ class TfIdf(BagOfWords):
             try:
                 resolve_weights(smartirs)
             except (ValueError, TypeError) as err:
-                raise OptionError(f"smartirs={smartirs!r} is not a SMART code gensim accepts ({err})") from None
+                raise OptionError(
+                    f"smartirs={smartirs!r} is not a SMART code gensim accepts ({err})"
+                ) from None
         self.smartirs = smartirs
         self.normalize = check_bool(normalize, "normalize")
 
@@ -222,7 +235,8 @@ class TfIdf(BagOfWords):
         from gensim.models import TfidfModel
 
         self._learn_vocabulary(self._tokens(documents))
-        self.model_ = TfidfModel(dictionary=self.dictionary_, smartirs=self.smartirs, normalize=self.normalize)
+        self.model_ = TfidfModel(dictionary=self.dictionary_, smartirs=self.smartirs,
+                                 normalize=self.normalize)
         return self
 
     def transform(self, documents) -> sp.csr_matrix:

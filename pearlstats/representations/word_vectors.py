@@ -72,26 +72,36 @@ class _GensimLearner(TextLearner):
         self.options = options
 
     # The corpus, the seed, the workers and the vector size are set by the learner itself.
-    _MANAGED = ("sentences", "documents", "corpus_file", "corpus_iterable", "seed", "workers", "vector_size")
+    _MANAGED = ("sentences", "documents", "corpus_file", "corpus_iterable", "seed", "workers",
+                "vector_size")
 
     def _check_gensim_options(self, options: dict) -> None:
         """Refuse options the gensim model does not take now, rather than when it is fitted."""
         import inspect
 
-        from gensim.models import Doc2Vec as GensimDoc2Vec, Word2Vec as GensimWord2Vec
+        from gensim.models import Doc2Vec as GensimDoc2Vec
+        from gensim.models import Word2Vec as GensimWord2Vec
 
-        models = (GensimWord2Vec,) if type(self).__name__ == "Word2Vec" else (GensimDoc2Vec, GensimWord2Vec)
-        accepted = {name for model in models for name, parameter in inspect.signature(model.__init__).parameters.items()
-                    if parameter.kind is parameter.POSITIONAL_OR_KEYWORD and name != "self"}
+        word2vec = type(self).__name__ == "Word2Vec"
+        models = (GensimWord2Vec,) if word2vec else (GensimDoc2Vec, GensimWord2Vec)
+        accepted = {
+            name
+            for model in models
+            for name, parameter in inspect.signature(model.__init__).parameters.items()
+            if parameter.kind is parameter.POSITIONAL_OR_KEYWORD and name != "self"
+        }
         managed = sorted(set(options) & set(self._MANAGED))
         if managed:
-            raise OptionError(f"{type(self).__name__} sets {managed} itself; give the documents to fit() and "
-                              "seed / workers / vector_size as the learner's own arguments")
+            raise OptionError(
+                f"{type(self).__name__} sets {managed} itself; give the documents to fit() and "
+                "seed / workers / vector_size as the learner's own arguments"
+            )
         unknown = sorted(set(options) - accepted)
         if unknown:
             raise OptionError(
-                f"{type(self).__name__} got option(s) {unknown} that gensim's {models[0].__name__} does not take; "
-                f"the options are {sorted(accepted - set(self._MANAGED))}"
+                f"{type(self).__name__} got option(s) {unknown} that gensim's "
+                f"{models[0].__name__} does not take; the options are "
+                f"{sorted(accepted - set(self._MANAGED))}"
             )
 
     @staticmethod
@@ -253,7 +263,8 @@ class Doc2Vec(_GensimLearner):
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
         """
-        from gensim.models.doc2vec import Doc2Vec as GensimDoc2Vec, TaggedDocument
+        from gensim.models.doc2vec import Doc2Vec as GensimDoc2Vec
+        from gensim.models.doc2vec import TaggedDocument
 
         token_lists = self._tokens(documents)
         settings = self._training_settings()
@@ -303,7 +314,11 @@ def infer_vector(model, words: list[str], start: np.ndarray, key: int) -> np.nda
     the two sources of randomness are supplied by the caller.
     """
     from gensim import matutils
-    from gensim.models.doc2vec_inner import train_document_dbow, train_document_dm, train_document_dm_concat
+    from gensim.models.doc2vec_inner import (
+        train_document_dbow,
+        train_document_dm,
+        train_document_dm_concat,
+    )
 
     model.random = np.random.RandomState(key % 2**32)
     doctag_vectors = np.array(start, dtype=np.float32).reshape(1, -1)

@@ -114,13 +114,14 @@ class DeepLearner:
         return self
 
     def _check_weights(self, torch, network):
-        """Finite losses can still leave overflowed weights (a huge lr): refuse a network that would give NaN."""
+        """Refuse NaN or infinite weights: finite losses can still end in overflowed weights."""
         bad = [name for name, value in network.state_dict().items()
                if value.is_floating_point() and not torch.isfinite(value).all()]
         if bad:
             raise OptionError(
-                f"{type(self).__name__} training diverged: the weights {bad[:3]} are NaN or infinite after "
-                f"{self.epochs} epoch(s); lower lr (now {self.lr}) or check the input scaling"
+                f"{type(self).__name__} training diverged: the weights {bad[:3]} are NaN or "
+                f"infinite after {self.epochs} epoch(s); lower lr (now {self.lr}) or check the "
+                "input scaling"
             )
 
     def transform(self, X):

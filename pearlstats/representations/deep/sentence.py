@@ -117,8 +117,8 @@ class SentenceEncoder:
                 raise OptionError(f"{name}={getattr(self, name)!r} must be True or False")
         if not isinstance(self.model, (str, os.PathLike)):
             raise OptionError(
-                f"model={self.model!r:.60} must be a packaged model name or a local model directory, "
-                f"got {type(self.model).__name__}"
+                f"model={self.model!r:.60} must be a packaged model name or a local model "
+                f"directory, got {type(self.model).__name__}"
             )
 
     @transactional

@@ -114,8 +114,8 @@ class SimCLR(DeepLearner):
             raise OptionError(
                 f"temperature={self.temperature!r} must be a positive number, e.g. 0.5"
             )
-        if (isinstance(self.projection_dim, bool) or not isinstance(self.projection_dim, (int, np.integer))
-                or self.projection_dim < 1):
+        dim = self.projection_dim
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
             raise OptionError(f"projection_dim={self.projection_dim!r} must be an integer >= 1")
 
     def _build_network(self, input_shape):
