@@ -38,6 +38,7 @@ __all__ = [
     "SeparationWarning",
     "ConvergenceWarning",
     "DuplicateCandidateWarning",
+    "UnknownTokensWarning",
     "format_positions",
 ]
 
@@ -126,6 +127,10 @@ class ConvergenceWarning(PearlWarning):
 
 class DuplicateCandidateWarning(PearlWarning):
     """Candidates with identical out-of-fold predictions were merged for the weight solver."""
+
+
+class UnknownTokensWarning(PearlWarning):
+    """Most tokens of the documents have no word vector, so the block is mostly zeros."""
 
 
 def format_positions(positions: Sequence[int], limit: int = 10) -> str:

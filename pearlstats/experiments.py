@@ -8,9 +8,11 @@ as one tidy DataFrame (one row per run and returned record). Work is spread
 with joblib, so ``joblib.parallel_config(backend="dask")`` sends it to a
 dask.distributed cluster.
 
-The paper's full simulation grid runs from the command line::
+The paper's full simulation grid (16 settings x 100 repetitions) runs from
+the command line; it is long, so it needs ``--full`` (or explicit ``--n``,
+``--sigma`` or ``--repetitions``)::
 
-    python -m pearlstats.experiments simulation --repetitions 100 --n-jobs 2 \
+    python -m pearlstats.experiments simulation --full --n-jobs 2 \
         --out vignettes/results/simulation.csv
 
 Examples
@@ -30,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
+import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,19 +44,47 @@ from joblib import Parallel, delayed
 
 from .exceptions import OptionError
 
-__all__ = ["run_grid", "grid", "simulation_task", "SimulationSweep", "paper_representations", "main"]
+__all__ = [
+    "SimulationSweep",
+    "cell_seed",
+    "grid",
+    "main",
+    "paper_representations",
+    "run_grid",
+    "simulation_task",
+]
 
 
-def grid(**axes: Sequence) -> list[dict]:
+def grid(**axes) -> list[dict]:
     """All combinations of the given axes, as a list of setting dicts.
+
+    An axis is a sequence of values, or one value: a string (``kernel="rbf"``),
+    a number or any other non-iterable is a single value, not a sequence of
+    characters or items.
 
     Examples
     --------
     >>> grid(n=[100, 200], sigma=[0.5])
     [{'n': 100, 'sigma': 0.5}, {'n': 200, 'sigma': 0.5}]
+    >>> grid(kernel="rbf", n=[1, 2])
+    [{'kernel': 'rbf', 'n': 1}, {'kernel': 'rbf', 'n': 2}]
     """
     names = list(axes)
-    return [dict(zip(names, values)) for values in itertools.product(*(axes[name] for name in names))]
+    values = [_axis_values(name, axes[name]) for name in names]
+    return [dict(zip(names, combination)) for combination in itertools.product(*values)]
+
+
+def _axis_values(name: str, axis) -> list:
+    if (
+        isinstance(axis, (str, bytes))
+        or not isinstance(axis, Iterable)
+        or isinstance(axis, Mapping)
+    ):
+        return [axis]
+    values = list(axis)
+    if not values:
+        raise OptionError(f"grid axis {name}= is empty; give at least one value")
+    return values
 
 
 def _records(output) -> list[dict]:
@@ -67,11 +99,47 @@ def _records(output) -> list[dict]:
     )
 
 
+# Columns the runner adds to every record; a task may not return them.
+RUNNER_FIELDS = ("repetition", "seconds")
+
+
 def _run_one(task, setting, seed, position):
     start = time.perf_counter()
     records = _records(task(dict(setting), seed))
     elapsed = time.perf_counter() - start
-    return position, [{**setting, "repetition": position[1], **record, "seconds": elapsed} for record in records]
+    for record in records:
+        _check_no_clash(record, setting)
+    return position, [
+        {**setting, "repetition": position[1], **record, "seconds": elapsed} for record in records
+    ]
+
+
+def _check_no_clash(record: Mapping, setting: Mapping) -> None:
+    """A task's field may not overwrite a setting or a runner column (hiding its run)."""
+    reserved = sorted(str(key) for key in record if key in RUNNER_FIELDS)
+    if reserved:
+        raise OptionError(
+            f"the task returned field(s) {reserved}, which run_grid adds itself "
+            f"({', '.join(RUNNER_FIELDS)}); "
+            "rename them in the task"
+        )
+    clashes = [key for key in record if key in setting and not _same(record[key], setting[key])]
+    if clashes:
+        shown = ", ".join(
+            f"{key}: setting {setting[key]!r}, task {record[key]!r}" for key in clashes
+        )
+        raise OptionError(
+            f"the task returned field(s) {clashes} with values that differ from the setting's "
+            f"({shown}); "
+            "a task must not overwrite its setting — rename those fields in the task"
+        )
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # arrays and other values without a single truth value
+        return a is b
 
 
 def run_grid(
@@ -108,16 +176,30 @@ def run_grid(
     DataFrame
         Setting columns, ``repetition``, the task's fields and ``seconds``,
         ordered by setting then repetition whatever the execution order.
+
+    Raises
+    ------
+    OptionError
+        Bad ``repetitions`` or ``settings``; a task that returns a field named
+        like a setting but with another value, or a ``repetition`` or
+        ``seconds`` field (the runner's own columns).
     """
-    if not isinstance(repetitions, (int, np.integer)) or repetitions < 1:
+    if (
+        isinstance(repetitions, bool)
+        or not isinstance(repetitions, (int, np.integer))
+        or repetitions < 1
+    ):
         raise OptionError(f"repetitions={repetitions!r}; use a positive integer")
     settings = [dict(setting) for setting in settings]
     if not settings:
-        raise OptionError("settings is empty; give at least one setting dict (see pearlstats.experiments.grid)")
+        raise OptionError(
+            "settings is empty; give at least one setting dict (see pearlstats.experiments.grid)"
+        )
     children = np.random.SeedSequence(seed).spawn(len(settings) * repetitions)
     positions = [(i, r) for i in range(len(settings)) for r in range(repetitions)]
     jobs = (
-        delayed(_run_one)(task, settings[i], children[i * repetitions + r], (i, r)) for i, r in positions
+        delayed(_run_one)(task, settings[i], children[i * repetitions + r], (i, r))
+        for i, r in positions
     )
     runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
     results = runner(jobs)
@@ -144,8 +226,12 @@ def paper_representations(seed: int | None = None):
     from .representations import PCA, KernelPCA, Representations
 
     learners = {"pca": PCA(n_components=2)}
-    learners.update({f"kpca_{kernel}": KernelPCA(kernel=kernel, n_components=2)
-                     for kernel in ("rbf", "poly", "sigmoid", "cosine")})
+    learners.update(
+        {
+            f"kpca_{kernel}": KernelPCA(kernel=kernel, n_components=2)
+            for kernel in ("rbf", "poly", "sigmoid", "cosine")
+        }
+    )
     return Representations(learners, columns=["x1", "x2"], seed=seed)
 
 
@@ -165,8 +251,12 @@ def simulation_task(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
         One record per method (PEARL and the paper's baselines) with test MSE.
     """
     sweep = SimulationSweep(n=[setting["n"]], sigma=[setting["sigma"]])
-    return [{key: value for key, value in record.items() if key not in ("n", "sigma")}
-            for record in sweep({key: value for key, value in setting.items() if key not in ("n", "sigma")}, seed)]
+    return [
+        {key: value for key, value in record.items() if key not in ("n", "sigma")}
+        for record in sweep(
+            {key: value for key, value in setting.items() if key not in ("n", "sigma")}, seed
+        )
+    ]
 
 
 class SimulationSweep:
@@ -179,7 +269,9 @@ class SimulationSweep:
     :mod:`pearlstats.datasets.simulation`). Repetitions are independent. This
     is what makes the paper's 16 settings x 100 repetitions cost 100 fits of
     the five learners rather than 1 600, and it pairs the comparisons across
-    cells. Each cell gets its own fold seed.
+    cells. Each cell gets its own fold seed, derived from the cell's ``(n,
+    sigma)`` values (see :func:`cell_seed`), not from its place in the lists, so
+    a cell gives the same numbers however the sizes and noise levels are ordered.
 
     Parameters
     ----------
@@ -204,10 +296,29 @@ class SimulationSweep:
     """
 
     def __init__(self, n: Sequence[int], sigma: Sequence[float]):
+        n, sigma = list(n), list(sigma)
+        if not n or not sigma:
+            raise OptionError(
+                "SimulationSweep needs at least one labeled size n and one noise level sigma"
+            )
+        bad_n = [
+            v for v in n if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1
+        ]
+        if bad_n:
+            raise OptionError(f"SimulationSweep n={bad_n} must be integers >= 1 (labeled sizes)")
+        bad_sigma = [
+            v
+            for v in sigma
+            if isinstance(v, bool)
+            or not isinstance(v, (int, float, np.number))
+            or not (math.isfinite(v) and v >= 0)
+        ]
+        if bad_sigma:
+            raise OptionError(
+                f"SimulationSweep sigma={bad_sigma} must be finite numbers >= 0 (noise sds)"
+            )
         self.n = [int(value) for value in n]
         self.sigma = [float(value) for value in sigma]
-        if not self.n or not self.sigma:
-            raise OptionError("SimulationSweep needs at least one labeled size n and one noise level sigma")
 
     def __repr__(self):
         return f"SimulationSweep(n={self.n}, sigma={self.sigma})"
@@ -217,50 +328,202 @@ class SimulationSweep:
         from .fitting import fit
 
         data_seed, learner_seed, folds_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
-        cell_seeds = np.random.SeedSequence(folds_seed).generate_state(len(self.n) * len(self.sigma))
         sizes = {"N": setting.get("N", 2000), "n_test": setting.get("n_test", 1000)}
         # Inputs and standardised noise do not depend on sigma; draw once to learn the blocks.
         inputs = simulate_paper(max(self.n), sigma=1.0, seed=data_seed, **sizes)
         reps = paper_representations(learner_seed).fit(inputs.unlabeled)
         labeled_blocks, test_blocks = reps.transform(inputs.labeled), reps.transform(inputs.test)
         formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
-        records, cell = [], 0
+        records = []
         for sigma in self.sigma:
             data = simulate_paper(max(self.n), sigma=sigma, seed=data_seed, **sizes)
             for n in self.n:
                 blocks = {name: block[:n] for name, block in labeled_blocks.items()}
-                res = fit(formula, data.labeled.iloc[:n], blocks=blocks, cv=setting.get("cv", 5),
-                          seed=int(cell_seeds[cell]))
-                cell += 1
+                res = fit(
+                    formula,
+                    data.labeled.iloc[:n],
+                    blocks=blocks,
+                    cv=setting.get("cv", 5),
+                    seed=cell_seed(folds_seed, n, sigma),
+                )
                 table = res.evaluate(data.test, blocks=test_blocks)
-                records += [{"n": n, "sigma": sigma, "method": method, **row}
-                            for method, row in table.to_dict("index").items()]
+                records += [
+                    {"n": n, "sigma": sigma, "method": method, **row}
+                    for method, row in table.to_dict("index").items()
+                ]
         return records
 
 
+def cell_seed(folds_seed: int, n: int, sigma: float) -> int:
+    """The fold seed of the simulation cell ``(n, sigma)``: a function of its values, not positions.
+
+    ``SeedSequence(folds_seed, spawn_key=(n, bits of sigma as float64))``, so a
+    cell's folds do not change when sizes or noise levels are listed in another order.
+
+    Examples
+    --------
+    >>> cell_seed(5, 100, 0.5) == cell_seed(5, 100, 0.5) != cell_seed(5, 100, 0.9)
+    True
+    """
+    sigma_bits = int(np.float64(sigma).view(np.uint64))
+    return int(
+        np.random.SeedSequence(folds_seed, spawn_key=(int(n), sigma_bits)).generate_state(1)[0]
+    )
+
+
+PAPER_GRID = {"n": [100, 200, 400, 800], "sigma": [0.1, 0.5, 0.9, 1.5], "repetitions": 100}
+
+
+def _bounded_int(minimum: int, maximum: int | None = None, *, zero: bool = True):
+    """An argparse type: an integer in [minimum, maximum] (``zero=False`` also refuses 0)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if (
+            value < minimum
+            or (maximum is not None and value > maximum)
+            or (value == 0 and not zero)
+        ):
+            upper = f" and <= {maximum}" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(
+                f"{value} is out of range; use an integer >= {minimum}{upper}"
+                + ("" if zero else ", not 0")
+            )
+        return value
+
+    return parse
+
+
+def _noise_level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite noise standard deviation >= 0")
+    return value
+
+
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each default, except ``None`` ones, whose help says what they mean."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pearlstats.experiments",
+        description="Run the paper's grids and write the tidy table to CSV.",
+        formatter_class=_HelpWithDefaults,
+    )
+    parser.add_argument(
+        "experiment", choices=["simulation"], help="the paper's simulation study (Section 4.1)"
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="run the paper's whole grid (--n, --sigma, --repetitions default to it); "
+        "needed when none of them is given",
+    )
+    parser.add_argument(
+        "--n",
+        type=_bounded_int(10),
+        nargs="+",
+        default=None,
+        help=f"labeled sizes, each >= 10 (default: the paper's {PAPER_GRID['n']})",
+    )
+    parser.add_argument(
+        "--sigma",
+        type=_noise_level,
+        nargs="+",
+        default=None,
+        help=f"noise standard deviations (default: the paper's {PAPER_GRID['sigma']})",
+    )
+    parser.add_argument("--N", type=_bounded_int(10), default=2000, help="unlabeled rows")
+    parser.add_argument("--n-test", type=_bounded_int(1), default=1000, help="test rows per run")
+    parser.add_argument(
+        "--repetitions",
+        type=_bounded_int(1),
+        default=None,
+        help=f"repetitions (default: the paper's {PAPER_GRID['repetitions']})",
+    )
+    parser.add_argument("--seed", type=_bounded_int(0, 2**32 - 1), default=2025, help="root seed")
+    parser.add_argument(
+        "--n-jobs",
+        type=_bounded_int(-(2**31), zero=False),
+        default=None,
+        help="joblib workers, not 0 (-1: all cores; default: one process)",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="CSV path for the tidy results, checked to be writable before running "
+        "(default: not written)",
+    )
+    return parser
+
+
+def _check_writable(parser: argparse.ArgumentParser, out: str) -> None:
+    """Fail before hours of runs, not after: the CSV's folder must exist and be writable."""
+    path = os.path.abspath(out)
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        parser.error(
+            f"--out {out!r} is a directory; give a file path such as "
+            f"{os.path.join(out, 'results.csv')!r}"
+        )
+    if not os.path.isdir(folder):
+        parser.error(f"--out {out!r}: the folder {folder!r} does not exist; create it first")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        parser.error(f"--out {out!r} is not writable; choose another path")
+
+
 def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
-    """Command line: run the paper's grids and write the tidy table to CSV."""
-    parser = argparse.ArgumentParser(prog="python -m pearlstats.experiments", description=main.__doc__)
-    parser.add_argument("experiment", choices=["simulation"], help="the paper's simulation study (Section 4.1)")
-    parser.add_argument("--n", type=int, nargs="+", default=[100, 200, 400, 800], help="labeled sizes")
-    parser.add_argument("--sigma", type=float, nargs="+", default=[0.1, 0.5, 0.9, 1.5], help="noise levels")
-    parser.add_argument("--N", type=int, default=2000, help="unlabeled rows")
-    parser.add_argument("--n-test", type=int, default=1000, help="test rows per run")
-    parser.add_argument("--repetitions", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=2025)
-    parser.add_argument("--n-jobs", type=int, default=None)
-    parser.add_argument("--out", default=None, help="CSV path for the tidy results")
+    """Command line: run the paper's grids and write the tidy table to CSV.
+
+    Every argument (including that ``--out`` is writable) is checked before
+    anything runs; bad values are argparse errors (exit status 2), not tracebacks.
+    """
+    parser = _parser()
     args = parser.parse_args(argv)
-    sweep = SimulationSweep(n=args.n, sigma=args.sigma)
+    if not args.full and args.n is None and args.sigma is None and args.repetitions is None:
+        cells = len(PAPER_GRID["n"]) * len(PAPER_GRID["sigma"])
+        parser.error(
+            f"this would run the paper's full grid: {cells} settings x "
+            f"{PAPER_GRID['repetitions']} repetitions "
+            f"({PAPER_GRID['repetitions']} fits of 5 learners on N={args.N} rows and "
+            f"{cells * PAPER_GRID['repetitions']} PEARL fits); pass --full to run it, or choose "
+            "--n / --sigma / --repetitions"
+        )
+    n = args.n or PAPER_GRID["n"]
+    sigma = args.sigma or PAPER_GRID["sigma"]
+    repetitions = args.repetitions or PAPER_GRID["repetitions"]
+    if args.out:
+        _check_writable(parser, args.out)
+    sweep = SimulationSweep(n=n, sigma=sigma)
     start = time.perf_counter()
-    table = run_grid(sweep, [{"N": args.N, "n_test": args.n_test}], args.repetitions, seed=args.seed, n_jobs=args.n_jobs)
+    table = run_grid(
+        sweep,
+        [{"N": args.N, "n_test": args.n_test}],
+        repetitions,
+        seed=args.seed,
+        n_jobs=args.n_jobs,
+    )
     elapsed = time.perf_counter() - start
     if args.out:
         table.to_csv(args.out, index=False)
-    summary = table.pivot_table(index=["sigma", "n"], columns="method", values="MSE", aggfunc="mean")
+    summary = table.pivot_table(
+        index=["sigma", "n"], columns="method", values="MSE", aggfunc="mean"
+    )
     print(summary.round(4).to_string())
-    cells = len(args.n) * len(args.sigma)
-    print(f"\n{cells} settings x {args.repetitions} repetitions in {elapsed:.0f} s", file=sys.stderr)
+    print(
+        f"\n{len(n) * len(sigma)} settings x {repetitions} repetitions in {elapsed:.0f} s",
+        file=sys.stderr,
+    )
     return table
 
 

@@ -61,7 +61,10 @@ def test_a_simulation_sweep_cell_equals_the_same_fit_done_by_hand():
     # a fresh SeedSequence: spawn() on the one the sweep used would give its next children
     seed = np.random.SeedSequence(4)
     data_seed, learner_seed, folds_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
-    fold_seed = int(np.random.SeedSequence(folds_seed).generate_state(4)[2])  # cells run sigma-major: (0.9, 80) is third
+    # the cell's fold seed comes from its values (80, 0.9), whatever its place in the lists
+    sigma_bits = int(np.float64(0.9).view(np.uint64))
+    cell_sequence = np.random.SeedSequence(folds_seed, spawn_key=(80, sigma_bits))
+    fold_seed = int(cell_sequence.generate_state(1)[0])
     data = simulate_paper(80, N=300, n_test=200, sigma=0.9, seed=data_seed)
     reps = paper_representations(learner_seed).fit(data.unlabeled)
     formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
@@ -83,3 +86,91 @@ def test_simulation_command_writes_the_tidy_table(tmp_path, capsys):
     assert {"N", "n_test", "repetition", "n", "sigma", "method", "MSE", "MAE"} <= set(table.columns)
     assert len(table) == 2 * 2 * 6 and table["MSE"].gt(0).all()
     assert "PEARL" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ issue 19, item 5: cell seeds
+def test_a_cell_gives_the_same_numbers_whatever_the_order_of_the_lists():
+    from pearlstats.experiments import SimulationSweep
+
+    setting = {"N": 200, "n_test": 100}
+    forward = SimulationSweep(n=[60, 90], sigma=[0.2, 0.8])(setting, np.random.SeedSequence(11))
+    backward = SimulationSweep(n=[90, 60], sigma=[0.8, 0.2])(setting, np.random.SeedSequence(11))
+
+    def by_cell(records):
+        return {(r["n"], r["sigma"], r["method"]): (r["MSE"], r["MAE"]) for r in records}
+
+    assert by_cell(forward) == by_cell(backward)  # bit-identical, cell by cell
+    assert len(by_cell(forward)) == 4 * 6
+
+
+# ------------------------------------------------------------------ issue 19, item 6: the runner
+def echo_task(setting, seed):
+    return {"n": 7, "value": 1.0}
+
+
+def polite_task(setting, seed):
+    return {"n": setting["n"], "value": float(setting["n"])}
+
+
+def timing_task(setting, seed):
+    return {"seconds": 1.0}
+
+
+def test_a_task_field_cannot_overwrite_a_setting_or_a_runner_column():
+    with pytest.raises(OptionError, match=r"\['n'\].*setting 100, task 7"):
+        run_grid(echo_task, grid(n=[100, 200]), 1, progress=False)
+    with pytest.raises(OptionError, match=r"\['seconds'\].*run_grid adds itself"):
+        run_grid(timing_task, grid(n=[100]), 1, progress=False)
+    # echoing a setting's own value is harmless
+    table = run_grid(polite_task, grid(n=[100, 200]), 1, progress=False)
+    assert table["n"].tolist() == [100, 200] and table["value"].tolist() == [100.0, 200.0]
+
+
+def test_grid_treats_strings_and_other_scalars_as_single_values():
+    assert grid(kernel="rbf", n=[1, 2]) == [{"kernel": "rbf", "n": 1}, {"kernel": "rbf", "n": 2}]
+    assert grid(sigma=0.5) == [{"sigma": 0.5}]
+    assert grid(kernels=("rbf", "poly")) == [{"kernels": "rbf"}, {"kernels": "poly"}]
+    with pytest.raises(OptionError, match="axis n= is empty"):
+        grid(n=[])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulation"], "--full"),
+    (["simulation", "--n", "60", "--n-jobs", "0"], "--n-jobs: 0 is out of range"),
+    (["simulation", "--n", "60", "--seed", "-1"], "--seed: -1 is out of range"),
+    (["simulation", "--n", "60", "--sigma", "nan"], "--sigma: nan is not a finite"),
+    (["simulation", "--n", "5"], "--n: 5 is out of range"),
+    (["simulation", "--n", "60", "--repetitions", "0"], "--repetitions: 0 is out of range"),
+])
+def test_the_command_line_rejects_bad_arguments_before_running(argv, message, capsys):
+    from pearlstats.experiments import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_an_unwritable_out_path_fails_before_any_run(tmp_path, capsys, monkeypatch):
+    from pearlstats import experiments
+
+    def never(*args, **kwargs):
+        raise AssertionError("the grid ran although --out is unusable")
+
+    monkeypatch.setattr(experiments, "run_grid", never)
+    cases = [(tmp_path / "no" / "such" / "x.csv", "does not exist"), (tmp_path, "is a directory")]
+    for out, message in cases:
+        with pytest.raises(SystemExit):
+            experiments.main(["simulation", "--n", "60", "--repetitions", "1", "--out", str(out)])
+        assert message in capsys.readouterr().err
+
+
+def test_help_shows_the_defaults(capsys):
+    from pearlstats.experiments import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "root seed (default: 2025)" in out and "unlabeled rows (default: 2000)" in out
+    assert "default: the paper's [100, 200, 400, 800]" in out

@@ -74,7 +74,7 @@ def test_errors_name_the_problem(tmp_path):
     with pytest.raises(OptionError, match="does not exist"):
         PretrainedVectors(tmp_path / "missing.txt").fit()
     broken = tmp_path / "broken.txt"
-    broken.write_text("2 3\nword 0.1 oops\n")
+    broken.write_text("2 3\nword 0.1 oops 0.2\n")
     with pytest.raises(OptionError, match="broken.txt"):
         load_word_vectors(broken)
     with pytest.raises(OptionError, match="encoding='latin-1'"):

@@ -27,7 +27,7 @@ from .base import FunctionLearner, Representations
 from .kernel_pca import KernelPCA
 from .pca import PCA, Raw
 from .pretrained import PretrainedVectors, load_word_vectors
-from .text import LSI, BagOfWords, TfIdf, default_tokenizer
+from .text import LSI, BagOfWords, TfIdf, cased_tokenizer, default_tokenizer
 from .word_vectors import Doc2Vec, Word2Vec
 
 __all__ = [
@@ -44,4 +44,5 @@ __all__ = [
     "PretrainedVectors",
     "load_word_vectors",
     "default_tokenizer",
+    "cased_tokenizer",
 ]

@@ -6,6 +6,7 @@ input here instead of relying on the :class:`Representations` container.
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -65,10 +66,20 @@ def check_int(value, name: str, minimum: int = 1) -> int:
 
 
 def check_positive(value, name: str, allow_none: bool = False) -> None:
+    """A finite number > 0 (infinity would make kernels and learning rates non-finite)."""
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
-        raise OptionError(f"{name}={value!r} must be a positive number" + (" or None" if allow_none else ""))
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0
+            or not np.isfinite(value)):
+        alternative = " or None" if allow_none else ""
+        raise OptionError(f"{name}={value!r} must be a finite positive number{alternative}")
+
+
+def check_bool(value, name: str) -> bool:
+    """``True`` or ``False`` only: ``bool("no")`` is True, so strings and numbers are refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise OptionError(f"{name}={value!r} must be True or False")
+    return bool(value)
 
 
 def check_real(value, name: str) -> None:
@@ -82,10 +93,41 @@ def check_choice(value, name: str, choices) -> None:
 
 
 def check_seed(seed) -> None:
+    """None or an integer in [0, 2**32), the range numpy, gensim and torch all accept."""
     if seed is None:
         return
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32:
         raise OptionError(f"seed={seed!r} must be None or an integer in [0, 2**32)")
+
+
+def is_missing(value) -> bool:
+    """None, NaN or ``pd.NA`` / ``pd.NaT``: a missing entry of a text column."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, (float, np.floating)) and np.isnan(value)
+
+
+def transactional(fit):
+    """Make a learner's ``fit`` all-or-nothing: if it raises, the learner's state is restored.
+
+    The attributes are snapshotted (a shallow copy of ``vars(self)``) before
+    ``fit`` runs. Fits only rebind attributes to newly computed values and never
+    modify the previous values in place, so restoring the snapshot gives back the
+    previous fit exactly: a learner that was fitted keeps transforming as before,
+    one that was not stays unfitted. Interrupts (``KeyboardInterrupt``) restore too.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        saved = dict(vars(self))
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(saved)
+            raise
+
+    return wrapper
 
 
 class Standardizer:

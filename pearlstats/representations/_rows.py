@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import BlockError, DataError, MissingValueError, format_positions
+from ._checks import is_missing
 
 INPUT_KINDS = ("numeric", "text", "frame")
 
@@ -115,11 +116,11 @@ class Rows:
         if getattr(values, "ndim", 1) != 1:
             raise DataError(f"{who} reads strings, but column {name!r} is 2-D")
         values = list(values)
-        absent = [i for i, v in enumerate(values) if v is None or (isinstance(v, float) and np.isnan(v))]
+        absent = [i for i, v in enumerate(values) if is_missing(v)]
         if absent:
             raise MissingValueError(
                 f"{who}: text column {name!r} is missing in {format_positions(absent)}; "
-                "drop those rows or replace them with '' (an empty document)"
+                "(None, NaN or pd.NA); drop those rows or replace them with '' (an empty document)"
             )
         wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]
         if wrong:

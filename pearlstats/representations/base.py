@@ -77,20 +77,28 @@ class Representations:
         strings means text and anything else numeric.
     columns : str or list of str, optional
         Input columns of the learners that do not name their own with a
-        ``columns=`` argument. When both are None a learner reads every column
-        of the rows given to :meth:`fit` (the same columns are then read from new rows).
+        ``columns=`` argument. **When both are None a learner reads every
+        column of the rows given to** :meth:`fit` — a numeric learner then
+        needs every column to be numeric, and a response or identifier column
+        in those rows becomes an input of the block. Give ``columns=`` whenever
+        the unlabeled rows hold anything but the learners' inputs. The columns
+        read at fit are listed in :attr:`input_columns` and are the ones read
+        from new rows.
     seed : int, optional
-        Reaches every stochastic learner whose own seed is None: each gets
-        ``SeedSequence(seed, spawn_key=(crc32(name),))``, set as its ``seed``
-        (pearlstats learners) or ``random_state`` (scikit-learn objects). Keyed
-        by name, so adding a learner leaves the other blocks unchanged. The
-        same seed gives identical blocks.
+        Reaches every stochastic learner whose own seed is None, the torch
+        learners included: each gets ``SeedSequence(seed, spawn_key=(crc32(name),))``,
+        set as its ``seed`` (pearlstats learners) or ``random_state``
+        (scikit-learn objects). A learner's explicit seed wins. Keyed by name,
+        so adding a learner leaves the other blocks unchanged. The same seed
+        gives identical blocks; different seeds give different stochastic blocks.
 
     Notes
     -----
     :meth:`fit` fits copies of the learners (the objects passed in stay
-    unfitted); ``reps[name]`` is the fitted copy. Blocks are 2-D float64 arrays
-    with one row per input row, or CSR matrices for word-count and TF-IDF blocks.
+    unfitted); ``reps[name]`` is the fitted copy. Fitting is all-or-nothing:
+    if any learner fails, a fitted container keeps its previous learners.
+    Blocks are 2-D float64 arrays with one row per input row, or CSR matrices
+    for word-count and TF-IDF blocks.
 
     Examples
     --------
@@ -144,9 +152,12 @@ class Representations:
 
     @property
     def input_columns(self) -> list:
-        """The raw columns the learners read, in first-use order.
+        """The raw input columns the learners read, in first-use order.
 
-        Known before fitting only when every learner's columns are given.
+        After :meth:`fit`, exactly the columns read from the fitted rows (every
+        column of those rows for a learner without ``columns=``). Before fitting,
+        known only when every learner's columns are given; otherwise a
+        :class:`~pearlstats.exceptions.NotFittedError`.
         """
         if self._fitted is not None:
             sources = [spec["columns"] for spec in self._fitted.values()]

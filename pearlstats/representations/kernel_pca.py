@@ -8,10 +8,11 @@ import numpy as np
 from scipy.linalg import eigh, qr
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-from ..exceptions import BlockError, ConvergenceWarning
+from ..exceptions import BlockError, ConvergenceWarning, OptionError
 from ._checks import (
     Standardizer,
     as_float_matrix,
+    check_bool,
     check_choice,
     check_fitted,
     check_int,
@@ -21,8 +22,9 @@ from ._checks import (
     check_width,
     flip_signs,
     largest_entry_signs,
+    transactional,
 )
-from .kernels import KERNELS, kernel_matrix, row_chunks
+from .kernels import KERNEL_PARAMETERS, KERNELS, kernel_matrix, row_chunks
 
 __all__ = ["KernelPCA"]
 
@@ -166,9 +168,15 @@ class KernelPCA:
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
-        self.standardize = bool(standardize)
+        self.standardize = check_bool(standardize, "standardize")
         self.method = method
         self.n_landmarks = check_int(n_landmarks, "n_landmarks")
+        if method == "nystrom" and self.n_landmarks < self.n_components:
+            raise OptionError(
+                f"KernelPCA(method='nystrom') has n_landmarks={self.n_landmarks} < n_components="
+                f"{self.n_components}; the Nystrom approximation has at most n_landmarks "
+                f"directions — use n_landmarks >= {self.n_components}"
+            )
         self.oversample = check_int(oversample, "oversample", minimum=0)
         self.tol = tol
         self.max_iter = check_int(max_iter, "max_iter")
@@ -180,14 +188,19 @@ class KernelPCA:
         return f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, method={self.method!r})"
 
     # ------------------------------------------------------------------ fitting
+    @transactional
     def fit(self, X) -> KernelPCA:
-        """Learn the top kernel principal components of the rows of ``X``."""
+        """Learn the top kernel principal components of the rows of ``X``.
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
         X = as_float_matrix(X, "KernelPCA")
         n, d = X.shape
         if self.n_components >= n:
+            fix = f"use n_components <= {n - 1}" if n > 1 else "give at least 2 rows"
             raise BlockError(
                 f"KernelPCA(n_components={self.n_components}) needs more training rows than components; "
-                f"got {n} rows — use n_components <= {n - 1}"
+                f"got {n} row{'s' if n != 1 else ''} — {fix}"
             )
         self.scaler_ = Standardizer(X) if self.standardize else None
         Z = self.scaler_(X) if self.standardize else X
@@ -202,13 +215,40 @@ class KernelPCA:
                 "exact" if n <= AUTO_EXACT_ROWS else "arpack" if n <= AUTO_FULL_KERNEL_ROWS else "nystrom"
             )
         if method == "nystrom":
+            if min(self.n_landmarks, n) < self.n_components:
+                raise BlockError(
+                    f"KernelPCA(method='nystrom' via 'auto') has n_landmarks={self.n_landmarks} < "
+                    f"n_components={self.n_components}; use n_landmarks >= {self.n_components}"
+                )
             self._fit_nystrom(Z, rng)
         else:
             self._fit_full_kernel(Z, method, rng)
         return self
 
-    def _kernel(self, A, B):
-        return kernel_matrix(A, B, self.kernel, gamma=self.gamma_, degree=self.degree, coef0=self.coef0)
+    def _kernel(self, A, B, stage: str = "training"):
+        """``k(A, B)``; a NaN or infinite entry is a BlockError naming the kernel and parameters."""
+        with np.errstate(over="ignore", invalid="ignore"):  # reported below as one BlockError
+            K = kernel_matrix(A, B, self.kernel, gamma=self.gamma_, degree=self.degree,
+                              coef0=self.coef0)
+        if not np.isfinite(K).all():
+            self._raise_not_finite(stage)
+        return K
+
+    def _raise_not_finite(self, stage: str):
+        parameters = ", ".join(f"{name}={getattr(self, attribute)!r}" for name, attribute in
+                               (("gamma", "gamma_"), ("degree", "degree"), ("coef0", "coef0"))
+                               if name in KERNEL_PARAMETERS[self.kernel])
+        hint = {
+            "poly": "a non-integer degree of a negative base is NaN and large gamma or degree "
+                    "overflow — use an integer degree, a smaller gamma, or standardize=True",
+            "sigmoid": "lower gamma",
+            "rbf": "lower gamma",
+        }.get(self.kernel, "check the inputs' scale")
+        parameters = f", {parameters}" if parameters else ""
+        raise BlockError(
+            f"KernelPCA(kernel={self.kernel!r}{parameters}) gives NaN or "
+            f"infinite kernel values on the {stage} rows; {hint}"
+        )
 
     def _fit_full_kernel(self, Z, method, rng):
         K = self._kernel(Z, Z)
@@ -311,10 +351,12 @@ class KernelPCA:
         self.eigenvalues_ = values
 
     def _raise_too_few(self, usable: int):
+        fix = f"use n_components <= {usable} or another kernel" if usable else \
+            "the training rows are identical in feature space; use other inputs or another kernel"
         raise BlockError(
             f"KernelPCA(kernel={self.kernel!r}) found only {usable} direction(s) with a positive eigenvalue "
             f"in the centred training kernel, fewer than n_components={self.n_components}; the kernel has "
-            f"low rank on these inputs — use n_components <= {max(usable, 1)} or another kernel"
+            f"low rank on these inputs — {fix}"
         )
 
     # --------------------------------------------------------------- projection
@@ -328,7 +370,7 @@ class KernelPCA:
     def _project(self, Z: np.ndarray) -> np.ndarray:
         out = np.empty((Z.shape[0], self.n_components))
         for rows in row_chunks(Z.shape[0], self._basis.shape[0]):
-            K = self._kernel(Z[rows], self._basis)
+            K = self._kernel(Z[rows], self._basis, "new")
             block = K @ self._weights
             block -= K.mean(axis=1)[:, None] * self._row_mean_weight
             block -= self._offset

@@ -6,7 +6,16 @@ import numpy as np
 from scipy.linalg import svd
 
 from ..exceptions import BlockError
-from ._checks import Standardizer, as_float_matrix, check_fitted, check_int, check_width, flip_signs
+from ._checks import (
+    Standardizer,
+    as_float_matrix,
+    check_bool,
+    check_fitted,
+    check_int,
+    check_width,
+    flip_signs,
+    transactional,
+)
 
 __all__ = ["PCA", "Raw"]
 
@@ -51,15 +60,19 @@ class PCA:
 
     def __init__(self, n_components: int = 2, *, standardize: bool = False, columns=None):
         self.n_components = check_int(n_components, "n_components")
-        self.standardize = bool(standardize)
+        self.standardize = check_bool(standardize, "standardize")
         self.columns = columns
         self.components_ = None
 
     def __repr__(self):
         return f"PCA(n_components={self.n_components}, standardize={self.standardize})"
 
+    @transactional
     def fit(self, X) -> PCA:
-        """Learn the principal axes from the rows of ``X`` (n_rows x n_features)."""
+        """Learn the principal axes from the rows of ``X`` (n_rows x n_features).
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
         X = as_float_matrix(X, "PCA")
         n, d = X.shape
         if self.n_components > min(n, d):
@@ -67,11 +80,12 @@ class PCA:
                 f"PCA(n_components={self.n_components}) needs at least that many rows and input columns; "
                 f"got {n} rows and {d} columns — use n_components <= {min(n, d)}"
             )
-        self.scaler_ = Standardizer(X) if self.standardize else None
-        Z = self.scaler_(X) if self.standardize else X
-        self.mean_ = Z.mean(axis=0)
-        _, singular, axes = svd(Z - self.mean_, full_matrices=False, check_finite=False)
+        scaler = Standardizer(X) if self.standardize else None
+        Z = scaler(X) if scaler is not None else X
+        mean = Z.mean(axis=0)
+        _, singular, axes = svd(Z - mean, full_matrices=False, check_finite=False)
         k = self.n_components
+        self.scaler_, self.mean_ = scaler, mean
         self.components_ = flip_signs(axes[:k].T).T
         self.explained_variance_ = singular[:k] ** 2 / max(n - 1, 1)
         self.n_features_in_ = d
@@ -113,13 +127,14 @@ class Raw:
     input_kind = "numeric"
 
     def __init__(self, *, standardize: bool = False, columns=None):
-        self.standardize = bool(standardize)
+        self.standardize = check_bool(standardize, "standardize")
         self.columns = columns
         self.n_features_in_ = None
 
     def __repr__(self):
         return f"Raw(standardize={self.standardize})"
 
+    @transactional
     def fit(self, X) -> Raw:
         """Record the number of columns and, with ``standardize``, their means and scales."""
         X = as_float_matrix(X, "Raw")

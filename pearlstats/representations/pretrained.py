@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from pathlib import Path
 
-from ..exceptions import OptionError
-from ._checks import check_choice, check_fitted, check_int
+from ..exceptions import DataError, OptionError, UnknownTokensWarning
+from ._checks import check_choice, check_fitted, check_int, transactional
 from .text import TextLearner
 from .word_vectors import mean_word_vectors
 
 __all__ = ["PretrainedVectors", "load_word_vectors"]
 
 FORMATS = ("auto", "word2vec", "glove", "binary", "kv")
+# fit() warns when more than this share of the documents' tokens has no vector.
+UNKNOWN_TOKEN_SHARE = 0.5
 
 
 def load_word_vectors(path, format: str = "auto", limit: int | None = None, encoding: str = "utf-8"):
@@ -38,6 +41,13 @@ def load_word_vectors(path, format: str = "auto", limit: int | None = None, enco
     -------
     gensim.models.KeyedVectors
 
+    Raises
+    ------
+    DataError
+        A line of a text file has a different number of values than the
+        others (a truncated or malformed file); the message names the line.
+        gensim itself would broadcast a single value to the whole vector.
+
     Examples
     --------
     >>> from importlib import resources
@@ -54,6 +64,8 @@ def load_word_vectors(path, format: str = "auto", limit: int | None = None, enco
         raise OptionError(f"word-vector file {str(path)!r} does not exist")
     if format == "auto":
         format = _sniff_format(path)
+    if format in ("word2vec", "glove"):
+        _check_text_widths(path, format, limit)
     try:
         if format == "kv":
             return KeyedVectors.load(str(path))
@@ -70,6 +82,31 @@ def load_word_vectors(path, format: str = "auto", limit: int | None = None, enco
             f"could not read {str(path)!r} as {format!r} word vectors ({type(err).__name__}: {err}); "
             f"give format= one of {FORMATS[1:]}"
         ) from None
+
+
+def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
+    """Every vector line holds a word and the same number of values (one pass over the bytes)."""
+    with open(path, "rb") as handle:
+        expected, first, start = None, None, 1
+        if format == "word2vec":
+            header = handle.readline().split()
+            expected, first, start = int(header[1]) + 1, "the header", 2
+        for number, line in enumerate(handle, start):
+            if limit is not None and number - start >= limit:
+                break
+            line = line.rstrip()
+            if not line:
+                continue
+            width = len(line.split(b" "))  # gensim splits on single spaces
+            if expected is None:
+                expected, first = width, f"line {number}"
+            elif width != expected:
+                raise DataError(
+                    f"line {number} of {str(path)!r} has {width - 1} value(s) after the word, but "
+                    f"{first} gives vectors of {expected - 1}; the file is truncated or "
+                    "malformed — "
+                    "fix or drop the line"
+                )
 
 
 def _sniff_format(path: Path) -> str:
@@ -123,6 +160,16 @@ class PretrainedVectors(TextLearner):
                  tokenizer=None, columns=None):
         super().__init__(tokenizer, columns)
         check_choice(format, "format", FORMATS)
+        if not (isinstance(source, (str, os.PathLike)) or _is_keyed_vectors(source)):
+            raise OptionError(
+                f"source={source!r:.60} must be the path of a word-vector file or gensim "
+                "KeyedVectors, "
+                f"got {type(source).__name__}"
+            )
+        if not isinstance(encoding, str):
+            raise OptionError(
+                f"encoding={encoding!r} must be the name of a text encoding, e.g. 'utf-8'"
+            )
         self.source = source
         self.format = format
         self.limit = None if limit is None else check_int(limit, "limit")
@@ -139,17 +186,45 @@ class PretrainedVectors(TextLearner):
         memo[id(self)] = clone
         return clone
 
+    @transactional
     def fit(self, documents=None) -> PretrainedVectors:
-        """Load the vectors (the documents are only checked)."""
-        if documents is not None:
-            self._tokens(documents)
+        """Load the vectors (the documents are only checked).
+
+        Warns (:class:`~pearlstats.exceptions.UnknownTokensWarning`) when more than
+        half of the documents' tokens have no vector. If ``fit`` raises, the learner
+        keeps its previous state.
+        """
+        token_lists = None if documents is None else self._tokens(documents)
         if self.vectors_ is None:
-            if hasattr(self.source, "key_to_index") and hasattr(self.source, "vectors"):
+            if _is_keyed_vectors(self.source):
                 self.vectors_ = self.source
             else:
                 self.vectors_ = load_word_vectors(self.source, self.format, self.limit, self.encoding)
         self.output_dim_ = int(self.vectors_.vector_size)
+        if token_lists is not None:
+            self._warn_unknown(token_lists)
         return self
+
+    def _warn_unknown(self, token_lists) -> None:
+        lookup = self.vectors_.key_to_index
+        tokens = sum(len(t) for t in token_lists)
+        unknown = sum(word not in lookup for t in token_lists for word in t)
+        if not tokens or unknown / tokens <= UNKNOWN_TOKEN_SHARE:
+            return
+        # A vocabulary with capitalised words is cased; the default tokenizer lower-cases.
+        cased = any(word[:1].isupper() for word in list(lookup)[:10_000])
+        hint = (
+            "the vectors are cased but the default tokenizer lower-cases the text: use "
+            "tokenizer=pearlstats.representations.cased_tokenizer"
+            if cased and self.tokenizer is None
+            else "check that the tokenizer matches the vectors' vocabulary (case, language)"
+        )
+        warnings.warn(
+            f"{unknown / tokens:.0%} of the {tokens} tokens in the documents have no word vector, "
+            f"so their rows are mostly or all zeros; {hint}",
+            UnknownTokensWarning,
+            stacklevel=4,  # _warn_unknown <- fit <- transactional wrapper <- the caller
+        )
 
     def transform(self, documents):
         """Mean vector of each document's known words, shape (n_documents, vector_size)."""
@@ -158,3 +233,7 @@ class PretrainedVectors(TextLearner):
 
     def fit_transform(self, documents):
         return self.fit(documents).transform(documents)
+
+
+def _is_keyed_vectors(source) -> bool:
+    return hasattr(source, "key_to_index") and hasattr(source, "vectors")

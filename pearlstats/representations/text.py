@@ -21,13 +21,23 @@ array([[1., 0., 2., 1., 0., 0.]])
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import BlockError, DataError, OptionError
-from ._checks import check_fitted, check_int, check_seed, flip_signs
+from ..exceptions import BlockError, DataError, MissingValueError, OptionError, format_positions
+from ._checks import (
+    check_bool,
+    check_fitted,
+    check_int,
+    check_seed,
+    flip_signs,
+    is_missing,
+    transactional,
+)
 
-__all__ = ["default_tokenizer", "TextLearner", "BagOfWords", "TfIdf", "LSI"]
+__all__ = ["default_tokenizer", "cased_tokenizer", "TextLearner", "BagOfWords", "TfIdf", "LSI"]
 
 
 def default_tokenizer(text: str) -> list[str]:
@@ -41,6 +51,22 @@ def default_tokenizer(text: str) -> list[str]:
     from gensim.utils import simple_preprocess
 
     return simple_preprocess(text)
+
+
+def cased_tokenizer(text: str) -> list[str]:
+    """Tokens of 2-15 letters like :func:`default_tokenizer`, but with their case kept.
+
+    For word vectors with a cased vocabulary (word2vec's GoogleNews, fastText),
+    where lower-casing would miss every capitalised word.
+
+    Examples
+    --------
+    >>> cased_tokenizer("It's a GREAT film, 10/10!")
+    ['It', 'GREAT', 'film']
+    """
+    from gensim.utils import tokenize
+
+    return [token for token in tokenize(text, lowercase=False) if 2 <= len(token) <= 15]
 
 
 class TextLearner:
@@ -62,6 +88,13 @@ class TextLearner:
         if not documents:
             raise DataError(f"{name} got no documents")
         tokenize = self.tokenizer or default_tokenizer
+        missing = [position for position, text in enumerate(documents) if is_missing(text)]
+        if missing:
+            raise MissingValueError(
+                f"{name} got missing documents (None, NaN or pd.NA) in "
+                f"{format_positions(missing)}; "
+                "drop those rows or replace them with '' (an empty document)"
+            )
         token_lists = []
         for position, text in enumerate(documents):
             if not isinstance(text, str):
@@ -106,8 +139,10 @@ class BagOfWords(TextLearner):
                  tokenizer=None, columns=None):
         super().__init__(tokenizer, columns)
         self.min_df = check_int(min_df, "min_df")
-        if not 0 < max_df <= 1:
-            raise OptionError(f"max_df={max_df!r} must be a fraction in (0, 1]")
+        if isinstance(max_df, bool) or not isinstance(max_df, numbers.Real) or not 0 < max_df <= 1:
+            raise OptionError(
+                f"max_df={max_df!r} must be a number in (0, 1], the largest share of documents"
+            )
         self.max_df = max_df
         self.max_features = None if max_features is None else check_int(max_features, "max_features")
         self.dictionary_ = None
@@ -120,8 +155,12 @@ class BagOfWords(TextLearner):
         check_fitted(self, "dictionary_")
         return [self.dictionary_[i] for i in range(len(self.dictionary_))]
 
+    @transactional
     def fit(self, documents) -> BagOfWords:
-        """Learn the vocabulary of ``documents`` (a list of strings)."""
+        """Learn the vocabulary of ``documents`` (a list of strings).
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
         self._learn_vocabulary(self._tokens(documents))
         return self
 
@@ -175,25 +214,40 @@ class TfIdf(BagOfWords):
 
     def __init__(self, *, smartirs: str | None = None, normalize: bool = True, **vocabulary):
         super().__init__(**vocabulary)
-        self.smartirs = smartirs
-        self.normalize = bool(normalize)
+        if smartirs is not None:
+            from gensim.models.tfidfmodel import resolve_weights
 
+            try:
+                resolve_weights(smartirs)
+            except (ValueError, TypeError) as err:
+                raise OptionError(
+                    f"smartirs={smartirs!r} is not a SMART code gensim accepts ({err})"
+                ) from None
+        self.smartirs = smartirs
+        self.normalize = check_bool(normalize, "normalize")
+
+    @transactional
     def fit(self, documents) -> TfIdf:
-        """Learn the vocabulary and the inverse document frequencies of ``documents``."""
+        """Learn the vocabulary and the inverse document frequencies of ``documents``.
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
         from gensim.models import TfidfModel
 
         self._learn_vocabulary(self._tokens(documents))
-        try:
-            self.model_ = TfidfModel(dictionary=self.dictionary_, smartirs=self.smartirs, normalize=self.normalize)
-        except ValueError as err:
-            raise OptionError(f"smartirs={self.smartirs!r} is not a SMART code gensim accepts ({err})") from None
+        self.model_ = TfidfModel(dictionary=self.dictionary_, smartirs=self.smartirs,
+                                 normalize=self.normalize)
         return self
 
     def transform(self, documents) -> sp.csr_matrix:
-        """TF-IDF rows of the documents, a CSR matrix (documents x words)."""
+        """TF-IDF rows of the documents, a CSR matrix (documents x words).
+
+        A document without vocabulary words gets an empty (all-zero) row.
+        """
         check_fitted(self, "dictionary_")
         bows = [self.dictionary_.doc2bow(t) for t in self._tokens(documents)]
-        return _sparse_rows([self.model_[bow] for bow in bows], self.output_dim_)
+        # gensim's pivoted normalisations ("..p" SMART codes) fail on an empty vector.
+        return _sparse_rows([self.model_[bow] if bow else [] for bow in bows], self.output_dim_)
 
 
 class LSI(TextLearner):
@@ -251,17 +305,23 @@ class LSI(TextLearner):
     def __repr__(self):
         return f"LSI(n_components={self.n_components})"
 
+    @transactional
     def fit(self, documents) -> LSI:
-        """Learn TF-IDF weights and the top singular directions of the TF-IDF matrix."""
+        """Learn TF-IDF weights and the top singular directions of the TF-IDF matrix.
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
         from scipy.sparse.linalg import svds
 
         tfidf = TfIdf(tokenizer=self.tokenizer, **self.vocabulary).fit(documents)
         X = tfidf.transform(documents)
         k = self.n_components
         if k >= min(X.shape):
+            fix = (f"use n_components <= {min(X.shape) - 1}" if min(X.shape) > 1
+                   else "give at least 2 documents with 2 distinct vocabulary words")
             raise BlockError(
                 f"LSI(n_components={k}) needs more documents and vocabulary words than components; "
-                f"got {X.shape[0]} documents and {X.shape[1]} words — use n_components <= {min(X.shape) - 1}"
+                f"got {X.shape[0]} documents and {X.shape[1]} words — {fix}"
             )
         _, singular, right = svds(X, k=k, random_state=self.seed)
         order = np.argsort(singular)[::-1]

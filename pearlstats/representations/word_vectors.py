@@ -18,8 +18,8 @@ import hashlib
 import numpy as np
 import scipy.sparse as sp
 
-from ..exceptions import BlockError
-from ._checks import check_fitted, check_int, check_seed
+from ..exceptions import BlockError, OptionError
+from ._checks import check_fitted, check_int, check_seed, transactional
 from .text import TextLearner
 
 __all__ = ["Word2Vec", "Doc2Vec", "mean_word_vectors"]
@@ -68,7 +68,41 @@ class _GensimLearner(TextLearner):
         check_seed(seed)
         self.seed = seed
         self.workers = None if workers is None else check_int(workers, "workers")
+        self._check_gensim_options(options)
         self.options = options
+
+    # The corpus, the seed, the workers and the vector size are set by the learner itself.
+    _MANAGED = ("sentences", "documents", "corpus_file", "corpus_iterable", "seed", "workers",
+                "vector_size")
+
+    def _check_gensim_options(self, options: dict) -> None:
+        """Refuse options the gensim model does not take now, rather than when it is fitted."""
+        import inspect
+
+        from gensim.models import Doc2Vec as GensimDoc2Vec
+        from gensim.models import Word2Vec as GensimWord2Vec
+
+        word2vec = type(self).__name__ == "Word2Vec"
+        models = (GensimWord2Vec,) if word2vec else (GensimDoc2Vec, GensimWord2Vec)
+        accepted = {
+            name
+            for model in models
+            for name, parameter in inspect.signature(model.__init__).parameters.items()
+            if parameter.kind is parameter.POSITIONAL_OR_KEYWORD and name != "self"
+        }
+        managed = sorted(set(options) & set(self._MANAGED))
+        if managed:
+            raise OptionError(
+                f"{type(self).__name__} sets {managed} itself; give the documents to fit() and "
+                "seed / workers / vector_size as the learner's own arguments"
+            )
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            raise OptionError(
+                f"{type(self).__name__} got option(s) {unknown} that gensim's "
+                f"{models[0].__name__} does not take; the options are "
+                f"{sorted(accepted - set(self._MANAGED))}"
+            )
 
     @staticmethod
     def _shared_options(window, min_count, epochs) -> dict:
@@ -149,8 +183,12 @@ class Word2Vec(_GensimLearner):
     def __repr__(self):
         return f"Word2Vec(vector_size={self.vector_size}, seed={self.seed})"
 
+    @transactional
     def fit(self, documents) -> Word2Vec:
-        """Train word vectors on the tokenised ``documents``."""
+        """Train word vectors on the tokenised ``documents``.
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
         from gensim.models import Word2Vec as GensimWord2Vec
 
         token_lists = self._tokens(documents)
@@ -219,9 +257,14 @@ class Doc2Vec(_GensimLearner):
     def __repr__(self):
         return f"Doc2Vec(vector_size={self.vector_size}, dm={self.options['dm']}, seed={self.seed})"
 
+    @transactional
     def fit(self, documents) -> Doc2Vec:
-        """Train a Doc2Vec model on the tokenised ``documents``."""
-        from gensim.models.doc2vec import Doc2Vec as GensimDoc2Vec, TaggedDocument
+        """Train a Doc2Vec model on the tokenised ``documents``.
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
+        from gensim.models.doc2vec import Doc2Vec as GensimDoc2Vec
+        from gensim.models.doc2vec import TaggedDocument
 
         token_lists = self._tokens(documents)
         settings = self._training_settings()
@@ -271,7 +314,11 @@ def infer_vector(model, words: list[str], start: np.ndarray, key: int) -> np.nda
     the two sources of randomness are supplied by the caller.
     """
     from gensim import matutils
-    from gensim.models.doc2vec_inner import train_document_dbow, train_document_dm, train_document_dm_concat
+    from gensim.models.doc2vec_inner import (
+        train_document_dbow,
+        train_document_dm,
+        train_document_dm_concat,
+    )
 
     model.random = np.random.RandomState(key % 2**32)
     doctag_vectors = np.array(start, dtype=np.float32).reshape(1, -1)

@@ -21,6 +21,7 @@ from pearlstats.exceptions import (
     format_positions,
 )
 
+from .._checks import check_seed, transactional
 from ._torch import import_torch, resolve_device, training_session
 
 ENCODERS = ("mlp", "cnn", "resnet")
@@ -44,7 +45,7 @@ class DeepLearner:
         scaling="auto",
         image_shape=None,
         device="auto",
-        seed=0,
+        seed=None,
         progress=True,
         columns=None,
     ):
@@ -62,6 +63,14 @@ class DeepLearner:
         self.columns = columns
         self._net = None
         self._net_state = None
+        # Subclasses set their own options before calling this, so every option is checked now
+        # (scikit-learn style); fit() checks again in case an attribute was changed since.
+        self._check_options()
+
+    @property
+    def seed_(self) -> int:
+        """The seed training uses: ``seed``, or 0 when it is None and no container set one."""
+        return 0 if self.seed is None else int(self.seed)
 
     def __repr__(self):
         defaults = {}
@@ -77,8 +86,13 @@ class DeepLearner:
         return f"{type(self).__name__}({', '.join(changed)})"
 
     # ----------------------------------------------------------------- public API
+    @transactional
     def fit(self, X):
-        """Train on the rows of ``X`` (2-D flattened, 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``)."""
+        """Train on the rows of ``X`` (2-D flattened, 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``).
+
+        If ``fit`` raises (bad input, divergence, an interrupt), the learner keeps its
+        previous fit, or stays unfitted.
+        """
         torch = import_torch(type(self).__name__)
         self._check_options()
         array = self._as_array(X)
@@ -87,20 +101,28 @@ class DeepLearner:
                 f"{type(self).__name__} needs at least {self.min_rows} rows to fit, got {len(array)}"
             )
         self._forget()
-        try:
-            self.input_shape_ = self._fit_input_shape(array)
-            self.n_features_in_ = math.prod(self.input_shape_)
-            self._fit_scaling(array.reshape(len(array), -1))
-            data = self._tensor(torch, array)
-            device = resolve_device(torch, self.device)
-            with training_session(torch, self.seed, device) as generator:
-                network = self._build_network(self.input_shape_).to(device)
-                self.loss_history_ = self._train(torch, network, data, device, generator)
-        except BaseException:
-            self._forget()  # a failed refit must not leave a half-fitted learner behind
-            raise
+        self.input_shape_ = self._fit_input_shape(array)
+        self.n_features_in_ = math.prod(self.input_shape_)
+        self._fit_scaling(array.reshape(len(array), -1))
+        data = self._tensor(torch, array)
+        device = resolve_device(torch, self.device)
+        with training_session(torch, self.seed_, device) as generator:
+            network = self._build_network(self.input_shape_).to(device)
+            self.loss_history_ = self._train(torch, network, data, device, generator)
+        self._check_weights(torch, network)
         self._net, self.device_ = network.eval(), str(device)
         return self
+
+    def _check_weights(self, torch, network):
+        """Refuse NaN or infinite weights: finite losses can still end in overflowed weights."""
+        bad = [name for name, value in network.state_dict().items()
+               if value.is_floating_point() and not torch.isfinite(value).all()]
+        if bad:
+            raise OptionError(
+                f"{type(self).__name__} training diverged: the weights {bad[:3]} are NaN or "
+                f"infinite after {self.epochs} epoch(s); lower lr (now {self.lr}) or check the "
+                "input scaling"
+            )
 
     def transform(self, X):
         """The learned representation of each row: a float64 array of shape ``(n, latent_dim)``."""
@@ -131,14 +153,16 @@ class DeepLearner:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise OptionError(f"{name}={value!r} must be an integer >= {low}")
-        if not isinstance(self.lr, (int, float)) or not self.lr > 0:
-            raise OptionError(f"lr={self.lr!r} must be a positive number, e.g. 1e-3")
+        if (isinstance(self.lr, bool) or not isinstance(self.lr, (int, float, np.floating))
+                or not 0 < self.lr < math.inf):
+            raise OptionError(f"lr={self.lr!r} must be a finite positive number, e.g. 1e-3")
         if self.encoder not in ENCODERS:
             raise OptionError(f"encoder={self.encoder!r} is not one of {ENCODERS}")
         if self.scaling not in SCALINGS:
             raise OptionError(f"scaling={self.scaling!r} is not one of {SCALINGS}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
-            raise OptionError(f"seed={self.seed!r} must be an integer")
+        check_seed(self.seed)
+        if not isinstance(self.progress, (bool, np.bool_)):
+            raise OptionError(f"progress={self.progress!r} must be True or False")
         if self.image_shape is not None:
             shape = self.image_shape
             if (

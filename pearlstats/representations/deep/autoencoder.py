@@ -43,9 +43,12 @@ class Autoencoder(ReconstructingLearner):
         passes selected pixel columns.
     device : str, default "auto"
         ``"auto"`` uses a CUDA GPU when present, else the CPU; or ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
-    seed : int, default 0
-        Seeds initialisation, shuffling and noise. On the CPU two fits with the same
-        seed give identical blocks: training runs on one thread with torch's
+    seed : int, optional
+        Seeds initialisation, shuffling and noise; an integer in [0, 2**32). None
+        means "from the container": a ``Representations(..., seed=s)`` sets it from
+        ``s`` and the block name, and a learner used on its own trains with seed 0
+        (``seed_``). An explicit seed is never overridden. On the CPU two fits with the
+        same seed give identical blocks: training runs on one thread with torch's
         deterministic algorithms, and the caller's torch random state is left alone.
     progress : bool, default True
         Show a tqdm progress bar over epochs.

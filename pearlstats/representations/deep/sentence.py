@@ -17,6 +17,7 @@ from pearlstats.exceptions import (
     format_positions,
 )
 
+from .._checks import is_missing, transactional
 from ._torch import DEEP_EXTRA_HINT, import_optional, import_torch, resolve_device
 
 __all__ = ["PACKAGED_MODELS", "SentenceEncoder"]
@@ -100,21 +101,47 @@ class SentenceEncoder:
         self.columns = columns
         self._tokenizer = None
         self._network = None
+        self._check_options()
 
     def __repr__(self):
         return f"SentenceEncoder(model={str(self.model)!r})"
 
-    def fit(self, X=None):
-        """Load the model (no training); ``X``, if given, is checked to be a column of strings."""
+    def _check_options(self):
         for name, value in (("batch_size", self.batch_size), ("max_length", self.max_length)):
-            if value is not None and (
+            if (value is not None or name == "batch_size") and (
                 isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
             ):
                 raise OptionError(f"{name}={value!r} must be a positive integer")
+        for name in ("normalize", "progress"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise OptionError(f"{name}={getattr(self, name)!r} must be True or False")
+        if not isinstance(self.model, (str, os.PathLike)):
+            raise OptionError(
+                f"model={self.model!r:.60} must be a packaged model name or a local model "
+                f"directory, got {type(self.model).__name__}"
+            )
+
+    @transactional
+    def fit(self, X=None):
+        """Load the model (no training); ``X``, if given, is checked to be a column of strings.
+
+        If ``fit`` raises, the learner keeps its previous state.
+        """
+        self._check_options()
         if X is not None:
             _texts(X)
-        self.model_path_ = str(self._model_directory())
+        path = str(self._model_directory())
+        if path != getattr(self, "model_path_", None):  # a refit on another model loads that model
+            self._tokenizer = self._network = None
+        self.model_path_ = path
         self._load()
+        self.max_length_ = self.max_length or _default_max_length(Path(path), self._network)
+        limit = int(self._network.config.max_position_embeddings)
+        if self.max_length is not None and self.max_length > limit:
+            raise OptionError(
+                f"max_length={self.max_length} is longer than model {str(self.model)!r} can read "
+                f"({limit} tokens, its position embeddings); use max_length <= {limit} or None"
+            )
         self.output_dim_ = self.embedding_dim_  # the block width, known without embedding a row
         return self
 
@@ -259,9 +286,7 @@ def _texts(X) -> list[str]:
         raise DataError(
             f"SentenceEncoder needs a non-empty column of strings, got shape {values.shape}"
         )
-    missing = [
-        i for i, v in enumerate(values) if v is None or (isinstance(v, float) and np.isnan(v))
-    ]
+    missing = [i for i, v in enumerate(values) if is_missing(v)]
     if missing:
         raise MissingValueError(f"SentenceEncoder got missing texts in {format_positions(missing)}")
     wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]

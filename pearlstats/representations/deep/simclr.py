@@ -71,10 +71,10 @@ class SimCLR(DeepLearner):
         batch_size=128,
         **options,
     ):
-        super().__init__(latent_dim, batch_size=batch_size, **options)
         self.augmentations = augmentations
         self.temperature = temperature
         self.projection_dim = projection_dim
+        super().__init__(latent_dim, batch_size=batch_size, **options)  # checks every option
 
     def augment(self, X, seed=None):
         """Draw one augmented view of each row, in the input's shape and units.
@@ -98,7 +98,7 @@ class SimCLR(DeepLearner):
         array = self._as_array(X)
         data = self._tensor(torch, array)
         pipeline = build_pipeline(self.augmentations, images=len(self.input_shape_) == 3)
-        generator = torch.Generator().manual_seed(self.seed if seed is None else int(seed))
+        generator = torch.Generator().manual_seed(self.seed_ if seed is None else int(seed))
         with torch.no_grad():
             views = apply_pipeline(pipeline, data, generator).double().numpy()
         flat = views.reshape(len(array), -1) * self.input_scale_ + self.input_offset_
@@ -114,7 +114,8 @@ class SimCLR(DeepLearner):
             raise OptionError(
                 f"temperature={self.temperature!r} must be a positive number, e.g. 0.5"
             )
-        if not isinstance(self.projection_dim, (int, np.integer)) or self.projection_dim < 1:
+        dim = self.projection_dim
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
             raise OptionError(f"projection_dim={self.projection_dim!r} must be an integer >= 1")
 
     def _build_network(self, input_shape):

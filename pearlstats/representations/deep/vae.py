@@ -47,8 +47,8 @@ class VAE(ReconstructingLearner):
     """
 
     def __init__(self, latent_dim=8, *, beta=1.0, **options):
-        super().__init__(latent_dim, **options)
         self.beta = beta
+        super().__init__(latent_dim, **options)  # checks every option
 
     def _check_options(self):
         super()._check_options()
