@@ -312,7 +312,8 @@ def _df_vector(df_resid, labels: list[Hashable]) -> np.ndarray:
     else:
         df = np.full(len(labels), float(df_resid))
     if np.any(~(df > 0)):
-        raise DataError(f"df_resid must be positive (or inf for normal quantiles), got {df.tolist()}")
+        raise DataError(f"df_resid must be positive (or inf for normal quantiles), "
+                        f"got {df.tolist()}")
     return df
 
 
@@ -512,7 +513,8 @@ def averaged_resid(y, fitted, *, kind: str = "response", family: str = "gaussian
     bad = np.flatnonzero(~(var > 0))
     if bad.size:
         raise DataError(f"fitted values give a non-positive {family} variance at "
-                        f"{format_positions(bad)}; Pearson residuals need 0 < mu (< 1 for binomial)")
+                        f"{format_positions(bad)}; Pearson residuals need 0 < mu "
+                        "(and mu < 1 for binomial)")
     return (y_arr - mu) / np.sqrt(var)
 
 
