@@ -530,17 +530,29 @@ def _cv_plus_ranks(alpha: float, n: int) -> tuple[int, int]:
     return n + 1 - upper, upper
 
 
-def _order_statistic(fold_pred: np.ndarray, folds: np.ndarray, offset: np.ndarray,
-                     rank: int) -> np.ndarray:
-    """For each new row j, the rank-th smallest of ``fold_pred[folds[i], j] + offset[i]``."""
-    n, m = folds.size, fold_pred.shape[1]
+def _lth_largest(fold_pred: np.ndarray, folds: np.ndarray, resid: np.ndarray,
+                 count: int) -> np.ndarray:
+    """For each new row j, the count-th largest of ``fold_pred[folds[i], j] + resid[i]``."""
+    # Within a fold the shift fold_pred[k, j] is common to all rows, so the count
+    # largest values of the union come from each fold's count largest residuals:
+    # selecting among those K * count values instead of all n gives the same number.
+    keep = []
+    for k in np.unique(folds):
+        rows = np.flatnonzero(folds == k)
+        if rows.size > count:
+            rows = rows[np.argpartition(resid[rows], rows.size - count)[rows.size - count:]]
+        keep.append(rows)
+    rows = np.concatenate(keep)
+    sub_folds, sub_resid = folds[rows], resid[rows]
+    position = rows.size - count
+    m = fold_pred.shape[1]
     out = np.empty(m)
-    step = max(1, _BLOCK_ELEMENTS // max(n, 1))
+    step = max(1, _BLOCK_ELEMENTS // rows.size)
     for start in range(0, m, step):
         cols = slice(start, min(m, start + step))
-        values = fold_pred[:, cols][folds] + offset[:, None]
-        # Selection is O(n) per column; a full sort would be O(n log n).
-        out[cols] = np.partition(values, rank - 1, axis=0)[rank - 1]
+        values = fold_pred[:, cols][sub_folds] + sub_resid[:, None]
+        # Selection is O(n) per column where a sort would be O(n log n).
+        out[cols] = np.partition(values, position, axis=0)[position]
     return out
 
 
@@ -628,9 +640,11 @@ def cv_plus_interval(y, oof_prediction, folds, new_fold_predictions, alpha: floa
     n, m = y_arr.size, fold_pred.shape[1]
     resid = np.abs(y_arr - oof)
     lo_rank, hi_rank = _cv_plus_ranks(alpha, n)
-    lower = (_order_statistic(fold_pred, fold_idx, -resid, lo_rank) if lo_rank >= 1
+    # The lo-th smallest of mu - R is minus the lo-th largest of -mu + R (negation is
+    # exact in floating point); the hi-th smallest of mu + R is its (n+1-hi)-th largest.
+    lower = (-_lth_largest(-fold_pred, fold_idx, resid, lo_rank) if lo_rank >= 1
              else np.full(m, -np.inf))
-    upper = (_order_statistic(fold_pred, fold_idx, resid, hi_rank) if hi_rank <= n
+    upper = (_lth_largest(fold_pred, fold_idx, resid, n + 1 - hi_rank) if hi_rank <= n
              else np.full(m, np.inf))
     if family == "poisson":
         lower = np.maximum(lower, 0.0)

@@ -227,3 +227,177 @@ def test_averaged_mean_se_combines_candidates_like_coefficients():
         se = sum(WEIGHTS[j] * math.sqrt(s[j] ** 2 + (m[j] - avg) ** 2) for j in fits)
         assert out["mean"][row] == pytest.approx(avg, rel=1e-12)
         assert out["mean_se"][row] == pytest.approx(se, rel=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# CV+ prediction intervals
+
+
+def _brute_cv_plus(y, oof, folds, fold_pred, alpha):
+    """Barber et al. (2021) CV+ by sorting lists, with exact rational ranks."""
+    n = len(y)
+    a = Fraction(str(alpha))
+    lo_rank = math.floor(a * (n + 1))
+    hi_rank = math.ceil((1 - a) * (n + 1))
+    resid = [abs(y[i] - oof[i]) for i in range(n)]
+    lower, upper = [], []
+    for j in range(fold_pred.shape[1]):
+        lows = sorted(fold_pred[folds[i], j] - resid[i] for i in range(n))
+        highs = sorted(fold_pred[folds[i], j] + resid[i] for i in range(n))
+        lower.append(lows[lo_rank - 1] if lo_rank >= 1 else -math.inf)
+        upper.append(highs[hi_rank - 1] if hi_rank <= n else math.inf)
+    return np.array(lower), np.array(upper)
+
+
+@pytest.mark.parametrize("n,k,alpha", [(37, 4, 0.1), (39, 3, 0.05), (19, 5, 0.1),
+                                       (19, 5, 0.4), (10, 2, 0.04), (199, 5, 0.1)])
+@pytest.mark.parametrize("ties", [False, True])
+def test_cv_plus_matches_brute_force(n, k, alpha, ties, monkeypatch):
+    rng = np.random.default_rng(n)
+    y = rng.normal(size=n)
+    oof = y + rng.standard_t(3, size=n)
+    if ties:
+        # Count-like data: many equal residuals inside and across folds.
+        y, oof = np.round(y * 2), np.round(oof)
+    folds = rng.permutation(np.arange(n) % k)
+    fold_pred = rng.normal(size=(k, 23))
+    # Tiny blocks so the selection runs over several column blocks.
+    monkeypatch.setattr(inf, "_BLOCK_ELEMENTS", 3 * n)
+    lower, upper = inf.cv_plus_interval(y, oof, folds, fold_pred, alpha)
+    exp_lower, exp_upper = _brute_cv_plus(y, oof, folds, fold_pred, alpha)
+    np.testing.assert_array_equal(lower, exp_lower)
+    np.testing.assert_array_equal(upper, exp_upper)
+    # n = 10, alpha = 0.04: ceil(0.96 * 11) = 11 > n, so the interval is the whole line.
+    assert np.isinf(upper).all() == (n == 10)
+
+
+def _ols_cv_plus_coverage(reps: int, n: int, k: int, alpha: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    beta = np.array([1.0, 2.0, -1.0])
+    m = 100
+    covered = np.empty(reps)
+    for r in range(reps):
+        X = np.c_[np.ones(n + m), rng.normal(size=(n + m, 2))]
+        y = X @ beta + rng.standard_t(4, size=n + m)
+        Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
+        folds = rng.permutation(np.arange(n) % k)
+        oof = np.empty(n)
+        fold_pred = np.empty((k, m))
+        for f in range(k):
+            out = folds == f
+            b = np.linalg.lstsq(Xtr[~out], ytr[~out], rcond=None)[0]
+            oof[out] = Xtr[out] @ b
+            fold_pred[f] = Xte @ b
+        lower, upper = inf.cv_plus_interval(ytr, oof, folds, fold_pred, alpha)
+        covered[r] = np.mean((lower <= yte) & (yte <= upper))
+    return covered
+
+
+def test_cv_plus_covers_new_ols_responses_at_the_nominal_level():
+    covered = _ols_cv_plus_coverage(reps=200, n=60, k=5, alpha=0.1, seed=2021)
+    coverage = covered.mean()
+    print(f"CV+ coverage {coverage:.4f}")
+    assert coverage >= 1 - 2 * 0.1
+    # 200 x 100 test points; the spread over repetitions gives a standard error near 0.004.
+    assert abs(coverage - 0.9) < 0.025, coverage
+
+
+def test_cv_plus_poisson_is_on_the_count_scale():
+    y = np.array([0, 1, 0, 2, 5, 1, 0, 3, 1, 0, 2, 1], dtype=float)
+    oof = np.full(12, 1.2)
+    folds = np.arange(12) % 3
+    fold_pred = np.array([[0.3, 4.2], [0.5, 4.0], [0.4, 4.4]])
+    raw_lo, raw_hi = inf.cv_plus_interval(y, oof, folds, fold_pred, 0.2)
+    lo, hi = inf.cv_plus_interval(y, oof, folds, fold_pred, 0.2, family="poisson")
+    assert raw_lo[0] < 0 and lo[0] == 0.0
+    np.testing.assert_array_equal(hi, raw_hi)
+    ilo, ihi = inf.cv_plus_interval(y, oof, folds, fold_pred, 0.2, family="poisson",
+                                    integer=True)
+    np.testing.assert_array_equal(ilo, np.ceil(lo))
+    np.testing.assert_array_equal(ihi, np.floor(hi))
+    # The same integers lie in the real and in the integer interval.
+    for j in range(2):
+        counts = np.arange(0, 20)
+        assert np.array_equal((counts >= lo[j]) & (counts <= hi[j]),
+                              (counts >= ilo[j]) & (counts <= ihi[j]))
+
+
+def test_cv_plus_handles_ten_thousand_rows_by_ten_thousand_new_rows_quickly():
+    import time
+    rng = np.random.default_rng(0)
+    n, m, k = 10_000, 10_000, 5
+    y = rng.normal(size=n)
+    folds = np.arange(n) % k
+    start = time.perf_counter()
+    lower, upper = inf.cv_plus_interval(y, y + rng.normal(size=n), folds,
+                                        rng.normal(size=(k, m)), 0.1)
+    assert time.perf_counter() - start < 20
+    assert lower.shape == upper.shape == (m,) and np.all(lower < upper)
+
+
+# ---------------------------------------------------------------------------
+# bad input: a pearlstats exception that names the problem
+
+
+def _two_candidates():
+    params = {"a": pd.Series({"x": 1.0}), "b": pd.Series({"x": 2.0, "z": 1.0})}
+    bse = {"a": pd.Series({"x": 0.1}), "b": pd.Series({"x": 0.2, "z": 0.3})}
+    return params, bse
+
+
+@pytest.mark.parametrize("weights,error,match", [
+    (pd.Series({"a": -0.5, "b": 1.5}), DataError, r"\['a'\] are negative"),
+    (pd.Series({"a": 0.5, "b": 0.6}), DataError, "sum to 1.1"),
+    (pd.Series({"a": 1.0}), DataError, r"candidates \['b'\] that have no weight"),
+    (pd.Series({"a": 0.5, "b": 0.25, "c": 0.25}), DataError, r"\['c'\] have positive weight"),
+    ({"a": 0.5, "b": 0.5}, DataError, "pandas Series"),
+    (pd.Series({"a": np.nan, "b": 1.0}), DataError, "not finite"),
+])
+def test_bad_weights(weights, error, match):
+    params, bse = _two_candidates()
+    with pytest.raises(error, match=match):
+        inf.unconditional_se(params, bse, weights)
+
+
+def test_bad_params_and_options():
+    params, bse = _two_candidates()
+    w = pd.Series({"a": 0.5, "b": 0.5})
+    with pytest.raises(DataError, match="mixes Series and DataFrames"):
+        inf.averaged_params({"a": params["a"], "b": params["b"].to_frame()}, w)
+    with pytest.raises(DataError, match=r"bse\['b'\] has terms \['x'\]"):
+        inf.unconditional_se(params, {"a": bse["a"], "b": bse["b"][["x"]]}, w)
+    with pytest.raises(DataError, match="non-finite"):
+        inf.averaged_params({"a": params["a"], "b": params["b"] * np.nan}, w)
+    with pytest.raises(DataError, match="same classes"):
+        inf.averaged_params({"a": pd.DataFrame({1: [1.0]}), "b": pd.DataFrame({2: [1.0]})}, w)
+    with pytest.raises(OptionError, match="alpha=1.5"):
+        inf.averaged_conf_int(params, bse, w, alpha=1.5)
+    with pytest.raises(DataError, match="df_resid must be positive"):
+        inf.adjusted_se(params, bse, w, {"a": 0, "b": 3})
+    with pytest.raises(DataError, match=r"df_resid has no entry for candidates \['b'\]"):
+        inf.adjusted_se(params, bse, w, {"a": 3})
+    with pytest.raises(DataError, match="differ in shape"):
+        inf.averaged_fitted({"a": [1.0, 2.0], "b": [1.0]}, w)
+    with pytest.raises(OptionError, match="kind='deviance' is not known"):
+        inf.averaged_resid([1.0], [1.0], kind="deviance")
+    with pytest.raises(OptionError, match="family='multinomial'"):
+        inf.averaged_resid([1.0], [0.5], kind="pearson", family="multinomial")
+    with pytest.raises(DataError, match="row 1;"):
+        inf.averaged_resid([1.0, 1.0], [0.5, 1.0], kind="pearson", family="binomial")
+
+
+def test_bad_cv_plus_input():
+    y, oof, folds = np.zeros(6), np.ones(6), np.arange(6) % 2
+    pred = np.zeros((2, 3))
+    with pytest.raises(FoldError, match="fold indices 0..1"):
+        inf.cv_plus_interval(y, oof, folds + 1, pred)
+    with pytest.raises(DataError, match="y has 6 rows but oof_prediction has 5"):
+        inf.cv_plus_interval(y, oof[:5], folds, pred)
+    with pytest.raises(DataError, match=r"oof_prediction is not finite at row 2"):
+        inf.cv_plus_interval(y, np.where(np.arange(6) == 2, np.nan, 1.0), folds, pred)
+    with pytest.raises(DataError, match=r"\(K, m\) array"):
+        inf.cv_plus_interval(y, oof, folds, np.zeros((2, 3, 1)))
+    with pytest.raises(OptionError, match="prediction sets"):
+        inf.cv_plus_interval(y, oof, folds, pred, family="binomial")
+    with pytest.raises(OptionError, match="integer=True is for counts"):
+        inf.cv_plus_interval(y, oof, folds, pred, integer=True)
