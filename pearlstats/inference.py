@@ -16,7 +16,10 @@ fit; the caller flags that.
 
 Prediction intervals use CV+ (Barber, Candès, Ramdas & Tibshirani 2021,
 "Predictive inference with the jackknife+", Ann. Statist. 49(1), 486-507),
-which needs only the out-of-fold predictions and the K fold models.
+which needs only the out-of-fold predictions and the K fold models; prediction
+sets for classes use the same inputs with the adaptive conformity score of
+Romano, Sesia & Candès (2020, "Classification with valid and adaptive
+coverage", NeurIPS 33).
 
 Examples
 --------
@@ -50,6 +53,8 @@ __all__ = [
     "averaged_resid",
     "cv_plus_interval",
     "averaged_mean_se",
+    "aps_scores",
+    "aps_prediction_sets",
 ]
 
 ParamsLike = pd.Series | pd.DataFrame
@@ -729,3 +734,127 @@ def averaged_mean_se(X_by_candidate: Mapping[Hashable, object],
         half = z * _spread(mu, var * ratio[:, None] ** 2, w, revised)
     return pd.DataFrame({"mean": mean, "mean_se": se,
                          "mean_ci_lower": mean - half, "mean_ci_upper": mean + half})
+
+
+# ---------------------------------------------------------------------------
+# adaptive prediction sets for classification (CV+ calibration)
+
+
+def aps_scores(proba: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Adaptive conformity scores of every class (Romano, Sesia & Candès 2020).
+
+    ``E(x, y, u; pi) = sum of pi_c over the classes ranked above y + u * pi_y``,
+    classes ranked by decreasing probability, ties broken by class order.
+
+    Parameters
+    ----------
+    proba : array-like, shape (m, C)
+        Class probabilities of each row.
+    u : array-like, shape (m,)
+        Uniform(0, 1) draws (1 for the non-randomised score).
+
+    Returns
+    -------
+    numpy.ndarray, shape (m, C)
+        Column c is the score the row would have if its class were c.
+
+    Examples
+    --------
+    >>> aps_scores([[0.2, 0.5, 0.3]], [1.0]).round(2).tolist()
+    [[1.0, 0.5, 0.8]]
+    """
+    proba = np.atleast_2d(np.asarray(proba, dtype=float))
+    order = np.argsort(-proba, axis=1, kind="stable")
+    ranked = np.take_along_axis(proba, order, axis=1)
+    above = np.cumsum(ranked, axis=1) - ranked
+    scores = np.empty_like(proba)
+    np.put_along_axis(scores, order, above + np.asarray(u, dtype=float)[:, None] * ranked, axis=1)
+    # With u = 1 the least likely class scores the full mass 1; float sums leave it an
+    # ulp or so off, which would decide the tie between such scores at random.
+    scores[np.abs(scores - 1.0) < 1e-12] = 1.0
+    return scores
+
+
+def _check_aps(y, oof_proba, folds, new_fold_proba):
+    probs = np.asarray(oof_proba, dtype=float)
+    fold_probs = np.asarray(new_fold_proba, dtype=float)
+    if probs.ndim != 2 or fold_probs.ndim != 3 or fold_probs.shape[2] != probs.shape[1]:
+        raise DataError(f"oof_proba has shape {probs.shape} and new_fold_proba "
+                        f"{fold_probs.shape}; give (n, C) and (K, m, C) class probabilities")
+    n, n_classes = probs.shape
+    codes = np.asarray(y)
+    if codes.shape != (n,) or not np.issubdtype(codes.dtype, np.integer):
+        raise DataError(f"y must hold one integer class code per row of oof_proba ({n}), "
+                        f"got shape {codes.shape} and dtype {codes.dtype}")
+    bad = np.flatnonzero((codes < 0) | (codes >= n_classes))
+    if bad.size:
+        raise DataError(f"class codes at {format_positions(bad)} are outside 0..{n_classes - 1}")
+    if not (np.all(np.isfinite(probs)) and np.all(np.isfinite(fold_probs))):
+        raise DataError("class probabilities must be finite")
+    fold_idx = np.asarray(folds)
+    k = fold_probs.shape[0]
+    if (fold_idx.shape != (n,) or not np.issubdtype(fold_idx.dtype, np.integer)
+            or fold_idx.min() < 0 or fold_idx.max() >= k):
+        raise FoldError(f"folds must be one integer fold index 0..{k - 1} per training row, "
+                        f"matching the {k} fold models of new_fold_proba")
+    return codes, probs, fold_idx.astype(np.intp), fold_probs
+
+
+def aps_prediction_sets(y, oof_proba, folds, new_fold_proba, alpha: float = 0.1, *,
+                        randomize: bool = True, seed=None) -> np.ndarray:
+    """CV+ adaptive prediction sets for classes (Romano, Sesia & Candès 2020).
+
+    With training scores ``E_i = E(x_i, y_i, U_i; pi_{-k(i)})`` from the
+    out-of-fold probabilities (:func:`aps_scores`), class y is in the set of a
+    new row x when::
+
+        #{i : E_i < E(x, y, U; pi_{-k(i)})} < (1 - alpha)(n + 1)
+
+    Marginal coverage is at least ``1 - 2 alpha`` less a small term (as for CV+)
+    and near ``1 - alpha`` in practice.
+
+    Parameters
+    ----------
+    y : array-like of int, shape (n,)
+        Class codes 0..C-1 of the training rows.
+    oof_proba : array-like, shape (n, C)
+        Each training row's class probabilities from the fit without its fold.
+    folds : array-like of int, shape (n,)
+        Fold index of each training row.
+    new_fold_proba : array-like, shape (K, m, C)
+        The fold-k model's class probabilities for the new rows.
+    alpha : float, default 0.1
+    randomize : bool, default True
+        Use uniform U (smaller sets, coverage near 1 - alpha); ``False`` sets
+        U = 1 (larger, conservative sets).
+    seed : int or numpy.random.Generator, optional
+        Source of U: n draws for the training rows, then m for the new rows.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (m, C)
+        Entry (j, c) says whether class c is in the set of new row j.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([0, 1] * 10)
+    >>> oof = np.where(y[:, None] == [0, 1], 0.9, 0.1)
+    >>> new = np.array([[[0.95, 0.05]], [[0.9, 0.1]]])
+    >>> aps_prediction_sets(y, oof, np.arange(20) % 2, new, 0.1, randomize=False)
+    array([[ True, False]])
+    """
+    _check_alpha(alpha)
+    codes, probs, fold_idx, fold_probs = _check_aps(y, oof_proba, folds, new_fold_proba)
+    n, m = codes.size, fold_probs.shape[1]
+    rng = np.random.default_rng(seed)
+    u_train = rng.uniform(size=n) if randomize else np.ones(n)
+    u_new = rng.uniform(size=m) if randomize else np.ones(m)
+    train = aps_scores(probs, u_train)[np.arange(n), codes]
+    beaten = np.zeros((m, probs.shape[1]), dtype=np.int64)
+    for k in range(fold_probs.shape[0]):
+        # Training scores of fold k, sorted once, count how many lie strictly below.
+        fold_scores = np.sort(train[fold_idx == k])
+        beaten += np.searchsorted(fold_scores, aps_scores(fold_probs[k], u_new), side="left")
+    # count < (1 - alpha)(n + 1) for an integer count is count < ceil((1 - alpha)(n + 1)).
+    return beaten < _cv_plus_ranks(alpha, n)[1]

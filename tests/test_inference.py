@@ -401,3 +401,93 @@ def test_bad_cv_plus_input():
         inf.cv_plus_interval(y, oof, folds, pred, family="binomial")
     with pytest.raises(OptionError, match="integer=True is for counts"):
         inf.cv_plus_interval(y, oof, folds, pred, integer=True)
+
+
+# ---------------------------------------------------------------------------
+# adaptive prediction sets
+
+
+def _brute_aps_score(p, c, u):
+    """Romano, Sesia & Candès (2020): mass of the classes ranked above c, plus u * p_c.
+
+    Classes are ranked by decreasing probability, ties by class order.
+    """
+    above = sum(q for d, q in enumerate(p) if q > p[c] or (q == p[c] and d < c))
+    return above + u * p[c]
+
+
+def _dirichlet_folds(rng, n, k, m, n_classes):
+    """Random class probabilities on a 1/64 grid, so sums are exact and ties occur."""
+
+    def grid(size):
+        p = np.floor(rng.dirichlet(np.ones(n_classes), size=size) * 64) / 64
+        p[..., 0] += 1 - p.sum(axis=-1)
+        return p
+
+    y = rng.integers(0, n_classes, n)
+    folds = rng.permutation(np.arange(n) % k)
+    return y, grid(n), folds, grid((k, m))
+
+
+@pytest.mark.parametrize("randomize", [False, True])
+@pytest.mark.parametrize("alpha", [0.1, 0.3])
+def test_aps_sets_match_brute_force(randomize, alpha):
+    rng = np.random.default_rng(5)
+    n, k, m, n_classes = 41, 4, 9, 4
+    y, oof, folds, new = _dirichlet_folds(rng, n, k, m, n_classes)
+    sets = inf.aps_prediction_sets(y, oof, folds, new, alpha, randomize=randomize, seed=17)
+    # The documented draws: n uniforms for the training rows, then m for the new rows.
+    draws = np.random.default_rng(17)
+    u_train = draws.uniform(size=n) if randomize else np.ones(n)
+    u_new = draws.uniform(size=m) if randomize else np.ones(m)
+    train = [_brute_aps_score(list(oof[i]), y[i], u_train[i]) for i in range(n)]
+    threshold = (1 - Fraction(str(alpha))) * (n + 1)
+    for j in range(m):
+        for c in range(n_classes):
+            count = sum(train[i] < _brute_aps_score(list(new[folds[i], j]), c, u_new[j])
+                        for i in range(n))
+            assert sets[j, c] == (count < threshold), (j, c)
+    assert sets.any(axis=1).all()
+
+
+def _gaussian_class_proba(y_train, x_train, x_new, n_classes=3):
+    """Gaussian classes with estimated means and priors and a common unit variance."""
+    mu = np.array([x_train[y_train == c].mean() for c in range(n_classes)])
+    prior = np.array([np.mean(y_train == c) for c in range(n_classes)])
+    logit = np.log(prior) - 0.5 * (x_new[:, None] - mu) ** 2
+    p = np.exp(logit - logit.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def test_aps_sets_cover_the_true_class_at_the_nominal_level():
+    rng = np.random.default_rng(7)
+    n, k, m, alpha, means = 90, 5, 50, 0.1, np.array([-1.0, 0.0, 1.5])
+    covered, sizes = [], []
+    for _ in range(200):
+        y = rng.integers(0, 3, n + m)
+        x = means[y] + rng.normal(size=n + m)
+        folds = rng.permutation(np.arange(n) % k)
+        oof = np.empty((n, 3))
+        new = np.empty((k, m, 3))
+        for f in range(k):
+            out = folds == f
+            oof[out] = _gaussian_class_proba(y[:n][~out], x[:n][~out], x[:n][out])
+            new[f] = _gaussian_class_proba(y[:n][~out], x[:n][~out], x[n:])
+        sets = inf.aps_prediction_sets(y[:n], oof, folds, new, alpha, seed=rng)
+        covered.append(sets[np.arange(m), y[n:]].mean())
+        sizes.append(sets.sum(axis=1).mean())
+    coverage = np.mean(covered)
+    print(f"APS coverage {coverage:.4f}, mean set size {np.mean(sizes):.2f}")
+    assert coverage >= 1 - 2 * alpha
+    assert abs(coverage - (1 - alpha)) < 0.025, coverage
+    assert 1.0 < np.mean(sizes) < 3.0
+
+
+def test_bad_aps_input():
+    y, oof, folds, new = _dirichlet_folds(np.random.default_rng(0), 12, 3, 2, 3)
+    with pytest.raises(DataError, match="outside 0..2"):
+        inf.aps_prediction_sets(np.where(np.arange(12) == 4, 3, y), oof, folds, new)
+    with pytest.raises(DataError, match=r"\(K, m, C\)"):
+        inf.aps_prediction_sets(y, oof, folds, new[:, :, :2])
+    with pytest.raises(FoldError, match="fold index 0..2"):
+        inf.aps_prediction_sets(y, oof, folds + 1, new)
