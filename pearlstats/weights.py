@@ -231,6 +231,31 @@ def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter) -> tuple[np.
     return _to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
 
 
+def _newton_point(form: LogBarrierForm, w: np.ndarray, g: np.ndarray) -> np.ndarray | None:
+    """Minimiser of the Newton model at ``w`` over the simplex, or None if quadprog cannot solve it.
+
+    A candidate whose model weight is positive but below ``_ZERO`` (a 1e257
+    Poisson candidate wants about 1e-259) would be rounded to 0 after the
+    model had already spent that weight; the model is then solved again
+    without it, so the iteration converges to the optimum of what is
+    returned rather than stalling between the two.
+    """
+    keep = np.ones(form.size, dtype=bool)
+    W = form.hessian_factor(w)
+    while True:
+        Hs, d = _unit_gram(W[:, keep])
+        solved = _quadprog_simplex(Hs, d, Hs @ (d * w[keep]) - g[keep] / d, damp=True)
+        if solved is None:
+            return None
+        tiny = (solved[0] > 0) & (solved[0] <= _ZERO)
+        if not tiny.any() or tiny.all():
+            break
+        keep[np.flatnonzero(keep)[tiny]] = False
+    v = np.zeros(form.size)
+    v[keep] = solved[0]
+    return _to_simplex(v)
+
+
 def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool, bool]:
     """Newton steps on the simplex (quadprog subproblems) with Armijo backtracking.
 
@@ -246,11 +271,9 @@ def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, flo
         gap = _fw_gap(g, w)
         if gap <= _target(f, tol):
             return w, 0.0, True, False
-        Hs, d = _unit_gram(form.hessian_factor(w))
-        solved = _quadprog_simplex(Hs, d, Hs @ (d * w) - g / d, damp=True)
-        if solved is None:
+        v = _newton_point(form, w, g)
+        if v is None:
             break
-        v = _to_simplex(solved[0])
         step = v - w
         slope = g @ step
         if -slope <= _ROUNDOFF * abs(f):

@@ -198,3 +198,18 @@ def test_form_gradient_hessian_and_vertices(name, family):
     if hasattr(form, "hessian"):
         numeric = np.array([approx_fprime(w, lambda v: form.gradient(v)[k], 1e-7) for k in range(J)])
         np.testing.assert_allclose(form.hessian(w), numeric, rtol=1e-4, atol=1e-5)
+
+
+def test_mean_squared_error_is_the_mean_over_rows_and_classes():
+    from pearlstats.losses import mean_squared_error
+
+    onehot = np.eye(C)[Y_MULTI]
+    assert mean_squared_error(Y_MULTI, P_MULTI, "multinomial") == pytest.approx(np.mean((onehot - P_MULTI) ** 2))
+    assert mean_squared_error(Y_BIN, P_BIN, "binomial") == pytest.approx(metrics.brier_score_loss(Y_BIN, P_BIN))
+    # binomial = the mean over its two classes of the squared error
+    two = np.column_stack([1 - P_BIN, P_BIN])
+    assert mean_squared_error(Y_BIN, P_BIN, "binomial") == pytest.approx(
+        mean_squared_error(Y_BIN.astype(int), two, "multinomial"), rel=1e-12)
+    assert mean_squared_error(Y_GAUSS, MU, "gaussian") == pytest.approx(metrics.mean_squared_error(Y_GAUSS, MU))
+    with pytest.raises(OptionError, match="unknown family"):
+        mean_squared_error(Y_GAUSS, MU, "gamma")

@@ -453,3 +453,19 @@ def test_lp_failure_falls_back_to_best_candidate(regression, monkeypatch):
         sol = solve_weights(P, y, get_loss("absolute", "gaussian"))
     best = int(np.argmin([metrics.mean_absolute_error(y, P[:, j]) for j in range(P.shape[1])]))
     assert sol.weights[best] == 1.0 and sol.kkt_gap == np.inf
+
+
+# ---- one MSE ------------------------------------------------------------------------------------------
+def test_multinomial_squared_weights_equal_those_of_the_summed_brier_score(multiclass):
+    """Averaging over classes divides the objective by C and leaves the argmin where it was."""
+    P, y = multiclass
+    n, J, C = P.shape
+    sol = solve_weights(P, y, get_loss("squared", "multinomial"))
+    # the old per-row value summed over classes: min sum_i sum_c (1[y=c] - P_icj w_j)^2 / n, by quadprog
+    E = (np.eye(C)[y][:, None, :] - P).transpose(0, 2, 1).reshape(n * C, J)
+    G = 2 * E.T @ E / n
+    old = quadprog.solve_qp(G, np.zeros(J), np.column_stack([np.ones(J), np.eye(J)]), np.r_[1.0, np.zeros(J)],
+                            meq=1)[0]
+    np.testing.assert_allclose(sol.weights, np.clip(old, 0, None), atol=1e-7)
+    summed = np.sum((np.eye(C)[y] - _average(P, sol.weights)) ** 2) / n
+    assert sol.objective == pytest.approx(summed / C, rel=1e-12)
