@@ -128,7 +128,7 @@ class LeastSquaresForm:
         return (t @ t - 2.0 * (t @ X) + np.einsum("ij,ij->j", X, X)) / self.n_obs
 
     def residuals(self) -> np.ndarray:
-        """``E = t 1' - X`` (m, J): on the simplex ``t - X w = E w``, so ``f(w) = ||E w||^2 / n_obs``."""
+        """``E = t 1' - X`` (m, J): on the simplex ``t - X w = E w``, so ``f = ||E w||^2 / n_obs``."""
         return self.t[:, None] - self.X
 
     def residual_gram(self) -> np.ndarray:
@@ -176,7 +176,7 @@ class LogBarrierForm:
         return (self.b - self.A.T @ (self.c / _times(self.A, w))) / self.n_obs
 
     def hessian_factor(self, w: np.ndarray) -> np.ndarray:
-        """``W`` (m, J) with ``W'W`` the Hessian at ``w``; finite even where ``W'W`` would overflow."""
+        """``W`` (m, J) with ``W'W`` the Hessian at ``w``; finite where ``W'W`` would overflow."""
         u = _times(self.A, w)
         return self.A * (np.sqrt(self.c / self.n_obs) / u)[:, None]
 
@@ -479,7 +479,8 @@ class SquaredLoss(Loss):
         if self.multiclass:
             # probabilities are already on a unit scale; the n * C squared errors are averaged
             C = P.shape[2]
-            return LeastSquaresForm(P.transpose(0, 2, 1).reshape(n * C, -1), _one_hot(y, C).ravel(), n * C)
+            X = P.transpose(0, 2, 1).reshape(n * C, -1)
+            return LeastSquaresForm(X, _one_hot(y, C).ravel(), n * C)
         t, X, spread = _standardise(y, P)
         return LeastSquaresForm(X, t, n, spread**2)
 
@@ -583,7 +584,8 @@ class HingeLoss(Loss):
 
     def _decision(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
         used = np.flatnonzero(weights > 0)  # failed candidates (NaN, weight 0) stay out
-        return np.tensordot(linear_predictor(P[:, used], self.multiclass), weights[used], axes=([1], [0]))
+        F = linear_predictor(P[:, used], self.multiclass)
+        return np.tensordot(F, weights[used], axes=([1], [0]))
 
     def combine(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return _probabilities(self._decision(P, weights), self.multiclass)
@@ -597,7 +599,7 @@ class HingeLoss(Loss):
 
 @dataclass(frozen=True)
 class ProbabilityHingeLoss(Loss):
-    """Hinge loss on the score ``2p - 1`` in ``[-1, 1]`` (binomial) or on probabilities (multinomial).
+    """Hinge loss on the score ``2p - 1`` (binomial) or on the probabilities (multinomial).
 
     The score never passes margin 1, so the binomial loss is ``2 |y - p|``
     and the multinomial one ``1 + max_{c != y} p_c - p_y``: both are linear
@@ -623,8 +625,8 @@ class ProbabilityHingeLoss(Loss):
         return _hinge_form(y, P, self.multiclass, scale=2.0)
 
 
-def _hinge_form(y: np.ndarray, F: np.ndarray, multiclass: bool, scale: float) -> PiecewiseLinearForm:
-    """Pieces 0 and ``1 + (F_c - F_y) w`` (multinomial) or 0 and ``1 - s (scale F - (scale - 1)) w``.
+def _hinge_form(y: np.ndarray, F: np.ndarray, multiclass: bool, scale: float):
+    """Pieces 0 and ``1 + (F_c - F_y) w`` (multinomial) or 0 and ``1 - s (scale F - scale + 1) w``.
 
     ``scale = 2`` turns probabilities into the score ``2p - 1``; ``scale = 1``
     reads ``F`` as the decision function itself.
@@ -657,12 +659,14 @@ class AbsoluteLoss(Loss):
         n = len(y)
         t, X, spread = _standardise(y, P)  # HiGHS' tolerances are absolute (1e-7)
         rows = np.concatenate([np.arange(n), np.arange(n)])
-        return PiecewiseLinearForm(rows, np.concatenate([t, -t]), np.concatenate([-X, X]), n, spread)
+        pieces = np.concatenate([t, -t]), np.concatenate([-X, X])
+        return PiecewiseLinearForm(rows, *pieces, n, spread)
 
 
 LOSSES = {
     cls.name: cls
-    for cls in (SquaredLoss, CrossEntropyLoss, PoissonDevianceLoss, HingeLoss, ProbabilityHingeLoss, AbsoluteLoss)
+    for cls in (SquaredLoss, CrossEntropyLoss, PoissonDevianceLoss, HingeLoss, ProbabilityHingeLoss,
+                AbsoluteLoss)
 }
 DEFAULT_LOSSES = {
     "gaussian": "squared",

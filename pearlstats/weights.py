@@ -5,24 +5,35 @@
 
 * ``qp`` (squared loss): on the simplex ``||y - P w||^2 = ||E w||^2`` with the
   residual columns ``E = y 1' - P``, so quadprog solves ``min w'(E'E/n)w``.
-  The Gram matrix is scaled to unit mean diagonal and ``11'`` is added, which
-  is constant on the simplex and makes it positive definite unless candidates
-  are affinely dependent; then a ridge ``1e-10 * trace/J`` (growing tenfold
-  while quadprog refuses) is added and recorded.
+  The loss builds ``E`` from centred and scaled data (the weights cannot
+  depend on the units or origin of ``y``), the Gram matrix is scaled to unit
+  diagonal, and ``(1'w)^2`` (constant on the simplex, entries at most 1) is
+  added to make it positive definite. quadprog never receives a matrix whose
+  eigenvalue ratio exceeds 1e10 (near-duplicate candidates, one outlying row
+  dominating every residual): those problems go to a primal active-set method
+  that solves least-squares problems on ``E`` itself (``solver="active-set"``);
+  no ridge perturbs the squared-loss weights.
 * ``convex`` (cross-entropy, Poisson deviance): sequential quadratic
   programming. Each step solves the Newton model on the simplex with
   quadprog and backtracks (Armijo) along the step; Newton converges
-  quadratically near the optimum, so the gap goes to round-off.
+  quadratically near the optimum, so the gap goes to round-off. The model is
+  built from a factor of the Hessian with columns scaled separately, so a
+  candidate with out-of-fold means of 1e256 cannot overflow it; a model
+  weight below 1e-13 is dropped and the model re-solved (such a candidate
+  then keeps weight 0 and its gradient can leave a large, honest ``kkt_gap``).
 * ``lp`` (hinge, absolute): a linear programme in ``(w, t)`` with one slack
-  ``t_i`` per row, solved by HiGHS.
+  ``t_i`` per row, solved by HiGHS (absolute loss on centred and scaled data,
+  since HiGHS' tolerances are absolute).
 
 With more candidates than rows (or than ``DENSE_LIMIT``) the smooth problems
 are solved by column generation: solve on a working set, compute the full
 gradient with one pass over the (n, J) matrix, add the most violating
 candidates, drop those at zero weight; the J x J matrix is never formed.
 
-Candidates with identical predictions are merged before solving and share
-their weight equally, so permuting candidates permutes the weights.
+Candidates whose predictions agree to 1e-9 of their spread (or to a few ulps
+of their size) are merged before solving and share their weight equally, so
+permuting candidates permutes the weights; a large common offset does not make
+distinct candidates look identical.
 
 Every solution carries a certified bound ``kkt_gap >= objective - optimum``:
 for the smooth losses the Frank-Wolfe gap ``g'w - min_j g_j`` (g the gradient;
@@ -78,13 +89,14 @@ class WeightSolution:
     kkt_gap : float
         Certified bound on ``objective - optimum`` (see the module notes).
     solver : str
-        ``"quadprog"``, ``"active-set"`` (column generation, quadprog
-        subproblems), ``"sqp"``, ``"sqp-active-set"``, ``"highs"`` or
+        ``"quadprog"``, ``"active-set"`` (the least-squares active-set method
+        for an ill-conditioned Gram matrix, or column generation for many
+        candidates), ``"sqp"``, ``"sqp-active-set"``, ``"highs"`` or
         ``"single candidate"``.
     ridge : float
-        Ridge added to the squared-loss QP's Hessian (0 if none): the weights
-        minimise ``objective + ridge/2 * ||w||^2``. Always 0 for the other
-        losses (a ridge in an SQP subproblem only damps the Newton step).
+        Always 0: ill-conditioned squared-loss problems go to the active-set
+        method instead of a ridge, and a ridge in an SQP subproblem only damps
+        the Newton step. Kept for callers that record it.
     merged : tuple of tuple of int
         Groups of candidate indices with identical predictions, merged before
         solving; each member gets an equal share of the group's weight.
@@ -141,14 +153,15 @@ def _quadprog_simplex(Hs: np.ndarray, d: np.ndarray, linear: np.ndarray, *, damp
         ridge = high / _MAX_CONDITION - low
     constraints = np.column_stack([a, np.eye(k)])
     try:
-        u = quadprog.solve_qp(G + ridge * np.eye(k), linear, constraints, np.r_[d.min(), np.zeros(k)], meq=1)[0]
+        bounds = np.r_[d.min(), np.zeros(k)]
+        u = quadprog.solve_qp(G + ridge * np.eye(k), linear, constraints, bounds, meq=1)[0]
     except ValueError:  # quadprog's own tests disagree with the eigenvalues: leave it to the caller
         return None
     return u / d, ridge
 
 
 def _affine_minimiser(W: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """The minimiser of ``||W z||`` subject to ``sum(z) = 1`` nearest to ``start`` (which sums to 1).
+    """The minimiser of ``||W z||`` subject to ``sum(z) = 1`` nearest to ``start`` (summing to 1).
 
     ``z = start + N u`` with ``N`` an orthonormal basis of ``{sum = 0}``;
     the minimum-norm least-squares ``u`` (SVD) copes with rank deficiency.
@@ -182,7 +195,7 @@ def _active_set_least_squares(W: np.ndarray, w0: np.ndarray, max_iter: int) -> n
         shrinking = step < 0
         ratios[shrinking] = w[F][shrinking] / -step[shrinking]
         blocking = int(np.argmin(ratios))
-        if ratios[blocking] < 1.0:  # the face's minimiser is outside the simplex: stop at its boundary
+        if ratios[blocking] < 1.0:  # the face's minimiser is outside the simplex: stop at the edge
             moved = np.maximum(w[F] + ratios[blocking] * step, 0.0)
             moved[blocking] = 0.0
             w[F] = moved
@@ -214,8 +227,8 @@ def _fw_gap(g: np.ndarray, w: np.ndarray) -> float:
     return float(g @ w - g.min())
 
 
-def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool, bool]:
-    """quadprog on the unit-diagonal residual Gram matrix; the active-set method where that is ill-conditioned.
+def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter):
+    """quadprog on the unit-diagonal residual Gram matrix, or the active-set method if ill-conditioned.
 
     Returns ``(w, ridge, converged, fallback)``; the ridge is always 0 now that
     ill-conditioned problems go to the active-set method instead of being perturbed.
@@ -225,7 +238,7 @@ def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter) -> tuple[np.
     solved = _quadprog_simplex(Hs, d, np.zeros(form.size), damp=False)
     if solved is not None:
         return _to_simplex(solved[0]), 0.0, True, False
-    scaled = W / float(np.abs(W).max() or 1.0)  # the step solves are scale-free; this keeps g near 1
+    scaled = W / float(np.abs(W).max() or 1.0)  # steps are scale-free; this keeps g near 1
     start = np.zeros(form.size)
     start[int(np.argmin(d))] = 1.0  # the best single candidate: ||W e_j|| = d_j
     return _to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
