@@ -269,6 +269,19 @@ def test_a_wildly_overfitted_poisson_candidate_does_not_crash_the_weight_solver(
     P = res.cv_predictions.to_numpy()
     own = np.mean(2 * (xlogy(y[:, None], y[:, None]) - xlogy(y[:, None], P) - (y[:, None] - P)), axis=0)
     assert res.weight_objective <= np.nanmin(own) * (1 + 1e-9)
+    # The Newton model once overflowed on the 1e257 candidate and stalled at deviance 1.635.
+    # SLSQP on the moderate candidates is the reference: the wild one can only add ~nothing.
+    moderate = np.flatnonzero(np.isfinite(own) & (P.max(axis=0) < 1e10))
+    assert moderate.size == P.shape[1] - 1
+    Q = P[:, moderate]
+
+    def deviance(v):
+        mu = np.maximum(Q @ v, 1e-300)
+        return np.mean(2 * (xlogy(y, y) - xlogy(y, mu) - (y - mu)))
+
+    _, best = _simplex_minimum(deviance, moderate.size)
+    assert res.weight_objective == pytest.approx(best, rel=1e-7)
+    assert res.weight_objective <= best * (1 + 1e-9)
 
 
 def test_separated_multinomial_candidates_are_recorded_per_fold_and_excluded():

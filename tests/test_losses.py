@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
+from scipy.special import logit
 from sklearn import metrics
 
 from pearlstats.exceptions import DataError, MissingValueError, OptionError, ResponseError
@@ -35,14 +36,19 @@ P_MULTI = _probabilities((N, C))
         ("squared", "gaussian", Y_GAUSS, MU, lambda: metrics.mean_squared_error(Y_GAUSS, MU)),
         ("squared", "poisson", Y_COUNT, MU, lambda: metrics.mean_squared_error(Y_COUNT, MU)),
         ("squared", "binomial", Y_BIN, P_BIN, lambda: metrics.brier_score_loss(Y_BIN, P_BIN)),
-        ("squared", "multinomial", Y_MULTI, P_MULTI,
-         lambda: metrics.brier_score_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2], scale_by_half=False)),
+        ("squared", "multinomial", Y_MULTI, P_MULTI,  # the mean over classes: Brier / C
+         lambda: metrics.brier_score_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2], scale_by_half=False) / C),
         ("cross_entropy", "binomial", Y_BIN, P_BIN, lambda: metrics.log_loss(Y_BIN, P_BIN)),
         ("cross_entropy", "multinomial", Y_MULTI, P_MULTI,
          lambda: metrics.log_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2])),
         ("poisson_deviance", "poisson", Y_COUNT, MU, lambda: metrics.mean_poisson_deviance(Y_COUNT, MU)),
-        ("hinge", "binomial", Y_BIN, P_BIN, lambda: metrics.hinge_loss(2 * Y_BIN - 1, 2 * P_BIN - 1)),
-        ("hinge", "multinomial", Y_MULTI, P_MULTI, lambda: metrics.hinge_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2])),
+        ("hinge", "binomial", Y_BIN, P_BIN, lambda: metrics.hinge_loss(2 * Y_BIN - 1, logit(P_BIN))),
+        ("hinge", "multinomial", Y_MULTI, P_MULTI,  # Crammer-Singer on log p (any per-row shift)
+         lambda: metrics.hinge_loss(Y_MULTI, np.log(P_MULTI), labels=[0, 1, 2])),
+        ("hinge_probability", "binomial", Y_BIN, P_BIN,
+         lambda: metrics.hinge_loss(2 * Y_BIN - 1, 2 * P_BIN - 1)),
+        ("hinge_probability", "multinomial", Y_MULTI, P_MULTI,
+         lambda: metrics.hinge_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2])),
         ("absolute", "gaussian", Y_GAUSS, MU, lambda: metrics.mean_absolute_error(Y_GAUSS, MU)),
         ("absolute", "poisson", Y_COUNT, MU, lambda: metrics.mean_absolute_error(Y_COUNT, MU)),
     ],
@@ -54,9 +60,9 @@ def test_mean_loss_matches_sklearn(name, family, y, pred, reference):
     assert loss.risk(y, pred) == pytest.approx(reference(), rel=1e-12)
 
 
-def test_binomial_hinge_is_twice_the_absolute_error():
+def test_binomial_probability_hinge_is_twice_the_absolute_error():
     # score 2p - 1 lies in [-1, 1], so the margin never exceeds 1
-    hinge = get_loss("hinge", "binomial").pointwise(Y_BIN, P_BIN)
+    hinge = get_loss("hinge_probability", "binomial").pointwise(Y_BIN, P_BIN)
     np.testing.assert_allclose(hinge, 2 * np.abs(Y_BIN - P_BIN), rtol=1e-14)
 
 
@@ -105,7 +111,8 @@ def test_defaults(family, default, original):
 
 def test_solvers_and_families():
     assert {name: cls.solver for name, cls in LOSSES.items()} == {
-        "squared": "qp", "cross_entropy": "convex", "poisson_deviance": "convex", "hinge": "lp", "absolute": "lp"}
+        "squared": "qp", "cross_entropy": "convex", "poisson_deviance": "convex", "hinge": "lp", "absolute": "lp",
+        "hinge_probability": "lp"}
     assert get_loss("hinge", "binomial").original == "0-1 loss"
     assert get_loss("absolute", "poisson").original == "absolute error"
 
@@ -173,8 +180,11 @@ def test_form_value_is_mean_pointwise_loss_of_the_average(name, family):
     loss = get_loss(name, family)
     form = loss.form(*loss.check(y, P, candidates=True))
     for w in [np.full(J, 1 / J), RNG.dirichlet(np.ones(J)), np.eye(J)[2]]:
-        average = np.tensordot(P, w, axes=([1], [0]))
-        assert form.value(w) == pytest.approx(loss.risk(y, average), rel=1e-12)
+        # the squared and absolute forms are standardised; unit converts back to the loss
+        assert form.value(w) * form.unit == pytest.approx(loss.objective(y, P, w), rel=1e-12)
+        if name != "hinge":  # the others average the predictions themselves
+            average = np.tensordot(P, w, axes=([1], [0]))
+            assert loss.objective(y, P, w) == pytest.approx(loss.risk(y, average), rel=1e-12)
 
 
 @pytest.mark.parametrize("name, family", [p for p in PAIRS if LOSSES[p[0]].solver != "lp"])
@@ -188,3 +198,18 @@ def test_form_gradient_hessian_and_vertices(name, family):
     if hasattr(form, "hessian"):
         numeric = np.array([approx_fprime(w, lambda v: form.gradient(v)[k], 1e-7) for k in range(J)])
         np.testing.assert_allclose(form.hessian(w), numeric, rtol=1e-4, atol=1e-5)
+
+
+def test_mean_squared_error_is_the_mean_over_rows_and_classes():
+    from pearlstats.losses import mean_squared_error
+
+    onehot = np.eye(C)[Y_MULTI]
+    assert mean_squared_error(Y_MULTI, P_MULTI, "multinomial") == pytest.approx(np.mean((onehot - P_MULTI) ** 2))
+    assert mean_squared_error(Y_BIN, P_BIN, "binomial") == pytest.approx(metrics.brier_score_loss(Y_BIN, P_BIN))
+    # binomial = the mean over its two classes of the squared error
+    two = np.column_stack([1 - P_BIN, P_BIN])
+    assert mean_squared_error(Y_BIN, P_BIN, "binomial") == pytest.approx(
+        mean_squared_error(Y_BIN.astype(int), two, "multinomial"), rel=1e-12)
+    assert mean_squared_error(Y_GAUSS, MU, "gaussian") == pytest.approx(metrics.mean_squared_error(Y_GAUSS, MU))
+    with pytest.raises(OptionError, match="unknown family"):
+        mean_squared_error(Y_GAUSS, MU, "gamma")

@@ -16,6 +16,7 @@ import quadprog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog, minimize
+from scipy.special import logit
 from sklearn import metrics
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 from sklearn.linear_model import LinearRegression, LogisticRegression, PoissonRegressor
@@ -90,11 +91,34 @@ def _average(P, w):
     return np.tensordot(P, w, axes=([1], [0]))
 
 
+def _decision(P, family):
+    """Linear predictors behind stored probabilities: logit, or log p_c - log p_0 (reference class 0)."""
+    limit = 53 * np.log(2.0)
+    if family == "multinomial":
+        logp = np.maximum(np.log(P), -limit)
+        return logp - logp[..., :1]
+    return np.clip(logit(P), -limit, limit)
+
+
+def _hinge_of_decision(family, y, f) -> float:
+    if family == "multinomial":
+        return metrics.hinge_loss(y, f, labels=list(range(f.shape[1])))
+    return metrics.hinge_loss(2 * y - 1, f)
+
+
+def _mean_loss(name, family, y, P, w) -> float:
+    """The mean loss of the weighted candidates: the margin hinge averages decision functions."""
+    if name == "hinge":
+        return _hinge_of_decision(family, y, _average(_decision(P, family), w))
+    return _metric(name, family, y, _average(P, w))
+
+
 def _metric(name, family, y, pred) -> float:
     """The mean loss, from scikit-learn's metrics."""
     if name == "squared":
-        if family == "multinomial":
-            return metrics.brier_score_loss(y, pred, labels=list(range(pred.shape[1])), scale_by_half=False)
+        if family == "multinomial":  # the mean over classes: the multi-class Brier score / C
+            C = pred.shape[1]
+            return metrics.brier_score_loss(y, pred, labels=list(range(C)), scale_by_half=False) / C
         return metrics.mean_squared_error(y, pred)
     if name == "cross_entropy":
         labels = list(range(pred.shape[1])) if family == "multinomial" else None
@@ -103,6 +127,8 @@ def _metric(name, family, y, pred) -> float:
         return metrics.mean_poisson_deviance(y, pred)
     if name == "absolute":
         return metrics.mean_absolute_error(y, pred)
+    if name == "hinge":
+        return _hinge_of_decision(family, y, _decision(pred, family))
     if family == "multinomial":
         return metrics.hinge_loss(y, pred, labels=list(range(pred.shape[1])))
     return metrics.hinge_loss(2 * y - 1, 2 * pred - 1)
@@ -114,7 +140,8 @@ def _gradient(name, family, y, P, w) -> np.ndarray:
     pred = _average(P, w)
     if name == "squared":
         if family == "multinomial":
-            return -2.0 / n * np.einsum("ijc,ic->j", P, np.eye(P.shape[2])[y] - pred)
+            C = P.shape[2]
+            return -2.0 / (n * C) * np.einsum("ijc,ic->j", P, np.eye(C)[y] - pred)
         return -2.0 / n * P.T @ (y - pred)
     if name == "cross_entropy":
         A = P[np.arange(n), :, y] if family == "multinomial" else np.where(y[:, None] == 1, P, 1 - P)
@@ -128,7 +155,7 @@ def _value(name, family, y, P, w) -> float:
     pred = _average(P, w)
     if name == "squared":
         target = np.eye(P.shape[2])[y] if family == "multinomial" else y
-        return float(np.sum((target - pred) ** 2) / n)
+        return float(np.mean((target - pred) ** 2))
     if name == "cross_entropy":
         A = P[np.arange(n), :, y] if family == "multinomial" else np.where(y[:, None] == 1, P, 1 - P)
         return float(-np.mean(np.log(np.maximum(A @ w, 1e-300))))
@@ -163,8 +190,18 @@ def _lp_minimum(name, family, y, P) -> float:
         cost = np.r_[np.zeros(J), np.full(2 * n, 1.0 / n)]
         result = linprog(cost, A_eq=A_eq, b_eq=np.r_[y, 1.0], bounds=(0, None), method="highs-ipm")
         return result.fun
-    if family == "binomial":  # 2|y - p| is linear in w on the simplex: the best vertex wins
+    if name == "hinge_probability" and family == "binomial":  # 2|y - p| is linear in w: a vertex wins
         return min(_metric(name, family, y, P[:, j]) for j in range(J))
+    if name == "hinge":
+        P = _decision(P, family)
+    if family == "binomial":  # t_i >= 1 - s_i f_i w, t_i >= 0
+        s = 2 * y - 1
+        A_ub = np.hstack([-s[:, None] * P, -np.eye(n)])
+        cost = np.r_[np.zeros(J), np.full(n, 1.0 / n)]
+        A_eq = np.r_[np.ones(J), np.zeros(n)][None, :]
+        result = linprog(cost, A_ub=A_ub, b_ub=-np.ones(n), A_eq=A_eq, b_eq=[1.0], bounds=(0, None),
+                         method="highs-ipm")
+        return result.fun
     rows, rhs = [], []
     for i in range(n):  # t_i >= 1 + (p_ic - p_iy) w for every rival class c; t_i >= 0 via bounds
         for c in range(P.shape[2]):
@@ -188,7 +225,9 @@ def _assert_on_simplex(w, J):
 CASES = [
     ("squared", "gaussian"), ("absolute", "gaussian"),
     ("cross_entropy", "binomial"), ("squared", "binomial"), ("hinge", "binomial"),
+    ("hinge_probability", "binomial"),
     ("cross_entropy", "multinomial"), ("squared", "multinomial"), ("hinge", "multinomial"),
+    ("hinge_probability", "multinomial"),
     ("poisson_deviance", "poisson"), ("squared", "poisson"), ("absolute", "poisson"),
 ]
 
@@ -199,7 +238,7 @@ def test_optimum_matches_independent_solver(name, family, request):
     loss = get_loss(name, family)
     sol = solve_weights(P, y, loss)
     _assert_on_simplex(sol.weights, P.shape[1])
-    objective = _metric(name, family, y, _average(P, sol.weights))
+    objective = _mean_loss(name, family, y, P, sol.weights)
     assert sol.objective == pytest.approx(objective, rel=1e-10)
     reference = _lp_minimum(name, family, y, P) if loss.solver == "lp" else _slsqp_minimum(name, family, y, P)
     assert sol.objective == pytest.approx(reference, rel=1e-7)
@@ -414,3 +453,19 @@ def test_lp_failure_falls_back_to_best_candidate(regression, monkeypatch):
         sol = solve_weights(P, y, get_loss("absolute", "gaussian"))
     best = int(np.argmin([metrics.mean_absolute_error(y, P[:, j]) for j in range(P.shape[1])]))
     assert sol.weights[best] == 1.0 and sol.kkt_gap == np.inf
+
+
+# ---- one MSE ------------------------------------------------------------------------------------------
+def test_multinomial_squared_weights_equal_those_of_the_summed_brier_score(multiclass):
+    """Averaging over classes divides the objective by C and leaves the argmin where it was."""
+    P, y = multiclass
+    n, J, C = P.shape
+    sol = solve_weights(P, y, get_loss("squared", "multinomial"))
+    # the old per-row value summed over classes: min sum_i sum_c (1[y=c] - P_icj w_j)^2 / n, by quadprog
+    E = (np.eye(C)[y][:, None, :] - P).transpose(0, 2, 1).reshape(n * C, J)
+    G = 2 * E.T @ E / n
+    old = quadprog.solve_qp(G, np.zeros(J), np.column_stack([np.ones(J), np.eye(J)]), np.r_[1.0, np.zeros(J)],
+                            meq=1)[0]
+    np.testing.assert_allclose(sol.weights, np.clip(old, 0, None), atol=1e-7)
+    summed = np.sum((np.eye(C)[y] - _average(P, sol.weights)) ** 2) / n
+    assert sol.objective == pytest.approx(summed / C, rel=1e-12)

@@ -4,29 +4,41 @@ Each loss stands for an original loss (the one a user cares about) and names
 the simplex solver in :mod:`pearlstats.weights` that minimises its mean over
 the rows for a convex combination ``P @ w`` of candidate predictions.
 
-================  ===========================  =========  =====================================
-name              families                     solver     per-row value
-================  ===========================  =========  =====================================
-squared           all                          qp         ``(y - mu)^2``; binomial ``(y - p)^2``;
-                                                          multinomial ``sum_c (1[y=c] - p_c)^2``
-cross_entropy     binomial, multinomial        convex     ``-log max(p_y, EPS)``
-poisson_deviance  poisson                      convex     ``2 (y log(y / mu) - (y - mu))``
-hinge             binomial, multinomial        lp         binomial ``max(0, 1 - s (2p - 1))``,
-                                                          ``s = 2y - 1``; multinomial
-                                                          ``max(0, 1 + max_{c != y} p_c - p_y)``
-absolute          gaussian, poisson            lp         ``|y - mu|``
-================  ===========================  =========  =====================================
+=================  =====================  ======  =============================================
+name               families               solver  per-row value
+=================  =====================  ======  =============================================
+squared            all                    qp      ``(y - mu)^2``; binomial ``(y - p)^2``;
+                                                  multinomial ``mean_c (1[y=c] - p_c)^2``
+cross_entropy      binomial, multinomial  convex  ``-log max(p_y, EPS)``
+poisson_deviance   poisson                convex  ``2 (y log(y / mu) - (y - mu))``
+hinge              binomial, multinomial  lp      binomial ``max(0, 1 - s f)``, ``s = 2y - 1``,
+                                                  ``f = logit(p)``; multinomial
+                                                  ``max(0, 1 + max_{c != y} f_c - f_y)``,
+                                                  ``f_c = log p_c - mean_k log p_k``
+hinge_probability  binomial, multinomial  lp      binomial ``max(0, 1 - s (2p - 1))``;
+                                                  multinomial ``1 + max_{c != y} p_c - p_y``
+absolute           gaussian, poisson      lp      ``|y - mu|``
+=================  =====================  ======  =============================================
 
 Conventions:
 
 * Binomial predictions are ``p = P(y = 1)``; the binomial Brier score is the
   one-class ``(y - p)^2`` (half the two-class sum), as in scikit-learn's
-  ``brier_score_loss``.
+  ``brier_score_loss``. The multinomial squared loss is the mean over the C
+  classes, so its risk is the paper's MSE (mean over rows and classes);
+  :func:`mean_squared_error` is that number for every family.
 * Probabilities and Poisson means inside a logarithm are floored at
   ``EPS = 1e-15``, so a candidate that gives the observed class probability 0
   costs ``-log(1e-15) = 34.5`` instead of infinity. ``0 log 0 = 0``.
-* The binomial hinge uses the score ``2p - 1`` in ``[-1, 1]``, so it equals
-  ``2 |y - p|``; the multinomial hinge is Crammer and Singer's.
+* ``hinge`` reads the decision function recovered from the stored
+  probabilities (:func:`linear_predictor`; logits clipped at
+  ``+-LOGIT_LIMIT = 36.74``, the largest a float64 probability resolves)
+  and its weights average decision functions (:meth:`Loss.combine`).
+  ``hinge_probability`` is the hinge on ``2p - 1`` / on probabilities: it
+  never reaches its flat part, is linear in the weights and so picks a
+  single candidate; it equals ``2 |y - p|`` for binomial.
+* The squared and absolute losses are solved on centred and scaled data,
+  so their weights do not change under ``y -> a y + c`` (gaussian).
 * NaN predictions (failed candidates) give NaN losses; every other invalid
   value raises a :class:`~pearlstats.exceptions.PearlError`.
 
@@ -47,23 +59,27 @@ from typing import ClassVar
 
 import numpy as np
 from scipy import sparse
-from scipy.special import xlogy
+from scipy.special import expit, xlogy
 
 from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
 
 __all__ = [
-    "EPS",
-    "Loss",
-    "observed_probability",
-    "LOSSES",
     "DEFAULT_LOSSES",
-    "get_loss",
+    "EPS",
+    "LOGIT_LIMIT",
+    "LOSSES",
     "LeastSquaresForm",
     "LogBarrierForm",
+    "Loss",
     "PiecewiseLinearForm",
+    "get_loss",
+    "linear_predictor",
+    "mean_squared_error",
+    "observed_probability",
 ]
 
 EPS = 1e-15
+LOGIT_LIMIT = 53 * np.log(2.0)  # logit(1 - 2**-53): float64 probabilities resolve no larger logit
 FAMILIES = ("gaussian", "binomial", "multinomial", "poisson")
 _SUM_TOLERANCE = 1e-6  # how far multinomial probability rows may stray from summing to 1
 
@@ -77,11 +93,16 @@ def _times(M: np.ndarray, w: np.ndarray) -> np.ndarray:
 # ---- solver forms --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LeastSquaresForm:
-    """Objective ``f(w) = ||t - X w||^2 / n_obs`` over candidate columns ``X`` (m, J)."""
+    """Objective ``f(w) = ||t - X w||^2 / n_obs`` over candidate columns ``X`` (m, J).
+
+    ``unit`` converts back to the loss: ``mean loss = unit * f(w)`` (the loss
+    builds the form on centred and scaled data, see :meth:`SquaredLoss.form`).
+    """
 
     X: np.ndarray
     t: np.ndarray
     n_obs: int
+    unit: float = 1.0
 
     @property
     def size(self) -> int:
@@ -92,7 +113,7 @@ class LeastSquaresForm:
         return self.X.shape[0]
 
     def restrict(self, columns: np.ndarray) -> LeastSquaresForm:
-        return LeastSquaresForm(self.X[:, columns], self.t, self.n_obs)
+        return LeastSquaresForm(self.X[:, columns], self.t, self.n_obs, self.unit)
 
     def value(self, w: np.ndarray) -> float:
         r = self.t - _times(self.X, w)
@@ -106,10 +127,18 @@ class LeastSquaresForm:
         X, t = self.X, self.t
         return (t @ t - 2.0 * (t @ X) + np.einsum("ij,ij->j", X, X)) / self.n_obs
 
+    def residuals(self) -> np.ndarray:
+        """``E = t 1' - X`` (m, J): on the simplex ``t - X w = E w``, so ``f = ||E w||^2 / n_obs``."""
+        return self.t[:, None] - self.X
+
     def residual_gram(self) -> np.ndarray:
-        """``E'E / n_obs`` with ``E = t 1' - X``: on the simplex ``f(w) = w' (E'E / n_obs) w``."""
-        E = self.t[:, None] - self.X
+        """``E'E / n_obs``: on the simplex ``f(w) = w' (E'E / n_obs) w``."""
+        E = self.residuals()
         return (E.T @ E) / self.n_obs
+
+    def hessian_factor(self, w: np.ndarray | None = None) -> np.ndarray:
+        """``W`` with ``W'W`` the Hessian of ``f`` on the simplex (``2 E'E / n_obs``)."""
+        return self.residuals() * np.sqrt(2.0 / self.n_obs)
 
 
 @dataclass(frozen=True)
@@ -127,6 +156,7 @@ class LogBarrierForm:
     b: np.ndarray
     const: float
     n_obs: int
+    unit: float = 1.0  # as in LeastSquaresForm; these losses are not standardised
 
     @property
     def size(self) -> int:
@@ -145,10 +175,16 @@ class LogBarrierForm:
     def gradient(self, w: np.ndarray) -> np.ndarray:
         return (self.b - self.A.T @ (self.c / _times(self.A, w))) / self.n_obs
 
-    def hessian(self, w: np.ndarray) -> np.ndarray:
+    def hessian_factor(self, w: np.ndarray) -> np.ndarray:
+        """``W`` (m, J) with ``W'W`` the Hessian at ``w``; finite where ``W'W`` would overflow."""
         u = _times(self.A, w)
-        weighted = self.A * (np.sqrt(self.c) / u)[:, None]
-        return (weighted.T @ weighted) / self.n_obs
+        return self.A * (np.sqrt(self.c / self.n_obs) / u)[:, None]
+
+    def hessian(self, w: np.ndarray) -> np.ndarray:
+        """The Hessian ``W'W``; it overflows for candidates with astronomically large predictions,
+        which is why the solvers work with :meth:`hessian_factor` instead."""
+        W = self.hessian_factor(w)
+        return W.T @ W
 
     def vertex_values(self, chunk: int = 4096) -> np.ndarray:
         """``f(e_j)`` for every j, taking logs a block of columns at a time to bound memory."""
@@ -165,12 +201,14 @@ class PiecewiseLinearForm:
 
     Every row of the data owns at least one affine piece; the maximum over a
     row's pieces is its loss, so the mean is a linear programme in ``(w, t)``.
+    ``unit`` converts back to the loss: ``mean loss = unit * f(w)``.
     """
 
     rows: np.ndarray
     intercepts: np.ndarray
     slopes: np.ndarray
     n_obs: int
+    unit: float = 1.0
 
     @property
     def size(self) -> int:
@@ -341,6 +379,19 @@ class Loss:
         """Mean of :meth:`pointwise`."""
         return float(np.mean(self.pointwise(y, pred)))
 
+    def combine(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """The prediction the weights stand for: ``sum_j w_j P[:, j]`` (checked candidates ``P``).
+
+        Every loss averages predictions except ``hinge``, which averages
+        decision functions.
+        """
+        used = np.flatnonzero(weights > 0)
+        return np.tensordot(P[:, used], weights[used], axes=([1], [0]))
+
+    def objective(self, y: np.ndarray, P: np.ndarray, weights: np.ndarray) -> float:
+        """Mean loss of ``combine(P, weights)``: the quantity the weights minimise."""
+        return float(np.mean(self._pointwise(y, self.combine(P, weights))))
+
     def _pointwise(self, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
@@ -383,8 +434,31 @@ def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return (y[:, None] == np.arange(n_classes)).astype(float)
 
 
+def _standardise(y: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``((y - c) / s, (P - c) / s, s)`` for a centre ``c`` and spread ``s > 0`` of ``y``.
+
+    On the simplex ``y - P w = (y - c) - (P - c 1') w`` for any ``c``, and a
+    factor ``s`` scales ``|y - P w|`` without moving the argmin, so the weights
+    of the squared and absolute losses cannot depend on either; solving on
+    standardised values keeps the solvers' absolute tolerances, quadprog's
+    positive-definiteness test and the Gram matrix's range (1e-155^2
+    underflows, 1e155^2 overflows) away from the data's units. ``c`` is the
+    median and ``s`` the largest ``|y - c|`` (the candidates' spread if ``y``
+    is constant, 1 if everything is).
+    """
+    centre = float(np.median(y))
+    spread = float(np.max(np.abs(y - centre)))
+    if not spread > 0:
+        spread = float(np.max(np.abs(P - centre)))
+    spread = spread if 0 < spread < np.inf else 1.0
+    return (y - centre) / spread, (P - centre) / spread, spread
+
+
 @dataclass(frozen=True)
 class SquaredLoss(Loss):
+    """Squared error; for classes the mean over classes of ``(1[y = c] - p_c)^2`` (the Brier score
+    divided by C, the paper's MSE), which for binomial is ``(y - p)^2``."""
+
     name: ClassVar[str] = "squared"
     solver: ClassVar[str] = "qp"
     families: ClassVar[tuple] = FAMILIES
@@ -397,15 +471,18 @@ class SquaredLoss(Loss):
 
     def _pointwise(self, y, pred):
         if self.multiclass:
-            return ((_one_hot(y, pred.shape[1]) - pred) ** 2).sum(axis=1)
+            return ((_one_hot(y, pred.shape[1]) - pred) ** 2).mean(axis=1)
         return (y - pred) ** 2
 
     def form(self, y, P) -> LeastSquaresForm:
         n = len(y)
         if self.multiclass:
+            # probabilities are already on a unit scale; the n * C squared errors are averaged
             C = P.shape[2]
-            return LeastSquaresForm(P.transpose(0, 2, 1).reshape(n * C, -1), _one_hot(y, C).ravel(), n)
-        return LeastSquaresForm(P, y, n)
+            X = P.transpose(0, 2, 1).reshape(n * C, -1)
+            return LeastSquaresForm(X, _one_hot(y, C).ravel(), n * C)
+        t, X, spread = _standardise(y, P)
+        return LeastSquaresForm(X, t, n, spread**2)
 
 
 @dataclass(frozen=True)
@@ -439,9 +516,99 @@ class PoissonDevianceLoss(Loss):
         return LogBarrierForm(np.maximum(P[counted], EPS), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y))
 
 
+def linear_predictor(pred: np.ndarray, multiclass: bool) -> np.ndarray:
+    """Decision function recovered from stored probabilities, as the margin hinge reads it.
+
+    Binomial: ``logit(p)`` (any shape). Multinomial: centred log
+    probabilities ``log p_c - mean_k log p_k`` over the last axis; the
+    Crammer-Singer loss only sees differences ``f_c - f_y`` within a row, so
+    this equals ``log p_c - log p_0`` or any other per-row shift, and a convex
+    combination of shifted rows is again shifted by a per-row constant.
+
+    A float64 probability cannot be closer to 1 than ``2**-53``, so logits
+    beyond ``LOGIT_LIMIT = 53 log 2 = 36.74`` (the logit of ``1 - 2**-53``)
+    are not recoverable; both tails are clipped there (log probabilities are
+    floored at ``-LOGIT_LIMIT``) so that relabelling the classes changes
+    nothing. Within the limit the recovery is exact up to the rounding of
+    the stored probabilities.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> linear_predictor(np.array([0.5, 0.8, 0.0, 1.0]), False).round(4)
+    array([  0.    ,   1.3863, -36.7368,  36.7368])
+    """
+    with np.errstate(divide="ignore"):
+        if multiclass:
+            logp = np.maximum(np.log(pred), -LOGIT_LIMIT)
+            return logp - logp.mean(axis=-1, keepdims=True)
+        return np.clip(np.log(pred) - np.log1p(-pred), -LOGIT_LIMIT, LOGIT_LIMIT)
+
+
+def _probabilities(f: np.ndarray, multiclass: bool) -> np.ndarray:
+    """Inverse of :func:`linear_predictor`: the logistic / softmax of decision values."""
+    if multiclass:
+        e = np.exp(f - f.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    return expit(f)
+
+
 @dataclass(frozen=True)
 class HingeLoss(Loss):
+    """Hinge loss on the decision function (margins), solved as a linear programme.
+
+    Binomial: ``max(0, 1 - s f)`` with ``s = 2y - 1`` and ``f = logit(p)``;
+    multinomial: Crammer and Singer's ``max(0, 1 + max_{c != y} f_c - f_y)``
+    on centred log probabilities (see :func:`linear_predictor`). The weights
+    average the decision functions, ``f(w) = sum_j w_j f_j``, so the
+    combined prediction is ``sigmoid(f(w))`` / ``softmax(f(w))``
+    (:meth:`combine`), not the average of probabilities. The loss is flat
+    beyond margin 1, so interior weights are possible (unlike
+    ``hinge_probability``).
+    """
+
     name: ClassVar[str] = "hinge"
+    solver: ClassVar[str] = "lp"
+    families: ClassVar[tuple] = ("binomial", "multinomial")
+    _originals: ClassVar[dict] = {"binomial": "0-1 loss", "multinomial": "0-1 loss"}
+
+    def _pointwise(self, y, pred):
+        return self._margin_loss(y, linear_predictor(pred, self.multiclass))
+
+    def _margin_loss(self, y: np.ndarray, f: np.ndarray) -> np.ndarray:
+        if self.multiclass:
+            observed = np.take_along_axis(f, y[:, None], axis=1)[:, 0]
+            rivals = np.where(_one_hot(y, f.shape[1]) == 1, -np.inf, f).max(axis=1)
+            return np.maximum(0.0, 1.0 + rivals - observed)
+        return np.maximum(0.0, 1.0 - (2.0 * y - 1.0) * f)
+
+    def _decision(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        used = np.flatnonzero(weights > 0)  # failed candidates (NaN, weight 0) stay out
+        F = linear_predictor(P[:, used], self.multiclass)
+        return np.tensordot(F, weights[used], axes=([1], [0]))
+
+    def combine(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        return _probabilities(self._decision(P, weights), self.multiclass)
+
+    def objective(self, y, P, weights) -> float:
+        return float(np.mean(self._margin_loss(y, self._decision(P, weights))))
+
+    def form(self, y, P) -> PiecewiseLinearForm:
+        return _hinge_form(y, linear_predictor(P, self.multiclass), self.multiclass, scale=1.0)
+
+
+@dataclass(frozen=True)
+class ProbabilityHingeLoss(Loss):
+    """Hinge loss on the score ``2p - 1`` (binomial) or on the probabilities (multinomial).
+
+    The score never passes margin 1, so the binomial loss is ``2 |y - p|``
+    and the multinomial one ``1 + max_{c != y} p_c - p_y``: both are linear
+    in ``w`` on the simplex, so the optimum is a vertex and the weights
+    select a single candidate (ties aside). Kept for comparison; use
+    ``hinge`` for a margin hinge.
+    """
+
+    name: ClassVar[str] = "hinge_probability"
     solver: ClassVar[str] = "lp"
     families: ClassVar[tuple] = ("binomial", "multinomial")
     _originals: ClassVar[dict] = {"binomial": "0-1 loss", "multinomial": "0-1 loss"}
@@ -455,18 +622,27 @@ class HingeLoss(Loss):
         return np.maximum(0.0, 1.0 - sign * (2.0 * pred - 1.0))
 
     def form(self, y, P) -> PiecewiseLinearForm:
-        n, J = P.shape[:2]
-        rows = np.arange(n)
-        zero = (rows, np.zeros(n), np.zeros((n, J)))
-        if self.multiclass:
-            C = P.shape[2]
-            observed = observed_probability(y, P, True)  # (n, J)
-            row_of, class_of = np.nonzero(_one_hot(y, C) == 0)
-            margin = (row_of, np.ones(len(row_of)), P[row_of, :, class_of] - observed[row_of])
-        else:
-            sign = 2.0 * y - 1.0
-            margin = (rows, 1.0 + sign, -2.0 * sign[:, None] * P)
-        return PiecewiseLinearForm(*(np.concatenate(parts) for parts in zip(zero, margin)), n_obs=n)
+        return _hinge_form(y, P, self.multiclass, scale=2.0)
+
+
+def _hinge_form(y: np.ndarray, F: np.ndarray, multiclass: bool, scale: float):
+    """Pieces 0 and ``1 + (F_c - F_y) w`` (multinomial) or 0 and ``1 - s (scale F - scale + 1) w``.
+
+    ``scale = 2`` turns probabilities into the score ``2p - 1``; ``scale = 1``
+    reads ``F`` as the decision function itself.
+    """
+    n, J = F.shape[:2]
+    rows = np.arange(n)
+    zero = (rows, np.zeros(n), np.zeros((n, J)))
+    if multiclass:
+        observed = np.take_along_axis(F, y.reshape(-1, 1, 1), axis=2)[..., 0]  # (n, J)
+        row_of, class_of = np.nonzero(_one_hot(y, F.shape[2]) == 0)
+        margin = (row_of, np.ones(len(row_of)), F[row_of, :, class_of] - observed[row_of])
+    else:
+        sign = 2.0 * y - 1.0
+        # 1 - s (scale F w - (scale - 1)) with sum(w) = 1
+        margin = (rows, 1.0 + (scale - 1.0) * sign, -scale * sign[:, None] * F)
+    return PiecewiseLinearForm(*(np.concatenate(parts) for parts in zip(zero, margin)), n_obs=n)
 
 
 @dataclass(frozen=True)
@@ -481,11 +657,17 @@ class AbsoluteLoss(Loss):
 
     def form(self, y, P) -> PiecewiseLinearForm:
         n = len(y)
+        t, X, spread = _standardise(y, P)  # HiGHS' tolerances are absolute (1e-7)
         rows = np.concatenate([np.arange(n), np.arange(n)])
-        return PiecewiseLinearForm(rows, np.concatenate([y, -y]), np.concatenate([-P, P]), n)
+        pieces = np.concatenate([t, -t]), np.concatenate([-X, X])
+        return PiecewiseLinearForm(rows, *pieces, n, spread)
 
 
-LOSSES = {cls.name: cls for cls in (SquaredLoss, CrossEntropyLoss, PoissonDevianceLoss, HingeLoss, AbsoluteLoss)}
+LOSSES = {
+    cls.name: cls
+    for cls in (SquaredLoss, CrossEntropyLoss, PoissonDevianceLoss, HingeLoss, ProbabilityHingeLoss,
+                AbsoluteLoss)
+}
 DEFAULT_LOSSES = {
     "gaussian": "squared",
     "binomial": "cross_entropy",
@@ -531,3 +713,32 @@ def get_loss(name: str | None, family: str) -> Loss:
     if name not in valid:
         raise OptionError(f"loss={name!r} does not apply to family {family!r}; use one of {valid}")
     return LOSSES[name](family)
+
+
+def mean_squared_error(y, predictions, family: str) -> float:
+    """The paper's MSE: the mean over rows (and, for classes, over classes) of squared errors.
+
+    Gaussian / Poisson ``mean (y - mu)^2``; binomial ``mean (y - p)^2``;
+    multinomial ``mean_i mean_c (1[y_i = c] - p_ic)^2`` (the multi-class
+    Brier score divided by the number of classes C). This is the risk of the
+    ``squared`` loss, so the MSE in evaluations and in the summary agree.
+
+    Parameters
+    ----------
+    y : array_like (n,)
+        Response in the family's coding (0/1, class codes 0..C-1, values).
+    predictions : array_like (n,) or (n, C)
+        Means, P(y = 1), or class probabilities.
+    family : str
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mean_squared_error(np.array([0, 2]), np.array([[1.0, 0, 0], [0, 0.5, 0.5]]), "multinomial")
+    0.08333333333333333
+    """
+    return get_loss("squared", family).risk(y, predictions)

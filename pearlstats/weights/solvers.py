@@ -5,24 +5,35 @@
 
 * ``qp`` (squared loss): on the simplex ``||y - P w||^2 = ||E w||^2`` with the
   residual columns ``E = y 1' - P``, so quadprog solves ``min w'(E'E/n)w``.
-  The Gram matrix is scaled to unit mean diagonal and ``11'`` is added, which
-  is constant on the simplex and makes it positive definite unless candidates
-  are affinely dependent; then a ridge ``1e-10 * trace/J`` (growing tenfold
-  while quadprog refuses) is added and recorded.
+  The loss builds ``E`` from centred and scaled data (the weights cannot
+  depend on the units or origin of ``y``), the Gram matrix is scaled to unit
+  diagonal, and ``(1'w)^2`` (constant on the simplex, entries at most 1) is
+  added to make it positive definite. quadprog never receives a matrix whose
+  eigenvalue ratio exceeds 1e10 (near-duplicate candidates, one outlying row
+  dominating every residual): those problems go to a primal active-set method
+  that solves least-squares problems on ``E`` itself (``solver="active-set"``);
+  no ridge perturbs the squared-loss weights.
 * ``convex`` (cross-entropy, Poisson deviance): sequential quadratic
   programming. Each step solves the Newton model on the simplex with
   quadprog and backtracks (Armijo) along the step; Newton converges
-  quadratically near the optimum, so the gap goes to round-off.
+  quadratically near the optimum, so the gap goes to round-off. The model is
+  built from a factor of the Hessian with columns scaled separately, so a
+  candidate with out-of-fold means of 1e256 cannot overflow it; a model
+  weight below 1e-13 is dropped and the model re-solved (such a candidate
+  then keeps weight 0 and its gradient can leave a large, honest ``kkt_gap``).
 * ``lp`` (hinge, absolute): a linear programme in ``(w, t)`` with one slack
-  ``t_i`` per row, solved by HiGHS.
+  ``t_i`` per row, solved by HiGHS (absolute loss on centred and scaled data,
+  since HiGHS' tolerances are absolute).
 
 With more candidates than rows (or than ``DENSE_LIMIT``) the smooth problems
 are solved by column generation: solve on a working set, compute the full
 gradient with one pass over the (n, J) matrix, add the most violating
 candidates, drop those at zero weight; the J x J matrix is never formed.
 
-Candidates with identical predictions are merged before solving and share
-their weight equally, so permuting candidates permutes the weights.
+Candidates whose predictions agree to 1e-9 of their spread (or to a few ulps
+of their size) are merged before solving and share their weight equally, so
+permuting candidates permutes the weights; a large common offset does not make
+distinct candidates look identical.
 
 Every solution carries a certified bound ``kkt_gap >= objective - optimum``:
 for the smooth losses the Frank-Wolfe gap ``g'w - min_j g_j`` (g the gradient;
@@ -59,7 +70,7 @@ __all__ = ["WeightSolution", "solve_weights", "DENSE_LIMIT"]
 DENSE_LIMIT = 500  # above this many candidates (or more candidates than rows): column generation
 _BATCH = 50  # candidates added per column-generation round
 _ZERO = 1e-13  # weights below this are quadprog/round-off residue and set to exactly 0
-_FIRST_RIDGE, _LAST_RIDGE = 1e-10, 1e-2  # relative to the mean diagonal of the scaled Hessian
+_MAX_CONDITION = 1e10  # largest eigenvalue ratio of a matrix handed to quadprog
 _ARMIJO, _MIN_STEP = 1e-4, 1e-12
 _ROUNDOFF = 1e-12  # relative size below which changes of f are lost in its round-off
 
@@ -78,13 +89,14 @@ class WeightSolution:
     kkt_gap : float
         Certified bound on ``objective - optimum`` (see the module notes).
     solver : str
-        ``"quadprog"``, ``"active-set"`` (column generation, quadprog
-        subproblems), ``"sqp"``, ``"sqp-active-set"``, ``"highs"`` or
+        ``"quadprog"``, ``"active-set"`` (the least-squares active-set method
+        for an ill-conditioned Gram matrix, or column generation for many
+        candidates), ``"sqp"``, ``"sqp-active-set"``, ``"highs"`` or
         ``"single candidate"``.
     ridge : float
-        Ridge added to the squared-loss QP's Hessian (0 if none): the weights
-        minimise ``objective + ridge/2 * ||w||^2``. Always 0 for the other
-        losses (a ridge in an SQP subproblem only damps the Newton step).
+        Always 0: ill-conditioned squared-loss problems go to the active-set
+        method instead of a ridge, and a ridge in an SQP subproblem only damps
+        the Newton step. Kept for callers that record it.
     merged : tuple of tuple of int
         Groups of candidate indices with identical predictions, merged before
         solving; each member gets an equal share of the group's weight.
@@ -99,35 +111,107 @@ class WeightSolution:
 
 
 # ---- quadprog on the simplex -----------------------------------------------------------------
-def _quadprog_simplex(H: np.ndarray, q: np.ndarray, ridge_ok: bool = True) -> tuple[np.ndarray, float]:
-    """``min 1/2 v'Hv - q'v`` over the simplex; returns ``v`` and the ridge added to ``H``.
+def _unit_gram(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(Hs, d)`` with ``W'W = D Hs D``, ``d`` the column norms of ``W`` and ``Hs`` unit-diagonal.
 
-    The problem is solved in ``u = D v`` with ``D = sqrt(diag H)``, so that a
-    candidate whose predictions are astronomically large (an overfitted
-    Poisson fit with out-of-fold means of 1e68, say) cannot make quadprog
-    report "constraints are inconsistent"; the simplex becomes ``sum u_j / d_j = 1,
-    u >= 0``. Without ``ridge_ok`` quadprog's ``ValueError`` for a singular ``H``
-    propagates.
+    Columns are divided by their largest entry before any product, so a
+    candidate whose predictions reach 1e256 (its ``W'W`` entry would be
+    1e512) or 1e-160 (1e-320) neither overflows nor underflows. A zero column
+    keeps a zero row in ``Hs`` and gets ``d = max(d)``.
     """
-    k = len(q)
-    d = np.sqrt(np.clip(np.diag(H), 0.0, None))
-    d = np.where(d > 0, d, max(d.max(), 1.0) if d.size else 1.0)
-    Hs = H / np.outer(d, d)
-    # 11' (in v) adds (1'v)^2 / 2 = 1/2 on the simplex: same minimiser, positive
-    # definite for affinely independent columns.
-    G = Hs + np.outer(1.0 / d, 1.0 / d)
-    a = q / d
-    constraints = np.column_stack([1.0 / d, np.eye(k)])
-    bounds = np.r_[1.0, np.zeros(k)]
+    top = np.abs(W).max(axis=0)
+    V = W / np.where(top > 0, top, 1.0)
+    norms = np.sqrt(np.einsum("ij,ij->j", V, V))
+    V = V / np.where(norms > 0, norms, 1.0)
+    d = top * norms
+    d = np.where(d > 0, d, d.max() if d.size and d.max() > 0 else 1.0)
+    return V.T @ V, d
+
+
+def _quadprog_simplex(Hs: np.ndarray, d: np.ndarray, linear: np.ndarray, *, damp: bool):
+    """``min 1/2 v'(D Hs D)v - (D linear)'v`` over the simplex, as ``v``; or None.
+
+    quadprog solves in ``u = D v`` (unit-diagonal Hessian ``Hs``), where the
+    simplex is ``sum_j u_j (d_min / d_j) = d_min, u >= 0``. The added
+    ``(sum_j u_j d_min / d_j)^2 = d_min^2`` is constant on the simplex, so the
+    minimiser is unchanged while the matrix becomes positive definite for
+    affinely independent columns; its entries are at most 1, so it cannot
+    swamp ``Hs`` whatever the units. quadprog never sees a matrix with an
+    eigenvalue ratio above ``_MAX_CONDITION``: with ``damp`` (an SQP step, where
+    a ridge only shortens the step) a ridge brings it down to that, otherwise
+    None is returned for the caller's fallback. Returns ``(v, ridge)``.
+    """
+    k = len(d)
+    a = d.min() / d
+    G = Hs + np.outer(a, a)
+    eigenvalues = np.linalg.eigvalsh(G)
+    low, high = eigenvalues[0], eigenvalues[-1]
     ridge = 0.0
-    while True:
-        try:
-            u = quadprog.solve_qp(G + ridge * np.eye(k), a, constraints, bounds, meq=1)[0]
-            return u / d, ridge * float(np.mean(d**2))
-        except ValueError as err:
-            if not ridge_ok or "positive definite" not in str(err) or ridge >= _LAST_RIDGE:
-                raise
-            ridge = _FIRST_RIDGE if ridge == 0 else 10 * ridge
+    if not (np.isfinite(high) and low > high / _MAX_CONDITION):
+        if not (damp and np.isfinite(high)):
+            return None
+        ridge = high / _MAX_CONDITION - low
+    constraints = np.column_stack([a, np.eye(k)])
+    try:
+        bounds = np.r_[d.min(), np.zeros(k)]
+        u = quadprog.solve_qp(G + ridge * np.eye(k), linear, constraints, bounds, meq=1)[0]
+    except ValueError:  # quadprog's own tests disagree with the eigenvalues: leave it to the caller
+        return None
+    return u / d, ridge
+
+
+def _affine_minimiser(W: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """The minimiser of ``||W z||`` subject to ``sum(z) = 1`` nearest to ``start`` (summing to 1).
+
+    ``z = start + N u`` with ``N`` an orthonormal basis of ``{sum = 0}``;
+    the minimum-norm least-squares ``u`` (SVD) copes with rank deficiency.
+    """
+    k = W.shape[1]
+    if k == 1:
+        return np.ones(1)
+    N = np.linalg.qr(np.ones((k, 1)), mode="complete")[0][:, 1:]
+    u = np.linalg.lstsq(W @ N, -(W @ start), rcond=None)[0]
+    return start + N @ u
+
+
+def _active_set_least_squares(W: np.ndarray, w0: np.ndarray, max_iter: int) -> np.ndarray:
+    """Primal active-set method for ``min ||W w||^2`` over the simplex.
+
+    The fallback for Gram matrices too ill-conditioned for quadprog (near
+    duplicates, one outlying row that dominates every residual): each step
+    minimises over the affine hull of the free candidates by least squares
+    on ``W`` itself, never forming ``W'W``; a step that would leave the
+    simplex stops at its boundary and frees the blocking candidate; at a
+    face optimum the candidate with the most negative reduced gradient
+    enters. Starts from the vertex ``w0``.
+    """
+    w = w0.copy()
+    free = w > 0
+    for _ in range(max_iter + 2 * w.size):
+        F = np.flatnonzero(free)
+        target = _affine_minimiser(W[:, F], w[F])
+        step = target - w[F]
+        ratios = np.full(F.size, np.inf)
+        shrinking = step < 0
+        ratios[shrinking] = w[F][shrinking] / -step[shrinking]
+        blocking = int(np.argmin(ratios))
+        if ratios[blocking] < 1.0:  # the face's minimiser is outside the simplex: stop at the edge
+            moved = np.maximum(w[F] + ratios[blocking] * step, 0.0)
+            moved[blocking] = 0.0
+            w[F] = moved
+            free = w > 0
+            continue
+        w[F] = np.maximum(target, 0.0)
+        w /= w.sum()
+        g = W.T @ (W @ w)
+        outside = np.flatnonzero(~free)
+        if outside.size == 0:
+            break
+        entering = outside[np.argmin(g[outside])]
+        if g[entering] >= g @ w - _ROUNDOFF * max(float(np.abs(g).max()), np.finfo(float).tiny):
+            break
+        free[entering] = True
+    return w
 
 
 def _to_simplex(w: np.ndarray) -> np.ndarray:
@@ -143,36 +227,66 @@ def _fw_gap(g: np.ndarray, w: np.ndarray) -> float:
     return float(g @ w - g.min())
 
 
-def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool]:
-    H = 2.0 * form.residual_gram()
-    v, ridge = _quadprog_simplex(H, np.zeros(form.size))
-    support = np.flatnonzero(v > _ZERO)
-    if ridge > 0 and support.size < form.size:
-        # the ridge biases the weights; its support alone is often non-degenerate and solvable exactly
-        try:
-            exact, _ = _quadprog_simplex(H[np.ix_(support, support)], np.zeros(support.size), ridge_ok=False)
-        except ValueError:
-            pass
-        else:
-            v, ridge = np.zeros(form.size), 0.0
-            v[support] = exact
-    return _to_simplex(v), ridge, True
+def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter):
+    """quadprog on the unit-diagonal residual Gram matrix, or the active-set method if ill-conditioned.
+
+    Returns ``(w, ridge, converged, fallback)``; the ridge is always 0 now that
+    ill-conditioned problems go to the active-set method instead of being perturbed.
+    """
+    W = form.hessian_factor()
+    Hs, d = _unit_gram(W)
+    solved = _quadprog_simplex(Hs, d, np.zeros(form.size), damp=False)
+    if solved is not None:
+        return _to_simplex(solved[0]), 0.0, True, False
+    scaled = W / float(np.abs(W).max() or 1.0)  # steps are scale-free; this keeps g near 1
+    start = np.zeros(form.size)
+    start[int(np.argmin(d))] = 1.0  # the best single candidate: ||W e_j|| = d_j
+    return _to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
 
 
-def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool]:
+def _newton_point(form: LogBarrierForm, w: np.ndarray, g: np.ndarray) -> np.ndarray | None:
+    """Minimiser of the Newton model at ``w`` over the simplex, or None if quadprog cannot solve it.
+
+    A candidate whose model weight is positive but below ``_ZERO`` (a 1e257
+    Poisson candidate wants about 1e-259) would be rounded to 0 after the
+    model had already spent that weight; the model is then solved again
+    without it, so the iteration converges to the optimum of what is
+    returned rather than stalling between the two.
+    """
+    keep = np.ones(form.size, dtype=bool)
+    W = form.hessian_factor(w)
+    while True:
+        Hs, d = _unit_gram(W[:, keep])
+        solved = _quadprog_simplex(Hs, d, Hs @ (d * w[keep]) - g[keep] / d, damp=True)
+        if solved is None:
+            return None
+        tiny = (solved[0] > 0) & (solved[0] <= _ZERO)
+        if not tiny.any() or tiny.all():
+            break
+        keep[np.flatnonzero(keep)[tiny]] = False
+    v = np.zeros(form.size)
+    v[keep] = solved[0]
+    return _to_simplex(v)
+
+
+def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool, bool]:
     """Newton steps on the simplex (quadprog subproblems) with Armijo backtracking.
 
-    A ridge quadprog may need for a singular Hessian only damps the step, so the
-    returned ridge is 0: the optimum is that of the unperturbed objective.
+    Each Newton model is solved in column-scaled coordinates built from the
+    Hessian's factor (see :func:`_unit_gram`), so a wildly overfitted candidate
+    cannot overflow it. A ridge that an ill-conditioned model needs only damps
+    the step, so the returned ridge is 0: the optimum is that of the
+    unperturbed objective.
     """
     w, f = w0, form.value(w0)
     g = form.gradient(w)
     for _ in range(max_iter):
         gap = _fw_gap(g, w)
         if gap <= _target(f, tol):
-            return w, 0.0, True
-        H = form.hessian(w)
-        v = _to_simplex(_quadprog_simplex(H, H @ w - g)[0])
+            return w, 0.0, True, False
+        v = _newton_point(form, w, g)
+        if v is None:
+            break
         step = v - w
         slope = g @ step
         if -slope <= _ROUNDOFF * abs(f):
@@ -193,7 +307,7 @@ def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, flo
             break
         w, f = trial, f_trial
         g = form.gradient(w)
-    return w, 0.0, _fw_gap(g, w) <= _target(f, tol)
+    return w, 0.0, _fw_gap(g, w) <= _target(f, tol), False
 
 
 def _column_generation(form, restricted_solver, tol, max_iter) -> tuple[np.ndarray, float, bool]:
@@ -222,7 +336,7 @@ def _column_generation(form, restricted_solver, tol, max_iter) -> tuple[np.ndarr
         if entering.size == 0:  # only the working set's own round-off is left
             break
         working = np.sort(np.concatenate([support, entering]))
-        sub, ridge, _ = restricted_solver(form.restrict(working), w[working], tol, max_iter)
+        sub, ridge, _, _ = restricted_solver(form.restrict(working), w[working], tol, max_iter)
         w = np.zeros(form.size)
         w[working] = sub
     return w, ridge, done(form.gradient(w))
@@ -277,37 +391,60 @@ def _check_active(active, J: int) -> np.ndarray:
     return mask
 
 
-_DUPLICATE_RTOL = 1e-9  # predictions equal to this relative precision are the same candidate
+_DUPLICATE_RTOL = 1e-9  # candidates closer than this fraction of their spread are the same
+_DUPLICATE_ULPS = 64  # ... or closer than this many units in the last place of their size
 
 
 def _column(P: np.ndarray, j: int) -> np.ndarray:
     return P[:, j]
 
 
+def _duplicate_tolerance(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Per-candidate distance (max norm) below which another candidate counts as its duplicate.
+
+    Relative to the column's spread around its mean, not to its size: adding
+    1e10 to ``y`` (and so to every prediction) must not make distinct
+    candidates look identical. The floor of a few ulps of the column's size
+    covers predictions that agree in exact arithmetic but were rounded at a
+    large offset.
+    """
+    tolerance = np.empty(candidates.size)
+    for position, j in enumerate(candidates):
+        column = _column(P, j)
+        spread = np.abs(column - column.mean(axis=0)).max()
+        tolerance[position] = _DUPLICATE_RTOL * spread + _DUPLICATE_ULPS * np.spacing(np.abs(column).max())
+    return tolerance
+
+
 def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """Group number of each candidate, numbered by first member.
 
-    Candidates whose predictions agree to round-off share a group: two blocks
-    spanning the same column space give OLS predictions that differ in the
-    last bits, and such a pair makes the QP singular just as an exact
-    duplicate does. Columns are sorted by a seeded random projection and
-    neighbours within tolerance are confirmed with ``allclose``.
+    Candidates whose predictions agree to round-off (see
+    :func:`_duplicate_tolerance`) share a group: two blocks spanning the same
+    column space give OLS predictions that differ in the last bits, and such
+    a pair makes the QP singular just as an exact duplicate does. Columns are
+    sorted by a seeded random projection and neighbours within reach of
+    each other are compared entry by entry.
     """
     rng = np.random.default_rng(0)
     direction = rng.standard_normal(P.shape[0])
     if P.ndim == 2:
         score = (direction @ np.nan_to_num(P))[candidates]
+        reach_factor = np.abs(direction).sum()
     else:
-        score = np.einsum("n,njc,c->j", direction, np.nan_to_num(P), rng.standard_normal(P.shape[2]))[candidates]
-    size = np.array([np.abs(_column(P, j)).max() for j in candidates])
-    reach = np.abs(direction).sum() * _DUPLICATE_RTOL * np.maximum(size, 1e-300)
+        classes = rng.standard_normal(P.shape[2])
+        score = np.einsum("n,njc,c->j", direction, np.nan_to_num(P), classes)[candidates]
+        reach_factor = np.abs(direction).sum() * np.abs(classes).sum()
+    tolerance = _duplicate_tolerance(P, candidates)
+    reach = reach_factor * tolerance
     label = np.arange(candidates.size)
     window: list[int] = []  # positions (into candidates) of group leaders near the current score
     for position in np.argsort(score, kind="stable"):
         window = [lead for lead in window if score[position] - score[lead] <= reach[lead] + reach[position]]
         column = _column(P, candidates[position])
         for lead in window:
-            if np.allclose(column, _column(P, candidates[lead]), rtol=_DUPLICATE_RTOL, atol=_DUPLICATE_RTOL * size[lead]):
+            distance = np.abs(column - _column(P, candidates[lead])).max()
+            if distance <= max(tolerance[lead], tolerance[position]):
                 label[position] = label[lead]
                 break
         else:
@@ -318,16 +455,34 @@ def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return rank[inverse]
 
 
-def _combine(P: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    used = np.flatnonzero(weights > 0)
-    return np.tensordot(P[:, used], weights[used], axes=([1], [0]))
-
-
 def _check_tuning(tol, max_iter) -> None:
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
         raise OptionError(f"tol={tol!r}; use a positive number (target gap relative to the objective)")
     if not (isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool) and max_iter >= 1):
         raise OptionError(f"max_iter={max_iter!r}; use a positive integer")
+
+
+def _solve_reduced(form, kind: str, tol: float, max_iter: int):
+    """Weights for the merged candidates: ``(w, lower bound or None, ridge, converged, solver name)``."""
+    if form.size == 1:
+        return np.ones(1), None, 0.0, True, "single candidate"
+    if kind == "lp":
+        w, lower = _solve_lp(form)
+        return w, lower, 0.0, True, "highs"
+    dense = _solve_least_squares if kind == "qp" else _solve_sqp
+    if form.size > min(DENSE_LIMIT, form.n_rows):
+        w, ridge, converged = _column_generation(form, dense, tol, max_iter)
+        return w, None, ridge, converged, "active-set" if kind == "qp" else "sqp-active-set"
+    w0 = np.full(form.size, 1.0 / form.size)
+    if kind != "qp":
+        # Start at the best vertex: an overfitted candidate with wild
+        # predictions would otherwise dominate the uniform start.
+        vertex_values = [form.value(np.eye(form.size)[j]) for j in range(form.size)]
+        w0 = np.eye(form.size)[int(np.nanargmin(vertex_values))]
+    w, ridge, converged, fallback = dense(form, w0, tol, max_iter)
+    if kind == "qp":
+        return w, None, ridge, converged, "active-set" if fallback else "quadprog"
+    return w, None, ridge, converged, "sqp"
 
 
 # ---- public entry point ------------------------------------------------------------------------
@@ -396,38 +551,20 @@ def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter
     leaders = columns[np.unique(group, return_index=True)[1]]
     reduced = P if leaders.size == J else P[:, leaders]
     form = loss.form(y, reduced)
-    ridge, converged = 0.0, True
-    if leaders.size == 1:
-        w, solver = np.ones(1), "single candidate"
-    elif loss.solver == "lp":
-        w, lower = _solve_lp(form)
-        solver = "highs"
-    else:
-        dense = _solve_least_squares if loss.solver == "qp" else _solve_sqp
-        if leaders.size <= min(DENSE_LIMIT, form.n_rows):
-            w0 = np.full(leaders.size, 1.0 / leaders.size)
-            if loss.solver != "qp":
-                # Start at the best vertex: an overfitted candidate with wild
-                # predictions would otherwise dominate the uniform start.
-                vertex_values = [form.value(np.eye(leaders.size)[j]) for j in range(leaders.size)]
-                w0 = np.eye(leaders.size)[int(np.nanargmin(vertex_values))]
-            w, ridge, converged = dense(form, w0, tol, max_iter)
-            solver = "quadprog" if loss.solver == "qp" else "sqp"
-        else:
-            w, ridge, converged = _column_generation(form, dense, tol, max_iter)
-            solver = "active-set" if loss.solver == "qp" else "sqp-active-set"
+    w, lower, ridge, converged, solver = _solve_reduced(form, loss.solver, tol, max_iter)
 
     weights = np.zeros(J)
     weights[columns] = w[group] / sizes[group]
     weights = _to_simplex(weights)
     w = np.bincount(group, weights[columns], minlength=sizes.size)
+    # the forms of the squared and absolute losses are standardised: unit converts back
     if leaders.size == 1:
         gap = 0.0
     elif loss.solver == "lp":
-        gap = max(form.value(w) - lower, 0.0)
+        gap = max(form.value(w) - lower, 0.0) * form.unit
     else:
-        gap = max(_fw_gap(form.gradient(w), w), 0.0)
-    objective = loss.risk(y, _combine(P, weights))
+        gap = max(_fw_gap(form.gradient(w), w), 0.0) * form.unit
+    objective = loss.objective(y, P, weights)
     if not converged:
         warnings.warn(
             f"the {solver} weight solver stopped with Frank-Wolfe gap {gap:.3g} above its target "
