@@ -20,6 +20,12 @@ _spec.loader.exec_module(make_golden)
 
 GOLDEN = np.load(RESULTS / "golden_fits.npz")
 
+# The scale-free weight solver of issue 13 (merged after the architecture change)
+# damps its Newton steps differently, so the multinomial cross-entropy weights
+# stop at another point of a flat optimum: 1.4e-10 away, objective not worse
+# (checked below). Everything else is as it was to 1e-12.
+TOLERANCE = {"multinomial/weights": 1e-9, "multinomial/predictions": 1e-9}
+
 
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", make_golden.CASES)
@@ -28,4 +34,16 @@ def test_numbers_equal_those_from_before_the_architecture_change(name):
         pytest.importorskip("torch", reason="MLP candidates need the deep extra (torch)")
     numbers = make_golden.golden_numbers(name)
     for key, value in numbers.items():
-        np.testing.assert_allclose(value, GOLDEN[key], rtol=0, atol=1e-12, err_msg=key)
+        np.testing.assert_allclose(value, GOLDEN[key], rtol=0, atol=TOLERANCE.get(key, 1e-12), err_msg=key)
+
+
+def test_moved_multinomial_weights_are_no_worse_on_the_objective():
+    P = GOLDEN["multinomial/cv_predictions"].reshape(make_golden.N_TRAIN, -1, 3)
+    res, _ = make_golden.golden_fit("multinomial")
+    codes = np.asarray(res.stages.response.y, dtype=int)
+
+    def cross_entropy(w):
+        observed = np.einsum("ijc,j->ic", P, w)[np.arange(len(codes)), codes]
+        return -np.mean(np.log(observed))
+
+    assert cross_entropy(res.weights.to_numpy()) <= cross_entropy(GOLDEN["multinomial/weights"]) + 1e-15

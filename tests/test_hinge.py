@@ -12,7 +12,7 @@ import pytest
 from scipy.optimize import linprog
 from scipy.special import expit, softmax
 
-from pearlstats.losses import LOGIT_LIMIT, get_loss, linear_predictor
+from pearlstats.weights.losses import LOGIT_LIMIT, get_loss, linear_predictor
 from pearlstats.weights import solve_weights
 
 

@@ -201,7 +201,7 @@ def test_form_gradient_hessian_and_vertices(name, family):
 
 
 def test_mean_squared_error_is_the_mean_over_rows_and_classes():
-    from pearlstats.losses import mean_squared_error
+    from pearlstats.weights.losses import mean_squared_error
 
     onehot = np.eye(C)[Y_MULTI]
     assert mean_squared_error(Y_MULTI, P_MULTI, "multinomial") == pytest.approx(np.mean((onehot - P_MULTI) ** 2))

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 import pearlstats as pearl
-from pearlstats.losses import get_loss
+from pearlstats.weights.losses import get_loss
 from pearlstats.weights import solve_weights
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,

@@ -290,7 +290,7 @@ class PearlResults(WeightDiagnostics):
         weights = self.strategy_weights.to_numpy()
         columns = {}
         for name, w in zip(self.strategy_weights.index, weights):
-            columns[name] = self._pointwise(combine(self._predictions, w))
+            columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
         return pd.DataFrame(columns)
 
     @cached_property
@@ -446,7 +446,8 @@ class PearlResults(WeightDiagnostics):
         X, index = self._design_for(newdata, blocks)
         active = self.weights[self.weights > 0]
         parts = self._candidate_predictions(X, active.index)
-        combined = sum(weight * parts[label] for label, weight in active.items())
+        stacked = np.stack([parts[label] for label in active.index], axis=1)
+        combined = self._loss.combine(stacked, active.to_numpy())
         return self._format(np.asarray(combined), index)
 
     def encode_response(self, values) -> np.ndarray:

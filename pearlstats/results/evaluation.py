@@ -41,6 +41,7 @@ from ..design.formula import response_values
 from ..ledger import LEDGER_COLUMNS
 from .strategies import combine
 from .summary import format_mean_sd, html_escape, latex_escape
+from ..weights.losses import mean_squared_error
 from ..weights.solvers import solve_weights
 
 __all__ = [
@@ -67,8 +68,7 @@ _PROBABILITY_FLOOR = 1e-15
 
 def regression_metrics(y: np.ndarray, mean: np.ndarray) -> dict:
     """``MSE`` and ``MAE`` of predicted means."""
-    error = y - mean
-    return {"MSE": float(np.mean(error**2)), "MAE": float(np.mean(np.abs(error)))}
+    return {"MSE": mean_squared_error(y, mean, "gaussian"), "MAE": float(np.mean(np.abs(y - mean)))}
 
 
 def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict:
@@ -83,11 +83,10 @@ def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict
     """
     codes = np.asarray(codes, dtype=np.intp)
     observed = probabilities[np.arange(len(codes)), codes]
-    one_hot = np.eye(probabilities.shape[1])[codes]
     return {
         "accuracy": float(np.mean(np.argmax(probabilities, axis=1) == codes)),
         "cross_entropy": float(np.mean(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)))),
-        "MSE": float(np.mean((one_hot - probabilities) ** 2)),
+        "MSE": mean_squared_error(codes, probabilities, "multinomial"),
     }
 
 
@@ -134,8 +133,8 @@ def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
             rows[method] = {}
             continue
         active = weights[weights > 0]
-        combined = sum(weight * predictions[label] for label, weight in active.items())
-        rows[method] = _metrics(res, y, np.asarray(combined))
+        stacked = np.stack([predictions[label] for label in active.index], axis=1)
+        rows[method] = _metrics(res, y, res.stages.loss.combine(stacked, active.to_numpy()))
     names = REGRESSION_METRICS if res.classes is None else CLASSIFICATION_METRICS
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(METHODS), columns=list(names))
     table = table.rename_axis(index="method", columns="metric")
@@ -256,7 +255,7 @@ def honest_risk(res, outer=5, seed=None) -> HonestRisk:
         )
         active = ~(inner.failed | outside.failed)
         weights = solve_weights(inner.predictions, sub.y, loss, active=active).weights
-        pearl[test] = combine(outside.predictions[test], weights)
+        pearl[test] = combine(outside.predictions[test], weights, loss)
         inner_risk = np.array([
             loss.pointwise(sub.y, inner.predictions[:, j]).mean() if active[j] else np.inf
             for j in range(len(pool))

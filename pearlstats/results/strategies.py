@@ -79,13 +79,16 @@ def strategy_weights(pearl_weights, candidates, n_pool: int, risks, failed) -> d
     }
 
 
-def combine(predictions: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def combine(predictions: np.ndarray, weights: np.ndarray, loss=None) -> np.ndarray:
     """Weighted average of candidate predictions, skipping zero-weight (possibly NaN) columns.
 
     Parameters
     ----------
     predictions : ndarray (n, J) or (n, J, C)
     weights : ndarray (J,)
+    loss : Loss, optional
+        Its ``combine`` rule (the margin hinge averages decision functions);
+        by default the predictions themselves are averaged.
 
     Returns
     -------
@@ -94,4 +97,6 @@ def combine(predictions: np.ndarray, weights: np.ndarray) -> np.ndarray:
     if np.isnan(weights).any():
         return np.full(predictions.shape[:1] + predictions.shape[2:], np.nan)
     used = np.flatnonzero(weights > 0)
+    if loss is not None:
+        return loss.combine(predictions[:, used], weights[used])
     return np.tensordot(weights[used], np.moveaxis(predictions[:, used], 1, 0), axes=1)
