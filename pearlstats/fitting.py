@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 
-from .checks import check_choice, check_eval_env, check_n_jobs, check_seed
+from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.formula import parse_formula
 from .engines._common import check_ridge
@@ -59,6 +59,7 @@ def fit(
     missing: str = "raise",
     eval_env: int = 0,
     downstream=None,
+    honest: int | bool = 5,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -119,6 +120,15 @@ def fit(
         with the family interface (``cv_predict``, ``fit_params``, ``predict``,
         ``statsmodels_results``); the response coding and the weights' loss
         stay the family's.
+    honest : int or False, default 5
+        Outer folds of the nested cross-validation that gives ``res.honest``
+        and the summary's Strategies table: the whole procedure (inner
+        folds, candidates, weights, each baseline's choice) is re-run inside
+        each outer fold and scored on the held-out rows, as R's
+        ``CV.SuperLearner`` reports it. It runs on first use of
+        ``res.honest`` or the summary and costs about *honest* times the
+        cross-validation; ``False`` skips it (the summary then shows the
+        optimistic in-sample CV risks, labelled as such).
 
     Returns
     -------
@@ -152,6 +162,7 @@ def fit(
     seed = check_seed(seed)
     n_jobs = check_n_jobs(n_jobs)
     env = check_eval_env(eval_env)
+    honest = False if honest is False else check_int("honest", honest, minimum=2)
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
 
@@ -168,6 +179,6 @@ def fit(
         candidates=candidates_, folds=folds, cv_spec=cv, seed=seed, ridge=ridge, output=output,
         solution=solution, ledger=tuple(entries),
         representations=blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None,
-        dropped_rows=prepared.dropped_rows,
+        dropped_rows=prepared.dropped_rows, honest=honest,
     )
     return results_from_state(state)

@@ -104,6 +104,8 @@ class FitState:
         A private copy of the fitted learners (refitting the caller's object
         does not change this fit).
     dropped_rows : ndarray of int
+    honest : int or False
+        Outer folds of the nested cross-validation behind ``res.honest``.
     """
 
     family: object
@@ -120,6 +122,7 @@ class FitState:
     ledger: tuple
     representations: object
     dropped_rows: np.ndarray
+    honest: int | bool = 5
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:

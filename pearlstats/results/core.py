@@ -15,6 +15,7 @@ the held-out scores from :mod:`pearlstats.results.evaluation`, the summary from
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -26,8 +27,9 @@ from ..design.data import data_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
 from .diagnostics import WeightDiagnostics
 from ..engines._common import ScaledDesign
-from ..exceptions import DataError, OptionError, ResponseError
+from ..exceptions import AllCandidatesFailedError, DataError, FoldError, OptionError, PearlWarning, ResponseError
 from ..ledger import FailureLedger
+from ..nested import NestedCV, conformal_prediction, nested_cross_validation
 from ..stages import FitState
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
@@ -266,6 +268,63 @@ class PearlResults(WeightDiagnostics):
         """Whether each candidate failed in cross-validation (and so has weight 0)."""
         return pd.Series(self._failed[: len(self._pool)], index=self.candidate_labels, name="failed")
 
+    # ---- honest (nested) risk of every strategy -------------------------------------
+    @cached_property
+    def honest(self) -> pd.DataFrame | None:
+        """Honest risk of PEARL and every baseline, from nested cross-validation.
+
+        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns ``risk``,
+        ``se``, ``ratio`` (PEARL's risk / the row's, on the same held-out
+        rows) and ``ratio_se`` (paired delta-method SE). Inside each outer fold
+        the whole procedure is re-run on the other rows — PEARL re-solves its
+        weights, MS re-selects, Best re-chooses — so, unlike :attr:`baselines`,
+        a ratio above 1 is possible. Computed on first use (about ``honest``
+        times the cross-validation's cost); None when the fit was made with
+        ``honest=False`` or the nested cross-validation could not run (then
+        :attr:`honest_failure` says why).
+        """
+        if self._state.honest is False:
+            return None
+        try:
+            result = evaluation.honest_risk(self, nested=self._nested)
+        except (FoldError, AllCandidatesFailedError) as err:
+            self._honest_failure = str(err)
+            warnings.warn(f"the nested cross-validation for res.honest could not run: {err}", PearlWarning,
+                          stacklevel=2)
+            return None
+        self._last_honest_risk = result
+        excess, se = result.excess_over("MS")
+        if excess > se:
+            table = result.table
+            warnings.warn(
+                f"PEARL's honest risk {table.loc['PEARL', 'risk']:.4g} exceeds that of MS re-selected in "
+                f"each outer fold ({table.loc['MS', 'risk']:.4g}) by {excess:.3g}, more than one paired SE "
+                f"({se:.3g}); consider a simpler candidate set or more rows",
+                PearlWarning, stacklevel=2,
+            )
+        return result.table
+
+    @cached_property
+    def _nested(self) -> NestedCV:
+        """The nested cross-validation shared by :attr:`honest` and prediction intervals."""
+        return nested_cross_validation(self._state, outer=self._state.honest or 5)
+
+    def _conformal(self, X: np.ndarray, index, alpha: float):
+        """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
+        if not (isinstance(alpha, float | int) and 0 < alpha < 1):
+            raise OptionError(f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage")
+        result = conformal_prediction(self._state, self._nested, X, float(alpha))
+        if self.classes is None:
+            lower, upper = result
+            mean = self._format(self._combined_prediction(X), index)
+            return pd.DataFrame({"mean": mean.to_numpy(), "lower": lower, "upper": upper}, index=index)
+        return pd.DataFrame(result, columns=self.classes, index=index)
+
+    @property
+    def honest_failure(self) -> str | None:
+        """Why :attr:`honest` is None although the fit asked for it (else None)."""
+        return getattr(self, "_honest_failure", None)
+
     # ---- baselines ----------------------------------------------------------------
     @cached_property
     def _all_candidates(self) -> list:
@@ -444,11 +503,15 @@ class PearlResults(WeightDiagnostics):
             or class probabilities with one column per class (multinomial).
         """
         X, index = self._design_for(newdata, blocks)
+        combined = self._combined_prediction(X)
+        return self._format(np.asarray(combined), index)
+
+    def _combined_prediction(self, X: np.ndarray) -> np.ndarray:
+        """The weighted combination of the refitted candidates on design rows *X*."""
         active = self.weights[self.weights > 0]
         parts = self._candidate_predictions(X, active.index)
         stacked = np.stack([parts[label] for label in active.index], axis=1)
-        combined = self._loss.combine(stacked, active.to_numpy())
-        return self._format(np.asarray(combined), index)
+        return self._loss.combine(stacked, active.to_numpy())
 
     def encode_response(self, values) -> np.ndarray:
         """Encode response values of new rows with the fit's classes."""
@@ -474,10 +537,12 @@ class PearlResults(WeightDiagnostics):
         Returns
         -------
         DataFrame
-            Rows PEARL, Best, Fusion, SA-FRL, SA-cand, MS; columns ``MSE``,
+            Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best (each as the fit chose
+            it from the cross-validation) and ``Oracle block``; columns ``MSE``,
             ``MAE`` (regression) or ``accuracy``, ``cross_entropy``, ``MSE``
-            (classification). ``Best`` is the single-block candidate best on
-            the test rows (named in ``.attrs["best_candidate"]``).
+            (classification). ``Oracle block`` is the single-block candidate
+            best on these test rows (named in ``.attrs["best_candidate"]``), a
+            reference in hindsight that no strategy could have picked.
 
         Examples
         --------

@@ -33,16 +33,13 @@ import pandas as pd
 from patsy import EvalEnvironment
 
 from ..checks import check_seed
-from ..design.folds import check_class_coverage, make_folds
 from ..design.data import split_data
-from ..exceptions import DataError, OptionError
-from ..families import EncodedResponse
+from ..exceptions import DataError
 from ..design.formula import response_values
-from ..ledger import LEDGER_COLUMNS
-from .strategies import combine
+from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
+from .strategies import STRATEGIES
 from .summary import format_mean_sd, html_escape, latex_escape
 from ..weights.losses import mean_squared_error
-from ..weights.solvers import solve_weights
 
 __all__ = [
     "METHODS",
@@ -58,7 +55,8 @@ __all__ = [
     "compare_table",
 ]
 
-METHODS = ("PEARL", "Best", "Fusion", "SA-FRL", "SA-cand", "MS")
+METHODS = STRATEGIES  # one order everywhere
+ORACLE = "Oracle block"
 HIGHER_IS_BETTER = frozenset({"accuracy"})
 REGRESSION_METRICS = ("MSE", "MAE")
 CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
@@ -118,16 +116,13 @@ def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
     failed = dict(zip(strategies.columns, res._failed))
     singles = [c.label for c in res._all_candidates
                if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]]
-    used = strategies.columns[(strategies.drop(index="Best").fillna(0) > 0).any(axis=0).to_numpy()]
+    used = strategies.columns[(strategies.fillna(0) > 0).any(axis=0).to_numpy()]
     predictions = res._candidate_predictions(X, dict.fromkeys([*used, *singles]))
     single_scores = {label: _metrics(res, y, predictions[label]) for label in singles}
     primary = "MSE" if res.classes is None else "cross_entropy"
     best = min(singles, key=lambda label: single_scores[label][primary]) if singles else None
     rows = {}
     for method in METHODS:
-        if method == "Best":
-            rows[method] = single_scores[best] if best is not None else {}
-            continue
         weights = strategies.loc[method]
         if weights.isna().any():
             rows[method] = {}
@@ -135,8 +130,10 @@ def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
         active = weights[weights > 0]
         stacked = np.stack([predictions[label] for label in active.index], axis=1)
         rows[method] = _metrics(res, y, res.stages.loss.combine(stacked, active.to_numpy()))
+    # The single block best on these very test rows: a hindsight reference no user could pick.
+    rows[ORACLE] = single_scores[best] if best is not None else {}
     names = REGRESSION_METRICS if res.classes is None else CLASSIFICATION_METRICS
-    table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(METHODS), columns=list(names))
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=[*METHODS, ORACLE], columns=list(names))
     table = table.rename_axis(index="method", columns="metric")
     table.attrs["best_candidate"] = best
     table.attrs["n_test"] = len(y)
@@ -146,18 +143,21 @@ def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
 # ---- honest risk ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HonestRisk:
-    """PEARL's risk from an outer cross-validation that refits everything inside each outer fold.
+    """Risks from an outer cross-validation that re-runs the whole procedure inside each outer fold.
+
+    PEARL re-solves its weights, MS re-selects, Best re-chooses and SA-cand,
+    SA-FRL and Fusion re-check their candidates on each outer training set;
+    everything is scored on the held-out outer rows.
 
     Attributes
     ----------
-    row_losses : DataFrame (n, 2 + J)
-        Surrogate loss of each row when it was held out: columns ``PEARL``,
-        ``MS`` (the candidate with the lowest inner CV risk) and every candidate.
+    row_losses : DataFrame (n, 6 + J)
+        Surrogate loss of each row when it was held out: the strategies
+        (PEARL, MS, SA-FRL, SA-cand, Fusion, Best), then every pool candidate.
     fold_weights : DataFrame (outer folds, J)
         The PEARL weights solved inside each outer training set.
     outer_folds : ndarray of int (n,)
     inner_folds : tuple of ndarray
-        Inner fold labels of each outer training set's rows (row order kept).
     failures : DataFrame
         Ledger rows of the inner and outer fits, with ``where`` they happened.
     """
@@ -173,6 +173,11 @@ class HonestRisk:
         return int(self.outer_folds.max()) + 1
 
     @property
+    def table(self) -> pd.DataFrame:
+        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns risk, se, ratio (PEARL / row), ratio_se."""
+        return paired_ratio_table(self.row_losses[list(STRATEGIES)])
+
+    @property
     def risk(self) -> pd.DataFrame:
         """Mean held-out loss and its SE (SD of the row losses / sqrt(n)) per strategy and candidate."""
         losses = self.row_losses
@@ -180,99 +185,45 @@ class HonestRisk:
 
     @property
     def best_candidate(self) -> str:
-        """The single candidate with the lowest honest risk."""
-        return str(self.risk["risk"].iloc[2:].idxmin())
+        """The pool candidate with the lowest honest risk (in hindsight: no user could pick it)."""
+        return str(self.risk["risk"].iloc[len(STRATEGIES):].idxmin())
+
+    def excess_over(self, strategy: str = "MS") -> tuple[float, float]:
+        """PEARL's honest risk minus a strategy's, and the paired SE of that difference."""
+        difference = self.row_losses["PEARL"] - self.row_losses[strategy]
+        return float(difference.mean()), float(difference.std(ddof=1) / np.sqrt(len(difference)))
 
     @property
-    def excess(self) -> float:
-        """PEARL's honest risk minus the best single candidate's."""
-        difference = self.row_losses["PEARL"] - self.row_losses[self.best_candidate]
-        return float(difference.mean())
-
-    @property
-    def excess_se(self) -> float:
-        """Paired SE of :attr:`excess` (same rows, per-row loss differences)."""
-        difference = self.row_losses["PEARL"] - self.row_losses[self.best_candidate]
-        return float(difference.std(ddof=1) / np.sqrt(len(difference)))
-
-    @property
-    def pearl_above_best(self) -> bool:
-        """Whether PEARL's honest risk is more than one paired SE above the best single candidate's."""
-        return self.excess > self.excess_se
+    def pearl_above_ms(self) -> bool:
+        """Whether PEARL's honest risk is more than one paired SE above MS's (re-selected in each outer fold)."""
+        excess, se = self.excess_over("MS")
+        return excess > se
 
     def __repr__(self) -> str:
-        return f"HonestRisk({self.n_outer} outer folds)\n{self.risk.head(6)}"
+        return f"HonestRisk({self.n_outer} outer folds)\n{self.table}"
 
 
-def _inner_predictions(family, X, response, pool, inner_cv, n_folds, seed, ridge):
-    """Inner out-of-fold predictions on one outer training set, and the inner fold labels."""
-    n = len(response.y)
-    if isinstance(inner_cv, str):
-        return family.loo_predict(X, response, pool, ridge), np.arange(n)
-    strata = response.y.astype(np.intp) if response.classes is not None else None
-    folds = make_folds(min(n_folds, n), n, seed=seed, strata=strata)
-    if strata is not None:
-        check_class_coverage(strata, folds, response.classes)
-    return family.cv_predict(X, response, pool, folds, ridge), folds
+def honest_risk(res, outer=5, seed=None, nested=None) -> HonestRisk:
+    """Nested cross-validation of PEARL and its baselines (see :meth:`PearlResults.honest_risk`).
 
-
-def _ledger_frame(entries, where: str) -> pd.DataFrame:
-    frame = pd.DataFrame([entry.__dict__ for entry in entries], columns=LEDGER_COLUMNS)
-    return frame.assign(where=where)
-
-
-def honest_risk(res, outer=5, seed=None) -> HonestRisk:
-    """Nested cross-validation of PEARL (see :meth:`PearlResults.honest_risk`).
-
-    Each candidate refitted on an outer training set predicts the held-out
-    outer fold (one cross-validation of every candidate over the outer
-    folds); the weights come from the inner cross-validation of that
-    training set alone, so no held-out row informs its own prediction.
-    Outer folds are seeded by ``SeedSequence([seed, 0])``, the inner folds of
-    outer fold k by ``SeedSequence([seed, 1, k])``; inner folds use the fit's
-    K (leave-one-out if the fit used it).
+    *nested*, when given, is a :class:`~pearlstats.nested.NestedCV` of this fit to reuse.
     """
-    family, loss, X, response = res._family, res._loss, res._design.X, res._response
-    pool, ridge = res._pool, res.ridge
-    seed = res.seed if seed is None else check_seed(seed)
-    n = len(response.y)
-    strata = response.y.astype(np.intp) if response.classes is not None else None
-    outer_folds = make_folds(outer, n, seed=np.random.SeedSequence([seed, 0]), strata=strata)
-    if strata is not None:
-        check_class_coverage(strata, outer_folds, response.classes)
-    outside = family.cv_predict(X, response, pool, outer_folds, ridge)
-    labels = [candidate.label for candidate in pool]
-    n_outer = int(outer_folds.max()) + 1
-    pearl = np.full(outside.predictions[:, 0].shape, np.nan)
-    chosen = pearl.copy()
-    fold_weights, inner_folds = [], []
-    ledgers = [_ledger_frame(outside.entries, "outer folds")]
-    for k in range(n_outer):
-        train, test = np.flatnonzero(outer_folds != k), np.flatnonzero(outer_folds == k)
-        sub = EncodedResponse(response.y[train], response.classes)
-        inner, folds = _inner_predictions(
-            family, X[train], sub, pool, res._cv_spec, res.n_folds, np.random.SeedSequence([seed, 1, k]), ridge
-        )
-        active = ~(inner.failed | outside.failed)
-        weights = solve_weights(inner.predictions, sub.y, loss, active=active).weights
-        pearl[test] = combine(outside.predictions[test], weights, loss)
-        inner_risk = np.array([
-            loss.pointwise(sub.y, inner.predictions[:, j]).mean() if active[j] else np.inf
-            for j in range(len(pool))
-        ])
-        chosen[test] = outside.predictions[test, int(np.argmin(inner_risk))]
-        fold_weights.append(weights)
-        inner_folds.append(folds)
-        ledgers.append(_ledger_frame(inner.entries, f"inside outer fold {k}"))
-    y = response.y
-    columns = {"PEARL": loss.pointwise(y, pearl), "MS": loss.pointwise(y, chosen)}
-    columns.update({label: loss.pointwise(y, outside.predictions[:, j]) for j, label in enumerate(labels)})
+    state = res.stages
+    if nested is None:
+        seed = res.seed if seed is None else check_seed(seed)
+        nested = nested_cross_validation(state, outer=outer, seed=seed)
+    labels = res.candidate_labels
+    losses = strategy_row_losses(nested, state)
+    y = state.response.y
+    for j, label in enumerate(labels):
+        losses[label] = state.loss.pointwise(y, nested.outside.predictions[:, j])
     return HonestRisk(
-        row_losses=pd.DataFrame(columns),
-        fold_weights=pd.DataFrame(fold_weights, columns=labels).rename_axis("outer fold"),
-        outer_folds=outer_folds,
-        inner_folds=tuple(inner_folds),
-        failures=pd.concat(ledgers, ignore_index=True),
+        row_losses=losses,
+        fold_weights=pd.DataFrame(nested.fold_weights("PEARL")[:, : len(labels)], columns=labels)
+        .rename_axis("outer fold"),
+        outer_folds=nested.outer_folds,
+        inner_folds=nested.inner_folds,
+        failures=nested.failures,
     )
 
 
