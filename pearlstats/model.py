@@ -18,7 +18,7 @@ from patsy import EvalEnvironment
 from .candidates import DEFAULT_MAX_CANDIDATES, Candidate, build_candidates
 from .cv import check_class_coverage, make_folds
 from .data import Block, check_block_information, check_block_values, resolve_blocks, split_data
-from .engines._common import EngineOutput
+from .engines._common import EngineOutput, check_ridge
 from .exceptions import AllCandidatesFailedError, CandidateFailureWarning, DataError, OptionError
 from .families import get_family
 from .formula import build_covariates, parse_formula, response_values
@@ -257,8 +257,7 @@ def fit(
         family_ = downstream.bind(family_)
     if missing not in ("raise", "drop"):
         raise OptionError(f"missing={missing!r}; use 'raise' (report rows with NaN/inf) or 'drop'")
-    if not (isinstance(ridge, (int, float)) and np.isfinite(ridge) and ridge >= 0):
-        raise OptionError(f"ridge={ridge!r}; use a non-negative number (0 for no penalty)")
+    ridge = check_ridge(ridge)
     seed = _resolve_seed(seed)
     _check_n_jobs(n_jobs)
     if isinstance(eval_env, EvalEnvironment):
