@@ -123,14 +123,21 @@ def _candidate_design(X: np.ndarray, local: list[np.ndarray]) -> ScaledDesign:
     return design
 
 
-def _column_groups(candidates, feasible: list[int]) -> list[list[int]]:
-    """Candidates sharing one Gram matrix: all of them, or each alone when their columns are too many."""
+def _column_groups(candidates, feasible: list[int], width: int) -> list[tuple[list[int], np.ndarray]]:
+    """Candidates sharing one Gram matrix, with its columns.
+
+    All design columns when they fit (the same Gram matrix, hence the same
+    rounding, however the candidates are split among parallel workers); else
+    the columns the feasible candidates use; else each candidate alone.
+    """
     if not feasible:
         return []
+    if too_wide_entry("", width, 2) is None:
+        return [(feasible, np.arange(width))]
     used = np.unique(np.concatenate([candidates[j].columns for j in feasible]))
     if too_wide_entry("", used.size, 2) is None:
-        return [feasible]
-    return [[j] for j in feasible]
+        return [(feasible, used)]
+    return [([j], np.unique(candidates[j].columns)) for j in feasible]
 
 
 def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, ridge: float = 0.0) -> EngineOutput:
@@ -178,15 +185,14 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
             entries.append(entry)
     predictions = np.full((n, J), np.nan)
     with one_blas_thread():
-        for group in _column_groups(candidates, feasible):
-            _predict_group(X, y, [candidates[j] for j in group], rows, ridge, predictions, group, entries)
+        for group, used in _column_groups(candidates, feasible, X.shape[1]):
+            _predict_group(X, y, [candidates[j] for j in group], used, rows, ridge, predictions, group, entries)
     return EngineOutput(predictions, failed, entries)
 
 
-def _predict_group(X, y, members, rows, ridge, predictions, group, entries) -> None:
-    """Out-of-fold predictions of candidates sharing one Gram matrix, written into *predictions*."""
+def _predict_group(X, y, members, used, rows, ridge, predictions, group, entries) -> None:
+    """Out-of-fold predictions of candidates sharing one Gram matrix over *used*, written into *predictions*."""
     n = len(y)
-    used = np.unique(np.concatenate([c.columns for c in members]))
     Xu = X if used.size == X.shape[1] else X[:, used]
     local = [np.searchsorted(used, c.columns) for c in members]
     design = _candidate_design(Xu, local)
