@@ -83,11 +83,14 @@ def test_ols_ridge_matches_closed_form_on_standardised_columns():
     columns = candidates[-1].columns
     ridge = 0.3
     beta = ols_fit(X, y, columns, ridge)
-    Z = X[:, columns]
-    scale = np.sqrt((Z**2).mean(axis=0))
-    Zs = Z / scale
+    # Ridge on centred, SD-scaled columns (all rows for this refit); the intercept is not penalised.
+    Z = X[:, columns[1:]]
+    mean, sd = Z.mean(axis=0), Z.std(axis=0)
+    Zs = np.column_stack([np.ones(len(y)), (Z - mean) / sd])
     penalty = np.diag(np.r_[0.0, np.ones(len(columns) - 1)]) * ridge * len(y)
-    expected = np.linalg.solve(Zs.T @ Zs + penalty, Zs.T @ y) / scale
+    gamma = np.linalg.solve(Zs.T @ Zs + penalty, Zs.T @ y)
+    slopes = gamma[1:] / sd
+    expected = np.r_[gamma[0] - mean @ slopes, slopes]
     np.testing.assert_allclose(beta, expected, rtol=1e-10)
 
 

@@ -159,15 +159,16 @@ def test_ridge_keeps_separated_candidates_and_matches_penalised_logistic_regress
     assert warned == [] and not res.failed.any()
     assert "separation" not in set(res.failures["kind"])
     assert np.isfinite(res.cv_predictions.to_numpy()).all()
-    # The penalty is ridge/2 * ||b||^2 on columns scaled to unit root-mean-square (over all rows),
-    # added to the mean negative log-likelihood: scikit-learn's C = 1 / (ridge * n_train).
+    # The penalty is ridge/2 * ||b||^2 on columns standardised by each fold's training rows (mean
+    # and SD, ddof 0), added to the mean negative log-likelihood: scikit-learn's C = 1 / (ridge * n_train).
     X = np.hstack([blocks["a"], blocks["s"]])
-    Xs = X / np.sqrt(np.mean(X**2, axis=0))
     expected = np.empty(N)
     for k in range(res.n_folds):
         train = res.folds != k
+        mean, sd = X[train].mean(axis=0), X[train].std(axis=0)
         model = LogisticRegression(C=1.0 / (ridge * train.sum()), tol=1e-12, max_iter=10_000)
-        expected[~train] = model.fit(Xs[train], y[train]).predict_proba(Xs[~train])[:, 1]
+        model.fit((X[train] - mean) / sd, y[train])
+        expected[~train] = model.predict_proba((X[~train] - mean) / sd)[:, 1]
     np.testing.assert_allclose(res.cv_predictions["a+s"].to_numpy(), expected, atol=1e-6)
     P = res.cv_predictions.to_numpy()
     ce = lambda w: -np.mean(xlogy(y, P @ w) + xlogy(1 - y, 1 - P @ w))

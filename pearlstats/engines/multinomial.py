@@ -5,7 +5,8 @@ each other class c has a coefficient vector; the parameter matrix has shape
 (p, C - 1). Fits agree with ``sm.MNLogit`` where it converges.
 
 Small-valued inputs such as kernel-PCA scores make unscaled Newton steps
-overflow; the design is scaled to unit root-mean-square first. Separation is
+overflow; the design is standardised first (:mod:`pearlstats.engines._common`),
+and the folds are solved by the driver in :mod:`pearlstats.engines.newton_cv`. Separation is
 flagged as for logistic candidates: without a ridge penalty, a fold still
 taking large steps after ``SEPARATION_MIN_ITER`` Newton iterations with a training row's
 log-odds against its own class beyond ``SEPARATION_ETA``.
@@ -17,9 +18,10 @@ import numpy as np
 from scipy.special import softmax
 
 from ..ledger import LedgerEntry
-from ._common import EngineOutput, ScaledDesign, fold_rows, infeasible_entry
+from ._common import EngineOutput
 from .glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP
-from .newton import batched_newton, fold_start, separated_in_every_fold
+from .newton import batched_newton, penalised_newton
+from .newton_cv import NewtonEngine, newton_cv_predict, newton_fit
 
 __all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities"]
 
@@ -57,13 +59,12 @@ def class_probabilities(params: np.ndarray, X: np.ndarray) -> np.ndarray:
     return softmax(np.column_stack([np.zeros(len(X)), eta]), axis=1)
 
 
-def _make_objective(Xs, onehot, weights, n_train, penalty, n_classes):
-    """Mean negative log-likelihood plus ridge for K problems; *weights* are 0/1 row indicators."""
+def _make_loss(Xs, onehot, weights, n_train, n_classes):
+    """Mean negative log-likelihood for K problems; *weights* are 0/1 row indicators."""
     n, s = Xs.shape
     m = n_classes - 1
     XsT = np.ascontiguousarray(Xs.T)
     labels = np.ascontiguousarray(onehot.T)  # (C, n)
-    diagonal = np.arange(m * s)
     train_rows = [np.flatnonzero(w > 0) for w in weights]
 
     def objective(theta, order):
@@ -71,12 +72,11 @@ def _make_objective(Xs, onehot, weights, n_train, penalty, n_classes):
         # -log p(own class) = log_total - shifted[own class]
         own = np.einsum("cn,kcn->kn", labels, shifted)
         f = np.einsum("kn,kn->k", weights, log_total - own) / n_train
-        f = f + 0.5 * np.sum(penalty * theta**2, axis=1)
         if order == 0:
             return f
         prob = scaled[:, 1:] * np.exp(-log_total)[:, None, :]  # (K, m, n)
         resid = weights[:, None, :] * (prob - labels[None, 1:])
-        g = np.matmul(resid, Xs).reshape(len(theta), -1) / n_train[:, None] + penalty * theta
+        g = np.matmul(resid, Xs).reshape(len(theta), -1) / n_train[:, None]
         if order == 1:
             return f, g
         # H = blockdiag_a(X' diag(p_a) X) - Q Q' with Q = [p_1 x, ..., p_m x] (ms, n_k):
@@ -91,17 +91,15 @@ def _make_objective(Xs, onehot, weights, n_train, penalty, n_classes):
             for a in range(m):
                 H[k, a * s:(a + 1) * s, a * s:(a + 1) * s] += diagonal_blocks[a]
         H /= n_train[:, None, None]
-        H[:, diagonal, diagonal] += penalty
         return f, g, H
 
     return objective
 
 
-def _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=None):
+def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None):
     onehot = np.eye(n_classes)[codes]
     n_train = weights.sum(axis=1)
-    penalty = ridge * np.tile(penalized, n_classes - 1)[None, :] * np.ones((weights.shape[0], 1))
-    objective = _make_objective(Xs, onehot, weights, n_train, penalty, n_classes)
+    loss = _make_loss(Xs, onehot, weights, n_train, n_classes)
 
     def separated(theta, step, iteration):
         if ridge > 0 or iteration < SEPARATION_MIN_ITER:
@@ -113,7 +111,9 @@ def _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=None):
 
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
-    return batched_newton(objective, theta0, stop=separated)
+    # theta is class-major: one block of the columns' weights per non-reference class.
+    penalty = np.tile(penalty, (1, n_classes - 1)) * np.ones((weights.shape[0], 1))
+    return penalised_newton(loss, theta0, ridge, penalty, stop=separated, newton=batched_newton)
 
 
 def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndarray:
@@ -146,6 +146,16 @@ def _notes(label, result, fold_ids, stage):
     return entries
 
 
+def _engine(codes: np.ndarray, n_classes: int) -> NewtonEngine:
+    def solve(Z, y, weights, penalty, ridge, intercept, theta0):
+        return _solve(Z, codes, n_classes, weights, penalty, ridge, theta0)
+
+    def predict(Z_rows, theta):
+        return class_probabilities(_params(theta, n_classes, np.ones(Z_rows.shape[1])), Z_rows)
+
+    return NewtonEngine(n_classes - 1, solve, predict, _notes)
+
+
 def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: float = 0.0) -> EngineOutput:
     """Out-of-fold class probabilities of multinomial logistic candidates.
 
@@ -158,46 +168,16 @@ def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: f
     candidates : sequence of Candidate
     folds : ndarray of int (n,)
     ridge : float
-        L2 penalty on scaled non-constant coefficients.
+        Adds ``ridge / 2 * sum_j (sd_j b_jc)^2`` over the non-intercept
+        coefficients of every class to the mean negative log-likelihood,
+        ``sd_j`` the SD of column j over the fold's training rows.
 
     Returns
     -------
     EngineOutput
         ``predictions`` has shape (n, J, C).
     """
-    design = ScaledDesign.from_design(X)
-    rows = fold_rows(folds)
-    weights = np.ones((len(rows), len(codes)))
-    for k, r in enumerate(rows):
-        weights[k, r] = 0.0
-    n_train_min = int(weights.sum(axis=1).min())
-    predictions = np.full((len(codes), len(candidates), n_classes), np.nan)
-    failed = np.zeros(len(candidates), dtype=bool)
-    entries: list[LedgerEntry] = []
-    for j, candidate in enumerate(candidates):
-        S = candidate.columns
-        infeasible = infeasible_entry(candidate.label, S.size * (n_classes - 1), n_train_min, ridge)
-        if infeasible is not None:
-            failed[j] = True
-            entries.append(infeasible)
-            continue
-        Xs = np.ascontiguousarray(design.values[:, S])
-        penalized = design.penalized[S].astype(float)
-        everything = _solve(Xs, codes, n_classes, np.ones((1, len(codes))), penalized, ridge)
-        if everything.stopped[0]:
-            result = separated_in_every_fold(everything, len(rows))
-        else:
-            start = fold_start(everything, len(rows))
-            result = _solve(Xs, codes, n_classes, weights, penalized, ridge, theta0=start)
-        notes = _notes(candidate.label, result, list(range(len(rows))), "cv")
-        entries.extend(notes)
-        if any(note.excluded for note in notes):
-            failed[j] = True
-            continue
-        ones = np.ones(S.size)
-        for k, r in enumerate(rows):
-            predictions[r, j] = class_probabilities(_params(result.theta[k], n_classes, ones), Xs[r])
-    return EngineOutput(predictions, failed, entries)
+    return newton_cv_predict(_engine(codes, n_classes), X, codes, candidates, folds, ridge, (n_classes,))
 
 
 def multinomial_fit(X, codes, n_classes: int, columns, ridge: float = 0.0, label: str = ""):
@@ -209,6 +189,6 @@ def multinomial_fit(X, codes, n_classes: int, columns, ridge: float = 0.0, label
         On the original column scale, laid out like ``MNLogit.params``.
     entries : list of LedgerEntry
     """
-    design = ScaledDesign.from_design(X[:, columns])
-    result = _solve(design.values, codes, n_classes, np.ones((1, len(codes))), design.penalized.astype(float), ridge)
-    return _params(result.theta[0], n_classes, design.scale), _notes(label, result, [None], "refit")
+    design, result = newton_fit(_engine(codes, n_classes), X, codes, columns, ridge)
+    gamma = _params(result.theta[0], n_classes, np.ones(design.scale.size))
+    return design.original(gamma), _notes(label, result, [None], "refit")

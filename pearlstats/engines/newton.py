@@ -20,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
-__all__ = ["NewtonResult", "NewtonSystems", "batched_newton", "fold_start", "separated_in_every_fold"]
+from ._common import one_blas_thread, shrinkage_factors
+
+__all__ = ["NewtonResult", "NewtonSystems", "batched_newton", "fold_start", "separated_in_every_fold",
+           "penalised_newton"]
 
 
 @dataclass(frozen=True)
@@ -45,17 +47,6 @@ class NewtonResult:
     stopped: np.ndarray
     singular: np.ndarray
     iterations: int
-
-
-_THREADPOOLS: ThreadpoolController | None = None
-
-
-def _one_blas_thread():
-    """A context in which BLAS libraries use one thread (the controller is built once)."""
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS.limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -164,7 +155,7 @@ def batched_newton(
     -------
     NewtonResult
     """
-    with _one_blas_thread():
+    with one_blas_thread():
         return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction)
 
 
@@ -259,3 +250,61 @@ def separated_in_every_fold(everything: NewtonResult, n_folds: int) -> NewtonRes
     no = np.zeros(n_folds, dtype=bool)
     return NewtonResult(np.zeros((n_folds, d)), no, np.ones(n_folds, dtype=bool), no.copy(), everything.iterations)
 
+
+
+def penalised_newton(
+    loss: Callable,
+    theta0: np.ndarray,
+    ridge: float,
+    weights: np.ndarray,
+    *,
+    stop: Callable | None = None,
+    newton: Callable = batched_newton,
+) -> NewtonResult:
+    """Minimise ``loss(theta) + ridge / 2 * sum(weights * theta**2)`` for K problems.
+
+    The problems are solved for ``u = theta / r`` with ``r = 1 / sqrt(1 +
+    ridge * weights)`` (:func:`~pearlstats.engines._common.shrinkage_factors`):
+    in u the penalty weight is below 1 and the Hessian stays well conditioned
+    for any finite ridge, so a huge ridge shrinks the penalised coefficients to
+    0 while the unpenalised intercept (weight 0, r = 1) is still fitted. With
+    ``ridge = 0``, u is theta and this is plain :func:`batched_newton`.
+
+    Parameters
+    ----------
+    loss : callable
+        ``loss(theta, order)`` as *objective* of :func:`batched_newton`, without penalty.
+    theta0 : ndarray (K, d)
+    ridge : float
+    weights : ndarray (K, d)
+        Penalty weight of each coefficient (0 for the intercept).
+    stop : callable, optional
+        As for :func:`batched_newton`, called with theta and the step in theta.
+    newton : callable
+        The Newton solver (:func:`batched_newton`; replaceable in tests).
+
+    Returns
+    -------
+    NewtonResult
+        With ``theta`` in the original parametrisation.
+    """
+    r, penalty = shrinkage_factors(ridge, weights)
+    diagonal = np.arange(theta0.shape[1])
+
+    def objective(u, order):
+        values = loss(r * u, order)
+        f = values[0] + 0.5 * np.sum(penalty * u**2, axis=1)
+        if order == 0:
+            return f
+        g = r * values[1] + penalty * u
+        if order == 1:
+            return f, g
+        H = r[:, :, None] * values[2] * r[:, None, :]
+        H[:, diagonal, diagonal] += penalty
+        return f, g, H
+
+    def stop_u(u, step, iteration):
+        return stop(r * u, r * step, iteration)
+
+    result = newton(objective, theta0 / r, stop=None if stop is None else stop_u)
+    return NewtonResult(r * result.theta, result.converged, result.stopped, result.singular, result.iterations)

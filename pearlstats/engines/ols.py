@@ -1,37 +1,43 @@
 """Least-squares candidates: out-of-fold predictions from fold Gram matrices.
 
 The naive approach refits ``sm.OLS`` for every candidate in every fold. Here
-the full Gram matrix ``X'X`` and ``X'y`` are formed once, each fold's training
-Gram matrix is the full one minus the fold's own rows (a downdate), and each
-candidate solves a small system on its index set for all K folds at once.
-Predictions for all candidates of a fold are then a single matrix product.
-For leave-one-out the hat-matrix diagonal gives the exact jackknife
-predictions from one fit per candidate.
+the Gram matrix ``Z'Z`` and ``Z'y`` of the standardised columns ``Z`` are
+formed once, each fold's training Gram matrix is the full one minus the fold's
+own rows (a downdate), and each candidate solves a small system on its index
+set for all K folds at once. Predictions for all candidates of a fold are then
+a single matrix product. For leave-one-out without ridge the hat-matrix
+diagonal gives the exact jackknife predictions from one fit per candidate.
+
+Candidates with at least as many parameters as training rows (and no ridge)
+are recorded as infeasible before anything is formed, and the Gram matrix
+covers only the columns the feasible candidates use: a 20 000-column TF-IDF
+block that no feasible candidate can use costs nothing. When even those
+columns are too many for one dense Gram matrix (:data:`MAX_SYSTEM_BYTES`),
+each candidate gets its own.
 
 The results equal per-fold ``sm.OLS`` predictions to rounding; the tests check
-this to 1e-8.
+this to 1e-8. The ridge penalty is described in :mod:`pearlstats.engines._common`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 
 import numpy as np
 
 from ..ledger import LedgerEntry
-from ._common import RANK_TOLERANCE, EngineOutput, ScaledDesign, fold_rows, infeasible_entry, penalized_columns
+from ._common import (
+    MAX_SYSTEM_BYTES, RANK_TOLERANCE, EngineOutput, ScaledDesign, check_ridge, fold_penalty_weights, fold_rows,
+    infeasible_entry, one_blas_thread, too_wide_entry,
+)
 
 __all__ = ["ols_cv_predict", "ols_loo_predict", "ols_fit"]
 
 
+
 # Elements of the stacked normal-equation matrices solved in one call (16 MB of float64).
 BATCH_ELEMENTS = 2_000_000
-
-
-def _penalty(design: ScaledDesign, columns: np.ndarray, ridge: float, n_train) -> np.ndarray:
-    """Ridge added to the normal equations: n_train * ridge on penalised columns."""
-    diag = ridge * design.penalized[columns].astype(float)
-    return np.asarray(n_train, dtype=float).reshape(-1, 1) * diag
 
 
 def _solve_normal(A: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
@@ -68,6 +74,27 @@ def _solve_normal_batch(A: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.
     return solution, singular
 
 
+def _solve_penalised(A: np.ndarray, rhs: np.ndarray, weights: np.ndarray, ridge: float):
+    """Solve ``(A + ridge * diag(weights)) x = rhs`` for stacked systems (K, m, s, s).
+
+    The systems are solved after symmetric diagonal scaling to unit diagonal,
+    ``d = sqrt(diag(A) + ridge * weights)`` formed as a hypotenuse: nothing
+    overflows for any finite ridge, and a huge penalty on some coefficients
+    does not make the unpenalised intercept look like a rounding-level pivot
+    (which sent ``ridge=1e10`` to the unpenalised least-squares fallback).
+    Returns the solutions (K, m, s) and which system groups are singular.
+    """
+    diagonal = np.maximum(np.diagonal(A, axis1=-2, axis2=-1), 0.0)
+    root_penalty = np.sqrt(ridge) * np.sqrt(weights)
+    d = np.hypot(np.sqrt(diagonal), root_penalty)
+    d = np.where(d > 0, d, 1.0)
+    scaled = A / (d[..., :, None] * d[..., None, :])
+    index = np.arange(A.shape[-1])
+    scaled[..., index, index] = (np.sqrt(diagonal) / d) ** 2 + (root_penalty / d) ** 2
+    solution, singular = _solve_normal_batch(scaled, rhs / d)
+    return solution / d, singular
+
+
 def _rank_note(label: str, fold) -> LedgerEntry:
     return LedgerEntry(
         label, fold, "cv", "rank deficient",
@@ -76,11 +103,41 @@ def _rank_note(label: str, fold) -> LedgerEntry:
     )
 
 
-def _column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Root-mean-square of each column (1 for all-zero ones) and which columns a ridge penalises."""
-    scale = np.sqrt(np.einsum("ij,ij->j", X, X) / len(X))
-    scale[scale == 0] = 1.0
-    return scale, penalized_columns(X)
+def _gram(design: ScaledDesign, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Z'Z`` and ``Z'y`` of the standardised columns, a block of rows at a time (Z is never whole)."""
+    n, p = X.shape
+    gram, cross = np.zeros((p, p)), np.zeros(p)
+    step = max(1, BATCH_ELEMENTS // max(p, 1))
+    for start in range(0, n, step):
+        Z = design.transform(X[start:start + step])
+        gram += Z.T @ Z
+        cross += Z.T @ y[start:start + step]
+    return gram, cross
+
+
+def _candidate_design(X: np.ndarray, local: list[np.ndarray]) -> ScaledDesign:
+    """Standardisation of the group's columns, centred only when every candidate has the intercept."""
+    design = ScaledDesign.from_design(X)
+    if design.intercept is not None and not all(design.intercept in S for S in local):
+        design = ScaledDesign.from_design(X, centre=False)
+    return design
+
+
+def _column_groups(candidates, feasible: list[int], width: int) -> list[tuple[list[int], np.ndarray]]:
+    """Candidates sharing one Gram matrix, with its columns.
+
+    All design columns when they fit (the same Gram matrix, hence the same
+    rounding, however the candidates are split among parallel workers); else
+    the columns the feasible candidates use; else each candidate alone.
+    """
+    if not feasible:
+        return []
+    if too_wide_entry("", width, 2) is None:
+        return [(feasible, np.arange(width))]
+    used = np.unique(np.concatenate([candidates[j].columns for j in feasible]))
+    if too_wide_entry("", used.size, 2) is None:
+        return [(feasible, used)]
+    return [([j], np.unique(candidates[j].columns)) for j in feasible]
 
 
 def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, ridge: float = 0.0) -> EngineOutput:
@@ -94,8 +151,9 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
     candidates : sequence of Candidate
     folds : ndarray of int (n,)
     ridge : float, default 0
-        L2 penalty on scaled, non-constant coefficients: minimises
-        ``||y - Xb||^2 / (2 n_train) + ridge / 2 * ||b||^2``.
+        Minimises ``||y - Xb||^2 / (2 n_train) + ridge / 2 * sum_j (sd_j b_j)^2``
+        over the non-intercept coefficients, with ``sd_j`` the column's SD over
+        the fold's training rows (see :mod:`pearlstats.engines._common`).
 
     Returns
     -------
@@ -104,136 +162,188 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
 
     Notes
     -----
-    The design is never copied in full: the Gram matrices are scaled instead
-    of the columns (``D^-1 X'X D^-1`` for column scales D), and each fold's
-    predictions are ``X_k (D^-1 B_k)``. Memory beyond X is one fold's rows and
-    the n x J prediction matrix.
+    The standardised design is never formed in full: the Gram matrix is
+    accumulated a block of rows at a time and each fold's rows are
+    standardised when its Gram matrix is downdated and when it is predicted.
     """
-    scale, penalized = _column_scale(X)
-    design = ScaledDesign(X, scale, penalized)
+    ridge = check_ridge(ridge)
     rows = fold_rows(folds)
-    n, p = X.shape
+    n = len(y)
     n_train = np.array([n - r.size for r in rows])
-    gram = X.T @ X
-    cross = X.T @ y
-    fold_gram = np.empty((len(rows), p, p))
-    fold_cross = np.empty((len(rows), p))
-    for k, r in enumerate(rows):
-        held = X[r]
-        fold_gram[k] = (gram - held.T @ held) / np.outer(scale, scale)
-        fold_cross[k] = (cross - held.T @ y[r]) / scale
-
     J = len(candidates)
-    coefs = np.zeros((len(rows), p, J))
     failed = np.zeros(J, dtype=bool)
     entries: list[LedgerEntry] = []
-    same_size: dict[int, list[int]] = {}
+    feasible = []
     for j, candidate in enumerate(candidates):
-        infeasible = infeasible_entry(candidate.label, candidate.columns.size, int(n_train.min()), ridge)
-        if infeasible is not None:
-            failed[j] = True
-            entries.append(infeasible)
+        # Recorded before any Gram matrix exists, so infeasible wide blocks are never formed.
+        entry = infeasible_entry(candidate.label, candidate.columns.size, int(n_train.min()), ridge)
+        entry = entry or too_wide_entry(candidate.label, candidate.columns.size, 2)
+        if entry is None:
+            feasible.append(j)
         else:
-            same_size.setdefault(candidate.columns.size, []).append(j)
-    # Candidates with the same number of columns are solved together, in one batched
-    # Cholesky over (fold, candidate): a few large calls instead of J small ones.
-    for size, members in same_size.items():
-        step = max(1, BATCH_ELEMENTS // (len(rows) * size * size))
-        for start in range(0, len(members), step):
-            group = members[start:start + step]
-            index = np.stack([candidates[j].columns for j in group])  # (m, size)
-            A = fold_gram[:, index[:, :, None], index[:, None, :]]  # (K, m, size, size)
-            if ridge > 0:
-                diagonal = ridge * design.penalized[index] * n_train.reshape(-1, 1, 1).astype(float)
-                A = A + diagonal[..., None] * np.eye(size)
-            beta, singular = _solve_normal_batch(A, fold_cross[:, index])
-            for i, j in enumerate(group):
-                S = candidates[j].columns
-                if singular[i]:
-                    train = [np.setdiff1d(np.arange(n), r) for r in rows]
-                    coefs[:, S, j] = np.stack(
-                        [np.linalg.lstsq(X[t][:, S] / scale[S], y[t], rcond=None)[0] for t in train]
-                    )
-                    entries.append(_rank_note(candidates[j].label, None))
-                else:
-                    coefs[:, S, j] = beta[:, i]
-
-    predictions = np.empty((n, J))
-    for k, r in enumerate(rows):
-        predictions[r] = X[r] @ (coefs[k] / scale[:, None])
-    predictions[:, failed] = np.nan
+            failed[j] = True
+            entries.append(entry)
+    predictions = np.full((n, J), np.nan)
+    with one_blas_thread():
+        for group, used in _column_groups(candidates, feasible, X.shape[1]):
+            _predict_group(X, y, [candidates[j] for j in group], used, rows, ridge, predictions, group, entries)
     return EngineOutput(predictions, failed, entries)
 
 
-def ols_loo_predict(X: np.ndarray, y: np.ndarray, candidates, ridge: float = 0.0) -> EngineOutput:
-    """Exact leave-one-out predictions from the hat-matrix diagonal.
+def _predict_group(X, y, members, used, rows, ridge, predictions, group, entries) -> None:
+    """Out-of-fold predictions of candidates sharing one Gram matrix over *used*, written into *predictions*."""
+    n = len(y)
+    Xu = X if used.size == X.shape[1] else X[:, used]
+    local = [np.searchsorted(used, c.columns) for c in members]
+    design = _candidate_design(Xu, local)
+    gram, cross = _gram(design, Xu, y)
+    weights = fold_penalty_weights(design, Xu, rows) if ridge > 0 else np.zeros((len(rows), used.size))
+    p = used.size
+    fold_step = max(1, (MAX_SYSTEM_BYTES // 4) // (8 * p * (p + len(members))))
+    for first in range(0, len(rows), fold_step):
+        chunk = rows[first:first + fold_step]
+        n_train = np.array([n - r.size for r in chunk], dtype=float)
+        fold_gram = np.empty((len(chunk), p, p))
+        fold_cross = np.empty((len(chunk), p))
+        for k, r in enumerate(chunk):
+            held = design.transform(Xu[r])
+            fold_gram[k] = gram - held.T @ held
+            fold_cross[k] = cross - held.T @ y[r]
+        penalty = n_train[:, None] * weights[first:first + fold_step]
+        coefs = _solve_chunk(design, Xu, y, chunk, local, fold_gram, fold_cross, penalty, ridge,
+                             [c.label for c in members], entries)
+        for k, r in enumerate(chunk):
+            predictions[np.ix_(r, group)] = design.transform(Xu[r]) @ coefs[k]
 
-    For a linear smoother ``yhat = H y`` the prediction for row i from a fit
-    without row i is ``y_i - e_i / (1 - h_ii)`` (jackknife model averaging).
+
+def _solve_chunk(design, Xu, y, chunk, local, fold_gram, fold_cross, penalty, ridge, labels, entries):
+    """Standardised coefficients (K_chunk, p, m) of the m candidates in the chunk's folds."""
+    coefs = np.zeros((len(chunk), fold_gram.shape[1], len(local)))
+    same_size: dict[int, list[int]] = {}
+    for i, S in enumerate(local):
+        same_size.setdefault(S.size, []).append(i)
+    # Candidates with the same number of columns are solved together, in one batched
+    # Cholesky over (fold, candidate): a few large calls instead of J small ones.
+    for size, members in same_size.items():
+        step = max(1, BATCH_ELEMENTS // (len(chunk) * size * size))
+        for start in range(0, len(members), step):
+            batch = members[start:start + step]
+            index = np.stack([local[i] for i in batch])  # (m, size)
+            A = fold_gram[:, index[:, :, None], index[:, None, :]]  # (K, m, size, size)
+            beta, singular = _solve_penalised(A, fold_cross[:, index], penalty[:, index], ridge)
+            for b, i in enumerate(batch):
+                S = local[i]
+                if not singular[b]:
+                    coefs[:, S, i] = beta[:, b]
+                    continue
+                for k, r in enumerate(chunk):
+                    train = np.ones(len(y), dtype=bool)
+                    train[r] = False
+                    Z = design.subset(S).transform(Xu[np.ix_(train, S)])
+                    coefs[k, S, i] = np.linalg.lstsq(Z, y[train], rcond=None)[0]
+                if not any(e.candidate == labels[i] and e.kind == "rank deficient" for e in entries):
+                    entries.append(_rank_note(labels[i], None))
+    return coefs
+
+
+def ols_loo_predict(X: np.ndarray, y: np.ndarray, candidates, ridge: float = 0.0) -> EngineOutput:
+    """Exact leave-one-out predictions.
+
+    Without ridge, for the linear smoother ``yhat = H y`` the prediction for
+    row i from a fit without row i is ``y_i - e_i / (1 - h_ii)`` (jackknife
+    model averaging). With ridge the penalty depends on each fit's training
+    rows (their SDs), so no single hat matrix applies; the n fits are then
+    those of :func:`ols_cv_predict` with one row per fold.
     """
-    design = ScaledDesign.from_design(X)
-    Xs = design.values
-    n = Xs.shape[0]
+    ridge = check_ridge(ridge)
+    if ridge > 0:
+        return ols_cv_predict(X, y, candidates, np.arange(len(y)), ridge)
+    n = X.shape[0]
     J = len(candidates)
     predictions = np.full((n, J), np.nan)
     failed = np.zeros(J, dtype=bool)
     entries: list[LedgerEntry] = []
-    gram = Xs.T @ Xs
+    feasible = []
     for j, candidate in enumerate(candidates):
-        S = candidate.columns
-        infeasible = infeasible_entry(candidate.label, S.size, n - 1, ridge)
-        if infeasible is not None:
-            failed[j] = True
-            entries.append(infeasible)
-            continue
-        XS = Xs[:, S]
-        A = gram[np.ix_(S, S)] + np.diag(_penalty(design, S, ridge, n - 1)[0] if ridge > 0 else np.zeros(S.size))
-        try:
-            factor = np.linalg.cholesky(A)
-        except np.linalg.LinAlgError:
-            factor = None
-        if factor is None or np.min(np.diag(factor) ** 2) < RANK_TOLERANCE * np.max(np.diag(A)):
-            # Rank deficient: the hat matrix is the projection on the column space.
-            basis, singular, _ = np.linalg.svd(XS, full_matrices=False)
-            basis = basis[:, singular > singular.max() * max(XS.shape) * np.finfo(float).eps]
-            fitted = basis @ (basis.T @ y)
-            leverage = np.sum(basis**2, axis=1)
-            entries.append(_rank_note(candidate.label, None))
+        entry = infeasible_entry(candidate.label, candidate.columns.size, n - 1, ridge)
+        entry = entry or too_wide_entry(candidate.label, candidate.columns.size, 2)
+        if entry is None:
+            feasible.append(j)
         else:
-            half = np.linalg.solve(factor, XS.T).T  # rows of X_S L^{-T}
-            leverage = np.sum(half**2, axis=1)
-            fitted = XS @ np.linalg.solve(A, XS.T @ y)
-        if np.any(leverage > 1 - 1e-10):
             failed[j] = True
-            entries.append(LedgerEntry(
-                candidate.label, None, "cv", "failed",
-                f"leverage 1 at rows {np.flatnonzero(leverage > 1 - 1e-10)[:5].tolist()}: leave-one-out undefined",
-                "given weight 0", True,
-            ))
-            continue
-        predictions[:, j] = y - (y - fitted) / (1 - leverage)
+            entries.append(entry)
+    if not feasible:
+        return EngineOutput(predictions, failed, entries)
+    used = np.unique(np.concatenate([candidates[j].columns for j in feasible]))
+    design = ScaledDesign.from_design(X[:, used], centre=False)  # conditioning only: no penalty here
+    Xs = design.transform(X[:, used])
+    gram = Xs.T @ Xs
+    with one_blas_thread():
+        for j in feasible:
+            S = np.searchsorted(used, candidates[j].columns)
+            outcome = _loo_one(Xs[:, S], gram[np.ix_(S, S)], y)
+            if isinstance(outcome, LedgerEntry):
+                failed[j] = True
+                entries.append(dataclasses.replace(outcome, candidate=candidates[j].label))
+                continue
+            predictions[:, j], rank_deficient = outcome
+            if rank_deficient:
+                entries.append(_rank_note(candidates[j].label, None))
     return EngineOutput(predictions, failed, entries)
 
 
-class _GramCache:
-    """The full Gram matrix of the last design seen, for refits of many candidates.
+def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray):
+    """Leave-one-out predictions of one unpenalised candidate and whether it was rank deficient,
+    or a ledger entry (with an empty label) when some row has leverage 1."""
+    try:
+        factor = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        factor = None
+    rank_deficient = factor is None or np.min(np.diag(factor) ** 2) < RANK_TOLERANCE * np.max(np.diag(A))
+    if rank_deficient:
+        # The hat matrix is the projection on the column space.
+        basis, singular, _ = np.linalg.svd(XS, full_matrices=False)
+        basis = basis[:, singular > singular.max() * max(XS.shape) * np.finfo(float).eps]
+        fitted = basis @ (basis.T @ y)
+        leverage = np.sum(basis**2, axis=1)
+    else:
+        half = np.linalg.solve(factor, XS.T).T  # rows of X_S L^{-T}
+        leverage = np.sum(half**2, axis=1)
+        fitted = XS @ np.linalg.solve(A, XS.T @ y)
+    if np.any(leverage > 1 - 1e-10):
+        return LedgerEntry(
+            "", None, "cv", "failed",
+            f"leverage 1 at rows {np.flatnonzero(leverage > 1 - 1e-10)[:5].tolist()}: leave-one-out undefined",
+            "given weight 0", True,
+        )
+    return y - (y - fitted) / (1 - leverage), rank_deficient
 
-    Refitting J candidates on all rows needs ``X_S'X_S`` for each column set S;
-    slicing one ``X'X`` avoids J copies of ``X[:, S]`` (which for a million
-    rows would dominate memory).
+
+class _GramCache:
+    """The standardised Gram matrix of the last design seen, for refits of many candidates.
+
+    Refitting J candidates on all rows needs ``Z_S'Z_S`` for each column set S;
+    slicing one ``Z'Z`` avoids J copies of ``X[:, S]`` (which for a million
+    rows would dominate memory). The key and the value are stored together as
+    one tuple, replaced by a single (atomic) assignment and read once, so
+    threads refitting different designs never pair one's key with another's
+    matrix; at worst two threads compute the same value.
     """
 
     def __init__(self):
-        self._key = None
-        self._value = None
+        self._entry: tuple | None = None
 
     def get(self, X: np.ndarray, y: np.ndarray):
-        key = (weakref.ref(X) if _weakrefable(X) else None, id(X), id(y), X.shape)
-        if self._key is None or self._key[1:] != key[1:] or (self._key[0] is not None and self._key[0]() is not X):
-            scale, penalized = _column_scale(X)
-            self._value = (X.T @ X / np.outer(scale, scale), X.T @ y / scale, scale, penalized)
-            self._key = key
-        return self._value
+        key = (id(X), id(y), X.shape, y.shape)
+        entry = self._entry
+        if entry is not None and entry[0] == key and entry[1]() is X and entry[2]() is y:
+            return entry[3]
+        design = ScaledDesign.from_design(X)
+        value = (*_gram(design, X, y), design)
+        if _weakrefable(X) and _weakrefable(y):
+            # Weak references make a reused id() of a freed array a cache miss.
+            self._entry = (key, weakref.ref(X), weakref.ref(y), value)
+        return value
 
 
 def _weakrefable(obj) -> bool:
@@ -248,15 +358,27 @@ _GRAM = _GramCache()
 
 
 def ols_fit(X: np.ndarray, y: np.ndarray, columns: np.ndarray, ridge: float = 0.0) -> np.ndarray:
-    """Coefficients of one candidate on all rows, on the original column scale."""
-    gram, cross, scale, penalized = _GRAM.get(X, y)
+    """Coefficients of one candidate on all rows, on the original column scale.
+
+    Minimises ``||y - X_S b||^2 / (2 n) + ridge / 2 * sum_j (sd_j b_j)^2`` over
+    the non-intercept coefficients, ``sd_j`` the all-rows SD of column j.
+    """
+    ridge = check_ridge(ridge)
     S = np.asarray(columns)
-    A = gram[np.ix_(S, S)]
-    if ridge > 0:
-        A = A + np.diag(ridge * len(y) * penalized[S].astype(float))
-    beta = _solve_normal(A[None], cross[S][None])
-    if beta is None:
-        beta = np.linalg.lstsq(X[:, S] / scale[S], y, rcond=None)[0]
+    gram, cross, design = _GRAM.get(X, y)
+    if design.intercept is not None and design.intercept not in S and np.any(design.center):
+        # The cached Gram matrix is centred, which only an intercept can absorb.
+        design = ScaledDesign.from_design(X[:, S])
+        gram, cross = _gram(design, X[:, S], y)
+        S_local = np.arange(S.size)
     else:
-        beta = beta[0]
-    return beta / scale[S]
+        design = design.subset(S)
+        S_local = S
+    A = gram[np.ix_(S_local, S_local)]
+    weights = len(y) * design.penalized.astype(float)  # all rows: every standardised SD is 1
+    beta, singular = _solve_penalised(A[None, None], cross[S_local][None, None], weights[None, None], ridge)
+    if singular[0]:
+        gamma = np.linalg.lstsq(design.transform(X[:, S]), y, rcond=None)[0]
+    else:
+        gamma = beta[0, 0]
+    return design.original(gamma)

@@ -26,7 +26,7 @@ from . import evaluation
 from ..design.data import data_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
 from .diagnostics import WeightDiagnostics
-from ..engines._common import ScaledDesign
+from ..engines._common import ridge_penalty_weights
 from ..exceptions import AllCandidatesFailedError, DataError, FoldError, OptionError, PearlWarning, ResponseError
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
@@ -428,9 +428,9 @@ class PearlResults(WeightDiagnostics):
         names = [self._design.column_names[i] for i in candidate.columns]
         exog = pd.DataFrame(self._design.X[:, candidate.columns], columns=names)
         # the penalty of the engines, on statsmodels' unscaled coefficients
-        scaled = ScaledDesign.from_design(exog.to_numpy())
         return self._family.statsmodels_results(
-            self._response, exog, self._candidate_params(label), self._ridge, scaled.penalized * scaled.scale**2
+            self._response, exog, self._candidate_params(label), self._ridge,
+            ridge_penalty_weights(exog.to_numpy()),
         )
 
     def _design_for(self, newdata, blocks) -> tuple[np.ndarray, pd.Index | None]:

@@ -1,0 +1,226 @@
+"""The ridge penalty: standardised by training rows, invariant to shifts and scales, sane at the extremes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from pearlstats.candidates import build_candidates
+from pearlstats.cv import make_folds
+from pearlstats.engines._common import MAX_RIDGE, check_ridge, ridge_penalty_weights
+from pearlstats.engines.glm import glm_cv_predict, glm_fit
+from pearlstats.engines.multinomial import multinomial_cv_predict, multinomial_fit
+from pearlstats.engines.ols import ols_cv_predict, ols_fit
+from pearlstats.exceptions import OptionError
+
+N = 120
+
+
+def _problem(seed=0):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(N, 2)) * [1.0, 5.0], rng.normal(size=(N, 3))
+    X = np.column_stack([np.ones(N), a, b])
+    candidates = build_candidates("all", {"a": slice(1, 3), "b": slice(3, 6)}, [f"c{i}" for i in range(6)], 1)
+    eta = 0.8 * a[:, 0] - 0.1 * a[:, 1] + 0.5 * b[:, 2]
+    return rng, X, candidates, eta
+
+
+def _responses(rng, eta):
+    return {
+        "gaussian": eta + rng.normal(size=N),
+        "binomial": (rng.random(N) < expit(eta)).astype(float),
+        "poisson": rng.poisson(np.exp(0.5 * eta)).astype(float),
+        "multinomial": np.digitize(eta + rng.normal(size=N), [-0.5, 0.5]),
+    }
+
+
+def _cv(family, X, y, candidates, folds, ridge):
+    if family == "gaussian":
+        return ols_cv_predict(X, y, candidates, folds, ridge).predictions
+    if family == "multinomial":
+        return multinomial_cv_predict(X, y, 3, candidates, folds, ridge).predictions
+    return glm_cv_predict(family, X, y, candidates, folds, ridge).predictions
+
+
+def _fit(family, X, y, columns, ridge):
+    if family == "gaussian":
+        return ols_fit(X, y, columns, ridge)
+    if family == "multinomial":
+        return multinomial_fit(X, y, 3, columns, ridge)[0]
+    return glm_fit(family, X, y, columns, ridge)[0]
+
+
+FAMILIES = ["gaussian", "binomial", "poisson", "multinomial"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_ridge_fit_is_invariant_to_shifting_or_rescaling_a_block_column(family):
+    rng, X, candidates, eta = _problem(1)
+    y = _responses(rng, eta)[family]
+    folds = make_folds(4, N, seed=0)
+    columns = candidates[-1].columns
+    base_cv, base_params = _cv(family, X, y, candidates, folds, 0.5), _fit(family, X, y, columns, 0.5)
+    for column, shift, factor in [(1, 10.0, 1.0), (4, -250.0, 1.0), (2, 0.0, 1e3), (5, 3.0, 1e-4)]:
+        moved = X.copy()
+        moved[:, column] = moved[:, column] * factor + shift
+        np.testing.assert_allclose(_cv(family, moved, y, candidates, folds, 0.5), base_cv, rtol=1e-8, atol=1e-10)
+        params = _fit(family, moved, y, columns, 0.5)
+        # the coefficient of the moved column scales by 1/factor; the shift goes into the intercept only
+        expected = np.array(base_params, dtype=float, copy=True)
+        expected[column] = expected[column] / factor
+        np.testing.assert_allclose(np.delete(params, [0, column], axis=0),
+                                   np.delete(expected, [0, column], axis=0), rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(params[column], expected[column], rtol=1e-8)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fold_scales_use_training_rows_only(family):
+    """Changing a held-out row's value changes nothing about that fold's coefficients."""
+    rng, X, candidates, eta = _problem(2)
+    y = _responses(rng, eta)[family]
+    folds = make_folds(4, N, seed=0)
+    held = np.flatnonzero(folds == 2)
+    changed = X.copy()
+    changed[held[0], 4] = 40.0  # an outlier in fold 2's held-out rows: its SD over all rows grows a lot
+    before = _cv(family, X, y, candidates, folds, 1.0)
+    after = _cv(family, changed, y, candidates, folds, 1.0)
+    np.testing.assert_allclose(after[held[1:]], before[held[1:]], rtol=1e-8, atol=1e-12)
+
+
+def _penalised_fit_by_scipy(loss, X, y, ridge):
+    """Minimise mean loss + ridge/2 ||gamma||^2 on training-standardised columns (plus a free intercept)."""
+    mean, sd = X.mean(axis=0), X.std(axis=0)
+    Z = (X - mean) / sd
+
+    def objective(theta):
+        return loss(theta[0] + Z @ theta[1:], y) + 0.5 * ridge * theta[1:] @ theta[1:]
+
+    theta = minimize(objective, np.zeros(X.shape[1] + 1), method="BFGS", options={"gtol": 1e-12}).x
+    return lambda new: theta[0] + ((new - mean) / sd) @ theta[1:]
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_out_of_fold_ridge_predictions_equal_a_penalised_fit_per_fold(family):
+    rng, X, candidates, eta = _problem(3)
+    y = _responses(rng, eta)[family]
+    folds = make_folds(3, N, seed=1)
+    ridge = 0.2
+    losses = {
+        "gaussian": (lambda f, t: 0.5 * np.mean((t - f) ** 2), lambda f: f),
+        "binomial": (lambda f, t: np.mean(np.logaddexp(0, f) - t * f), expit),
+        "poisson": (lambda f, t: np.mean(np.exp(f) - t * f), np.exp),
+    }
+    loss, inverse_link = losses[family]
+    out = _cv(family, X, y, candidates, folds, ridge)
+    columns = candidates[-1].columns[1:]
+    for k in range(3):
+        train = folds != k
+        predictor = _penalised_fit_by_scipy(loss, X[train][:, columns], y[train], ridge)
+        np.testing.assert_allclose(out[~train, -1], inverse_link(predictor(X[~train][:, columns])), rtol=1e-6)
+
+
+def test_gaussian_ridge_equals_closed_form_with_fold_scales():
+    rng, X, candidates, eta = _problem(4)
+    y = eta + rng.normal(size=N)
+    folds = make_folds(5, N, seed=2)
+    ridge = 0.7
+    out = ols_cv_predict(X, y, candidates, folds, ridge).predictions
+    for k in range(5):
+        train = folds != k
+        Z = X[train][:, 1:]
+        mean, sd = Z.mean(axis=0), Z.std(axis=0)
+        Zs = np.column_stack([np.ones(train.sum()), (Z - mean) / sd])
+        gamma = np.linalg.solve(Zs.T @ Zs + ridge * train.sum() * np.diag(np.r_[0.0, np.ones(5)]), Zs.T @ y[train])
+        expected = gamma[0] + ((X[~train][:, 1:] - mean) / sd) @ gamma[1:]
+        np.testing.assert_allclose(out[~train, -1], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_more_ridge_never_means_less_shrinkage_and_huge_ridge_is_the_intercept_only_fit(family):
+    rng, X, candidates, eta = _problem(5)
+    y = _responses(rng, eta)[family]
+    columns = candidates[-1].columns
+    norms, last = [], None
+    for exponent in range(-8, 301, 4):
+        last = np.asarray(_fit(family, X, y, columns, 10.0**exponent), dtype=float)
+        assert np.isfinite(last).all()
+        norms.append(np.linalg.norm(np.delete(last, 0, axis=0)))
+    assert all(b <= a * (1 + 1e-9) + 1e-300 for a, b in zip(norms, norms[1:])), norms
+    assert norms[-1] < 1e-250
+    # intercept never penalised: the huge-ridge fit is the intercept-only fit
+    if family == "gaussian":
+        np.testing.assert_allclose(last[0], y.mean(), rtol=1e-12)
+    elif family == "binomial":
+        np.testing.assert_allclose(expit(last[0]), y.mean(), rtol=1e-8)
+    elif family == "poisson":
+        np.testing.assert_allclose(np.exp(last[0]), y.mean(), rtol=1e-8)
+    else:
+        counts = np.bincount(y)  # intercept-only multinomial: log-odds of the class frequencies
+        np.testing.assert_allclose(last[0], np.log(counts[1:] / counts[0]), rtol=1e-8)
+    huge = _cv(family, X, y, candidates, make_folds(4, N, seed=0), MAX_RIDGE)
+    assert np.isfinite(huge).all()
+
+
+def test_gaussian_ridge_1e10_shrinks_instead_of_falling_back_to_least_squares():
+    rng, X, candidates, eta = _problem(6)
+    y = eta + rng.normal(size=N)
+    beta = ols_fit(X, y, candidates[-1].columns, 1e10)
+    assert np.abs(beta[1:]).max() < 1e-8 * np.abs(ols_fit(X, y, candidates[-1].columns, 0.0)[1:]).max()
+
+
+@pytest.mark.parametrize("value", [0, 2, 0.5, np.float32(0.25), np.int64(3), np.float64(1e300)])
+def test_check_ridge_accepts_real_numbers(value):
+    assert check_ridge(value) == float(value) and isinstance(check_ridge(value), float)
+
+
+@pytest.mark.parametrize("value, message", [
+    (True, "ridge=True; use a non-negative number"),
+    (-1.0, r"ridge=-1\.0; use a non-negative number"),
+    (float("nan"), "ridge=nan"),
+    (float("inf"), "ridge=inf"),
+    ("0.1", "ridge='0.1'"),
+    (1e301, "above the largest accepted value 1e\\+300"),
+])
+def test_check_ridge_refuses_with_the_bound(value, message):
+    with pytest.raises(OptionError, match=message):
+        check_ridge(value)
+
+
+def test_fit_validates_ridge_through_check_ridge():
+    import pearlstats as pearl
+
+    rng = np.random.default_rng(0)
+    data = {"y": rng.normal(size=30), "a": rng.normal(size=(30, 2))}
+    with pytest.raises(OptionError, match="largest accepted value"):
+        pearl.fit("y ~ block(a)", data, ridge=1e305, seed=0)
+    res = pearl.fit("y ~ block(a)", data, ridge=np.float32(0.5), seed=0)
+    assert res.ridge == 0.5 and isinstance(res.ridge, float)
+
+
+def test_statsmodels_penalty_weights_reproduce_the_engines_refit():
+    rng, X, candidates, eta = _problem(7)
+    y = eta + rng.normal(size=N)
+    columns = candidates[-1].columns
+    alpha = 0.3 * ridge_penalty_weights(X[:, columns])
+    assert alpha[0] == 0.0
+    np.testing.assert_allclose(alpha[1:], 0.3 * X[:, columns[1:]].var(axis=0), rtol=1e-12)
+    reference = sm.OLS(y, X[:, columns]).fit_regularized(alpha=alpha, L1_wt=0.0).params
+    np.testing.assert_allclose(ols_fit(X, y, columns, 0.3), reference, rtol=1e-6)
+
+
+@settings(max_examples=12, deadline=None)
+@given(exponent=st.integers(min_value=-200, max_value=150), family=st.sampled_from(FAMILIES))
+def test_predictions_invariant_to_rescaling_a_block_by_any_power_of_ten(exponent, family):
+    rng, X, candidates, eta = _problem(8)
+    y = _responses(rng, eta)[family]
+    folds = make_folds(3, N, seed=0)
+    scaled = X.copy()
+    scaled[:, 3:] *= 10.0**exponent
+    for ridge in (0.0, 0.3):
+        np.testing.assert_allclose(_cv(family, scaled, y, candidates, folds, ridge),
+                                   _cv(family, X, y, candidates, folds, ridge), rtol=1e-8, atol=1e-12)
