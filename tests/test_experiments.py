@@ -84,7 +84,7 @@ def test_simulation_command_writes_the_tidy_table(tmp_path, capsys):
           "--n-test", "100", "--n-jobs", "1", "--out", str(out)])
     table = pd.read_csv(out)
     assert {"N", "n_test", "repetition", "n", "sigma", "method", "MSE", "MAE"} <= set(table.columns)
-    assert len(table) == 2 * 2 * 6 and table["MSE"].gt(0).all()
+    assert len(table) == 2 * 2 * 7 and table["MSE"].gt(0).all()
     assert "PEARL" in capsys.readouterr().out
 
 
@@ -100,7 +100,7 @@ def test_a_cell_gives_the_same_numbers_whatever_the_order_of_the_lists():
         return {(r["n"], r["sigma"], r["method"]): (r["MSE"], r["MAE"]) for r in records}
 
     assert by_cell(forward) == by_cell(backward)  # bit-identical, cell by cell
-    assert len(by_cell(forward)) == 4 * 6
+    assert len(by_cell(forward)) == 4 * 7
 
 
 # ------------------------------------------------------------------ issue 19, item 6: the runner

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from pearlstats.candidates import build_candidates
-from pearlstats.cv import make_folds
+from pearlstats.design.candidates import build_candidates
+from pearlstats.design.folds import make_folds
 from pearlstats.engines._common import MAX_RIDGE, check_ridge, ridge_penalty_weights
 from pearlstats.engines.glm import glm_cv_predict, glm_fit
 from pearlstats.engines.multinomial import multinomial_cv_predict, multinomial_fit

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from pearlstats.candidates import build_candidates
-from pearlstats.cv import make_folds
+from pearlstats.design.candidates import build_candidates
+from pearlstats.design.folds import make_folds
 from pearlstats.engines.glm import glm_cv_predict
 from pearlstats.engines.ols import ols_cv_predict
 
@@ -70,7 +70,7 @@ def test_wide_block_peak_memory_stays_small():
         import resource, sys
         sys.path.insert(0, {str(ROOT)!r})
         from tests.test_wide_blocks import _problem
-        from pearlstats.cv import make_folds
+        from pearlstats.design.folds import make_folds
         from pearlstats.engines.ols import ols_cv_predict
         X, y, candidates = _problem()
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -52,7 +52,7 @@ table.head()
 # ## Mean test MSE per setting (standard deviation over repetitions in the CSV)
 
 # %%
-methods = ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best"]
+methods = ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best", "Oracle block"]
 means = table.pivot_table(index=["sigma", "n"], columns="method", values="MSE", aggfunc="mean")[methods]
 print(means.round(4).to_string())
 

@@ -272,7 +272,7 @@ print("\nmean seconds per fit (fit + evaluate):", seconds.groupby(level=0).mean(
 # ## 7. Figure: test accuracy and cross-entropy against n
 
 # %%
-methods = ["PEARL", "MS", "Best", "Fusion", "SA-FRL", "SA-cand"]
+methods = ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best", "Oracle block"]
 fig, axes = plt.subplots(len(tables), 2, figsize=(10, 3.6 * len(tables)), squeeze=False)
 for row, (kind, comparison) in enumerate(tables.items()):
     for ax, metric in zip(axes[row], ("accuracy", "cross_entropy")):
@@ -293,7 +293,7 @@ plt.close(fig)
 print("wrote", sorted(p.name for p in RESULTS.glob("digits*")))
 
 # %%
-assert len(table) == len(downstreams) * len(SIZES) * REPETITIONS * 6 * 3
+assert len(table) == len(downstreams) * len(SIZES) * REPETITIONS * 7 * 3
 assert np.isfinite(table["value"]).all()
 assert abs(res.weights.sum() - 1) < 1e-8
 assert res.baselines.loc["PEARL", "cv_risk"] <= res.cv_risk.min() + 1e-10
