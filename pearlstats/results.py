@@ -27,6 +27,7 @@ from .engines._common import ScaledDesign
 from .exceptions import BlockError, DataError, OptionError, ResponseError
 from .formula import covariates_for_new_rows
 from .strategies import STRATEGIES, combine, strategy_weights
+from .plotting import PlotAccessor
 from .summary import build_summary
 
 __all__ = ["PearlResults"]
@@ -487,6 +488,14 @@ class PearlResults(WeightDiagnostics):
             their total weight (see :meth:`tau_hat`).
         """
         return build_summary(self, correct)
+
+    @property
+    def plot(self) -> PlotAccessor:
+        """The fit's figures: ``res.plot.weights()``, ``.cv_risk()``, ``.block_importance()``, ...
+
+        See :class:`~pearlstats.plotting.PlotAccessor`.
+        """
+        return PlotAccessor(self)
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()
