@@ -55,3 +55,17 @@ def paper_data():
 
 
 PAPER_FORMULA = "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly) + block(kpca_sigmoid) + block(kpca_cosine)"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tracked_files_unchanged():
+    """Fail the session if any test changed a tracked file (skipped outside a git checkout)."""
+    from pathlib import Path
+
+    from test_tracked_files import tracked_state
+
+    root = Path(__file__).resolve().parents[1]
+    before = tracked_state(root)
+    yield
+    if before is not None:
+        assert tracked_state(root) == before, "the test suite changed tracked files: see `git status`"

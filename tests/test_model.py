@@ -213,7 +213,7 @@ def test_summary_renders_as_text_latex_and_html(gaussian_fit):
     text = str(summary)
     for fragment in ("PEARL model averaging", "Strategies", "SA-FRL", "SA-cand", "Fusion", "Best", "MS"):
         assert fragment in text
-    assert "\\begin{tabular}" in summary.as_latex()
+    assert "\\begin{tabularx}" in summary.as_latex()
     assert "<table" in gaussian_fit._repr_html_()
 
 

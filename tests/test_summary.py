@@ -67,7 +67,7 @@ def test_header_states_the_fit(fitted, paper_data):
     pairs = {row[i].strip(): row[i + 1].strip() for row in cells for i in (0, 2)}
     assert pairs["Formula:"] == PAPER_FORMULA
     assert pairs["Family:"] == "gaussian"
-    assert pairs["Surrogate loss:"] == "squared" and pairs["Stands for:"] == "squared error"
+    assert pairs["Surrogate loss:"] == "squared" and pairs["Loss it stands for:"] == "squared error"
     assert pairs["No. observations:"] == str(len(paper_data["frame"]))
     assert pairs["Cross-validation:"] == "5-fold"
     assert pairs["Candidates (J):"] == str(2 ** len(NAMES) - 1)
@@ -238,12 +238,14 @@ def test_latex_is_balanced_and_escapes_labels(paper_data):
     res = _special_fit(paper_data)
     latex = res.summary(correct=["kpca_rbf"]).as_latex()
     assert _environments(latex) == []
-    assert latex.count(r"\toprule") == latex.count(r"\bottomrule") == latex.count(r"\begin{tabular}")
+    assert latex.count(r"\toprule") == latex.count(r"\bottomrule") == latex.count(r"\begin{tabularx}")
     # no unescaped specials outside commands: underscores, tildes, bare < from the formula
-    assert not re.search(r"(?<!\\)_", latex)
+    text = re.sub(r"\$[^$]*\$", "", latex)  # mathematics ($1/\sum_j w_j^2$) may use _ and ^
+    assert not re.search(r"(?<!\\)_", text)
     assert "~" not in latex and "<" not in latex
+    assert r"$1/\sum_j w_j^2$" in latex and r"$\hat\tau$" in latex
     assert r"kpca\_rbf" in latex and r"y \textasciitilde{} I(x1 \textless{} 0)" in latex
-    assert r"\caption{Strategies}" in latex
+    assert r"\emph{Strategies}" in latex and latex.count(r"\begin{table}") == 1
 
 
 def test_html_parses_and_keeps_the_labels(paper_data):
@@ -278,7 +280,7 @@ def test_classification_summary_risks_are_log_losses(paper_data):
                     family="binomial", seed=5)
     summary = res.summary()
     pairs = {row[i].strip(): row[i + 1].strip() for row in _table(summary, "PEARL model averaging") for i in (0, 2)}
-    assert (pairs["Surrogate loss:"], pairs["Stands for:"]) == ("cross_entropy", "log-loss")
+    assert (pairs["Surrogate loss:"], pairs["Loss it stands for:"]) == ("cross_entropy", "log-loss")
     y = (frame["hit"] == "yes").to_numpy(float)
     for label, cells in _body(_table(summary, "Candidates with non-zero weight")).items():
         _close(cells[3], log_loss(y, res.cv_predictions[label].to_numpy()))

@@ -20,3 +20,14 @@ def test_vignette_runs_quickly(path, tmp_path):
     done = subprocess.run([sys.executable, str(path)], cwd=path.parent, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "VIGNETTE OK" in done.stdout
+
+
+def test_quick_mode_writes_outside_the_committed_results():
+    vignettes = VIGNETTES[0].parent
+    env = {key: value for key, value in os.environ.items() if key != "PEARLSTATS_RESULTS"}
+    env["PEARLSTATS_QUICK"] = "1"
+    done = subprocess.run([sys.executable, "-c", "import _common; print(_common.RESULTS)"], cwd=vignettes,
+                          env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert Path(done.stdout.strip()) == vignettes / "_build" / "quick-results"
+    for path in VIGNETTES:
+        assert 'matplotlib.use("Agg")' not in path.read_text(encoding="utf-8"), path.name

@@ -64,6 +64,16 @@ prediction = res.predict(data.test)
 print("test MSE:", round(float(np.mean((data.test["y"] - prediction) ** 2)), 4))
 
 # %% [markdown]
+# Figures of the fit show inline (no `%matplotlib` magic needed); each is a matplotlib figure,
+# so `.savefig(...)` works as usual.
+
+# %%
+res.plot.weights()
+
+# %%
+res.plot.cv_risk()
+
+# %% [markdown]
 # ## 3. Held-out evaluation against the paper's baselines
 # "Best" is the single-block candidate with the lowest CV risk; "Oracle block" is the one best on
 # the test rows (a reference in hindsight).

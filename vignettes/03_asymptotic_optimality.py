@@ -18,9 +18,6 @@
 # measured against the true regression function $E(y \mid x)$, which is a harder test.
 
 # %%
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 

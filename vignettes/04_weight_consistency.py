@@ -17,9 +17,6 @@
 # Without the oracle block no candidate is correct; we show where the weight goes instead.
 
 # %%
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 

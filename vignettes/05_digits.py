@@ -35,9 +35,6 @@ import importlib.util
 import itertools
 import time
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -289,7 +286,6 @@ for row, (kind, comparison) in enumerate(tables.items()):
 axes[0][0].legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(RESULTS / "digits.png", dpi=120)
-plt.close(fig)
 print("wrote", sorted(p.name for p in RESULTS.glob("digits*")))
 
 # %%

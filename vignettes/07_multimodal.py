@@ -39,9 +39,6 @@
 # %%
 import importlib.util
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd

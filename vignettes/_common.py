@@ -6,7 +6,11 @@ import os
 from pathlib import Path
 
 QUICK = os.environ.get("PEARLSTATS_QUICK") == "1"
-RESULTS = Path(os.environ.get("PEARLSTATS_RESULTS", Path(__file__).resolve().parent / "results"))
+HERE = Path(__file__).resolve().parent
+# The committed results/ hold the full-size runs the README links to; quick runs
+# write to the (git-ignored) _build/ folder so they never replace them.
+_DEFAULT_RESULTS = HERE / "_build" / "quick-results" if QUICK else HERE / "results"
+RESULTS = Path(os.environ.get("PEARLSTATS_RESULTS", _DEFAULT_RESULTS))
 RESULTS.mkdir(parents=True, exist_ok=True)
 N_JOBS = 1 if QUICK else -1
 

@@ -32,6 +32,7 @@ from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
 from ..stages import FitState
 from .strategies import STRATEGIES, combine, strategy_weights
+from .plotting import PlotAccessor
 from .summary import build_summary
 
 __all__ = ["PearlResults", "results_from_state"]
@@ -568,6 +569,14 @@ class PearlResults(WeightDiagnostics):
             their total weight (see :meth:`tau_hat`).
         """
         return build_summary(self, correct)
+
+    @property
+    def plot(self) -> PlotAccessor:
+        """The fit's figures: ``res.plot.weights()``, ``.cv_risk()``, ``.block_importance()``, ...
+
+        See :class:`~pearlstats.plotting.PlotAccessor`.
+        """
+        return PlotAccessor(self)
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()

@@ -228,6 +228,24 @@ def honest_risk(res, outer=5, seed=None, nested=None) -> HonestRisk:
 
 
 # ---- comparison tables ------------------------------------------------------------------------------
+def _mean_and_sd(cell: str) -> tuple[str, str]:
+    """``"1.000 (0.250)"`` -> ``("1.000", "0.250")``."""
+    mean, _, sd = cell.partition(" (")
+    return mean, sd.rstrip(")")
+
+
+def _marked(mean: str, mark: int) -> str:
+    r"""A mean for a ``D`` column, ``\mathbf`` when best, ``\underline`` when second (around the point)."""
+    if mean == "--":
+        return r"\multicolumn{1}{c}{--}"
+    if mark == 0:
+        return mean
+    wrap = r"\mathbf{%s}" if mark == 1 else r"\underline{%s}"
+    whole, _, fraction = mean.partition(".")
+    # dcolumn splits the cell at its "." (an active character there), so each side is wrapped alone
+    return ".".join(wrap % part for part in (whole, fraction) if part) if fraction else wrap % whole
+
+
 def _rank_marks(means: pd.DataFrame, digits: int, higher: frozenset) -> pd.DataFrame:
     """1 for the best shown value in each row, 2 for the second, 0 otherwise (ties share a mark)."""
     marks = pd.DataFrame(0, index=means.index, columns=means.columns)
@@ -302,24 +320,45 @@ class ComparisonTable:
     def __str__(self) -> str:
         return self.as_text()
 
-    def as_latex(self) -> str:
-        r"""A booktabs ``tabular``: best in ``\textbf``, second in ``\underline``."""
-        wrap = {1: r"\textbf{%s}", 2: r"\underline{%s}", 0: "%s"}
+    def as_latex(self, caption: str | None = None) -> str:
+        r"""One ``table`` float: means aligned on the decimal point, each SD in parentheses below.
+
+        The best mean in a row is ``\mathbf``, the second ``\underline``; a
+        note under the table says so and gives the number of repetitions. The
+        preamble needs ``\usepackage{booktabs}`` and ``\usepackage{dcolumn}``
+        (see :data:`pearlstats.summary.LATEX_PREAMBLE`).
+
+        Parameters
+        ----------
+        caption : str, optional
+        """
         rows = list(self._rows())
         with_setting = rows[0][1] is not None
+        n_labels = 1 + with_setting
         head = ["Metric"] + ([latex_escape(self.setting_name)] if with_setting else [])
-        head += [latex_escape(method) for method in self.mean.columns]
-        n_methods = len(self.mean.columns)
-        alignment = "l" * (len(head) - n_methods) + "c" * n_methods
-        lines = [rf"\begin{{tabular}}{{{alignment}}}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+        head += [rf"\multicolumn{{1}}{{c}}{{{latex_escape(method)}}}" for method in self.mean.columns]
+        spec = "@{}" + "l" * n_labels + rf"*{{{len(self.mean.columns)}}}{{D{{.}}{{.}}{{{self.digits + 1}}}}}@{{}}"
+        lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
         for position, (metric, setting, cells, marks) in enumerate(rows):
             if metric and position:
                 lines.append(r"\midrule")
-            values = [wrap[mark] % latex_escape(cell) for cell, mark in zip(cells, marks)]
+            means, sds = zip(*(_mean_and_sd(cell) for cell in cells))
             first = [latex_escape(metric)] + ([latex_escape(setting)] if with_setting else [])
-            lines.append(" & ".join(first + values) + r" \\")
+            lines.append(" & ".join(first + [_marked(m, mark) for m, mark in zip(means, marks)]) + r" \\")
+            shown = [rf"({sd})" if sd != "--" else r"\multicolumn{1}{c}{}" for sd in sds]
+            lines.append(" & ".join([""] * n_labels + shown) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}"]
-        return "\n".join(lines)
+        repetitions = ", ".join(str(int(n)) for n in self.n_repetitions.unique())
+        note = (rf"Mean over repetitions ({repetitions} per setting), standard deviation in parentheses; "
+                r"best in bold, second underlined.")
+        body = "\n".join(lines)
+        parts = [r"\begin{table}[htbp]", r"\centering", r"\small"]
+        parts += [rf"\caption{{{latex_escape(caption)}}}"] if caption else []
+        parts += [body, r"\par\smallskip", rf"\parbox{{\linewidth}}{{\footnotesize\emph{{Note:}} {note}}}",
+                  r"\end{table}"]
+        return "\n".join(parts)
+
+    to_latex = as_latex
 
     def as_html(self) -> str:
         """An HTML table: best in ``<b>``, second in ``<u>``."""

@@ -8,6 +8,15 @@ Sections: the fit, the candidates with non-zero weight, the strategies
 with the weights' stability, and the failure ledger (only when something
 failed). Notes under the tables count the zero-weight candidates and report
 PEARL's honest risk once :meth:`~pearlstats.PearlResults.honest_risk` ran.
+
+LaTeX output (:meth:`PearlSummary.as_latex`, and
+:meth:`~pearlstats.evaluation.ComparisonTable.as_latex`) is one ``table``
+float: the sections as panels of equal width, numbers aligned on the decimal
+point, the notes inside the float. The preamble needs :data:`LATEX_PREAMBLE`::
+
+    \\usepackage{booktabs}   % rules
+    \\usepackage{dcolumn}    % D columns: numbers aligned on the decimal point
+    \\usepackage{tabularx}   % panels as wide as the text, long labels wrapped
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
 __all__ = [
+    "LATEX_PREAMBLE",
+    "Label",
     "PearlSummary",
     "build_summary",
     "format_number",
@@ -32,6 +43,9 @@ __all__ = [
 ]
 
 _MAX_LEDGER_ROWS = 20
+LATEX_PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{dcolumn}\n\\usepackage{tabularx}"
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
+_WRAPPED_TEXT = 24  # characters; text columns this wide become wrapping (X) columns in LaTeX
 
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -116,7 +130,171 @@ def html_escape(text) -> str:
     return html.escape(str(text))
 
 
+# ---- LaTeX tables -------------------------------------------------------------------------
+class Label(str):
+    r"""Text for a summary cell with its own LaTeX and HTML forms (mathematics, say).
+
+    Behaves as the plain text everywhere (``as_text``, comparisons); the LaTeX
+    and HTML renderers use :attr:`latex` and :attr:`html` unescaped.
+
+    Examples
+    --------
+    >>> label = Label("1/sum w^2", latex=r"$1/\sum_j w_j^2$")
+    >>> label == "1/sum w^2", cell_latex(label)
+    (True, '$1/\\sum_j w_j^2$')
+    """
+
+    latex: str
+    html: str
+
+    def __new__(cls, text: str, *, latex: str | None = None, html: str | None = None) -> Label:
+        label = super().__new__(cls, text)
+        label.latex = latex_escape(text) if latex is None else latex
+        label.html = html_escape(text) if html is None else html
+        return label
+
+    def __reduce__(self):
+        return Label, (str(self),), {"latex": self.latex, "html": self.html}
+
+
+def cell_latex(cell) -> str:
+    """A cell's LaTeX: a :class:`Label`'s own form, else the escaped text."""
+    return cell.latex if isinstance(cell, Label) else latex_escape(cell)
+
+
+def cell_html(cell) -> str:
+    """A cell's HTML: a :class:`Label`'s own form, else the escaped text."""
+    return cell.html if isinstance(cell, Label) else html_escape(cell)
+
+
+def latex_number(text: str) -> str:
+    r"""A formatted number in math mode for a ``D`` column: exponents as powers of ten.
+
+    Examples
+    --------
+    >>> latex_number("1.235e-05"), latex_number("-0.5")
+    ('1.235\\times10^{-5}', '-0.5')
+    """
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return rf"{mantissa}\times10^{{{int(exponent)}}}"
+
+
+def _is_number(cell) -> bool:
+    return not isinstance(cell, Label) and bool(_NUMBER.match(str(cell).strip()))
+
+
+def latex_columns(columns: list[list], numeric: bool = True) -> list[str]:
+    """Column types for LaTeX: ``D`` where most cells are numbers, ``X`` for long text, else ``l``.
+
+    Parameters
+    ----------
+    columns : list of list
+        The body cells of each column (headers excluded).
+    numeric : bool, default True
+        False for key-value layouts (no header row), whose values are text.
+
+    Returns
+    -------
+    list of str
+        One of ``"D"``, ``"X"``, ``"l"`` per column; at least one ``"X"``
+        (the widest text column), so every panel is as wide as the text.
+    """
+    kinds, widths = [], []
+    for cells in columns:
+        numbers = sum(_is_number(cell) for cell in cells)
+        placeholders = sum(str(cell).strip() == "--" for cell in cells)
+        aligned = numeric and numbers > 0 and numbers + placeholders >= 0.5 * len(cells)
+        width = max((len(str(cell)) for cell in cells), default=0)
+        kinds.append("D" if aligned else ("X" if width > _WRAPPED_TEXT else "l"))
+        widths.append(-1 if aligned else width)
+    if "X" not in kinds and max(widths, default=-1) >= 0:
+        kinds[int(np.argmax(widths))] = "X"
+    return kinds
+
+
+def _digits(cells: list) -> str:
+    """dcolumn's ``left.right`` widths, in digits, of the numbers among *cells*."""
+    left = right = 1
+    for cell in cells:
+        if _is_number(cell):
+            whole, _, fraction = str(cell).strip().partition(".")
+            mantissa, _, exponent = fraction.partition("e")
+            left = max(left, len(whole))
+            # "\times10^{-5}" is about as wide as four digits
+            right = max(right, len(mantissa) + (7 if exponent else 0))
+    return f"{left}.{right}"
+
+
+def _column_spec(kinds: list[str], columns: list[list]) -> str:
+    spec = {"X": r">{\raggedright\arraybackslash}X", "l": "l"}
+    return "@{}" + "".join(rf"D{{.}}{{.}}{{{_digits(cells)}}}" if kind == "D" else spec[kind]
+                           for kind, cells in zip(kinds, columns)) + "@{}"
+
+
+def latex_cell(cell, kind: str) -> str:
+    """One cell for a column of *kind*: numbers in math, other content centred in D columns."""
+    if kind == "D":
+        if _is_number(cell):
+            return latex_number(str(cell).strip())
+        shown = cell if isinstance(cell, Label) else str(cell).strip()
+        return rf"\multicolumn{{1}}{{c}}{{{cell_latex(shown)}}}"
+    text = cell_latex(cell)
+    # candidate labels ("a+b+c") may break after each "+" in wrapping columns
+    return text.replace("+", r"+\allowbreak{}") if kind == "X" else text
+
+
+def latex_panel(rows: list[list], headers: list | None, title: str | None) -> str:
+    """One panel: a ``tabularx`` as wide as the text, with its title above the rules.
+
+    Parameters
+    ----------
+    rows : list of list
+        Body cells, stubs included as the first cell of each row.
+    headers : list, optional
+        One header per column (the stub column's may be empty).
+    title : str, optional
+        Shown in italics above the panel.
+    """
+    columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in headers or []]
+    kinds = latex_columns(columns, numeric=bool(headers))
+    lines = [rf"\begin{{tabularx}}{{\linewidth}}{{{_column_spec(kinds, columns)}}}"]
+    if title:
+        lines.append(rf"\multicolumn{{{len(kinds)}}}{{@{{}}l}}{{\emph{{{cell_latex(title)}}}}} \\")
+    lines.append(r"\toprule")
+    if headers:
+        shown = [cell_latex(h) if kind != "D" else rf"\multicolumn{{1}}{{c}}{{{cell_latex(h)}}}"
+                 for h, kind in zip(headers, kinds)]
+        lines += [" & ".join(shown) + r" \\", r"\midrule"]
+    lines += [" & ".join(latex_cell(cell, kind) for cell, kind in zip(row, kinds)) + r" \\"
+              for row in rows]
+    lines += [r"\bottomrule", r"\end{tabularx}"]
+    return "\n".join(lines)
+
+
+def latex_float(panels: list[str], caption: str | None, notes: list) -> str:
+    """Panels in one ``table`` float, the notes set small below them inside the float."""
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\footnotesize"]
+    if caption:
+        lines.append(rf"\caption{{{cell_latex(caption)}}}")
+    lines.append("\n\n\\smallskip\n".join(panels))
+    if notes:
+        text = " ".join(cell_latex(note) for note in notes)
+        lines += [r"\par\smallskip", rf"\parbox{{\linewidth}}{{\emph{{Notes:}} {text}}}"]
+    lines.append(r"\end{table}")
+    return "\n".join(lines)
+
+
 # ---- the Summary ------------------------------------------------------------------------------
+def _cells(table: SimpleTable) -> tuple[list | None, list[list]]:
+    """(header row or None, body rows) of a SimpleTable, cells as given (Labels kept)."""
+    rows = [[cell.data for cell in row] for row in table]
+    if rows and table[0].datatype == "header":
+        return rows[0], rows[1:]
+    return None, rows
+
+
 def _map_cells(table: SimpleTable, function) -> SimpleTable:
     """A copy of *table* with *function* applied to every cell and the title."""
     mapped = copy.deepcopy(table)
@@ -128,13 +306,14 @@ def _map_cells(table: SimpleTable, function) -> SimpleTable:
 
 
 class PearlSummary(Summary):
-    """A statsmodels ``Summary`` whose LaTeX and HTML escape every label.
+    """A statsmodels ``Summary`` rendered to LaTeX and HTML section by section.
 
-    statsmodels merges all tables into one LaTeX tabular (dropping the titles)
-    and escapes neither ``~`` nor ``^`` in LaTeX nor ``<`` in HTML; formulas
-    contain ``~`` and block names underscores, so each output is rendered
-    here: one booktabs ``table`` environment per section in LaTeX, one
-    ``<table>`` per section in HTML, and the notes as escaped paragraphs.
+    A section is a ``SimpleTable`` (title, headers, stubs, cells) appended to
+    :attr:`tables`; notes go under all of them. statsmodels would merge all
+    tables into one LaTeX tabular, drop the titles, and escape neither ``~``
+    nor ``^`` in LaTeX nor ``<`` in HTML; here every label is escaped (or
+    given its own form by a :class:`Label`), and :meth:`as_latex` builds one
+    float with a panel per section.
     """
 
     def __init__(self):
@@ -147,42 +326,51 @@ class PearlSummary(Summary):
         self.add_extra_txt(list(notes))
 
     def as_latex(self) -> str:
-        parts = []
-        for table in self.tables:
-            escaped = _map_cells(table, latex_escape)
-            caption = escaped.title
-            escaped.title = None
-            tabular = escaped.as_latex_tabular(center=False, replacements={})
-            parts.append("\n".join([
-                r"\begin{table}[htbp]",
-                r"\centering",
-                rf"\caption{{{caption}}}" if caption else "",
-                tabular,
-                r"\end{table}",
-            ]))
-        if self.notes:
-            parts.append("\n".join(latex_escape(note) + r" \\" for note in self.notes))
-        return "\n\n".join(parts)
+        r"""One ``table`` float: the first section's title as caption, each section a panel.
+
+        Numbers sit in ``D`` columns aligned on the decimal point, long labels
+        wrap, and the notes are set inside the float so they stay with it.
+        The preamble needs (see :data:`LATEX_PREAMBLE`)::
+
+            \usepackage{booktabs}
+            \usepackage{dcolumn}
+            \usepackage{tabularx}
+
+        Returns
+        -------
+        str
+        """
+        panels = []
+        for position, table in enumerate(self.tables):
+            headers, rows = _cells(table)
+            title = None if position == 0 else table.title
+            panels.append(latex_panel(rows, headers, title))
+        caption = self.tables[0].title if self.tables else None
+        return latex_float(panels, caption, self.notes)
 
     def as_html(self) -> str:
-        parts = [_map_cells(table, html_escape).as_html() for table in self.tables]
+        parts = [_map_cells(table, cell_html).as_html() for table in self.tables]
         parts.extend(f"<p>{html_escape(note)}</p>" for note in self.notes)
         return "\n".join(parts)
 
 
 # ---- sections -------------------------------------------------------------------------------------
 def _table(rows, headers, stubs, title) -> SimpleTable:
-    return SimpleTable(rows, headers=headers, stubs=stubs, title=title)
+    table = SimpleTable(rows, headers=headers, stubs=stubs, title=title)
+    # SimpleTable turns headers into plain str; keep Labels for their LaTeX / HTML forms
+    for cell, header in zip(list(table[0])[1:] if stubs else list(table[0]), headers):
+        cell.data = header
+    return table
 
 
 def _header(res) -> SimpleTable:
     blocks = ", ".join(f"{name} ({dim})" for name, dim in res.block_dims.items())
     cv = "LOO" if res.n_folds == res.nobs else f"{res.n_folds}-fold"
     left = [
-        ("Formula:", res.formula),
+        ("Formula:", Label(res.formula, latex=rf"\texttt{{{latex_escape(res.formula)}}}")),
         ("Family:", res.family),
         ("Surrogate loss:", res.loss),
-        ("Stands for:", res.original_loss),
+        ("Loss it stands for:", res.original_loss),
         (f"Blocks (M = {len(res.block_dims)}):", blocks),
     ]
     right = [
@@ -212,7 +400,7 @@ def _weights_table(res) -> SimpleTable:
          format_number(risk[label]), format_number(se[label]), str(int(rank[label]))]
         for label in order
     ]
-    headers = ["blocks", "n_params", "weight", "CV risk", "SE", "rank"]
+    headers = ["blocks", "parameters", "weight", "CV risk", "SE", "rank"]
     return _table(rows, headers, list(order), "Candidates with non-zero weight")
 
 
@@ -222,7 +410,9 @@ def _strategies_table(res) -> SimpleTable:
         [*(format_number(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)), r.candidate]
         for r in table.itertuples()
     ]
-    return _table(rows, ["CV risk", "SE", "PEARL/this", "ratio SE", "uses"], list(table.index), "Strategies")
+    ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
+    headers = ["CV risk", "SE", ratio, "ratio SE", "uses"]
+    return _table(rows, headers, list(table.index), "Strategies")
 
 
 def _importance_table(res) -> SimpleTable:
@@ -235,7 +425,10 @@ def _importance_table(res) -> SimpleTable:
 def _diagnostics_table(res, correct) -> SimpleTable:
     diagnostics = res.diagnostics
     rows = [
-        ["Effective no. of candidates (1/sum w^2)", format_number(diagnostics["effective_candidates"])],
+        [Label("Effective no. of candidates (1/sum w^2)",
+               latex=r"Effective number of candidates ($1/\sum_j w_j^2$)",
+               html="Effective no. of candidates (1/&sum;<sub>j</sub> w<sub>j</sub><sup>2</sup>)"),
+         format_number(diagnostics["effective_candidates"])],
         ["Weight entropy (nats)", format_number(diagnostics["weight_entropy"])],
         ["Largest weight", format_number(diagnostics["max_weight"])],
         ["Non-zero weights", str(diagnostics["n_nonzero"])],
@@ -244,8 +437,12 @@ def _diagnostics_table(res, correct) -> SimpleTable:
     ]
     if correct is not None:
         labels = res.resolve_candidates(correct)
-        rows.append([f"tau-hat (weight on {', '.join(labels)})", format_number(res.tau_hat(labels))])
-    return SimpleTable(rows, title="Consistency diagnostics")
+        listed = ", ".join(labels)
+        tau = Label(f"tau-hat (weight on {listed})",
+                    latex=rf"$\hat\tau$ (weight on {latex_escape(listed)})",
+                    html=f"&tau;&#770; (weight on {html_escape(listed)})")
+        rows.append([tau, format_number(res.tau_hat(labels))])
+    return SimpleTable(rows, headers=["", "value"], title="Consistency diagnostics")
 
 
 def _stability_table(res) -> SimpleTable:
