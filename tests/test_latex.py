@@ -1,7 +1,7 @@
 """The LaTeX of summaries and comparison tables compiles cleanly with pdflatex.
 
 A gaussian, a binomial and a multinomial summary and a comparison table are
-set in one article (the preamble of :data:`pearlstats.summary.LATEX_PREAMBLE`,
+set in one article (the preamble of :data:`pearlstats.results.summary.LATEX_PREAMBLE`,
 2.5 cm margins as in a typical paper); the log must show no error, no
 overfull box and no float too large for the page. Skipped when pdflatex is
 not installed.
@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import pearlstats as pearl
-from pearlstats.evaluation import compare_table
-from pearlstats.summary import LATEX_PREAMBLE
+from pearlstats.results.evaluation import compare_table
+from pearlstats.results.summary import LATEX_PREAMBLE
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
 

@@ -19,6 +19,7 @@ from scipy.stats import entropy, rankdata
 from sklearn.metrics import log_loss
 
 import pearlstats as pearl
+from pearlstats.results.summary import format_number
 from conftest import PAPER_FORMULA
 
 NAMES = ["pca", "kpca_rbf", "kpca_poly", "kpca_sigmoid", "kpca_cosine"]
@@ -96,8 +97,10 @@ def test_weights_section_lists_every_nonzero_candidate_with_independent_risks(fi
     assert f"{zero} of {len(weights)} candidates have zero weight" in str(summary)
 
 
-def test_strategies_section_matches_definitions_and_paired_ratio_se(fitted, y):
-    rows = _body(_table(fitted.summary(), "Strategies"))
+def test_strategies_section_matches_definitions_and_paired_ratio_se(paper_data, y):
+    # honest=False: the section then shows the in-sample CV risks checked here
+    fitted = pearl.fit(PAPER_FORMULA, paper_data["frame"], blocks=paper_data["blocks"], seed=11, honest=False)
+    rows = _body(_table(fitted.summary(), "Strategies (in-sample CV risk, optimistic)"))
     P = fitted.cv_predictions
     w = fitted.weights.to_numpy()
     risks = {label: _sq(y, P[label].to_numpy()).mean() for label in P.columns}
@@ -169,7 +172,7 @@ def test_stability_section_re_solves_on_fold_complements(paper_data, y):
     P = res.cv_predictions.to_numpy()
     resolved = np.array([_simplex_qp(P[res.folds != k], y[res.folds != k]) for k in range(res.n_folds)])
     resolved = pd.DataFrame(np.clip(resolved, 0, None).T, index=res.candidate_labels)
-    rows = _body(_table(res.summary(), "Weight stability over 5 fold complements"))
+    rows = _body(_table(res.summary(), "Weights re-solved on 5 fold complements"))
     assert rows
     for label, (weight, mean, sd) in rows.items():
         _close(weight, res.weights[label])
@@ -184,7 +187,7 @@ def test_failure_ledger_section(paper_data):
     blocks = {"small": paper_data["blocks"]["pca"][:40], "wide": np.random.default_rng(0).normal(size=(40, 35))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
-        res = pearl.fit("y ~ block(small) + block(wide)", frame, blocks=blocks, cv=5, seed=0)
+        res = pearl.fit("y ~ block(small) + block(wide)", frame, blocks=blocks, cv=5, seed=0, honest=False)
     summary = res.summary()
     cells = _table(summary, "Failure ledger")
     rows = {row[0].strip(): [cell.strip() for cell in row[1:]] for row in cells[1:]}
@@ -245,7 +248,7 @@ def test_latex_is_balanced_and_escapes_labels(paper_data):
     assert "~" not in latex and "<" not in latex
     assert r"$1/\sum_j w_j^2$" in latex and r"$\hat\tau$" in latex
     assert r"kpca\_rbf" in latex and r"y \textasciitilde{} I(x1 \textless{} 0)" in latex
-    assert r"\emph{Strategies}" in latex and latex.count(r"\begin{table}") == 1
+    assert r"\emph{Strategies" in latex and latex.count(r"\begin{table}") == 1
 
 
 def test_html_parses_and_keeps_the_labels(paper_data):
@@ -260,24 +263,25 @@ def test_html_parses_and_keeps_the_labels(paper_data):
     assert res._repr_html_() == res.summary().as_html()
 
 
-def test_honest_risk_note_follows_the_row_losses(fitted, y):
-    assert "Honest risk" not in str(fitted.summary())
-    honest = fitted.honest_risk(outer=5)
-    text = str(fitted.summary())
+def test_strategies_show_the_honest_risk_and_warn_against_ms(fitted, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        text = str(fitted.summary())
+    honest = fitted.honest_risk(outer=fitted.stages.honest)
     losses = honest.row_losses
-    candidates = losses.columns[2:]
-    best = candidates[np.nanargmin(losses[candidates].mean().to_numpy())]
-    difference = losses["PEARL"] - losses[best]
+    assert "Strategies (honest risk: 5-fold nested cross-validation)" in text
+    assert format_number(losses["PEARL"].mean()) in text
+    difference = losses["PEARL"] - losses["MS"]
     above = difference.mean() > difference.std(ddof=1) / np.sqrt(len(y))
-    assert f"best single candidate {best} " in text
-    assert ("more than one paired SE" in text) == above
+    assert ("re-selected in each outer fold" in text) == above
+    assert "optimistic for PEARL by construction" in text
 
 
 def test_classification_summary_risks_are_log_losses(paper_data):
     frame = paper_data["frame"].assign(hit=np.where(paper_data["frame"]["y"] > 0, "yes", "no"))
     blocks = {name: paper_data["blocks"][name] for name in NAMES[:3]}
     res = pearl.fit("hit ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", frame, blocks=blocks,
-                    family="binomial", seed=5)
+                    family="binomial", seed=5, honest=False)
     summary = res.summary()
     pairs = {row[i].strip(): row[i + 1].strip() for row in _table(summary, "PEARL model averaging") for i in (0, 2)}
     assert (pairs["Surrogate loss:"], pairs["Loss it stands for:"]) == ("cross_entropy", "log-loss")

@@ -32,7 +32,6 @@ from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
 from ..stages import FitState
 from .strategies import STRATEGIES, combine, strategy_weights
-from .plotting import PlotAccessor
 from .summary import build_summary
 
 __all__ = ["PearlResults", "results_from_state"]
@@ -571,11 +570,13 @@ class PearlResults(WeightDiagnostics):
         return build_summary(self, correct)
 
     @property
-    def plot(self) -> PlotAccessor:
+    def plot(self):
         """The fit's figures: ``res.plot.weights()``, ``.cv_risk()``, ``.block_importance()``, ...
 
-        See :class:`~pearlstats.plotting.PlotAccessor`.
+        See :class:`~pearlstats.plotting.PlotAccessor` (matplotlib is imported on first use).
         """
+        from ..plotting import PlotAccessor
+
         return PlotAccessor(self)
 
     def _repr_html_(self) -> str:

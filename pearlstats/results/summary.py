@@ -404,15 +404,38 @@ def _weights_table(res) -> SimpleTable:
     return _table(rows, headers, list(order), "Candidates with non-zero weight")
 
 
+STRATEGY_DEFINITIONS = {
+    "PEARL": "the cross-validated simplex weights over all candidates",
+    "MS": "the single candidate with the lowest CV risk (model selection)",
+    "SA-FRL": "equal weights on the single-block candidates",
+    "SA-cand": "equal weights on all candidates",
+    "Fusion": "the candidate with every block",
+    "Best": "the single-block candidate with the lowest CV risk",
+}
+
+
 def _strategies_table(res) -> SimpleTable:
+    """Honest (nested-CV) risks when available; else the in-sample CV risks, labelled optimistic."""
+    honest = res.honest
+    uses = res.baselines["candidate"]
+    ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
+    if honest is not None:
+        rows = [
+            [*(format_number(honest.loc[name, column]) for column in ("risk", "se", "ratio", "ratio_se")),
+             format_number(res.baselines.loc[name, "cv_risk"]), uses[name]]
+            for name in honest.index
+        ]
+        headers = ["honest risk", "SE", ratio, "ratio SE", "CV risk*", "uses"]
+        outer = res.stages.honest
+        title = f"Strategies (honest risk: {outer}-fold nested cross-validation)"
+        return _table(rows, headers, list(honest.index), title)
     table = res.baselines
     rows = [
         [*(format_number(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)), r.candidate]
         for r in table.itertuples()
     ]
-    ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
-    headers = ["CV risk", "SE", ratio, "ratio SE", "uses"]
-    return _table(rows, headers, list(table.index), "Strategies")
+    headers = ["CV risk*", "SE", ratio, "ratio SE", "uses"]
+    return _table(rows, headers, list(table.index), "Strategies (in-sample CV risk, optimistic)")
 
 
 def _importance_table(res) -> SimpleTable:
@@ -450,8 +473,8 @@ def _stability_table(res) -> SimpleTable:
     shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
     shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
     rows = [[format_number(r.weight), format_number(r.mean), format_number(r.sd)] for r in shown.itertuples()]
-    title = f"Weight stability over {res.diagnostics['stability_resamples']}"
-    return _table(rows, ["weight", "mean", "SD"], list(shown.index), title)
+    title = f"Weights re-solved on {res.diagnostics['stability_resamples']} (not a standard error)"
+    return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
 
 
 def _ledger_rows(failures: pd.DataFrame) -> pd.DataFrame:
@@ -490,21 +513,29 @@ def _notes(res) -> list[str]:
             f"Failure ledger: {len(failures)} event(s); excluded candidates: {excluded or 'none'} "
             "(reasons in .failures)."
         )
-    honest = res.last_honest_risk
+    notes.append(
+        "Strategies: " + "; ".join(f"{name} = {meaning}" for name, meaning in STRATEGY_DEFINITIONS.items())
+        + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were chosen "
+        "from, optimistic for PEARL by construction (every baseline is a point of the simplex PEARL "
+        "optimises over)."
+    )
+    honest = res.last_honest_risk if res.honest is not None else None
     if honest is not None:
-        table = honest.risk
-        best = honest.best_candidate
         notes.append(
-            f"Honest risk ({honest.n_outer}-fold outer cross-validation, weights re-solved in each outer fold): "
-            f"PEARL {format_number(table.loc['PEARL', 'risk'])} (SE {format_number(table.loc['PEARL', 'se'])}); "
-            f"best single candidate {best} {format_number(table.loc[best, 'risk'])} "
-            f"(SE {format_number(table.loc[best, 'se'])})."
+            "Honest risk: the whole procedure (inner folds, candidates, weights, each baseline's choice) "
+            "re-run inside each outer fold and scored on the held-out rows; PEARL/this is a paired ratio "
+            "on the same rows."
         )
-        if honest.pearl_above_best:
+        excess, se = honest.excess_over("MS")
+        if excess > se:
+            table = honest.table
             notes.append(
-                "Warning: PEARL's honest risk exceeds the best single candidate's by "
-                f"{format_number(honest.excess)}, more than one paired SE ({format_number(honest.excess_se)})."
+                f"Warning: PEARL's honest risk {format_number(table.loc['PEARL', 'risk'])} exceeds that of "
+                f"MS re-selected in each outer fold ({format_number(table.loc['MS', 'risk'])}) by "
+                f"{format_number(excess)}, more than one paired SE ({format_number(se)})."
             )
+    elif res.honest_failure:
+        notes.append(f"Honest risk could not be computed: {res.honest_failure}")
     return notes
 
 
