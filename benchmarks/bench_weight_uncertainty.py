@@ -49,8 +49,9 @@ def paper_design(n: int, sigma: float, seed: int):
     formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
 
     def draw(rng: np.random.Generator):
-        data = pearl.datasets.simulate_paper(n, N=0, sigma=sigma, coefficients=coefficients,
-                                             seed=int(rng.integers(2**62)))
+        data = pearl.datasets.simulate_paper(
+            n, N=0, sigma=sigma, coefficients=coefficients, seed=int(rng.integers(2**62))
+        )
         return formula, data.labeled, reps, {}
 
     return draw
@@ -62,34 +63,44 @@ def one_data_set(draw, rng, n_boot: int, seed: int):
     res = pearl.fit(formula, frame, blocks=blocks, cv=5, seed=seed, **options)
     refit = res.resample_weights("bootstrap", n_resamples=n_boot, seed=seed, refit=True)
     stored = res.resample_weights("bootstrap", n_resamples=n_boot, seed=seed)
-    return pd.DataFrame({
-        "weight": res.weights,
-        "refit_sd": refit.std(axis=1, ddof=1),
-        "stored_sd": stored.std(axis=1, ddof=1),
-        "fold_spread": res.diagnostics["stability"]["spread"],
-    })
+    return pd.DataFrame(
+        {
+            "weight": res.weights,
+            "refit_sd": refit.std(axis=1, ddof=1),
+            "stored_sd": stored.std(axis=1, ddof=1),
+            "fold_spread": res.diagnostics["stability"]["spread"],
+        }
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--design", choices=["two-signal", "paper"], default="two-signal")
     parser.add_argument("--data-sets", type=int, default=200)
-    parser.add_argument("--boot", type=int, default=50, help="refitting bootstrap resamples per data set")
+    parser.add_argument(
+        "--boot", type=int, default=50, help="refitting bootstrap resamples per data set"
+    )
     parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--sigma", type=float, default=None, help="noise SD (default 2 two-signal, 0.5 paper)")
+    parser.add_argument(
+        "--sigma", type=float, default=None, help="noise SD (default 2 two-signal, 0.5 paper)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.design == "two-signal":
         sigma = 2.0 if args.sigma is None else args.sigma
-        draw = lambda rng: two_signal(args.n, sigma, rng)  # noqa: E731
+        draw = lambda rng: two_signal(args.n, sigma, rng)
     else:
         sigma = 0.5 if args.sigma is None else args.sigma
         draw = paper_design(args.n, sigma, args.seed)
 
     start = time.perf_counter()
     tables = [
-        one_data_set(draw, np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(r,))),
-                     args.boot, seed=r)
+        one_data_set(
+            draw,
+            np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(r,))),
+            args.boot,
+            seed=r,
+        )
         for r in range(args.data_sets)
     ]
     elapsed = time.perf_counter() - start
@@ -97,19 +108,25 @@ def main() -> None:
     means = stacked.groupby(level="candidate", sort=False).mean()
     leading = means["weight"].nlargest(2).index
     mc_sd = stacked["weight"].groupby(level="candidate", sort=False).std(ddof=1)
-    print(f"{args.design}: n = {args.n}, K = 5, sigma = {sigma}, {args.data_sets} data sets, "
-          f"B = {args.boot}; {elapsed:.0f} s")
+    print(
+        f"{args.design}: n = {args.n}, K = 5, sigma = {sigma}, {args.data_sets} data sets, "
+        f"B = {args.boot}; {elapsed:.0f} s"
+    )
     rows = []
     for label in leading:
-        rows.append({
-            "candidate": label, "mean weight": means.loc[label, "weight"], "MC SD": mc_sd[label],
-            "refit bootstrap SD": means.loc[label, "refit_sd"],
-            "ratio refit": means.loc[label, "refit_sd"] / mc_sd[label],
-            "bootstrap w/o refit": means.loc[label, "stored_sd"],
-            "ratio w/o refit": means.loc[label, "stored_sd"] / mc_sd[label],
-            "fold spread": means.loc[label, "fold_spread"],
-            "ratio folds": means.loc[label, "fold_spread"] / mc_sd[label],
-        })
+        rows.append(
+            {
+                "candidate": label,
+                "mean weight": means.loc[label, "weight"],
+                "MC SD": mc_sd[label],
+                "refit bootstrap SD": means.loc[label, "refit_sd"],
+                "ratio refit": means.loc[label, "refit_sd"] / mc_sd[label],
+                "bootstrap w/o refit": means.loc[label, "stored_sd"],
+                "ratio w/o refit": means.loc[label, "stored_sd"] / mc_sd[label],
+                "fold spread": means.loc[label, "fold_spread"],
+                "ratio folds": means.loc[label, "fold_spread"] / mc_sd[label],
+            }
+        )
     print(pd.DataFrame(rows).set_index("candidate").round(3).to_string())
 
 

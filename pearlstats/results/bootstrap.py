@@ -47,13 +47,14 @@ def _fold_spec(cv_spec, state_folds: np.ndarray, distinct: np.ndarray):
     return state_folds[distinct]  # given labels (e.g. groups): every row keeps its label
 
 
-def bootstrap_resample(n: int, cv_spec, *, seed: int, b: int, state_folds=None, y=None, classes=None):
+def bootstrap_resample(n: int, cv_spec, *, seed: int, b: int, state_folds=None, y=None,
+                       classes=None) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of bootstrap resample *b*.
 
-    Resample b draws from ``rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(b + 1)[b])``
-    (the SeedSequence child b of *seed*, independent of how many resamples
-    are drawn): rows ``rng.integers(0, n, n)``, then the fold stage
-    (:func:`~pearlstats.stages.assign_folds`, with the same ``rng``) on the
+    Resample b draws from the SeedSequence child b of *seed*,
+    ``rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(b + 1)[b])``
+    (independent of how many resamples are drawn): rows ``rng.integers(0, n, n)``,
+    then the fold stage (:func:`~pearlstats.stages.assign_folds`, with the same ``rng``) on the
     distinct drawn rows in increasing order, whose labels the copies share.
 
     Copies of an original row share its fold, so no row is ever validated
@@ -116,17 +117,18 @@ def refit_weights(state: FitState, rows: np.ndarray, folds: np.ndarray) -> np.nd
     response = EncodedResponse(state.response.y[rows], state.response.classes)
     pool = list(state.candidates.pool)
     # Only the pool: the baseline extras do not enter the weights.
-    output = cross_validate(state.family, state.design.X[rows], response, pool, folds, ridge=state.ridge)
+    X = state.design.X[rows]
+    output = cross_validate(state.family, X, response, pool, folds, ridge=state.ridge)
     labels = [candidate.label for candidate in pool]
     solution, _ = solve_stage_weights(output, len(pool), response.y, state.loss, labels, warn=False)
     return np.asarray(solution.weights, dtype=float)
 
 
-def _run_resamples(state: FitState, numbers_: list, seed: int) -> list:
-    """Weights of the resamples numbered *numbers_* (one worker's share)."""
+def _run_resamples(state: FitState, share: list, seed: int) -> list:
+    """Weights of the resamples numbered in *share* (one worker's share)."""
     n = len(state.response.y)
     out = []
-    for b in numbers_:
+    for b in share:
         rows, folds = bootstrap_resample(
             n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
             y=state.response.y, classes=state.response.classes,
@@ -154,18 +156,23 @@ def refitting_bootstrap(state: FitState, n_resamples: int, seed: int, n_jobs=Non
         ``"boot b"``.
     """
     workers = worker_count(n_jobs, n_resamples)
-    shares = [part.tolist() for part in np.array_split(np.arange(n_resamples), min(n_resamples, 4 * workers))]
+    # A few shares per worker balance the load; every resample keeps its own seed.
+    parts = np.array_split(np.arange(n_resamples), min(n_resamples, 4 * workers))
+    shares = [part.tolist() for part in parts]
     if workers == 1:
         results = [_run_resamples(state, share, seed) for share in shares]
     else:
-        results = Parallel(n_jobs=workers)(delayed(_run_resamples)(state, share, seed) for share in shares)
+        results = Parallel(n_jobs=workers)(
+            delayed(_run_resamples)(state, share, seed) for share in shares
+        )
     weights = np.vstack([w for share in results for w in share])
     return weights, [f"boot {b}" for b in range(n_resamples)]
 
 
 def check_alpha(alpha) -> float:
     """A level in (0, 1) for a ``1 - alpha`` interval."""
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+    is_number = isinstance(alpha, numbers.Real) and not isinstance(alpha, (bool, np.bool_))
+    if not is_number or not 0 < alpha < 1:
         raise OptionError(f"alpha={alpha!r}; use a number in (0, 1), e.g. 0.05 for 95 % intervals")
     return float(alpha)
 

@@ -30,12 +30,12 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from . import bootstrap, evaluation
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
 from ..exceptions import CandidateError, OptionError
-from ..weights.losses import get_loss
 from ..stages import solve_stage_weights
+from ..weights.losses import get_loss
 from ..weights.solvers import solve_weights
+from . import bootstrap, evaluation
 
 __all__ = [
     "WeightDiagnostics",
@@ -216,8 +216,9 @@ class WeightDiagnostics:
         importance = self.block_membership.astype(float).T @ self.weights
         return importance.rename("importance")
 
-    def resample_weights(self, method: str | None = None, n_resamples: int = _STABILITY_BOOTSTRAPS,
-                         seed: int | None = None, *, refit: bool = False, n_jobs=None) -> pd.DataFrame:
+    def resample_weights(self, method: str | None = None,
+                         n_resamples: int = _STABILITY_BOOTSTRAPS, seed: int | None = None, *,
+                         refit: bool = False, n_jobs=None) -> pd.DataFrame:
         """Weights re-solved on subsets or bootstrap resamples of the rows.
 
         Without *refit*, the weights are re-solved from the stored
@@ -263,7 +264,9 @@ class WeightDiagnostics:
             "folds": "fold complements", "bootstrap": "bootstrap resamples of the rows",
         })
         if refit and method == "folds":
-            raise OptionError("refit=True needs method='bootstrap'; fold complements re-solve stored predictions")
+            raise OptionError(
+                "refit=True needs method='bootstrap'; fold complements re-solve stored predictions"
+            )
         if method == "bootstrap":
             n_resamples = check_int("n_resamples", n_resamples, minimum=2)
         seed = self.seed if seed is None else check_seed(seed)
@@ -278,8 +281,8 @@ class WeightDiagnostics:
             )
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
 
-    def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05, seed: int | None = None,
-                           n_jobs=None) -> pd.DataFrame:
+    def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05,
+                           seed: int | None = None, n_jobs=None) -> pd.DataFrame:
         """Sampling uncertainty of the weights by the refitting bootstrap.
 
         Runs ``resample_weights("bootstrap", refit=True, ...)``: each
