@@ -66,7 +66,7 @@ def test_fold_stability_equals_quadprog_on_each_fold_complement(small, y):
     np.testing.assert_allclose(small.weight_stability.to_numpy(), expected, atol=1e-8)
     table = small.diagnostics["stability"]
     np.testing.assert_allclose(table["mean"], expected.mean(axis=1), atol=1e-8)
-    np.testing.assert_allclose(table["sd"], expected.std(axis=1, ddof=1), atol=1e-8)
+    np.testing.assert_allclose(table["spread"], expected.std(axis=1, ddof=1), atol=1e-8)
 
 
 def test_bootstrap_stability_uses_the_documented_rows_and_seed(small, y):

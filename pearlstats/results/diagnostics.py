@@ -6,7 +6,9 @@
 * tau-hat (the paper's Theorem 2): the total weight on the candidates the
   analyst knows to be correctly specified, which tends to 1;
 * stability: the weights re-solved on each fold's complement (or on bootstrap
-  resamples of the rows) from the stored out-of-fold predictions;
+  resamples of the rows) from the stored out-of-fold predictions (their
+  fold-to-fold spread), and the refitting bootstrap's SD and percentile
+  intervals (:mod:`pearlstats.results.bootstrap`), which refits the candidates;
 * loss sensitivity: the weights re-solved under other surrogate losses.
 
 The results' entry point to the honest (nested) risk of
@@ -28,12 +30,12 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from . import evaluation
-from ..checks import check_seed
+from ..checks import check_choice, check_int, check_n_jobs, check_seed
 from ..exceptions import CandidateError, OptionError
-from ..weights.losses import get_loss
 from ..stages import solve_stage_weights
+from ..weights.losses import get_loss
 from ..weights.solvers import solve_weights
+from . import bootstrap, evaluation
 
 __all__ = [
     "WeightDiagnostics",
@@ -138,11 +140,18 @@ def resampled_weights(P, y, loss, active, *, folds=None, n_boot: int = 50, seed=
 
 
 def stability_table(weights: pd.Series, resampled: pd.DataFrame) -> pd.DataFrame:
-    """Full-sample weight with the mean and SD (ddof=1) of the resampled weights, per candidate."""
+    """Full-sample weight with the mean and spread of the re-solved weights, per candidate.
+
+    ``spread`` is the SD (ddof=1) of the weights across resamples that re-solve
+    the stored out-of-fold predictions. It is named spread, not SD, because it
+    is not the weights' sampling SD: the candidates are not refitted and fold
+    complements overlap, so it understates it (use
+    :meth:`WeightDiagnostics.weight_uncertainty` for an SD).
+    """
     return pd.DataFrame({
         "weight": weights,
         "mean": resampled.mean(axis=1),
-        "sd": resampled.std(axis=1, ddof=1),
+        "spread": resampled.std(axis=1, ddof=1),
     })
 
 
@@ -151,8 +160,8 @@ class Diagnostics(Mapping):
 
     Keys: ``effective_candidates``, ``weight_entropy``, ``max_weight``,
     ``n_nonzero``, ``kkt_gap``, ``weight_solver``, ``solver_ridge``,
-    ``stability`` (DataFrame: weight, mean, sd per candidate) and
-    ``stability_resamples`` (what the stability resamples are).
+    ``stability`` (DataFrame: weight, mean and fold-to-fold spread per
+    candidate) and ``stability_resamples`` (what the stability resamples are).
     """
 
     def __init__(self, values: dict):
@@ -192,7 +201,8 @@ class WeightDiagnostics:
 
     Reads the fit's stored state (candidates, out-of-fold predictions,
     weights, loss); nothing here refits a candidate except
-    :meth:`honest_risk`.
+    :meth:`honest_risk` and the refitting bootstrap
+    (``resample_weights(..., refit=True)``, :meth:`weight_uncertainty`).
     """
 
     @cached_property
@@ -206,40 +216,111 @@ class WeightDiagnostics:
         importance = self.block_membership.astype(float).T @ self.weights
         return importance.rename("importance")
 
-    def resample_weights(self, method: str | None = None, n_resamples: int = _STABILITY_BOOTSTRAPS,
-                         seed: int | None = None) -> pd.DataFrame:
-        """Weights re-solved from the stored out-of-fold predictions on subsets of the rows.
+    def resample_weights(self, method: str | None = None,
+                         n_resamples: int = _STABILITY_BOOTSTRAPS, seed: int | None = None, *,
+                         refit: bool = False, n_jobs=None) -> pd.DataFrame:
+        """Weights re-solved on subsets or bootstrap resamples of the rows.
+
+        Without *refit*, the weights are re-solved from the stored
+        out-of-fold predictions: cheap, but the candidates' fits stay fixed,
+        so the spread understates the weights' sampling SD (fold complements
+        share (K-2)/(K-1) of their rows, which shrinks their spread further).
+        With ``refit=True`` each bootstrap resample re-runs the whole fit:
+        folds drawn on the resample (copies of an original row share a fold,
+        so a row never validates a model trained on its own copy), every
+        candidate refitted by the cross-validation stage, weights re-solved;
+        see :func:`pearlstats.results.bootstrap.bootstrap_resample`.
 
         Parameters
         ----------
         method : {"folds", "bootstrap"}, optional
             ``"folds"``: one re-solve on each fold's complement; ``"bootstrap"``:
             *n_resamples* bootstrap resamples of the rows. Default: folds when
-            K <= 20, else bootstrap.
+            K <= 20, else bootstrap (always bootstrap with *refit*).
         n_resamples : int, default 50
-            Bootstrap resamples.
+            Bootstrap resamples (>= 2).
         seed : int, optional
-            Seeds the bootstrap; defaults to the fit's seed. Resample b uses
-            rows ``np.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``.
+            Seeds the bootstrap; defaults to the fit's seed. Without *refit*,
+            resample b uses rows
+            ``np.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``;
+            with *refit*, resample b draws its rows and folds from the
+            SeedSequence child ``np.random.SeedSequence(seed).spawn(b + 1)[b]``.
+        refit : bool, default False
+            Refit the candidates on each resample (the refitting bootstrap).
+        n_jobs : int, optional
+            With *refit*: parallel workers over resamples (joblib); the
+            weights do not depend on it.
 
         Returns
         -------
         DataFrame
-            Candidates x resamples.
+            Candidates x resamples (columns ``"fold k"`` or ``"boot b"``).
         """
+        if not isinstance(refit, (bool, np.bool_)):
+            raise OptionError(f"refit={refit!r}; use True (refit the candidates) or False")
         if method is None:
-            method = "folds" if self.n_folds <= _MAX_STABILITY_FOLDS else "bootstrap"
-        if method not in ("folds", "bootstrap"):
-            raise OptionError(f"method={method!r}; use 'folds' (fold complements) or 'bootstrap'")
-        if method == "bootstrap" and not (isinstance(n_resamples, (int, np.integer)) and n_resamples >= 2):
-            raise OptionError(f"n_resamples={n_resamples!r}; use an int >= 2")
+            method = "bootstrap" if refit or self.n_folds > _MAX_STABILITY_FOLDS else "folds"
+        method = check_choice("method", method, {
+            "folds": "fold complements", "bootstrap": "bootstrap resamples of the rows",
+        })
+        if refit and method == "folds":
+            raise OptionError(
+                "refit=True needs method='bootstrap'; fold complements re-solve stored predictions"
+            )
+        if method == "bootstrap":
+            n_resamples = check_int("n_resamples", n_resamples, minimum=2)
+        seed = self.seed if seed is None else check_seed(seed)
+        n_jobs = check_n_jobs(n_jobs)
         J = len(self._pool)
-        values, names = resampled_weights(
-            self._predictions[:, :J], self._response.y, self._loss, ~self._failed[:J],
-            folds=self._folds if method == "folds" else None, n_boot=n_resamples,
-            seed=self.seed if seed is None else check_seed(seed),
-        )
+        if refit:
+            values, names = bootstrap.refitting_bootstrap(self.stages, n_resamples, seed, n_jobs)
+        else:
+            values, names = resampled_weights(
+                self._predictions[:, :J], self._response.y, self._loss, ~self._failed[:J],
+                folds=self._folds if method == "folds" else None, n_boot=n_resamples, seed=seed,
+            )
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
+
+    def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05,
+                           seed: int | None = None, n_jobs=None) -> pd.DataFrame:
+        """Sampling uncertainty of the weights by the refitting bootstrap.
+
+        Runs ``resample_weights("bootstrap", refit=True, ...)``: each
+        resample re-draws the folds, refits every candidate and re-solves the
+        weights. The summary shows the latest result
+        (:attr:`last_weight_uncertainty`).
+
+        Parameters
+        ----------
+        n_resamples : int, default 200
+            Bootstrap resamples (each is one full cross-validation of the pool).
+        alpha : float, default 0.05
+            The interval covers ``1 - alpha``.
+        seed : int, optional
+            Defaults to the fit's seed.
+        n_jobs : int, optional
+            Parallel workers over resamples; the result does not depend on it.
+
+        Returns
+        -------
+        DataFrame
+            Per candidate: ``weight`` (full sample), ``sd`` (bootstrap SD,
+            ddof=1), ``lower`` and ``upper`` (percentile interval: the
+            ``alpha/2`` and ``1 - alpha/2`` quantiles of the resampled weights).
+            ``attrs`` records ``n_resamples``, ``alpha`` and ``seed``.
+        """
+        alpha = bootstrap.check_alpha(alpha)
+        seed = self.seed if seed is None else check_seed(seed)
+        resampled = self.resample_weights("bootstrap", n_resamples, seed, refit=True, n_jobs=n_jobs)
+        table = bootstrap.uncertainty_table(self.weights, resampled, alpha)
+        table.attrs.update(n_resamples=resampled.shape[1], alpha=alpha, seed=seed)
+        self._last_weight_uncertainty = table
+        return table
+
+    @property
+    def last_weight_uncertainty(self) -> pd.DataFrame | None:
+        """The latest :meth:`weight_uncertainty` result, or None."""
+        return getattr(self, "_last_weight_uncertainty", None)
 
     @cached_property
     def weight_stability(self) -> pd.DataFrame:
@@ -252,8 +333,10 @@ class WeightDiagnostics:
 
         Keys ``effective_candidates`` (1 / sum w^2), ``weight_entropy`` (nats),
         ``max_weight``, ``n_nonzero``, ``kkt_gap``, ``weight_solver``,
-        ``solver_ridge``, ``stability`` (weight, mean and SD over
-        :attr:`weight_stability`) and ``stability_resamples``.
+        ``solver_ridge``, ``stability`` (columns ``weight``, ``mean`` and
+        ``spread``: mean and SD of :attr:`weight_stability`, the fold-to-fold
+        spread, which understates the weights' sampling SD; see
+        :meth:`weight_uncertainty`) and ``stability_resamples``.
         """
         w = self.weights.to_numpy()
         resamples = self.weight_stability

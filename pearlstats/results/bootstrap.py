@@ -1,0 +1,193 @@
+"""The refitting bootstrap of the PEARL weights: the whole procedure re-run on resampled rows.
+
+Each bootstrap resample of the rows goes through the fit's own stages again:
+:func:`~pearlstats.stages.assign_folds` draws folds on the resample,
+:func:`~pearlstats.stages.cross_validate` refits every candidate and
+recomputes its out-of-fold predictions, and
+:func:`~pearlstats.stages.solve_stage_weights` re-solves the weights. Its SD
+estimates the sampling SD of the weights; re-solving the weights from the
+stored out-of-fold predictions (fold complements, or a bootstrap that does
+not refit) keeps the candidates' fits fixed and understates it.
+
+What is *not* redone: the design columns (blocks, covariates and their
+transforms) are those of the full-sample fit, and representation learners are
+not refitted; the candidate pool, family, loss and ridge are the fit's.
+
+Examples
+--------
+>>> import numpy as np
+>>> rows, folds = bootstrap_resample(8, 2, seed=0, b=0)
+>>> len(rows) == len(folds) == 8
+True
+>>> all(len(set(folds[rows == r])) == 1 for r in rows)  # copies of a row share a fold
+True
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from ..exceptions import FoldError, OptionError, ResponseError
+from ..families import EncodedResponse
+from ..stages import FitState, assign_folds, cross_validate, solve_stage_weights, worker_count
+
+__all__ = ["bootstrap_resample", "refit_weights", "refitting_bootstrap", "uncertainty_table"]
+
+
+def _fold_spec(cv_spec, state_folds: np.ndarray, distinct: np.ndarray):
+    """The ``cv`` the fold stage gets for the distinct rows of a resample."""
+    if isinstance(cv_spec, str):  # "loo": leave one original row (all its copies) out
+        return "loo"
+    if isinstance(cv_spec, numbers.Integral) and not isinstance(cv_spec, (bool, np.bool_)):
+        return min(int(cv_spec), distinct.size)  # a resample can have fewer distinct rows than K
+    return state_folds[distinct]  # given labels (e.g. groups): every row keeps its label
+
+
+def bootstrap_resample(n: int, cv_spec, *, seed: int, b: int, state_folds=None, y=None,
+                       classes=None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and fold labels of bootstrap resample *b*.
+
+    Resample b draws from the SeedSequence child b of *seed*,
+    ``rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(b + 1)[b])``
+    (independent of how many resamples are drawn): rows ``rng.integers(0, n, n)``,
+    then the fold stage (:func:`~pearlstats.stages.assign_folds`, with the same ``rng``) on the
+    distinct drawn rows in increasing order, whose labels the copies share.
+
+    Copies of an original row share its fold, so no row is ever validated
+    by a model trained on a copy of itself: a copy in the training set would
+    make the held-out prediction an in-sample one and favour the candidates
+    that overfit. ``cv=K`` draws K folds (stratified by class, at most the
+    number of distinct rows), ``"loo"`` leaves one original row out at a
+    time, and given fold labels are kept (each row keeps its own label).
+
+    Parameters
+    ----------
+    n : int
+        Rows of the fit.
+    cv_spec : int, "loo" or array-like
+        The fit's ``cv``.
+    seed : int
+    b : int
+        Resample number.
+    state_folds : ndarray of int, optional
+        The fit's fold codes (needed for given labels).
+    y, classes : optional
+        The encoded response and its classes (stratify and check the folds for classes).
+
+    Returns
+    -------
+    rows : ndarray of int (n,)
+        Positions of the resample's rows in the fit's rows.
+    folds : ndarray of int (n,)
+        Fold code of each resample row, 0..K-1.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
+    rows = rng.integers(0, n, size=n)
+    distinct, position = np.unique(rows, return_inverse=True)
+    codes = np.zeros(distinct.size) if y is None else np.asarray(y)[distinct]
+    spec = _fold_spec(cv_spec, state_folds, distinct)
+    try:
+        distinct_folds = assign_folds(spec, EncodedResponse(codes, classes), rng)
+    except (FoldError, ResponseError) as err:  # e.g. a class with one distinct row in the resample
+        raise type(err)(f"bootstrap resample {b} (seed {seed}): {err}") from err
+    return rows, distinct_folds[position]
+
+
+def refit_weights(state: FitState, rows: np.ndarray, folds: np.ndarray) -> np.ndarray:
+    """PEARL's weights fitted on the given rows with the given folds, through the fit's stages.
+
+    Parameters
+    ----------
+    state : FitState
+        The fit (family, loss, design, candidates, ridge).
+    rows : ndarray of int
+        Positions in the fit's rows (repeats allowed).
+    folds : ndarray of int
+        Fold code of each of *rows*.
+
+    Returns
+    -------
+    ndarray (J,)
+        Weights of the pool's candidates (0 for candidates that failed).
+    """
+    response = EncodedResponse(state.response.y[rows], state.response.classes)
+    pool = list(state.candidates.pool)
+    # Only the pool: the baseline extras do not enter the weights.
+    X = state.design.X[rows]
+    output = cross_validate(state.family, X, response, pool, folds, ridge=state.ridge)
+    labels = [candidate.label for candidate in pool]
+    solution, _ = solve_stage_weights(output, len(pool), response.y, state.loss, labels, warn=False)
+    return np.asarray(solution.weights, dtype=float)
+
+
+def _run_resamples(state: FitState, share: list, seed: int) -> list:
+    """Weights of the resamples numbered in *share* (one worker's share)."""
+    n = len(state.response.y)
+    out = []
+    for b in share:
+        rows, folds = bootstrap_resample(
+            n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
+            y=state.response.y, classes=state.response.classes,
+        )
+        out.append(refit_weights(state, rows, folds))
+    return out
+
+
+def refitting_bootstrap(state: FitState, n_resamples: int, seed: int, n_jobs=None):
+    """Weights re-fitted on *n_resamples* bootstrap resamples (see :func:`bootstrap_resample`).
+
+    Parameters
+    ----------
+    state : FitState
+    n_resamples : int
+    seed : int
+    n_jobs : int, optional
+        Workers over resamples (joblib). Each resample has its own seed, so
+        the weights do not depend on *n_jobs*.
+
+    Returns
+    -------
+    weights : ndarray (n_resamples, J)
+    names : list of str
+        ``"boot b"``.
+    """
+    workers = worker_count(n_jobs, n_resamples)
+    # A few shares per worker balance the load; every resample keeps its own seed.
+    parts = np.array_split(np.arange(n_resamples), min(n_resamples, 4 * workers))
+    shares = [part.tolist() for part in parts]
+    if workers == 1:
+        results = [_run_resamples(state, share, seed) for share in shares]
+    else:
+        results = Parallel(n_jobs=workers)(
+            delayed(_run_resamples)(state, share, seed) for share in shares
+        )
+    weights = np.vstack([w for share in results for w in share])
+    return weights, [f"boot {b}" for b in range(n_resamples)]
+
+
+def check_alpha(alpha) -> float:
+    """A level in (0, 1) for a ``1 - alpha`` interval."""
+    is_number = isinstance(alpha, numbers.Real) and not isinstance(alpha, (bool, np.bool_))
+    if not is_number or not 0 < alpha < 1:
+        raise OptionError(f"alpha={alpha!r}; use a number in (0, 1), e.g. 0.05 for 95 % intervals")
+    return float(alpha)
+
+
+def uncertainty_table(weights: pd.Series, resampled: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """Full-sample weight, bootstrap SD (ddof=1) and percentile interval per candidate.
+
+    The interval is the ``alpha/2`` and ``1 - alpha/2`` quantiles (numpy's
+    default linear interpolation) of each candidate's resampled weights.
+    """
+    values = resampled.to_numpy()
+    lower, upper = np.quantile(values, [alpha / 2, 1 - alpha / 2], axis=1)
+    return pd.DataFrame({
+        "weight": weights,
+        "sd": values.std(axis=1, ddof=1),
+        "lower": lower,
+        "upper": upper,
+    }, index=resampled.index)

@@ -1,0 +1,192 @@
+"""The refitting bootstrap of the weights against independent re-fits of the resampled rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pearlstats as pearl
+from pearlstats.design.folds import make_folds
+
+N = 60
+FORMULA = "y ~ block(a) + block(b)"
+
+
+def _rows(n=N, seed=0, family="gaussian"):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    signal = a[:, 0] + b[:, 1]
+    if family == "binomial":
+        y = (signal + rng.normal(size=n) > 0).astype(float)
+    else:
+        y = signal + rng.normal(size=n)
+    return pd.DataFrame({"y": y}), {"a": a, "b": b}
+
+
+@pytest.fixture(scope="module")
+def data():
+    return _rows()
+
+
+@pytest.fixture(scope="module")
+def res(data):
+    frame, blocks = data
+    return pearl.fit(FORMULA, frame, blocks=blocks, seed=3)
+
+
+def _documented_resample(n, seed, b, n_folds=None, strata=None, labels=None):
+    """Rows and folds of resample b as the docstring describes them, written out here."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(b + 1)[b])
+    rows = rng.integers(0, n, size=n)
+    distinct, position = np.unique(rows, return_inverse=True)
+    if labels is not None:
+        return rows, labels[rows]
+    if n_folds is None:  # leave one original row out
+        return rows, position
+    folds = make_folds(
+        n_folds, distinct.size, seed=rng, strata=None if strata is None else strata[distinct]
+    )
+    return rows, folds[position]
+
+
+def _refit(frame, blocks, rows, folds, **kwargs):
+    """pearl.fit on the resample's rows with the resample's folds."""
+    sub = frame.iloc[rows].reset_index(drop=True)
+    sub_blocks = {name: values[rows] for name, values in blocks.items()}
+    return pearl.fit(FORMULA, sub, blocks=sub_blocks, cv=folds, seed=0, **kwargs).weights
+
+
+def test_a_resample_is_pearl_fit_on_its_rows_with_its_folds(data, res):
+    frame, blocks = data
+    boot = res.resample_weights("bootstrap", n_resamples=4, seed=11, refit=True)
+    assert (
+        list(boot.columns) == [f"boot {b}" for b in range(4)]
+        and list(boot.index) == res.candidate_labels
+    )
+    for b in (0, 3):
+        rows, folds = _documented_resample(N, 11, b, n_folds=5)
+        # copies of a row share its fold, so no row validates itself
+        assert all(np.unique(folds[rows == r]).size == 1 for r in np.unique(rows))
+        expected = _refit(frame, blocks, rows, folds)
+        np.testing.assert_allclose(boot[f"boot {b}"], expected, rtol=0, atol=1e-10)
+    # the candidates were refitted: re-solving the stored predictions on the same rows differs
+    rows, _ = _documented_resample(N, 11, 0, n_folds=5)
+    P, y = res.cv_predictions.to_numpy(), frame["y"].to_numpy()
+    stored = pearl.weights.solve_weights(P[rows], y[rows], res.stages.loss).weights
+    assert np.abs(stored - boot["boot 0"].to_numpy()).max() > 1e-3
+
+
+def test_binomial_folds_are_stratified_on_the_distinct_rows():
+    frame, blocks = _rows(80, seed=5, family="binomial")
+    res = pearl.fit(FORMULA, frame, blocks=blocks, family="binomial", cv=4, seed=1)
+    boot = res.resample_weights("bootstrap", n_resamples=2, seed=2, refit=True)
+    rows, folds = _documented_resample(
+        80, 2, 1, n_folds=4, strata=frame["y"].to_numpy().astype(int)
+    )
+    expected = _refit(frame, blocks, rows, folds, family="binomial")
+    np.testing.assert_allclose(boot["boot 1"], expected, rtol=0, atol=1e-10)
+
+
+def test_loo_leaves_out_every_copy_and_given_labels_are_kept(data):
+    frame, blocks = data
+    loo = pearl.fit(FORMULA, frame, blocks=blocks, cv="loo", seed=0)
+    rows, folds = _documented_resample(N, 4, 1)
+    np.testing.assert_allclose(
+        loo.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)["boot 1"],
+        _refit(frame, blocks, rows, folds),
+        rtol=0,
+        atol=1e-10,
+    )
+    labels = np.repeat(["g1", "g2", "g3"], N // 3)
+    grouped = pearl.fit(FORMULA, frame, blocks=blocks, cv=labels, seed=0)
+    rows, folds = _documented_resample(N, 4, 0, labels=labels)
+    np.testing.assert_allclose(
+        grouped.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)["boot 0"],
+        _refit(frame, blocks, rows, folds),
+        rtol=0,
+        atol=1e-10,
+    )
+
+
+def test_same_seed_same_weights_and_resample_b_does_not_depend_on_their_number(res):
+    first = res.resample_weights("bootstrap", n_resamples=5, seed=8, refit=True)
+    pd.testing.assert_frame_equal(
+        first, res.resample_weights("bootstrap", n_resamples=5, seed=8, refit=True)
+    )
+    pd.testing.assert_frame_equal(
+        first.iloc[:, :3], res.resample_weights("bootstrap", 3, 8, refit=True)
+    )
+    assert not first.equals(res.resample_weights("bootstrap", n_resamples=5, seed=9, refit=True))
+    pd.testing.assert_frame_equal(
+        res.resample_weights("bootstrap", 3, refit=True),
+        res.resample_weights("bootstrap", 3, res.seed, refit=True),
+    )
+    # refit implies the bootstrap
+    pd.testing.assert_frame_equal(
+        res.resample_weights(n_resamples=3, seed=8, refit=True), first.iloc[:, :3]
+    )
+
+
+def test_weights_do_not_depend_on_n_jobs(res):
+    serial = res.resample_weights("bootstrap", n_resamples=6, seed=1, refit=True)
+    pd.testing.assert_frame_equal(
+        serial, res.resample_weights("bootstrap", n_resamples=6, seed=1, refit=True, n_jobs=2)
+    )
+
+
+def test_weight_uncertainty_is_sd_and_percentiles_of_the_refitting_bootstrap(res):
+    table = res.weight_uncertainty(n_resamples=20, alpha=0.1, seed=5)
+    boot = res.resample_weights("bootstrap", n_resamples=20, seed=5, refit=True).to_numpy()
+    assert list(table.columns) == ["weight", "sd", "lower", "upper"]
+    pd.testing.assert_series_equal(table["weight"], res.weights, check_names=False)
+    centred = boot - boot.mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(table["sd"], np.sqrt((centred**2).sum(axis=1) / 19), rtol=1e-12)
+    ordered = np.sort(boot, axis=1)  # 5 % and 95 % of 20 values: positions 0.95 and 18.05
+    np.testing.assert_allclose(
+        table["lower"], ordered[:, 0] + 0.95 * (ordered[:, 1] - ordered[:, 0]), atol=1e-14
+    )
+    np.testing.assert_allclose(
+        table["upper"], ordered[:, 18] + 0.05 * (ordered[:, 19] - ordered[:, 18]), atol=1e-14
+    )
+    assert table.attrs == {"n_resamples": 20, "alpha": 0.1, "seed": 5}
+    assert res.last_weight_uncertainty is table
+
+
+def test_fold_table_reports_a_spread_not_an_sd(res):
+    assert list(res.diagnostics["stability"].columns) == ["weight", "mean", "spread"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"refit": "yes"}, "refit='yes'; use True"),
+        ({"method": "folds", "refit": True}, "refit=True needs method='bootstrap'"),
+        ({"method": "jackknife"}, "method='jackknife'; use 'folds'"),
+        ({"refit": True, "n_resamples": 1}, "n_resamples=1; use an int >= 2"),
+        ({"refit": True, "n_resamples": 2.5}, "n_resamples=2.5"),
+        ({"refit": True, "seed": -1}, "seed=-1; use a non-negative int"),
+        ({"refit": True, "n_jobs": 0}, "n_jobs=0"),
+    ],
+)
+def test_bad_resample_arguments_are_option_errors(res, kwargs, message):
+    kwargs = {"method": "bootstrap", **kwargs}
+    with pytest.raises(pearl.OptionError, match=message):
+        res.resample_weights(**kwargs)
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, True, "0.05", None])
+def test_bad_alpha_is_an_option_error(res, alpha):
+    with pytest.raises(pearl.OptionError, match="alpha=.*use a number in \\(0, 1\\)"):
+        res.weight_uncertainty(n_resamples=2, alpha=alpha)
+
+
+def test_a_resample_without_two_rows_of_a_class_names_the_resample():
+    frame, blocks = _rows(30, seed=2, family="binomial")
+    frame["y"] = 0.0
+    frame.loc[[3, 17, 25], "y"] = 1.0  # three positives: some resample keeps at most one of them
+    res = pearl.fit(FORMULA, frame, blocks=blocks, family="binomial", cv=3, seed=0, ridge=1.0)
+    with pytest.raises(
+        pearl.ResponseError, match=r"bootstrap resample \d+ \(seed 0\).*only one row"
+    ):
+        res.resample_weights("bootstrap", n_resamples=30, seed=0, refit=True)
