@@ -472,7 +472,7 @@ def _stability_table(res) -> SimpleTable:
     stability = res.diagnostics["stability"]
     shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
     shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
-    rows = [[format_number(r.weight), format_number(r.mean), format_number(r.sd)] for r in shown.itertuples()]
+    rows = [[format_number(r.weight), format_number(r.mean), format_number(r.spread)] for r in shown.itertuples()]
     title = f"Weights re-solved on {res.diagnostics['stability_resamples']} (not a standard error)"
     return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
 
