@@ -84,7 +84,8 @@ class PlotAccessor:
     --------
     >>> import numpy as np, pearlstats as pearl
     >>> rng = np.random.default_rng(0)
-    >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 2)), "b": rng.normal(size=(60, 2))}
+    >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+    >>> data = {"y": rng.normal(size=60), "a": a, "b": b}
     >>> fig = PlotAccessor(pearl.fit("y ~ block(a) + block(b)", data, seed=0)).cv_risk()
     >>> fig.axes[0].get_xlabel()
     'CV risk (squared)'
@@ -113,7 +114,7 @@ class PlotAccessor:
         return plot_weight_stability(self._res, **kwargs)
 
 
-# ---- layout helpers -------------------------------------------------------------------------------
+# ---- layout helpers ------------------------------------------------------------------------------
 def _axes(ax: Axes | None, width: float = 6.4, height: float = 4.0) -> tuple[Figure, Axes]:
     if ax is not None:
         return ax.figure, ax
@@ -172,7 +173,7 @@ def _shown_labels(res, max_candidates: int) -> list:
     return (weighted + rest)[:max_candidates]
 
 
-# ---- fit figures ----------------------------------------------------------------------------------
+# ---- fit figures ---------------------------------------------------------------------------------
 def plot_weights(res, *, ax: Axes | None = None, include_zero: bool = False,
                  max_candidates: int = _MAX_SHOWN) -> Figure:
     """Horizontal bars of the PEARL weights, largest on top.
@@ -259,7 +260,7 @@ def plot_block_importance(res, *, ax: Axes | None = None) -> Figure:
 
 def plot_weight_stability(res, *, ax: Axes | None = None, resamples: pd.DataFrame | None = None,
                           max_candidates: int = _MAX_SHOWN) -> Figure:
-    """Horizontal box plots of the weights re-solved on resamples, with the full-sample weight marked.
+    """Horizontal box plots of the weights re-solved on resamples; the full-sample weight marked.
 
     Parameters
     ----------
@@ -301,7 +302,7 @@ def plot_weight_stability(res, *, ax: Axes | None = None, resamples: pd.DataFram
     return figure
 
 
-# ---- simulation figures ---------------------------------------------------------------------------
+# ---- simulation figures --------------------------------------------------------------------------
 def plot_risk_ratio(evaluations, *, metric: str = "MSE", reference: str = "PEARL",
                     ax: Axes | None = None) -> Figure:
     """Risk ratio of *reference* to each other method against the sample size, for simulation results.

@@ -27,7 +27,8 @@ def test_plots_display_inline_in_a_fresh_kernel(tmp_path, monkeypatch):
     cells.append(nbformat.v4.new_code_cell("import sys; 'matplotlib.pyplot' in sys.modules"))
     notebook = nbformat.v4.new_notebook(cells=cells)
     # the kernel imports pearlstats from this checkout, not from an installed copy
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    paths = [str(ROOT), os.environ.get("PYTHONPATH")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, paths)))
     monkeypatch.delenv("MPLBACKEND", raising=False)
     client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})

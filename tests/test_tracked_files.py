@@ -33,7 +33,8 @@ def test_tracked_state_notices_an_edit(tmp_path):
     subprocess.run(["git", "init", "-q"], **run)
     (tmp_path / "results.csv").write_text("a\n1\n")
     subprocess.run(["git", "add", "results.csv"], **run)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], **run)
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", *identity, "commit", "-qm", "x"], **run)
     clean = tracked_state(tmp_path)
     (tmp_path / "untracked.txt").write_text("fine")
     assert tracked_state(tmp_path) == clean

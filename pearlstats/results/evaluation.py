@@ -235,7 +235,7 @@ def _mean_and_sd(cell: str) -> tuple[str, str]:
 
 
 def _marked(mean: str, mark: int) -> str:
-    r"""A mean for a ``D`` column, ``\mathbf`` when best, ``\underline`` when second (around the point)."""
+    r"""A mean for a ``D`` column: ``\mathbf`` when best, ``\underline`` when second."""
     if mean == "--":
         return r"\multicolumn{1}{c}{--}"
     if mark == 0:
@@ -336,26 +336,31 @@ class ComparisonTable:
         with_setting = rows[0][1] is not None
         n_labels = 1 + with_setting
         head = ["Metric"] + ([latex_escape(self.setting_name)] if with_setting else [])
-        head += [rf"\multicolumn{{1}}{{c}}{{{latex_escape(method)}}}" for method in self.mean.columns]
-        spec = "@{}" + "l" * n_labels + rf"*{{{len(self.mean.columns)}}}{{D{{.}}{{.}}{{{self.digits + 1}}}}}@{{}}"
-        lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+        methods = self.mean.columns
+        head += [rf"\multicolumn{{1}}{{c}}{{{latex_escape(method)}}}" for method in methods]
+        # D columns align on the point; the decimal side holds the SD's closing parenthesis too
+        number = rf"D{{.}}{{.}}{{{self.digits + 1}}}"
+        spec = "@{}" + "l" * n_labels + rf"*{{{len(methods)}}}{{{number}}}@{{}}"
+        lines = [rf"\begin{{tabular}}{{{spec}}}", r"\toprule", " & ".join(head) + r" \\",
+                 r"\midrule"]
         for position, (metric, setting, cells, marks) in enumerate(rows):
             if metric and position:
                 lines.append(r"\midrule")
             means, sds = zip(*(_mean_and_sd(cell) for cell in cells))
             first = [latex_escape(metric)] + ([latex_escape(setting)] if with_setting else [])
-            lines.append(" & ".join(first + [_marked(m, mark) for m, mark in zip(means, marks)]) + r" \\")
+            marked = [_marked(mean, mark) for mean, mark in zip(means, marks)]
+            lines.append(" & ".join(first + marked) + r" \\")
             shown = [rf"({sd})" if sd != "--" else r"\multicolumn{1}{c}{}" for sd in sds]
             lines.append(" & ".join([""] * n_labels + shown) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}"]
         repetitions = ", ".join(str(int(n)) for n in self.n_repetitions.unique())
-        note = (rf"Mean over repetitions ({repetitions} per setting), standard deviation in parentheses; "
-                r"best in bold, second underlined.")
+        note = (f"Mean over repetitions ({repetitions} per setting), standard deviation in "
+                "parentheses; best in bold, second underlined.")
         body = "\n".join(lines)
         parts = [r"\begin{table}[htbp]", r"\centering", r"\small"]
         parts += [rf"\caption{{{latex_escape(caption)}}}"] if caption else []
-        parts += [body, r"\par\smallskip", rf"\parbox{{\linewidth}}{{\footnotesize\emph{{Note:}} {note}}}",
-                  r"\end{table}"]
+        parts += [body, r"\par\smallskip",
+                  rf"\parbox{{\linewidth}}{{\footnotesize\emph{{Note:}} {note}}}", r"\end{table}"]
         return "\n".join(parts)
 
     to_latex = as_latex

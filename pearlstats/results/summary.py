@@ -35,11 +35,11 @@ __all__ = [
     "Label",
     "PearlSummary",
     "build_summary",
-    "format_number",
     "format_fixed",
     "format_mean_sd",
-    "latex_escape",
+    "format_number",
     "html_escape",
+    "latex_escape",
 ]
 
 _MAX_LEDGER_ROWS = 20
