@@ -37,7 +37,6 @@ __all__ = [
     "CandidateFailureWarning",
     "SeparationWarning",
     "ConvergenceWarning",
-    "DuplicateCandidateWarning",
     "UnknownTokensWarning",
     "format_positions",
 ]
@@ -123,10 +122,6 @@ class SeparationWarning(PearlWarning):
 
 class ConvergenceWarning(PearlWarning):
     """An iterative fit stopped before meeting its tolerance."""
-
-
-class DuplicateCandidateWarning(PearlWarning):
-    """Candidates with identical out-of-fold predictions were merged for the weight solver."""
 
 
 class UnknownTokensWarning(PearlWarning):

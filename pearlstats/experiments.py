@@ -51,7 +51,6 @@ __all__ = [
     "main",
     "paper_representations",
     "run_grid",
-    "simulation_task",
 ]
 
 
@@ -233,30 +232,6 @@ def paper_representations(seed: int | None = None):
         }
     )
     return Representations(learners, columns=["x1", "x2"], seed=seed)
-
-
-def simulation_task(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
-    """One run of the paper's simulation: learn 5 blocks, fit PEARL, evaluate on test rows.
-
-    Parameters
-    ----------
-    setting : dict
-        ``n`` (labeled rows), ``sigma`` (noise sd), optional ``N`` (unlabeled
-        rows, default 2000), ``n_test`` (default 1000), ``cv`` (default 5).
-    seed : SeedSequence
-
-    Returns
-    -------
-    list of dict
-        One record per method (PEARL and the paper's baselines) with test MSE.
-    """
-    sweep = SimulationSweep(n=[setting["n"]], sigma=[setting["sigma"]])
-    return [
-        {key: value for key, value in record.items() if key not in ("n", "sigma")}
-        for record in sweep(
-            {key: value for key, value in setting.items() if key not in ("n", "sigma")}, seed
-        )
-    ]
 
 
 class SimulationSweep:

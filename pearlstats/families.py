@@ -70,6 +70,8 @@ class Family:
 
     name: str = ""
     default_loss: str = ""
+    # the losses res.loss_sensitivity() compares by default
+    sensitivity_losses: tuple[str, ...] = ()
 
     def encode(self, values: pd.Series) -> EncodedResponse:
         raise NotImplementedError
@@ -120,6 +122,7 @@ def _require_numeric(values: pd.Series, family: str) -> np.ndarray:
 class Gaussian(Family):
     name = "gaussian"
     default_loss = "squared"
+    sensitivity_losses = ("squared", "absolute")
 
     def encode(self, values):
         return EncodedResponse(_require_numeric(values, self.name))
@@ -146,6 +149,7 @@ class Gaussian(Family):
 class Binomial(Family):
     name = "binomial"
     default_loss = "cross_entropy"
+    sensitivity_losses = ("cross_entropy", "squared", "hinge")
 
     def encode(self, values):
         levels = _class_levels(values)
@@ -179,6 +183,7 @@ class Binomial(Family):
 class Multinomial(Family):
     name = "multinomial"
     default_loss = "cross_entropy"
+    sensitivity_losses = ("cross_entropy", "squared", "hinge")
 
     def encode(self, values):
         levels = _class_levels(values)
@@ -211,6 +216,7 @@ class Multinomial(Family):
 class Poisson(Family):
     name = "poisson"
     default_loss = "poisson_deviance"
+    sensitivity_losses = ("poisson_deviance", "squared", "absolute")
 
     def encode(self, values):
         y = _require_numeric(values, self.name)

@@ -62,11 +62,6 @@ class FailureLedger:
     def extend(self, entries) -> None:
         self.entries.extend(entries)
 
-    @property
-    def excluded(self) -> set[str]:
-        """Labels of candidates that must get weight 0."""
-        return {entry.candidate for entry in self.entries if entry.excluded}
-
     def to_frame(self) -> pd.DataFrame:
         """The ledger as a DataFrame (empty, with the columns, when nothing happened)."""
         frame = pd.DataFrame([entry.__dict__ for entry in self.entries], columns=LEDGER_COLUMNS)

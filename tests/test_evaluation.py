@@ -129,7 +129,7 @@ def _evaluations(seed, n_reps, shift):
 def test_compare_table_means_sds_and_marks(tmp_path):
     groups = {100: _evaluations(0, 5, 0.0), 200: _evaluations(1, 4, -0.5)}
     table = compare_table(groups)
-    assert list(table.mean.columns) == ["Fusion", "Best", "SA-FRL", "SA-cand", "MS", "PEARL"]
+    assert list(table.mean.columns) == ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best"]
     for n, runs in groups.items():
         stack = np.stack([run.to_numpy() for run in runs])
         for j, metric in enumerate(["accuracy", "MSE"]):

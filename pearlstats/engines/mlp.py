@@ -471,6 +471,7 @@ class MLPFamily(Family):
         self.base = base
         self.name = base.name
         self.default_loss = base.default_loss
+        self.sensitivity_losses = base.sensitivity_losses
 
     def __repr__(self) -> str:
         return f"<{self.mlp!r} downstream, {self.name} family>"

@@ -449,6 +449,29 @@ class PearlResults(WeightDiagnostics):
         index = newdata.index if isinstance(newdata, pd.DataFrame) else None
         return X, index
 
+    def design_matrix(self, newdata, blocks=None) -> np.ndarray:
+        """The design matrix of new rows, rebuilt with the fit's :attr:`design_spec`.
+
+        Parameters
+        ----------
+        newdata, blocks
+            As for :meth:`predict`.
+
+        Returns
+        -------
+        ndarray (m, p)
+            Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`.
+        """
+        return self._design_for(newdata, blocks)[0]
+
+    def candidate_predictions_for(self, X: np.ndarray, labels) -> dict:
+        """Each named candidate's prediction on design rows *X* (see :meth:`design_matrix`).
+
+        Candidates are refitted on all labeled rows on first use; the
+        baseline-only candidates (single blocks, fusion) may be named too.
+        """
+        return self._candidate_predictions(X, labels)
+
     def _candidate_predictions(self, X: np.ndarray, labels) -> dict:
         return {
             label: self._family.predict(self._candidate_params(label), X[:, self._find(label).columns])

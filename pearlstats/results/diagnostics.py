@@ -187,12 +187,6 @@ class Diagnostics(Mapping):
 # (fold complements of leave-one-out differ by one row and say little).
 _MAX_STABILITY_FOLDS = 20
 _STABILITY_BOOTSTRAPS = 50
-_SENSITIVITY_LOSSES = {
-    "gaussian": ("squared", "absolute"),
-    "poisson": ("poisson_deviance", "squared", "absolute"),
-    "binomial": ("cross_entropy", "squared", "hinge"),
-    "multinomial": ("cross_entropy", "squared", "hinge"),
-}
 
 
 # ---- the results' diagnostics ------------------------------------------------------------
@@ -208,7 +202,7 @@ class WeightDiagnostics:
     @cached_property
     def block_membership(self) -> pd.DataFrame:
         """Boolean table (candidates x blocks): which blocks each candidate uses."""
-        return block_membership(self._pool, self.block_names)
+        return block_membership(self.stages.candidates.pool, self.block_names)
 
     @cached_property
     def block_importance(self) -> pd.Series:
@@ -271,13 +265,14 @@ class WeightDiagnostics:
             n_resamples = check_int("n_resamples", n_resamples, minimum=2)
         seed = self.seed if seed is None else check_seed(seed)
         n_jobs = check_n_jobs(n_jobs)
-        J = len(self._pool)
+        state = self.stages
+        J = len(state.candidates.pool)
         if refit:
-            values, names = bootstrap.refitting_bootstrap(self.stages, n_resamples, seed, n_jobs)
+            values, names = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
         else:
             values, names = resampled_weights(
-                self._predictions[:, :J], self._response.y, self._loss, ~self._failed[:J],
-                folds=self._folds if method == "folds" else None, n_boot=n_resamples, seed=seed,
+                state.output.predictions[:, :J], state.response.y, state.loss, ~state.output.failed[:J],
+                folds=state.folds if method == "folds" else None, n_boot=n_resamples, seed=seed,
             )
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
 
@@ -349,14 +344,14 @@ class WeightDiagnostics:
             "n_nonzero": int((w > 0).sum()),
             "kkt_gap": self.kkt_gap,
             "weight_solver": self.weight_solver,
-            "solver_ridge": float(self._solution.ridge),
+            "solver_ridge": float(self.stages.solution.ridge),
             "stability": stability_table(self.weights, resamples),
             "stability_resamples": f"{resamples.shape[1]} {kind}",
         })
 
     def resolve_candidates(self, names) -> list:
         """Candidate labels for labels, ``"a+b"`` strings or tuples of block names (any order)."""
-        return resolve_candidates(self._pool, names)
+        return resolve_candidates(self.stages.candidates.pool, names)
 
     def tau_hat(self, correct) -> float:
         """Total weight on the correctly specified candidates (the paper's Theorem 2: tends to 1).
@@ -413,7 +408,7 @@ class WeightDiagnostics:
         DataFrame
             Candidates x losses.
         """
-        names = _SENSITIVITY_LOSSES[self.family] if losses is None else list(losses)
+        names = self.stages.family.sensitivity_losses if losses is None else list(losses)
         table = pd.DataFrame({
             name: self.weights if name == self.loss else self.reweight(name).weights for name in names
         })

@@ -60,7 +60,6 @@ ORACLE = "Oracle block"
 HIGHER_IS_BETTER = frozenset({"accuracy"})
 REGRESSION_METRICS = ("MSE", "MAE")
 CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
-_PAPER_COLUMNS = ("Fusion", "Best", "SA-FRL", "SA-cand", "MS", "PEARL")
 _PROBABILITY_FLOOR = 1e-15
 
 
@@ -108,16 +107,17 @@ def _test_response(res, test_data) -> np.ndarray:
 
 def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
     """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`)."""
-    X, _ = res._design_for(test_data, blocks)
+    X = res.design_matrix(test_data, blocks)
     y = _test_response(res, test_data)
     if len(y) != len(X):
         raise DataError(f"the test data has {len(y)} responses but its blocks have {len(X)} rows")
     strategies = res.strategy_weights
-    failed = dict(zip(strategies.columns, res._failed))
-    singles = [c.label for c in res._all_candidates
+    everything = res.stages.candidates.everything
+    failed = dict(zip(strategies.columns, res.stages.output.failed))
+    singles = [c.label for c in everything
                if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]]
     used = strategies.columns[(strategies.fillna(0) > 0).any(axis=0).to_numpy()]
-    predictions = res._candidate_predictions(X, dict.fromkeys([*used, *singles]))
+    predictions = res.candidate_predictions_for(X, list(dict.fromkeys([*used, *singles])))
     single_scores = {label: _metrics(res, y, predictions[label]) for label in singles}
     primary = "MSE" if res.classes is None else "cross_entropy"
     best = min(singles, key=lambda label: single_scores[label][primary]) if singles else None
@@ -444,9 +444,8 @@ def compare_table(evaluations, *, digits: int = 3, setting_name: str = "n",
             store.append(pd.DataFrame(values.T, index=pd.MultiIndex.from_product(
                 [reference.columns, [setting]], names=["metric", setting_name]), columns=reference.index))
         counts[setting] = len(frames)
-    methods = sorted((m for m in reference.index if m != "PEARL"),
-                     key=lambda m: _PAPER_COLUMNS.index(m) if m in _PAPER_COLUMNS else len(_PAPER_COLUMNS))
-    methods += [m for m in reference.index if m == "PEARL"]
+    known = [*METHODS, ORACLE]  # one order everywhere: the strategies', then the oracle
+    methods = sorted(reference.index, key=lambda m: known.index(m) if m in known else len(known))
     order = pd.MultiIndex.from_product([reference.columns, list(groups)], names=["metric", setting_name])
     mean = pd.concat(means).reindex(index=order, columns=methods)
     sd = pd.concat(sds).reindex(index=order, columns=methods)

@@ -21,9 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["STRATEGIES", "strategy_weights", "combine"]
+__all__ = ["STRATEGIES", "DEFINITIONS", "strategy_weights", "combine"]
 
-STRATEGIES = ("PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best")
+DEFINITIONS = {
+    "PEARL": "the cross-validated simplex weights over all candidates",
+    "MS": "the single candidate with the lowest CV risk (model selection)",
+    "SA-FRL": "equal weights on the single-block candidates",
+    "SA-cand": "equal weights on all candidates",
+    "Fusion": "the candidate with every block",
+    "Best": "the single-block candidate with the lowest CV risk",
+}
+STRATEGIES = tuple(DEFINITIONS)  # the one order of the strategies in every table
 
 
 def _one_hot(size: int, index) -> np.ndarray:

@@ -30,6 +30,8 @@ import pandas as pd
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
+from .strategies import DEFINITIONS
+
 __all__ = [
     "LATEX_PREAMBLE",
     "Label",
@@ -404,14 +406,6 @@ def _weights_table(res) -> SimpleTable:
     return _table(rows, headers, list(order), "Candidates with non-zero weight")
 
 
-STRATEGY_DEFINITIONS = {
-    "PEARL": "the cross-validated simplex weights over all candidates",
-    "MS": "the single candidate with the lowest CV risk (model selection)",
-    "SA-FRL": "equal weights on the single-block candidates",
-    "SA-cand": "equal weights on all candidates",
-    "Fusion": "the candidate with every block",
-    "Best": "the single-block candidate with the lowest CV risk",
-}
 
 
 def _strategies_table(res) -> SimpleTable:
@@ -514,7 +508,7 @@ def _notes(res) -> list[str]:
             "(reasons in .failures)."
         )
     notes.append(
-        "Strategies: " + "; ".join(f"{name} = {meaning}" for name, meaning in STRATEGY_DEFINITIONS.items())
+        "Strategies: " + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
         + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were chosen "
         "from, optimistic for PEARL by construction (every baseline is a point of the simplex PEARL "
         "optimises over)."

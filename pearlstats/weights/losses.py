@@ -64,7 +64,6 @@ from scipy.special import expit, xlogy
 from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
 
 __all__ = [
-    "DEFAULT_LOSSES",
     "EPS",
     "LOGIT_LIMIT",
     "LOSSES",
@@ -668,14 +667,6 @@ LOSSES = {
     for cls in (SquaredLoss, CrossEntropyLoss, PoissonDevianceLoss, HingeLoss, ProbabilityHingeLoss,
                 AbsoluteLoss)
 }
-DEFAULT_LOSSES = {
-    "gaussian": "squared",
-    "binomial": "cross_entropy",
-    "multinomial": "cross_entropy",
-    "poisson": "poisson_deviance",
-}
-
-
 def get_loss(name: str | None, family: str) -> Loss:
     """Look up a surrogate loss for a family.
 
@@ -707,7 +698,9 @@ def get_loss(name: str | None, family: str) -> Loss:
         raise OptionError(f"unknown family={family!r}; use one of {list(FAMILIES)}")
     valid = [key for key, cls in LOSSES.items() if family in cls.families]
     if name is None:
-        name = DEFAULT_LOSSES[family]
+        from ..families import get_family  # the family owns its default loss
+
+        name = get_family(family).default_loss
     if not isinstance(name, str) or name not in LOSSES:
         raise OptionError(f"unknown loss={name!r}; for family {family!r} use one of {valid}")
     if name not in valid:
