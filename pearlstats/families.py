@@ -208,7 +208,7 @@ class Multinomial(Family):
         if ridge > 0:
             raise OptionError(
                 "statsmodels has no L2-penalised MNLogit; with ridge > 0 the multinomial candidates' "
-                "coefficients are in PearlResults.params[label]"
+                "coefficients are in PearlResults.candidate_params(label)"
             )
         return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
 

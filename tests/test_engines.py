@@ -165,8 +165,8 @@ def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_s
     with_zeros = pearl.fit("y ~ block(a)", {"y": y, "a": padded}, family=family, ridge=0.05, seed=2)
     without = pearl.fit("y ~ block(a)", {"y": y, "a": a}, family=family, ridge=0.05, seed=2)
     assert with_zeros.failures.empty  # no "rank deficient" fallback
-    params = with_zeros.params("a").to_numpy()
+    params = with_zeros.candidate_params("a").to_numpy()
     np.testing.assert_array_equal(params[[4, 5]], 0.0)  # intercept, 3 columns, then the two zero columns
-    np.testing.assert_allclose(np.delete(params, [4, 5], axis=0), without.params("a").to_numpy(), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.delete(params, [4, 5], axis=0), without.candidate_params("a").to_numpy(), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(with_zeros.cv_predictions.to_numpy(), without.cv_predictions.to_numpy(),
                                rtol=1e-7, atol=1e-10)

@@ -118,7 +118,7 @@ def test_dict_data_with_embedded_blocks_and_covariates(paper_data):
     data = {"y": paper_data["frame"]["y"].to_numpy(), "x1": paper_data["frame"]["x1"].to_numpy(), **paper_data["blocks"]}
     res = pearl.fit("y ~ x1 + block(kpca_rbf) + block(pca)", data, seed=0)
     assert res.candidate_labels == ["kpca_rbf", "pca", "kpca_rbf+pca"]
-    assert list(res.params("kpca_rbf+pca").index) == ["Intercept", "x1", "kpca_rbf[0]", "kpca_rbf[1]", "pca[0]", "pca[1]"]
+    assert list(res.candidate_params("kpca_rbf+pca").index) == ["Intercept", "x1", "kpca_rbf[0]", "kpca_rbf[1]", "pca[0]", "pca[1]"]
 
 
 def test_pickle_round_trip_predicts_identically(gaussian_fit, paper_data):

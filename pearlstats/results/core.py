@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from . import evaluation
+from . import averaging, evaluation
 from ..design.data import data_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
 from .diagnostics import WeightDiagnostics
@@ -409,8 +409,11 @@ class PearlResults(WeightDiagnostics):
         """Mapping label -> statsmodels results of the candidate refitted on all rows."""
         return self._candidates
 
-    def params(self, label: str) -> pd.Series | pd.DataFrame:
-        """Coefficients of one candidate refitted on all rows, labelled by design column."""
+    def candidate_params(self, label: str) -> pd.Series | pd.DataFrame:
+        """Coefficients of one candidate refitted on all rows, labelled by design column.
+
+        The averaged model's coefficients are :attr:`params`.
+        """
         candidate = self._find(label)
         names = [self._design.column_names[i] for i in candidate.columns]
         values = self._candidate_params(label)
@@ -481,7 +484,7 @@ class PearlResults(WeightDiagnostics):
     def _format(self, values: np.ndarray, index) -> pd.Series | pd.DataFrame:
         if values.ndim == 2:
             return pd.DataFrame(values, columns=self.classes, index=index)
-        return pd.Series(values, index=index, name="prediction")
+        return pd.Series(values, index=index, name=averaging.prediction_name(self))
 
     def predict_candidates(self, newdata, blocks=None, labels=None) -> pd.DataFrame:
         """Each candidate's prediction for new rows, refitted on all labeled rows.
@@ -508,7 +511,8 @@ class PearlResults(WeightDiagnostics):
         values = np.stack([parts[label] for label in labels], axis=1)
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
-    def predict(self, newdata, blocks=None) -> pd.Series | pd.DataFrame:
+    def predict(self, newdata, blocks=None, interval: str | None = None,
+                alpha: float = 0.05) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
         Parameters
@@ -518,16 +522,38 @@ class PearlResults(WeightDiagnostics):
             ``Representations`` used at fit time, raw rows suffice.
         blocks : dict or Representations, optional
             Blocks for the new rows when not in *newdata*.
+        interval : {None, "confidence"}, optional
+            ``"confidence"`` (gaussian fits): a DataFrame ``mean, mean_se, lower,
+            upper`` for the averaged mean. Per candidate the delta method gives
+            ``x' V x``; the candidates combine as the coefficients do
+            (unconditional SE, t quantiles), conditional on the weights.
+        alpha : float, default 0.05
+            Intervals at level ``1 - alpha``.
 
         Returns
         -------
         Series or DataFrame
-            Means (gaussian, poisson), probability of ``classes[1]`` (binomial),
-            or class probabilities with one column per class (multinomial).
+            Means (gaussian, poisson), probability of ``classes[1]`` (binomial;
+            the Series is named ``P(y=<classes[1]>)``), or class probabilities
+            with one column per class (multinomial).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"y": rng.choice(["high", "low"], 60), "a": rng.normal(size=(60, 2))}
+        >>> res = pearl.fit("y ~ block(a)", data, family="binomial", seed=0)
+        >>> res.predict({"a": np.zeros((1, 2))}).name
+        'P(y=low)'
         """
         X, index = self._design_for(newdata, blocks)
-        combined = self._combined_prediction(X)
-        return self._format(np.asarray(combined), index)
+        if interval is None:
+            return self._format(np.asarray(self._combined_prediction(X)), index)
+        # Hook for the interval kinds: the lead adds "prediction" (CV+) and "set" (APS),
+        # both from self._conformal.
+        if interval == "confidence":
+            return averaging.confidence_interval(self, X, index, alpha)
+        raise OptionError(f"interval={interval!r} is not available; use None or 'confidence'")
 
     def _combined_prediction(self, X: np.ndarray) -> np.ndarray:
         """The weighted combination of the refitted candidates on design rows *X*."""
@@ -604,6 +630,82 @@ class PearlResults(WeightDiagnostics):
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()
+
+    # ---- the averaged model (pearlstats.results.averaging) -------------------------------
+    @property
+    def params(self) -> pd.Series | pd.DataFrame:
+        """Model-averaged coefficients, MuMIn's *full average* ``sum_j w_j b_j``.
+
+        A candidate that lacks a term contributes 0; only candidates with positive
+        weight enter. The formula's covariates (in every candidate) come first,
+        then the blocks' columns in formula order. A
+        DataFrame (terms x classes after the reference) for multinomial fits.
+        With ``ridge > 0`` these are penalised (shrunken) coefficients
+        (:attr:`ridge_note`). One candidate's: :meth:`candidate_params`.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 1)), "b": rng.normal(size=(60, 1))}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> list(res.params.index)
+        ['Intercept', 'a[0]', 'b[0]']
+        """
+        return averaging.params(self)
+
+    @property
+    def bse(self) -> pd.Series | pd.DataFrame:
+        """Unconditional standard errors of :attr:`params` (Burnham & Anderson 2002, eq. 4.9).
+
+        ``sum_j w_j sqrt(se_j**2 + (b_j - b_avg)**2)`` with ``b_j = se_j = 0`` where
+        candidate j lacks the term; the weights are taken as fixed. Warns when
+        ``ridge > 0`` (see :attr:`ridge_note`).
+        """
+        return averaging.bse(self)
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Confidence intervals ``params +- z se`` (columns ``lower``, ``upper``).
+
+        For gaussian fits each candidate's t quantile is folded into its
+        variance (Burnham & Anderson 2002, section 4.3.3), so one candidate with
+        weight 1 gives statsmodels' OLS ``conf_int()``. Rows are (class, term) for
+        multinomial fits. Conditional on the weights; warns when ``ridge > 0``.
+        """
+        return averaging.conf_int(self, alpha)
+
+    @property
+    def ridge_note(self) -> str | None:
+        """Why the coefficients and their SEs need care when ``ridge > 0`` (else None)."""
+        return averaging.RIDGE_NOTE.format(ridge=self.ridge) if self.ridge > 0 else None
+
+    @property
+    def fittedvalues(self) -> pd.Series | pd.DataFrame:
+        """The averaged prediction on the fit's rows, laid out as :meth:`predict`'s."""
+        return averaging.fittedvalues(self)
+
+    @property
+    def resid(self) -> pd.Series | pd.DataFrame:
+        """Response residuals ``y - fittedvalues`` (one-hot minus probabilities for multinomial)."""
+        return averaging.residuals(self, "response")
+
+    @property
+    def resid_pearson(self) -> pd.Series:
+        """Pearson residuals ``(y - mu) / sqrt(V(mu))`` (unit dispersion; not multinomial)."""
+        return averaging.residuals(self, "pearson")
+
+    def residuals(self, kind: str = "response") -> pd.Series | pd.DataFrame:
+        """Residuals of the averaged model: ``kind="response"`` or ``"pearson"``."""
+        return averaging.residuals(self, kind)
+
+    @cached_property
+    def candidate_table(self) -> pd.DataFrame:
+        """Per candidate: ``weight``, ``cv_risk``, ``n_params`` and statsmodels' ``df_model``.
+
+        ``df_model`` is the rank of the candidate's design less one for a constant
+        column (per class equation for multinomial, as ``n_params``).
+        """
+        return averaging.candidate_table(self)
 
     def __repr__(self) -> str:
         top = self.weights.sort_values(ascending=False).head(3)

@@ -1,0 +1,258 @@
+"""The averaged model as a statsmodels-like fit: coefficients, SEs, intervals, fitted values.
+
+Functions of a :class:`~pearlstats.results.core.PearlResults`' public API,
+wired to its ``params``, ``bse``, ``conf_int()``, ``fittedvalues``, ``resid``,
+``residuals()``, ``candidate_table`` and ``predict(new, interval="confidence")``.
+The arithmetic is in :mod:`pearlstats.inference`; this module picks the
+candidates (those with positive weight: a weight of 0 contributes nothing),
+their coefficients, standard errors and degrees of freedom.
+
+Coefficients are MuMIn's *full average* (a candidate without a term contributes
+0), and the standard errors are the unconditional ones of Buckland, Burnham &
+Augustin (1997) / Burnham & Anderson (2002, eq. 4.9), with the weights taken as
+fixed. For OLS candidates the intervals use each candidate's t quantile
+(Burnham & Anderson 2002, section 4.3.3), so a single candidate with weight 1
+reproduces ``sm.OLS(y, X).fit().conf_int()``.
+
+With ``ridge > 0`` the candidates' coefficients are shrunken. Their standard
+errors are then the sandwich ``H^-1 I H^-1`` (``I`` the Fisher information,
+``H = I + n ridge diag(penalty weights)``): the spread of the penalised
+estimator around its own (biased) mean, so intervals built from them need not
+cover the true coefficient. :func:`bse` and :func:`conf_int` say so in a
+:class:`~pearlstats.exceptions.PearlWarning`.
+
+Examples
+--------
+>>> import numpy as np, pearlstats as pearl
+>>> from pearlstats.results import averaging
+>>> rng = np.random.default_rng(0)
+>>> data = {"y": rng.normal(size=80), "a": rng.normal(size=(80, 2)), "b": rng.normal(size=(80, 1))}
+>>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+>>> list(averaging.params(res).index)
+['Intercept', 'a[0]', 'a[1]', 'b[0]']
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable
+
+import numpy as np
+import pandas as pd
+
+from .. import inference
+from ..engines._common import ridge_penalty_weights
+from ..exceptions import OptionError, PearlWarning
+
+__all__ = [
+    "active_labels", "candidate_bse", "candidate_cov", "params", "bse", "conf_int",
+    "fittedvalues", "residuals", "candidate_table", "confidence_interval", "prediction_name",
+]
+
+ParamsLike = pd.Series | pd.DataFrame
+
+RIDGE_NOTE = ("coefficients are ridge-penalised (ridge={ridge:g}): they are shrunken towards 0, and "
+              "their standard errors (sandwich H^-1 I H^-1) describe the spread of the penalised "
+              "estimator, not its bias, so intervals need not cover the true coefficients; "
+              "refit with ridge=0 for valid inference")
+
+
+def active_labels(res) -> list[Hashable]:
+    """Labels of the candidates with positive weight: the ones the averaged model uses."""
+    return list(res.weights.index[res.weights.to_numpy() > 0])
+
+
+def prediction_name(res) -> str:
+    """Name of a one-column prediction: ``"P(y=<classes[1]>)"`` for binomial fits."""
+    return f"P(y={res.classes[1]})" if res.family == "binomial" else "prediction"
+
+
+def _warn_ridge(res) -> None:
+    if res.ridge > 0:
+        warnings.warn(RIDGE_NOTE.format(ridge=res.ridge), PearlWarning, stacklevel=4)
+
+
+def _columns(res, label: Hashable) -> np.ndarray:
+    """Positions in the fit's design of one candidate's coefficients."""
+    names = list(res.stages.design.column_names)
+    return np.array([names.index(term) for term in res.candidate_params(label).index], dtype=int)
+
+
+def _penalised_cov(res, label: Hashable) -> tuple[np.ndarray, float | None]:
+    """Sandwich covariance of a ridge candidate and (gaussian) its residual df."""
+    X = res.stages.design.X[:, _columns(res, label)]
+    b = res.candidate_params(label).to_numpy()
+    n = len(X)
+    mu = res.candidate_predictions_for(res.stages.design.X, [label])[label]
+    # GLM working weights: the variance function of the canonical link.
+    w = {"gaussian": np.ones(n), "binomial": mu * (1 - mu), "poisson": mu}[res.family]
+    info = (X * w[:, None]).T @ X
+    hessian = info + n * res.ridge * np.diag(ridge_penalty_weights(X))
+    inv = np.linalg.pinv(hessian, hermitian=True)
+    cov = inv @ info @ inv
+    if res.family != "gaussian":
+        return cov, None
+    # Residual df of a linear smoother: n - trace of the hat matrix X H^-1 X'.
+    df_resid = n - float(np.trace(inv @ info))
+    sigma2 = float(np.sum((res.stages.response.y - X @ b) ** 2)) / df_resid
+    return cov * sigma2, df_resid
+
+
+def candidate_cov(res, label: Hashable) -> tuple[pd.DataFrame, float | None]:
+    """Covariance of one candidate's coefficients and its residual df (gaussian, else None).
+
+    Statsmodels' ``cov_params()`` with ``ridge == 0``; the ridge sandwich otherwise.
+
+    Raises
+    ------
+    OptionError
+        For multinomial candidates (their coefficients are a terms x classes table;
+        use :func:`candidate_bse`).
+    """
+    if res.family == "multinomial":
+        raise OptionError("candidate_cov is for gaussian, binomial and poisson candidates; "
+                          "for multinomial ones use candidate_bse or results.candidates[label]")
+    names = res.candidate_params(label).index
+    if res.ridge > 0:
+        cov, df_resid = _penalised_cov(res, label)
+        return pd.DataFrame(cov, index=names, columns=names), df_resid
+    fitted = res.candidates[label]
+    df_resid = float(fitted.df_resid) if res.family == "gaussian" else None
+    return pd.DataFrame(np.asarray(fitted.cov_params()), index=names, columns=names), df_resid
+
+
+def candidate_bse(res, label: Hashable) -> ParamsLike:
+    """Standard errors of one candidate's coefficients, laid out like ``candidate_params``."""
+    template = res.candidate_params(label)
+    if res.family != "multinomial":
+        cov, _ = candidate_cov(res, label)
+        return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=template.index, name=label)
+    if res.ridge > 0:
+        raise OptionError("standard errors of ridge-penalised multinomial candidates are not "
+                          "available; refit with ridge=0")
+    # MNLogit labels its equations 0..C-2; ours are named by class.
+    values = np.asarray(res.candidates[label].bse)
+    return pd.DataFrame(values, index=template.index, columns=template.columns)
+
+
+def _inputs(res):
+    labels = active_labels(res)
+    coefs = {label: res.candidate_params(label) for label in labels}
+    # The design's order (covariates, then blocks in formula order) rather than
+    # inference.coefficient_order, which would move a block that every weighted
+    # candidate happens to share in front of the others: the table's layout
+    # should not depend on which candidates got weight.
+    terms = set(inference.term_union(coefs))
+    return labels, coefs, [name for name in res.stages.design.column_names if name in terms]
+
+
+def params(res) -> ParamsLike:
+    """Full-average coefficients ``sum_j w_j b_j`` (0 where a candidate lacks the term).
+
+    Terms in the design's order: the formula's covariates (in every candidate),
+    then each block's columns in formula order. A DataFrame (terms x classes after the reference) for
+    multinomial fits.
+    """
+    _, coefs, order = _inputs(res)
+    return inference.averaged_params(coefs, res.weights).reindex(order)
+
+
+def bse(res) -> ParamsLike:
+    """Unconditional standard errors (Burnham & Anderson 2002, eq. 4.9), weights as fixed."""
+    labels, coefs, order = _inputs(res)
+    _warn_ridge(res)
+    ses = {label: candidate_bse(res, label) for label in labels}
+    return inference.unconditional_se(coefs, ses, res.weights).reindex(order)
+
+
+def conf_int(res, alpha: float = 0.05) -> pd.DataFrame:
+    """Intervals ``b_avg +- z se``, with each OLS candidate's t quantile folded into se.
+
+    Columns ``lower`` and ``upper``; rows terms, or (class, term) for multinomial.
+    """
+    labels, coefs, order = _inputs(res)
+    _warn_ridge(res)
+    ses = {label: candidate_bse(res, label) for label in labels}
+    df_resid = None
+    if res.family == "gaussian":
+        df_resid = {label: candidate_cov(res, label)[1] for label in labels}
+    table = inference.averaged_conf_int(coefs, ses, res.weights, alpha, df_resid=df_resid)
+    if res.family == "multinomial":
+        rows = pd.MultiIndex.from_product([res.classes[1:], order])
+        return table.reindex(rows)
+    return table.reindex(order)
+
+
+def _format(res, values: np.ndarray) -> ParamsLike:
+    index = pd.RangeIndex(res.nobs)
+    if values.ndim == 2:
+        return pd.DataFrame(values, index=index, columns=res.classes)
+    return pd.Series(values, index=index, name=prediction_name(res))
+
+
+def fittedvalues(res) -> ParamsLike:
+    """The averaged prediction on the fit's rows, combined as :meth:`predict` combines."""
+    labels = active_labels(res)
+    parts = res.candidate_predictions_for(res.stages.design.X, labels)
+    stacked = np.stack([parts[label] for label in labels], axis=1)
+    combined = res.stages.loss.combine(stacked, res.weights[labels].to_numpy())
+    return _format(res, np.asarray(combined, dtype=float))
+
+
+def residuals(res, kind: str = "response") -> ParamsLike:
+    """Residuals of the averaged model: ``"response"`` (y - mu) or ``"pearson"`` (GLMs).
+
+    Multinomial response residuals are a one-hot matrix minus the probabilities.
+    """
+    fitted = fittedvalues(res)
+    y = np.asarray(res.stages.response.y)
+    if res.family == "multinomial":
+        if kind != "response":
+            raise OptionError(f"kind={kind!r}: multinomial fits have response residuals only "
+                              "(one-hot response minus class probabilities); use kind='response'")
+        y = np.eye(len(res.classes))[y]
+    values = inference.averaged_resid(y, fitted.to_numpy(), kind=kind, family=res.family)
+    out = _format(res, values)
+    if isinstance(out, pd.Series):
+        out.name = "resid" if kind == "response" else "resid_pearson"
+    return out
+
+
+def _df_model(X: np.ndarray) -> int:
+    """Statsmodels' ``df_model``: rank of the design less one for a constant column."""
+    has_constant = bool(np.any((np.ptp(X, axis=0) == 0) & (X[0] != 0))) if len(X) else False
+    return int(np.linalg.matrix_rank(X)) - int(has_constant)
+
+
+def candidate_table(res) -> pd.DataFrame:
+    """Per candidate: weight, cv_risk, n_params and df_model (per class equation)."""
+    X = res.stages.design.X
+    everything = {c.label: c.columns for c in res.stages.candidates.pool}
+    df_model = [_df_model(X[:, everything[label]]) for label in res.candidate_labels]
+    return pd.DataFrame({
+        "weight": res.weights, "cv_risk": res.cv_risk, "n_params": res.n_params,
+        "df_model": pd.Series(df_model, index=res.candidate_labels),
+    })
+
+
+def confidence_interval(res, X: np.ndarray, index, alpha: float) -> pd.DataFrame:
+    """``mean, mean_se, lower, upper`` of the averaged mean at design rows ``X`` (gaussian).
+
+    Delta method per candidate, combined as the coefficients (unconditional
+    variance, t quantiles); conditional on the cross-validated weights.
+    """
+    if res.family != "gaussian":
+        raise OptionError(f"interval='confidence' is for gaussian fits, this one is {res.family}; "
+                          "use predict() for the averaged mean or probabilities")
+    labels = active_labels(res)
+    _warn_ridge(res)
+    covs = {label: candidate_cov(res, label) for label in labels}
+    out = inference.averaged_mean_se(
+        {label: X[:, _columns(res, label)] for label in labels},
+        {label: covs[label][0].to_numpy() for label in labels},
+        {label: res.candidate_params(label).to_numpy() for label in labels},
+        res.weights, alpha=alpha, df_resid={label: covs[label][1] for label in labels},
+    )
+    out = out.rename(columns={"mean_ci_lower": "lower", "mean_ci_upper": "upper"})
+    out.index = pd.RangeIndex(len(out)) if index is None else index
+    return out
