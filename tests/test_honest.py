@@ -92,7 +92,7 @@ def test_cv_plus_intervals_cover_new_rows_at_about_the_nominal_level():
     for seed in range(6):
         train, test = _data(150, seed), _data(100, 100 + seed)
         res = pearl.fit(FORMULA, train, seed=seed, honest=5)
-        band = res._conformal(*res._design_for(test, None), alpha=0.1)
+        band = res.predict(test, interval="prediction", alpha=0.1)
         hits += int(((test["y"] >= band["lower"]) & (test["y"] <= band["upper"])).sum())
         total += len(band)
         np.testing.assert_allclose(band["mean"], res.predict(test), atol=1e-12)
