@@ -55,8 +55,8 @@ ParamsLike = pd.Series | pd.DataFrame
 
 RIDGE_NOTE = ("coefficients are ridge-penalised (ridge={ridge:g}): they are shrunken towards 0, "
               "and their standard errors (sandwich H^-1 I H^-1) describe the spread of the "
-              "penalised estimator, not its bias, so intervals need not cover the true coefficients; "
-              "refit with ridge=0 for valid inference")
+              "penalised estimator, not its bias, so intervals need not cover the true "
+              "coefficients; refit with ridge=0 for valid inference")
 
 
 def active_labels(res) -> list[Hashable]:
