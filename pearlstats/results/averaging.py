@@ -28,8 +28,10 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> data = {"y": rng.normal(size=80), "a": rng.normal(size=(80, 2)), "b": rng.normal(size=(80, 1))}
 >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
->>> list(averaging.params(res).index)
-['Intercept', 'a[0]', 'a[1]', 'b[0]']
+>>> res.weights.to_dict()  # pure noise: block b alone wins
+{'a': 0.0, 'b': 1.0, 'a+b': 0.0}
+>>> list(averaging.params(res).index)  # a's columns come only from weight-0 candidates
+['Intercept', 'b[0]']
 """
 
 from __future__ import annotations
@@ -51,10 +53,10 @@ __all__ = [
 
 ParamsLike = pd.Series | pd.DataFrame
 
-RIDGE_NOTE = ("coefficients are ridge-penalised (ridge={ridge:g}): they are shrunken towards 0, and "
-              "their standard errors (sandwich H^-1 I H^-1) describe the spread of the penalised "
-              "estimator, not its bias, so intervals need not cover the true coefficients; "
-              "refit with ridge=0 for valid inference")
+RIDGE_NOTE = ("coefficients are ridge-penalised (ridge={ridge:g}): they are shrunken towards 0, "
+              "and their standard errors (sandwich H^-1 I H^-1) describe the spread of the "
+              "penalised estimator, not its bias, so intervals need not cover the true "
+              "coefficients; refit with ridge=0 for valid inference")
 
 
 def active_labels(res) -> list[Hashable]:
@@ -150,8 +152,8 @@ def params(res) -> ParamsLike:
     """Full-average coefficients ``sum_j w_j b_j`` (0 where a candidate lacks the term).
 
     Terms in the design's order: the formula's covariates (in every candidate),
-    then each block's columns in formula order. A DataFrame (terms x classes after the reference) for
-    multinomial fits.
+    then each block's columns in formula order. A DataFrame (terms x classes
+    after the reference) for multinomial fits.
     """
     _, coefs, order = _inputs(res)
     return inference.averaged_params(coefs, res.weights).reindex(order)

@@ -1,0 +1,244 @@
+"""The averaged model's statsmodels-like API: params, bse, conf_int, fittedvalues, resid.
+
+Expected numbers are computed here, term by term, from ``res.candidates`` (the
+statsmodels refits) and ``res.weights`` with the published formulas (MuMIn's
+full average; Burnham & Anderson 2002, eq. 4.9 and section 4.3.3), or from a
+direct statsmodels fit -- never with pearlstats.inference.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import stats
+
+import pearlstats as pearl
+from pearlstats.exceptions import OptionError, PearlWarning
+
+FORMULA = "y ~ age + block(a) + block(b)"
+
+
+def _data(seed: int = 0, n: int = 150):
+    """Blocks a and b are noisy proxies of one latent z, so all three candidates get weight."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    age = rng.normal(size=n)
+    a = np.c_[z + rng.normal(scale=0.8, size=n), rng.normal(size=n)]
+    b = (z + rng.normal(scale=0.8, size=n))[:, None]
+    eta = 0.4 * age + 0.8 * z
+    ys = {
+        "gaussian": eta + rng.normal(size=n),
+        "binomial": np.where(rng.random(n) < 1 / (1 + np.exp(-eta)), "low", "high"),
+        "poisson": rng.poisson(np.exp(0.3 + 0.5 * eta)),
+    }
+    return {"age": age, "a": a, "b": b}, ys
+
+
+@pytest.fixture(scope="module")
+def fits():
+    blocks, ys = _data()
+    return {family: pearl.fit(FORMULA, {**blocks, "y": y}, family=family, seed=0)
+            for family, y in ys.items()}
+
+
+def _direct_average(res):
+    """Full average and eq. 4.9 SE over the positive-weight candidates, term by term."""
+    w = {j: float(v) for j, v in res.weights.items() if v > 0}
+    refits = {j: res.candidates[j] for j in w}
+    terms = []
+    for r in refits.values():
+        terms += [t for t in r.params.index if t not in terms]
+    avg, se = {}, {}
+    for t in terms:
+        b = {j: float(r.params.get(t, 0.0)) for j, r in refits.items()}
+        s = {j: float(r.bse.get(t, 0.0)) for j, r in refits.items()}
+        avg[t] = sum(w[j] * b[j] for j in w)
+        se[t] = sum(w[j] * math.sqrt(s[j] ** 2 + (b[j] - avg[t]) ** 2) for j in w)
+    return w, refits, avg, se
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_params_and_bse_are_the_full_average_of_the_refits(fits, family):
+    res = fits[family]
+    w, refits, avg, se = _direct_average(res)
+    assert len(w) >= 2, "the fixture must weight several candidates"
+    assert sorted(res.params.index) == sorted(avg)
+    assert list(res.params.index[:2]) == ["Intercept", "age"]  # covariates first
+    # The engines' coefficients equal statsmodels' to its convergence tolerance.
+    tol = {"rtol": 1e-10, "atol": 1e-12} if family == "gaussian" else {"rtol": 1e-6, "atol": 1e-8}
+    np.testing.assert_allclose(res.params[list(avg)], list(avg.values()), **tol)
+    np.testing.assert_allclose(res.bse[list(se)], list(se.values()), **tol)
+    assert res.bse["b[0]"] > min(r.bse.get("b[0]", np.inf) for r in refits.values())
+
+
+@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+def test_conf_int_uses_t_quantiles_for_ols_and_z_otherwise(fits, family):
+    res = fits[family]
+    w, refits, avg, se = _direct_average(res)
+    z = stats.norm.ppf(0.95)
+    ci = res.conf_int(alpha=0.1)
+    for t in avg:
+        if family == "gaussian":
+            # Burnham & Anderson (2002, 4.3.3): se_j inflated by t_{df_j} / z.
+            half = z * sum(
+                w[j] * math.sqrt((float(r.bse.get(t, 0.0)) * stats.t.ppf(0.95, r.df_resid) / z) ** 2
+                                 + (float(r.params.get(t, 0.0)) - avg[t]) ** 2)
+                for j, r in refits.items())
+        else:
+            half = z * se[t]
+        assert ci.loc[t, "lower"] == pytest.approx(avg[t] - half, rel=1e-6, abs=1e-8)
+        assert ci.loc[t, "upper"] == pytest.approx(avg[t] + half, rel=1e-6, abs=1e-8)
+
+
+def test_single_ols_candidate_reproduces_statsmodels():
+    blocks, ys = _data(seed=1)
+    x = blocks["age"]
+    res = pearl.fit("y ~ x + block(a)", {"y": ys["gaussian"], "x": x, "a": blocks["a"]}, seed=0)
+    assert res.weights.tolist() == [1.0]
+    X = pd.DataFrame({"Intercept": 1.0, "x": x, "a[0]": blocks["a"][:, 0],
+                      "a[1]": blocks["a"][:, 1]})
+    direct = sm.OLS(ys["gaussian"], X).fit()
+    assert list(res.params.index) == list(X.columns)
+    np.testing.assert_allclose(res.params, direct.params, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.bse, direct.bse, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.conf_int(), direct.conf_int(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.conf_int(0.2), direct.conf_int(0.2), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.fittedvalues, direct.fittedvalues, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.resid, direct.resid, rtol=1e-10, atol=1e-10)
+    new = {"x": np.array([0.0, 1.5]), "a": np.array([[0.2, -1.0], [1.0, 0.5]])}
+    got = res.predict(new, interval="confidence", alpha=0.1)
+    frame = direct.get_prediction(np.c_[np.ones(2), new["x"], new["a"]]).summary_frame(alpha=0.1)
+    assert list(got.columns) == ["mean", "mean_se", "lower", "upper"]
+    for ours, theirs in [("mean", "mean"), ("mean_se", "mean_se"), ("lower", "mean_ci_lower"),
+                         ("upper", "mean_ci_upper")]:
+        np.testing.assert_allclose(got[ours], frame[theirs], rtol=1e-10, atol=1e-10)
+
+
+def test_confidence_interval_combines_candidates_like_coefficients(fits):
+    res = fits["gaussian"]
+    w = {j: float(v) for j, v in res.weights.items() if v > 0}
+    blocks, _ = _data(seed=5, n=4)
+    got = res.predict(blocks, interval="confidence")
+    rows = {"Intercept": np.ones(4), "age": blocks["age"], "a[0]": blocks["a"][:, 0],
+            "a[1]": blocks["a"][:, 1], "b[0]": blocks["b"][:, 0]}
+    for i in range(4):
+        pred = {j: res.candidates[j].get_prediction(
+            np.array([[rows[t][i] for t in res.candidates[j].params.index]])) for j in w}
+        m = {j: float(p.predicted_mean[0]) for j, p in pred.items()}
+        s = {j: float(p.se_mean[0]) for j, p in pred.items()}
+        mean = sum(w[j] * m[j] for j in w)
+        assert got["mean"][i] == pytest.approx(mean, rel=1e-10)
+        assert got["mean"][i] == pytest.approx(res.predict(blocks)[i], rel=1e-12)
+        assert got["mean_se"][i] == pytest.approx(
+            sum(w[j] * math.sqrt(s[j] ** 2 + (m[j] - mean) ** 2) for j in w), rel=1e-8)
+
+
+def test_binomial_predictions_are_named_after_their_class_and_match_logit():
+    blocks, ys = _data(seed=2)
+    y = ys["binomial"]
+    res = pearl.fit("y ~ block(a)", {"y": y, "a": blocks["a"]}, family="binomial", seed=0)
+    assert res.classes == ["high", "low"]
+    direct = sm.Logit((y == "low").astype(float), sm.add_constant(blocks["a"])).fit(disp=0)
+    pred = res.predict({"a": blocks["a"][:5]})
+    assert pred.name == "P(y=low)" and res.fittedvalues.name == "P(y=low)"
+    np.testing.assert_allclose(pred, direct.predict(sm.add_constant(blocks["a"][:5])), rtol=1e-7)
+    np.testing.assert_allclose(res.fittedvalues, direct.predict(), rtol=1e-7)
+    glm = sm.GLM((y == "low").astype(float), sm.add_constant(blocks["a"]),
+                 family=sm.families.Binomial()).fit()
+    np.testing.assert_allclose(res.resid_pearson, glm.resid_pearson, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(res.resid, glm.resid_response, rtol=1e-6, atol=1e-9)
+
+
+def test_poisson_residuals_are_those_of_the_averaged_mean(fits):
+    res = fits["poisson"]
+    w = {j: float(v) for j, v in res.weights.items() if v > 0}
+    mu = sum(w[j] * np.asarray(res.candidates[j].fittedvalues) for j in w)
+    y = np.asarray(res.candidates[next(iter(w))].model.endog)
+    np.testing.assert_allclose(res.fittedvalues, mu, rtol=1e-7)
+    np.testing.assert_allclose(res.resid, y - mu, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(res.residuals(kind="pearson"), (y - mu) / np.sqrt(mu), rtol=1e-6)
+
+
+def test_candidate_table_matches_statsmodels_refits(fits):
+    res = fits["gaussian"]
+    table = res.candidate_table
+    assert list(table.columns) == ["weight", "cv_risk", "n_params", "df_model"]
+    for j in res.candidate_labels:
+        assert table.loc[j, "n_params"] == len(res.candidates[j].params)
+        assert table.loc[j, "df_model"] == res.candidates[j].df_model
+        assert table.loc[j, "weight"] == res.weights[j]
+
+
+def test_terms_of_zero_weight_candidates_do_not_enter():
+    blocks, ys = _data(seed=0)
+    junk = np.random.default_rng(9).normal(size=(150, 3))
+    res = pearl.fit("y ~ age + block(a) + block(c)", {"y": ys["gaussian"], "age": blocks["age"],
+                                                     "a": blocks["a"], "c": junk}, seed=0)
+    assert res.weights["a"] == 1.0, "the junk block should get weight 0 here"
+    assert list(res.params.index) == ["Intercept", "age", "a[0]", "a[1]"]
+    np.testing.assert_allclose(res.params, res.candidates["a"].params, rtol=1e-10)
+
+
+def test_multinomial_params_average_each_class_equation():
+    blocks, ys = _data(seed=3)
+    y = np.digitize(ys["gaussian"], [-0.5, 0.5])
+    res = pearl.fit(FORMULA, {**blocks, "y": y}, family="multinomial", seed=0)
+    w = {j: float(v) for j, v in res.weights.items() if v > 0}
+    assert list(res.params.columns) == [1, 2]
+    for c, column in enumerate(res.params.columns):
+        for t in res.params.index:
+            refit = {j: res.candidates[j].params for j in w}
+            expected = sum(w[j] * (float(p.loc[t, c]) if t in p.index else 0.0)
+                           for j, p in refit.items())
+            assert res.params.loc[t, column] == pytest.approx(expected, rel=1e-6, abs=1e-8)
+    assert res.conf_int().index[0] == (1, "Intercept")
+    assert res.resid.shape == (150, 3)
+    np.testing.assert_allclose(res.resid.sum(axis=1), 0.0, atol=1e-12)
+
+
+def test_ridge_sandwich_standard_errors_and_warning():
+    blocks, ys = _data(seed=1)
+    y, ridge = ys["gaussian"], 0.05
+    res = pearl.fit("y ~ x + block(a)", {"y": y, "x": blocks["age"], "a": blocks["a"]},
+                    seed=0, ridge=ridge)
+    X = np.c_[np.ones(150), blocks["age"], blocks["a"]]
+    n = len(y)
+    # Engines' penalty: ridge / 2 * sum(var(column) * b**2) on the mean loss, none on the intercept.
+    A = X.T @ X + n * ridge * np.diag(np.r_[0.0, X[:, 1:].var(axis=0)])
+    b = np.linalg.solve(A, X.T @ y)
+    inv = np.linalg.inv(A)
+    df = n - np.trace(X @ inv @ X.T)
+    cov = np.sum((y - X @ b) ** 2) / df * inv @ X.T @ X @ inv
+    np.testing.assert_allclose(res.params, b, rtol=1e-9)
+    with pytest.warns(PearlWarning, match="ridge-penalised"):
+        se = res.bse
+    np.testing.assert_allclose(se, np.sqrt(np.diag(cov)), rtol=1e-8)
+    with pytest.warns(PearlWarning, match="ridge-penalised"):
+        res.conf_int()
+    assert "ridge=0.05" in res.ridge_note
+
+
+def test_unpenalised_fit_has_no_ridge_note_and_no_warning():
+    blocks, ys = _data(seed=1, n=40)
+    res = pearl.fit("y ~ block(a)", {"y": ys["gaussian"], "a": blocks["a"]}, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PearlWarning)
+        res.conf_int()
+    assert res.ridge_note is None
+
+
+def test_bad_requests_raise_option_errors(fits):
+    new = {key: value[:3] for key, value in _data(seed=4)[0].items()}
+    with pytest.raises(OptionError, match="interval='bogus'"):
+        fits["gaussian"].predict(new, interval="bogus")
+    with pytest.raises(OptionError, match="gaussian"):
+        fits["poisson"].predict(new, interval="confidence")
+    with pytest.raises(OptionError, match="alpha"):
+        fits["gaussian"].predict(new, interval="confidence", alpha=1.5)
+    with pytest.raises(OptionError, match="deviance"):
+        fits["poisson"].residuals(kind="deviance")
