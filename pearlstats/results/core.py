@@ -293,15 +293,9 @@ class PearlResults(WeightDiagnostics):
                           stacklevel=2)
             return None
         self._last_honest_risk = result
-        excess, se = result.excess_over("MS")
-        if excess > se:
-            table = result.table
-            warnings.warn(
-                f"PEARL's honest risk {table.loc['PEARL', 'risk']:.4g} exceeds that of MS re-selected in "
-                f"each outer fold ({table.loc['MS', 'risk']:.4g}) by {excess:.3g}, more than one paired SE "
-                f"({se:.3g}); consider a simpler candidate set or more rows",
-                PearlWarning, stacklevel=2,
-            )
+        message = result.warning_against_ms()
+        if message:
+            warnings.warn(f"{message}; consider a simpler candidate set or more rows", PearlWarning, stacklevel=2)
         return result.table
 
     @cached_property

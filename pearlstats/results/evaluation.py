@@ -193,6 +193,21 @@ class HonestRisk:
         difference = self.row_losses["PEARL"] - self.row_losses[strategy]
         return float(difference.mean()), float(difference.std(ddof=1) / np.sqrt(len(difference)))
 
+    def warning_against_ms(self, number=lambda value: f"{value:.4g}") -> str | None:
+        """The warning when PEARL's honest risk is more than one paired SE above MS's, else None.
+
+        *number* formats the numbers (the summary passes its own formatter).
+        """
+        excess, se = self.excess_over("MS")
+        if excess <= se:
+            return None
+        table = self.table
+        return (
+            f"PEARL's honest risk {number(table.loc['PEARL', 'risk'])} exceeds that of MS re-selected in "
+            f"each outer fold ({number(table.loc['MS', 'risk'])}) by {number(excess)}, more than one "
+            f"paired SE ({number(se)})"
+        )
+
     @property
     def pearl_above_ms(self) -> bool:
         """Whether PEARL's honest risk is more than one paired SE above MS's (re-selected in each outer fold)."""

@@ -520,14 +520,9 @@ def _notes(res) -> list[str]:
             "re-run inside each outer fold and scored on the held-out rows; PEARL/this is a paired ratio "
             "on the same rows."
         )
-        excess, se = honest.excess_over("MS")
-        if excess > se:
-            table = honest.table
-            notes.append(
-                f"Warning: PEARL's honest risk {format_number(table.loc['PEARL', 'risk'])} exceeds that of "
-                f"MS re-selected in each outer fold ({format_number(table.loc['MS', 'risk'])}) by "
-                f"{format_number(excess)}, more than one paired SE ({format_number(se)})."
-            )
+        message = honest.warning_against_ms(format_number)
+        if message:
+            notes.append(f"Warning: {message}.")
     elif res.honest_failure:
         notes.append(f"Honest risk could not be computed: {res.honest_failure}")
     return notes
