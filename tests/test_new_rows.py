@@ -233,3 +233,22 @@ def test_representations_that_read_the_response_are_rejected():
     reps = pearl.Representations({"pca": pearl.PCA(2), "raw": pearl.Raw()}, seed=0).fit(rows)
     with pytest.raises(pearl.DataError, match=r"read the column\(s\) \['y'\]"):
         pearl.fit("y ~ block(pca) + block(raw)", rows, blocks=reps, seed=0)
+
+
+# ---- property: labels say which row is which ------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=15, deadline=None)
+@given(permutation_seed=st.integers(0, 2**32 - 1))
+def test_permuting_a_dataframe_blocks_rows_with_their_labels_changes_nothing(permutation_seed):
+    frame, a, b = _rows()
+    frame.index = pd.Index(np.arange(N) * 7 + 3)
+    block = pd.DataFrame(a, index=frame.index, columns=["u", "v"])
+    reference = pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": block, "b": b}, seed=0, honest=False)
+    order = np.random.default_rng(permutation_seed).permutation(N)
+    permuted = pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": block.iloc[order], "b": b}, seed=0,
+                         honest=False)
+    np.testing.assert_array_equal(permuted.weights, reference.weights)
+    np.testing.assert_array_equal(permuted.cv_predictions, reference.cv_predictions)

@@ -522,13 +522,23 @@ class PearlResults(WeightDiagnostics):
             ``Representations`` used at fit time, raw rows suffice.
         blocks : dict or Representations, optional
             Blocks for the new rows when not in *newdata*.
-        interval : {None, "confidence"}, optional
+        interval : {None, "prediction", "set", "confidence"}, optional
+            ``"prediction"`` (gaussian, poisson): a DataFrame ``mean, lower,
+            upper`` of CV+ intervals (Barber, Candès, Ramdas & Tibshirani 2021)
+            over the *whole* PEARL procedure: the weights are re-solved without
+            each outer fold of the nested cross-validation behind
+            :attr:`honest`, so coverage is at least ``1 - 2 alpha`` in theory
+            and about ``1 - alpha`` in practice, whatever the model. Poisson
+            bounds are on the count scale (lower clipped at 0).
+            ``"set"`` (binomial, multinomial): a boolean DataFrame, one column
+            per class, of adaptive prediction sets (Romano, Sesia & Candès
+            2020) calibrated the same way.
             ``"confidence"`` (gaussian fits): a DataFrame ``mean, mean_se, lower,
             upper`` for the averaged mean. Per candidate the delta method gives
             ``x' V x``; the candidates combine as the coefficients do
             (unconditional SE, t quantiles), conditional on the weights.
         alpha : float, default 0.05
-            Intervals at level ``1 - alpha``.
+            Intervals and sets at level ``1 - alpha``.
 
         Returns
         -------
@@ -549,11 +559,14 @@ class PearlResults(WeightDiagnostics):
         X, index = self._design_for(newdata, blocks)
         if interval is None:
             return self._format(np.asarray(self._combined_prediction(X)), index)
-        # Hook for the interval kinds: the lead adds "prediction" (CV+) and "set" (APS),
-        # both from self._conformal.
         if interval == "confidence":
             return averaging.confidence_interval(self, X, index, alpha)
-        raise OptionError(f"interval={interval!r} is not available; use None or 'confidence'")
+        if interval == "prediction" and self.classes is None:
+            return self._conformal(X, index, alpha)
+        if interval == "set" and self.classes is not None:
+            return self._conformal(X, index, alpha)
+        usable = "'set'" if self.classes is not None else "'prediction' or 'confidence'"
+        raise OptionError(f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}")
 
     def _combined_prediction(self, X: np.ndarray) -> np.ndarray:
         """The weighted combination of the refitted candidates on design rows *X*."""

@@ -423,8 +423,8 @@ def compare_table(evaluations, *, digits: int = 3, setting_name: str = "n",
     >>> runs = [pd.DataFrame({"MSE": [1.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS"]),
     ...         pd.DataFrame({"MSE": [1.5, 2.5, 3.5]}, index=["PEARL", "Best", "MS"])]
     >>> print(compare_table({100: runs}).as_text())
-    metric  n              Best             MS           PEARL
-    MSE     100  2.250 (0.354)+  3.250 (0.354)  1.250 (0.354)*
+    metric  n             PEARL             MS            Best
+    MSE     100  1.250 (0.354)*  3.250 (0.354)  2.250 (0.354)+
     * best, + second best
     """
     groups = evaluations if isinstance(evaluations, Mapping) else {None: evaluations}
