@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,9 @@ import pandas as pd
 from .. import inference
 from ..engines._common import ridge_penalty_weights
 from ..exceptions import OptionError, PearlWarning
+
+if TYPE_CHECKING:  # core imports this module
+    from .core import PearlResults
 
 __all__ = [
     "active_labels", "candidate_bse", "candidate_cov", "params", "bse", "conf_int",
@@ -59,28 +63,28 @@ RIDGE_NOTE = ("coefficients are ridge-penalised (ridge={ridge:g}): they are shru
               "coefficients; refit with ridge=0 for valid inference")
 
 
-def active_labels(res) -> list[Hashable]:
+def active_labels(res: PearlResults) -> list[Hashable]:
     """Labels of the candidates with positive weight: the ones the averaged model uses."""
     return list(res.weights.index[res.weights.to_numpy() > 0])
 
 
-def prediction_name(res) -> str:
+def prediction_name(res: PearlResults) -> str:
     """Name of a one-column prediction: ``"P(y=<classes[1]>)"`` for binomial fits."""
     return f"P(y={res.classes[1]})" if res.family == "binomial" else "prediction"
 
 
-def _warn_ridge(res) -> None:
+def _warn_ridge(res: PearlResults) -> None:
     if res.ridge > 0:
         warnings.warn(RIDGE_NOTE.format(ridge=res.ridge), PearlWarning, stacklevel=4)
 
 
-def _columns(res, label: Hashable) -> np.ndarray:
+def _columns(res: PearlResults, label: Hashable) -> np.ndarray:
     """Positions in the fit's design of one candidate's coefficients."""
     names = list(res.stages.design.column_names)
     return np.array([names.index(term) for term in res.candidate_params(label).index], dtype=int)
 
 
-def _penalised_cov(res, label: Hashable) -> tuple[np.ndarray, float | None]:
+def _penalised_cov(res: PearlResults, label: Hashable) -> tuple[np.ndarray, float | None]:
     """Sandwich covariance of a ridge candidate and (gaussian) its residual df."""
     X = res.stages.design.X[:, _columns(res, label)]
     b = res.candidate_params(label).to_numpy()
@@ -100,7 +104,7 @@ def _penalised_cov(res, label: Hashable) -> tuple[np.ndarray, float | None]:
     return cov * sigma2, df_resid
 
 
-def candidate_cov(res, label: Hashable) -> tuple[pd.DataFrame, float | None]:
+def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, float | None]:
     """Covariance of one candidate's coefficients and its residual df (gaussian, else None).
 
     Statsmodels' ``cov_params()`` with ``ridge == 0``; the ridge sandwich otherwise.
@@ -123,7 +127,7 @@ def candidate_cov(res, label: Hashable) -> tuple[pd.DataFrame, float | None]:
     return pd.DataFrame(np.asarray(fitted.cov_params()), index=names, columns=names), df_resid
 
 
-def candidate_bse(res, label: Hashable) -> ParamsLike:
+def candidate_bse(res: PearlResults, label: Hashable) -> ParamsLike:
     """Standard errors of one candidate's coefficients, laid out like ``candidate_params``."""
     template = res.candidate_params(label)
     if res.family != "multinomial":
@@ -137,7 +141,7 @@ def candidate_bse(res, label: Hashable) -> ParamsLike:
     return pd.DataFrame(values, index=template.index, columns=template.columns)
 
 
-def _inputs(res):
+def _inputs(res: PearlResults):
     labels = active_labels(res)
     coefs = {label: res.candidate_params(label) for label in labels}
     # The design's order (covariates, then blocks in formula order) rather than
@@ -148,7 +152,7 @@ def _inputs(res):
     return labels, coefs, [name for name in res.stages.design.column_names if name in terms]
 
 
-def params(res) -> ParamsLike:
+def params(res: PearlResults) -> ParamsLike:
     """Full-average coefficients ``sum_j w_j b_j`` (0 where a candidate lacks the term).
 
     Terms in the design's order: the formula's covariates (in every candidate),
@@ -159,22 +163,22 @@ def params(res) -> ParamsLike:
     return inference.averaged_params(coefs, res.weights).reindex(order)
 
 
-def bse(res) -> ParamsLike:
+def bse(res: PearlResults) -> ParamsLike:
     """Unconditional standard errors (Burnham & Anderson 2002, eq. 4.9), weights as fixed."""
     labels, coefs, order = _inputs(res)
-    _warn_ridge(res)
     ses = {label: candidate_bse(res, label) for label in labels}
+    _warn_ridge(res)  # after candidate_bse, which raises for ridge multinomial fits
     return inference.unconditional_se(coefs, ses, res.weights).reindex(order)
 
 
-def conf_int(res, alpha: float = 0.05) -> pd.DataFrame:
+def conf_int(res: PearlResults, alpha: float = 0.05) -> pd.DataFrame:
     """Intervals ``b_avg +- z se``, with each OLS candidate's t quantile folded into se.
 
     Columns ``lower`` and ``upper``; rows terms, or (class, term) for multinomial.
     """
     labels, coefs, order = _inputs(res)
-    _warn_ridge(res)
     ses = {label: candidate_bse(res, label) for label in labels}
+    _warn_ridge(res)  # after candidate_bse, which raises for ridge multinomial fits
     df_resid = None
     if res.family == "gaussian":
         df_resid = {label: candidate_cov(res, label)[1] for label in labels}
@@ -185,14 +189,14 @@ def conf_int(res, alpha: float = 0.05) -> pd.DataFrame:
     return table.reindex(order)
 
 
-def _format(res, values: np.ndarray) -> ParamsLike:
+def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:
     index = pd.RangeIndex(res.nobs)
     if values.ndim == 2:
         return pd.DataFrame(values, index=index, columns=res.classes)
     return pd.Series(values, index=index, name=prediction_name(res))
 
 
-def fittedvalues(res) -> ParamsLike:
+def fittedvalues(res: PearlResults) -> ParamsLike:
     """The averaged prediction on the fit's rows, combined as :meth:`predict` combines."""
     labels = active_labels(res)
     parts = res.candidate_predictions_for(res.stages.design.X, labels)
@@ -201,7 +205,7 @@ def fittedvalues(res) -> ParamsLike:
     return _format(res, np.asarray(combined, dtype=float))
 
 
-def residuals(res, kind: str = "response") -> ParamsLike:
+def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
     """Residuals of the averaged model: ``"response"`` (y - mu) or ``"pearson"`` (GLMs).
 
     Multinomial response residuals are a one-hot matrix minus the probabilities.
@@ -226,7 +230,7 @@ def _df_model(X: np.ndarray) -> int:
     return int(np.linalg.matrix_rank(X)) - int(has_constant)
 
 
-def candidate_table(res) -> pd.DataFrame:
+def candidate_table(res: PearlResults) -> pd.DataFrame:
     """Per candidate: weight, cv_risk, n_params and df_model (per class equation)."""
     X = res.stages.design.X
     everything = {c.label: c.columns for c in res.stages.candidates.pool}
@@ -237,7 +241,7 @@ def candidate_table(res) -> pd.DataFrame:
     })
 
 
-def confidence_interval(res, X: np.ndarray, index, alpha: float) -> pd.DataFrame:
+def confidence_interval(res: PearlResults, X: np.ndarray, index, alpha: float) -> pd.DataFrame:
     """``mean, mean_se, lower, upper`` of the averaged mean at design rows ``X`` (gaussian).
 
     Delta method per candidate, combined as the coefficients (unconditional
