@@ -139,7 +139,7 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
 def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
     if isinstance(value, pd.DataFrame):
         labels = [str(column) for column in value.columns]
-        non_numeric = [c for c, dtype in zip(labels, value.dtypes) if not (dtype.kind in "biuf")]
+        non_numeric = [c for c, dtype in zip(labels, value.dtypes) if dtype.kind not in "biuf"]
         if non_numeric:
             raise BlockError(f"block {name!r} has non-numeric columns {non_numeric}; a block must be numeric")
         return value.to_numpy(dtype=float), [f"{name}[{label}]" for label in labels], tuple(value.columns)

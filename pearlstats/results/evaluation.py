@@ -34,12 +34,12 @@ from patsy import EvalEnvironment
 
 from ..checks import check_seed
 from ..design.data import split_data
-from ..exceptions import DataError
 from ..design.formula import response_values
+from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
+from ..weights.losses import mean_squared_error
 from .strategies import STRATEGIES
 from .summary import format_mean_sd, html_escape, latex_escape
-from ..weights.losses import mean_squared_error
 
 __all__ = [
     "METHODS",
