@@ -46,18 +46,27 @@ def check_n_jobs(n_jobs) -> int | None:
     if n_jobs is None:
         return None
     if not _is_int(n_jobs) or int(n_jobs) == 0:
-        raise OptionError(f"n_jobs={n_jobs!r}; use None or 1 (serial), a positive int, or -1 for all cores")
+        raise OptionError(
+            f"n_jobs={n_jobs!r}; use None or 1 (serial), a positive int, or -1 for all cores"
+        )
     return int(n_jobs)
 
 
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
     """An int (any integral type, not bool) within [minimum, maximum]."""
-    ok = _is_int(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    ok = (
+        _is_int(value)
+        and (minimum is None or value >= minimum)
+        and (maximum is None or value <= maximum)
+    )
     if not ok:
         bounds = " and ".join(
-            part for part in (
-                f">= {minimum}" if minimum is not None else "", f"<= {maximum}" if maximum is not None else ""
-            ) if part
+            part
+            for part in (
+                f">= {minimum}" if minimum is not None else "",
+                f"<= {maximum}" if maximum is not None else "",
+            )
+            if part
         )
         raise OptionError(f"{name}={value!r}; use an int{' ' + bounds if bounds else ''}")
     return int(value)
@@ -82,5 +91,6 @@ def check_eval_env(eval_env, depth: int = 1) -> EvalEnvironment:
     if _is_int(eval_env) and eval_env >= 0:
         return EvalEnvironment.capture(int(eval_env), reference=depth + 1)
     raise OptionError(
-        f"eval_env={eval_env!r}; use a non-negative int (frames above the caller) or a patsy EvalEnvironment"
+        f"eval_env={eval_env!r}; use a non-negative int "
+        "(frames above the caller) or a patsy EvalEnvironment"
     )

@@ -103,7 +103,8 @@ class MissingDependencyError(PearlError, ImportError):
 
     Examples
     --------
-    >>> isinstance(MissingDependencyError("torch is needed: pip install 'pearlstats[deep]'"), ImportError)
+    >>> error = MissingDependencyError("torch is needed: pip install 'pearlstats[deep]'")
+    >>> isinstance(error, ImportError)
     True
     """
 

@@ -305,7 +305,7 @@ def plot_weight_stability(res, *, ax: Axes | None = None, resamples: pd.DataFram
 # ---- simulation figures --------------------------------------------------------------------------
 def plot_risk_ratio(evaluations, *, metric: str = "MSE", reference: str = "PEARL",
                     ax: Axes | None = None) -> Figure:
-    """Risk ratio of *reference* to each other method against the sample size, for simulation results.
+    """Risk ratio of *reference* to each other method against n, for simulation results.
 
     Parameters
     ----------
@@ -323,19 +323,29 @@ def plot_risk_ratio(evaluations, *, metric: str = "MSE", reference: str = "PEARL
         reference does better.
     """
     if not isinstance(evaluations, Mapping) or not evaluations:
-        raise DataError("plot_risk_ratio needs a mapping from the sample size n to lists of evaluate() results")
+        raise DataError(
+            "plot_risk_ratio needs a mapping from the sample size n to lists of evaluate() results"
+        )
     sizes = sorted(evaluations)
     first = next(iter(evaluations[sizes[0]]))
     if metric not in first.columns or reference not in first.index:
         raise OptionError(
-            f"metric={metric!r}, reference={reference!r}; the evaluations have metrics {list(first.columns)} "
+            f"metric={metric!r}, reference={reference!r}; the "
+            f"evaluations have metrics {list(first.columns)} "
             f"and methods {list(first.index)}"
         )
     methods = [method for method in first.index if method != reference]
     figure, ax = _axes(ax)
     for method in methods:
-        ratios = [np.array([frame.loc[reference, metric] / frame.loc[method, metric] for frame in evaluations[n]])
-                  for n in sizes]
+        ratios = [
+            np.array(
+                [
+                    frame.loc[reference, metric] / frame.loc[method, metric]
+                    for frame in evaluations[n]
+                ]
+            )
+            for n in sizes
+        ]
         means = [r.mean() for r in ratios]
         errors = [r.std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else 0.0 for r in ratios]
         ax.errorbar(sizes, means, yerr=errors, marker="o", capsize=3, label=method)

@@ -36,8 +36,12 @@ def float_2d(value, error: type[Exception], not_numbers: str, not_2d: str) -> np
 
 def as_float_matrix(X, who: str) -> np.ndarray:
     """``X`` as a finite 2-D float64 array; 1-D input is one column."""
-    values = float_2d(X, DataError, f"{who} needs numeric input, but could not convert it to numbers",
-                      f"{who} needs a 2-D array (rows x features)")
+    values = float_2d(
+        X,
+        DataError,
+        f"{who} needs numeric input, but could not convert it to numbers",
+        f"{who} needs a 2-D array (rows x features)",
+    )
     if values.shape[0] == 0:
         raise DataError(f"{who} got no rows")
     bad = ~np.isfinite(values).all(axis=1)
@@ -56,7 +60,9 @@ def check_width(X: np.ndarray, expected: int, who: str) -> None:
 
 def check_fitted(learner, attribute: str) -> None:
     if getattr(learner, attribute, None) is None:
-        raise NotFittedError(f"{type(learner).__name__} is not fitted yet; call fit() before transform()")
+        raise NotFittedError(
+            f"{type(learner).__name__} is not fitted yet; call fit() before transform()"
+        )
 
 
 def check_int(value, name: str, minimum: int = 1) -> int:

@@ -26,14 +26,16 @@ INPUT_KINDS = ("numeric", "text", "frame")
 
 
 def column_list(columns, owner: str) -> list | None:
-    """``None``, one column name, or a list of names -> ``None`` or a non-empty list without repeats."""
+    """``None``, one column name or a list of names -> ``None`` or a non-empty unique list."""
     if columns is None:
         return None
     if isinstance(columns, str) or not isinstance(columns, (list, tuple, pd.Index)):
         columns = [columns]
     columns = list(columns)
     if not columns:
-        raise BlockError(f"{owner}: columns is empty; give at least one column name, or None for all columns")
+        raise BlockError(
+            f"{owner}: columns is empty; give at least one column name, or None for all columns"
+        )
     repeated = sorted({str(c) for c in columns if columns.count(c) > 1})
     if repeated:
         raise BlockError(f"{owner}: columns lists {repeated} more than once; give each column once")
@@ -47,7 +49,9 @@ class Rows:
         if isinstance(rows, pd.DataFrame):
             repeated = sorted({str(c) for c in rows.columns[rows.columns.duplicated()]})
             if repeated:
-                raise DataError(f"the rows have duplicated column names {repeated}; make column names unique")
+                raise DataError(
+                    f"the rows have duplicated column names {repeated}; make column names unique"
+                )
             self.columns = list(rows.columns)
             self._values = {name: rows[name] for name in self.columns}
             self.n = len(rows)
@@ -56,7 +60,10 @@ class Rows:
             self._values = {name: _as_column(name, value) for name, value in rows.items()}
             lengths = {name: len(value) for name, value in self._values.items()}
             if len(set(lengths.values())) > 1:
-                raise DataError(f"the columns have different lengths {lengths}; every column needs one value per row")
+                raise DataError(
+                    f"the columns have different lengths {lengths}; "
+                    "every column needs one value per row"
+                )
             self.n = next(iter(lengths.values()), 0)
         else:
             raise DataError(
@@ -89,8 +96,12 @@ class Rows:
             value = self._values[name]
             dtype = value.dtype
             if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
-                hint = " — use a text learner (TfIdf, Word2Vec, ...) for it" if _is_text(value) else ""
-                raise DataError(f"{who} needs numeric columns, but column {name!r} has dtype {dtype}{hint}")
+                hint = (
+                    " — use a text learner (TfIdf, Word2Vec, ...) for it" if _is_text(value) else ""
+                )
+                raise DataError(
+                    f"{who} needs numeric columns, but column {name!r} has dtype {dtype}{hint}"
+                )
             if isinstance(value, pd.Series):
                 array = value.to_numpy(dtype=np.float64, na_value=np.nan)
             else:
@@ -99,7 +110,8 @@ class Rows:
             bad = ~np.isfinite(array).all(axis=1)
             if bad.any():
                 raise MissingValueError(
-                    f"{who}: column {name!r} has NaN or infinite values in {format_positions(np.flatnonzero(bad))}; "
+                    f"{who}: column {name!r} has NaN or infinite values "
+                    f"in {format_positions(np.flatnonzero(bad))}; "
                     "drop or impute those rows first (pearl.fit(..., missing='drop') drops them)"
                 )
             parts.append(array)
@@ -108,7 +120,8 @@ class Rows:
     def _text(self, who, columns) -> list[str]:
         if len(columns) != 1:
             raise BlockError(
-                f"{who} is a text learner and reads exactly one column of strings, but would read {columns}; "
+                f"{who} is a text learner and reads exactly one "
+                f"column of strings, but would read {columns}; "
                 "give it one column, e.g. columns='text'"
             )
         name = columns[0]
@@ -125,7 +138,8 @@ class Rows:
         wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]
         if wrong:
             raise DataError(
-                f"{who} reads strings, but column {name!r} holds {type(values[wrong[0]]).__name__} values in "
+                f"{who} reads strings, but column {name!r} holds "
+                f"{type(values[wrong[0]]).__name__} values in "
                 f"{format_positions(wrong)}"
             )
         return values
@@ -153,7 +167,11 @@ def _as_column(name, value):
 
 def _is_text(value) -> bool:
     dtype = value.dtype
-    if getattr(value, "ndim", 1) != 1 or pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+    if (
+        getattr(value, "ndim", 1) != 1
+        or pd.api.types.is_numeric_dtype(dtype)
+        or pd.api.types.is_bool_dtype(dtype)
+    ):
         return False
     if isinstance(dtype, np.dtype) and dtype.kind in "US":
         return True

@@ -19,7 +19,9 @@ FORMATS = ("auto", "word2vec", "glove", "binary", "kv")
 UNKNOWN_TOKEN_SHARE = 0.5
 
 
-def load_word_vectors(path, format: str = "auto", limit: int | None = None, encoding: str = "utf-8"):
+def load_word_vectors(
+    path, format: str = "auto", limit: int | None = None, encoding: str = "utf-8"
+):
     """Load word vectors into gensim ``KeyedVectors``.
 
     Parameters
@@ -70,16 +72,22 @@ def load_word_vectors(path, format: str = "auto", limit: int | None = None, enco
         if format == "kv":
             return KeyedVectors.load(str(path))
         return KeyedVectors.load_word2vec_format(
-            str(path), binary=format == "binary", no_header=format == "glove", limit=limit, encoding=encoding
+            str(path),
+            binary=format == "binary",
+            no_header=format == "glove",
+            limit=limit,
+            encoding=encoding,
         )
     except UnicodeDecodeError as err:
         raise OptionError(
-            f"the words in {str(path)!r} are not valid {encoding!r} text ({err}); give the file's encoding, "
+            f"the words in {str(path)!r} are not valid "
+            f"{encoding!r} text ({err}); give the file's encoding, "
             "e.g. encoding='latin-1'"
         ) from None
     except Exception as err:  # gensim raises assorted errors on malformed files
         raise OptionError(
-            f"could not read {str(path)!r} as {format!r} word vectors ({type(err).__name__}: {err}); "
+            f"could not read {str(path)!r} as {format!r} "
+            f"word vectors ({type(err).__name__}: {err}); "
             f"give format= one of {FORMATS[1:]}"
         ) from None
 
@@ -156,8 +164,16 @@ class PretrainedVectors(TextLearner):
     (2, 50)
     """
 
-    def __init__(self, source, *, format: str = "auto", limit: int | None = None, encoding: str = "utf-8",
-                 tokenizer=None, columns=None):
+    def __init__(
+        self,
+        source,
+        *,
+        format: str = "auto",
+        limit: int | None = None,
+        encoding: str = "utf-8",
+        tokenizer=None,
+        columns=None,
+    ):
         super().__init__(tokenizer, columns)
         check_choice(format, "format", FORMATS)
         if not (isinstance(source, (str, os.PathLike)) or _is_keyed_vectors(source)):
@@ -177,7 +193,11 @@ class PretrainedVectors(TextLearner):
         self.vectors_ = None
 
     def __repr__(self):
-        source = self.source if isinstance(self.source, (str, os.PathLike)) else type(self.source).__name__
+        source = (
+            self.source
+            if isinstance(self.source, (str, os.PathLike))
+            else type(self.source).__name__
+        )
         return f"PretrainedVectors({str(source)!r})"
 
     def __deepcopy__(self, memo):
@@ -199,7 +219,9 @@ class PretrainedVectors(TextLearner):
             if _is_keyed_vectors(self.source):
                 self.vectors_ = self.source
             else:
-                self.vectors_ = load_word_vectors(self.source, self.format, self.limit, self.encoding)
+                self.vectors_ = load_word_vectors(
+                    self.source, self.format, self.limit, self.encoding
+                )
         self.output_dim_ = int(self.vectors_.vector_size)
         if token_lists is not None:
             self._warn_unknown(token_lists)

@@ -76,14 +76,18 @@ class TextLearner:
 
     def __init__(self, tokenizer=None, columns=None):
         if tokenizer is not None and not callable(tokenizer):
-            raise OptionError(f"tokenizer must be a function str -> list of str, got {type(tokenizer).__name__}")
+            raise OptionError(
+                f"tokenizer must be a function str -> list of str, got {type(tokenizer).__name__}"
+            )
         self.tokenizer = tokenizer
         self.columns = columns
 
     def _tokens(self, documents) -> list[list[str]]:
         name = type(self).__name__
         if isinstance(documents, str):
-            raise DataError(f"{name} needs a list of documents, got a single string; wrap it as [text]")
+            raise DataError(
+                f"{name} needs a list of documents, got a single string; wrap it as [text]"
+            )
         documents = list(documents)
         if not documents:
             raise DataError(f"{name} got no documents")
@@ -98,10 +102,15 @@ class TextLearner:
         token_lists = []
         for position, text in enumerate(documents):
             if not isinstance(text, str):
-                raise DataError(f"{name} reads strings, but document {position} is a {type(text).__name__}")
+                raise DataError(
+                    f"{name} reads strings, but document {position} is a {type(text).__name__}"
+                )
             tokens = tokenize(text)
             if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
-                raise OptionError(f"the tokenizer must return a list of str; for document {position} it returned {tokens!r:.80}")
+                raise OptionError(
+                    "the tokenizer must return a list of str; for "
+                    f"document {position} it returned {tokens!r:.80}"
+                )
             token_lists.append(list(tokens))
         return token_lists
 
@@ -144,11 +153,16 @@ class BagOfWords(TextLearner):
                 f"max_df={max_df!r} must be a number in (0, 1], the largest share of documents"
             )
         self.max_df = max_df
-        self.max_features = None if max_features is None else check_int(max_features, "max_features")
+        self.max_features = (
+            None if max_features is None else check_int(max_features, "max_features")
+        )
         self.dictionary_ = None
 
     def __repr__(self):
-        return f"{type(self).__name__}(min_df={self.min_df}, max_df={self.max_df}, max_features={self.max_features})"
+        return (
+            f"{type(self).__name__}(min_df={self.min_df}, max_df={self.max_df}, "
+            f"max_features={self.max_features})"
+        )
 
     @property
     def vocabulary_(self) -> list[str]:
@@ -169,11 +183,15 @@ class BagOfWords(TextLearner):
 
         dictionary = Dictionary(token_lists)
         if self.min_df > 1 or self.max_df < 1 or self.max_features is not None:
-            dictionary.filter_extremes(no_below=self.min_df, no_above=self.max_df, keep_n=self.max_features)
+            dictionary.filter_extremes(
+                no_below=self.min_df, no_above=self.max_df, keep_n=self.max_features
+            )
         if len(dictionary) == 0:
             raise BlockError(
-                f"{type(self).__name__} found no vocabulary words in the {len(token_lists)} training documents "
-                f"(min_df={self.min_df}, max_df={self.max_df}); check the text column and the tokenizer"
+                f"{type(self).__name__} found no vocabulary words "
+                f"in the {len(token_lists)} training documents "
+                f"(min_df={self.min_df}, max_df={self.max_df}); "
+                "check the text column and the tokenizer"
             )
         self.dictionary_ = dictionary
         self.output_dim_ = len(dictionary)
@@ -181,7 +199,9 @@ class BagOfWords(TextLearner):
     def transform(self, documents) -> sp.csr_matrix:
         """Counts of the vocabulary words in each document, a CSR matrix (documents x words)."""
         check_fitted(self, "dictionary_")
-        return _sparse_rows([self.dictionary_.doc2bow(t) for t in self._tokens(documents)], self.output_dim_)
+        return _sparse_rows(
+            [self.dictionary_.doc2bow(t) for t in self._tokens(documents)], self.output_dim_
+        )
 
     def fit_transform(self, documents):
         return self.fit(documents).transform(documents)
@@ -203,7 +223,8 @@ class TfIdf(BagOfWords):
     normalize : bool, default True
         Scale rows to unit length (ignored when ``smartirs`` is given).
     **vocabulary
-        ``min_df``, ``max_df``, ``max_features``, ``tokenizer``, ``columns``, as in :class:`BagOfWords`.
+        ``min_df``, ``max_df``, ``max_features``, ``tokenizer``, ``columns``, as in
+        :class:`BagOfWords`.
 
     Examples
     --------
@@ -251,7 +272,7 @@ class TfIdf(BagOfWords):
 
 
 class LSI(TextLearner):
-    """Latent semantic indexing: TF-IDF rows projected on their top ``n_components`` singular directions.
+    """Latent semantic indexing: TF-IDF rows projected on their top singular directions.
 
     The TF-IDF matrix (as in :class:`TfIdf`) of the training documents is
     decomposed by a truncated sparse SVD (ARPACK through
@@ -332,7 +353,7 @@ class LSI(TextLearner):
         return self
 
     def transform(self, documents) -> np.ndarray:
-        """Coordinates of the documents' TF-IDF rows on the latent directions, shape (n_docs, n_components)."""
+        """Documents' TF-IDF rows on the latent directions, shape (n_docs, n_components)."""
         check_fitted(self, "components_")
         return np.asarray(self.tfidf_.transform(documents) @ self.components_)
 

@@ -59,7 +59,7 @@ def block_membership(candidates, block_names) -> pd.DataFrame:
 
 
 def effective_candidates(weights) -> float:
-    """Effective number of candidates ``1 / sum w^2`` (1 for a single candidate, J for equal weights)."""
+    """Effective number of candidates ``1 / sum w^2`` (1 for one candidate, J for equal weights)."""
     w = np.asarray(weights, dtype=float)
     return float(1.0 / np.sum(w**2))
 
@@ -72,7 +72,9 @@ def weight_entropy(weights) -> float:
 
 
 def resolve_candidates(candidates, names) -> list[str]:
-    """Candidate labels for *names*: labels, ``"a+b"`` strings or tuples of block names in any order.
+    """Candidate labels for *names*: labels, ``"a+b"`` strings or tuples of block names.
+
+    Block names may be given in any order.
 
     Raises
     ------
@@ -98,7 +100,8 @@ def resolve_candidates(candidates, names) -> list[str]:
     if unknown:
         shown = sorted(labels)[:10]
         raise CandidateError(
-            f"{unknown} name no candidate; give candidate labels such as {shown} or tuples of block names"
+            f"{unknown} name no candidate; give candidate "
+            f"labels such as {shown} or tuples of block names"
         )
     if not found:
         raise CandidateError("name at least one correctly specified candidate")
@@ -135,7 +138,9 @@ def resampled_weights(P, y, loss, active, *, folds=None, n_boot: int = 50, seed=
     else:
         samples = list(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
         names = [f"boot {b}" for b in range(n_boot)]
-    weights = np.vstack([solve_weights(P[rows], y[rows], loss, active=active).weights for rows in samples])
+    weights = np.vstack(
+        [solve_weights(P[rows], y[rows], loss, active=active).weights for rows in samples]
+    )
     return weights, names
 
 
@@ -178,9 +183,13 @@ class Diagnostics(Mapping):
 
     def __repr__(self):
         lines = [
-            f"  {key}: {value!r}" for key, value in self._values.items() if not isinstance(value, pd.DataFrame)
+            f"  {key}: {value!r}"
+            for key, value in self._values.items()
+            if not isinstance(value, pd.DataFrame)
         ]
-        return "Diagnostics(\n" + "\n".join(lines) + "\n  stability: DataFrame (see ['stability'])\n)"
+        return (
+            "Diagnostics(\n" + "\n".join(lines) + "\n  stability: DataFrame (see ['stability'])\n)"
+        )
 
 
 # Above this many folds the weights' stability comes from bootstrap resamples
@@ -271,8 +280,13 @@ class WeightDiagnostics:
             values, names = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
         else:
             values, names = resampled_weights(
-                state.output.predictions[:, :J], state.response.y, state.loss, ~state.output.failed[:J],
-                folds=state.folds if method == "folds" else None, n_boot=n_resamples, seed=seed,
+                state.output.predictions[:, :J],
+                state.response.y,
+                state.loss,
+                ~state.output.failed[:J],
+                folds=state.folds if method == "folds" else None,
+                n_boot=n_resamples,
+                seed=seed,
             )
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
 
@@ -319,7 +333,7 @@ class WeightDiagnostics:
 
     @cached_property
     def weight_stability(self) -> pd.DataFrame:
-        """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x resamples."""
+        """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x draws."""
         return self.resample_weights()
 
     @cached_property
@@ -374,7 +388,7 @@ class WeightDiagnostics:
         return float(self.weights[self.resolve_candidates(correct)].sum())
 
     def reweight(self, loss: str):
-        """The same fit with weights re-solved under another surrogate loss, without refitting the CV.
+        """The same fit with weights re-solved under another surrogate loss, without new CV fits.
 
         Parameters
         ----------
@@ -393,7 +407,9 @@ class WeightDiagnostics:
         solution, entries = solve_stage_weights(
             state.output, len(labels), state.response.y, new_loss, labels, warn=False
         )
-        return results_from_state(replace(state, loss=new_loss, solution=solution, ledger=tuple(entries)))
+        return results_from_state(
+            replace(state, loss=new_loss, solution=solution, ledger=tuple(entries))
+        )
 
     def loss_sensitivity(self, losses=None) -> pd.DataFrame:
         """Weights under several surrogate losses (candidates with a non-zero weight under any).
@@ -409,9 +425,12 @@ class WeightDiagnostics:
             Candidates x losses.
         """
         names = self.stages.family.sensitivity_losses if losses is None else list(losses)
-        table = pd.DataFrame({
-            name: self.weights if name == self.loss else self.reweight(name).weights for name in names
-        })
+        table = pd.DataFrame(
+            {
+                name: self.weights if name == self.loss else self.reweight(name).weights
+                for name in names
+            }
+        )
         return table[(table > 0).any(axis=1)]
 
     def honest_risk(self, outer=5, seed: int | None = None):

@@ -48,7 +48,9 @@ def _equal(size: int, members: np.ndarray) -> np.ndarray:
     return members / members.sum()
 
 
-def strategy_weights(pearl_weights, candidates, n_pool: int, risks, failed) -> dict[str, np.ndarray]:
+def strategy_weights(
+    pearl_weights, candidates, n_pool: int, risks, failed
+) -> dict[str, np.ndarray]:
     """Weight vectors of every strategy over ``candidates`` (pool first).
 
     Parameters
@@ -70,7 +72,9 @@ def strategy_weights(pearl_weights, candidates, n_pool: int, risks, failed) -> d
     in_pool = np.arange(size) < n_pool
     single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in candidates])
     n_blocks = max(len(c.blocks) for c in candidates)
-    fusion = np.array([len(c.blocks) == n_blocks and c.label == "+".join(c.blocks) for c in candidates])
+    fusion = np.array(
+        [len(c.blocks) == n_blocks and c.label == "+".join(c.blocks) for c in candidates]
+    )
 
     def best_of(mask):
         mask = mask & ok

@@ -356,7 +356,7 @@ class PearlSummary(Summary):
         return "\n".join(parts)
 
 
-# ---- sections -------------------------------------------------------------------------------------
+# ---- sections ------------------------------------------------------------------------------
 def _table(rows, headers, stubs, title) -> SimpleTable:
     table = SimpleTable(rows, headers=headers, stubs=stubs, title=title)
     # SimpleTable turns headers into plain str; keep Labels for their LaTeX / HTML forms
@@ -415,8 +415,14 @@ def _strategies_table(res) -> SimpleTable:
     ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
     if honest is not None:
         rows = [
-            [*(format_number(honest.loc[name, column]) for column in ("risk", "se", "ratio", "ratio_se")),
-             format_number(res.baselines.loc[name, "cv_risk"]), uses[name]]
+            [
+                *(
+                    format_number(honest.loc[name, column])
+                    for column in ("risk", "se", "ratio", "ratio_se")
+                ),
+                format_number(res.baselines.loc[name, "cv_risk"]),
+                uses[name],
+            ]
             for name in honest.index
         ]
         headers = ["honest risk", "SE", ratio, "ratio SE", "CV risk*", "uses"]
@@ -425,7 +431,10 @@ def _strategies_table(res) -> SimpleTable:
         return _table(rows, headers, list(honest.index), title)
     table = res.baselines
     rows = [
-        [*(format_number(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)), r.candidate]
+        [
+            *(format_number(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)),
+            r.candidate,
+        ]
         for r in table.itertuples()
     ]
     headers = ["CV risk*", "SE", ratio, "ratio SE", "uses"]
@@ -434,7 +443,10 @@ def _strategies_table(res) -> SimpleTable:
 
 def _importance_table(res) -> SimpleTable:
     counts = res.block_membership.sum(axis=0)
-    rows = [[format_number(value), str(int(counts[name]))] for name, value in res.block_importance.items()]
+    rows = [
+        [format_number(value), str(int(counts[name]))]
+        for name, value in res.block_importance.items()
+    ]
     return _table(rows, ["importance", "in candidates"], list(res.block_importance.index),
                   "Block importance (total weight of the candidates with the block)")
 
@@ -466,7 +478,10 @@ def _stability_table(res) -> SimpleTable:
     stability = res.diagnostics["stability"]
     shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
     shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
-    rows = [[format_number(r.weight), format_number(r.mean), format_number(r.spread)] for r in shown.itertuples()]
+    rows = [
+        [format_number(r.weight), format_number(r.mean), format_number(r.spread)]
+        for r in shown.itertuples()
+    ]
     title = f"Weights re-solved on {res.diagnostics['stability_resamples']} (not a standard error)"
     return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
 
@@ -490,7 +505,9 @@ def _ledger_table(res) -> SimpleTable:
     title = "Failure ledger"
     if len(rows) > len(shown):
         title += f" (first {_MAX_LEDGER_ROWS} of {len(rows)} rows)"
-    return _table(body, ["folds", "stage", "kind", "weight 0", "action"], list(shown["candidate"]), title)
+    return _table(
+        body, ["folds", "stage", "kind", "weight 0", "action"], list(shown["candidate"]), title
+    )
 
 
 def _notes(res) -> list[str]:
@@ -508,23 +525,25 @@ def _notes(res) -> list[str]:
             "(reasons in .failures)."
         )
     notes.append(
-        "Strategies: " + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
-        + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were chosen "
-        "from, optimistic for PEARL by construction (every baseline is a point of the simplex PEARL "
-        "optimises over)."
+        "Strategies: "
+        + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
+        + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were "
+        "chosen from, optimistic for PEARL by construction (every baseline is a point of the "
+        "simplex PEARL optimises over)."
     )
     honest = res.last_honest_risk if res.honest is not None else None
     if honest is not None:
         notes.append(
-            "Honest risk: the whole procedure (inner folds, candidates, weights, each baseline's choice) "
-            "re-run inside each outer fold and scored on the held-out rows; PEARL/this is a paired ratio "
-            "on the same rows."
+            "Honest risk: the whole procedure (inner folds, candidates, weights, each baseline's "
+            "choice) re-run inside each outer fold and scored on the held-out rows; PEARL/this is "
+            "a paired ratio on the same rows."
         )
         excess, se = honest.excess_over("MS")
         if excess > se:
             table = honest.table
             notes.append(
-                f"Warning: PEARL's honest risk {format_number(table.loc['PEARL', 'risk'])} exceeds that of "
+                "Warning: PEARL's honest risk "
+                f"{format_number(table.loc['PEARL', 'risk'])} exceeds that of "
                 f"MS re-selected in each outer fold ({format_number(table.loc['MS', 'risk'])}) by "
                 f"{format_number(excess)}, more than one paired SE ({format_number(se)})."
             )

@@ -61,7 +61,7 @@ def import_torch(needed_by: str = "this deep representation learner"):
 
 
 def resolve_device(torch, device):
-    """Turn ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` into a usable ``torch.device``.
+    """Turn ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` into a ``torch.device``.
 
     ``"auto"`` picks a CUDA GPU when one is present, then Apple's MPS, else the CPU.
     Asking for an accelerator that is not there is an :class:`OptionError`, not a
@@ -109,7 +109,8 @@ def training_session(torch, seed: int, device):
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     if device.type == "cuda":
-        # cuBLAS is only deterministic with a fixed workspace; it must be set before the first matmul.
+        # cuBLAS is only deterministic with a fixed workspace; it must be set before the first
+        # matmul.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         fork = torch.random.fork_rng(devices=[device.index or 0], device_type="cuda")
     else:

@@ -45,7 +45,10 @@ def crop(batch, generator, padding: int | None = None):
 
 
 def resized_crop(batch, generator, scale=(0.6, 1.0), ratio=(3 / 4, 4 / 3)):
-    """Random crop covering a ``scale`` fraction of the area, resized back to ``h x w`` (bilinear)."""
+    """Random crop covering a ``scale`` fraction of the area, resized back to ``h x w``.
+
+    Resizing is bilinear.
+    """
     n = batch.shape[0]
     area = _uniform(generator, n, scale[0], scale[1], "cpu")
     log_ratio = _uniform(
@@ -54,7 +57,8 @@ def resized_crop(batch, generator, scale=(0.6, 1.0), ratio=(3 / 4, 4 / 3)):
     aspect = log_ratio.exp()
     width = (area * aspect).sqrt().clamp(max=1.0)
     height = (area / aspect).sqrt().clamp(max=1.0)
-    # In affine_grid's [-1, 1] coordinates a window of half-size s can be centred anywhere in [-(1-s), 1-s].
+    # In affine_grid's [-1, 1] coordinates a window of half-size s can be centred anywhere in
+    # [-(1-s), 1-s].
     x_centre = (2 * torch.rand(n, generator=generator) - 1) * (1 - width)
     y_centre = (2 * torch.rand(n, generator=generator) - 1) * (1 - height)
     zero = torch.zeros(n)
@@ -127,12 +131,14 @@ def build_pipeline(
             continue
         if item not in AUGMENTATIONS:
             raise OptionError(
-                f"unknown augmentation {item!r}; use a callable f(batch, generator) or one of {sorted(AUGMENTATIONS)}"
+                f"unknown augmentation {item!r}; use a callable "
+                f"f(batch, generator) or one of {sorted(AUGMENTATIONS)}"
             )
         function, needs_images = AUGMENTATIONS[item]
         if needs_images and not images:
             raise OptionError(
-                f"augmentation {item!r} needs images: pass image_shape=(h, w) or (c, h, w) for flattened "
+                f"augmentation {item!r} needs images: pass "
+                "image_shape=(h, w) or (c, h, w) for flattened "
                 "inputs, give 3-D/4-D arrays, or use only 'noise' and 'mask'"
             )
         pipeline.append(_bind(item, function, options))

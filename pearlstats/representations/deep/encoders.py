@@ -38,7 +38,8 @@ def build_encoder(
     channels = input_shape[0]
     narrow = max(hidden_dim // 2, 4)
     if kind == "cnn":
-        # Pooling to a fixed 4x4 grid keeps where strokes are (global pooling would not) for any image size.
+        # Pooling to a fixed 4x4 grid keeps where strokes are (global pooling would not) for any
+        # image size.
         return nn.Sequential(
             nn.Conv2d(channels, narrow, 3, padding=1),
             nn.ReLU(),
@@ -146,7 +147,8 @@ class VAENet(nn.Module):
     def loss(self, x, generator):
         """Negative ELBO per row for a unit-variance Gaussian decoder, KL weighted by ``beta``."""
         mean, log_var = self.posterior(x)
-        # Noise is drawn on the CPU generator and moved, so a seed gives the same draws on any device.
+        # Noise is drawn on the CPU generator and moved, so a seed gives the same draws on any
+        # device.
         noise = torch.randn(mean.shape, generator=generator).to(mean.device)
         z = mean + noise * torch.exp(0.5 * log_var)
         reconstruction = 0.5 * (self.decode(z) - x.flatten(1)).pow(2).sum(dim=1)

