@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,9 @@ from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .results.strategies import STRATEGIES, combine, strategy_weights
 from .stages import FitState, cross_validate, solve_stage_weights
+
+if TYPE_CHECKING:
+    from .weights.losses import Loss
 
 __all__ = [
     "NestedCV", "nested_cross_validation", "strategy_row_losses", "paired_ratio_table",
@@ -77,7 +81,7 @@ class NestedCV:
         """Weights of a strategy in each outer fold, shape (outer folds, pool + extras)."""
         return np.array([weights[strategy] for weights in self.fold_strategy_weights])
 
-    def held_out_predictions(self, strategy: str, loss=None) -> np.ndarray:
+    def held_out_predictions(self, strategy: str, loss: Loss | None=None) -> np.ndarray:
         """Each row's prediction by the strategy fitted without that row's outer fold."""
         P = self.outside.predictions
         out = np.full(P.shape[:1] + P.shape[2:], np.nan)
@@ -128,7 +132,10 @@ def _outer_fold(
 
 
 def nested_cross_validation(
-    state: FitState, outer=5, seed: int | None = None, n_jobs=None
+    state: FitState,
+    outer: int | str | np.ndarray = 5,
+    seed: int | None = None,
+    n_jobs: int | None = None,
 ) -> NestedCV:
     """Re-run the whole PEARL procedure inside each outer fold.
 
@@ -230,7 +237,7 @@ def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndar
 
 
 def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, alpha: float,
-                         seed: int | None = None):
+                         seed: int | None = None) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
     """CV+ intervals (gaussian, poisson) or adaptive prediction sets (classes) for new rows.
 
     The conformity scores are the held-out residuals (or APS scores) of the

@@ -78,8 +78,10 @@ def _guard(count: int, max_candidates: int, what: str) -> None:
 
 
 def candidate_block_sets(
-    spec, block_names: Sequence[str], max_candidates: int = DEFAULT_MAX_CANDIDATES
-):
+    spec: str | Sequence[str | Sequence[str]],
+    block_names: Sequence[str],
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+) -> list[tuple[str, ...]]:
     """List the block sets a candidate specification produces.
 
     Parameters
@@ -160,7 +162,7 @@ def candidate_block_sets(
 
 
 def build_candidates(
-    spec,
+    spec: str | Sequence[str | Sequence[str]],
     block_slices: Mapping[str, slice],
     column_names: Sequence[str],
     n_covariates: int,

@@ -10,8 +10,9 @@ checking everything a user can get wrong and naming it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -57,7 +58,7 @@ def _is_representations(obj) -> bool:
     return hasattr(obj, "transform") and hasattr(obj, "names") and not isinstance(obj, Mapping)
 
 
-def split_data(data) -> tuple[pd.DataFrame, dict]:
+def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, dict]:
     """Separate ordinary columns from 2-D arrays stored in a dict ``data``.
 
     Parameters
@@ -103,7 +104,7 @@ def split_data(data) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(columns), embedded
 
 
-def data_index(data) -> pd.Index | None:
+def data_index(data: Any) -> pd.Index | None:
     """The row labels of a DataFrame ``data`` (pandas blocks align to them), else None."""
     return data.index if isinstance(data, pd.DataFrame) else None
 
@@ -188,7 +189,7 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
     return array, [f"{name}[{j}]" for j in range(array.shape[1])], None
 
 
-def as_block(name: str, value) -> Block:
+def as_block(name: str, value: Any) -> Block:
     """A validated float :class:`Block` from a 2-D array, sparse matrix or DataFrame."""
     values, column_names, labels = _as_dense(name, value)
     return Block(name, values, column_names, labels)
@@ -239,8 +240,13 @@ def _unknown_block_message(name: str, available: list[str]) -> str:
     )
 
 
-def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks,
-                   index: pd.Index | None = None) -> dict[str, Block]:
+def resolve_blocks(
+    names: Sequence[str],
+    frame: pd.DataFrame,
+    embedded: Mapping,
+    blocks: Mapping[str, Any] | Any | None,
+    index: pd.Index | None = None,
+) -> dict[str, Block]:
     """Collect the formula's blocks from ``blocks=`` and ``data``, validated.
 
     Parameters

@@ -10,6 +10,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -34,7 +36,12 @@ def _kfold(n: int, k: int, rng: np.random.Generator, strata: np.ndarray | None) 
     return folds
 
 
-def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.ndarray:
+def make_folds(
+    cv: int | str | np.ndarray | Sequence,
+    n: int,
+    seed: int | np.random.SeedSequence | None = None,
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
     """Assign each row to a fold.
 
     Parameters
@@ -116,7 +123,7 @@ def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.nd
     return codes.astype(np.intp)
 
 
-def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes) -> None:
+def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence) -> None:
     """Require every class in every training set (all rows outside a fold).
 
     A candidate trained without some class cannot predict it, so its

@@ -259,7 +259,9 @@ def _is_row_variable(value, n_rows: int) -> bool:
     return isinstance(value, (list, tuple)) and len(value) == n_rows and n_rows > 1
 
 
-def covariate_row_variables(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment):
+def covariate_row_variables(
+    spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment
+) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """The per-row variables the covariate terms read, as data columns.
 
     Names the terms take from the data are found by letting patsy evaluate
@@ -406,7 +408,9 @@ def _rebuild_covariates(spec, training_columns, namespace) -> CovariateSpec:
     return build_covariates(spec, training_columns, env)[0]
 
 
-def build_covariates(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment):
+def build_covariates(
+    spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment
+) -> tuple[CovariateSpec, np.ndarray]:
     """Build the covariate columns of the fit's rows and what rebuilds them.
 
     Parameters

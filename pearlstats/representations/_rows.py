@@ -14,7 +14,8 @@ anything else numeric.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,7 @@ from ._checks import is_missing
 INPUT_KINDS = ("numeric", "text", "frame")
 
 
-def column_list(columns, owner: str) -> list | None:
+def column_list(columns: str | Sequence[str] | None, owner: str) -> list | None:
     """``None``, one column name or a list of names -> ``None`` or a non-empty unique list."""
     if columns is None:
         return None
@@ -45,7 +46,7 @@ def column_list(columns, owner: str) -> list | None:
 class Rows:
     """Column access to a DataFrame or a dict of 1-D / 2-D columns with one length."""
 
-    def __init__(self, rows):
+    def __init__(self, rows: Any):
         if isinstance(rows, pd.DataFrame):
             repeated = sorted({str(c) for c in rows.columns[rows.columns.duplicated()]})
             if repeated:
@@ -73,15 +74,15 @@ class Rows:
         if self.n == 0:
             raise DataError("the rows are empty; representations need at least one row")
 
-    def missing(self, columns) -> list:
+    def missing(self, columns: Sequence[str]) -> list:
         return [c for c in columns if c not in self._values]
 
-    def infer_kind(self, columns) -> str:
+    def infer_kind(self, columns: Sequence[str]) -> str:
         if len(columns) == 1 and _is_text(self._values[columns[0]]):
             return "text"
         return "numeric"
 
-    def input_for(self, learner_name: str, columns: list, kind: str):
+    def input_for(self, learner_name: str, columns: list, kind: str) -> Any:
         """The input of one learner; errors name the learner and the column."""
         who = f"representation {learner_name!r}"
         if kind == "text":

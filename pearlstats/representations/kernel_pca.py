@@ -6,6 +6,8 @@ Out-of-sample rows are projected correctly (centred against the training kernel)
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.linalg import eigh, qr
@@ -157,7 +159,7 @@ class KernelPCA:
         tol: float = 1e-10,
         max_iter: int = 200,
         seed: int | None = None,
-        columns=None,
+        columns: str | Sequence[str] | None=None,
     ):
         self.n_components = check_int(n_components, "n_components")
         check_choice(kernel, "kernel", KERNELS)
@@ -195,7 +197,7 @@ class KernelPCA:
 
     # ------------------------------------------------------------------ fitting
     @transactional
-    def fit(self, X) -> KernelPCA:
+    def fit(self, X: Any) -> KernelPCA:
         """Learn the top kernel principal components of the rows of ``X``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -384,7 +386,7 @@ class KernelPCA:
         )
 
     # --------------------------------------------------------------- projection
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Any) -> np.ndarray:
         """Project rows onto the training components, shape (n_rows, n_components)."""
         check_fitted(self, "_weights")
         X = as_float_matrix(X, "KernelPCA")
@@ -401,7 +403,7 @@ class KernelPCA:
             out[rows] = block
         return out
 
-    def fit_transform(self, X) -> np.ndarray:
+    def fit_transform(self, X: Any) -> np.ndarray:
         return self.fit(X).transform(X)
 
 

@@ -5,12 +5,21 @@ from __future__ import annotations
 import copy
 import os
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DataError, OptionError, UnknownTokensWarning
 from ._checks import check_choice, check_fitted, check_int, transactional
 from .text import TextLearner
 from .word_vectors import mean_word_vectors
+
+if TYPE_CHECKING:
+    import numpy as np
+    from gensim.models import KeyedVectors
+    from numpy.typing import ArrayLike
+
+    from ._checks import Tokenizer
 
 __all__ = ["PretrainedVectors", "load_word_vectors"]
 
@@ -20,8 +29,8 @@ UNKNOWN_TOKEN_SHARE = 0.5
 
 
 def load_word_vectors(
-    path, format: str = "auto", limit: int | None = None, encoding: str = "utf-8"
-):
+    path: str | os.PathLike, format: str = "auto", limit: int | None = None, encoding: str = "utf-8"
+) -> KeyedVectors:
     """Load word vectors into gensim ``KeyedVectors``.
 
     Parameters
@@ -166,13 +175,13 @@ class PretrainedVectors(TextLearner):
 
     def __init__(
         self,
-        source,
+        source: str | os.PathLike | KeyedVectors | Mapping[str, ArrayLike],
         *,
         format: str = "auto",
         limit: int | None = None,
         encoding: str = "utf-8",
-        tokenizer=None,
-        columns=None,
+        tokenizer: Tokenizer | None=None,
+        columns: str | Sequence[str] | None=None,
     ):
         super().__init__(tokenizer, columns)
         check_choice(format, "format", FORMATS)
@@ -207,7 +216,7 @@ class PretrainedVectors(TextLearner):
         return clone
 
     @transactional
-    def fit(self, documents=None) -> PretrainedVectors:
+    def fit(self, documents: Any=None) -> PretrainedVectors:
         """Load the vectors (the documents are only checked).
 
         Warns (:class:`~pearlstats.exceptions.UnknownTokensWarning`) when more than
@@ -248,12 +257,12 @@ class PretrainedVectors(TextLearner):
             stacklevel=4,  # _warn_unknown <- fit <- transactional wrapper <- the caller
         )
 
-    def transform(self, documents):
+    def transform(self, documents: Any) -> np.ndarray:
         """Mean vector of each document's known words, shape (n_documents, vector_size)."""
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> np.ndarray:
         return self.fit(documents).transform(documents)
 
 

@@ -14,6 +14,8 @@ Examples
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,10 +24,16 @@ from ..exceptions import BlockError, OptionError
 from ._checks import check_fitted, check_int, check_seed, transactional
 from .text import TextLearner
 
+if TYPE_CHECKING:
+    from gensim.models import Doc2Vec as GensimDoc2Vec
+    from gensim.models import KeyedVectors
+
+    from ._checks import Tokenizer
+
 __all__ = ["Word2Vec", "Doc2Vec", "mean_word_vectors"]
 
 
-def mean_word_vectors(token_lists, vectors) -> np.ndarray:
+def mean_word_vectors(token_lists: Sequence[Sequence[str]], vectors: KeyedVectors) -> np.ndarray:
     """Average of the known words' vectors per document (repeated words count repeatedly).
 
     A document without any word in ``vectors`` gets a row of zeros.
@@ -193,9 +201,9 @@ class Word2Vec(_GensimLearner):
         epochs: int = 5,
         seed: int | None = None,
         workers: int | None = None,
-        tokenizer=None,
-        columns=None,
-        **options,
+        tokenizer: Tokenizer | None=None,
+        columns: str | Sequence[str] | None=None,
+        **options: Any,
     ):
         options = {**self._shared_options(window, min_count, epochs), "sg": sg, **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
@@ -205,7 +213,7 @@ class Word2Vec(_GensimLearner):
         return f"Word2Vec(vector_size={self.vector_size}, seed={self.seed})"
 
     @transactional
-    def fit(self, documents) -> Word2Vec:
+    def fit(self, documents: Any) -> Word2Vec:
         """Train word vectors on the tokenised ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -219,12 +227,12 @@ class Word2Vec(_GensimLearner):
         self.output_dim_ = self.vector_size
         return self
 
-    def transform(self, documents) -> np.ndarray:
+    def transform(self, documents: Any) -> np.ndarray:
         """Mean word vector of each document, shape (n_documents, vector_size)."""
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> np.ndarray:
         return self.fit(documents).transform(documents)
 
 
@@ -278,9 +286,9 @@ class Doc2Vec(_GensimLearner):
         epochs: int = 10,
         seed: int | None = None,
         workers: int | None = None,
-        tokenizer=None,
-        columns=None,
-        **options,
+        tokenizer: Tokenizer | None=None,
+        columns: str | Sequence[str] | None=None,
+        **options: Any,
     ):
         options = {"dm": dm, **self._shared_options(window, min_count, epochs), **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
@@ -290,7 +298,7 @@ class Doc2Vec(_GensimLearner):
         return f"Doc2Vec(vector_size={self.vector_size}, dm={self.options['dm']}, seed={self.seed})"
 
     @transactional
-    def fit(self, documents) -> Doc2Vec:
+    def fit(self, documents: Any) -> Doc2Vec:
         """Train a Doc2Vec model on the tokenised ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -308,7 +316,7 @@ class Doc2Vec(_GensimLearner):
         self.output_dim_ = self.vector_size
         return self
 
-    def transform(self, documents) -> np.ndarray:
+    def transform(self, documents: Any) -> np.ndarray:
         """Inferred vector of each document, shape (n_documents, vector_size)."""
         check_fitted(self, "model_")
         model = self.model_
@@ -326,7 +334,7 @@ class Doc2Vec(_GensimLearner):
             model.random = saved_random
         return out
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> np.ndarray:
         return self.fit(documents).transform(documents)
 
 
@@ -343,7 +351,7 @@ def _starting_vector(key: int, size: int) -> np.ndarray:
     return (generator.random(size).astype(np.float32) - 0.5) / size
 
 
-def infer_vector(model, words: list[str], start: np.ndarray, key: int) -> np.ndarray:
+def infer_vector(model: GensimDoc2Vec, words: list[str], start: np.ndarray, key: int) -> np.ndarray:
     """gensim's ``Doc2Vec.infer_vector`` from a given starting vector and sampling seed.
 
     The loop is gensim's (same learning-rate schedule and training kernels); only

@@ -25,8 +25,9 @@ each outer training set, as R's ``CV.SuperLearner``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,10 @@ from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_l
 from ..weights.losses import mean_squared_error
 from .strategies import STRATEGIES
 from .summary import format_mean_sd, html_escape, latex_escape
+
+if TYPE_CHECKING:
+    from ..nested import NestedCV
+    from .core import PearlResults
 
 __all__ = [
     "METHODS",
@@ -105,7 +110,11 @@ def _test_response(res, test_data) -> np.ndarray:
     return res.encode_response(values)
 
 
-def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
+def evaluate(
+    res: PearlResults,
+    test_data: pd.DataFrame | Mapping[str, Any],
+    blocks: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
     """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`)."""
     X = res.design_matrix(test_data, blocks)
     y = _test_response(res, test_data)
@@ -213,7 +222,12 @@ class HonestRisk:
         return f"HonestRisk({self.n_outer} outer folds)\n{self.table}"
 
 
-def honest_risk(res, outer=5, seed=None, nested=None) -> HonestRisk:
+def honest_risk(
+    res: PearlResults,
+    outer: int | str | np.ndarray = 5,
+    seed: int | None = None,
+    nested: NestedCV | None = None,
+) -> HonestRisk:
     """Nested cross-validation of PEARL and its baselines (see :meth:`PearlResults.honest_risk`).
 
     *nested*, when given, is a :class:`~pearlstats.nested.NestedCV` of this fit to reuse.
@@ -418,8 +432,13 @@ def _check_same_shape(reference: pd.DataFrame, frames: list, setting) -> None:
             )
 
 
-def compare_table(evaluations, *, digits: int = 3, setting_name: str = "n",
-                  higher_is_better=HIGHER_IS_BETTER) -> ComparisonTable:
+def compare_table(
+    evaluations: Mapping[Any, Sequence[pd.DataFrame]],
+    *,
+    digits: int = 3,
+    setting_name: str = "n",
+    higher_is_better: Collection[str] = HIGHER_IS_BETTER,
+) -> ComparisonTable:
     """Combine evaluations (repetitions x settings) into the paper's table.
 
     Parameters

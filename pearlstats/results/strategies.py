@@ -19,7 +19,14 @@ has NaN weights (and so NaN risk), which the summary shows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
+    from ..weights.losses import Loss
 
 __all__ = ["STRATEGIES", "DEFINITIONS", "strategy_weights", "combine"]
 
@@ -49,7 +56,11 @@ def _equal(size: int, members: np.ndarray) -> np.ndarray:
 
 
 def strategy_weights(
-    pearl_weights, candidates, n_pool: int, risks, failed
+    pearl_weights: np.ndarray,
+    candidates: Sequence[Candidate],
+    n_pool: int,
+    risks: np.ndarray,
+    failed: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """Weight vectors of every strategy over ``candidates`` (pool first).
 
@@ -91,7 +102,7 @@ def strategy_weights(
     }
 
 
-def combine(predictions: np.ndarray, weights: np.ndarray, loss=None) -> np.ndarray:
+def combine(predictions: np.ndarray, weights: np.ndarray, loss: Loss | None=None) -> np.ndarray:
     """Weighted average of candidate predictions, skipping zero-weight (possibly NaN) columns.
 
     Parameters

@@ -24,6 +24,8 @@ from __future__ import annotations
 import copy
 import html
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,9 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
 from .strategies import DEFINITIONS
+
+if TYPE_CHECKING:
+    from .core import PearlResults
 
 __all__ = [
     "LATEX_PREAMBLE",
@@ -68,7 +73,7 @@ _LATEX_PATTERN = re.compile("|".join(re.escape(char) for char in _LATEX_SPECIALS
 
 
 # ---- formatting ---------------------------------------------------------------------------
-def format_number(value, digits: int = 4) -> str:
+def format_number(value: float | None, digits: int = 4) -> str:
     """Format a number for a summary cell (NaN shown as ``--``).
 
     Examples
@@ -86,7 +91,7 @@ def format_number(value, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
-def format_fixed(value, digits: int = 3) -> str:
+def format_fixed(value: float | None, digits: int = 3) -> str:
     """Fixed-point text with *digits* decimals, as in the paper's tables (NaN as ``--``).
 
     Examples
@@ -99,7 +104,7 @@ def format_fixed(value, digits: int = 3) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def format_mean_sd(mean, sd, digits: int = 3) -> str:
+def format_mean_sd(mean: float, sd: float, digits: int = 3) -> str:
     """``"mean (SD)"`` as in the paper's tables.
 
     Examples
@@ -110,7 +115,7 @@ def format_mean_sd(mean, sd, digits: int = 3) -> str:
     return f"{format_fixed(mean, digits)} ({format_fixed(sd, digits)})"
 
 
-def latex_escape(text) -> str:
+def latex_escape(text: object) -> str:
     r"""Escape LaTeX's special characters in one pass (so escapes are never re-escaped).
 
     Examples
@@ -121,7 +126,7 @@ def latex_escape(text) -> str:
     return _LATEX_PATTERN.sub(lambda match: _LATEX_SPECIALS[match.group(0)], str(text))
 
 
-def html_escape(text) -> str:
+def html_escape(text: object) -> str:
     """Escape ``<``, ``>``, ``&`` and quotes for HTML.
 
     Examples
@@ -159,12 +164,12 @@ class Label(str):
         return Label, (str(self),), {"latex": self.latex, "html": self.html}
 
 
-def cell_latex(cell) -> str:
+def cell_latex(cell: object) -> str:
     """A cell's LaTeX: a :class:`Label`'s own form, else the escaped text."""
     return cell.latex if isinstance(cell, Label) else latex_escape(cell)
 
 
-def cell_html(cell) -> str:
+def cell_html(cell: object) -> str:
     """A cell's HTML: a :class:`Label`'s own form, else the escaped text."""
     return cell.html if isinstance(cell, Label) else html_escape(cell)
 
@@ -235,7 +240,7 @@ def _column_spec(kinds: list[str], columns: list[list]) -> str:
                            for kind, cells in zip(kinds, columns)) + "@{}"
 
 
-def latex_cell(cell, kind: str) -> str:
+def latex_cell(cell: object, kind: str) -> str:
     """One cell for a column of *kind*: numbers in math, other content centred in D columns."""
     if kind == "D":
         if _is_number(cell):
@@ -322,7 +327,7 @@ class PearlSummary(Summary):
         super().__init__()
         self.notes: list[str] = []
 
-    def add_notes(self, notes) -> None:
+    def add_notes(self, notes: Sequence[str]) -> None:
         """Append lines to the text under the tables."""
         self.notes.extend(notes)
         self.add_extra_txt(list(notes))
@@ -552,7 +557,9 @@ def _notes(res) -> list[str]:
     return notes
 
 
-def build_summary(res, correct=None) -> PearlSummary:
+def build_summary(
+    res: PearlResults, correct: str | Sequence[str | Sequence[str]] | None = None
+) -> PearlSummary:
     """Assemble the summary of a :class:`~pearlstats.results.PearlResults`.
 
     Parameters

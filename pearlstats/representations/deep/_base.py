@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Sequence
+from typing import Any, Self
 
 import numpy as np
 
@@ -35,19 +37,19 @@ class DeepLearner:
 
     def __init__(
         self,
-        latent_dim=8,
+        latent_dim: int=8,
         *,
-        encoder="mlp",
-        hidden_dim=64,
-        epochs=20,
-        batch_size=64,
-        lr=1e-3,
-        scaling="auto",
-        image_shape=None,
-        device="auto",
-        seed=None,
-        progress=True,
-        columns=None,
+        encoder: str="mlp",
+        hidden_dim: int=64,
+        epochs: int=20,
+        batch_size: int=64,
+        lr: float=1e-3,
+        scaling: str="auto",
+        image_shape: tuple[int, ...] | None=None,
+        device: str="auto",
+        seed: int | None=None,
+        progress: bool=True,
+        columns: str | Sequence[str] | None=None,
     ):
         self.latent_dim = latent_dim
         self.encoder = encoder
@@ -87,7 +89,7 @@ class DeepLearner:
 
     # ----------------------------------------------------------------- public API
     @transactional
-    def fit(self, X):
+    def fit(self, X: Any) -> Self:
         """Train on the rows of ``X`` (2-D flattened, 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``).
 
         If ``fit`` raises (bad input, divergence, an interrupt), the learner keeps its
@@ -125,7 +127,7 @@ class DeepLearner:
                 "input scaling"
             )
 
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray:
         """The learned representation of each row: a float64 array of shape ``(n, latent_dim)``."""
         self._check_fitted()
         torch = import_torch(type(self).__name__)
@@ -139,7 +141,7 @@ class DeepLearner:
             ]
         return torch.cat(parts).double().numpy()
 
-    def fit_transform(self, X):
+    def fit_transform(self, X: Any) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``."""
         return self.fit(X).transform(X)
 
@@ -345,7 +347,7 @@ class DeepLearner:
 class ReconstructingLearner(DeepLearner):
     """A learner with a decoder: adds :meth:`inverse_transform`."""
 
-    def inverse_transform(self, Z):
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
         """Decode latent codes to flattened input rows ``(n, n_features_in_)`` in input units."""
         self._check_fitted()
         torch = import_torch(type(self).__name__)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,14 +86,14 @@ class SentenceEncoder:
 
     def __init__(
         self,
-        model="all-MiniLM-L6-v2",
+        model: str="all-MiniLM-L6-v2",
         *,
-        batch_size=32,
-        max_length=None,
-        normalize=True,
-        device="auto",
-        progress=True,
-        columns=None,
+        batch_size: int=32,
+        max_length: int | None=None,
+        normalize: bool=True,
+        device: str="auto",
+        progress: bool=True,
+        columns: str | Sequence[str] | None=None,
     ):
         self.model = model
         self.batch_size = batch_size
@@ -123,7 +125,7 @@ class SentenceEncoder:
             )
 
     @transactional
-    def fit(self, X=None):
+    def fit(self, X: Any=None) -> SentenceEncoder:
         """Load the model (no training); ``X``, if given, is checked to be a column of strings.
 
         If ``fit`` raises, the learner keeps its previous state.
@@ -146,7 +148,7 @@ class SentenceEncoder:
         self.output_dim_ = self.embedding_dim_  # the block width, known without embedding a row
         return self
 
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray:
         """Embed each text: a float64 array of shape ``(n, embedding_dim_)``."""
         if not hasattr(self, "model_path_"):
             raise NotFittedError(
@@ -181,7 +183,7 @@ class SentenceEncoder:
                 parts.append(pooled.cpu())
         return torch.cat(parts).double().numpy()
 
-    def fit_transform(self, X):
+    def fit_transform(self, X: Any) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``."""
         return self.fit(X).transform(X)
 
