@@ -17,12 +17,10 @@ Examples
 
 from __future__ import annotations
 
-from .design.candidates import Candidate
 from . import datasets, exceptions
-from .exceptions import *  # noqa: F403  (the public exception and warning classes)
-from .results.evaluation import ComparisonTable, HonestRisk, compare_table
-from .weights.losses import Loss, get_loss
+from .design.candidates import Candidate
 from .engines.mlp import MLP
+from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .fitting import fit
 from .representations import (
     LSI,
@@ -39,6 +37,8 @@ from .representations import (
 )
 from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
 from .results.core import PearlResults
+from .results.evaluation import ComparisonTable, HonestRisk, compare_table
+from .weights.losses import Loss, get_loss
 from .weights.solvers import WeightSolution, solve_weights
 
 __version__ = "0.1.0"
@@ -57,8 +57,34 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 __all__ = [
-    "fit", "PearlResults", "Candidate", "compare_table", "ComparisonTable", "HonestRisk",
-    "get_loss", "Loss", "solve_weights", "WeightSolution", "MLP", "datasets", "exceptions", "plotting",
-    "Representations", "FunctionLearner", "PCA", "KernelPCA", "Raw", "BagOfWords", "TfIdf", "LSI",
-    "Word2Vec", "Doc2Vec", "PretrainedVectors", "Autoencoder", "VAE", "SimCLR", "SentenceEncoder",
-    *(n for n in exceptions.__all__ if n != "format_positions")]
+    "fit",
+    "PearlResults",
+    "Candidate",
+    "compare_table",
+    "ComparisonTable",
+    "HonestRisk",
+    "get_loss",
+    "Loss",
+    "solve_weights",
+    "WeightSolution",
+    "MLP",
+    "datasets",
+    "exceptions",
+    "plotting",
+    "Representations",
+    "FunctionLearner",
+    "PCA",
+    "KernelPCA",
+    "Raw",
+    "BagOfWords",
+    "TfIdf",
+    "LSI",
+    "Word2Vec",
+    "Doc2Vec",
+    "PretrainedVectors",
+    "Autoencoder",
+    "VAE",
+    "SimCLR",
+    "SentenceEncoder",
+    *(n for n in exceptions.__all__ if n != "format_positions"),
+]

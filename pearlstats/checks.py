@@ -17,6 +17,8 @@ pearlstats.exceptions.OptionError: seed=-1; use a non-negative int (or None to d
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from patsy import EvalEnvironment
@@ -32,7 +34,7 @@ def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
-def check_seed(seed, name: str = "seed") -> int:
+def check_seed(seed: Any, name: str = "seed") -> int:
     """A seed numpy accepts: an int in [0, 2**63); None draws one from the OS."""
     if seed is None:
         return int(np.random.SeedSequence().entropy % (2**63))
@@ -41,29 +43,40 @@ def check_seed(seed, name: str = "seed") -> int:
     return int(seed)
 
 
-def check_n_jobs(n_jobs) -> int | None:
+def check_n_jobs(n_jobs: Any) -> int | None:
     """None or 1 (serial), a positive int, or a negative int counting back from all cores (-1)."""
     if n_jobs is None:
         return None
     if not _is_int(n_jobs) or int(n_jobs) == 0:
-        raise OptionError(f"n_jobs={n_jobs!r}; use None or 1 (serial), a positive int, or -1 for all cores")
+        raise OptionError(
+            f"n_jobs={n_jobs!r}; use None or 1 (serial), a positive int, or -1 for all cores"
+        )
     return int(n_jobs)
 
 
-def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def check_int(
+    name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """An int (any integral type, not bool) within [minimum, maximum]."""
-    ok = _is_int(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    ok = (
+        _is_int(value)
+        and (minimum is None or value >= minimum)
+        and (maximum is None or value <= maximum)
+    )
     if not ok:
         bounds = " and ".join(
-            part for part in (
-                f">= {minimum}" if minimum is not None else "", f"<= {maximum}" if maximum is not None else ""
-            ) if part
+            part
+            for part in (
+                f">= {minimum}" if minimum is not None else "",
+                f"<= {maximum}" if maximum is not None else "",
+            )
+            if part
         )
         raise OptionError(f"{name}={value!r}; use an int{' ' + bounds if bounds else ''}")
     return int(value)
 
 
-def check_choice(name: str, value, choices) -> str:
+def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """One of *choices*: strings, or a mapping choice -> what it does (said in the error)."""
     if not isinstance(value, str) or value not in choices:
         if isinstance(choices, dict):
@@ -75,12 +88,13 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-def check_eval_env(eval_env, depth: int = 1) -> EvalEnvironment:
+def check_eval_env(eval_env: int | EvalEnvironment, depth: int = 1) -> EvalEnvironment:
     """A patsy EvalEnvironment, or how many frames above the caller's caller to capture."""
     if isinstance(eval_env, EvalEnvironment):
         return eval_env
     if _is_int(eval_env) and eval_env >= 0:
         return EvalEnvironment.capture(int(eval_env), reference=depth + 1)
     raise OptionError(
-        f"eval_env={eval_env!r}; use a non-negative int (frames above the caller) or a patsy EvalEnvironment"
+        f"eval_env={eval_env!r}; use a non-negative int "
+        "(frames above the caller) or a patsy EvalEnvironment"
     )

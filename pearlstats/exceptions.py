@@ -19,6 +19,10 @@ BlockError
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "PearlError",
@@ -93,7 +97,7 @@ class AllCandidatesFailedError(PearlError, RuntimeError):
         The failure ledger (candidate, fold, stage, reason, action).
     """
 
-    def __init__(self, message: str, failures=None):
+    def __init__(self, message: str, failures: pd.DataFrame | None=None):
         super().__init__(message)
         self.failures = failures
 
@@ -103,7 +107,8 @@ class MissingDependencyError(PearlError, ImportError):
 
     Examples
     --------
-    >>> isinstance(MissingDependencyError("torch is needed: pip install 'pearlstats[deep]'"), ImportError)
+    >>> error = MissingDependencyError("torch is needed: pip install 'pearlstats[deep]'")
+    >>> isinstance(error, ImportError)
     True
     """
 

@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from .exceptions import DataError, FoldError, OptionError, format_positions
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "term_union",
@@ -425,7 +429,9 @@ def _check_alpha(alpha: float) -> None:
 # fitted values and residuals
 
 
-def averaged_fitted(fitted_by_candidate: Mapping[Hashable, object], weights: pd.Series):
+def averaged_fitted(
+    fitted_by_candidate: Mapping[Hashable, object], weights: pd.Series
+) -> pd.Series | pd.DataFrame:
     """Fitted values of the averaged model: ``sum_j w_j fitted_j``.
 
     Parameters
@@ -475,7 +481,9 @@ _PEARSON_VARIANCE = {
 }
 
 
-def averaged_resid(y, fitted, *, kind: str = "response", family: str = "gaussian") -> np.ndarray:
+def averaged_resid(
+    y: ArrayLike, fitted: ArrayLike, *, kind: str = "response", family: str = "gaussian"
+) -> np.ndarray:
     """Residuals of the averaged model.
 
     ``kind="response"``: ``y - mu``. ``kind="pearson"``: ``(y - mu) / sqrt(V(mu))``
@@ -588,8 +596,16 @@ def _check_cv_plus(y, oof_prediction, folds, new_fold_predictions):
     return y_arr, oof, fold_arr.ravel().astype(np.intp), fold_pred
 
 
-def cv_plus_interval(y, oof_prediction, folds, new_fold_predictions, alpha: float = 0.1, *,
-                     family: str = "gaussian", integer: bool = False):
+def cv_plus_interval(
+    y: ArrayLike,
+    oof_prediction: ArrayLike,
+    folds: ArrayLike,
+    new_fold_predictions: ArrayLike,
+    alpha: float = 0.1,
+    *,
+    family: str = "gaussian",
+    integer: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
     """CV+ prediction intervals (Barber, Candès, Ramdas & Tibshirani 2021).
 
     With ``R_i = |y_i - mu_{-k(i)}(x_i)|`` the out-of-fold residuals, the interval for
@@ -800,8 +816,16 @@ def _check_aps(y, oof_proba, folds, new_fold_proba):
     return codes, probs, fold_idx.astype(np.intp), fold_probs
 
 
-def aps_prediction_sets(y, oof_proba, folds, new_fold_proba, alpha: float = 0.1, *,
-                        randomize: bool = True, seed=None) -> np.ndarray:
+def aps_prediction_sets(
+    y: ArrayLike,
+    oof_proba: ArrayLike,
+    folds: ArrayLike,
+    new_fold_proba: ArrayLike,
+    alpha: float = 0.1,
+    *,
+    randomize: bool = True,
+    seed: int | np.random.SeedSequence | None = None,
+) -> np.ndarray:
     """CV+ adaptive prediction sets for classes (Romano, Sesia & Candès 2020).
 
     With training scores ``E_i = E(x_i, y_i, U_i; pi_{-k(i)})`` from the

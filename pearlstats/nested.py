@@ -17,7 +17,8 @@ Examples
 >>> import numpy as np, pearlstats as pearl
 >>> rng = np.random.default_rng(0)
 >>> a, b = rng.normal(size=(80, 2)), rng.normal(size=(80, 2))
->>> res = pearl.fit("y ~ block(a) + block(b)", {"y": a[:, 0] + rng.normal(size=80), "a": a, "b": b}, seed=0)
+>>> data = {"y": a[:, 0] + rng.normal(size=80), "a": a, "b": b}
+>>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
 >>> nested = nested_cross_validation(res.stages, outer=4, seed=1)
 >>> nested.held_out_predictions("PEARL").shape
 (80,)
@@ -26,6 +27,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -36,6 +38,9 @@ from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .results.strategies import STRATEGIES, combine, strategy_weights
 from .stages import FitState, cross_validate, solve_stage_weights
+
+if TYPE_CHECKING:
+    from .weights.losses import Loss
 
 __all__ = [
     "NestedCV", "nested_cross_validation", "strategy_row_losses", "paired_ratio_table",
@@ -76,7 +81,7 @@ class NestedCV:
         """Weights of a strategy in each outer fold, shape (outer folds, pool + extras)."""
         return np.array([weights[strategy] for weights in self.fold_strategy_weights])
 
-    def held_out_predictions(self, strategy: str, loss=None) -> np.ndarray:
+    def held_out_predictions(self, strategy: str, loss: Loss | None=None) -> np.ndarray:
         """Each row's prediction by the strategy fitted without that row's outer fold."""
         P = self.outside.predictions
         out = np.full(P.shape[:1] + P.shape[2:], np.nan)
@@ -92,7 +97,7 @@ def _ledger_frame(entries, where: str) -> pd.DataFrame:
 
 
 def _inner_folds(state: FitState, response: EncodedResponse, seed) -> np.ndarray:
-    """Inner folds of an outer training set: the fit's K (or leave-one-out), stratified for classes."""
+    """Inner folds of an outer training set: the fit's K (or LOO), stratified for classes."""
     n = len(response.y)
     if isinstance(state.cv_spec, str):
         return np.arange(n)
@@ -104,7 +109,9 @@ def _inner_folds(state: FitState, response: EncodedResponse, seed) -> np.ndarray
     return folds
 
 
-def _outer_fold(state: FitState, outside: EngineOutput, train: np.ndarray, seed) -> tuple[dict, np.ndarray, list]:
+def _outer_fold(
+    state: FitState, outside: EngineOutput, train: np.ndarray, seed
+) -> tuple[dict, np.ndarray, list]:
     """Strategy weights chosen on one outer training set, its inner folds and ledger entries."""
     everything = state.candidates.everything
     n_pool = len(state.candidates.pool)
@@ -124,7 +131,12 @@ def _outer_fold(state: FitState, outside: EngineOutput, train: np.ndarray, seed)
     return weights, folds, inner.entries
 
 
-def nested_cross_validation(state: FitState, outer=5, seed: int | None = None, n_jobs=None) -> NestedCV:
+def nested_cross_validation(
+    state: FitState,
+    outer: int | str | np.ndarray = 5,
+    seed: int | None = None,
+    n_jobs: int | None = None,
+) -> NestedCV:
     """Re-run the whole PEARL procedure inside each outer fold.
 
     Parameters
@@ -156,7 +168,9 @@ def nested_cross_validation(state: FitState, outer=5, seed: int | None = None, n
     ledgers = [_ledger_frame(outside.entries, "outer folds")]
     for k in range(int(outer_folds.max()) + 1):
         train = np.flatnonzero(outer_folds != k)
-        weights, folds, entries = _outer_fold(state, outside, train, np.random.SeedSequence([seed, 1, k]))
+        weights, folds, entries = _outer_fold(
+            state, outside, train, np.random.SeedSequence([seed, 1, k])
+        )
         chosen.append(weights)
         inner_folds.append(folds)
         ledgers.append(_ledger_frame(entries, f"inside outer fold {k}"))
@@ -165,11 +179,14 @@ def nested_cross_validation(state: FitState, outer=5, seed: int | None = None, n
 
 
 def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
-    """Each row's held-out surrogate loss under every strategy (columns in the strategies' order)."""
+    """Each row's held-out surrogate loss under every strategy (columns in STRATEGIES order)."""
     y = state.response.y
-    return pd.DataFrame({
-        name: state.loss.pointwise(y, nested.held_out_predictions(name, state.loss)) for name in STRATEGIES
-    })
+    return pd.DataFrame(
+        {
+            name: state.loss.pointwise(y, nested.held_out_predictions(name, state.loss))
+            for name in STRATEGIES
+        }
+    )
 
 
 def paired_ratio_table(losses: pd.DataFrame, reference: str = "PEARL") -> pd.DataFrame:
@@ -211,15 +228,16 @@ def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndar
         parts = []
         for j in active:
             candidate = everything[j]
-            params, _ = family.fit_params(state.design.X[train], sub, candidate.columns, state.ridge,
-                                          candidate.label)
+            params, _ = family.fit_params(
+                state.design.X[train], sub, candidate.columns, state.ridge, candidate.label
+            )
             parts.append(family.predict(params, X_new[:, candidate.columns]))
         out.append(state.loss.combine(np.stack(parts, axis=1), weights["PEARL"][active]))
     return np.stack(out)
 
 
 def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, alpha: float,
-                         seed: int | None = None):
+                         seed: int | None = None) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
     """CV+ intervals (gaussian, poisson) or adaptive prediction sets (classes) for new rows.
 
     The conformity scores are the held-out residuals (or APS scores) of the
@@ -241,5 +259,11 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
     if held_out.ndim == 1:  # binomial: P(y = 1) -> two columns
         held_out = np.column_stack([1.0 - held_out, held_out])
         new = np.stack([1.0 - new, new], axis=-1)
-    return aps_prediction_sets(np.asarray(y, dtype=np.intp), held_out, nested.outer_folds, new, alpha,
-                               seed=state.seed if seed is None else seed)
+    return aps_prediction_sets(
+        np.asarray(y, dtype=np.intp),
+        held_out,
+        nested.outer_folds,
+        new,
+        alpha,
+        seed=state.seed if seed is None else seed,
+    )

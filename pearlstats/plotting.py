@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import io
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .exceptions import DataError, OptionError
+
+if TYPE_CHECKING:
+    from .results.core import PearlResults
 
 __all__ = [
     "PearlFigure",
@@ -63,7 +67,7 @@ class PearlFigure(Figure):
     and ``fig.savefig(...)`` work as for any figure.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         FigureCanvasAgg(self)
 
@@ -91,25 +95,25 @@ class PlotAccessor:
     'CV risk (squared)'
     """
 
-    def __init__(self, res) -> None:
+    def __init__(self, res: PearlResults) -> None:
         self._res = res
 
     def __repr__(self) -> str:
         return "PlotAccessor: weights(), cv_risk(), block_importance(), weight_stability()"
 
-    def weights(self, **kwargs) -> Figure:
+    def weights(self, **kwargs: Any) -> Figure:
         """:func:`plot_weights` of this fit."""
         return plot_weights(self._res, **kwargs)
 
-    def cv_risk(self, **kwargs) -> Figure:
+    def cv_risk(self, **kwargs: Any) -> Figure:
         """:func:`plot_cv_risk` of this fit."""
         return plot_cv_risk(self._res, **kwargs)
 
-    def block_importance(self, **kwargs) -> Figure:
+    def block_importance(self, **kwargs: Any) -> Figure:
         """:func:`plot_block_importance` of this fit."""
         return plot_block_importance(self._res, **kwargs)
 
-    def weight_stability(self, **kwargs) -> Figure:
+    def weight_stability(self, **kwargs: Any) -> Figure:
         """:func:`plot_weight_stability` of this fit."""
         return plot_weight_stability(self._res, **kwargs)
 
@@ -174,7 +178,7 @@ def _shown_labels(res, max_candidates: int) -> list:
 
 
 # ---- fit figures ---------------------------------------------------------------------------------
-def plot_weights(res, *, ax: Axes | None = None, include_zero: bool = False,
+def plot_weights(res: PearlResults, *, ax: Axes | None = None, include_zero: bool = False,
                  max_candidates: int = _MAX_SHOWN) -> Figure:
     """Horizontal bars of the PEARL weights, largest on top.
 
@@ -210,7 +214,9 @@ def plot_weights(res, *, ax: Axes | None = None, include_zero: bool = False,
     return figure
 
 
-def plot_cv_risk(res, *, ax: Axes | None = None, max_candidates: int = _MAX_SHOWN) -> Figure:
+def plot_cv_risk(
+    res: PearlResults, *, ax: Axes | None = None, max_candidates: int = _MAX_SHOWN
+) -> Figure:
     """Cross-validated risk of each candidate with +-1 SE, and PEARL's CV risk as a line.
 
     Candidates with non-zero weight are drawn in colour, then the lowest
@@ -242,7 +248,7 @@ def plot_cv_risk(res, *, ax: Axes | None = None, max_candidates: int = _MAX_SHOW
     return figure
 
 
-def plot_block_importance(res, *, ax: Axes | None = None) -> Figure:
+def plot_block_importance(res: PearlResults, *, ax: Axes | None = None) -> Figure:
     """Horizontal bars: each block's importance (total weight of the candidates that contain it).
 
     Returns
@@ -258,8 +264,13 @@ def plot_block_importance(res, *, ax: Axes | None = None) -> Figure:
     return figure
 
 
-def plot_weight_stability(res, *, ax: Axes | None = None, resamples: pd.DataFrame | None = None,
-                          max_candidates: int = _MAX_SHOWN) -> Figure:
+def plot_weight_stability(
+    res: PearlResults,
+    *,
+    ax: Axes | None = None,
+    resamples: pd.DataFrame | None = None,
+    max_candidates: int = _MAX_SHOWN,
+) -> Figure:
     """Horizontal box plots of the weights re-solved on resamples; the full-sample weight marked.
 
     Parameters
@@ -303,9 +314,14 @@ def plot_weight_stability(res, *, ax: Axes | None = None, resamples: pd.DataFram
 
 
 # ---- simulation figures --------------------------------------------------------------------------
-def plot_risk_ratio(evaluations, *, metric: str = "MSE", reference: str = "PEARL",
-                    ax: Axes | None = None) -> Figure:
-    """Risk ratio of *reference* to each other method against the sample size, for simulation results.
+def plot_risk_ratio(
+    evaluations: Mapping[int, Sequence[pd.DataFrame]],
+    *,
+    metric: str = "MSE",
+    reference: str = "PEARL",
+    ax: Axes | None = None,
+) -> Figure:
+    """Risk ratio of *reference* to each other method against n, for simulation results.
 
     Parameters
     ----------
@@ -323,19 +339,29 @@ def plot_risk_ratio(evaluations, *, metric: str = "MSE", reference: str = "PEARL
         reference does better.
     """
     if not isinstance(evaluations, Mapping) or not evaluations:
-        raise DataError("plot_risk_ratio needs a mapping from the sample size n to lists of evaluate() results")
+        raise DataError(
+            "plot_risk_ratio needs a mapping from the sample size n to lists of evaluate() results"
+        )
     sizes = sorted(evaluations)
     first = next(iter(evaluations[sizes[0]]))
     if metric not in first.columns or reference not in first.index:
         raise OptionError(
-            f"metric={metric!r}, reference={reference!r}; the evaluations have metrics {list(first.columns)} "
+            f"metric={metric!r}, reference={reference!r}; the "
+            f"evaluations have metrics {list(first.columns)} "
             f"and methods {list(first.index)}"
         )
     methods = [method for method in first.index if method != reference]
     figure, ax = _axes(ax)
     for method in methods:
-        ratios = [np.array([frame.loc[reference, metric] / frame.loc[method, metric] for frame in evaluations[n]])
-                  for n in sizes]
+        ratios = [
+            np.array(
+                [
+                    frame.loc[reference, metric] / frame.loc[method, metric]
+                    for frame in evaluations[n]
+                ]
+            )
+            for n in sizes
+        ]
         means = [r.mean() for r in ratios]
         errors = [r.std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else 0.0 for r in ratios]
         ax.errorbar(sizes, means, yerr=errors, marker="o", capsize=3, label=method)

@@ -61,7 +61,11 @@ def _subset_count(m: int) -> int:
 
 
 def _check_max_candidates(max_candidates) -> None:
-    if isinstance(max_candidates, bool) or not isinstance(max_candidates, (int, np.integer)) or max_candidates < 1:
+    if (
+        isinstance(max_candidates, bool)
+        or not isinstance(max_candidates, (int, np.integer))
+        or max_candidates < 1
+    ):
         raise OptionError(f"max_candidates={max_candidates!r}; use a positive int")
 
 
@@ -73,7 +77,11 @@ def _guard(count: int, max_candidates: int, what: str) -> None:
         )
 
 
-def candidate_block_sets(spec, block_names: Sequence[str], max_candidates: int = DEFAULT_MAX_CANDIDATES):
+def candidate_block_sets(
+    spec: str | Sequence[str | Sequence[str]],
+    block_names: Sequence[str],
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+) -> list[tuple[str, ...]]:
     """List the block sets a candidate specification produces.
 
     Parameters
@@ -97,7 +105,9 @@ def candidate_block_sets(spec, block_names: Sequence[str], max_candidates: int =
         if spec == "all":
             _guard(_subset_count(m), max_candidates, f"candidates='all' with {m} blocks")
             return [
-                combo for size in range(1, m + 1) for combo in itertools.combinations(block_names, size)
+                combo
+                for size in range(1, m + 1)
+                for combo in itertools.combinations(block_names, size)
             ]
         if spec in ("single", "nested"):
             _guard(m, max_candidates, f"candidates={spec!r} with {m} blocks")
@@ -105,40 +115,54 @@ def candidate_block_sets(spec, block_names: Sequence[str], max_candidates: int =
                 return [(name,) for name in block_names]
             return [tuple(block_names[: k + 1]) for k in range(m)]
         if spec == "columns":
-            raise CandidateError("candidates='columns' works on design columns; use build_candidates")
+            raise CandidateError(
+                "candidates='columns' works on design columns; use build_candidates"
+            )
         raise CandidateError(
-            f"unknown candidates={spec!r}; use one of {list(_GENERATORS)} or a list of tuples of block names"
+            f"unknown candidates={spec!r}; use one of "
+            f"{list(_GENERATORS)} or a list of tuples of block names"
         )
     if not isinstance(spec, Sequence) or len(spec) == 0:
         raise CandidateError(
-            f"candidates must be one of {list(_GENERATORS)} or a non-empty list of tuples of block names, got {spec!r}"
+            f"candidates must be one of {list(_GENERATORS)} or a "
+            f"non-empty list of tuples of block names, got {spec!r}"
         )
     sets: list[tuple[str, ...]] = []
     for item in spec:
         if not isinstance(item, (str, Sequence)):
             raise CandidateError(
-                f"candidate {item!r} is not a set of block names; give a tuple such as ('a', 'b') or a string 'a+b'"
+                f"candidate {item!r} is not a set of block names; "
+                "give a tuple such as ('a', 'b') or a string 'a+b'"
             )
-        names = tuple(part.strip() for part in item.split("+")) if isinstance(item, str) else tuple(item)
+        names = (
+            tuple(part.strip() for part in item.split("+"))
+            if isinstance(item, str)
+            else tuple(item)
+        )
         if not names:
-            raise CandidateError("an explicit candidate is empty; every candidate needs at least one block")
+            raise CandidateError(
+                "an explicit candidate is empty; every candidate needs at least one block"
+            )
         unknown = [name for name in names if not isinstance(name, str) or name not in order]
         if unknown:
             raise CandidateError(
-                f"candidate {item!r} names block(s) {unknown} that are not in the formula (blocks: {list(block_names)})"
+                f"candidate {item!r} names block(s) {unknown} that "
+                f"are not in the formula (blocks: {list(block_names)})"
             )
         if len(set(names)) != len(names):
             raise CandidateError(f"candidate {item!r} names a block twice")
         ordered = tuple(sorted(names, key=order.__getitem__))
         if ordered in sets:
-            raise CandidateError(f"candidate {'+'.join(ordered)!r} is listed twice; list each set once")
+            raise CandidateError(
+                f"candidate {'+'.join(ordered)!r} is listed twice; list each set once"
+            )
         sets.append(ordered)
     _guard(len(sets), max_candidates, "the explicit candidate list")
     return sets
 
 
 def build_candidates(
-    spec,
+    spec: str | Sequence[str | Sequence[str]],
     block_slices: Mapping[str, slice],
     column_names: Sequence[str],
     n_covariates: int,
@@ -166,7 +190,9 @@ def build_candidates(
     if isinstance(spec, str) and spec == "columns":
         block_columns = np.arange(n_covariates, len(column_names))
         owner = {
-            column: name for name, slc in block_slices.items() for column in range(slc.start, slc.stop)
+            column: name
+            for name, slc in block_slices.items()
+            for column in range(slc.start, slc.stop)
         }
         p = len(block_columns)
         _guard(_subset_count(p), max_candidates, f"candidates='columns' with {p} block columns")
@@ -175,11 +201,15 @@ def build_candidates(
             for combo in itertools.combinations(block_columns, size):
                 blocks = tuple(dict.fromkeys(owner[c] for c in combo))
                 label = "+".join(column_names[c] for c in combo)
-                candidates.append(Candidate(label, blocks, np.concatenate([covariates, combo]).astype(int)))
+                candidates.append(
+                    Candidate(label, blocks, np.concatenate([covariates, combo]).astype(int))
+                )
         return candidates
     sets = candidate_block_sets(spec, list(block_slices), max_candidates)
     candidates = []
     for names in sets:
-        parts = [covariates] + [np.arange(block_slices[n].start, block_slices[n].stop) for n in names]
+        parts = [covariates] + [
+            np.arange(block_slices[n].start, block_slices[n].stop) for n in names
+        ]
         candidates.append(Candidate("+".join(names), names, np.concatenate(parts).astype(int)))
     return candidates

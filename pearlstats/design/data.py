@@ -10,8 +10,9 @@ checking everything a user can get wrong and naming it.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,8 @@ import scipy.sparse as sp
 from ..exceptions import BlockError, DataError, MissingValueError, format_positions
 
 __all__ = [
-    "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks", "check_block_values",
+    "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks",
+    "check_block_values",
 ]
 
 # A dense copy of a sparse block is made only below this size; past it the
@@ -56,7 +58,7 @@ def _is_representations(obj) -> bool:
     return hasattr(obj, "transform") and hasattr(obj, "names") and not isinstance(obj, Mapping)
 
 
-def split_data(data) -> tuple[pd.DataFrame, dict]:
+def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, dict]:
     """Separate ordinary columns from 2-D arrays stored in a dict ``data``.
 
     Parameters
@@ -74,11 +76,14 @@ def split_data(data) -> tuple[pd.DataFrame, dict]:
     if isinstance(data, pd.DataFrame):
         repeated = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
         if repeated:
-            raise DataError(f"data has more than one column named {repeated}; give each column a unique name")
+            raise DataError(
+                f"data has more than one column named {repeated}; give each column a unique name"
+            )
         return data.reset_index(drop=True), {}
     if not isinstance(data, Mapping):
         raise DataError(
-            f"data must be a pandas DataFrame or a dict of columns (and 2-D blocks), got {type(data).__name__}"
+            "data must be a pandas DataFrame or a dict of "
+            f"columns (and 2-D blocks), got {type(data).__name__}"
         )
     columns: dict = {}
     embedded: dict = {}
@@ -99,7 +104,7 @@ def split_data(data) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame(columns), embedded
 
 
-def data_index(data) -> pd.Index | None:
+def data_index(data: Any) -> pd.Index | None:
     """The row labels of a DataFrame ``data`` (pandas blocks align to them), else None."""
     return data.index if isinstance(data, pd.DataFrame) else None
 
@@ -120,8 +125,10 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
         return value
     if value.index.has_duplicates or index.has_duplicates:
         raise BlockError(
-            f"block {name!r} and the data have different row labels, and one of them repeats a label, "
-            "so rows cannot be matched by label; give both the same index (or pass the block as a NumPy "
+            f"block {name!r} and the data have different "
+            "row labels, and one of them repeats a label, "
+            "so rows cannot be matched by label; give both "
+            "the same index (or pass the block as a NumPy "
             "array to match rows by position)"
         )
     absent = index.difference(value.index, sort=False)
@@ -129,8 +136,10 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
     if len(absent) or len(foreign):
         raise BlockError(
             f"block {name!r} is a DataFrame whose row labels differ from the data's: data rows "
-            f"{list(absent[:5])} are not in the block, block rows {list(foreign[:5])} are not in the data. "
-            "pandas objects are matched by index label; give the block the data's index (or pass it as "
+            f"{list(absent[:5])} are not in the block, block "
+            f"rows {list(foreign[:5])} are not in the data. "
+            "pandas objects are matched by index label; "
+            "give the block the data's index (or pass it as "
             "a NumPy array to match rows by position)"
         )
     return value.loc[index]
@@ -139,23 +148,33 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
 def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
     if isinstance(value, pd.DataFrame):
         labels = [str(column) for column in value.columns]
-        non_numeric = [c for c, dtype in zip(labels, value.dtypes) if not (dtype.kind in "biuf")]
+        non_numeric = [c for c, dtype in zip(labels, value.dtypes) if dtype.kind not in "biuf"]
         if non_numeric:
-            raise BlockError(f"block {name!r} has non-numeric columns {non_numeric}; a block must be numeric")
-        return value.to_numpy(dtype=float), [f"{name}[{label}]" for label in labels], tuple(value.columns)
+            raise BlockError(
+                f"block {name!r} has non-numeric columns {non_numeric}; a block must be numeric"
+            )
+        return (
+            value.to_numpy(dtype=float),
+            [f"{name}[{label}]" for label in labels],
+            tuple(value.columns),
+        )
     if sp.issparse(value):
         n_rows, n_cols = value.shape
         if n_rows * n_cols * 8 > MAX_DENSE_BYTES:
             raise BlockError(
-                f"block {name!r} is sparse with {n_cols} columns; a dense copy for the downstream models "
-                f"would need {n_rows * n_cols * 8 / 1024**3:.1f} GiB. Reduce it first (e.g. pearl.LSI)."
+                f"block {name!r} is sparse with {n_cols} "
+                "columns; a dense copy for the downstream models "
+                f"would need {n_rows * n_cols * 8 / 1024**3:.1f} "
+                "GiB. Reduce it first (e.g. pearl.LSI)."
             )
         array = value.toarray().astype(float)
     else:
         try:
             array = np.asarray(value)
         except ValueError as err:  # ragged nested lists
-            raise BlockError(f"block {name!r} cannot be read as a 2-D array (rows x features): {err}") from err
+            raise BlockError(
+                f"block {name!r} cannot be read as a 2-D array (rows x features): {err}"
+            ) from err
         if array.dtype == object or array.dtype.kind not in "biuf":
             raise BlockError(f"block {name!r} must be numeric, got dtype {array.dtype}")
         array = array.astype(float, copy=False)
@@ -163,13 +182,14 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
         array = array[:, None]
     if array.ndim != 2:
         raise BlockError(
-            f"block {name!r} has {array.ndim} dimensions (shape {array.shape}); a block must be 2-D "
+            f"block {name!r} has {array.ndim} dimensions "
+            f"(shape {array.shape}); a block must be 2-D "
             "(rows x features) — flatten images first, e.g. X.reshape(len(X), -1)"
         )
     return array, [f"{name}[{j}]" for j in range(array.shape[1])], None
 
 
-def as_block(name: str, value) -> Block:
+def as_block(name: str, value: Any) -> Block:
     """A validated float :class:`Block` from a 2-D array, sparse matrix or DataFrame."""
     values, column_names, labels = _as_dense(name, value)
     return Block(name, values, column_names, labels)
@@ -186,7 +206,10 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
         NaN or inf, with their row positions.
     """
     if values.shape[0] != n_rows:
-        raise BlockError(f"block {name!r} has {values.shape[0]} rows but the data has {n_rows}; give one row per data row")
+        raise BlockError(
+            f"block {name!r} has {values.shape[0]} rows but "
+            f"the data has {n_rows}; give one row per data row"
+        )
     if values.shape[1] == 0:
         raise BlockError(f"block {name!r} has no columns; drop it from the formula")
     bad_rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
@@ -201,19 +224,29 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
     huge = np.flatnonzero(~np.isfinite(energy))
     if huge.size:
         raise BlockError(
-            f"block {name!r} has values too large for float64 arithmetic in column(s) {huge[:10].tolist()} "
-            f"(largest |value| {np.abs(values).max():.3g}); rescale the block, e.g. divide it by its standard deviation"
+            f"block {name!r} has values too large for float64 "
+            f"arithmetic in column(s) {huge[:10].tolist()} "
+            f"(largest |value| {np.abs(values).max():.3g}); rescale "
+            "the block, e.g. divide it by its standard deviation"
         )
 
 
 def _unknown_block_message(name: str, available: list[str]) -> str:
     close = difflib.get_close_matches(name, available, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
-    return f"block {name!r} in the formula is not among the blocks given (available: {available}).{hint}"
+    return (
+        f"block {name!r} in the formula is not among the blocks given "
+        f"(available: {available}).{hint}"
+    )
 
 
-def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks,
-                   index: pd.Index | None = None) -> dict[str, Block]:
+def resolve_blocks(
+    names: Sequence[str],
+    frame: pd.DataFrame,
+    embedded: Mapping,
+    blocks: Mapping[str, Any] | Any | None,
+    index: pd.Index | None = None,
+) -> dict[str, Block]:
     """Collect the formula's blocks from ``blocks=`` and ``data``, validated.
 
     Parameters
@@ -242,11 +275,14 @@ def resolve_blocks(names, frame: pd.DataFrame, embedded: Mapping, blocks,
         supplied = blocks
     else:
         raise BlockError(
-            f"blocks must be a dict name -> 2-D array/DataFrame or a fitted pearl.Representations, got {type(blocks).__name__}"
+            "blocks must be a dict name -> 2-D array/DataFrame or a "
+            f"fitted pearl.Representations, got {type(blocks).__name__}"
         )
     both = sorted(set(supplied) & set(embedded))
     if both:
-        raise BlockError(f"block(s) {both} are given both in data and in blocks=; give each block once")
+        raise BlockError(
+            f"block(s) {both} are given both in data and in blocks=; give each block once"
+        )
     available = list(supplied) + list(embedded)
     resolved: dict[str, Block] = {}
     for name in names:
@@ -282,11 +318,14 @@ def check_block_information(blocks: Mapping[str, Block]) -> None:
         A constant block, or two identical blocks.
     """
     if any(block.values.shape[0] == 0 for block in blocks.values()):
-        raise DataError("there are no rows to fit (empty data, or missing='drop' removed every row)")
+        raise DataError(
+            "there are no rows to fit (empty data, or missing='drop' removed every row)"
+        )
     for block in blocks.values():
         if np.all(np.ptp(block.values, axis=0) == 0):
             raise BlockError(
-                f"block {block.name!r} is constant in every column, so it carries no information about the "
+                f"block {block.name!r} is constant in every "
+                "column, so it carries no information about the "
                 "response; check how it was computed"
             )
     seen: dict[tuple, str] = {}
@@ -294,7 +333,8 @@ def check_block_information(blocks: Mapping[str, Block]) -> None:
         key = (block.values.shape, block.values.tobytes())
         if key in seen:
             raise BlockError(
-                f"block {block.name!r} is identical to block {seen[key]!r}; candidates containing either would "
+                f"block {block.name!r} is identical to block "
+                f"{seen[key]!r}; candidates containing either would "
                 "be duplicates — remove one of them from the formula"
             )
         seen[key] = block.name

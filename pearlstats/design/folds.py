@@ -10,6 +10,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -34,7 +36,12 @@ def _kfold(n: int, k: int, rng: np.random.Generator, strata: np.ndarray | None) 
     return folds
 
 
-def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.ndarray:
+def make_folds(
+    cv: int | str | np.ndarray | Sequence,
+    n: int,
+    seed: int | np.random.SeedSequence | None = None,
+    strata: np.ndarray | None = None,
+) -> np.ndarray:
     """Assign each row to a fold.
 
     Parameters
@@ -63,10 +70,14 @@ def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.nd
     """
     if isinstance(cv, str):
         if cv != "loo":
-            raise FoldError(f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels")
+            raise FoldError(
+                f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels"
+            )
         return np.arange(n, dtype=np.intp)
     if isinstance(cv, (bool, np.bool_)):
-        raise FoldError(f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels")
+        raise FoldError(
+            f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels"
+        )
     if isinstance(cv, (int, np.integer)):
         k = int(cv)
         if k < 2:
@@ -76,29 +87,43 @@ def make_folds(cv, n: int, seed=None, strata: np.ndarray | None = None) -> np.nd
         try:
             rng = np.random.default_rng(seed)
         except (TypeError, ValueError) as err:
-            raise OptionError(f"seed={seed!r} cannot seed the folds ({err}); use a non-negative int") from err
+            raise OptionError(
+                f"seed={seed!r} cannot seed the folds ({err}); use a non-negative int"
+            ) from err
         return _kfold(n, k, rng, strata)
     labels = np.asarray(cv)
     if labels.ndim == 0:  # a float, None, ...: not a K and not labels
-        raise FoldError(f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels")
+        raise FoldError(
+            f"cv={cv!r} is not understood; use an int K >= 2, 'loo', or an array of fold labels"
+        )
     if labels.ndim != 1 or labels.shape[0] != n:
-        raise FoldError(f"cv has {labels.size} fold labels in shape {labels.shape}; give exactly one label per row ({n})")
+        raise FoldError(
+            f"cv has {labels.size} fold labels in shape "
+            f"{labels.shape}; give exactly one label per row ({n})"
+        )
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
         raise FoldError("cv fold labels contain NaN or inf")
     missing = np.flatnonzero(pd.isna(labels))
     if missing.size:
-        raise FoldError(f"cv fold labels are missing at {format_positions(missing)}; give every row a fold")
+        raise FoldError(
+            f"cv fold labels are missing at {format_positions(missing)}; give every row a fold"
+        )
     try:
         levels, codes = np.unique(labels, return_inverse=True)
     except TypeError as err:  # labels that do not sort, e.g. ints mixed with strings
         kinds = sorted({type(label).__name__ for label in labels})
-        raise FoldError(f"cv fold labels mix types {kinds} that cannot be ordered; use labels of one type") from err
+        raise FoldError(
+            f"cv fold labels mix types {kinds} that cannot be ordered; use labels of one type"
+        ) from err
     if levels.size < 2:
-        raise FoldError(f"cv fold labels have a single value {levels.tolist()[0]!r}; cross-validation needs at least 2 folds")
+        raise FoldError(
+            f"cv fold labels have a single value {levels.tolist()[0]!r}; "
+            "cross-validation needs at least 2 folds"
+        )
     return codes.astype(np.intp)
 
 
-def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes) -> None:
+def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence) -> None:
     """Require every class in every training set (all rows outside a fold).
 
     A candidate trained without some class cannot predict it, so its
@@ -115,7 +140,8 @@ def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes) -> None:
     lonely = [classes[c] for c in np.flatnonzero(counts < 2)]
     if lonely:
         raise ResponseError(
-            f"class(es) {lonely} occur in only one row; each class needs at least 2 rows so that every "
+            f"class(es) {lonely} occur in only one row; "
+            "each class needs at least 2 rows so that every "
             "cross-validation training set contains it (merge or drop rare classes)"
         )
     for fold in np.unique(folds):
@@ -124,5 +150,6 @@ def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes) -> None:
             missing = [classes[c] for c in sorted(set(range(len(classes))) - set(present.tolist()))]
             raise FoldError(
                 f"the training rows for fold {fold} contain no row of class(es) {missing}; "
-                "choose folds so that every class is outside each fold (e.g. an int cv, which stratifies)"
+                "choose folds so that every class is outside "
+                "each fold (e.g. an int cv, which stratifies)"
             )

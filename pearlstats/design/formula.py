@@ -90,9 +90,13 @@ def _block_call_name(code: str) -> str | None:
         tree = ast.parse(code, mode="eval").body
     except SyntaxError:
         if _mentions_block(code):
-            raise FormulaError(f"{code!r}: write a block term as block(name) or block('name')") from None
+            raise FormulaError(
+                f"{code!r}: write a block term as block(name) or block('name')"
+            ) from None
         return None
-    if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "block"):
+    if not (
+        isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "block"
+    ):
         return None
     if len(tree.args) != 1 or tree.keywords:
         raise FormulaError(f"{code!r}: block() takes exactly one block name, e.g. block(pca)")
@@ -142,13 +146,19 @@ def parse_formula(formula: str) -> FormulaSpec:
     ('a', 'b')
     """
     if not isinstance(formula, str):
-        raise FormulaError(f"formula must be a string such as 'y ~ block(a) + block(b)', got {type(formula).__name__}")
+        raise FormulaError(
+            "formula must be a string such as 'y ~ block(a) "
+            f"+ block(b)', got {type(formula).__name__}"
+        )
     try:
         desc = ModelDesc.from_formula(formula)
     except PatsyError as err:
         raise FormulaError(f"cannot parse formula {formula!r}: {err.message}") from err
     if len(desc.lhs_termlist) != 1 or len(desc.lhs_termlist[0].factors) != 1:
-        raise FormulaError(f"formula {formula!r} needs exactly one response on the left of '~', e.g. 'y ~ block(a)'")
+        raise FormulaError(
+            f"formula {formula!r} needs exactly one response "
+            "on the left of '~', e.g. 'y ~ block(a)'"
+        )
     response = desc.lhs_termlist[0].factors[0].code
 
     block_names: list[str] = []
@@ -158,18 +168,23 @@ def parse_formula(formula: str) -> FormulaSpec:
         named = [_block_call_name(code) for code in codes]
         if len(codes) == 1 and named[0] is not None:
             if named[0] in block_names:
-                raise FormulaError(f"block({named[0]}) appears twice in {formula!r}; name each block once")
+                raise FormulaError(
+                    f"block({named[0]}) appears twice in {formula!r}; name each block once"
+                )
             block_names.append(named[0])
             continue
         if any(_mentions_block(code) for code in codes):
             raise FormulaError(
-                f"term {term.name()!r} in {formula!r} uses block() inside an interaction or a function; "
-                "a block must stand alone as 'block(name)' (interactions with blocks are not supported)"
+                f"term {term.name()!r} in {formula!r} uses "
+                "block() inside an interaction or a function; "
+                "a block must stand alone as 'block(name)' "
+                "(interactions with blocks are not supported)"
             )
         covariate_terms.append(term)
     if not block_names:
         raise FormulaError(
-            f"formula {formula!r} has no block(name) term; PEARL averages models over representation blocks, "
+            f"formula {formula!r} has no block(name) term; "
+            "PEARL averages models over representation blocks, "
             "e.g. 'y ~ block(pca) + block(kpca_rbf)'"
         )
     return FormulaSpec(
@@ -201,7 +216,9 @@ def _check_finite_columns(frame: pd.DataFrame, columns, what: str) -> None:
 def _picklable_namespace(namespace: dict | None) -> dict:
     """Modules by name, other objects as they are (they must pickle)."""
     return {
-        name: ("module", value.__name__) if isinstance(value, types.ModuleType) else ("object", value)
+        name: ("module", value.__name__)
+        if isinstance(value, types.ModuleType)
+        else ("object", value)
         for name, value in (namespace or {}).items()
     }
 
@@ -242,7 +259,9 @@ def _is_row_variable(value, n_rows: int) -> bool:
     return isinstance(value, (list, tuple)) and len(value) == n_rows and n_rows > 1
 
 
-def covariate_row_variables(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment):
+def covariate_row_variables(
+    spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment
+) -> tuple[pd.DataFrame, tuple[str, ...]]:
     """The per-row variables the covariate terms read, as data columns.
 
     Names the terms take from the data are found by letting patsy evaluate
@@ -270,7 +289,9 @@ def covariate_row_variables(spec: FormulaSpec, frame: pd.DataFrame, eval_env: Ev
         patsy.dmatrix(spec.covariate_desc, recorder, eval_env=eval_env, NA_action="drop",
                       return_type="matrix")
     except PatsyError as err:
-        raise DataError(f"cannot build the covariate terms of {spec.formula!r}: {err.message}") from err
+        raise DataError(
+            f"cannot build the covariate terms of {spec.formula!r}: {err.message}"
+        ) from err
     read = list(recorder.read_columns)
     extra = {}
     for term in spec.covariate_desc.rhs_termlist:
@@ -324,7 +345,11 @@ class CovariateSpec:
         return list(self.design_info.column_names)
 
     def __reduce__(self):
-        return _rebuild_covariates, (self.spec, self.training_columns, _picklable_namespace(self.namespace))
+        return _rebuild_covariates, (
+            self.spec,
+            self.training_columns,
+            _picklable_namespace(self.namespace),
+        )
 
     def matrix(self, frame: pd.DataFrame) -> np.ndarray:
         """The covariate columns of *frame*'s rows.
@@ -347,17 +372,23 @@ class CovariateSpec:
         _check_finite_columns(frame, self.row_variables, "covariate")
         if not self.names:
             return np.empty((len(frame), 0))
-        rows = frame[list(self.row_variables)] if self.row_variables else pd.DataFrame(index=frame.index)
+        rows = (
+            frame[list(self.row_variables)]
+            if self.row_variables
+            else pd.DataFrame(index=frame.index)
+        )
         try:
             (matrix,) = patsy.build_design_matrices([self.design_info], rows, NA_action="raise")
         except PatsyError as err:
             term = f" {err.origin.relevant_code()!r}" if err.origin is not None else "s"
-            raise DataError(f"cannot build the covariate term{term} for the new rows: {err.message}") from err
+            raise DataError(
+                f"cannot build the covariate term{term} for the new rows: {err.message}"
+            ) from err
         return np.asarray(matrix, dtype=float)
 
 
 def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str]) -> pd.DataFrame:
-    """Convert object or string columns of numbers back to numbers (they were numeric at fit time)."""
+    """Convert object or string columns of numbers back to numbers (numeric at fit time)."""
     converted = {}
     for name in numeric:
         if name in frame.columns and frame[name].dtype.kind not in "biuf":
@@ -365,7 +396,8 @@ def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str]) -> pd.DataFrame
                 converted[name] = pd.to_numeric(frame[name])
             except (TypeError, ValueError) as err:
                 raise DataError(
-                    f"column {name!r} was numeric at fit time but holds non-numeric values in the new "
+                    f"column {name!r} was numeric at fit time "
+                    "but holds non-numeric values in the new "
                     f"rows ({err}); convert it to numbers"
                 ) from err
     return frame.assign(**converted) if converted else frame
@@ -376,7 +408,9 @@ def _rebuild_covariates(spec, training_columns, namespace) -> CovariateSpec:
     return build_covariates(spec, training_columns, env)[0]
 
 
-def build_covariates(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment):
+def build_covariates(
+    spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment
+) -> tuple[CovariateSpec, np.ndarray]:
     """Build the covariate columns of the fit's rows and what rebuilds them.
 
     Parameters
@@ -399,11 +433,15 @@ def build_covariates(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvir
         matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env, NA_action="raise",
                                return_type="matrix")
     except PatsyError as err:
-        raise DataError(f"cannot build the covariate terms of {spec.formula!r}: {err.message}") from err
+        raise DataError(
+            f"cannot build the covariate terms of {spec.formula!r}: {err.message}"
+        ) from err
     values = np.asarray(matrix, dtype=float)
     bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
     if bad.size:
-        raise MissingValueError(f"covariate terms of {spec.formula!r} evaluate to NaN or inf at {format_positions(bad)}")
+        raise MissingValueError(
+            f"covariate terms of {spec.formula!r} evaluate to NaN or inf at {format_positions(bad)}"
+        )
     # Other names the terms took from the caller (functions, modules,
     # constants) travel with a pickle; row variables travel as columns.
     names = {name for term in spec.covariate_desc.rhs_termlist for factor in term.factors
@@ -437,16 +475,21 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
     if spec.response.isidentifier():
         if spec.response not in frame.columns:
             raise DataError(
-                f"response {spec.response!r} is not a column of the data (columns: {sorted(frame.columns)[:20]})"
+                f"response {spec.response!r} is not a column of "
+                f"the data (columns: {sorted(frame.columns)[:20]})"
             )
         values = frame[spec.response]
     else:
         missing = [name for name in _referenced_names(spec.response) if name not in frame.columns]
         unknown = [name for name in missing if name not in eval_env.namespace]
         if unknown:
-            raise DataError(f"response {spec.response!r} refers to {unknown}, which is not a column of the data")
+            raise DataError(
+                f"response {spec.response!r} refers to {unknown}, which is not a column of the data"
+            )
         try:
-            values = pd.Series(np.asarray(eval_env.eval(spec.response, inner_namespace=frame)), index=frame.index)
+            values = pd.Series(
+                np.asarray(eval_env.eval(spec.response, inner_namespace=frame)), index=frame.index
+            )
         except Exception as err:
             raise DataError(f"cannot evaluate the response {spec.response!r}: {err}") from err
     if values.ndim != 1 or len(values) != len(frame):
@@ -454,7 +497,8 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
     bad = _missing_positions(values)
     if bad.size:
         raise MissingValueError(
-            f"response {spec.response!r} has missing or infinite values at {format_positions(bad)}; "
+            f"response {spec.response!r} has missing or "
+            f"infinite values at {format_positions(bad)}; "
             "remove them, or pass missing='drop' to drop those rows"
         )
     if values.dtype == object:

@@ -74,14 +74,17 @@ class BlockSpec:
             extra = [label for label in block.labels if label not in set(self.labels)]
             if missing or extra:
                 raise BlockError(
-                    f"block {self.name!r} in the new rows has columns {list(block.labels)[:10]}, but the "
-                    f"fit used {list(self.labels)[:10]} (missing: {missing[:10]}, unexpected: {extra[:10]}); "
+                    f"block {self.name!r} in the new rows has "
+                    f"columns {list(block.labels)[:10]}, but the "
+                    f"fit used {list(self.labels)[:10]} (missing: "
+                    f"{missing[:10]}, unexpected: {extra[:10]}); "
                     "give the same columns (their order may differ)"
                 )
             return block.values[:, [position[label] for label in self.labels]]
         if block.width != self.width:
             raise BlockError(
-                f"block {self.name!r} has {block.width} columns in the new rows but {self.width} at fit time"
+                f"block {self.name!r} has {block.width} columns "
+                f"in the new rows but {self.width} at fit time"
             )
         return block.values
 
@@ -114,7 +117,9 @@ class DesignSpec:
 
     @property
     def column_names(self) -> list[str]:
-        return self.covariates.names + [name for block in self.blocks for name in block.column_names]
+        return self.covariates.names + [
+            name for block in self.blocks for name in block.column_names
+        ]
 
     @property
     def block_slices(self) -> dict[str, slice]:
@@ -209,5 +214,7 @@ def build_design(formula: FormulaSpec, frame: pd.DataFrame, blocks: Mapping,
     ]
     covariates, covariate_matrix = build_covariates(formula, frame, eval_env)
     specs = tuple(BlockSpec(b.name, tuple(b.column_names), b.labels) for b in resolved)
-    X = np.ascontiguousarray(np.hstack([covariate_matrix] + [b.values for b in resolved]), dtype=float)
+    X = np.ascontiguousarray(
+        np.hstack([covariate_matrix] + [b.values for b in resolved]), dtype=float
+    )
     return Design(X, DesignSpec(formula, covariates, specs))

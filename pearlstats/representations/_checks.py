@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import functools
 import numbers
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError, MissingValueError, NotFittedError, OptionError, format_positions
 
+T = TypeVar("T")
 
-def float_2d(value, error: type[Exception], not_numbers: str, not_2d: str) -> np.ndarray:
+# A text learner's tokenizer: one document -> its tokens.
+Tokenizer = Callable[[str], list[str]]
+
+
+def float_2d(value: Any, error: type[Exception], not_numbers: str, not_2d: str) -> np.ndarray:
     """``value`` (array-like or DataFrame) as a float64 2-D array; 1-D is one column.
 
     Raises ``error`` with ``not_numbers`` (plus the conversion error) or
@@ -34,10 +41,14 @@ def float_2d(value, error: type[Exception], not_numbers: str, not_2d: str) -> np
     return array
 
 
-def as_float_matrix(X, who: str) -> np.ndarray:
+def as_float_matrix(X: Any, who: str) -> np.ndarray:
     """``X`` as a finite 2-D float64 array; 1-D input is one column."""
-    values = float_2d(X, DataError, f"{who} needs numeric input, but could not convert it to numbers",
-                      f"{who} needs a 2-D array (rows x features)")
+    values = float_2d(
+        X,
+        DataError,
+        f"{who} needs numeric input, but could not convert it to numbers",
+        f"{who} needs a 2-D array (rows x features)",
+    )
     if values.shape[0] == 0:
         raise DataError(f"{who} got no rows")
     bad = ~np.isfinite(values).all(axis=1)
@@ -54,18 +65,20 @@ def check_width(X: np.ndarray, expected: int, who: str) -> None:
         raise DataError(f"{who} was fitted on {expected} input columns but got {X.shape[1]}")
 
 
-def check_fitted(learner, attribute: str) -> None:
+def check_fitted(learner: object, attribute: str) -> None:
     if getattr(learner, attribute, None) is None:
-        raise NotFittedError(f"{type(learner).__name__} is not fitted yet; call fit() before transform()")
+        raise NotFittedError(
+            f"{type(learner).__name__} is not fitted yet; call fit() before transform()"
+        )
 
 
-def check_int(value, name: str, minimum: int = 1) -> int:
+def check_int(value: Any, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise OptionError(f"{name}={value!r} must be an integer >= {minimum}")
     return int(value)
 
 
-def check_positive(value, name: str, allow_none: bool = False) -> None:
+def check_positive(value: Any, name: str, allow_none: bool = False) -> None:
     """A finite number > 0 (infinity would make kernels and learning rates non-finite)."""
     if value is None and allow_none:
         return
@@ -75,24 +88,24 @@ def check_positive(value, name: str, allow_none: bool = False) -> None:
         raise OptionError(f"{name}={value!r} must be a finite positive number{alternative}")
 
 
-def check_bool(value, name: str) -> bool:
+def check_bool(value: Any, name: str) -> bool:
     """``True`` or ``False`` only: ``bool("no")`` is True, so strings and numbers are refused."""
     if not isinstance(value, (bool, np.bool_)):
         raise OptionError(f"{name}={value!r} must be True or False")
     return bool(value)
 
 
-def check_real(value, name: str) -> None:
+def check_real(value: Any, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
         raise OptionError(f"{name}={value!r} must be a finite number")
 
 
-def check_choice(value, name: str, choices) -> None:
+def check_choice(value: Any, name: str, choices: Iterable[str]) -> None:
     if value not in choices:
         raise OptionError(f"{name}={value!r} is not one of {', '.join(map(repr, choices))}")
 
 
-def check_seed(seed) -> None:
+def check_seed(seed: Any) -> None:
     """None or an integer in [0, 2**32), the range numpy, gensim and torch all accept."""
     if seed is None:
         return
@@ -100,14 +113,14 @@ def check_seed(seed) -> None:
         raise OptionError(f"seed={seed!r} must be None or an integer in [0, 2**32)")
 
 
-def is_missing(value) -> bool:
+def is_missing(value: Any) -> bool:
     """None, NaN or ``pd.NA`` / ``pd.NaT``: a missing entry of a text column."""
     if value is None or value is pd.NA or value is pd.NaT:
         return True
     return isinstance(value, (float, np.floating)) and np.isnan(value)
 
 
-def transactional(fit):
+def transactional(fit: Callable[..., T]) -> Callable[..., T]:
     """Make a learner's ``fit`` all-or-nothing: if it raises, the learner's state is restored.
 
     The attributes are snapshotted (a shallow copy of ``vars(self)``) before

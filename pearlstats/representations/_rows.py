@@ -14,7 +14,8 @@ anything else numeric.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,15 +26,17 @@ from ._checks import is_missing
 INPUT_KINDS = ("numeric", "text", "frame")
 
 
-def column_list(columns, owner: str) -> list | None:
-    """``None``, one column name, or a list of names -> ``None`` or a non-empty list without repeats."""
+def column_list(columns: str | Sequence[str] | None, owner: str) -> list | None:
+    """``None``, one column name or a list of names -> ``None`` or a non-empty unique list."""
     if columns is None:
         return None
     if isinstance(columns, str) or not isinstance(columns, (list, tuple, pd.Index)):
         columns = [columns]
     columns = list(columns)
     if not columns:
-        raise BlockError(f"{owner}: columns is empty; give at least one column name, or None for all columns")
+        raise BlockError(
+            f"{owner}: columns is empty; give at least one column name, or None for all columns"
+        )
     repeated = sorted({str(c) for c in columns if columns.count(c) > 1})
     if repeated:
         raise BlockError(f"{owner}: columns lists {repeated} more than once; give each column once")
@@ -43,11 +46,13 @@ def column_list(columns, owner: str) -> list | None:
 class Rows:
     """Column access to a DataFrame or a dict of 1-D / 2-D columns with one length."""
 
-    def __init__(self, rows):
+    def __init__(self, rows: Any):
         if isinstance(rows, pd.DataFrame):
             repeated = sorted({str(c) for c in rows.columns[rows.columns.duplicated()]})
             if repeated:
-                raise DataError(f"the rows have duplicated column names {repeated}; make column names unique")
+                raise DataError(
+                    f"the rows have duplicated column names {repeated}; make column names unique"
+                )
             self.columns = list(rows.columns)
             self._values = {name: rows[name] for name in self.columns}
             self.n = len(rows)
@@ -56,7 +61,10 @@ class Rows:
             self._values = {name: _as_column(name, value) for name, value in rows.items()}
             lengths = {name: len(value) for name, value in self._values.items()}
             if len(set(lengths.values())) > 1:
-                raise DataError(f"the columns have different lengths {lengths}; every column needs one value per row")
+                raise DataError(
+                    f"the columns have different lengths {lengths}; "
+                    "every column needs one value per row"
+                )
             self.n = next(iter(lengths.values()), 0)
         else:
             raise DataError(
@@ -66,15 +74,15 @@ class Rows:
         if self.n == 0:
             raise DataError("the rows are empty; representations need at least one row")
 
-    def missing(self, columns) -> list:
+    def missing(self, columns: Sequence[str]) -> list:
         return [c for c in columns if c not in self._values]
 
-    def infer_kind(self, columns) -> str:
+    def infer_kind(self, columns: Sequence[str]) -> str:
         if len(columns) == 1 and _is_text(self._values[columns[0]]):
             return "text"
         return "numeric"
 
-    def input_for(self, learner_name: str, columns: list, kind: str):
+    def input_for(self, learner_name: str, columns: list, kind: str) -> Any:
         """The input of one learner; errors name the learner and the column."""
         who = f"representation {learner_name!r}"
         if kind == "text":
@@ -89,8 +97,12 @@ class Rows:
             value = self._values[name]
             dtype = value.dtype
             if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
-                hint = " — use a text learner (TfIdf, Word2Vec, ...) for it" if _is_text(value) else ""
-                raise DataError(f"{who} needs numeric columns, but column {name!r} has dtype {dtype}{hint}")
+                hint = (
+                    " — use a text learner (TfIdf, Word2Vec, ...) for it" if _is_text(value) else ""
+                )
+                raise DataError(
+                    f"{who} needs numeric columns, but column {name!r} has dtype {dtype}{hint}"
+                )
             if isinstance(value, pd.Series):
                 array = value.to_numpy(dtype=np.float64, na_value=np.nan)
             else:
@@ -99,7 +111,8 @@ class Rows:
             bad = ~np.isfinite(array).all(axis=1)
             if bad.any():
                 raise MissingValueError(
-                    f"{who}: column {name!r} has NaN or infinite values in {format_positions(np.flatnonzero(bad))}; "
+                    f"{who}: column {name!r} has NaN or infinite values "
+                    f"in {format_positions(np.flatnonzero(bad))}; "
                     "drop or impute those rows first (pearl.fit(..., missing='drop') drops them)"
                 )
             parts.append(array)
@@ -108,7 +121,8 @@ class Rows:
     def _text(self, who, columns) -> list[str]:
         if len(columns) != 1:
             raise BlockError(
-                f"{who} is a text learner and reads exactly one column of strings, but would read {columns}; "
+                f"{who} is a text learner and reads exactly one "
+                f"column of strings, but would read {columns}; "
                 "give it one column, e.g. columns='text'"
             )
         name = columns[0]
@@ -125,7 +139,8 @@ class Rows:
         wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]
         if wrong:
             raise DataError(
-                f"{who} reads strings, but column {name!r} holds {type(values[wrong[0]]).__name__} values in "
+                f"{who} reads strings, but column {name!r} holds "
+                f"{type(values[wrong[0]]).__name__} values in "
                 f"{format_positions(wrong)}"
             )
         return values
@@ -153,7 +168,11 @@ def _as_column(name, value):
 
 def _is_text(value) -> bool:
     dtype = value.dtype
-    if getattr(value, "ndim", 1) != 1 or pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+    if (
+        getattr(value, "ndim", 1) != 1
+        or pd.api.types.is_numeric_dtype(dtype)
+        or pd.api.types.is_bool_dtype(dtype)
+    ):
         return False
     if isinstance(dtype, np.dtype) and dtype.kind in "US":
         return True

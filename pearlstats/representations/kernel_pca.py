@@ -1,8 +1,13 @@
-"""Kernel PCA with exact, Lanczos, randomized and Nyström eigensolvers and correct out-of-sample projection."""
+"""Kernel PCA with exact, Lanczos, randomized and Nyström eigensolvers.
+
+Out-of-sample rows are projected correctly (centred against the training kernel).
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy.linalg import eigh, qr
@@ -154,7 +159,7 @@ class KernelPCA:
         tol: float = 1e-10,
         max_iter: int = 200,
         seed: int | None = None,
-        columns=None,
+        columns: str | Sequence[str] | None=None,
     ):
         self.n_components = check_int(n_components, "n_components")
         check_choice(kernel, "kernel", KERNELS)
@@ -185,11 +190,14 @@ class KernelPCA:
         self._weights = None
 
     def __repr__(self):
-        return f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, method={self.method!r})"
+        return (
+            f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, "
+            f"method={self.method!r})"
+        )
 
     # ------------------------------------------------------------------ fitting
     @transactional
-    def fit(self, X) -> KernelPCA:
+    def fit(self, X: Any) -> KernelPCA:
         """Learn the top kernel principal components of the rows of ``X``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -199,7 +207,8 @@ class KernelPCA:
         if self.n_components >= n:
             fix = f"use n_components <= {n - 1}" if n > 1 else "give at least 2 rows"
             raise BlockError(
-                f"KernelPCA(n_components={self.n_components}) needs more training rows than components; "
+                f"KernelPCA(n_components={self.n_components}) "
+                "needs more training rows than components; "
                 f"got {n} row{'s' if n != 1 else ''} — {fix}"
             )
         self.scaler_ = Standardizer(X) if self.standardize else None
@@ -212,7 +221,11 @@ class KernelPCA:
         method = self.method
         if method == "auto":
             method = (
-                "exact" if n <= AUTO_EXACT_ROWS else "arpack" if n <= AUTO_FULL_KERNEL_ROWS else "nystrom"
+                "exact"
+                if n <= AUTO_EXACT_ROWS
+                else "arpack"
+                if n <= AUTO_FULL_KERNEL_ROWS
+                else "nystrom"
             )
         if method == "nystrom":
             if min(self.n_landmarks, n) < self.n_components:
@@ -262,15 +275,20 @@ class KernelPCA:
             return _centred_product(K, col_mean, total, V)
 
         if method == "arpack":
-            operator = LinearOperator((n, n), matvec=centred_product, matmat=centred_product, dtype=np.float64)
+            operator = LinearOperator(
+                (n, n), matvec=centred_product, matmat=centred_product, dtype=np.float64
+            )
             try:
-                values, vectors = eigsh(operator, k, which="LA", tol=0, v0=rng.uniform(-1.0, 1.0, n))
+                values, vectors = eigsh(
+                    operator, k, which="LA", tol=0, v0=rng.uniform(-1.0, 1.0, n)
+                )
                 order = np.argsort(values)[::-1]
                 values, vectors = values[order], vectors[:, order]
             except ArpackNoConvergence:
                 if self.method != "auto":
                     warnings.warn(
-                        "KernelPCA(method='arpack') did not converge; using the exact solver instead",
+                        "KernelPCA(method='arpack') did not "
+                        "converge; using the exact solver instead",
                         ConvergenceWarning,
                         stacklevel=3,
                     )
@@ -281,8 +299,10 @@ class KernelPCA:
             )
             if not converged:
                 warnings.warn(
-                    f"KernelPCA(method='randomized') did not reach tol={self.tol:g} in max_iter={self.max_iter} "
-                    "iterations; the top eigenvalues are probably close together. Raise max_iter or use "
+                    "KernelPCA(method='randomized') did not reach "
+                    f"tol={self.tol:g} in max_iter={self.max_iter} "
+                    "iterations; the top eigenvalues are probably "
+                    "close together. Raise max_iter or use "
                     "method='arpack' or 'exact'",
                     ConvergenceWarning,
                     stacklevel=3,
@@ -290,7 +310,9 @@ class KernelPCA:
         if method == "exact":
             for rows in row_chunks(n, n):  # centre in place, one cache-friendly pass
                 K[rows] -= col_mean[None, :] + (col_mean[rows] - total)[:, None]
-            values, vectors = eigh(K, subset_by_index=[n - k, n - 1], overwrite_a=True, check_finite=False)
+            values, vectors = eigh(
+                K, subset_by_index=[n - k, n - 1], overwrite_a=True, check_finite=False
+            )
             values, vectors = values[::-1], vectors[:, ::-1]
         self.method_ = method
         self._set_eigenvalues(values)
@@ -328,7 +350,9 @@ class KernelPCA:
         scatter -= np.outer(sums, sums) / n
         mean_columns = shift + sums / n
         k = self.n_components
-        values, weights, usable = _signed_gram_eigen(feature_map.T @ scatter @ feature_map, signs, k)
+        values, weights, usable = _signed_gram_eigen(
+            feature_map.T @ scatter @ feature_map, signs, k
+        )
         if usable < k:
             self._raise_too_few(usable)
         self.method_ = "nystrom"
@@ -354,13 +378,15 @@ class KernelPCA:
         fix = f"use n_components <= {usable} or another kernel" if usable else \
             "the training rows are identical in feature space; use other inputs or another kernel"
         raise BlockError(
-            f"KernelPCA(kernel={self.kernel!r}) found only {usable} direction(s) with a positive eigenvalue "
-            f"in the centred training kernel, fewer than n_components={self.n_components}; the kernel has "
+            f"KernelPCA(kernel={self.kernel!r}) found only "
+            f"{usable} direction(s) with a positive eigenvalue "
+            "in the centred training kernel, fewer than "
+            f"n_components={self.n_components}; the kernel has "
             f"low rank on these inputs — {fix}"
         )
 
     # --------------------------------------------------------------- projection
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Any) -> np.ndarray:
         """Project rows onto the training components, shape (n_rows, n_components)."""
         check_fitted(self, "_weights")
         X = as_float_matrix(X, "KernelPCA")
@@ -377,7 +403,7 @@ class KernelPCA:
             out[rows] = block
         return out
 
-    def fit_transform(self, X) -> np.ndarray:
+    def fit_transform(self, X: Any) -> np.ndarray:
         return self.fit(X).transform(X)
 
 
@@ -413,7 +439,7 @@ def _signed_gram_eigen(gram, signs, k):
 
 
 def _centred_product(K, col_mean, total, V):
-    """``K_c @ V`` for the centred ``K_c = K - 1 m^T - m 1^T + total 1 1^T`` of a symmetric ``K``."""
+    """``K_c @ V`` for the centred ``K_c = K - 1 m^T - m 1^T + total 1 1^T`` of symmetric ``K``."""
     KV = K @ V
     sums = V.sum(axis=0)
     KV -= np.multiply.outer(col_mean, sums)

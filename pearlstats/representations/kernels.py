@@ -125,7 +125,7 @@ def kernel_matrix(
 
 
 def _power(K: np.ndarray, degree: float) -> None:
-    """``K **= degree`` in place; small integer degrees by multiplication (several times faster than pow)."""
+    """``K **= degree`` in place; small integer degrees by multiplication (faster than pow)."""
     if float(degree).is_integer() and 1 <= degree <= 8:
         base = K.copy()
         for _ in range(int(degree) - 1):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from scipy.linalg import svd
 
@@ -58,7 +61,13 @@ class PCA:
 
     input_kind = "numeric"
 
-    def __init__(self, n_components: int = 2, *, standardize: bool = False, columns=None):
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        standardize: bool = False,
+        columns: str | Sequence[str] | None = None,
+    ):
         self.n_components = check_int(n_components, "n_components")
         self.standardize = check_bool(standardize, "standardize")
         self.columns = columns
@@ -68,7 +77,7 @@ class PCA:
         return f"PCA(n_components={self.n_components}, standardize={self.standardize})"
 
     @transactional
-    def fit(self, X) -> PCA:
+    def fit(self, X: Any) -> PCA:
         """Learn the principal axes from the rows of ``X`` (n_rows x n_features).
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -77,7 +86,8 @@ class PCA:
         n, d = X.shape
         if self.n_components > min(n, d):
             raise BlockError(
-                f"PCA(n_components={self.n_components}) needs at least that many rows and input columns; "
+                f"PCA(n_components={self.n_components}) needs "
+                "at least that many rows and input columns; "
                 f"got {n} rows and {d} columns — use n_components <= {min(n, d)}"
             )
         scaler = Standardizer(X) if self.standardize else None
@@ -92,7 +102,7 @@ class PCA:
         self.output_dim_ = k
         return self
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Any) -> np.ndarray:
         """Scores of the rows of ``X`` on the training axes, shape (n_rows, n_components)."""
         check_fitted(self, "components_")
         X = as_float_matrix(X, "PCA")
@@ -100,7 +110,7 @@ class PCA:
         Z = self.scaler_(X) if self.standardize else X
         return (Z - self.mean_) @ self.components_.T
 
-    def fit_transform(self, X) -> np.ndarray:
+    def fit_transform(self, X: Any) -> np.ndarray:
         return self.fit(X).transform(X)
 
 
@@ -126,7 +136,7 @@ class Raw:
 
     input_kind = "numeric"
 
-    def __init__(self, *, standardize: bool = False, columns=None):
+    def __init__(self, *, standardize: bool = False, columns: str | Sequence[str] | None=None):
         self.standardize = check_bool(standardize, "standardize")
         self.columns = columns
         self.n_features_in_ = None
@@ -135,19 +145,19 @@ class Raw:
         return f"Raw(standardize={self.standardize})"
 
     @transactional
-    def fit(self, X) -> Raw:
+    def fit(self, X: Any) -> Raw:
         """Record the number of columns and, with ``standardize``, their means and scales."""
         X = as_float_matrix(X, "Raw")
         self.scaler_ = Standardizer(X) if self.standardize else None
         self.n_features_in_ = self.output_dim_ = X.shape[1]
         return self
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Any) -> np.ndarray:
         """The inputs as float64, standardised with the training statistics if asked."""
         check_fitted(self, "n_features_in_")
         X = as_float_matrix(X, "Raw")
         check_width(X, self.n_features_in_, "Raw")
         return self.scaler_(X) if self.standardize else X.copy()
 
-    def fit_transform(self, X) -> np.ndarray:
+    def fit_transform(self, X: Any) -> np.ndarray:
         return self.fit(X).transform(X)

@@ -5,12 +5,21 @@ from __future__ import annotations
 import copy
 import os
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DataError, OptionError, UnknownTokensWarning
 from ._checks import check_choice, check_fitted, check_int, transactional
 from .text import TextLearner
 from .word_vectors import mean_word_vectors
+
+if TYPE_CHECKING:
+    import numpy as np
+    from gensim.models import KeyedVectors
+    from numpy.typing import ArrayLike
+
+    from ._checks import Tokenizer
 
 __all__ = ["PretrainedVectors", "load_word_vectors"]
 
@@ -19,7 +28,9 @@ FORMATS = ("auto", "word2vec", "glove", "binary", "kv")
 UNKNOWN_TOKEN_SHARE = 0.5
 
 
-def load_word_vectors(path, format: str = "auto", limit: int | None = None, encoding: str = "utf-8"):
+def load_word_vectors(
+    path: str | os.PathLike, format: str = "auto", limit: int | None = None, encoding: str = "utf-8"
+) -> KeyedVectors:
     """Load word vectors into gensim ``KeyedVectors``.
 
     Parameters
@@ -70,16 +81,22 @@ def load_word_vectors(path, format: str = "auto", limit: int | None = None, enco
         if format == "kv":
             return KeyedVectors.load(str(path))
         return KeyedVectors.load_word2vec_format(
-            str(path), binary=format == "binary", no_header=format == "glove", limit=limit, encoding=encoding
+            str(path),
+            binary=format == "binary",
+            no_header=format == "glove",
+            limit=limit,
+            encoding=encoding,
         )
     except UnicodeDecodeError as err:
         raise OptionError(
-            f"the words in {str(path)!r} are not valid {encoding!r} text ({err}); give the file's encoding, "
+            f"the words in {str(path)!r} are not valid "
+            f"{encoding!r} text ({err}); give the file's encoding, "
             "e.g. encoding='latin-1'"
         ) from None
     except Exception as err:  # gensim raises assorted errors on malformed files
         raise OptionError(
-            f"could not read {str(path)!r} as {format!r} word vectors ({type(err).__name__}: {err}); "
+            f"could not read {str(path)!r} as {format!r} "
+            f"word vectors ({type(err).__name__}: {err}); "
             f"give format= one of {FORMATS[1:]}"
         ) from None
 
@@ -156,8 +173,16 @@ class PretrainedVectors(TextLearner):
     (2, 50)
     """
 
-    def __init__(self, source, *, format: str = "auto", limit: int | None = None, encoding: str = "utf-8",
-                 tokenizer=None, columns=None):
+    def __init__(
+        self,
+        source: str | os.PathLike | KeyedVectors | Mapping[str, ArrayLike],
+        *,
+        format: str = "auto",
+        limit: int | None = None,
+        encoding: str = "utf-8",
+        tokenizer: Tokenizer | None=None,
+        columns: str | Sequence[str] | None=None,
+    ):
         super().__init__(tokenizer, columns)
         check_choice(format, "format", FORMATS)
         if not (isinstance(source, (str, os.PathLike)) or _is_keyed_vectors(source)):
@@ -177,7 +202,11 @@ class PretrainedVectors(TextLearner):
         self.vectors_ = None
 
     def __repr__(self):
-        source = self.source if isinstance(self.source, (str, os.PathLike)) else type(self.source).__name__
+        source = (
+            self.source
+            if isinstance(self.source, (str, os.PathLike))
+            else type(self.source).__name__
+        )
         return f"PretrainedVectors({str(source)!r})"
 
     def __deepcopy__(self, memo):
@@ -187,7 +216,7 @@ class PretrainedVectors(TextLearner):
         return clone
 
     @transactional
-    def fit(self, documents=None) -> PretrainedVectors:
+    def fit(self, documents: Any=None) -> PretrainedVectors:
         """Load the vectors (the documents are only checked).
 
         Warns (:class:`~pearlstats.exceptions.UnknownTokensWarning`) when more than
@@ -199,7 +228,9 @@ class PretrainedVectors(TextLearner):
             if _is_keyed_vectors(self.source):
                 self.vectors_ = self.source
             else:
-                self.vectors_ = load_word_vectors(self.source, self.format, self.limit, self.encoding)
+                self.vectors_ = load_word_vectors(
+                    self.source, self.format, self.limit, self.encoding
+                )
         self.output_dim_ = int(self.vectors_.vector_size)
         if token_lists is not None:
             self._warn_unknown(token_lists)
@@ -226,12 +257,12 @@ class PretrainedVectors(TextLearner):
             stacklevel=4,  # _warn_unknown <- fit <- transactional wrapper <- the caller
         )
 
-    def transform(self, documents):
+    def transform(self, documents: Any) -> np.ndarray:
         """Mean vector of each document's known words, shape (n_documents, vector_size)."""
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> np.ndarray:
         return self.fit(documents).transform(documents)
 
 

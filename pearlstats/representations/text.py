@@ -22,6 +22,8 @@ array([[1., 0., 2., 1., 0., 0.]])
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,6 +38,9 @@ from ._checks import (
     is_missing,
     transactional,
 )
+
+if TYPE_CHECKING:
+    from ._checks import Tokenizer
 
 __all__ = ["default_tokenizer", "cased_tokenizer", "TextLearner", "BagOfWords", "TfIdf", "LSI"]
 
@@ -74,16 +79,20 @@ class TextLearner:
 
     input_kind = "text"
 
-    def __init__(self, tokenizer=None, columns=None):
+    def __init__(self, tokenizer: Tokenizer | None=None, columns: str | Sequence[str] | None=None):
         if tokenizer is not None and not callable(tokenizer):
-            raise OptionError(f"tokenizer must be a function str -> list of str, got {type(tokenizer).__name__}")
+            raise OptionError(
+                f"tokenizer must be a function str -> list of str, got {type(tokenizer).__name__}"
+            )
         self.tokenizer = tokenizer
         self.columns = columns
 
     def _tokens(self, documents) -> list[list[str]]:
         name = type(self).__name__
         if isinstance(documents, str):
-            raise DataError(f"{name} needs a list of documents, got a single string; wrap it as [text]")
+            raise DataError(
+                f"{name} needs a list of documents, got a single string; wrap it as [text]"
+            )
         documents = list(documents)
         if not documents:
             raise DataError(f"{name} got no documents")
@@ -98,10 +107,15 @@ class TextLearner:
         token_lists = []
         for position, text in enumerate(documents):
             if not isinstance(text, str):
-                raise DataError(f"{name} reads strings, but document {position} is a {type(text).__name__}")
+                raise DataError(
+                    f"{name} reads strings, but document {position} is a {type(text).__name__}"
+                )
             tokens = tokenize(text)
             if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
-                raise OptionError(f"the tokenizer must return a list of str; for document {position} it returned {tokens!r:.80}")
+                raise OptionError(
+                    "the tokenizer must return a list of str; for "
+                    f"document {position} it returned {tokens!r:.80}"
+                )
             token_lists.append(list(tokens))
         return token_lists
 
@@ -136,7 +150,7 @@ class BagOfWords(TextLearner):
     """
 
     def __init__(self, *, min_df: int = 1, max_df: float = 1.0, max_features: int | None = None,
-                 tokenizer=None, columns=None):
+                 tokenizer: Tokenizer | None=None, columns: str | Sequence[str] | None=None):
         super().__init__(tokenizer, columns)
         self.min_df = check_int(min_df, "min_df")
         if isinstance(max_df, bool) or not isinstance(max_df, numbers.Real) or not 0 < max_df <= 1:
@@ -144,11 +158,16 @@ class BagOfWords(TextLearner):
                 f"max_df={max_df!r} must be a number in (0, 1], the largest share of documents"
             )
         self.max_df = max_df
-        self.max_features = None if max_features is None else check_int(max_features, "max_features")
+        self.max_features = (
+            None if max_features is None else check_int(max_features, "max_features")
+        )
         self.dictionary_ = None
 
     def __repr__(self):
-        return f"{type(self).__name__}(min_df={self.min_df}, max_df={self.max_df}, max_features={self.max_features})"
+        return (
+            f"{type(self).__name__}(min_df={self.min_df}, max_df={self.max_df}, "
+            f"max_features={self.max_features})"
+        )
 
     @property
     def vocabulary_(self) -> list[str]:
@@ -156,7 +175,7 @@ class BagOfWords(TextLearner):
         return [self.dictionary_[i] for i in range(len(self.dictionary_))]
 
     @transactional
-    def fit(self, documents) -> BagOfWords:
+    def fit(self, documents: Any) -> BagOfWords:
         """Learn the vocabulary of ``documents`` (a list of strings).
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -169,21 +188,27 @@ class BagOfWords(TextLearner):
 
         dictionary = Dictionary(token_lists)
         if self.min_df > 1 or self.max_df < 1 or self.max_features is not None:
-            dictionary.filter_extremes(no_below=self.min_df, no_above=self.max_df, keep_n=self.max_features)
+            dictionary.filter_extremes(
+                no_below=self.min_df, no_above=self.max_df, keep_n=self.max_features
+            )
         if len(dictionary) == 0:
             raise BlockError(
-                f"{type(self).__name__} found no vocabulary words in the {len(token_lists)} training documents "
-                f"(min_df={self.min_df}, max_df={self.max_df}); check the text column and the tokenizer"
+                f"{type(self).__name__} found no vocabulary words "
+                f"in the {len(token_lists)} training documents "
+                f"(min_df={self.min_df}, max_df={self.max_df}); "
+                "check the text column and the tokenizer"
             )
         self.dictionary_ = dictionary
         self.output_dim_ = len(dictionary)
 
-    def transform(self, documents) -> sp.csr_matrix:
+    def transform(self, documents: Any) -> sp.csr_matrix:
         """Counts of the vocabulary words in each document, a CSR matrix (documents x words)."""
         check_fitted(self, "dictionary_")
-        return _sparse_rows([self.dictionary_.doc2bow(t) for t in self._tokens(documents)], self.output_dim_)
+        return _sparse_rows(
+            [self.dictionary_.doc2bow(t) for t in self._tokens(documents)], self.output_dim_
+        )
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> sp.csr_matrix:
         return self.fit(documents).transform(documents)
 
 
@@ -203,7 +228,8 @@ class TfIdf(BagOfWords):
     normalize : bool, default True
         Scale rows to unit length (ignored when ``smartirs`` is given).
     **vocabulary
-        ``min_df``, ``max_df``, ``max_features``, ``tokenizer``, ``columns``, as in :class:`BagOfWords`.
+        ``min_df``, ``max_df``, ``max_features``, ``tokenizer``, ``columns``, as in
+        :class:`BagOfWords`.
 
     Examples
     --------
@@ -212,7 +238,7 @@ class TfIdf(BagOfWords):
     (['film', 'good', 'bad', 'plot'], array([[0.707, 0.707, 0.   , 0.   ]]))
     """
 
-    def __init__(self, *, smartirs: str | None = None, normalize: bool = True, **vocabulary):
+    def __init__(self, *, smartirs: str | None = None, normalize: bool = True, **vocabulary: Any):
         super().__init__(**vocabulary)
         if smartirs is not None:
             from gensim.models.tfidfmodel import resolve_weights
@@ -227,7 +253,7 @@ class TfIdf(BagOfWords):
         self.normalize = check_bool(normalize, "normalize")
 
     @transactional
-    def fit(self, documents) -> TfIdf:
+    def fit(self, documents: Any) -> TfIdf:
         """Learn the vocabulary and the inverse document frequencies of ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -239,7 +265,7 @@ class TfIdf(BagOfWords):
                                  normalize=self.normalize)
         return self
 
-    def transform(self, documents) -> sp.csr_matrix:
+    def transform(self, documents: Any) -> sp.csr_matrix:
         """TF-IDF rows of the documents, a CSR matrix (documents x words).
 
         A document without vocabulary words gets an empty (all-zero) row.
@@ -251,7 +277,7 @@ class TfIdf(BagOfWords):
 
 
 class LSI(TextLearner):
-    """Latent semantic indexing: TF-IDF rows projected on their top ``n_components`` singular directions.
+    """Latent semantic indexing: TF-IDF rows projected on their top singular directions.
 
     The TF-IDF matrix (as in :class:`TfIdf`) of the training documents is
     decomposed by a truncated sparse SVD (ARPACK through
@@ -292,7 +318,7 @@ class LSI(TextLearner):
     (5, 2)
     """
 
-    def __init__(self, n_components: int = 100, *, seed: int | None = None, **vocabulary):
+    def __init__(self, n_components: int = 100, *, seed: int | None = None, **vocabulary: Any):
         tokenizer, columns = vocabulary.pop("tokenizer", None), vocabulary.pop("columns", None)
         super().__init__(tokenizer, columns)
         self.n_components = check_int(n_components, "n_components")
@@ -306,7 +332,7 @@ class LSI(TextLearner):
         return f"LSI(n_components={self.n_components})"
 
     @transactional
-    def fit(self, documents) -> LSI:
+    def fit(self, documents: Any) -> LSI:
         """Learn TF-IDF weights and the top singular directions of the TF-IDF matrix.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -331,12 +357,12 @@ class LSI(TextLearner):
         self.output_dim_ = k
         return self
 
-    def transform(self, documents) -> np.ndarray:
-        """Coordinates of the documents' TF-IDF rows on the latent directions, shape (n_docs, n_components)."""
+    def transform(self, documents: Any) -> np.ndarray:
+        """Documents' TF-IDF rows on the latent directions, shape (n_docs, n_components)."""
         check_fitted(self, "components_")
         return np.asarray(self.tfidf_.transform(documents) @ self.components_)
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> np.ndarray:
         return self.fit(documents).transform(documents)
 
 

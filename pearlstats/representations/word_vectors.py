@@ -14,6 +14,8 @@ Examples
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,10 +24,16 @@ from ..exceptions import BlockError, OptionError
 from ._checks import check_fitted, check_int, check_seed, transactional
 from .text import TextLearner
 
+if TYPE_CHECKING:
+    from gensim.models import Doc2Vec as GensimDoc2Vec
+    from gensim.models import KeyedVectors
+
+    from ._checks import Tokenizer
+
 __all__ = ["Word2Vec", "Doc2Vec", "mean_word_vectors"]
 
 
-def mean_word_vectors(token_lists, vectors) -> np.ndarray:
+def mean_word_vectors(token_lists: Sequence[Sequence[str]], vectors: KeyedVectors) -> np.ndarray:
     """Average of the known words' vectors per document (repeated words count repeatedly).
 
     A document without any word in ``vectors`` gets a row of zeros.
@@ -56,7 +64,9 @@ def mean_word_vectors(token_lists, vectors) -> np.ndarray:
     # Only the rows of words that occur are converted to float64, not the whole vocabulary.
     used, columns = np.unique(flat, return_inverse=True)
     indptr = np.concatenate([[0], np.cumsum(counts)])
-    occurrences = sp.csr_matrix((np.ones(len(flat)), columns, indptr), shape=(len(known), len(used)))
+    occurrences = sp.csr_matrix(
+        (np.ones(len(flat)), columns, indptr), shape=(len(known), len(used))
+    )
     sums = occurrences @ np.asarray(vectors.vectors[used], dtype=np.float64)
     return sums / np.maximum(counts, 1)[:, None]
 
@@ -107,21 +117,29 @@ class _GensimLearner(TextLearner):
     @staticmethod
     def _shared_options(window, min_count, epochs) -> dict:
         """The validated gensim options Word2Vec and Doc2Vec have in common."""
-        return {"window": check_int(window, "window"), "min_count": check_int(min_count, "min_count"),
-                "epochs": check_int(epochs, "epochs")}
+        return {
+            "window": check_int(window, "window"),
+            "min_count": check_int(min_count, "min_count"),
+            "epochs": check_int(epochs, "epochs"),
+        }
 
     def _train(self, model, corpus) -> None:
-        """Build ``model``'s vocabulary from ``corpus`` and train it; an empty vocabulary is an error."""
+        """Build ``model``'s vocabulary from ``corpus`` and train it; an empty one is an error."""
         model.build_vocab(corpus)
         if len(model.wv) == 0:
             raise BlockError(
-                f"{type(self).__name__} found no word occurring min_count={self.options['min_count']} times in "
+                f"{type(self).__name__} found no word occurring "
+                f"min_count={self.options['min_count']} times in "
                 f"the {len(corpus)} training documents; lower min_count or give more text"
             )
         model.train(corpus, total_examples=len(corpus), epochs=model.epochs)
 
     def _training_settings(self) -> dict:
-        seed = self.seed if self.seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
+        seed = (
+            self.seed
+            if self.seed is not None
+            else int(np.random.SeedSequence().generate_state(1)[0])
+        )
         workers = self.workers or (1 if self.seed is not None else 3)
         return {"seed": seed, "workers": workers, "vector_size": self.vector_size, **self.options}
 
@@ -173,9 +191,20 @@ class Word2Vec(_GensimLearner):
     True
     """
 
-    def __init__(self, vector_size: int = 100, *, window: int = 5, min_count: int = 5, sg: int = 0,
-                 epochs: int = 5, seed: int | None = None, workers: int | None = None, tokenizer=None,
-                 columns=None, **options):
+    def __init__(
+        self,
+        vector_size: int = 100,
+        *,
+        window: int = 5,
+        min_count: int = 5,
+        sg: int = 0,
+        epochs: int = 5,
+        seed: int | None = None,
+        workers: int | None = None,
+        tokenizer: Tokenizer | None=None,
+        columns: str | Sequence[str] | None=None,
+        **options: Any,
+    ):
         options = {**self._shared_options(window, min_count, epochs), "sg": sg, **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
         self.vectors_ = None
@@ -184,7 +213,7 @@ class Word2Vec(_GensimLearner):
         return f"Word2Vec(vector_size={self.vector_size}, seed={self.seed})"
 
     @transactional
-    def fit(self, documents) -> Word2Vec:
+    def fit(self, documents: Any) -> Word2Vec:
         """Train word vectors on the tokenised ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -198,12 +227,12 @@ class Word2Vec(_GensimLearner):
         self.output_dim_ = self.vector_size
         return self
 
-    def transform(self, documents) -> np.ndarray:
+    def transform(self, documents: Any) -> np.ndarray:
         """Mean word vector of each document, shape (n_documents, vector_size)."""
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> np.ndarray:
         return self.fit(documents).transform(documents)
 
 
@@ -247,9 +276,20 @@ class Doc2Vec(_GensimLearner):
     True
     """
 
-    def __init__(self, vector_size: int = 100, *, dm: int = 1, window: int = 5, min_count: int = 5,
-                 epochs: int = 10, seed: int | None = None, workers: int | None = None, tokenizer=None,
-                 columns=None, **options):
+    def __init__(
+        self,
+        vector_size: int = 100,
+        *,
+        dm: int = 1,
+        window: int = 5,
+        min_count: int = 5,
+        epochs: int = 10,
+        seed: int | None = None,
+        workers: int | None = None,
+        tokenizer: Tokenizer | None=None,
+        columns: str | Sequence[str] | None=None,
+        **options: Any,
+    ):
         options = {"dm": dm, **self._shared_options(window, min_count, epochs), **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
         self.model_ = None
@@ -258,7 +298,7 @@ class Doc2Vec(_GensimLearner):
         return f"Doc2Vec(vector_size={self.vector_size}, dm={self.options['dm']}, seed={self.seed})"
 
     @transactional
-    def fit(self, documents) -> Doc2Vec:
+    def fit(self, documents: Any) -> Doc2Vec:
         """Train a Doc2Vec model on the tokenised ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -276,7 +316,7 @@ class Doc2Vec(_GensimLearner):
         self.output_dim_ = self.vector_size
         return self
 
-    def transform(self, documents) -> np.ndarray:
+    def transform(self, documents: Any) -> np.ndarray:
         """Inferred vector of each document, shape (n_documents, vector_size)."""
         check_fitted(self, "model_")
         model = self.model_
@@ -287,17 +327,21 @@ class Doc2Vec(_GensimLearner):
             for row, tokens in enumerate(token_lists):
                 if any(word in model.wv.key_to_index for word in tokens):
                     key = _document_key(self.inference_seed_, tokens)
-                    out[row] = infer_vector(model, tokens, _starting_vector(key, self.vector_size), key)
+                    out[row] = infer_vector(
+                        model, tokens, _starting_vector(key, self.vector_size), key
+                    )
         finally:
             model.random = saved_random
         return out
 
-    def fit_transform(self, documents):
+    def fit_transform(self, documents: Any) -> np.ndarray:
         return self.fit(documents).transform(documents)
 
 
 def _document_key(seed: int, tokens: list[str]) -> int:
-    digest = hashlib.blake2b(" ".join(tokens).encode("utf-8"), digest_size=8, key=str(seed).encode())
+    digest = hashlib.blake2b(
+        " ".join(tokens).encode("utf-8"), digest_size=8, key=str(seed).encode()
+    )
     return int.from_bytes(digest.digest(), "little")
 
 
@@ -307,7 +351,7 @@ def _starting_vector(key: int, size: int) -> np.ndarray:
     return (generator.random(size).astype(np.float32) - 0.5) / size
 
 
-def infer_vector(model, words: list[str], start: np.ndarray, key: int) -> np.ndarray:
+def infer_vector(model: GensimDoc2Vec, words: list[str], start: np.ndarray, key: int) -> np.ndarray:
     """gensim's ``Doc2Vec.infer_vector`` from a given starting vector and sampling seed.
 
     The loop is gensim's (same learning-rate schedule and training kernels); only
@@ -329,13 +373,42 @@ def infer_vector(model, words: list[str], start: np.ndarray, key: int) -> np.nda
     alpha_delta = (alpha - model.min_alpha) / max(epochs - 1, 1)
     for _ in range(epochs):
         if model.sg:
-            train_document_dbow(model, words, [0], alpha, work, learn_words=False, learn_hidden=False,
-                                doctag_vectors=doctag_vectors, doctags_lockf=lock)
+            train_document_dbow(
+                model,
+                words,
+                [0],
+                alpha,
+                work,
+                learn_words=False,
+                learn_hidden=False,
+                doctag_vectors=doctag_vectors,
+                doctags_lockf=lock,
+            )
         elif model.dm_concat:
-            train_document_dm_concat(model, words, [0], alpha, work, neu1, learn_words=False, learn_hidden=False,
-                                     doctag_vectors=doctag_vectors, doctags_lockf=lock)
+            train_document_dm_concat(
+                model,
+                words,
+                [0],
+                alpha,
+                work,
+                neu1,
+                learn_words=False,
+                learn_hidden=False,
+                doctag_vectors=doctag_vectors,
+                doctags_lockf=lock,
+            )
         else:
-            train_document_dm(model, words, [0], alpha, work, neu1, learn_words=False, learn_hidden=False,
-                              doctag_vectors=doctag_vectors, doctags_lockf=lock)
+            train_document_dm(
+                model,
+                words,
+                [0],
+                alpha,
+                work,
+                neu1,
+                learn_words=False,
+                learn_hidden=False,
+                doctag_vectors=doctag_vectors,
+                doctags_lockf=lock,
+            )
         alpha -= alpha_delta
     return doctag_vectors[0].astype(np.float64)

@@ -26,6 +26,8 @@ True
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,8 +49,16 @@ def _fold_spec(cv_spec, state_folds: np.ndarray, distinct: np.ndarray):
     return state_folds[distinct]  # given labels (e.g. groups): every row keeps its label
 
 
-def bootstrap_resample(n: int, cv_spec, *, seed: int, b: int, state_folds=None, y=None,
-                       classes=None) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_resample(
+    n: int,
+    cv_spec: int | str | np.ndarray,
+    *,
+    seed: int,
+    b: int,
+    state_folds: np.ndarray | None = None,
+    y: np.ndarray | None = None,
+    classes: Sequence | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of bootstrap resample *b*.
 
     Resample b draws from the SeedSequence child b of *seed*,
@@ -137,7 +147,9 @@ def _run_resamples(state: FitState, share: list, seed: int) -> list:
     return out
 
 
-def refitting_bootstrap(state: FitState, n_resamples: int, seed: int, n_jobs=None):
+def refitting_bootstrap(
+    state: FitState, n_resamples: int, seed: int, n_jobs: int | None = None
+) -> tuple[np.ndarray, list[str]]:
     """Weights re-fitted on *n_resamples* bootstrap resamples (see :func:`bootstrap_resample`).
 
     Parameters
@@ -169,7 +181,7 @@ def refitting_bootstrap(state: FitState, n_resamples: int, seed: int, n_jobs=Non
     return weights, [f"boot {b}" for b in range(n_resamples)]
 
 
-def check_alpha(alpha) -> float:
+def check_alpha(alpha: Any) -> float:
     """A level in (0, 1) for a ``1 - alpha`` interval."""
     is_number = isinstance(alpha, numbers.Real) and not isinstance(alpha, (bool, np.bool_))
     if not is_number or not 0 < alpha < 1:

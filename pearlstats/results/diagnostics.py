@@ -23,9 +23,10 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,14 @@ from ..stages import solve_stage_weights
 from ..weights.losses import get_loss
 from ..weights.solvers import solve_weights
 from . import bootstrap, evaluation
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..design.candidates import Candidate
+    from ..weights.losses import Loss
+    from .core import PearlResults
+    from .evaluation import HonestRisk
 
 __all__ = [
     "WeightDiagnostics",
@@ -49,7 +58,7 @@ __all__ = [
 ]
 
 
-def block_membership(candidates, block_names) -> pd.DataFrame:
+def block_membership(candidates: Sequence[Candidate], block_names: Sequence[str]) -> pd.DataFrame:
     """Boolean table (candidates x blocks): does the candidate use the block."""
     return pd.DataFrame(
         [[name in candidate.blocks for name in block_names] for candidate in candidates],
@@ -58,21 +67,25 @@ def block_membership(candidates, block_names) -> pd.DataFrame:
     )
 
 
-def effective_candidates(weights) -> float:
-    """Effective number of candidates ``1 / sum w^2`` (1 for a single candidate, J for equal weights)."""
+def effective_candidates(weights: ArrayLike) -> float:
+    """Effective number of candidates ``1 / sum w^2`` (1 for one candidate, J for equal weights)."""
     w = np.asarray(weights, dtype=float)
     return float(1.0 / np.sum(w**2))
 
 
-def weight_entropy(weights) -> float:
+def weight_entropy(weights: ArrayLike) -> float:
     """Entropy ``-sum w log w`` of the weights in nats (0 for a single candidate, log J at most)."""
     w = np.asarray(weights, dtype=float)
     w = w[w > 0]
     return float(0.0 - np.sum(w * np.log(w)))  # 0.0 - x, unlike -x, never prints "-0.0000"
 
 
-def resolve_candidates(candidates, names) -> list[str]:
-    """Candidate labels for *names*: labels, ``"a+b"`` strings or tuples of block names in any order.
+def resolve_candidates(
+    candidates: Sequence[Candidate], names: str | Sequence[str | Sequence[str]]
+) -> list[str]:
+    """Candidate labels for *names*: labels, ``"a+b"`` strings or tuples of block names.
+
+    Block names may be given in any order.
 
     Raises
     ------
@@ -98,14 +111,24 @@ def resolve_candidates(candidates, names) -> list[str]:
     if unknown:
         shown = sorted(labels)[:10]
         raise CandidateError(
-            f"{unknown} name no candidate; give candidate labels such as {shown} or tuples of block names"
+            f"{unknown} name no candidate; give candidate "
+            f"labels such as {shown} or tuples of block names"
         )
     if not found:
         raise CandidateError("name at least one correctly specified candidate")
     return list(dict.fromkeys(found))
 
 
-def resampled_weights(P, y, loss, active, *, folds=None, n_boot: int = 50, seed=None):
+def resampled_weights(
+    P: np.ndarray,
+    y: np.ndarray,
+    loss: Loss,
+    active: np.ndarray,
+    *,
+    folds: np.ndarray | None = None,
+    n_boot: int = 50,
+    seed: int | np.random.SeedSequence | None = None,
+) -> tuple[np.ndarray, list[str]]:
     """Weights re-solved on each fold's complement, or on bootstrap resamples of the rows.
 
     Parameters
@@ -135,7 +158,9 @@ def resampled_weights(P, y, loss, active, *, folds=None, n_boot: int = 50, seed=
     else:
         samples = list(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
         names = [f"boot {b}" for b in range(n_boot)]
-    weights = np.vstack([solve_weights(P[rows], y[rows], loss, active=active).weights for rows in samples])
+    weights = np.vstack(
+        [solve_weights(P[rows], y[rows], loss, active=active).weights for rows in samples]
+    )
     return weights, names
 
 
@@ -178,9 +203,13 @@ class Diagnostics(Mapping):
 
     def __repr__(self):
         lines = [
-            f"  {key}: {value!r}" for key, value in self._values.items() if not isinstance(value, pd.DataFrame)
+            f"  {key}: {value!r}"
+            for key, value in self._values.items()
+            if not isinstance(value, pd.DataFrame)
         ]
-        return "Diagnostics(\n" + "\n".join(lines) + "\n  stability: DataFrame (see ['stability'])\n)"
+        return (
+            "Diagnostics(\n" + "\n".join(lines) + "\n  stability: DataFrame (see ['stability'])\n)"
+        )
 
 
 # Above this many folds the weights' stability comes from bootstrap resamples
@@ -212,7 +241,7 @@ class WeightDiagnostics:
 
     def resample_weights(self, method: str | None = None,
                          n_resamples: int = _STABILITY_BOOTSTRAPS, seed: int | None = None, *,
-                         refit: bool = False, n_jobs=None) -> pd.DataFrame:
+                         refit: bool = False, n_jobs: int | None=None) -> pd.DataFrame:
         """Weights re-solved on subsets or bootstrap resamples of the rows.
 
         Without *refit*, the weights are re-solved from the stored
@@ -271,13 +300,18 @@ class WeightDiagnostics:
             values, names = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
         else:
             values, names = resampled_weights(
-                state.output.predictions[:, :J], state.response.y, state.loss, ~state.output.failed[:J],
-                folds=state.folds if method == "folds" else None, n_boot=n_resamples, seed=seed,
+                state.output.predictions[:, :J],
+                state.response.y,
+                state.loss,
+                ~state.output.failed[:J],
+                folds=state.folds if method == "folds" else None,
+                n_boot=n_resamples,
+                seed=seed,
             )
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
 
     def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05,
-                           seed: int | None = None, n_jobs=None) -> pd.DataFrame:
+                           seed: int | None = None, n_jobs: int | None=None) -> pd.DataFrame:
         """Sampling uncertainty of the weights by the refitting bootstrap.
 
         Runs ``resample_weights("bootstrap", refit=True, ...)``: each
@@ -319,7 +353,7 @@ class WeightDiagnostics:
 
     @cached_property
     def weight_stability(self) -> pd.DataFrame:
-        """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x resamples."""
+        """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x draws."""
         return self.resample_weights()
 
     @cached_property
@@ -349,11 +383,11 @@ class WeightDiagnostics:
             "stability_resamples": f"{resamples.shape[1]} {kind}",
         })
 
-    def resolve_candidates(self, names) -> list:
+    def resolve_candidates(self, names: str | Sequence[str | Sequence[str]]) -> list:
         """Candidate labels for labels, ``"a+b"`` strings or tuples of block names (any order)."""
         return resolve_candidates(self.stages.candidates.pool, names)
 
-    def tau_hat(self, correct) -> float:
+    def tau_hat(self, correct: str | Sequence[str | Sequence[str]]) -> float:
         """Total weight on the correctly specified candidates (the paper's Theorem 2: tends to 1).
 
         Parameters
@@ -373,8 +407,8 @@ class WeightDiagnostics:
         """
         return float(self.weights[self.resolve_candidates(correct)].sum())
 
-    def reweight(self, loss: str):
-        """The same fit with weights re-solved under another surrogate loss, without refitting the CV.
+    def reweight(self, loss: str) -> PearlResults:
+        """The same fit with weights re-solved under another surrogate loss, without new CV fits.
 
         Parameters
         ----------
@@ -393,9 +427,11 @@ class WeightDiagnostics:
         solution, entries = solve_stage_weights(
             state.output, len(labels), state.response.y, new_loss, labels, warn=False
         )
-        return results_from_state(replace(state, loss=new_loss, solution=solution, ledger=tuple(entries)))
+        return results_from_state(
+            replace(state, loss=new_loss, solution=solution, ledger=tuple(entries))
+        )
 
-    def loss_sensitivity(self, losses=None) -> pd.DataFrame:
+    def loss_sensitivity(self, losses: Sequence[str] | None=None) -> pd.DataFrame:
         """Weights under several surrogate losses (candidates with a non-zero weight under any).
 
         Parameters
@@ -409,12 +445,15 @@ class WeightDiagnostics:
             Candidates x losses.
         """
         names = self.stages.family.sensitivity_losses if losses is None else list(losses)
-        table = pd.DataFrame({
-            name: self.weights if name == self.loss else self.reweight(name).weights for name in names
-        })
+        table = pd.DataFrame(
+            {
+                name: self.weights if name == self.loss else self.reweight(name).weights
+                for name in names
+            }
+        )
         return table[(table > 0).any(axis=1)]
 
-    def honest_risk(self, outer=5, seed: int | None = None):
+    def honest_risk(self, outer: int | str | np.ndarray=5, seed: int | None = None) -> HonestRisk:
         """PEARL's own risk by nested cross-validation, as R's ``CV.SuperLearner``.
 
         Each outer fold is held out while the inner K-fold cross-validation
@@ -440,7 +479,7 @@ class WeightDiagnostics:
         return self._last_honest_risk
 
     @property
-    def last_honest_risk(self):
+    def last_honest_risk(self) -> HonestRisk | None:
         """The latest :meth:`honest_risk` result, or None."""
         return self._last_honest_risk
 

@@ -25,8 +25,9 @@ each outer training set, as R's ``CV.SuperLearner``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,12 +35,16 @@ from patsy import EvalEnvironment
 
 from ..checks import check_seed
 from ..design.data import split_data
-from ..exceptions import DataError
 from ..design.formula import response_values
+from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
+from ..weights.losses import mean_squared_error
 from .strategies import STRATEGIES
 from .summary import format_mean_sd, html_escape, latex_escape
-from ..weights.losses import mean_squared_error
+
+if TYPE_CHECKING:
+    from ..nested import NestedCV
+    from .core import PearlResults
 
 __all__ = [
     "METHODS",
@@ -105,7 +110,11 @@ def _test_response(res, test_data) -> np.ndarray:
     return res.encode_response(values)
 
 
-def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
+def evaluate(
+    res: PearlResults,
+    test_data: pd.DataFrame | Mapping[str, Any],
+    blocks: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
     """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`)."""
     X = res.design_matrix(test_data, blocks)
     y = _test_response(res, test_data)
@@ -133,14 +142,16 @@ def evaluate(res, test_data, blocks=None) -> pd.DataFrame:
     # The single block best on these very test rows: a hindsight reference no user could pick.
     rows[ORACLE] = single_scores[best] if best is not None else {}
     names = REGRESSION_METRICS if res.classes is None else CLASSIFICATION_METRICS
-    table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=[*METHODS, ORACLE], columns=list(names))
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(
+        index=[*METHODS, ORACLE], columns=list(names)
+    )
     table = table.rename_axis(index="method", columns="metric")
     table.attrs["best_candidate"] = best
     table.attrs["n_test"] = len(y)
     return table
 
 
-# ---- honest risk ------------------------------------------------------------------------------------
+# ---- honest risk ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HonestRisk:
     """Risks from an outer cross-validation that re-runs the whole procedure inside each outer fold.
@@ -174,14 +185,19 @@ class HonestRisk:
 
     @property
     def table(self) -> pd.DataFrame:
-        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns risk, se, ratio (PEARL / row), ratio_se."""
+        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns risk, se, ratio, ratio_se.
+
+        ``ratio`` is PEARL's risk over the row's.
+        """
         return paired_ratio_table(self.row_losses[list(STRATEGIES)])
 
     @property
     def risk(self) -> pd.DataFrame:
-        """Mean held-out loss and its SE (SD of the row losses / sqrt(n)) per strategy and candidate."""
+        """Mean held-out loss and its SE (SD of row losses / sqrt(n)) per strategy and candidate."""
         losses = self.row_losses
-        return pd.DataFrame({"risk": losses.mean(), "se": losses.std(ddof=1) / np.sqrt(len(losses))})
+        return pd.DataFrame(
+            {"risk": losses.mean(), "se": losses.std(ddof=1) / np.sqrt(len(losses))}
+        )
 
     @property
     def best_candidate(self) -> str:
@@ -210,7 +226,10 @@ class HonestRisk:
 
     @property
     def pearl_above_ms(self) -> bool:
-        """Whether PEARL's honest risk is more than one paired SE above MS's (re-selected in each outer fold)."""
+        """Whether PEARL's honest risk is more than one paired SE above MS's.
+
+        MS is re-selected in each outer fold.
+        """
         excess, se = self.excess_over("MS")
         return excess > se
 
@@ -218,7 +237,12 @@ class HonestRisk:
         return f"HonestRisk({self.n_outer} outer folds)\n{self.table}"
 
 
-def honest_risk(res, outer=5, seed=None, nested=None) -> HonestRisk:
+def honest_risk(
+    res: PearlResults,
+    outer: int | str | np.ndarray = 5,
+    seed: int | None = None,
+    nested: NestedCV | None = None,
+) -> HonestRisk:
     """Nested cross-validation of PEARL and its baselines (see :meth:`PearlResults.honest_risk`).
 
     *nested*, when given, is a :class:`~pearlstats.nested.NestedCV` of this fit to reuse.
@@ -242,7 +266,7 @@ def honest_risk(res, outer=5, seed=None, nested=None) -> HonestRisk:
     )
 
 
-# ---- comparison tables ------------------------------------------------------------------------------
+# ---- comparison tables ---------------------------------------------------------------------
 def _mean_and_sd(cell: str) -> tuple[str, str]:
     """``"1.000 (0.250)"`` -> ``("1.000", "0.250")``."""
     mean, _, sd = cell.partition(" (")
@@ -309,12 +333,17 @@ class ComparisonTable:
         return pd.DataFrame(cells, index=self.mean.index, columns=self.mean.columns)
 
     def _rows(self):
-        """(metric shown or "", setting, cells, marks) per row; metric shown on its first row only."""
+        """(metric shown or "", setting, cells, marks) per row; the metric on its first row only."""
         single = self.mean.index.get_level_values(1).isna().all()
         previous = None
         for (key, cells), marks in zip(self.to_frame().iterrows(), self.marks.to_numpy()):
             metric, setting = key
-            yield ("" if metric == previous else metric), (None if single else setting), list(cells), marks
+            yield (
+                ("" if metric == previous else metric),
+                (None if single else setting),
+                list(cells),
+                marks,
+            )
             previous = metric
 
     def as_text(self) -> str:
@@ -322,7 +351,9 @@ class ComparisonTable:
         symbol = {1: "*", 2: "+", 0: ""}
         rows = list(self._rows())
         with_setting = rows[0][1] is not None
-        lines = [["metric"] + ([self.setting_name] if with_setting else []) + list(self.mean.columns)]
+        lines = [
+            ["metric"] + ([self.setting_name] if with_setting else []) + list(self.mean.columns)
+        ]
         for metric, setting, cells, marks in rows:
             shown = [cell + symbol[mark] for cell, mark in zip(cells, marks)]
             lines.append([metric] + ([str(setting)] if with_setting else []) + shown)
@@ -391,7 +422,9 @@ class ComparisonTable:
         for metric, setting, cells, marks in rows:
             first = [metric] + ([setting] if with_setting else [])
             body = "".join(f"<th>{html_escape(cell)}</th>" for cell in first)
-            body += "".join(f"<td>{wrap[mark] % html_escape(cell)}</td>" for cell, mark in zip(cells, marks))
+            body += "".join(
+                f"<td>{wrap[mark] % html_escape(cell)}</td>" for cell, mark in zip(cells, marks)
+            )
             out.append(f"<tr>{body}</tr>")
         out.append("</table>")
         return "\n".join(out)
@@ -403,16 +436,24 @@ class ComparisonTable:
 def _check_same_shape(reference: pd.DataFrame, frames: list, setting) -> None:
     where = "" if setting is None else f" of setting {setting!r}"
     for position, frame in enumerate(frames):
-        if list(frame.index) != list(reference.index) or list(frame.columns) != list(reference.columns):
+        if list(frame.index) != list(reference.index) or list(frame.columns) != list(
+            reference.columns
+        ):
             raise DataError(
-                f"evaluation {position}{where} has methods {list(frame.index)} and metrics {list(frame.columns)}, "
+                f"evaluation {position}{where} has methods "
+                f"{list(frame.index)} and metrics {list(frame.columns)}, "
                 f"but the first has {list(reference.index)} and {list(reference.columns)}; "
                 "combine evaluations of the same kind of fit"
             )
 
 
-def compare_table(evaluations, *, digits: int = 3, setting_name: str = "n",
-                  higher_is_better=HIGHER_IS_BETTER) -> ComparisonTable:
+def compare_table(
+    evaluations: Mapping[Any, Sequence[pd.DataFrame]],
+    *,
+    digits: int = 3,
+    setting_name: str = "n",
+    higher_is_better: Collection[str] = HIGHER_IS_BETTER,
+) -> ComparisonTable:
     """Combine evaluations (repetitions x settings) into the paper's table.
 
     Parameters
@@ -454,14 +495,27 @@ def compare_table(evaluations, *, digits: int = 3, setting_name: str = "n",
         _check_same_shape(reference, frames, setting)
         stacked = np.stack([frame.to_numpy(dtype=float) for frame in frames])
         with np.errstate(invalid="ignore"):
-            sd = stacked.std(axis=0, ddof=1) if len(frames) > 1 else np.full(stacked.shape[1:], np.nan)
+            sd = (
+                stacked.std(axis=0, ddof=1)
+                if len(frames) > 1
+                else np.full(stacked.shape[1:], np.nan)
+            )
         for values, store in ((stacked.mean(axis=0), means), (sd, sds)):
-            store.append(pd.DataFrame(values.T, index=pd.MultiIndex.from_product(
-                [reference.columns, [setting]], names=["metric", setting_name]), columns=reference.index))
+            store.append(
+                pd.DataFrame(
+                    values.T,
+                    index=pd.MultiIndex.from_product(
+                        [reference.columns, [setting]], names=["metric", setting_name]
+                    ),
+                    columns=reference.index,
+                )
+            )
         counts[setting] = len(frames)
     known = [*METHODS, ORACLE]  # one order everywhere: the strategies', then the oracle
     methods = sorted(reference.index, key=lambda m: known.index(m) if m in known else len(known))
-    order = pd.MultiIndex.from_product([reference.columns, list(groups)], names=["metric", setting_name])
+    order = pd.MultiIndex.from_product(
+        [reference.columns, list(groups)], names=["metric", setting_name]
+    )
     mean = pd.concat(means).reindex(index=order, columns=methods)
     sd = pd.concat(sds).reindex(index=order, columns=methods)
     return ComparisonTable(mean, sd, pd.Series(counts, name="repetitions"), digits, setting_name,

@@ -19,7 +19,14 @@ has NaN weights (and so NaN risk), which the summary shows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
+    from ..weights.losses import Loss
 
 __all__ = ["STRATEGIES", "DEFINITIONS", "strategy_weights", "combine"]
 
@@ -48,7 +55,13 @@ def _equal(size: int, members: np.ndarray) -> np.ndarray:
     return members / members.sum()
 
 
-def strategy_weights(pearl_weights, candidates, n_pool: int, risks, failed) -> dict[str, np.ndarray]:
+def strategy_weights(
+    pearl_weights: np.ndarray,
+    candidates: Sequence[Candidate],
+    n_pool: int,
+    risks: np.ndarray,
+    failed: np.ndarray,
+) -> dict[str, np.ndarray]:
     """Weight vectors of every strategy over ``candidates`` (pool first).
 
     Parameters
@@ -70,7 +83,9 @@ def strategy_weights(pearl_weights, candidates, n_pool: int, risks, failed) -> d
     in_pool = np.arange(size) < n_pool
     single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in candidates])
     n_blocks = max(len(c.blocks) for c in candidates)
-    fusion = np.array([len(c.blocks) == n_blocks and c.label == "+".join(c.blocks) for c in candidates])
+    fusion = np.array(
+        [len(c.blocks) == n_blocks and c.label == "+".join(c.blocks) for c in candidates]
+    )
 
     def best_of(mask):
         mask = mask & ok
@@ -87,7 +102,7 @@ def strategy_weights(pearl_weights, candidates, n_pool: int, risks, failed) -> d
     }
 
 
-def combine(predictions: np.ndarray, weights: np.ndarray, loss=None) -> np.ndarray:
+def combine(predictions: np.ndarray, weights: np.ndarray, loss: Loss | None=None) -> np.ndarray:
     """Weighted average of candidate predictions, skipping zero-weight (possibly NaN) columns.
 
     Parameters

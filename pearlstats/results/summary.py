@@ -24,6 +24,8 @@ from __future__ import annotations
 import copy
 import html
 import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,9 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
 from .strategies import DEFINITIONS
+
+if TYPE_CHECKING:
+    from .core import PearlResults
 
 __all__ = [
     "LATEX_PREAMBLE",
@@ -68,7 +73,7 @@ _LATEX_PATTERN = re.compile("|".join(re.escape(char) for char in _LATEX_SPECIALS
 
 
 # ---- formatting ---------------------------------------------------------------------------
-def format_number(value, digits: int = 4) -> str:
+def format_number(value: float | None, digits: int = 4) -> str:
     """Format a number for a summary cell (NaN shown as ``--``).
 
     Examples
@@ -86,7 +91,7 @@ def format_number(value, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
-def format_fixed(value, digits: int = 3) -> str:
+def format_fixed(value: float | None, digits: int = 3) -> str:
     """Fixed-point text with *digits* decimals, as in the paper's tables (NaN as ``--``).
 
     Examples
@@ -99,7 +104,7 @@ def format_fixed(value, digits: int = 3) -> str:
     return f"{float(value):.{digits}f}"
 
 
-def format_mean_sd(mean, sd, digits: int = 3) -> str:
+def format_mean_sd(mean: float, sd: float, digits: int = 3) -> str:
     """``"mean (SD)"`` as in the paper's tables.
 
     Examples
@@ -110,7 +115,7 @@ def format_mean_sd(mean, sd, digits: int = 3) -> str:
     return f"{format_fixed(mean, digits)} ({format_fixed(sd, digits)})"
 
 
-def latex_escape(text) -> str:
+def latex_escape(text: object) -> str:
     r"""Escape LaTeX's special characters in one pass (so escapes are never re-escaped).
 
     Examples
@@ -121,7 +126,7 @@ def latex_escape(text) -> str:
     return _LATEX_PATTERN.sub(lambda match: _LATEX_SPECIALS[match.group(0)], str(text))
 
 
-def html_escape(text) -> str:
+def html_escape(text: object) -> str:
     """Escape ``<``, ``>``, ``&`` and quotes for HTML.
 
     Examples
@@ -159,12 +164,12 @@ class Label(str):
         return Label, (str(self),), {"latex": self.latex, "html": self.html}
 
 
-def cell_latex(cell) -> str:
+def cell_latex(cell: object) -> str:
     """A cell's LaTeX: a :class:`Label`'s own form, else the escaped text."""
     return cell.latex if isinstance(cell, Label) else latex_escape(cell)
 
 
-def cell_html(cell) -> str:
+def cell_html(cell: object) -> str:
     """A cell's HTML: a :class:`Label`'s own form, else the escaped text."""
     return cell.html if isinstance(cell, Label) else html_escape(cell)
 
@@ -235,7 +240,7 @@ def _column_spec(kinds: list[str], columns: list[list]) -> str:
                            for kind, cells in zip(kinds, columns)) + "@{}"
 
 
-def latex_cell(cell, kind: str) -> str:
+def latex_cell(cell: object, kind: str) -> str:
     """One cell for a column of *kind*: numbers in math, other content centred in D columns."""
     if kind == "D":
         if _is_number(cell):
@@ -322,7 +327,7 @@ class PearlSummary(Summary):
         super().__init__()
         self.notes: list[str] = []
 
-    def add_notes(self, notes) -> None:
+    def add_notes(self, notes: Sequence[str]) -> None:
         """Append lines to the text under the tables."""
         self.notes.extend(notes)
         self.add_extra_txt(list(notes))
@@ -356,7 +361,7 @@ class PearlSummary(Summary):
         return "\n".join(parts)
 
 
-# ---- sections -------------------------------------------------------------------------------------
+# ---- sections ------------------------------------------------------------------------------
 def _table(rows, headers, stubs, title) -> SimpleTable:
     table = SimpleTable(rows, headers=headers, stubs=stubs, title=title)
     # SimpleTable turns headers into plain str; keep Labels for their LaTeX / HTML forms
@@ -415,8 +420,14 @@ def _strategies_table(res) -> SimpleTable:
     ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
     if honest is not None:
         rows = [
-            [*(format_number(honest.loc[name, column]) for column in ("risk", "se", "ratio", "ratio_se")),
-             format_number(res.baselines.loc[name, "cv_risk"]), uses[name]]
+            [
+                *(
+                    format_number(honest.loc[name, column])
+                    for column in ("risk", "se", "ratio", "ratio_se")
+                ),
+                format_number(res.baselines.loc[name, "cv_risk"]),
+                uses[name],
+            ]
             for name in honest.index
         ]
         headers = ["honest risk", "SE", ratio, "ratio SE", "CV risk*", "uses"]
@@ -425,7 +436,10 @@ def _strategies_table(res) -> SimpleTable:
         return _table(rows, headers, list(honest.index), title)
     table = res.baselines
     rows = [
-        [*(format_number(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)), r.candidate]
+        [
+            *(format_number(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)),
+            r.candidate,
+        ]
         for r in table.itertuples()
     ]
     headers = ["CV risk*", "SE", ratio, "ratio SE", "uses"]
@@ -434,7 +448,10 @@ def _strategies_table(res) -> SimpleTable:
 
 def _importance_table(res) -> SimpleTable:
     counts = res.block_membership.sum(axis=0)
-    rows = [[format_number(value), str(int(counts[name]))] for name, value in res.block_importance.items()]
+    rows = [
+        [format_number(value), str(int(counts[name]))]
+        for name, value in res.block_importance.items()
+    ]
     return _table(rows, ["importance", "in candidates"], list(res.block_importance.index),
                   "Block importance (total weight of the candidates with the block)")
 
@@ -466,7 +483,10 @@ def _stability_table(res) -> SimpleTable:
     stability = res.diagnostics["stability"]
     shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
     shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
-    rows = [[format_number(r.weight), format_number(r.mean), format_number(r.spread)] for r in shown.itertuples()]
+    rows = [
+        [format_number(r.weight), format_number(r.mean), format_number(r.spread)]
+        for r in shown.itertuples()
+    ]
     title = f"Weights re-solved on {res.diagnostics['stability_resamples']} (not a standard error)"
     return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
 
@@ -490,7 +510,9 @@ def _ledger_table(res) -> SimpleTable:
     title = "Failure ledger"
     if len(rows) > len(shown):
         title += f" (first {_MAX_LEDGER_ROWS} of {len(rows)} rows)"
-    return _table(body, ["folds", "stage", "kind", "weight 0", "action"], list(shown["candidate"]), title)
+    return _table(
+        body, ["folds", "stage", "kind", "weight 0", "action"], list(shown["candidate"]), title
+    )
 
 
 def _notes(res) -> list[str]:
@@ -508,17 +530,18 @@ def _notes(res) -> list[str]:
             "(reasons in .failures)."
         )
     notes.append(
-        "Strategies: " + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
-        + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were chosen "
-        "from, optimistic for PEARL by construction (every baseline is a point of the simplex PEARL "
-        "optimises over)."
+        "Strategies: "
+        + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
+        + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were "
+        "chosen from, optimistic for PEARL by construction (every baseline is a point of the "
+        "simplex PEARL optimises over)."
     )
     honest = res.last_honest_risk if res.honest is not None else None
     if honest is not None:
         notes.append(
-            "Honest risk: the whole procedure (inner folds, candidates, weights, each baseline's choice) "
-            "re-run inside each outer fold and scored on the held-out rows; PEARL/this is a paired ratio "
-            "on the same rows."
+            "Honest risk: the whole procedure (inner folds, candidates, weights, each baseline's "
+            "choice) re-run inside each outer fold and scored on the held-out rows; PEARL/this is "
+            "a paired ratio on the same rows."
         )
         message = honest.warning_against_ms(format_number)
         if message:
@@ -528,7 +551,9 @@ def _notes(res) -> list[str]:
     return notes
 
 
-def build_summary(res, correct=None) -> PearlSummary:
+def build_summary(
+    res: PearlResults, correct: str | Sequence[str | Sequence[str]] | None = None
+) -> PearlSummary:
     """Assemble the summary of a :class:`~pearlstats.results.PearlResults`.
 
     Parameters

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Sequence
+from typing import Any, Self
 
 import numpy as np
 
@@ -35,19 +37,19 @@ class DeepLearner:
 
     def __init__(
         self,
-        latent_dim=8,
+        latent_dim: int=8,
         *,
-        encoder="mlp",
-        hidden_dim=64,
-        epochs=20,
-        batch_size=64,
-        lr=1e-3,
-        scaling="auto",
-        image_shape=None,
-        device="auto",
-        seed=None,
-        progress=True,
-        columns=None,
+        encoder: str="mlp",
+        hidden_dim: int=64,
+        epochs: int=20,
+        batch_size: int=64,
+        lr: float=1e-3,
+        scaling: str="auto",
+        image_shape: tuple[int, ...] | None=None,
+        device: str="auto",
+        seed: int | None=None,
+        progress: bool=True,
+        columns: str | Sequence[str] | None=None,
     ):
         self.latent_dim = latent_dim
         self.encoder = encoder
@@ -87,7 +89,7 @@ class DeepLearner:
 
     # ----------------------------------------------------------------- public API
     @transactional
-    def fit(self, X):
+    def fit(self, X: Any) -> Self:
         """Train on the rows of ``X`` (2-D flattened, 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``).
 
         If ``fit`` raises (bad input, divergence, an interrupt), the learner keeps its
@@ -98,7 +100,8 @@ class DeepLearner:
         array = self._as_array(X)
         if len(array) < self.min_rows:
             raise DataError(
-                f"{type(self).__name__} needs at least {self.min_rows} rows to fit, got {len(array)}"
+                f"{type(self).__name__} needs at least "
+                f"{self.min_rows} rows to fit, got {len(array)}"
             )
         self._forget()
         self.input_shape_ = self._fit_input_shape(array)
@@ -124,7 +127,7 @@ class DeepLearner:
                 "input scaling"
             )
 
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray:
         """The learned representation of each row: a float64 array of shape ``(n, latent_dim)``."""
         self._check_fitted()
         torch = import_torch(type(self).__name__)
@@ -138,7 +141,7 @@ class DeepLearner:
             ]
         return torch.cat(parts).double().numpy()
 
-    def fit_transform(self, X):
+    def fit_transform(self, X: Any) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``."""
         return self.fit(X).transform(X)
 
@@ -179,17 +182,20 @@ class DeepLearner:
             array = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError) as err:
             raise DataError(
-                f"{type(self).__name__} needs numeric inputs; could not convert them to floats ({err})"
+                f"{type(self).__name__} needs numeric inputs; "
+                f"could not convert them to floats ({err})"
             ) from err
         if array.ndim not in (2, 3, 4) or len(array) == 0:
             raise DataError(
-                f"{type(self).__name__} needs a non-empty 2-D (n, features), 3-D (n, h, w) or 4-D (n, c, h, w) "
+                f"{type(self).__name__} needs a non-empty 2-D (n, "
+                "features), 3-D (n, h, w) or 4-D (n, c, h, w) "
                 f"array, got shape {array.shape}"
             )
         bad = ~np.isfinite(array.reshape(len(array), -1)).all(axis=1)
         if bad.any():
             raise MissingValueError(
-                f"{type(self).__name__} got NaN or infinite values in {format_positions(np.flatnonzero(bad))}; "
+                f"{type(self).__name__} got NaN or infinite values "
+                f"in {format_positions(np.flatnonzero(bad))}; "
                 "drop or impute them first"
             )
         return array
@@ -204,20 +210,24 @@ class DeepLearner:
             if declared is None:
                 if self.encoder != "mlp":
                     raise OptionError(
-                        f"encoder={self.encoder!r} needs images: pass image_shape=(h, w) or (c, h, w) for the "
-                        f"{columns} input columns, or give a 3-D (n, h, w) or 4-D (n, c, h, w) array"
+                        f"encoder={self.encoder!r} needs images: pass "
+                        "image_shape=(h, w) or (c, h, w) for the "
+                        f"{columns} input columns, or give a "
+                        "3-D (n, h, w) or 4-D (n, c, h, w) array"
                     )
                 return (columns,)
             if math.prod(declared) != columns:
                 raise DataError(
-                    f"image_shape={tuple(self.image_shape)} holds {math.prod(declared)} values per row "
+                    f"image_shape={tuple(self.image_shape)} "
+                    f"holds {math.prod(declared)} values per row "
                     f"but the input has {columns} columns"
                 )
             return declared
         shape = (1, *array.shape[1:]) if array.ndim == 3 else tuple(array.shape[1:])
         if declared is not None and declared != shape:
             raise DataError(
-                f"image_shape={tuple(self.image_shape)} does not match the images' shape {array.shape[1:]}"
+                f"image_shape={tuple(self.image_shape)} does "
+                f"not match the images' shape {array.shape[1:]}"
             )
         return shape
 
@@ -240,7 +250,8 @@ class DeepLearner:
         if method == "standardize":
             offset, spread = flat.mean(axis=0), flat.std(axis=0)
         elif method == "unit":
-            # One affine map for all pixels keeps relative intensities, which per-pixel scaling would destroy.
+            # One affine map for all pixels keeps relative intensities, which per-pixel scaling
+            # would destroy.
             offset, spread = flat.min(), flat.max() - flat.min()
         else:
             offset, spread = 0.0, 1.0
@@ -251,7 +262,7 @@ class DeepLearner:
         )  # constant inputs stay finite
 
     def _tensor(self, torch, array):
-        """Scaled float32 tensor of shape ``(n, *input_shape_)``; checks the shape against the fit."""
+        """Scaled float32 tensor of shape ``(n, *input_shape_)``; checks the shape vs the fit."""
         self._check_fitted()
         accepted = {(self.n_features_in_,), self.input_shape_}
         if self.input_shape_[0] == 1 and len(self.input_shape_) == 3:
@@ -282,7 +293,8 @@ class DeepLearner:
                 loss = batch_loss(data[index].to(device), generator)
                 if not torch.isfinite(loss):
                     raise OptionError(
-                        f"{type(self).__name__} training diverged (loss {loss.item()}) in epoch {epoch + 1}; "
+                        f"{type(self).__name__} training diverged "
+                        f"(loss {loss.item()}) in epoch {epoch + 1}; "
                         f"lower lr (now {self.lr}) or check the input scaling"
                     )
                 optimizer.zero_grad()
@@ -296,7 +308,8 @@ class DeepLearner:
     def _batches(self, torch, n, generator):
         batches = list(torch.randperm(n, generator=generator).split(self.batch_size))
         if len(batches) > 1 and len(batches[-1]) < max(self.min_rows, 2):
-            # A lone last row gives a noisy step (and no negatives for contrastive losses): fold it in.
+            # A lone last row gives a noisy step (and no negatives for contrastive losses):
+            # fold it in.
             batches[-2:] = [torch.cat(batches[-2:])]
         return batches
 
@@ -334,8 +347,8 @@ class DeepLearner:
 class ReconstructingLearner(DeepLearner):
     """A learner with a decoder: adds :meth:`inverse_transform`."""
 
-    def inverse_transform(self, Z):
-        """Decode latent codes back to inputs, as flattened rows ``(n, n_features_in_)`` in the input's units."""
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
+        """Decode latent codes to flattened input rows ``(n, n_features_in_)`` in input units."""
         self._check_fitted()
         torch = import_torch(type(self).__name__)
         network = self._network(torch)

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pearlstats.exceptions import MissingDependencyError, OptionError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "MissingDependencyError",
@@ -24,7 +30,7 @@ __all__ = [
 DEEP_EXTRA_HINT = 'pip install "pearlstats[deep]"'
 
 
-def import_optional(module: str, *, needed_by: str, install: str = DEEP_EXTRA_HINT):
+def import_optional(module: str, *, needed_by: str, install: str = DEEP_EXTRA_HINT) -> ModuleType:
     """Import ``module`` or raise :class:`MissingDependencyError` naming ``install``.
 
     Parameters
@@ -55,13 +61,13 @@ def import_optional(module: str, *, needed_by: str, install: str = DEEP_EXTRA_HI
         ) from err
 
 
-def import_torch(needed_by: str = "this deep representation learner"):
+def import_torch(needed_by: str = "this deep representation learner") -> ModuleType:
     """Import torch, or raise :class:`MissingDependencyError` naming the ``deep`` extra."""
     return import_optional("torch", needed_by=needed_by)
 
 
-def resolve_device(torch, device):
-    """Turn ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` into a usable ``torch.device``.
+def resolve_device(torch: ModuleType, device: str) -> torch.device:
+    """Turn ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` into a ``torch.device``.
 
     ``"auto"`` picks a CUDA GPU when one is present, then Apple's MPS, else the CPU.
     Asking for an accelerator that is not there is an :class:`OptionError`, not a
@@ -92,7 +98,9 @@ def resolve_device(torch, device):
 
 
 @contextmanager
-def training_session(torch, seed: int, device):
+def training_session(
+    torch: ModuleType, seed: int, device: torch.device
+) -> Iterator[torch.Generator]:
     """Seeded, single-threaded, deterministic torch settings, restored on exit.
 
     The caller's global random state is forked rather than reseeded, so fitting a
@@ -109,7 +117,8 @@ def training_session(torch, seed: int, device):
     deterministic = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     if device.type == "cuda":
-        # cuBLAS is only deterministic with a fixed workspace; it must be set before the first matmul.
+        # cuBLAS is only deterministic with a fixed workspace; it must be set before the first
+        # matmul.
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         fork = torch.random.fork_rng(devices=[device.index or 0], device_type="cuda")
     else:

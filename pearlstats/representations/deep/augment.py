@@ -12,7 +12,8 @@ digits and letters.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch.nn import functional as F
@@ -26,7 +27,9 @@ def _uniform(generator, n, low, high, device):
     return (low + (high - low) * torch.rand(n, generator=generator)).to(device)
 
 
-def crop(batch, generator, padding: int | None = None):
+def crop(
+    batch: torch.Tensor, generator: torch.Generator, padding: int | None = None
+) -> torch.Tensor:
     """Pad with zeros by ``padding`` pixels, then cut a random ``h x w`` window (a random shift).
 
     ``padding`` defaults to an eighth of the shorter side, at least 1 pixel.
@@ -44,8 +47,16 @@ def crop(batch, generator, padding: int | None = None):
     return windows.permute(0, 3, 1, 2)  # advanced indexing put the channel axis last
 
 
-def resized_crop(batch, generator, scale=(0.6, 1.0), ratio=(3 / 4, 4 / 3)):
-    """Random crop covering a ``scale`` fraction of the area, resized back to ``h x w`` (bilinear)."""
+def resized_crop(
+    batch: torch.Tensor,
+    generator: torch.Generator,
+    scale: tuple[float, float] = (0.6, 1.0),
+    ratio: tuple[float, float] = (3 / 4, 4 / 3),
+) -> torch.Tensor:
+    """Random crop covering a ``scale`` fraction of the area, resized back to ``h x w``.
+
+    Resizing is bilinear.
+    """
     n = batch.shape[0]
     area = _uniform(generator, n, scale[0], scale[1], "cpu")
     log_ratio = _uniform(
@@ -54,7 +65,8 @@ def resized_crop(batch, generator, scale=(0.6, 1.0), ratio=(3 / 4, 4 / 3)):
     aspect = log_ratio.exp()
     width = (area * aspect).sqrt().clamp(max=1.0)
     height = (area / aspect).sqrt().clamp(max=1.0)
-    # In affine_grid's [-1, 1] coordinates a window of half-size s can be centred anywhere in [-(1-s), 1-s].
+    # In affine_grid's [-1, 1] coordinates a window of half-size s can be centred anywhere in
+    # [-(1-s), 1-s].
     x_centre = (2 * torch.rand(n, generator=generator) - 1) * (1 - width)
     y_centre = (2 * torch.rand(n, generator=generator) - 1) * (1 - height)
     zero = torch.zeros(n)
@@ -65,18 +77,18 @@ def resized_crop(batch, generator, scale=(0.6, 1.0), ratio=(3 / 4, 4 / 3)):
     return F.grid_sample(batch, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def flip(batch, generator, p: float = 0.5):
+def flip(batch: torch.Tensor, generator: torch.Generator, p: float = 0.5) -> torch.Tensor:
     """Mirror each image left-right with probability ``p``."""
     chosen = (torch.rand(batch.shape[0], generator=generator) < p).to(batch.device)
     return torch.where(chosen[:, None, None, None], batch.flip(-1), batch)
 
 
-def noise(batch, generator, std: float = 0.1):
+def noise(batch: torch.Tensor, generator: torch.Generator, std: float = 0.1) -> torch.Tensor:
     """Add Gaussian noise with standard deviation ``std`` (in scaled input units)."""
     return batch + std * torch.randn(batch.shape, generator=generator).to(batch.device, batch.dtype)
 
 
-def mask(batch, generator, p: float = 0.2):
+def mask(batch: torch.Tensor, generator: torch.Generator, p: float = 0.2) -> torch.Tensor:
     """Set each input value to 0 (the training mean after standardising) with probability ``p``."""
     keep = (torch.rand(batch.shape, generator=generator) >= p).to(batch.device)
     return batch * keep
@@ -95,7 +107,7 @@ DEFAULT_FLAT = ("mask", "noise")
 
 
 def build_pipeline(
-    spec, images: bool
+    spec: str | Sequence[str | tuple[str, Mapping[str, Any]]], images: bool
 ) -> list[Callable[[torch.Tensor, torch.Generator], torch.Tensor]]:
     """Turn a user's ``augmentations=`` value into a list of ``f(batch, generator)``.
 
@@ -127,12 +139,14 @@ def build_pipeline(
             continue
         if item not in AUGMENTATIONS:
             raise OptionError(
-                f"unknown augmentation {item!r}; use a callable f(batch, generator) or one of {sorted(AUGMENTATIONS)}"
+                f"unknown augmentation {item!r}; use a callable "
+                f"f(batch, generator) or one of {sorted(AUGMENTATIONS)}"
             )
         function, needs_images = AUGMENTATIONS[item]
         if needs_images and not images:
             raise OptionError(
-                f"augmentation {item!r} needs images: pass image_shape=(h, w) or (c, h, w) for flattened "
+                f"augmentation {item!r} needs images: pass "
+                "image_shape=(h, w) or (c, h, w) for flattened "
                 "inputs, give 3-D/4-D arrays, or use only 'noise' and 'mask'"
             )
         pipeline.append(_bind(item, function, options))
@@ -168,7 +182,11 @@ def _bind(name, function, options):
     return augment
 
 
-def apply_pipeline(pipeline, batch, generator):
+def apply_pipeline(
+    pipeline: Sequence[Callable[[torch.Tensor, torch.Generator], torch.Tensor]],
+    batch: torch.Tensor,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """Apply each augmentation in order to the batch."""
     for augment in pipeline:
         batch = augment(batch, generator)

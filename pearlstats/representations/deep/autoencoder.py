@@ -42,7 +42,8 @@ class Autoencoder(ReconstructingLearner):
         when the inputs are 2-D, for example when a ``Representations`` container
         passes selected pixel columns.
     device : str, default "auto"
-        ``"auto"`` uses a CUDA GPU when present, else the CPU; or ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``.
+        ``"auto"`` uses a CUDA GPU when present, else the CPU; or ``"cpu"``, ``"cuda"``,
+        ``"cuda:N"``, ``"mps"``.
     seed : int, optional
         Seeds initialisation, shuffling and noise; an integer in [0, 2**32). None
         means "from the container": a ``Representations(..., seed=s)`` sets it from

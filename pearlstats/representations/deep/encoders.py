@@ -38,7 +38,8 @@ def build_encoder(
     channels = input_shape[0]
     narrow = max(hidden_dim // 2, 4)
     if kind == "cnn":
-        # Pooling to a fixed 4x4 grid keeps where strokes are (global pooling would not) for any image size.
+        # Pooling to a fixed 4x4 grid keeps where strokes are (global pooling would not) for any
+        # image size.
         return nn.Sequential(
             nn.Conv2d(channels, narrow, 3, padding=1),
             nn.ReLU(),
@@ -90,7 +91,7 @@ class ResidualBlock(nn.Module):
                 _norm(out_channels),
             )
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.relu(self.body(x) + self.shortcut(x))
 
 
@@ -108,45 +109,48 @@ def build_decoder(latent_dim: int, n_features: int, hidden_dim: int) -> nn.Modul
 class AutoencoderNet(nn.Module):
     """Deterministic autoencoder trained on mean squared reconstruction error."""
 
-    def __init__(self, kind, input_shape, latent_dim, hidden_dim):
+    def __init__(self, kind: str, input_shape: tuple[int, ...], latent_dim: int, hidden_dim: int):
         super().__init__()
         self.encoder = build_encoder(kind, input_shape, latent_dim, hidden_dim)
         self.decoder = build_decoder(latent_dim, math.prod(input_shape), hidden_dim)
 
-    def encode(self, x):
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
         return self.encoder(x)
 
-    def decode(self, z):
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
         return self.decoder(z)
 
-    def loss(self, x, generator):
+    def loss(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return F.mse_loss(self.decode(self.encode(x)), x.flatten(1))
 
 
 class VAENet(nn.Module):
     """Gaussian VAE: the encoder emits the posterior mean and log-variance of each latent."""
 
-    def __init__(self, kind, input_shape, latent_dim, hidden_dim, beta):
+    def __init__(
+        self, kind: str, input_shape: tuple[int, ...], latent_dim: int, hidden_dim: int, beta: float
+    ):
         super().__init__()
         self.latent_dim = latent_dim
         self.beta = beta
         self.encoder = build_encoder(kind, input_shape, 2 * latent_dim, hidden_dim)
         self.decoder = build_decoder(latent_dim, math.prod(input_shape), hidden_dim)
 
-    def posterior(self, x):
+    def posterior(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_var = self.encoder(x).split(self.latent_dim, dim=1)
         return mean, log_var
 
-    def encode(self, x):
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
         return self.posterior(x)[0]
 
-    def decode(self, z):
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
         return self.decoder(z)
 
-    def loss(self, x, generator):
+    def loss(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """Negative ELBO per row for a unit-variance Gaussian decoder, KL weighted by ``beta``."""
         mean, log_var = self.posterior(x)
-        # Noise is drawn on the CPU generator and moved, so a seed gives the same draws on any device.
+        # Noise is drawn on the CPU generator and moved, so a seed gives the same draws on any
+        # device.
         noise = torch.randn(mean.shape, generator=generator).to(mean.device)
         z = mean + noise * torch.exp(0.5 * log_var)
         reconstruction = 0.5 * (self.decode(z) - x.flatten(1)).pow(2).sum(dim=1)
@@ -157,23 +161,30 @@ class VAENet(nn.Module):
 class ContrastiveNet(nn.Module):
     """SimCLR: backbone (the representation) plus an MLP projection head used only by the loss."""
 
-    def __init__(self, kind, input_shape, latent_dim, hidden_dim, projection_dim):
+    def __init__(
+        self,
+        kind: str,
+        input_shape: tuple[int, ...],
+        latent_dim: int,
+        hidden_dim: int,
+        projection_dim: int,
+    ):
         super().__init__()
         self.encoder = build_encoder(kind, input_shape, latent_dim, hidden_dim)
         self.projection = nn.Sequential(
             nn.Linear(latent_dim, hidden_dim), nn.ReLU(), nn.Linear(hidden_dim, projection_dim)
         )
 
-    def encode(self, x):
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
         return self.encoder(x)
 
-    def loss(self, view1, view2, temperature):
+    def loss(self, view1: torch.Tensor, view2: torch.Tensor, temperature: float) -> torch.Tensor:
         return nt_xent(
             self.projection(self.encode(view1)), self.projection(self.encode(view2)), temperature
         )
 
 
-def nt_xent(z1, z2, temperature: float):
+def nt_xent(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torch.Tensor:
     """Normalised temperature-scaled cross-entropy (Chen et al., 2020) for paired views.
 
     Row ``i`` of ``z1`` and row ``i`` of ``z2`` are the positive pair; the other

