@@ -25,7 +25,7 @@ each outer training set, as R's ``CV.SuperLearner``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -209,7 +209,9 @@ class HonestRisk:
         difference = self.row_losses["PEARL"] - self.row_losses[strategy]
         return float(difference.mean()), float(difference.std(ddof=1) / np.sqrt(len(difference)))
 
-    def warning_against_ms(self, number=lambda value: f"{value:.4g}") -> str | None:
+    def warning_against_ms(
+        self, number: Callable[[float], str] = lambda value: f"{value:.4g}"
+    ) -> str | None:
         """The warning when PEARL's honest risk is more than one paired SE above MS's, else None.
 
         *number* formats the numbers (the summary passes its own formatter).
@@ -218,10 +220,10 @@ class HonestRisk:
         if excess <= se:
             return None
         table = self.table
+        pearl, ms = number(table.loc["PEARL", "risk"]), number(table.loc["MS", "risk"])
         return (
-            f"PEARL's honest risk {number(table.loc['PEARL', 'risk'])} exceeds that of MS re-selected in "
-            f"each outer fold ({number(table.loc['MS', 'risk'])}) by {number(excess)}, more than one "
-            f"paired SE ({number(se)})"
+            f"PEARL's honest risk {pearl} exceeds that of MS re-selected in each outer fold ({ms}) "
+            f"by {number(excess)}, more than one paired SE ({number(se)})"
         )
 
     @property
