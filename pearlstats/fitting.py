@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.formula import parse_formula
 from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
-from .families import get_family
+from .families import SEPARATION_CHOICES, get_family
 from .results.core import PearlResults, results_from_state
 from .stages import FitState, assign_folds, build_pool, cross_validate, prepare_rows, solve_stage_weights
 from .weights.losses import get_loss
@@ -43,6 +45,17 @@ def _check_no_response_leak(formula, blocks) -> None:
         )
 
 
+def _with_candidate_ridges(family, candidates, output, ridge: float):
+    """The family remembering the ridges the CV chose above *ridge* (separated candidates).
+
+    Refits of those candidates (all rows, statsmodels, nested and bootstrap re-runs) then use them.
+    """
+    if output.ridges is None or not np.any(output.ridges > ridge):
+        return family
+    chosen = {c.label: float(r) for c, r in zip(candidates, output.ridges) if r > ridge}
+    return family.configured(candidate_ridges=chosen)
+
+
 def fit(
     formula: str,
     data,
@@ -60,6 +73,7 @@ def fit(
     eval_env: int = 0,
     downstream=None,
     honest: int | bool = 5,
+    separation: str = "ridge",
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -129,6 +143,21 @@ def fit(
         ``res.honest`` or the summary and costs about *honest* times the
         cross-validation; ``False`` skips it (the summary then shows the
         optimistic in-sample CV risks, labelled as such).
+    separation : {"ridge", "drop", "raise"}, default "ridge"
+        What to do with a logistic (binomial or multinomial) candidate whose
+        classes are (quasi-)separated, on all rows or in some fold, so that
+        its maximum-likelihood estimate does not exist. ``"ridge"`` refits
+        it, in every fold and on all rows alike, with the smallest ridge of
+        1e-4, 1e-3, 1e-2, 0.1, 1 (above *ridge*; on standardised columns,
+        intercept unpenalised, as *ridge*) for which all those fits reach a
+        finite optimum, like scikit-learn's default regularised logistic
+        regression; the ledger (``results.failures``, kind ``"separation"``)
+        and one :class:`~pearlstats.exceptions.SeparationWarning` per fit
+        name the candidates and their ridges, and the refits of nested
+        cross-validation and of the bootstrap start from them. ``"drop"``
+        gives such a candidate weight 0; ``"raise"`` raises
+        :class:`~pearlstats.exceptions.SeparationError` naming it (also
+        from the nested re-runs of ``res.honest``). Other families ignore it.
 
     Returns
     -------
@@ -147,7 +176,8 @@ def fit(
     True
     """
     formula_spec = parse_formula(formula)
-    family_ = get_family(family)
+    separation = check_choice("separation", separation, SEPARATION_CHOICES)
+    family_ = get_family(family).configured(separation=separation)
     loss_ = get_loss(loss, family_.name)
     if downstream is not None:
         if not hasattr(downstream, "bind"):
@@ -174,6 +204,7 @@ def fit(
                             loo=loo, ridge=ridge, n_jobs=n_jobs)
     labels = [candidate.label for candidate in candidates_.pool]
     solution, entries = solve_stage_weights(output, len(labels), prepared.response.y, loss_, labels)
+    family_ = _with_candidate_ridges(family_, candidates_.everything, output, ridge)
     state = FitState(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=folds, cv_spec=cv, seed=seed, ridge=ridge, output=output,
