@@ -1,4 +1,4 @@
-"""``fit(separation=...)``: separated logistic candidates refitted with the smallest ridge of a ladder.
+"""``fit(separation=...)``: separated logistic candidates refitted with the smallest ladder ridge.
 
 References are direct penalised fits written here (scipy on the engines' objective, and
 statsmodels' ``GLM.fit_regularized(L1_wt=0)`` with the engines' penalty weights).
@@ -33,7 +33,9 @@ def _binomial_data():
     rng = np.random.default_rng(5)
     a = rng.normal(size=(N, 2))
     y = (a[:, 0] + rng.logistic(size=N) > 0).astype(float)
-    s = np.column_stack([np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=N), rng.normal(size=N)])
+    s = np.column_stack(
+        [np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=N), rng.normal(size=N)]
+    )
     return y, {"a": a, "s": s}
 
 
@@ -52,7 +54,9 @@ def _design(blocks, label):
 def _fit(y, blocks, **options):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = pearl.fit("y ~ block(a) + block(s)", {"y": y}, blocks=blocks, seed=1, honest=False, **options)
+        res = pearl.fit(
+            "y ~ block(a) + block(s)", {"y": y}, blocks=blocks, seed=1, honest=False, **options
+        )
     return res, [w for w in caught if issubclass(w.category, pearl.PearlWarning)]
 
 
@@ -67,12 +71,17 @@ def _penalised_logit(X, y, ridge):
     def gradient(b):
         return X.T @ (expit(X @ b) - y) / len(y) + w * b
 
-    return minimize(objective, np.zeros(X.shape[1]), jac=gradient, method="BFGS",
-                    options={"gtol": 1e-12, "maxiter": 10_000}).x
+    return minimize(
+        objective,
+        np.zeros(X.shape[1]),
+        jac=gradient,
+        method="BFGS",
+        options={"gtol": 1e-12, "maxiter": 10_000},
+    ).x
 
 
 def _penalised_mnlogit(X, y, n_classes, ridge):
-    """Mean multinomial NLL (class 0 the reference) + ridge/2 * sum_j var_j * sum_c b_jc^2, by scipy."""
+    """Mean multinomial NLL (class 0 the reference) + ridge/2 * sum_j var_j sum_c b_jc^2 (scipy)."""
     w = ridge * ridge_penalty_weights(X)
     onehot = np.eye(n_classes)[y]
     p, m = X.shape[1], n_classes - 1
@@ -86,8 +95,13 @@ def _penalised_mnlogit(X, y, n_classes, ridge):
         grad = X.T @ (prob - onehot)[:, 1:] / len(X) + w[:, None] * B
         return value, grad.ravel()
 
-    B = minimize(objective, np.zeros(p * m), jac=True, method="BFGS",
-                 options={"gtol": 1e-12, "maxiter": 10_000}).x.reshape(p, m)
+    B = minimize(
+        objective,
+        np.zeros(p * m),
+        jac=True,
+        method="BFGS",
+        options={"gtol": 1e-12, "maxiter": 10_000},
+    ).x.reshape(p, m)
     eta = np.column_stack([np.zeros(len(X)), X @ B])
     return B, eta
 
@@ -108,8 +122,10 @@ def test_separated_binomial_candidates_get_the_smallest_ladder_ridge_by_default(
     assert dict(res.stages.family.candidate_ridges) == {"s": 1e-4, "a+s": 1e-4}
     # One warning for the fit, naming both candidates and their ridges.
     assert [w.category for w in warned] == [pearl.SeparationWarning]
-    assert "'s' (ridge=0.0001)" in str(warned[0].message) and "'a+s' (ridge=0.0001)" in str(warned[0].message)
-    # The next smaller value, no ridge at all, has no maximum-likelihood estimate: statsmodels says so.
+    assert "'s' (ridge=0.0001)" in str(warned[0].message) and "'a+s' (ridge=0.0001)" in str(
+        warned[0].message
+    )
+    # The next smaller value, no ridge, has no maximum-likelihood estimate: statsmodels says so.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sm.Logit(y, _design(blocks, "s")).fit(disp=0, maxiter=50)
@@ -128,10 +144,11 @@ def test_out_of_fold_predictions_are_per_fold_penalised_fits_with_the_chosen_rid
             train = res.folds != k
             b = _penalised_logit(X[train], y[train], 1e-4)
             expected[~train] = expit(X[~train] @ b)
-            # The same penalty in statsmodels' terms: alpha = ridge * the training rows' column variances.
+            # The same penalty in statsmodels' terms: alpha = ridge * training column variances.
             alpha = 1e-4 * ridge_penalty_weights(X[train])
             fitted = sm.GLM(y[train], X[train], family=sm.families.Binomial()).fit_regularized(
-                alpha=alpha, L1_wt=0.0)
+                alpha=alpha, L1_wt=0.0
+            )
             statsmodels_fit[~train] = fitted.predict(X[~train])
         got = res.cv_predictions[label].to_numpy()
         np.testing.assert_allclose(got, expected, atol=1e-7)
@@ -151,8 +168,9 @@ def test_the_refit_uses_the_same_ridge_and_the_statsmodels_object_states_it():
     np.testing.assert_allclose(refit.params, expected, rtol=1e-3, atol=1e-3)
     # The unseparated candidate's refit is statsmodels' unpenalised Logit.
     assert not hasattr(res.candidates["a"], "penalty_ridge")
-    np.testing.assert_allclose(res.candidates["a"].params, sm.Logit(y, _design(blocks, "a")).fit(disp=0).params,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        res.candidates["a"].params, sm.Logit(y, _design(blocks, "a")).fit(disp=0).params, rtol=1e-6
+    )
     # Prediction averages the refitted candidates: finite probabilities, the same after pickling.
     prediction = res.predict({"y": y}, blocks=blocks)
     assert np.isfinite(prediction.to_numpy()).all()
@@ -182,7 +200,9 @@ def test_drop_reproduces_the_old_behaviour():
     np.testing.assert_array_equal(dropped.cv_predictions["a"], default.cv_predictions["a"])
     # The engines' own default is the old behaviour too.
     X = np.column_stack([np.ones(N), blocks["a"], blocks["s"]])
-    candidates = build_candidates("all", {"a": slice(1, 3), "s": slice(3, 5)}, ["1", "a1", "a2", "s1", "s2"], 1)
+    candidates = build_candidates(
+        "all", {"a": slice(1, 3), "s": slice(3, 5)}, ["1", "a1", "a2", "s1", "s2"], 1
+    )
     out = glm_cv_predict("binomial", X, y, candidates, dropped.folds)
     np.testing.assert_array_equal(out.failed, dropped.failed.to_numpy())
     np.testing.assert_array_equal(out.predictions[:, 0], dropped.cv_predictions["a"].to_numpy())
@@ -190,8 +210,11 @@ def test_drop_reproduces_the_old_behaviour():
 
 def test_raise_names_the_candidate():
     y, blocks = _binomial_data()
-    with pytest.raises(pearl.SeparationError, match=r"candidate 's': without a ridge the classes are "
-                                                    r"\(quasi-\)separated on all rows.*separation='ridge'"):
+    with pytest.raises(
+        pearl.SeparationError,
+        match=r"candidate 's': without a ridge the classes are "
+        r"\(quasi-\)separated on all rows.*separation='ridge'",
+    ):
         _fit(y, blocks, family="binomial", separation="raise")
     with pytest.raises(pearl.OptionError, match=r"separation='shrink'; use 'ridge'"):
         _fit(y, blocks, family="binomial", separation="shrink")
@@ -206,7 +229,7 @@ def test_an_explicit_ridge_keeps_its_meaning():
 
 
 def _slow_newton(monkeypatch, max_iter):
-    """Cap the logistic engine's Newton iterations, so that small ridges do not reach their optimum."""
+    """Cap the logistic engine's Newton iterations: small ridges do not reach their optimum."""
     original = glm_engine.batched_newton
 
     def capped(objective, theta0, **options):
@@ -216,17 +239,25 @@ def _slow_newton(monkeypatch, max_iter):
 
 
 def test_the_chosen_ridge_is_the_smallest_rung_with_a_finite_optimum(monkeypatch):
-    """With few Newton steps allowed, small ridges do not converge: the ladder climbs to the first that does."""
+    """With few Newton steps small ridges do not converge: the ladder climbs to the first that does."""
     y, blocks = _binomial_data()
     _slow_newton(monkeypatch, 8)
     res, _ = _fit(y, blocks, family="binomial", ridge=1e-4)
     chosen = res.stages.family.candidate_ridges["s"]
-    assert chosen in SEPARATION_RIDGES and chosen > 1e-4  # an explicit ridge that fails climbs above it
+    assert (
+        chosen in SEPARATION_RIDGES and chosen > 1e-4
+    )  # an explicit ridge that fails climbs above it
     X = np.column_stack([np.ones(N), blocks["s"]])
     folds = res.folds
     for value in [r for r in SEPARATION_RIDGES if r < chosen]:  # every smaller rung fails somewhere
-        failing = glm_cv_predict("binomial", X, y, build_candidates(
-            "all", {"s": slice(1, 3)}, ["1", "s1", "s2"], 1), folds, value)
+        failing = glm_cv_predict(
+            "binomial",
+            X,
+            y,
+            build_candidates("all", {"s": slice(1, 3)}, ["1", "s1", "s2"], 1),
+            folds,
+            value,
+        )
         assert failing.failed[0]
     params, notes = glm_fit("binomial", X, y, np.arange(3), chosen)
     assert notes == [] and np.isfinite(params).all()
@@ -268,10 +299,23 @@ def test_digits_with_small_pca_blocks_fit_with_defaults():
     blocks = {"p1": scores[:, :6], "p2": scores[:, 6:]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.SeparationWarning)
-        res = pearl.fit("y ~ block(p1) + block(p2)", {"y": y}, blocks=blocks, family="multinomial", seed=0,
-                        honest=False)
-        dropped = pearl.fit("y ~ block(p1) + block(p2)", {"y": y}, blocks=blocks, family="multinomial",
-                            seed=0, honest=False, separation="drop")
+        res = pearl.fit(
+            "y ~ block(p1) + block(p2)",
+            {"y": y},
+            blocks=blocks,
+            family="multinomial",
+            seed=0,
+            honest=False,
+        )
+        dropped = pearl.fit(
+            "y ~ block(p1) + block(p2)",
+            {"y": y},
+            blocks=blocks,
+            family="multinomial",
+            seed=0,
+            honest=False,
+            separation="drop",
+        )
     assert not res.failed.any()
     assert set(_ladder_rows(res).candidate) == set(dropped.failed.index[dropped.failed])
     assert len(res.stages.family.candidate_ridges) > 0
@@ -280,7 +324,7 @@ def test_digits_with_small_pca_blocks_fit_with_defaults():
     np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
 
 
-# ---- re-runs: nested cross-validation and the refitting bootstrap ----------------------------------
+# ---- re-runs: nested cross-validation and the refitting bootstrap ---------------------------
 def test_re_runs_start_from_the_chosen_ridges():
     y, blocks = _binomial_data()
     res, _ = _fit(y, blocks, family="binomial")
@@ -289,8 +333,14 @@ def test_re_runs_start_from_the_chosen_ridges():
     response = EncodedResponse(y[rows], state.response.classes)
     folds = np.arange(len(rows)) % 3
     # What nested.py and results/bootstrap.py call: the fit's family, the fit's ridge.
-    out = cross_validate(state.family, state.design.X[rows], response, list(state.candidates.pool), folds,
-                         ridge=state.ridge)
+    out = cross_validate(
+        state.family,
+        state.design.X[rows],
+        response,
+        list(state.candidates.pool),
+        folds,
+        ridge=state.ridge,
+    )
     assert dict(zip(res.candidate_labels, out.ridges)) == {"a": 0.0, "s": 1e-4, "a+s": 1e-4}
     assert not out.failed.any() and not [e for e in out.entries if e.kind == "separation"]
     X = _design(blocks, "s")[rows]
@@ -307,7 +357,8 @@ def test_honest_risk_runs_with_the_default():
     y, blocks = _binomial_data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
-        res = pearl.fit("y ~ block(a) + block(s)", {"y": y}, blocks=blocks, family="binomial", seed=1,
-                        honest=3)
+        res = pearl.fit(
+            "y ~ block(a) + block(s)", {"y": y}, blocks=blocks, family="binomial", seed=1, honest=3
+        )
         table = res.honest
     assert table is not None and np.isfinite(table["risk"]).all()
