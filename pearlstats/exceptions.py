@@ -31,6 +31,7 @@ __all__ = [
     "DataError",
     "MissingValueError",
     "ResponseError",
+    "SeparationError",
     "FoldError",
     "CandidateError",
     "OptionError",
@@ -68,6 +69,10 @@ class MissingValueError(DataError):
 
 class ResponseError(PearlError, ValueError):
     """The response does not suit the chosen family (values, classes, counts)."""
+
+
+class SeparationError(ResponseError):
+    """A classification candidate's classes are separated and ``separation="raise"`` was given."""
 
 
 class FoldError(PearlError, ValueError):

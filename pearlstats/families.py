@@ -23,7 +23,10 @@ Examples
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -35,7 +38,7 @@ from .engines.multinomial import class_probabilities, multinomial_cv_predict, mu
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .exceptions import OptionError, ResponseError
 
-__all__ = ["EncodedResponse", "Family", "get_family", "FAMILIES"]
+__all__ = ["EncodedResponse", "Family", "get_family", "FAMILIES", "SEPARATION_CHOICES"]
 
 
 @dataclass(frozen=True)
@@ -65,13 +68,50 @@ def _class_levels(values: pd.Series) -> list:
     return sorted(pd.unique(values).tolist())
 
 
+SEPARATION_CHOICES = {
+    "ridge": "refit a separated candidate with the smallest ladder ridge with a finite optimum",
+    "drop": "give a separated candidate weight 0",
+    "raise": "raise SeparationError naming the candidate",
+}
+
+
 class Family:
-    """Base class: one kind of downstream model."""
+    """Base class: one kind of downstream model.
+
+    Attributes
+    ----------
+    separation : {"drop", "ridge", "raise"}
+        What the logistic engines do with a candidate whose classes separate
+        (``"drop"`` on the shared instances of :data:`FAMILIES`;
+        :func:`pearlstats.fit` uses a configured copy, see :meth:`configured`).
+    candidate_ridges : mapping
+        Label -> ridge a fit chose for a candidate it moved up the ridge
+        ladder. Every later fit of that candidate by this family object (the
+        all-rows refit, the statsmodels refit, the re-runs of nested
+        cross-validation and of the refitting bootstrap) starts from it.
+    """
 
     name: str = ""
     default_loss: str = ""
     # the losses res.loss_sensitivity() compares by default
     sensitivity_losses: tuple[str, ...] = ()
+    separation: str = "drop"
+    candidate_ridges: Mapping = MappingProxyType({})
+
+    def configured(self, *, separation: str | None = None,
+                   candidate_ridges: Mapping | None = None) -> Family:
+        """A copy with another separation policy and/or per-candidate ridges (self is unchanged)."""
+        other = copy.copy(self)
+        if separation is not None:
+            other.separation = separation
+        if candidate_ridges is not None:
+            # a plain copy: a mappingproxy would not pickle
+            other.candidate_ridges = dict(candidate_ridges)
+        return other
+
+    def candidate_ridge(self, label: str, ridge: float) -> float:
+        """The ridge candidate *label* is fitted with: *ridge*, or the larger one chosen for it."""
+        return max(float(ridge), float(self.candidate_ridges.get(label, 0.0)))
 
     def encode(self, values: pd.Series) -> EncodedResponse:
         raise NotImplementedError
@@ -97,15 +137,32 @@ class Family:
         """The statsmodels results of one candidate refitted on all rows.
 
         With ``ridge > 0`` the penalised fit is returned where statsmodels has
-        an L2 fit (``fit_regularized`` with ``L1_wt=0``), started at our optimum.
+        an L2 fit (``fit_regularized`` with ``L1_wt=0``), started at our optimum;
+        it states its penalty in the attributes ``penalty`` (in words),
+        ``penalty_ridge`` and ``penalty_alpha`` (statsmodels' ``alpha``).
         """
         model = self.statsmodels_model(response, exog)
         if ridge > 0:
-            return model.fit_regularized(alpha=ridge * scale_penalty, L1_wt=0.0, start_params=np.ravel(params, order="F"))
+            alpha = ridge * scale_penalty
+            start = np.ravel(params, order="F")
+            fitted = model.fit_regularized(alpha=alpha, L1_wt=0.0, start_params=start)
+            return _state_penalty(fitted, ridge, alpha)
         return self._fit_unpenalized(model, params)
 
     def _fit_unpenalized(self, model, params):
         return model.fit(start_params=np.ravel(params, order="F"), disp=0)
+
+
+def _state_penalty(fitted, ridge: float, alpha: np.ndarray):
+    """Attach the penalty a statsmodels ``fit_regularized`` result was fitted with."""
+    fitted.penalty_ridge = float(ridge)
+    fitted.penalty_alpha = np.asarray(alpha, dtype=float)
+    fitted.penalty = (
+        f"L2 penalty, ridge={ridge:g}: fit_regularized(alpha=ridge * column variance, "
+        "L1_wt=0), i.e. ridge / 2 * sum_j (sd_j * b_j)**2 over the non-intercept "
+        "coefficients (sd_j: column j's SD) added to the mean loss"
+    )
+    return fitted
 
 
 def _require_numeric(values: pd.Series, family: str) -> np.ndarray:
@@ -162,10 +219,12 @@ class Binomial(Family):
         return EncodedResponse((values == levels[1]).to_numpy(dtype=float), levels)
 
     def cv_predict(self, X, response, candidates, folds, ridge):
-        return glm_cv_predict("binomial", X, response.y, candidates, folds, ridge)
+        return glm_cv_predict("binomial", X, response.y, candidates, folds, ridge, self.separation,
+                              self.candidate_ridges)
 
     def fit_params(self, X, response, columns, ridge, label):
-        return glm_fit("binomial", X, response.y, columns, ridge, label)
+        ridge = self.candidate_ridge(label, ridge)
+        return glm_fit("binomial", X, response.y, columns, ridge, label, self.separation)
 
     def predict(self, params, X_candidate):
         return expit(X_candidate @ params)
@@ -176,7 +235,9 @@ class Binomial(Family):
     def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
         if ridge > 0:
             model = sm.GLM(response.y, exog, family=sm.families.Binomial())
-            return model.fit_regularized(alpha=ridge * scale_penalty, L1_wt=0.0, start_params=params)
+            alpha = ridge * scale_penalty
+            fitted = model.fit_regularized(alpha=alpha, L1_wt=0.0, start_params=params)
+            return _state_penalty(fitted, ridge, alpha)
         return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
 
 
@@ -193,10 +254,13 @@ class Multinomial(Family):
         return EncodedResponse(codes, levels)
 
     def cv_predict(self, X, response, candidates, folds, ridge):
-        return multinomial_cv_predict(X, response.y, response.n_classes, candidates, folds, ridge)
+        return multinomial_cv_predict(X, response.y, response.n_classes, candidates, folds, ridge,
+                                      self.separation, self.candidate_ridges)
 
     def fit_params(self, X, response, columns, ridge, label):
-        return multinomial_fit(X, response.y, response.n_classes, columns, ridge, label)
+        ridge = self.candidate_ridge(label, ridge)
+        return multinomial_fit(X, response.y, response.n_classes, columns, ridge, label,
+                               self.separation)
 
     def predict(self, params, X_candidate):
         return class_probabilities(params, X_candidate)
@@ -207,8 +271,9 @@ class Multinomial(Family):
     def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
         if ridge > 0:
             raise OptionError(
-                "statsmodels has no L2-penalised MNLogit; with ridge > 0 the multinomial candidates' "
-                "coefficients are in PearlResults.candidate_params(label)"
+                "statsmodels has no L2-penalised MNLogit; this candidate was fitted with "
+                f"ridge={ridge:g} (the fit's ridge, or one chosen because its classes separate: "
+                "see results.failures); its coefficients are in PearlResults.candidate_params(label)"
             )
         return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
 

@@ -10,16 +10,29 @@ composes them.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import numbers
+
+import numpy as np
 
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.formula import parse_formula
-from .engines._common import check_ridge
+from .engines._common import EngineOutput, check_ridge
 from .exceptions import DataError, OptionError
-from .families import get_family
+from .families import SEPARATION_CHOICES, get_family
+from .ledger import LedgerEntry
 from .results.core import PearlResults, results_from_state
-from .stages import FitState, assign_folds, build_pool, cross_validate, prepare_rows, solve_stage_weights
+from .stages import (
+    FitState,
+    assign_folds,
+    build_pool,
+    cross_validate,
+    prepare_rows,
+    solve_stage_weights,
+)
 from .weights.losses import get_loss
+from .weights.shrinkage import choose_shrinkage, shrink_toward_equal
 
 __all__ = ["fit"]
 
@@ -43,6 +56,92 @@ def _check_no_response_leak(formula, blocks) -> None:
         )
 
 
+def _with_candidate_ridges(family, candidates, output, ridge: float):
+    """The family remembering the ridges the CV chose above *ridge* (separated candidates).
+
+    Refits of those candidates (all rows, statsmodels, nested and bootstrap re-runs) then use them.
+    """
+    if output.ridges is None or not np.any(output.ridges > ridge):
+        return family
+    chosen = {c.label: float(r) for c, r in zip(candidates, output.ridges) if r > ridge}
+    return family.configured(candidate_ridges=chosen)
+
+
+def _check_cv_repeats(cv_repeats, cv) -> int:
+    cv_repeats = check_int("cv_repeats", cv_repeats, minimum=1)
+    if cv_repeats > 1 and (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)):
+        raise OptionError(
+            f"cv_repeats={cv_repeats} needs cv=K (an int), got cv={cv!r}: leave-one-out and "
+            "given fold labels are the same in every draw"
+        )
+    return cv_repeats
+
+
+def _check_weight_shrinkage(value):
+    if value is None or (isinstance(value, str) and value == "cv"):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    raise OptionError(
+        f"weight_shrinkage={value!r}; use None (no shrinkage), a number in [0, 1] or 'cv' "
+        "(chosen by cross-validation)"
+    )
+
+
+def _cross_validate_draws(family, prepared, candidates, draws, loo, ridge, n_jobs):
+    """Out-of-fold predictions of every fold draw, each candidate with one ridge in all of them.
+
+    Each draw starts from the ridges the earlier ones chose for separated candidates; the
+    draws that ran with a smaller ridge than the last draw's are re-run with it.
+    """
+    X, response = prepared.design.X, prepared.response
+    outputs = []
+    for folds in draws:
+        outputs.append(cross_validate(family, X, response, candidates, folds, loo=loo, ridge=ridge,
+                                      n_jobs=n_jobs))
+        family = _with_candidate_ridges(family, candidates, outputs[-1], ridge)
+    final = outputs[-1].ridges
+    for r, out in enumerate(outputs[:-1]):
+        if final is not None and np.any(out.ridges < final):
+            outputs[r] = cross_validate(family, X, response, candidates, draws[r], loo=loo,
+                                        ridge=ridge, n_jobs=n_jobs)
+    return outputs, family
+
+
+def _combined_outputs(outputs) -> tuple[EngineOutput, EngineOutput]:
+    """Draw 0's output (failures of any draw marked) and every draw stacked row-wise."""
+    failed = np.logical_or.reduce([out.failed for out in outputs])
+    entries = list(dict.fromkeys(entry for out in outputs for entry in out.entries))
+    first = outputs[0].predictions.copy()
+    first[:, failed] = np.nan
+    ridges = outputs[-1].ridges
+    stacked = np.concatenate([out.predictions for out in outputs], axis=0)
+    return (EngineOutput(first, failed, entries, ridges),
+            EngineOutput(stacked, failed, entries, ridges))
+
+
+def _shrink(solution, stacked, n_pool, y, loss, amount, groups, rows):
+    """Weights shrunk toward equal weights over the candidates that did not fail; a ledger note."""
+    P = stacked.predictions[:, :n_pool]
+    active = ~stacked.failed[:n_pool]
+    how = "given"
+    if amount == "cv":
+        chosen = choose_shrinkage(P, y, loss, groups, rows, active)
+        amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
+    weights = shrink_toward_equal(solution.weights, active, amount)
+    objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
+    gap = objective - solution.objective + solution.kkt_gap
+    shrunk = dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
+                                 solver=f"{solution.solver}, shrunk")
+    note = LedgerEntry(
+        "(all)", None, "weights", "shrinkage",
+        f"weights shrunk toward equal weights over the {int(active.sum())} candidates that did "
+        "not fail",
+        f"shrinkage amount {amount:g} ({how})", False,
+    )
+    return shrunk, note
+
+
 def fit(
     formula: str,
     data,
@@ -60,6 +159,9 @@ def fit(
     eval_env: int = 0,
     downstream=None,
     honest: int | bool = 5,
+    separation: str = "ridge",
+    cv_repeats: int = 1,
+    weight_shrinkage: float | str | None = None,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -129,6 +231,44 @@ def fit(
         ``res.honest`` or the summary and costs about *honest* times the
         cross-validation; ``False`` skips it (the summary then shows the
         optimistic in-sample CV risks, labelled as such).
+    separation : {"ridge", "drop", "raise"}, default "ridge"
+        What to do with a logistic (binomial or multinomial) candidate whose
+        classes are (quasi-)separated, on all rows or in some fold, so that
+        its maximum-likelihood estimate does not exist. ``"ridge"`` refits
+        it, in every fold and on all rows alike, with the smallest ridge of
+        1e-4, 1e-3, 1e-2, 0.1, 1 (above *ridge*; on standardised columns,
+        intercept unpenalised, as *ridge*) for which all those fits reach a
+        finite optimum, like scikit-learn's default regularised logistic
+        regression; the ledger (``results.failures``, kind ``"separation"``)
+        and one :class:`~pearlstats.exceptions.SeparationWarning` per fit
+        name the candidates and their ridges, and the refits of nested
+        cross-validation and of the bootstrap start from them. ``"drop"``
+        gives such a candidate weight 0; ``"raise"`` raises
+        :class:`~pearlstats.exceptions.SeparationError` naming it (also
+        from the nested re-runs of ``res.honest``). Other families ignore it.
+    cv_repeats : int, default 1
+        Repeated K-fold (``cv`` an int): the candidates' out-of-fold
+        predictions are computed for this many fold draws, and the weights
+        minimise the average of the draws' out-of-fold losses, which varies
+        less from sample to sample than one draw's. Draw 0 is the folds of
+        ``cv_repeats=1`` (so 1 is the plain fit), draw r >= 1 is seeded by
+        ``numpy.random.SeedSequence([seed, r])``. ``res.folds``,
+        ``res.cv_predictions``, ``res.cv_risk`` and ``res.baselines``
+        describe draw 0; ``res.weight_objective`` is the average over the
+        draws. A candidate failing in any draw gets weight 0. The nested
+        cross-validation of ``res.honest`` and the refitting bootstrap re-run
+        the procedure with one fold draw. Costs about *cv_repeats* times the
+        cross-validation.
+    weight_shrinkage : float, "cv" or None, default None
+        Shrink the weights toward equal weights over the candidates that did
+        not fail (the SA-cand baseline): ``(1 - lam) * w + lam / J``. A
+        number in [0, 1] is ``lam``; ``"cv"`` chooses it from 0, 0.1, ..., 1
+        by cross-validation over the out-of-fold predictions (for each fold,
+        of each draw, the weights are re-solved without that fold's rows and
+        every ``lam`` is scored on them): only the labeled rows are used. The
+        amount is recorded in ``results.failures`` (stage ``"weights"``, kind
+        ``"shrinkage"``); ``res.kkt_gap`` then bounds how far the shrunk
+        weights' objective is above the optimum.
 
     Returns
     -------
@@ -147,7 +287,8 @@ def fit(
     True
     """
     formula_spec = parse_formula(formula)
-    family_ = get_family(family)
+    separation = check_choice("separation", separation, SEPARATION_CHOICES)
+    family_ = get_family(family).configured(separation=separation)
     loss_ = get_loss(loss, family_.name)
     if downstream is not None:
         if not hasattr(downstream, "bind"):
@@ -163,20 +304,34 @@ def fit(
     n_jobs = check_n_jobs(n_jobs)
     env = check_eval_env(eval_env)
     honest = False if honest is False else check_int("honest", honest, minimum=2)
+    cv_repeats = _check_cv_repeats(cv_repeats, cv)
+    weight_shrinkage = _check_weight_shrinkage(weight_shrinkage)
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
 
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)
-    folds = assign_folds(cv, prepared.response, seed)
+    draws = [assign_folds(cv, prepared.response, seed)] + [
+        assign_folds(cv, prepared.response, np.random.SeedSequence([seed, r]))
+        for r in range(1, cv_repeats)
+    ]
     loo = isinstance(cv, str) and cv == "loo"
-    output = cross_validate(family_, prepared.design.X, prepared.response, candidates_.everything, folds,
-                            loo=loo, ridge=ridge, n_jobs=n_jobs)
+    outputs, family_ = _cross_validate_draws(family_, prepared, candidates_.everything, draws, loo,
+                                             ridge, n_jobs)
+    output, stacked = _combined_outputs(outputs)
     labels = [candidate.label for candidate in candidates_.pool]
-    solution, entries = solve_stage_weights(output, len(labels), prepared.response.y, loss_, labels)
+    y_stacked = np.tile(prepared.response.y, len(draws))
+    solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss_, labels)
+    if weight_shrinkage is not None:
+        K = int(draws[0].max()) + 1
+        groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
+        rows = np.tile(np.arange(len(prepared.response.y)), len(draws))
+        solution, note = _shrink(solution, stacked, len(labels), y_stacked, loss_, weight_shrinkage,
+                                 groups, rows)
+        entries.append(note)
     state = FitState(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
-        candidates=candidates_, folds=folds, cv_spec=cv, seed=seed, ridge=ridge, output=output,
+        candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
         solution=solution, ledger=tuple(entries),
         representations=blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None,
         dropped_rows=prepared.dropped_rows, honest=honest,

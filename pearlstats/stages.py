@@ -31,8 +31,10 @@ from .design.data import (
 from .design.folds import check_class_coverage, make_folds
 from .design.formula import covariate_row_variables, response_values
 from .design.spec import Design, build_design
-from .engines._common import EngineOutput
-from .exceptions import AllCandidatesFailedError, CandidateFailureWarning, DataError
+from .engines._common import SEPARATION_RIDGES, EngineOutput
+from .exceptions import (
+    AllCandidatesFailedError, CandidateFailureWarning, DataError, SeparationWarning,
+)
 from .families import EncodedResponse
 from .ledger import FailureLedger, LedgerEntry
 from .weights.solvers import WeightSolution, solve_weights
@@ -269,7 +271,13 @@ def cross_validate(family, X: np.ndarray, response: EncodedResponse, candidates,
     Returns
     -------
     EngineOutput
-        Predictions (NaN for failed candidates), failure flags and ledger entries.
+        Predictions (NaN for failed candidates), failure flags, ledger entries
+        and (logistic and Poisson families) the ridge each candidate was
+        fitted with. A separated logistic candidate is handled by the
+        family's ``separation`` policy, starting from its
+        ``candidate_ridges`` (see :class:`~pearlstats.families.Family`), so
+        the re-runs of nested cross-validation and of the bootstrap, which
+        pass the fit's family, treat it as the fit did.
     """
     candidates = list(candidates)
 
@@ -284,11 +292,34 @@ def cross_validate(family, X: np.ndarray, response: EncodedResponse, candidates,
     splits = np.array_split(np.arange(len(candidates)), min(len(candidates), 4 * workers))
     chunks = [[candidates[i] for i in part] for part in splits if len(part)]
     outputs = Parallel(n_jobs=workers)(delayed(run)(chunk) for chunk in chunks)
+    ridges = None
+    if all(out.ridges is not None for out in outputs):
+        ridges = np.concatenate([out.ridges for out in outputs])
     return EngineOutput(
         np.concatenate([out.predictions for out in outputs], axis=1),
         np.concatenate([out.failed for out in outputs]),
         [entry for out in outputs for entry in out.entries],
+        ridges,
     )
+
+
+def _warn_ridge_refits(output: EngineOutput, labels) -> None:
+    """One warning listing the pool's candidates refitted with a ridge as their classes separate."""
+    if output.ridges is None:
+        return
+    moved = {entry.candidate for entry in output.entries
+             if entry.kind == "separation" and entry.stage == "cv" and not entry.excluded}
+    refits = [(label, output.ridges[j]) for j, label in enumerate(labels) if label in moved]
+    if refits:
+        listed = ", ".join(f"{label!r} (ridge={value:g})" for label, value in refits)
+        warnings.warn(
+            f"{len(refits)} candidate(s) separate the classes (no maximum-likelihood estimate) "
+            "and were refitted in every fold and on all rows with the smallest ridge of "
+            f"{list(SEPARATION_RIDGES)} giving a finite optimum: {listed}; see results.failures. "
+            "separation='drop' gives them weight 0 instead",
+            SeparationWarning,
+            stacklevel=4,  # the caller of fit
+        )
 
 
 def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, labels,
@@ -305,7 +336,8 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
     labels : sequence of str
         Pool labels, for warnings and the ledger.
     warn : bool
-        Warn once per candidate that failed (nested fits stay quiet).
+        Warn once per candidate that failed, and once for all candidates
+        refitted with a ridge because their classes separate (nested fits stay quiet).
 
     Returns
     -------
@@ -320,6 +352,7 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
     """
     failed = output.failed[:n_pool]
     if warn:
+        _warn_ridge_refits(output, labels)
         for label in [label for label, bad in zip(labels, failed) if bad]:
             warnings.warn(
                 f"candidate {label!r} failed in cross-validation and gets weight 0; see results.failures",

@@ -249,7 +249,8 @@ CASES = [
          lambda: _fit("y ~ block(w)", blocks={"w": np.random.default_rng(1).normal(size=(N, 35))})),
     Case("perfect separation in every candidate", pearl.AllCandidatesFailedError,
          r"all 1 candidates failed .*separated.*ridge > 0",
-         lambda: pearl.fit("y ~ block(s)", _separated(), family="binomial", seed=0)),
+         lambda: pearl.fit("y ~ block(s)", _separated(), family="binomial", seed=0,
+                           separation="drop")),
     # ---- options ------------------------------------------------------------------------------
     Case("unknown family", pearl.OptionError,
          r"unknown family='gamma'; use one of",

@@ -141,7 +141,7 @@ def separated():
 def test_separated_candidates_are_recorded_per_fold_and_excluded(separated):
     y, blocks = separated
     res, warned = _fit_recording_warnings("y ~ block(a) + block(s)", {"y": y}, blocks=blocks,
-                                          family="binomial", seed=1)
+                                          family="binomial", seed=1, separation="drop")
     _assert_failed_and_excluded(res, ["s", "a+s"], "separation", warned)
     ledger = res.failures[res.failures.kind == "separation"]
     assert sorted(ledger.loc[ledger.candidate == "s", "fold"]) == list(range(res.n_folds))
@@ -211,7 +211,7 @@ def test_fit_raises_only_when_every_candidate_fails_and_carries_the_ledger(separ
         warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
         with pytest.raises(pearl.AllCandidatesFailedError, match="all 3 candidates failed") as info:
             pearl.fit("y ~ block(s) + block(wide)", {"y": y}, blocks={"s": blocks["s"], "wide": wide},
-                      family="binomial", seed=0)
+                      family="binomial", seed=0, separation="drop")
     ledger = info.value.failures
     assert isinstance(ledger, pd.DataFrame) and ledger.excluded.all()
     assert set(ledger["candidate"]) == {"s", "wide", "s+wide"}
@@ -292,7 +292,7 @@ def test_separated_multinomial_candidates_are_recorded_per_fold_and_excluded():
     a = rng.normal(size=(len(y), 2)) + 0.8 * y[:, None]
     s = np.column_stack([3.0 * y + rng.uniform(0.2, 0.8, size=len(y)), rng.normal(size=len(y))])
     res, warned = _fit_recording_warnings("y ~ block(a) + block(s)", {"y": y}, blocks={"a": a, "s": s},
-                                          family="multinomial", seed=1)
+                                          family="multinomial", seed=1, separation="drop")
     _assert_failed_and_excluded(res, ["s", "a+s"], "separation", warned)
     ledger = res.failures[res.failures.kind == "separation"]
     assert sorted(ledger.loc[ledger.candidate == "s", "fold"]) == list(range(res.n_folds))

@@ -21,6 +21,18 @@ it is penalised with its all-rows scale (SD, else its absolute value, else 1
 for an all-zero column). With an intercept its coefficient is 0 for any
 positive weight, so the choice does not matter there.
 
+Separation
+----------
+A logistic (binomial or multinomial) candidate whose classes are (quasi-)
+separated has no maximum-likelihood estimate. With ``separation="ridge"`` (the
+default of :func:`pearlstats.fit`) such a candidate is refitted with the
+smallest ridge of :data:`SEPARATION_RIDGES` (1e-4, 1e-3, 1e-2, 0.1, 1), above
+the ridge asked for, for which the fit on all rows and every fold fit reach a
+finite optimum: the same ridge in every fold and in the all-rows refit, so the
+out-of-fold predictions and the candidate's predictions come from one model.
+Any ridge > 0 makes the penalised optimum exist; the ladder's larger values
+serve fits that do not converge in the Newton solver's iterations.
+
 Computations run on columns centred by their all-rows mean (when the columns
 include the intercept) and divided by their all-rows SD: a reparametrisation
 for conditioning only, which does not change the fitted functions. Scales are
@@ -43,7 +55,7 @@ from ..ledger import LedgerEntry
 __all__ = [
     "ScaledDesign", "EngineOutput", "fold_rows", "infeasible_entry", "too_wide_entry", "penalized_columns",
     "check_ridge", "ridge_penalty_weights", "fold_penalty_weights", "shrinkage_factors", "one_blas_thread",
-    "RANK_TOLERANCE", "MAX_RIDGE", "MAX_SYSTEM_BYTES",
+    "RANK_TOLERANCE", "MAX_RIDGE", "MAX_SYSTEM_BYTES", "SEPARATION_RIDGES",
 ]
 
 # Relative pivot below which a Cholesky factor is treated as rank deficient;
@@ -57,6 +69,9 @@ RANK_TOLERANCE = 1e-10
 # penalised coefficient is shrunk by a factor below 1e-300 and predictions
 # equal the intercept-only fit to float precision.
 MAX_RIDGE = 1e300
+
+# Ridges tried, in order, for a candidate whose classes separate (see "Separation" above).
+SEPARATION_RIDGES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 # Largest dense p x p (or d x d Newton) system set, in bytes, an engine forms at once.
 MAX_SYSTEM_BYTES = 2**29
@@ -288,11 +303,16 @@ class EngineOutput:
         NaN where a candidate failed.
     failed : ndarray of bool (J,)
     entries : list of LedgerEntry
+    ridges : ndarray (J,) or None
+        The ridge each candidate was fitted with in every fold: the engine's
+        ``ridge`` unless a separated candidate was moved up
+        :data:`SEPARATION_RIDGES`; None for engines without a ridge ladder.
     """
 
     predictions: np.ndarray
     failed: np.ndarray
     entries: list[LedgerEntry] = field(default_factory=list)
+    ridges: np.ndarray | None = None
 
 
 def fold_rows(folds: np.ndarray) -> list[np.ndarray]:

@@ -99,7 +99,8 @@ def _notes(label, result, fold_ids, stage):
             f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's linear predictor "
             f"beyond {SEPARATION_ETA:g} in absolute value: the classes are (quasi-)separated and the "
             "maximum-likelihood estimate does not exist",
-            ("given weight 0" if excluded else "reported") + "; refit with ridge > 0 to keep this candidate",
+            ("given weight 0" if excluded else "reported")
+            + "; separation='ridge' (or ridge > 0) keeps this candidate",
             excluded,
         ))
     for k in np.flatnonzero(~result.converged & ~result.stopped):
@@ -123,10 +124,11 @@ def _engine(kind: str) -> NewtonEngine:
     def predict(Z_rows, theta):
         return _mean_and_variance(kind, Z_rows @ theta)[0]
 
-    return NewtonEngine(1, solve, predict, _notes)
+    return NewtonEngine(1, solve, predict, _notes, separates=kind == "binomial")
 
 
-def glm_cv_predict(kind: str, X, y, candidates, folds, ridge: float = 0.0) -> EngineOutput:
+def glm_cv_predict(kind: str, X, y, candidates, folds, ridge: float = 0.0, separation: str = "drop",
+                   ridges=None) -> EngineOutput:
     """Out-of-fold predicted means of logistic (``kind="binomial"``) or Poisson candidates.
 
     Parameters
@@ -141,17 +143,29 @@ def glm_cv_predict(kind: str, X, y, candidates, folds, ridge: float = 0.0) -> En
         Adds ``ridge / 2 * sum_j (sd_j b_j)^2`` over the non-intercept
         coefficients to the mean negative log-likelihood, ``sd_j`` the SD of
         column j over the fold's training rows (see :mod:`pearlstats.engines._common`).
+    separation : {"drop", "ridge", "raise"}
+        What to do with a logistic candidate whose classes separate (see
+        :func:`~pearlstats.engines.newton_cv.newton_cv_predict`); Poisson fits ignore it.
+    ridges : mapping, optional
+        Label -> ridge a candidate starts from (at least *ridge*).
 
     Returns
     -------
     EngineOutput
-        ``predictions`` (n, J): probabilities of class 1, or Poisson means.
+        ``predictions`` (n, J): probabilities of class 1, or Poisson means;
+        ``ridges`` the ridge each candidate was fitted with.
     """
-    return newton_cv_predict(_engine(kind), X, y, candidates, folds, ridge)
+    return newton_cv_predict(_engine(kind), X, y, candidates, folds, ridge, separation=separation,
+                             ridges=ridges)
 
 
-def glm_fit(kind: str, X, y, columns, ridge: float = 0.0, label: str = ""):
+def glm_fit(kind: str, X, y, columns, ridge: float = 0.0, label: str = "",
+            separation: str = "drop"):
     """Fit one candidate on all rows.
+
+    With ``separation="ridge"`` a separated logistic fit is redone with the
+    smallest larger ridge of the ladder that has a finite optimum (recorded in
+    the notes); ``"raise"`` raises :class:`~pearlstats.exceptions.SeparationError`.
 
     Returns
     -------
@@ -160,5 +174,5 @@ def glm_fit(kind: str, X, y, columns, ridge: float = 0.0, label: str = ""):
     entries : list of LedgerEntry
         Separation / convergence notes for the refit (stage ``"refit"``).
     """
-    design, result = newton_fit(_engine(kind), X, y, columns, ridge)
-    return design.original(result.theta[0]), _notes(label, result, [None], "refit")
+    design, result, ladder = newton_fit(_engine(kind), X, y, columns, ridge, separation, label)
+    return design.original(result.theta[0]), ladder + _notes(label, result, [None], "refit")

@@ -130,7 +130,8 @@ def _notes(label, result, fold_ids, stage):
             f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's probability of "
             "its own class numerically 1: the classes are (quasi-)separated and the maximum-likelihood "
             "estimate does not exist",
-            ("given weight 0" if excluded else "reported") + "; use ridge > 0 to keep this candidate", excluded,
+            ("given weight 0" if excluded else "reported")
+            + "; separation='ridge' (or ridge > 0) keeps this candidate", excluded,
         ))
     for k in np.flatnonzero(~result.converged & ~result.stopped):
         entries.append(LedgerEntry(
@@ -153,10 +154,11 @@ def _engine(codes: np.ndarray, n_classes: int) -> NewtonEngine:
     def predict(Z_rows, theta):
         return class_probabilities(_params(theta, n_classes, np.ones(Z_rows.shape[1])), Z_rows)
 
-    return NewtonEngine(n_classes - 1, solve, predict, _notes)
+    return NewtonEngine(n_classes - 1, solve, predict, _notes, separates=True)
 
 
-def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: float = 0.0) -> EngineOutput:
+def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: float = 0.0,
+                           separation: str = "drop", ridges=None) -> EngineOutput:
     """Out-of-fold class probabilities of multinomial logistic candidates.
 
     Parameters
@@ -171,17 +173,27 @@ def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: f
         Adds ``ridge / 2 * sum_j (sd_j b_jc)^2`` over the non-intercept
         coefficients of every class to the mean negative log-likelihood,
         ``sd_j`` the SD of column j over the fold's training rows.
+    separation : {"drop", "ridge", "raise"}
+        What to do with a candidate whose classes separate (see
+        :func:`~pearlstats.engines.newton_cv.newton_cv_predict`).
+    ridges : mapping, optional
+        Label -> ridge a candidate starts from (at least *ridge*).
 
     Returns
     -------
     EngineOutput
-        ``predictions`` has shape (n, J, C).
+        ``predictions`` has shape (n, J, C); ``ridges`` the ridge each candidate was fitted with.
     """
-    return newton_cv_predict(_engine(codes, n_classes), X, codes, candidates, folds, ridge, (n_classes,))
+    engine = _engine(codes, n_classes)
+    return newton_cv_predict(engine, X, codes, candidates, folds, ridge, (n_classes,),
+                             separation=separation, ridges=ridges)
 
 
-def multinomial_fit(X, codes, n_classes: int, columns, ridge: float = 0.0, label: str = ""):
+def multinomial_fit(X, codes, n_classes: int, columns, ridge: float = 0.0, label: str = "",
+                    separation: str = "drop"):
     """Fit one multinomial candidate on all rows.
+
+    *separation* is as for :func:`~pearlstats.engines.glm.glm_fit`.
 
     Returns
     -------
@@ -189,6 +201,7 @@ def multinomial_fit(X, codes, n_classes: int, columns, ridge: float = 0.0, label
         On the original column scale, laid out like ``MNLogit.params``.
     entries : list of LedgerEntry
     """
-    design, result = newton_fit(_engine(codes, n_classes), X, codes, columns, ridge)
+    engine = _engine(codes, n_classes)
+    design, result, ladder = newton_fit(engine, X, codes, columns, ridge, separation, label)
     gamma = _params(result.theta[0], n_classes, np.ones(design.scale.size))
-    return design.original(gamma), _notes(label, result, [None], "refit")
+    return design.original(gamma), ladder + _notes(label, result, [None], "refit")

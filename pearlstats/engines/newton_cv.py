@@ -9,18 +9,26 @@ they start, predict and report; :class:`NewtonEngine` carries those.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..exceptions import SeparationError
 from ..ledger import LedgerEntry
 from ._common import (
-    EngineOutput, ScaledDesign, check_ridge, fold_penalty_weights, fold_rows, infeasible_entry, too_wide_entry,
+    SEPARATION_RIDGES,
+    EngineOutput,
+    ScaledDesign,
+    check_ridge,
+    fold_penalty_weights,
+    fold_rows,
+    infeasible_entry,
+    too_wide_entry,
 )
 from .newton import NewtonResult, fold_start, separated_in_every_fold
 
-__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit"]
+__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "ridge_ladder"]
 
 
 @dataclass(frozen=True)
@@ -39,12 +47,16 @@ class NewtonEngine:
         ``predict(Z_rows, theta) -> predictions`` of one fold (rows,) or (rows, C).
     notes : callable
         ``notes(label, result, fold_ids, stage) -> list of LedgerEntry``.
+    separates : bool
+        Whether the maximum-likelihood estimate can fail to exist by separation
+        (logistic models): only then does the ``separation`` option apply.
     """
 
     per_column: int
     solve: Callable
     predict: Callable
     notes: Callable
+    separates: bool = False
 
 
 def _fold_weights(rows: list[np.ndarray], n: int) -> np.ndarray:
@@ -54,9 +66,96 @@ def _fold_weights(rows: list[np.ndarray], n: int) -> np.ndarray:
     return weights
 
 
+def ridge_ladder(start: float) -> list[float]:
+    """Ridges tried in order for a separated candidate: *start*, then the larger ladder values."""
+    return [float(start)] + [value for value in SEPARATION_RIDGES if value > start]
+
+
+def _finite(*results: NewtonResult) -> bool:
+    """Every problem reached its optimum: none separated, none stopped short, all finite."""
+    return all(
+        r.converged.all() and not r.stopped.any() and np.isfinite(r.theta).all() for r in results
+    )
+
+
+def _trouble(everything: NewtonResult, result: NewtonResult, ridge: float) -> str:
+    """Where the fit of one candidate at *ridge* has no finite optimum, in words."""
+    if everything.stopped[0]:
+        where = "the classes are (quasi-)separated on all rows"
+    elif not everything.converged[0]:
+        where = "the fit on all rows did not converge"
+    elif result.stopped.any():
+        folds = np.flatnonzero(result.stopped).tolist()
+        where = f"the classes are (quasi-)separated in fold(s) {folds}"
+    else:
+        where = f"the fit did not converge in fold(s) {np.flatnonzero(~result.converged).tolist()}"
+    if ridge > 0:
+        return f"with ridge={ridge:g} {where}: the penalised fit did not reach its optimum"
+    return f"without a ridge {where}: the maximum-likelihood estimate does not exist"
+
+
+def _raise_separation(label: str, everything: NewtonResult, result: NewtonResult,
+                      ridge: float) -> None:
+    if everything.stopped.any() or result.stopped.any():
+        raise SeparationError(
+            f"candidate {label!r}: {_trouble(everything, result, ridge)}. Use separation='ridge' "
+            f"(refit it with the smallest ridge of {list(SEPARATION_RIDGES)} that has a finite "
+            "optimum) or "
+            "separation='drop' (give it weight 0)"
+        )
+
+
+def _ladder_entry(label: str, stage: str, reason: str, ladder: list,
+                  chosen: float | None) -> LedgerEntry:
+    """The ledger row of a candidate moved up the ridge ladder (*chosen* None: no rung worked)."""
+    where = "in every fold and on all rows" if stage == "cv" else "on all rows"
+    if chosen is None:
+        action = f"given weight 0: no ridge of {ladder[1:]} gave a finite optimum {where}"
+    else:
+        action = (f"refitted with ridge={chosen:g} {where} (the smallest of {ladder[1:]} with a "
+                  "finite optimum)")
+    excluded = chosen is None and stage == "cv"
+    return LedgerEntry(label, None, stage, "separation", reason, action, excluded)
+
+
+def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weights, ridge):
+    """The all-rows fit and the fold fits of one candidate at one ridge."""
+    n = len(y)
+    everything = engine.solve(Z, y, np.ones((1, n)), design.penalized[None].astype(float), ridge,
+                              design.intercept, None)
+    if everything.stopped[0]:
+        return everything, separated_in_every_fold(everything, len(rows))
+    if ridge > 0:
+        penalty = fold_penalty_weights(design, X_S, rows)
+    else:
+        penalty = np.zeros((len(rows), X_S.shape[1]))
+    return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept,
+                                    fold_start(everything, len(rows)))
+
+
 def newton_cv_predict(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray,
-                      ridge: float, tail: tuple = ()) -> EngineOutput:
-    """Out-of-fold predictions of every candidate by *engine*; (n, J) + *tail*, NaN where excluded."""
+                      ridge: float, tail: tuple = (), separation: str = "drop",
+                      ridges: Mapping | None = None) -> EngineOutput:
+    """Out-of-fold predictions of every candidate by *engine*; (n, J) + *tail*, NaN where excluded.
+
+    Parameters
+    ----------
+    separation : {"drop", "ridge", "raise"}
+        What to do with a candidate whose fit (on all rows or in some fold)
+        separates or does not converge, for engines that can separate:
+        give it weight 0 (``"drop"``), refit it in every fold and on all rows
+        with the smallest ridge of :func:`ridge_ladder` for which all those
+        fits reach a finite optimum (``"ridge"``), or raise
+        :class:`~pearlstats.exceptions.SeparationError` naming it (``"raise"``).
+    ridges : mapping, optional
+        Label -> ridge a candidate starts from (the larger of it and *ridge*),
+        e.g. the ridges a fit chose, for re-runs on subsets of its rows.
+
+    Returns
+    -------
+    EngineOutput
+        With ``ridges``, the ridge each candidate was fitted with.
+    """
     ridge = check_ridge(ridge)
     rows = fold_rows(folds)
     n = len(y)
@@ -64,12 +163,15 @@ def newton_cv_predict(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, candid
     n_train_min = int(weights.sum(axis=1).min())
     predictions = np.full((n, len(candidates)) + tail, np.nan)
     failed = np.zeros(len(candidates), dtype=bool)
+    used = np.full(len(candidates), ridge)
     entries: list[LedgerEntry] = []
     for j, candidate in enumerate(candidates):
+        start = max(ridge, float((ridges or {}).get(candidate.label, 0.0)))
+        used[j] = start
         S = candidate.columns
         size = S.size * engine.per_column
         # Recorded before anything of the candidate is formed: a p > n block costs nothing.
-        entry = infeasible_entry(candidate.label, size, n_train_min, ridge)
+        entry = infeasible_entry(candidate.label, size, n_train_min, start)
         entry = entry or too_wide_entry(candidate.label, size, len(rows) + 1)
         if entry is not None:
             failed[j] = True
@@ -78,13 +180,19 @@ def newton_cv_predict(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, candid
         X_S = X[:, S]
         design = ScaledDesign.from_design(X_S)
         Z = np.ascontiguousarray(design.transform(X_S))
-        everything = engine.solve(Z, y, np.ones((1, n)), design.penalized[None].astype(float), ridge,
-                                  design.intercept, None)
-        if everything.stopped[0]:
-            result = separated_in_every_fold(everything, len(rows))
-        else:
-            penalty = fold_penalty_weights(design, X_S, rows) if ridge > 0 else np.zeros((len(rows), S.size))
-            result = engine.solve(Z, y, weights, penalty, ridge, design.intercept, fold_start(everything, len(rows)))
+        ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
+        for value in ladder:
+            everything, result = _fit_folds(engine, Z, X_S, y, design, rows, weights, value)
+            if separation == "raise" and engine.separates:
+                _raise_separation(candidate.label, everything, result, value)
+            if value == start:
+                first = (everything, result)
+            if _finite(everything, result):
+                break
+        if len(ladder) > 1 and value != start:
+            entries.append(_ladder_entry(candidate.label, "cv", _trouble(*first, start), ladder,
+                                         value if _finite(everything, result) else None))
+            used[j] = value
         notes = engine.notes(candidate.label, result, list(range(len(rows))), "cv")
         entries.extend(notes)
         if any(note.excluded for note in notes):
@@ -92,15 +200,34 @@ def newton_cv_predict(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, candid
             continue
         for k, r in enumerate(rows):
             predictions[r, j] = engine.predict(Z[r], result.theta[k])
-    return EngineOutput(predictions, failed, entries)
+    return EngineOutput(predictions, failed, entries, used)
 
 
-def newton_fit(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, columns,
-               ridge: float) -> tuple[ScaledDesign, NewtonResult]:
-    """Fit one candidate on all rows; the coefficients are on the standardised columns of the design returned."""
+def newton_fit(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, columns, ridge: float,
+               separation: str = "drop",
+               label: str = "") -> tuple[ScaledDesign, NewtonResult, list]:
+    """Fit one candidate on all rows (coefficients on the standardised columns of the design).
+
+    With ``separation="ridge"`` a fit without a finite optimum is redone with the next
+    ridges of :func:`ridge_ladder` (the third value returned holds the ledger row saying
+    so); ``"raise"`` raises :class:`~pearlstats.exceptions.SeparationError` instead.
+    """
     ridge = check_ridge(ridge)
     X_S = X[:, np.asarray(columns)]
     design = ScaledDesign.from_design(X_S)
     Z = np.ascontiguousarray(design.transform(X_S))
     penalty = design.penalized[None].astype(float)
-    return design, engine.solve(Z, y, np.ones((1, len(y))), penalty, ridge, design.intercept, None)
+    ladder = ridge_ladder(ridge) if separation == "ridge" and engine.separates else [ridge]
+    for value in ladder:
+        result = engine.solve(Z, y, np.ones((1, len(y))), penalty, value, design.intercept, None)
+        if separation == "raise" and engine.separates:
+            _raise_separation(label, result, result, value)
+        if value == ridge:
+            first = result
+        if _finite(result):
+            break
+    entries = []
+    if value != ridge:
+        entries.append(_ladder_entry(label, "refit", _trouble(first, first, ridge), ladder,
+                                     value if _finite(result) else None))
+    return design, result, entries

@@ -424,9 +424,11 @@ class PearlResults(WeightDiagnostics):
         candidate = self._find(label)
         names = [self._design.column_names[i] for i in candidate.columns]
         exog = pd.DataFrame(self._design.X[:, candidate.columns], columns=names)
+        # A separated candidate may have been fitted with a larger ridge than the fit's.
+        ridge = getattr(self._family, "candidate_ridge", lambda _, value: value)(label, self._ridge)
         # the penalty of the engines, on statsmodels' unscaled coefficients
         return self._family.statsmodels_results(
-            self._response, exog, self._candidate_params(label), self._ridge,
+            self._response, exog, self._candidate_params(label), ridge,
             ridge_penalty_weights(exog.to_numpy()),
         )
 

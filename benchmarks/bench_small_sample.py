@@ -1,0 +1,152 @@
+"""Variance-reducing weight choices for PEARL on the paper's simulation grid (issue 17, part 2).
+
+For every repetition and (n, sigma) cell of the paper's simulation (the same draws as
+``SimulationSweep``: blocks learned once per repetition, common random numbers across
+cells, the cell's fold seed from :func:`pearlstats.experiments.cell_seed`), one PEARL fit
+with the default 5 folds gives the baselines (SA-cand, SA-FRL, MS, Fusion) and the
+candidates refitted on all rows. Only the weights differ between the PEARL variants, so
+each variant re-runs the cross-validation stage with its own folds (through
+``pearlstats.fit`` options) and is scored with the same refitted candidates on the test rows:
+
+* ``K=5`` (the default), ``K=10``, ``loo`` (exact leave-one-out, closed form);
+* ``K=5 x R`` repeated K-fold (``cv_repeats=R``): the weight objective averages R
+  out-of-fold losses;
+* ``shrink`` (``weight_shrinkage="cv"``): the weights shrunk toward equal weights over the
+  candidates, the amount chosen by cross-validation over the out-of-fold predictions.
+
+Run (about 25 s of CPU per repetition)::
+
+    nice -n 10 python benchmarks/bench_small_sample.py --repetitions 50 --n-jobs 2 \
+        --out vignettes/_build/small_sample.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pearlstats as pearl
+from pearlstats.datasets import simulate_paper
+from pearlstats.experiments import (
+    PAPER_GRID,
+    cell_seed,
+    paper_representations,
+    run_grid,
+)
+
+# Name -> fit options of each PEARL variant.
+VARIANTS = {
+    "K=5": {},
+    "K=10": {"cv": 10},
+    "loo": {"cv": "loo"},
+    "K=5x5": {"cv_repeats": 5},
+    "K=5x20": {"cv_repeats": 20},
+    "K=5 shrink": {"weight_shrinkage": "cv"},
+    "K=5x5 shrink": {"cv_repeats": 5, "weight_shrinkage": "cv"},
+    "K=10x5": {"cv": 10, "cv_repeats": 5},
+}
+BASELINES = ("SA-cand", "SA-FRL", "MS", "Fusion")
+
+
+def _cell(formula, data, blocks, test, test_blocks, seed) -> list[dict]:
+    """Test MSE of the baselines and of every PEARL variant in one cell."""
+    base = pearl.fit(formula, data, blocks=blocks, seed=seed, honest=False)
+    strategies = base.strategy_weights
+    labels = list(strategies.columns)
+    P = base.predict_candidates(test, blocks=test_blocks, labels=labels).to_numpy()
+    y = test["y"].to_numpy()
+    records = []
+    for name in BASELINES:
+        w = strategies.loc[name].to_numpy()
+        records.append({"method": name, "MSE": float(np.mean((y - P @ w) ** 2))})
+    for name, options in VARIANTS.items():
+        res = (
+            base
+            if not options
+            else pearl.fit(formula, data, blocks=blocks, seed=seed, honest=False, **options)
+        )
+        w = res.weights.reindex(labels, fill_value=0.0).to_numpy()
+        records.append({"method": f"PEARL {name}", "MSE": float(np.mean((y - P @ w) ** 2))})
+    return records
+
+
+def sweep(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
+    """One repetition over the paper's grid, with ``SimulationSweep``'s draws and fold seeds."""
+    n_values, sigmas = setting["n_values"], setting["sigmas"]
+    data_seed, learner_seed, folds_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
+    sizes = {"N": 2000, "n_test": 1000}
+    inputs = simulate_paper(max(n_values), sigma=1.0, seed=data_seed, **sizes)
+    reps = paper_representations(learner_seed).fit(inputs.unlabeled)
+    labeled_blocks, test_blocks = reps.transform(inputs.labeled), reps.transform(inputs.test)
+    formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
+    records = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        for sigma in sigmas:
+            data = simulate_paper(max(n_values), sigma=sigma, seed=data_seed, **sizes)
+            for n in n_values:
+                blocks = {name: block[:n] for name, block in labeled_blocks.items()}
+                cell = _cell(
+                    formula,
+                    data.labeled.iloc[:n],
+                    blocks,
+                    data.test,
+                    test_blocks,
+                    cell_seed(folds_seed, n, sigma),
+                )
+                records += [{"n": n, "sigma": sigma, **record} for record in cell]
+    return records
+
+
+def table(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean and 90th percentile of the test MSE per cell and method."""
+    grouped = results.groupby(["sigma", "n", "method"])["MSE"]
+    out = pd.concat({"mean": grouped.mean(), "p90": grouped.quantile(0.9)}, axis=1)
+    return out.unstack("method")
+
+
+def main(argv=None) -> pd.DataFrame:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repetitions", type=int, default=50)
+    parser.add_argument("--n", type=int, nargs="+", default=PAPER_GRID["n"])
+    parser.add_argument("--sigma", type=float, nargs="+", default=PAPER_GRID["sigma"])
+    parser.add_argument("--seed", type=int, default=2025, help="root seed (the CLI's default)")
+    parser.add_argument("--n-jobs", type=int, default=None)
+    parser.add_argument("--out", default=None, help="CSV of the per-run results")
+    args = parser.parse_args(argv)
+    start, cpu = time.perf_counter(), time.process_time()
+    results = run_grid(
+        sweep,
+        [{"n_values": args.n, "sigmas": args.sigma}],
+        args.repetitions,
+        seed=args.seed,
+        n_jobs=args.n_jobs,
+        progress=False,
+    )
+    results = results.drop(columns=["n_values", "sigmas"])
+    elapsed = time.perf_counter() - start
+    if args.out:
+        results.to_csv(args.out, index=False)
+    summary = table(results)
+    with pd.option_context("display.width", 250, "display.max_columns", 50):
+        print(summary.round(4).to_string())
+    total_cpu = results.groupby("repetition")["seconds"].first().sum()
+    print(
+        f"\n{len(args.n) * len(args.sigma)} cells x {args.repetitions} repetitions: "
+        f"{elapsed:.0f} s wall, {total_cpu:.0f} s summed over runs "
+        f"(this process's CPU {time.process_time() - cpu:.0f} s)",
+        file=sys.stderr,
+    )
+    return results
+
+
+if __name__ == "__main__":
+    main()

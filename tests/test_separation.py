@@ -1,0 +1,364 @@
+"""``fit(separation=...)``: separated logistic candidates refitted with the smallest ladder ridge.
+
+References are direct penalised fits written here (scipy on the engines' objective, and
+statsmodels' ``GLM.fit_regularized(L1_wt=0)`` with the engines' penalty weights).
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy.optimize import minimize
+from scipy.special import expit, logsumexp
+from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
+
+import pearlstats as pearl
+from pearlstats.design.candidates import build_candidates
+from pearlstats.engines import glm as glm_engine
+from pearlstats.engines._common import SEPARATION_RIDGES, ridge_penalty_weights
+from pearlstats.engines.glm import glm_cv_predict, glm_fit
+from pearlstats.families import EncodedResponse
+from pearlstats.results.bootstrap import refit_weights
+from pearlstats.stages import cross_validate
+
+N = 60
+
+
+def _binomial_data():
+    """Block s separates the classes (its first column's sign is the class); block a does not."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(N, 2))
+    y = (a[:, 0] + rng.logistic(size=N) > 0).astype(float)
+    s = np.column_stack(
+        [np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=N), rng.normal(size=N)]
+    )
+    return y, {"a": a, "s": s}
+
+
+def _multinomial_data():
+    rng = np.random.default_rng(8)
+    y = np.repeat([0, 1, 2], N // 3)
+    a = rng.normal(size=(N, 2)) + 0.8 * y[:, None]
+    s = np.column_stack([3.0 * y + rng.uniform(0.2, 0.8, size=N), rng.normal(size=N)])
+    return y, {"a": a, "s": s}
+
+
+def _design(blocks, label):
+    return np.column_stack([np.ones(N)] + [blocks[name] for name in label.split("+")])
+
+
+def _fit(y, blocks, **options):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pearl.fit(
+            "y ~ block(a) + block(s)", {"y": y}, blocks=blocks, seed=1, honest=False, **options
+        )
+    return res, [w for w in caught if issubclass(w.category, pearl.PearlWarning)]
+
+
+def _penalised_logit(X, y, ridge):
+    """Mean logistic NLL + ridge/2 * sum(var_j * b_j^2) (intercept unpenalised), by scipy."""
+    w = ridge * ridge_penalty_weights(X)
+
+    def objective(b):
+        eta = X @ b
+        return np.mean(np.logaddexp(0, eta) - y * eta) + 0.5 * np.sum(w * b * b)
+
+    def gradient(b):
+        return X.T @ (expit(X @ b) - y) / len(y) + w * b
+
+    return minimize(
+        objective,
+        np.zeros(X.shape[1]),
+        jac=gradient,
+        method="BFGS",
+        options={"gtol": 1e-12, "maxiter": 10_000},
+    ).x
+
+
+def _penalised_mnlogit(X, y, n_classes, ridge):
+    """Mean multinomial NLL (class 0 the reference) + ridge/2 * sum_j var_j sum_c b_jc^2 (scipy)."""
+    w = ridge * ridge_penalty_weights(X)
+    onehot = np.eye(n_classes)[y]
+    p, m = X.shape[1], n_classes - 1
+
+    def objective(flat):
+        B = flat.reshape(p, m)
+        eta = np.column_stack([np.zeros(len(X)), X @ B])
+        log_p = eta - logsumexp(eta, axis=1, keepdims=True)
+        prob = np.exp(log_p)
+        value = -np.mean(np.sum(onehot * log_p, axis=1)) + 0.5 * np.sum(w[:, None] * B * B)
+        grad = X.T @ (prob - onehot)[:, 1:] / len(X) + w[:, None] * B
+        return value, grad.ravel()
+
+    B = minimize(
+        objective,
+        np.zeros(p * m),
+        jac=True,
+        method="BFGS",
+        options={"gtol": 1e-12, "maxiter": 10_000},
+    ).x.reshape(p, m)
+    eta = np.column_stack([np.zeros(len(X)), X @ B])
+    return B, eta
+
+
+def _ladder_rows(res):
+    ledger = res.failures
+    return ledger[(ledger.kind == "separation") & ~ledger.excluded]
+
+
+# ---- binomial ----------------------------------------------------------------------------------
+def test_separated_binomial_candidates_get_the_smallest_ladder_ridge_by_default():
+    y, blocks = _binomial_data()
+    res, warned = _fit(y, blocks, family="binomial")
+    assert not res.failed.any() and np.isfinite(res.cv_predictions.to_numpy()).all()
+    rows = _ladder_rows(res)
+    assert set(rows.candidate) == {"s", "a+s"}
+    assert rows.action.str.startswith(f"refitted with ridge={SEPARATION_RIDGES[0]:g} ").all()
+    assert dict(res.stages.family.candidate_ridges) == {"s": 1e-4, "a+s": 1e-4}
+    # One warning for the fit, naming both candidates and their ridges.
+    assert [w.category for w in warned] == [pearl.SeparationWarning]
+    assert "'s' (ridge=0.0001)" in str(warned[0].message) and "'a+s' (ridge=0.0001)" in str(
+        warned[0].message
+    )
+    # The next smaller value, no ridge, has no maximum-likelihood estimate: statsmodels says so.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sm.Logit(y, _design(blocks, "s")).fit(disp=0, maxiter=50)
+    assert any(issubclass(w.category, PerfectSeparationWarning) for w in caught)
+    # And the unseparated candidate is the plain maximum-likelihood fit.
+    assert "a" not in set(rows.candidate)
+
+
+def test_out_of_fold_predictions_are_per_fold_penalised_fits_with_the_chosen_ridge():
+    y, blocks = _binomial_data()
+    res, _ = _fit(y, blocks, family="binomial")
+    for label in ("s", "a+s"):
+        X = _design(blocks, label)
+        expected, statsmodels_fit = np.empty(N), np.empty(N)
+        for k in range(res.n_folds):
+            train = res.folds != k
+            b = _penalised_logit(X[train], y[train], 1e-4)
+            expected[~train] = expit(X[~train] @ b)
+            # The same penalty in statsmodels' terms: alpha = ridge * training column variances.
+            alpha = 1e-4 * ridge_penalty_weights(X[train])
+            fitted = sm.GLM(y[train], X[train], family=sm.families.Binomial()).fit_regularized(
+                alpha=alpha, L1_wt=0.0
+            )
+            statsmodels_fit[~train] = fitted.predict(X[~train])
+        got = res.cv_predictions[label].to_numpy()
+        np.testing.assert_allclose(got, expected, atol=1e-7)
+        # statsmodels' coordinate descent stops with gradients near 1e-5: a looser check.
+        np.testing.assert_allclose(got, statsmodels_fit, atol=2e-3)
+
+
+def test_the_refit_uses_the_same_ridge_and_the_statsmodels_object_states_it():
+    y, blocks = _binomial_data()
+    res, _ = _fit(y, blocks, family="binomial")
+    X = _design(blocks, "a+s")
+    expected = _penalised_logit(X, y, 1e-4)
+    np.testing.assert_allclose(res.params("a+s").to_numpy(), expected, rtol=1e-6, atol=1e-7)
+    refit = res.candidates["a+s"]
+    assert refit.penalty_ridge == 1e-4 and "ridge=0.0001" in refit.penalty
+    np.testing.assert_allclose(refit.penalty_alpha, 1e-4 * ridge_penalty_weights(X))
+    np.testing.assert_allclose(refit.params, expected, rtol=1e-3, atol=1e-3)
+    # The unseparated candidate's refit is statsmodels' unpenalised Logit.
+    assert not hasattr(res.candidates["a"], "penalty_ridge")
+    np.testing.assert_allclose(
+        res.candidates["a"].params, sm.Logit(y, _design(blocks, "a")).fit(disp=0).params, rtol=1e-6
+    )
+    # Prediction averages the refitted candidates: finite probabilities, the same after pickling.
+    prediction = res.predict({"y": y}, blocks=blocks)
+    assert np.isfinite(prediction.to_numpy()).all()
+    restored = pickle.loads(pickle.dumps(res))
+    np.testing.assert_array_equal(restored.predict({"y": y}, blocks=blocks), prediction)
+    assert restored.stages.family.candidate_ridges == {"s": 1e-4, "a+s": 1e-4}
+
+
+def test_the_summary_reports_the_refits_through_the_ledger():
+    y, blocks = _binomial_data()
+    res, _ = _fit(y, blocks, family="binomial")
+    text = str(res.summary())
+    assert "Failure ledger" in text and "refitted with ridge=0.0001" in text
+
+
+def test_drop_reproduces_the_old_behaviour():
+    y, blocks = _binomial_data()
+    dropped, warned = _fit(y, blocks, family="binomial", separation="drop")
+    assert dropped.failed.to_dict() == {"a": False, "s": True, "a+s": True}
+    assert dropped.weights["a"] == 1.0
+    assert {w.category for w in warned} == {pearl.CandidateFailureWarning}
+    ledger = dropped.failures
+    assert set(ledger.loc[ledger.excluded, "candidate"]) == {"s", "a+s"}
+    assert (ledger.kind == "separation").all() and len(ledger) == 2 * dropped.n_folds
+    # The candidates that do not separate are fitted exactly as under the default.
+    default, _ = _fit(y, blocks, family="binomial")
+    np.testing.assert_array_equal(dropped.cv_predictions["a"], default.cv_predictions["a"])
+    # The engines' own default is the old behaviour too.
+    X = np.column_stack([np.ones(N), blocks["a"], blocks["s"]])
+    candidates = build_candidates(
+        "all", {"a": slice(1, 3), "s": slice(3, 5)}, ["1", "a1", "a2", "s1", "s2"], 1
+    )
+    out = glm_cv_predict("binomial", X, y, candidates, dropped.folds)
+    np.testing.assert_array_equal(out.failed, dropped.failed.to_numpy())
+    np.testing.assert_array_equal(out.predictions[:, 0], dropped.cv_predictions["a"].to_numpy())
+
+
+def test_raise_names_the_candidate():
+    y, blocks = _binomial_data()
+    with pytest.raises(
+        pearl.SeparationError,
+        match=r"candidate 's': without a ridge the classes are "
+        r"\(quasi-\)separated on all rows.*separation='ridge'",
+    ):
+        _fit(y, blocks, family="binomial", separation="raise")
+    with pytest.raises(pearl.OptionError, match=r"separation='shrink'; use 'ridge'"):
+        _fit(y, blocks, family="binomial", separation="shrink")
+
+
+def test_an_explicit_ridge_keeps_its_meaning():
+    y, blocks = _binomial_data()
+    res, warned = _fit(y, blocks, family="binomial", ridge=1e-3)
+    assert warned == [] and len(res.failures) == 0
+    assert dict(res.stages.family.candidate_ridges) == {}
+    np.testing.assert_array_equal(res.stages.output.ridges, 1e-3)
+
+
+def _slow_newton(monkeypatch, max_iter):
+    """Cap the logistic engine's Newton iterations: small ridges do not reach their optimum."""
+    original = glm_engine.batched_newton
+
+    def capped(objective, theta0, **options):
+        return original(objective, theta0, **{**options, "max_iter": max_iter})
+
+    monkeypatch.setattr(glm_engine, "batched_newton", capped)
+
+
+def test_the_chosen_ridge_is_the_smallest_rung_with_a_finite_optimum(monkeypatch):
+    """With few Newton steps small ridges do not converge: the ladder climbs to the first that does."""
+    y, blocks = _binomial_data()
+    _slow_newton(monkeypatch, 8)
+    res, _ = _fit(y, blocks, family="binomial", ridge=1e-4)
+    chosen = res.stages.family.candidate_ridges["s"]
+    assert (
+        chosen in SEPARATION_RIDGES and chosen > 1e-4
+    )  # an explicit ridge that fails climbs above it
+    X = np.column_stack([np.ones(N), blocks["s"]])
+    folds = res.folds
+    for value in [r for r in SEPARATION_RIDGES if r < chosen]:  # every smaller rung fails somewhere
+        failing = glm_cv_predict(
+            "binomial",
+            X,
+            y,
+            build_candidates("all", {"s": slice(1, 3)}, ["1", "s1", "s2"], 1),
+            folds,
+            value,
+        )
+        assert failing.failed[0]
+    params, notes = glm_fit("binomial", X, y, np.arange(3), chosen)
+    assert notes == [] and np.isfinite(params).all()
+    row = _ladder_rows(res).set_index("candidate").loc["s"]
+    assert row.reason.startswith("with ridge=0.0001 the fit")
+    assert row.action.startswith(f"refitted with ridge={chosen:g} in every fold and on all rows")
+
+
+# ---- multinomial -------------------------------------------------------------------------------
+def test_separated_multinomial_candidates_match_a_direct_penalised_fit():
+    y, blocks = _multinomial_data()
+    res, warned = _fit(y, blocks, family="multinomial")
+    assert not res.failed.any()
+    assert set(_ladder_rows(res).candidate) == {"s", "a+s"}
+    assert [w.category for w in warned] == [pearl.SeparationWarning]
+    for label in ("s", "a+s"):
+        X = _design(blocks, label)
+        expected = np.empty((N, 3))
+        for k in range(res.n_folds):
+            train = res.folds != k
+            B, _ = _penalised_mnlogit(X[train], y[train], 3, 1e-4)
+            eta = np.column_stack([np.zeros((~train).sum()), X[~train] @ B])
+            expected[~train] = np.exp(eta - logsumexp(eta, axis=1, keepdims=True))
+        np.testing.assert_allclose(res.cv_predictions[label].to_numpy(), expected, atol=1e-6)
+        B, _ = _penalised_mnlogit(X, y, 3, 1e-4)
+        np.testing.assert_allclose(res.params(label).to_numpy(), B, rtol=1e-4, atol=1e-5)
+    with pytest.raises(pearl.OptionError, match=r"fitted with ridge=0.0001.*results.failures"):
+        res.candidates["s"]
+
+
+def test_digits_with_small_pca_blocks_fit_with_defaults():
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
+
+    X, y = load_digits(return_X_y=True)
+    rows = np.random.default_rng(0).choice(len(y), 300, replace=False)
+    X, y = X[rows], y[rows]
+    scores = PCA(12, random_state=0).fit_transform(X)
+    blocks = {"p1": scores[:, :6], "p2": scores[:, 6:]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.SeparationWarning)
+        res = pearl.fit(
+            "y ~ block(p1) + block(p2)",
+            {"y": y},
+            blocks=blocks,
+            family="multinomial",
+            seed=0,
+            honest=False,
+        )
+        dropped = pearl.fit(
+            "y ~ block(p1) + block(p2)",
+            {"y": y},
+            blocks=blocks,
+            family="multinomial",
+            seed=0,
+            honest=False,
+            separation="drop",
+        )
+    assert not res.failed.any()
+    assert set(_ladder_rows(res).candidate) == set(dropped.failed.index[dropped.failed])
+    assert len(res.stages.family.candidate_ridges) > 0
+    probabilities = res.predict({"y": y}, blocks=blocks).to_numpy()
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
+
+
+# ---- re-runs: nested cross-validation and the refitting bootstrap ---------------------------
+def test_re_runs_start_from_the_chosen_ridges():
+    y, blocks = _binomial_data()
+    res, _ = _fit(y, blocks, family="binomial")
+    state = res.stages
+    rows = np.arange(0, N, 2)
+    response = EncodedResponse(y[rows], state.response.classes)
+    folds = np.arange(len(rows)) % 3
+    # What nested.py and results/bootstrap.py call: the fit's family, the fit's ridge.
+    out = cross_validate(
+        state.family,
+        state.design.X[rows],
+        response,
+        list(state.candidates.pool),
+        folds,
+        ridge=state.ridge,
+    )
+    assert dict(zip(res.candidate_labels, out.ridges)) == {"a": 0.0, "s": 1e-4, "a+s": 1e-4}
+    assert not out.failed.any() and not [e for e in out.entries if e.kind == "separation"]
+    X = _design(blocks, "s")[rows]
+    expected = np.empty(len(rows))
+    for k in range(3):
+        train = folds != k
+        expected[~train] = expit(X[~train] @ _penalised_logit(X[train], y[rows][train], 1e-4))
+    np.testing.assert_allclose(out.predictions[:, 1], expected, atol=1e-7)
+    weights = refit_weights(state, rows, folds)
+    assert np.isfinite(weights).all() and abs(weights.sum() - 1) < 1e-12
+
+
+def test_honest_risk_runs_with_the_default():
+    y, blocks = _binomial_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit(
+            "y ~ block(a) + block(s)", {"y": y}, blocks=blocks, family="binomial", seed=1, honest=3
+        )
+        table = res.honest
+    assert table is not None and np.isfinite(table["risk"]).all()

@@ -1,0 +1,153 @@
+"""``fit(cv_repeats=R)`` and ``fit(weight_shrinkage=...)``: variance-reducing weight choices.
+
+References are written here: per-draw OLS out-of-fold predictions by numpy, the averaged
+objective solved by scipy's SLSQP over the simplex, the shrinkage amount by a loop over folds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+import pearlstats as pearl
+from pearlstats.design.folds import make_folds
+
+N = 80
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(4)
+    a, b, c = rng.normal(size=(N, 2)), rng.normal(size=(N, 3)), rng.normal(size=(N, 2))
+    y = a[:, 0] - 0.7 * b[:, 1] + 0.3 * c[:, 0] + rng.normal(size=N)
+    return {"y": y, "a": a, "b": b, "c": c}
+
+
+FORMULA = "y ~ block(a) + block(b) + block(c)"
+
+
+def _fit(data, **options):
+    return pearl.fit(FORMULA, data, seed=3, honest=False, **options)
+
+
+def _ols_out_of_fold(data, label, folds):
+    X = np.column_stack([np.ones(N)] + [data[name] for name in label.split("+")])
+    y = data["y"]
+    out = np.empty(N)
+    for k in np.unique(folds):
+        train = folds != k
+        beta = np.linalg.lstsq(X[train], y[train], rcond=None)[0]
+        out[~train] = X[~train] @ beta
+    return out
+
+
+def _simplex_minimum(objective, J):
+    best = None
+    for start in [np.full(J, 1 / J)] + list(np.eye(J) * 0.9 + 0.1 / J):
+        result = minimize(
+            objective,
+            start,
+            method="SLSQP",
+            bounds=[(0, 1)] * J,
+            constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
+            options={"ftol": 1e-15, "maxiter": 1000},
+        )
+        if best is None or result.fun < best.fun:
+            best = result
+    return best.x, best.fun
+
+
+def _draw(r, seed=3, K=5):
+    return make_folds(K, N, seed=seed if r == 0 else np.random.SeedSequence([seed, r]))
+
+
+def test_one_repeat_is_the_plain_fit(data):
+    plain, once = _fit(data), _fit(data, cv_repeats=1)
+    np.testing.assert_array_equal(plain.weights, once.weights)
+    np.testing.assert_array_equal(plain.cv_predictions, once.cv_predictions)
+    np.testing.assert_array_equal(plain.folds, once.folds)
+
+
+def test_repeated_weights_minimise_the_averaged_out_of_fold_loss(data):
+    R = 4
+    res = _fit(data, cv_repeats=R)
+    labels = res.candidate_labels
+    draws = [_draw(r) for r in range(R)]
+    np.testing.assert_array_equal(res.folds, draws[0])
+    P = [
+        np.column_stack([_ols_out_of_fold(data, label, folds) for label in labels])
+        for folds in draws
+    ]
+    np.testing.assert_allclose(res.cv_predictions.to_numpy(), P[0], atol=1e-10)
+    y = data["y"]
+
+    def averaged(w):
+        return np.mean([np.mean((y - P_r @ w) ** 2) for P_r in P])
+
+    w, best = _simplex_minimum(averaged, len(labels))
+    assert res.weight_objective == pytest.approx(averaged(res.weights.to_numpy()), rel=1e-12)
+    assert res.weight_objective <= best * (1 + 1e-9)
+    np.testing.assert_allclose(res.weights.to_numpy(), w, atol=2e-4)
+    # The averaged weights differ from the first draw's alone.
+    assert not np.allclose(res.weights, _fit(data).weights, atol=1e-3)
+
+
+def test_cv_repeats_needs_k_fold(data):
+    with pytest.raises(
+        pearl.OptionError, match=r"cv_repeats=3 needs cv=K \(an int\), got cv='loo'"
+    ):
+        _fit(data, cv="loo", cv_repeats=3)
+    with pytest.raises(pearl.OptionError, match=r"cv_repeats=0; use an int >= 1"):
+        _fit(data, cv_repeats=0)
+
+
+def test_a_given_shrinkage_moves_the_weights_toward_equal_weights(data):
+    plain = _fit(data)
+    half = _fit(data, weight_shrinkage=0.5)
+    J = len(plain.weights)
+    np.testing.assert_allclose(half.weights, 0.5 * plain.weights + 0.5 / J, atol=1e-15)
+    np.testing.assert_array_equal(_fit(data, weight_shrinkage=1.0).weights, np.full(J, 1 / J))
+    np.testing.assert_array_equal(_fit(data, weight_shrinkage=0).weights, plain.weights)
+    P, y = plain.cv_predictions.to_numpy(), data["y"]
+    assert half.weight_objective == pytest.approx(
+        np.mean((y - P @ half.weights.to_numpy()) ** 2), rel=1e-12
+    )
+    # The gap bounds how far the shrunk weights are above the optimum.
+    assert half.kkt_gap >= half.weight_objective - plain.weight_objective
+    note = half.failures[half.failures.kind == "shrinkage"]
+    assert note.action.tolist() == ["shrinkage amount 0.5 (given)"]
+    with pytest.raises(pearl.OptionError, match=r"weight_shrinkage=1.5; use None"):
+        _fit(data, weight_shrinkage=1.5)
+
+
+def test_shrinkage_chosen_by_cross_validation_over_the_out_of_fold_predictions(data):
+    res = _fit(data, weight_shrinkage="cv")
+    plain = _fit(data)
+    P, y, folds = plain.cv_predictions.to_numpy(), data["y"], plain.folds
+    J = P.shape[1]
+    grid = np.linspace(0, 1, 11)
+    risk = np.zeros(len(grid))
+    for k in range(plain.n_folds):
+        held = folds == k
+        P_fit, y_fit = P[~held], y[~held]
+        def loss(w, P_fit=P_fit, y_fit=y_fit):
+            return np.mean((y_fit - P_fit @ w) ** 2)
+
+        w_hat, _ = _simplex_minimum(loss, J)
+        for i, lam in enumerate(grid):
+            w = (1 - lam) * w_hat + lam / J
+            risk[i] += np.sum((y[held] - P[held] @ w) ** 2)
+    amount = grid[np.argmin(risk)]
+    note = res.failures[res.failures.kind == "shrinkage"]
+    assert note.action.iloc[0].startswith(
+        f"shrinkage amount {amount:g} (chosen by cross-validation"
+    )
+    np.testing.assert_allclose(res.weights, (1 - amount) * plain.weights + amount / J, atol=1e-12)
+
+
+def test_shrinkage_and_repeats_together_are_deterministic(data):
+    first = _fit(data, cv_repeats=3, weight_shrinkage="cv")
+    again = _fit(data, cv_repeats=3, weight_shrinkage="cv")
+    np.testing.assert_array_equal(first.weights, again.weights)
+    assert abs(first.weights.sum() - 1) < 1e-12 and (first.weights >= 0).all()
