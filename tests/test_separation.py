@@ -161,7 +161,7 @@ def test_the_refit_uses_the_same_ridge_and_the_statsmodels_object_states_it():
     res, _ = _fit(y, blocks, family="binomial")
     X = _design(blocks, "a+s")
     expected = _penalised_logit(X, y, 1e-4)
-    np.testing.assert_allclose(res.params("a+s").to_numpy(), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(res.candidate_params("a+s").to_numpy(), expected, rtol=1e-6, atol=1e-7)
     refit = res.candidates["a+s"]
     assert refit.penalty_ridge == 1e-4 and "ridge=0.0001" in refit.penalty
     np.testing.assert_allclose(refit.penalty_alpha, 1e-4 * ridge_penalty_weights(X))
@@ -283,7 +283,7 @@ def test_separated_multinomial_candidates_match_a_direct_penalised_fit():
             expected[~train] = np.exp(eta - logsumexp(eta, axis=1, keepdims=True))
         np.testing.assert_allclose(res.cv_predictions[label].to_numpy(), expected, atol=1e-6)
         B, _ = _penalised_mnlogit(X, y, 3, 1e-4)
-        np.testing.assert_allclose(res.params(label).to_numpy(), B, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(res.candidate_params(label).to_numpy(), B, rtol=1e-4, atol=1e-5)
     with pytest.raises(pearl.OptionError, match=r"fitted with ridge=0.0001.*results.failures"):
         res.candidates["s"]
 

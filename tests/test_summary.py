@@ -291,3 +291,30 @@ def test_classification_summary_risks_are_log_losses(paper_data):
     pearl_p = res.cv_predictions.to_numpy() @ res.weights.to_numpy()
     _close(_body(_table(summary, "Strategies"))["PEARL"][0], log_loss(y, pearl_p))
     assert _environments(summary.as_latex()) == []
+
+
+def test_coefficient_section_lists_covariates_first_and_matches_the_averaged_model(paper_data):
+    frame = paper_data["frame"].assign(age=np.linspace(-1.0, 1.0, len(paper_data["frame"])))
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
+    formula = f"y ~ age + block({NAMES[0]}) + block({NAMES[1]})"
+    res = pearl.fit(formula, frame, blocks=blocks, seed=2, honest=False)
+    rows = _body(_table(res.summary(), "Model-averaged coefficients"))
+    assert list(rows)[:2] == ["Intercept", "age"]
+    interval = res.conf_int()
+    for term, cells in rows.items():
+        _close(cells[0], res.params[term])
+        _close(cells[1], res.bse[term])
+        _close(cells[2], interval.loc[term, "lower"])
+    hidden = res.summary(coefficients=False)
+    assert list(_body(_table(hidden, "Model-averaged coefficients"))) == ["Intercept", "age"]
+    assert "block columns not shown" in str(hidden)
+
+
+def test_weight_uncertainty_section_is_the_refitting_bootstrap(fitted):
+    summary = fitted.summary(weight_uncertainty=12)
+    rows = _body(_table(summary, "Weight uncertainty (refitting bootstrap, 12 resamples)"))
+    expected = fitted.weight_uncertainty(n_resamples=12)
+    for label, cells in rows.items():
+        _close(cells[1], expected.loc[label, "sd"])
+        _close(cells[3], expected.loc[label, "upper"])
+    assert "Weight uncertainty" not in str(fitted.summary())

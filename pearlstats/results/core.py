@@ -614,7 +614,8 @@ class PearlResults(WeightDiagnostics):
         """
         return evaluation.evaluate(self, test_data, blocks)
 
-    def summary(self, correct=None):
+    def summary(self, correct=None, *, coefficients: bool | None = None,
+                weight_uncertainty: bool | int = False):
         """A statsmodels ``Summary`` with the weights, baselines and diagnostics.
 
         Use ``print(res.summary())``, ``.as_latex()`` or ``.as_html()``.
@@ -624,8 +625,15 @@ class PearlResults(WeightDiagnostics):
         correct : str, tuple or sequence of them, optional
             Correctly specified candidates (as in a simulation); adds tau-hat,
             their total weight (see :meth:`tau_hat`).
+        coefficients : bool, optional
+            Show the averaged coefficients of the block columns too (default:
+            only when there are few); the formula's covariates come first.
+        weight_uncertainty : bool or int, default False
+            Add the refitting bootstrap's SD and 95% interval of each weight
+            (``True``: 200 resamples; an int: that many).
         """
-        return build_summary(self, correct)
+        return build_summary(self, correct, coefficients=coefficients,
+                             weight_uncertainty=weight_uncertainty)
 
     @property
     def plot(self):

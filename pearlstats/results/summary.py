@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import html
 import re
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ import pandas as pd
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
+from ..exceptions import PearlWarning
 from .strategies import DEFINITIONS
 
 if TYPE_CHECKING:
@@ -491,6 +493,52 @@ def _stability_table(res) -> SimpleTable:
     return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
 
 
+# Above this many block columns the coefficient section shows the covariates only.
+MAX_BLOCK_COEFFICIENTS = 12
+
+
+def _coefficients_table(
+    res: PearlResults, show_blocks: bool | None
+) -> tuple[SimpleTable | None, str]:
+    """Model-averaged coefficients: the formula's covariates first, then (if few) block columns."""
+    if res.family == "multinomial":
+        return None, "Model-averaged coefficients by class: res.params, res.bse, res.conf_int()."
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PearlWarning)  # the ridge caveat is the note below
+        params, bse, interval = res.params, res.bse, res.conf_int()
+    covariates = [name for name in res.design_spec.covariates.names if name in params.index]
+    blocks = [name for name in params.index if name not in covariates]
+    show = len(blocks) <= MAX_BLOCK_COEFFICIENTS if show_blocks is None else show_blocks
+    shown = covariates + (blocks if show else [])
+    note = "Coefficients: the full model average (0 in a candidate without the term), with "
+    note += "Buckland et al.'s unconditional SE, the weights taken as fixed."
+    if not show and blocks:
+        note += f" {len(blocks)} block columns not shown (summary(coefficients=True); res.params)."
+    if res.ridge_note:
+        note += f" {res.ridge_note}"
+    if not shown:
+        return None, note
+    rows = [
+        [format_number(params[name]), format_number(bse[name]),
+         format_number(interval.loc[name, "lower"]), format_number(interval.loc[name, "upper"])]
+        for name in shown
+    ]
+    headers = ["coef", "SE", "[0.025", "0.975]"]
+    return _table(rows, headers, shown, "Model-averaged coefficients"), note
+
+
+def _uncertainty_table(res: PearlResults, n_resamples: int) -> SimpleTable:
+    """The refitting bootstrap's SD and 95% percentile interval of each non-zero weight."""
+    table = res.weight_uncertainty(n_resamples=n_resamples)
+    shown = table[table["weight"] > 0].sort_values("weight", ascending=False, kind="stable")
+    rows = [
+        [format_number(value) for value in (r.weight, r.sd, r.lower, r.upper)]
+        for r in shown.itertuples()
+    ]
+    title = f"Weight uncertainty (refitting bootstrap, {n_resamples} resamples)"
+    return _table(rows, ["weight", "SD", "[0.025", "0.975]"], list(shown.index), title)
+
+
 def _ledger_rows(failures: pd.DataFrame) -> pd.DataFrame:
     """One row per candidate, stage, kind and action, with the folds where it happened."""
     folds = failures["fold"].astype(object).where(failures["fold"].notna(), "all")
@@ -552,7 +600,11 @@ def _notes(res) -> list[str]:
 
 
 def build_summary(
-    res: PearlResults, correct: str | Sequence[str | Sequence[str]] | None = None
+    res: PearlResults,
+    correct: str | Sequence[str | Sequence[str]] | None = None,
+    *,
+    coefficients: bool | None = None,
+    weight_uncertainty: bool | int = False,
 ) -> PearlSummary:
     """Assemble the summary of a :class:`~pearlstats.results.PearlResults`.
 
@@ -561,6 +613,14 @@ def build_summary(
     res : PearlResults
     correct : sequence of str, optional
         Correctly specified candidates (labels or block tuples); adds tau-hat.
+    coefficients : bool, optional
+        Show the block columns' averaged coefficients too (default: only when
+        there are at most ``MAX_BLOCK_COEFFICIENTS``); the formula's
+        covariates are always shown first.
+    weight_uncertainty : bool or int, default False
+        Add each weight's SD and percentile interval from the refitting
+        bootstrap (``True``: 200 resamples, or that many); it re-runs the
+        whole procedure per resample, so it costs about that many fits.
 
     Returns
     -------
@@ -573,7 +633,13 @@ def build_summary(
     summary.tables.append(_importance_table(res))
     summary.tables.append(_diagnostics_table(res, correct))
     summary.tables.append(_stability_table(res))
+    if weight_uncertainty:
+        n_resamples = 200 if weight_uncertainty is True else int(weight_uncertainty)
+        summary.tables.append(_uncertainty_table(res, n_resamples))
+    table, coefficient_note = _coefficients_table(res, coefficients)
+    if table is not None:
+        summary.tables.append(table)
     if len(res.failures):
         summary.tables.append(_ledger_table(res))
-    summary.add_notes(_notes(res))
+    summary.add_notes([*_notes(res), coefficient_note])
     return summary
