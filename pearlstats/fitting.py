@@ -14,9 +14,11 @@ import copy
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.formula import parse_formula
+from .distributed.data import uses_dask
 from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import get_family
+from .distributed.results import DaskPearlResults
 from .results.core import PearlResults, results_from_state
 from .stages import FitState, assign_folds, build_pool, cross_validate, prepare_rows, solve_stage_weights
 from .weights.losses import get_loss
@@ -60,7 +62,7 @@ def fit(
     eval_env: int = 0,
     downstream=None,
     honest: int | bool = 5,
-) -> PearlResults:
+) -> PearlResults | DaskPearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
     Parameters
@@ -71,7 +73,11 @@ def fit(
         ``C(group)``, transforms) is in every candidate.
     data : DataFrame or dict
         The labeled rows: the response, covariates, and (in a dict) possibly
-        the blocks as 2-D arrays under their names.
+        the blocks as 2-D arrays under their names. A dask DataFrame (or a
+        dict of dask arrays) is fitted where it lives, partition by partition
+        (:mod:`pearlstats.distributed`; gaussian, binomial and poisson, numeric
+        covariates; ``cv`` is K or a fold-column name, folds hashed from row
+        positions) and gives a :class:`~pearlstats.distributed.DaskPearlResults`.
     blocks : dict or Representations, optional
         Block name -> 2-D array or DataFrame with one row per row of *data*,
         or a fitted :class:`~pearlstats.Representations` applied to *data*.
@@ -132,7 +138,7 @@ def fit(
 
     Returns
     -------
-    PearlResults
+    PearlResults or DaskPearlResults
 
     Examples
     --------
@@ -165,6 +171,13 @@ def fit(
     honest = False if honest is False else check_int("honest", honest, minimum=2)
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
+    if uses_dask(data, blocks):
+        # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)
+        from .distributed.fit import fit_distributed
+
+        reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
+        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed, ridge,
+                               max_candidates, missing, env, reps)
 
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)

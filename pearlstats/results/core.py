@@ -25,6 +25,8 @@ import pandas as pd
 from . import evaluation
 from ..design.data import data_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
+from ..distributed.data import uses_dask
+from ..distributed.predict import evaluate_dask, predict_dask
 from .diagnostics import WeightDiagnostics
 from ..engines._common import ridge_penalty_weights
 from ..exceptions import AllCandidatesFailedError, DataError, FoldError, OptionError, PearlWarning, ResponseError
@@ -502,6 +504,8 @@ class PearlResults(WeightDiagnostics):
             Means (gaussian, poisson), probability of ``classes[1]`` (binomial),
             or class probabilities with one column per class (multinomial).
         """
+        if uses_dask(newdata, blocks):  # a lazy dask Series / array, partition by partition
+            return predict_dask(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
         combined = self._combined_prediction(X)
         return self._format(np.asarray(combined), index)
@@ -554,6 +558,8 @@ class PearlResults(WeightDiagnostics):
         >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
         ['MSE', 'MAE']
         """
+        if uses_dask(test_data, blocks):  # scored partition by partition
+            return evaluate_dask(self, test_data, blocks)
         return evaluation.evaluate(self, test_data, blocks)
 
     def summary(self, correct=None):
