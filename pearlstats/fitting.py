@@ -15,10 +15,10 @@ from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.formula import parse_formula
 from .distributed.data import uses_dask
+from .distributed.results import DaskPearlResults
 from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import get_family
-from .distributed.results import DaskPearlResults
 from .results.core import PearlResults, results_from_state
 from .stages import FitState, assign_folds, build_pool, cross_validate, prepare_rows, solve_stage_weights
 from .weights.losses import get_loss

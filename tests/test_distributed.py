@@ -10,18 +10,19 @@ distributed = pytest.importorskip("distributed", reason="dask.distributed is not
 da = pytest.importorskip("dask.array", reason="dask is not installed")
 dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is not installed")
 
-import pearlstats as pearl  # noqa: E402
-import pearlstats.representations as frl  # noqa: E402
-from pearlstats.distributed import DaskPearlResults, hash_folds  # noqa: E402
-from pearlstats.exceptions import BlockError, OptionError  # noqa: E402
+import pearlstats as pearl
+import pearlstats.representations as frl
+from pearlstats.distributed import DaskPearlResults, hash_folds
+from pearlstats.exceptions import BlockError, OptionError
 
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
 
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       dashboard_address=None)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    )
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -48,8 +49,9 @@ def _dask(data, npartitions=4):
     return frame, blocks
 
 
-@pytest.mark.parametrize("family,ridge", [("gaussian", 0.0), ("gaussian", 0.1), ("binomial", 0.0),
-                                          ("poisson", 0.0)])
+@pytest.mark.parametrize(
+    "family,ridge", [("gaussian", 0.0), ("gaussian", 0.1), ("binomial", 0.0), ("poisson", 0.0)]
+)
 def test_same_numbers_as_in_memory(client, family, ridge):
     data = _problem(family)
     frame, blocks = _dask(data)
@@ -65,9 +67,12 @@ def test_same_numbers_as_in_memory(client, family, ridge):
     for label in res_m.candidate_labels:
         np.testing.assert_allclose(res_d.params(label), res_m.params(label), rtol=1e-7, atol=1e-8)
     expected = res_m.predict({k: v for k, v in data.items() if k != "y"}).to_numpy()
-    np.testing.assert_allclose(res_d.predict(frame, blocks=blocks).compute().to_numpy(), expected,
-                               rtol=1e-8, atol=1e-10)
-    pd.testing.assert_frame_equal(res_d.evaluate(frame, blocks=blocks), res_m.evaluate(data), atol=1e-8)
+    np.testing.assert_allclose(
+        res_d.predict(frame, blocks=blocks).compute().to_numpy(), expected, rtol=1e-8, atol=1e-10
+    )
+    pd.testing.assert_frame_equal(
+        res_d.evaluate(frame, blocks=blocks), res_m.evaluate(data), atol=1e-8
+    )
 
 
 def test_predict_of_a_dask_dataframe_is_lazy(client):
@@ -78,9 +83,15 @@ def test_predict_of_a_dask_dataframe_is_lazy(client):
     assert isinstance(prediction, dd.Series)  # nothing computed yet
     values = prediction.compute()
     assert len(values) == len(data["y"]) and values.dtype == np.float64
-    np.testing.assert_allclose(values.to_numpy(), res.predict(data).to_numpy(), rtol=1e-10, atol=1e-12)
-    array_prediction = res.predict({"x": da.from_array(data["x"], chunks=500),
-                                    **{k: da.from_array(data[k], chunks=(500, -1)) for k in "abc"}})
+    np.testing.assert_allclose(
+        values.to_numpy(), res.predict(data).to_numpy(), rtol=1e-10, atol=1e-12
+    )
+    array_prediction = res.predict(
+        {
+            "x": da.from_array(data["x"], chunks=500),
+            **{k: da.from_array(data[k], chunks=(500, -1)) for k in "abc"},
+        }
+    )
     assert isinstance(array_prediction, da.Array) and array_prediction.shape == (len(data["y"]),)
 
 
@@ -90,7 +101,9 @@ def test_column_groups_and_fold_column(client):
     folds = np.arange(800) % 4
     frame = pd.DataFrame({"y": data["y"], "x": data["x"], "fold": folds, **columns})
     groups = {k: [f"{k}{i}" for i in range(data[k].shape[1])] for k in "abc"}
-    res_d = pearl.fit(FORMULA, dd.from_pandas(frame, npartitions=3), blocks=groups, cv="fold", seed=0)
+    res_d = pearl.fit(
+        FORMULA, dd.from_pandas(frame, npartitions=3), blocks=groups, cv="fold", seed=0
+    )
     res_m = pearl.fit(FORMULA, data, cv=folds, seed=0, honest=False)
     np.testing.assert_allclose(res_d.weights, res_m.weights, atol=1e-8)
 
@@ -99,10 +112,15 @@ def test_representations_applied_per_partition(client):
     rng = np.random.default_rng(5)
     raw = pd.DataFrame(rng.normal(size=(600, 4)), columns=["u1", "u2", "u3", "u4"])
     raw["y"] = raw["u1"] - raw["u3"] + rng.normal(size=600)
-    reps = frl.Representations({"p": frl.PCA(n_components=2), "q": frl.PCA(n_components=3)},
-                               columns=["u1", "u2", "u3", "u4"], seed=0).fit(raw.drop(columns="y"))
+    reps = frl.Representations(
+        {"p": frl.PCA(n_components=2), "q": frl.PCA(n_components=3)},
+        columns=["u1", "u2", "u3", "u4"],
+        seed=0,
+    ).fit(raw.drop(columns="y"))
     folds = hash_folds(np.arange(600), 4, seed=2)
-    res_d = pearl.fit("y ~ block(p) + block(q)", dd.from_pandas(raw, npartitions=3), blocks=reps, cv=4, seed=2)
+    res_d = pearl.fit(
+        "y ~ block(p) + block(q)", dd.from_pandas(raw, npartitions=3), blocks=reps, cv=4, seed=2
+    )
     res_m = pearl.fit("y ~ block(p) + block(q)", raw, blocks=reps, cv=folds, seed=2, honest=False)
     np.testing.assert_allclose(res_d.weights, res_m.weights, atol=1e-8)
     np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8)
@@ -117,11 +135,18 @@ def test_unsupported_inputs_are_named(client):
     with pytest.raises(BlockError, match="chunked along its columns"):
         pearl.fit(FORMULA, frame, blocks=wide, seed=0)
     with pytest.raises(OptionError, match="hinge"):
-        pearl.fit(FORMULA, frame.assign(y=frame.y > 5), blocks=blocks, family="binomial", loss="hinge", seed=0)
+        pearl.fit(
+            FORMULA,
+            frame.assign(y=frame.y > 5),
+            blocks=blocks,
+            family="binomial",
+            loss="hinge",
+            seed=0,
+        )
 
 
 def test_data_larger_than_worker_memory():
-    """30 chunks of 20 MB (0.6 GB of design, 1.2 GB generated) through workers limited to 500 MB each.
+    """30 chunks of 20 MB (0.6 GB of design, 1.2 GB generated), workers limited to 500 MB.
 
     A worker process holds about 230 MB of imports, so the limit leaves room for a few chunks; the
     data are generated lazily from a seed in every pass and never persisted.
@@ -131,8 +156,16 @@ def test_data_larger_than_worker_memory():
     a = rng.normal(size=(n, 12), chunks=(chunk, 12))
     b = rng.normal(size=(n, 12), chunks=(chunk, 12))
     y = a[:, 0] - 0.5 * b[:, 3] + rng.normal(size=n, chunks=chunk)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="500MB",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit="500MB",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
         res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b}, cv=5, seed=0)
     assert res.nobs == n
     assert res.weights["a+b"] > 0.9

@@ -10,4 +10,4 @@ engines' solvers. See :mod:`pearlstats.distributed.fit` for the stages.
 from .data import hash_folds, uses_dask
 from .results import DaskPearlResults
 
-__all__ = ["hash_folds", "uses_dask", "DaskPearlResults"]
+__all__ = ["DaskPearlResults", "hash_folds", "uses_dask"]

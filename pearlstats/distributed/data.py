@@ -25,7 +25,7 @@ from ..design.formula import covariate_row_variables, response_values
 from ..design.spec import Design, build_design
 from ..exceptions import BlockError, DataError, FoldError, OptionError, ResponseError
 
-__all__ = ["DaskRows", "hash_folds", "is_dask_collection", "uses_dask", "dask_rows", "head_design"]
+__all__ = ["DaskRows", "dask_rows", "hash_folds", "head_design", "is_dask_collection", "uses_dask"]
 
 
 def is_dask_collection(value) -> bool:
@@ -45,7 +45,7 @@ def uses_dask(data, blocks=None) -> bool:
     return any(is_dask_collection(value) for value in values)
 
 
-# ---- folds -----------------------------------------------------------------------------------------
+# ---- folds ---------------------------------------------------------------------------------------
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -79,7 +79,7 @@ def hash_folds(positions, n_folds: int, seed: int) -> np.ndarray:
     return (x % np.uint64(n_folds)).astype(np.intp)
 
 
-# ---- the rows -----------------------------------------------------------------------------------------
+# ---- the rows ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DaskRows:
     """Partitions of the rows, aligned across the data and the blocks.
@@ -116,13 +116,20 @@ class DaskRows:
         return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
 
     def tasks(self, function, *args):
-        """One delayed ``function(frame, blocks, offset, *args)`` per partition (blocks as numpy)."""
+        """One delayed ``function(frame, blocks, offset, *args)`` per partition."""
         from dask import delayed
 
         run = delayed(_run_partition, pure=True)
         return [
-            run(function, self.frames[i], {name: parts[i] for name, parts in self.arrays.items()},
-                self.groups, self.representations, int(self.offsets[i]), args)
+            run(
+                function,
+                self.frames[i],
+                {name: parts[i] for name, parts in self.arrays.items()},
+                self.groups,
+                self.representations,
+                int(self.offsets[i]),
+                args,
+            )
             for i in range(len(self.lengths))
         ]
 
@@ -143,15 +150,18 @@ def _frame_of_arrays(*columns, names):
 def _check_row_chunks(name: str, value) -> None:
     if value.ndim == 2 and len(value.chunks[1]) != 1:
         raise BlockError(
-            f"block {name!r} is chunked along its columns {value.chunks[1]}; chunk dask blocks along rows "
+            f"block {name!r} is chunked along its columns {value.chunks[1]}; chunk dask blocks "
+            "along rows "
             "only, e.g. block.rechunk({1: -1})"
         )
     if value.ndim not in (1, 2):
-        raise BlockError(f"{name!r} is a {value.ndim}-D dask array; give 1-D columns and 2-D blocks")
+        raise BlockError(
+            f"{name!r} is a {value.ndim}-D dask array; give 1-D columns and 2-D blocks"
+        )
 
 
 def dask_rows(data, blocks, formula) -> DaskRows:
-    """Partitions of a dask DataFrame or a dict of dask arrays, with the formula's blocks aligned to them.
+    """Partitions of a dask DataFrame or dict of dask arrays, with the blocks aligned to them.
 
     Raises
     ------
@@ -172,7 +182,8 @@ def dask_rows(data, blocks, formula) -> DaskRows:
         loose = [k for k, v in data.items() if not isinstance(v, da.Array)]
         if loose:
             raise DataError(
-                f"data mixes dask arrays with other values under {loose[:10]}; make every column a dask array "
+                f"data mixes dask arrays with other values under {loose[:10]}; make every column "
+                "a dask array "
                 "(da.from_array) or pass a dask DataFrame"
             )
         frame_parts = columns
@@ -190,15 +201,20 @@ def dask_rows(data, blocks, formula) -> DaskRows:
             elif isinstance(value, (list, tuple)) and isinstance(data, dd.DataFrame):
                 missing = [c for c in value if c not in data.columns]
                 if missing:
-                    raise BlockError(f"block {name!r} names columns {missing[:10]} that the data lacks")
+                    raise BlockError(
+                        f"block {name!r} names columns {missing[:10]} that the data lacks"
+                    )
                 groups[name] = tuple(value)
             else:
                 raise BlockError(
-                    f"block {name!r} is a {type(value).__name__}; with dask data give blocks as dask arrays "
+                    f"block {name!r} is a {type(value).__name__}; with dask data give blocks as "
+                    "dask arrays "
                     "chunked along rows, or as lists of the dask DataFrame's columns"
                 )
     elif blocks is not None:
-        raise BlockError(f"blocks must be a dict or a fitted Representations, got {type(blocks).__name__}")
+        raise BlockError(
+            f"blocks must be a dict or a fitted Representations, got {type(blocks).__name__}"
+        )
     for name, value in arrays_in.items():
         _check_row_chunks(name, value)
     wanted = set(formula.block_names) - set(arrays_in) - set(groups)
@@ -210,26 +226,35 @@ def dask_rows(data, blocks, formula) -> DaskRows:
 def _align(frame_parts, arrays_in, groups, representations, divisions) -> DaskRows:
     from dask import compute, delayed
 
-    if isinstance(frame_parts, Mapping):  # a dict of 1-D dask arrays: partitions follow their chunks
+    if isinstance(
+        frame_parts, Mapping
+    ):  # a dict of 1-D dask arrays: partitions follow their chunks
         reference = next(iter(frame_parts.values()), None)
         reference = reference if reference is not None else next(iter(arrays_in.values()))
         lengths = tuple(int(c) for c in reference.chunks[0])
         names = list(frame_parts)
         columns = [frame_parts[name].rechunk((lengths,)).to_delayed().ravel() for name in names]
-        frames = [delayed(_frame_of_arrays)(*parts, names=names) for parts in zip(*columns)] if names else [
-            delayed(pd.DataFrame)(index=range(m)) for m in lengths]
+        frames = (
+            [delayed(_frame_of_arrays)(*parts, names=names) for parts in zip(*columns)]
+            if names
+            else [delayed(pd.DataFrame)(index=range(m)) for m in lengths]
+        )
     else:
         frames = list(frame_parts.to_delayed())
         first = next(iter(arrays_in.values()), None)
         if first is not None and len(first.chunks[0]) == len(frames):
-            lengths = tuple(int(c) for c in first.chunks[0])  # checked against the frames in each task
+            lengths = tuple(
+                int(c) for c in first.chunks[0]
+            )  # checked against the frames in each task
         else:
             lengths = tuple(int(m) for m in compute(*[delayed(len)(f) for f in frames]))
         frames = [delayed(_checked_length)(f, m) for f, m in zip(frames, lengths)]
     arrays = {}
     for name, value in arrays_in.items():
         if value.shape[0] != sum(lengths):
-            raise BlockError(f"block {name!r} has {value.shape[0]} rows but the data has {sum(lengths)}")
+            raise BlockError(
+                f"block {name!r} has {value.shape[0]} rows but the data has {sum(lengths)}"
+            )
         arrays[name] = list(value.rechunk((lengths, value.shape[1])).to_delayed().ravel())
     return DaskRows(frames, arrays, groups, representations, lengths, divisions)
 
@@ -237,15 +262,16 @@ def _align(frame_parts, arrays_in, groups, representations, divisions) -> DaskRo
 def _checked_length(frame, length):
     if len(frame) != length:
         raise BlockError(
-            f"a data partition has {len(frame)} rows where the dask blocks' chunk has {length}; chunk the "
+            f"a data partition has {len(frame)} rows where the dask blocks' chunk has {length}; "
+            "chunk the "
             "blocks like the DataFrame's partitions"
         )
     return frame
 
 
-# ---- design, response and folds of one partition --------------------------------------------------
+# ---- design, response and folds of one partition -------------------------------------------------
 def check_distributable(design: Design) -> None:
-    """Refuse covariate terms whose values for a row depend on other rows (state learned from all rows).
+    """Refuse covariate terms whose value for a row depends on other rows.
 
     Raises
     ------
@@ -257,14 +283,18 @@ def check_distributable(design: Design) -> None:
         state = factor_info.state if isinstance(factor_info.state, dict) else {}
         if state.get("transforms"):
             raise OptionError(
-                f"the covariate term {factor.name()!r} is a stateful transform whose state needs all rows; the "
-                "distributed fit supports numeric columns, the intercept and row-wise functions (np.log(x)); "
+                f"the covariate term {factor.name()!r} is a stateful transform whose state needs "
+                "all rows; the "
+                "distributed fit supports numeric columns, the intercept and row-wise functions "
+                "(np.log(x)); "
                 "compute the transformed column with dask first"
             )
         if factor_info.type == "categorical":
             raise OptionError(
-                f"the covariate term {factor.name()!r} is categorical: its levels need all rows; the distributed "
-                "fit supports numeric covariates and the intercept; one-hot encode it with dask first "
+                f"the covariate term {factor.name()!r} is categorical: its levels need all rows; "
+                "the distributed "
+                "fit supports numeric covariates and the intercept; one-hot encode it with dask "
+                "first "
                 "(dd.get_dummies on a categorized column)"
             )
 
@@ -291,7 +321,9 @@ def partition_design(spec, frame, blocks) -> np.ndarray:
     missing = [name for name in spec.block_names if name not in blocks]
     if missing:
         raise BlockError(f"block(s) {missing} are missing for a partition")
-    return spec.design_matrix(frame.reset_index(drop=True), {name: blocks[name] for name in spec.block_names})
+    return spec.design_matrix(
+        frame.reset_index(drop=True), {name: blocks[name] for name in spec.block_names}
+    )
 
 
 def partition_response(spec, family: str, frame, eval_env=None) -> np.ndarray:
@@ -306,7 +338,8 @@ def partition_response(spec, family: str, frame, eval_env=None) -> np.ndarray:
         values = values.astype(float)
     if values.dtype.kind not in "iuf":
         raise ResponseError(
-            f"the distributed fit needs a numeric response (0/1 for binomial), got dtype {values.dtype}; "
+            "the distributed fit needs a numeric response (0/1 for binomial), got dtype "
+            f"{values.dtype}; "
             "recode it with dask first"
         )
     y = values.to_numpy(dtype=float)
@@ -324,5 +357,7 @@ def partition_folds(frame, offset: int, n_rows: int, fold_spec) -> np.ndarray:
         return hash_folds(np.arange(offset, offset + n_rows), value, seed)
     labels = frame[value].to_numpy()
     if labels.dtype.kind not in "iu" or (labels < 0).any():
-        raise FoldError(f"the fold column {value!r} must hold non-negative integer fold labels 0..K-1")
+        raise FoldError(
+            f"the fold column {value!r} must hold non-negative integer fold labels 0..K-1"
+        )
     return labels.astype(np.intp)

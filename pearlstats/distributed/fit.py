@@ -18,8 +18,8 @@ from ..ledger import LedgerEntry
 from ..stages import build_pool
 from .data import dask_rows, head_design
 from .newton import newton_coefficients
-from .oof import barrier_pass, residual_pass, risk_pass
 from .ols import moment_pass, solve_least_squares
+from .oof import barrier_pass, residual_pass, risk_pass
 from .results import DaskPearlResults
 from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
 
@@ -34,20 +34,25 @@ def _fold_spec(cv, seed: int):
     if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool) and cv >= 2:
         return ("hash", int(cv), seed)
     raise OptionError(
-        f"cv={cv!r} for dask data; use K >= 2 (folds hashed from row positions) or the name of a fold column"
+        f"cv={cv!r} for dask data; use K >= 2 (folds hashed from row positions) or the name of a "
+        "fold column"
     )
 
 
 def _check_folds(moments, family: str) -> None:
     labels = moments.labels
     if labels != list(range(len(labels))) or len(labels) < 2:
-        raise FoldError(f"fold labels must be 0..K-1 with K >= 2, every fold non-empty; found {labels[:20]}")
+        raise FoldError(
+            f"fold labels must be 0..K-1 with K >= 2, every fold non-empty; found {labels[:20]}"
+        )
     if family == "binomial":
         ones, n = moments.total("sy"), moments.n
         for k in labels:
             train_ones = ones - moments.folds[k]["sy"]
             if train_ones == 0 or train_ones == n - moments.folds[k]["n"]:
-                raise FoldError(f"the training rows of fold {k} hold a single class; use fewer folds")
+                raise FoldError(
+                    f"the training rows of fold {k} hold a single class; use fewer folds"
+                )
 
 
 def _risks(stats, n: int):
@@ -79,27 +84,54 @@ def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool,
             return barrier_pass(rows, spec, family.name, fold_spec, labels, sub, env, loss, w, n)
 
         form = DistributedBarrierForm(evaluate, stats["vertex"][active] / n, n)
-        w_active, gap, solver, merged = solve_from_form(form, "sqp", np.ones(active.size, dtype=bool))
-        objective = form.at(w_active)[3] if np.count_nonzero(w_active) > 1 else risk[active][np.argmax(w_active)]
+        w_active, gap, solver, merged = solve_from_form(
+            form, "sqp", np.ones(active.size, dtype=bool)
+        )
+        objective = (
+            form.at(w_active)[3]
+            if np.count_nonzero(w_active) > 1
+            else risk[active][np.argmax(w_active)]
+        )
         w = np.zeros(n_pool)
         w[active] = w_active
         merged = tuple(tuple(int(active[j]) for j in group) for group in merged)
         extra = 1 + form.passes
     risk = np.where(failed, np.nan, risk)
-    return weight_solution(w, objective, gap, solver, merged), risk, np.where(failed, np.nan, se), extra
+    return (
+        weight_solution(w, objective, gap, solver, merged),
+        risk,
+        np.where(failed, np.nan, se),
+        extra,
+    )
 
 
-def fit_distributed(formula, family, loss, data, blocks, candidates, cv, seed: int, ridge, max_candidates: int,
-                    missing: str, env, representations=None) -> DaskPearlResults:
+def fit_distributed(
+    formula,
+    family,
+    loss,
+    data,
+    blocks,
+    candidates,
+    cv,
+    seed: int,
+    ridge,
+    max_candidates: int,
+    missing: str,
+    env,
+    representations=None,
+) -> DaskPearlResults:
     """PEARL on dask data (called by :func:`pearlstats.fit`; see its ``data`` and ``blocks``)."""
     if family.name not in FAMILIES:
         raise OptionError(f"the distributed fit supports families {FAMILIES}, not {family.name!r}")
     if loss.name not in ("squared", "cross_entropy", "poisson_deviance"):
         raise OptionError(
-            f"the distributed fit supports the losses squared, cross_entropy and poisson_deviance, not {loss.name!r}"
+            "the distributed fit supports the losses squared, cross_entropy and "
+            f"poisson_deviance, not {loss.name!r}"
         )
     if missing != "raise":
-        raise OptionError("missing='drop' is not supported for dask data; drop incomplete rows with dask first")
+        raise OptionError(
+            "missing='drop' is not supported for dask data; drop incomplete rows with dask first"
+        )
     ridge = check_ridge(ridge)
     fold_spec = _fold_spec(cv, seed)
     rows = dask_rows(data, blocks, formula)
@@ -115,23 +147,48 @@ def fit_distributed(formula, family, loss, data, blocks, candidates, cv, seed: i
         coefs, failed, entries = solve_least_squares(moments, everything, ridge)
     else:
         coefs, failed, entries, newton_passes = newton_coefficients(
-            rows, spec, family.name, fold_spec, moments, everything, ridge, env)
+            rows, spec, family.name, fold_spec, moments, everything, ridge, env
+        )
         passes += newton_passes
     n_pool = len(pool.pool)
     if failed[:n_pool].all():
         from ..exceptions import AllCandidatesFailedError
-        raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation",
-                                       None)
-    solution, risk, se, extra = _weights(rows, spec, family, loss, fold_spec, moments.labels, coefs, failed,
-                                         n_pool, env, moments.n)
+
+        raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation", None)
+    solution, risk, se, extra = _weights(
+        rows, spec, family, loss, fold_spec, moments.labels, coefs, failed, n_pool, env, moments.n
+    )
     for group in solution.merged:
         members = [everything[i].label for i in group]
-        entries.append(LedgerEntry(members[0], None, "weights", "duplicate",
-                                   f"candidates {members} have identical out-of-fold predictions",
-                                   "merged for the weight solver; their weight is split equally", False))
+        entries.append(
+            LedgerEntry(
+                members[0],
+                None,
+                "weights",
+                "duplicate",
+                f"candidates {members} have identical out-of-fold predictions",
+                "merged for the weight solver; their weight is split equally",
+                False,
+            )
+        )
     return DaskPearlResults(
-        spec=spec, family=family, loss=loss, candidates=everything, n_pool=n_pool, coefs=coefs, failed=failed,
-        ledger=entries, solution=solution, risks=risk, risks_se=se, n=moments.n, labels=moments.labels,
-        fold_spec=fold_spec, seed=seed, ridge=ridge, rows=rows, representations=representations,
+        spec=spec,
+        family=family,
+        loss=loss,
+        candidates=everything,
+        n_pool=n_pool,
+        coefs=coefs,
+        failed=failed,
+        ledger=entries,
+        solution=solution,
+        risks=risk,
+        risks_se=se,
+        n=moments.n,
+        labels=moments.labels,
+        fold_spec=fold_spec,
+        seed=seed,
+        ridge=ridge,
+        rows=rows,
+        representations=representations,
         passes=passes + extra,
     )

@@ -31,7 +31,7 @@ from ..ledger import LedgerEntry
 from .data import partition_design, partition_folds, partition_response
 from .ols import scaled_design, to_original, training_penalty, tree_sum
 
-__all__ = ["newton_coefficients", "mean_of"]
+__all__ = ["mean_of", "newton_coefficients"]
 
 _MAX_ETA = 700.0
 
@@ -88,7 +88,9 @@ class _Objective:
     def run(self, theta, order):
         spec, kind, fold_spec, env, labels, plan = self.args
         self.passes += 1
-        total = tree_sum(self.rows.tasks(_newton_part, spec, kind, fold_spec, env, labels, plan, theta, order))
+        total = tree_sum(
+            self.rows.tasks(_newton_part, spec, kind, fold_spec, env, labels, plan, theta, order)
+        )
         self.last = (theta.copy(), total["emax"][1])
         return total
 
@@ -125,7 +127,9 @@ def newton_coefficients(rows, spec, kind: str, fold_spec, moments, candidates, r
     """
     labels = moments.labels
     K, J, p = len(labels), len(candidates), len(moments.pilot)
-    n_train = np.array([moments.n - moments.folds[k]["n"] for k in labels] + [moments.n], dtype=float)
+    n_train = np.array(
+        [moments.n - moments.folds[k]["n"] for k in labels] + [moments.n], dtype=float
+    )
     failed = np.zeros(J, dtype=bool)
     entries: list[LedgerEntry] = []
     designs = {centre: scaled_design(moments, centre) for centre in (True, False)}
@@ -153,32 +157,54 @@ def newton_coefficients(rows, spec, kind: str, fold_spec, moments, candidates, r
         design = designs[centre]
         for k, label in enumerate([*labels, None]):
             q = jj * (K + 1) + k
-            penalty[q, :S.size] = training_penalty(moments, design, label)[S]
+            penalty[q, : S.size] = training_penalty(moments, design, label)[S]
             if kind == "poisson" and centre:
                 where = int(np.flatnonzero(S == intercept)[0])
-                theta0[q, where] = np.log(max(mean_y[k], 1e-8)) / (design.intercept_value / design.scale[intercept])
-    plan = {"designs": {c: (designs[c].center, designs[c].scale) for c in designs}, "candidates": plan_candidates}
-    objective = _Objective(rows, (spec, kind, fold_spec, env, labels, plan), np.tile(n_train, len(feasible)), sizes, d)
+                theta0[q, where] = np.log(max(mean_y[k], 1e-8)) / (
+                    design.intercept_value / design.scale[intercept]
+                )
+    plan = {
+        "designs": {c: (designs[c].center, designs[c].scale) for c in designs},
+        "candidates": plan_candidates,
+    }
+    objective = _Objective(
+        rows, (spec, kind, fold_spec, env, labels, plan), np.tile(n_train, len(feasible)), sizes, d
+    )
 
     def separated(theta, step, iteration):
         if kind != "binomial" or ridge > 0 or iteration < SEPARATION_MIN_ITER:
             return np.zeros(theta.shape[0], dtype=bool)
-        return (objective.eta_max(theta) > SEPARATION_ETA) & (np.abs(step).max(axis=1) > SEPARATION_STEP)
+        return (objective.eta_max(theta) > SEPARATION_ETA) & (
+            np.abs(step).max(axis=1) > SEPARATION_STEP
+        )
 
     result = penalised_newton(objective, theta0, ridge, penalty, stop=separated)
     for jj, j in enumerate(feasible):
         block = slice(jj * (K + 1), (jj + 1) * (K + 1))
-        sub = NewtonResult(result.theta[block], result.converged[block], result.stopped[block],
-                           result.singular[block], result.iterations)
-        folds_only = NewtonResult(sub.theta[:K], sub.converged[:K], sub.stopped[:K], sub.singular[:K], sub.iterations)
+        sub = NewtonResult(
+            result.theta[block],
+            result.converged[block],
+            result.stopped[block],
+            result.singular[block],
+            result.iterations,
+        )
+        folds_only = NewtonResult(
+            sub.theta[:K], sub.converged[:K], sub.stopped[:K], sub.singular[:K], sub.iterations
+        )
         notes = _notes(candidates[j].label, folds_only, list(range(K)), "cv")
-        notes += _notes(candidates[j].label, NewtonResult(sub.theta[K:], sub.converged[K:], sub.stopped[K:],
-                                                          sub.singular[K:], sub.iterations), [None], "refit")
+        notes += _notes(
+            candidates[j].label,
+            NewtonResult(
+                sub.theta[K:], sub.converged[K:], sub.stopped[K:], sub.singular[K:], sub.iterations
+            ),
+            [None],
+            "refit",
+        )
         entries.extend(notes)
         if any(note.excluded for note in notes):
             failed[j] = True
             continue
         S, centre = plan_candidates[jj]
         for k in range(K + 1):
-            coefs[k, :, j] = to_original(designs[centre], S, sub.theta[k, :S.size], p)
+            coefs[k, :, j] = to_original(designs[centre], S, sub.theta[k, : S.size], p)
     return coefs, failed, entries, objective.passes

@@ -43,12 +43,15 @@ def _add(a, b):
 
 
 def tree_sum(tasks):
-    """Compute delayed partition results and add them pairwise on the workers; the sum reaches the client."""
+    """Add delayed partition results pairwise on the workers; only the sum reaches the client."""
     from dask import compute, delayed
 
     add = delayed(_add, pure=True)
     while len(tasks) > 1:
-        tasks = [add(tasks[i], tasks[i + 1]) if i + 1 < len(tasks) else tasks[i] for i in range(0, len(tasks), 2)]
+        tasks = [
+            add(tasks[i], tasks[i + 1]) if i + 1 < len(tasks) else tasks[i]
+            for i in range(0, len(tasks), 2)
+        ]
     return compute(tasks[0])[0]
 
 
@@ -100,8 +103,12 @@ def _moment_part(frame, blocks, offset, spec, family, fold_spec, pilot, env):
         r = folds == k
         part = Xc[r]
         out["folds"][int(k)] = {
-            "n": int(r.sum()), "s": part.sum(axis=0), "G": part.T @ part, "r": part.T @ y[r],
-            "sy": float(y[r].sum()), "syy": float(y[r] @ y[r]),
+            "n": int(r.sum()),
+            "s": part.sum(axis=0),
+            "G": part.T @ part,
+            "r": part.T @ y[r],
+            "sy": float(y[r].sum()),
+            "syy": float(y[r] @ y[r]),
         }
     return out
 
@@ -136,6 +143,7 @@ def scaled_design(m: Moments, centre: bool) -> ScaledDesign:
 
 def standardised_gram(m: Moments, design: ScaledDesign, k: int | None):
     """``Z'Z``, ``Z'y`` and the row count of fold k's training rows (all rows for None)."""
+
     def get(key):
         return m.total(key) if k is None else m.training(key, k)
 
@@ -147,7 +155,7 @@ def standardised_gram(m: Moments, design: ScaledDesign, k: int | None):
 
 
 def training_penalty(m: Moments, design: ScaledDesign, k: int | None) -> np.ndarray:
-    """Ridge weights on the standardised coefficients: the training rows' variance of each column."""
+    """Ridge weights on standardised coefficients: each column's training-row variance."""
     if k is None:
         return design.penalized.astype(float)
     n = m.training("n", k)
@@ -158,8 +166,15 @@ def training_penalty(m: Moments, design: ScaledDesign, k: int | None) -> np.ndar
 
 
 def _rank_note(label: str) -> LedgerEntry:
-    return LedgerEntry(label, None, "cv", "rank deficient", "collinear columns in the training rows",
-                       "solved by minimum-norm least squares (pseudo-inverse of the Gram matrix)", False)
+    return LedgerEntry(
+        label,
+        None,
+        "cv",
+        "rank deficient",
+        "collinear columns in the training rows",
+        "solved by minimum-norm least squares (pseudo-inverse of the Gram matrix)",
+        False,
+    )
 
 
 def to_original(design: ScaledDesign, columns: np.ndarray, gamma: np.ndarray, p: int) -> np.ndarray:
@@ -187,9 +202,13 @@ def solve_least_squares(m: Moments, candidates, ridge: float):
     coefs = np.zeros((K + 1, p, J))
     designs = {centre: scaled_design(m, centre) for centre in (True, False)}
     systems = {
-        centre: [standardised_gram(m, designs[centre], k) for k in [*labels, None]] for centre in (True, False)
+        centre: [standardised_gram(m, designs[centre], k) for k in [*labels, None]]
+        for centre in (True, False)
     }
-    penalties = {centre: [training_penalty(m, designs[centre], k) for k in [*labels, None]] for centre in (True, False)}
+    penalties = {
+        centre: [training_penalty(m, designs[centre], k) for k in [*labels, None]]
+        for centre in (True, False)
+    }
     for j, candidate in enumerate(candidates):
         S = np.asarray(candidate.columns)
         entry = infeasible_entry(candidate.label, S.size, n_train_min, ridge)
@@ -202,11 +221,15 @@ def solve_least_squares(m: Moments, candidates, ridge: float):
         design = designs[centre]
         A = np.stack([g[np.ix_(S, S)] for g, _, _ in systems[centre]])[:, None]
         rhs = np.stack([c[S] for _, c, _ in systems[centre]])[:, None]
-        weights = np.stack([n * w[S] for (_, _, n), w in zip(systems[centre], penalties[centre])])[:, None]
+        weights = np.stack([n * w[S] for (_, _, n), w in zip(systems[centre], penalties[centre])])[
+            :, None
+        ]
         beta, singular = _solve_penalised(A, rhs, weights, ridge)
         beta = beta[:, 0]
         if singular[0]:
-            beta = np.stack([np.linalg.pinv(A[k, 0], hermitian=True) @ rhs[k, 0] for k in range(K + 1)])
+            beta = np.stack(
+                [np.linalg.pinv(A[k, 0], hermitian=True) @ rhs[k, 0] for k in range(K + 1)]
+            )
             entries.append(_rank_note(candidate.label))
         for k in range(K + 1):
             coefs[k, :, j] = to_original(design, S, beta[k], p)

@@ -17,7 +17,7 @@ from .data import partition_design, partition_folds, partition_response
 from .newton import mean_of
 from .ols import tree_sum
 
-__all__ = ["oof_predictions", "residual_pass", "risk_pass", "barrier_pass"]
+__all__ = ["barrier_pass", "oof_predictions", "residual_pass", "risk_pass"]
 
 
 def oof_predictions(X, folds, labels, coefs, kind: str) -> np.ndarray:
@@ -44,12 +44,12 @@ def _residual_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, 
 
 
 def residual_pass(rows, spec, kind, fold_spec, labels, coefs, env) -> dict:
-    """``E'E`` (J x J) of the out-of-fold residuals ``E = y 1' - P``, the row count and ``sum E^4``."""
+    """``E'E`` (J x J) of the residuals ``E = y 1' - P``, the row count and ``sum E^4``."""
     return tree_sum(rows.tasks(_residual_part, spec, kind, fold_spec, labels, coefs, env))
 
 
 def _barrier_rows(loss_name, y, P):
-    """``A`` (rows, J), ``c`` (rows,), the rows' linear part ``b`` (J,) and constant of the log-barrier form."""
+    """``A`` (rows, J), ``c`` (rows,), linear part ``b`` (J,) and constant of the barrier form."""
     if loss_name == "cross_entropy":
         A = np.maximum(np.where(y[:, None] == 1, P, 1.0 - P), EPS)
         return A, np.ones(len(y)), np.zeros(P.shape[1]), 0.0
@@ -69,7 +69,7 @@ def _risk_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env,
 
 
 def risk_pass(rows, spec, kind, fold_spec, labels, coefs, env, loss) -> dict:
-    """Each candidate's summed out-of-fold loss (and its square), and the weight form's vertex values."""
+    """Each candidate's summed out-of-fold loss (and square), and the form's vertex values."""
     return tree_sum(rows.tasks(_risk_part, spec, kind, fold_spec, labels, coefs, env, loss))
 
 
@@ -84,6 +84,6 @@ def _barrier_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, e
 
 
 def barrier_pass(rows, spec, kind, fold_spec, labels, coefs, env, loss, w, n: int):
-    """The weight objective at *w*, its gradient and Hessian (means over rows), and the loss of ``P w``."""
+    """The weight objective at *w*, its gradient and Hessian (row means), and the loss of P w."""
     total = tree_sum(rows.tasks(_barrier_part, spec, kind, fold_spec, labels, coefs, env, loss, w))
     return total["f"] / n, total["g"] / n, total["H"] / n, total["objective"] / n

@@ -20,13 +20,16 @@ from .data import dask_rows, partition_design, partition_response
 from .newton import mean_of
 from .ols import tree_sum
 
-__all__ = ["predict_dask", "evaluate_dask", "coefficient_matrix"]
+__all__ = ["coefficient_matrix", "evaluate_dask", "predict_dask"]
 
 
 def coefficient_matrix(res, labels) -> np.ndarray:
-    """(p, len(labels)) original-scale coefficients of candidates refitted on all rows (0 outside their columns)."""
+    """(p, len(labels)) coefficients of the all-rows refits (0 outside their columns)."""
     if res.family not in ("gaussian", "binomial", "poisson"):
-        raise OptionError(f"prediction of dask rows supports gaussian, binomial and poisson fits, not {res.family!r}")
+        raise OptionError(
+            "prediction of dask rows supports gaussian, binomial and poisson fits, not "
+            f"{res.family!r}"
+        )
     if hasattr(res, "_refit_coefficients"):
         return res._refit_coefficients(labels)
     p = len(res.design_spec.column_names)
@@ -34,7 +37,10 @@ def coefficient_matrix(res, labels) -> np.ndarray:
     for j, label in enumerate(labels):
         params = res._candidate_params(label)
         if not isinstance(params, np.ndarray) or params.ndim != 1:
-            raise OptionError(f"candidate {label!r} is not a linear model; dask rows need a statsmodels downstream")
+            raise OptionError(
+                f"candidate {label!r} is not a linear model; dask rows need a statsmodels "
+                "downstream"
+            )
         B[res._find(label).columns, j] = params
     return B
 
@@ -67,7 +73,9 @@ def predict_dask(res, newdata, blocks=None):
     if as_series:
         meta = pd.Series(dtype=float, name="prediction")
         return dd.from_delayed(tasks, meta=meta, divisions=rows.divisions, verify_meta=False)
-    return da.concatenate([da.from_delayed(t, shape=(m,), dtype=float) for t, m in zip(tasks, rows.lengths)])
+    return da.concatenate(
+        [da.from_delayed(t, shape=(m,), dtype=float) for t, m in zip(tasks, rows.lengths)]
+    )
 
 
 def _score_part(frame, blocks, offset, spec, kind, B, W, env):
@@ -92,8 +100,11 @@ def evaluate_dask(res, test_data, blocks=None) -> pd.DataFrame:
     """Scores of PEARL and the baselines on dask test rows (see :meth:`PearlResults.evaluate`)."""
     strategies = res.strategy_weights
     failed = dict(zip(strategies.columns, np.asarray(res._failed)))
-    singles = [c.label for c in res._all_candidates
-               if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]]
+    singles = [
+        c.label
+        for c in res._all_candidates
+        if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]
+    ]
     methods = [m for m in STRATEGIES if not strategies.loc[m].isna().any()]
     used = list(strategies.columns[(strategies.fillna(0) > 0).any(axis=0).to_numpy()])
     labels = list(dict.fromkeys([*used, *singles]))
@@ -106,11 +117,15 @@ def evaluate_dask(res, test_data, blocks=None) -> pd.DataFrame:
     names = list(REGRESSION_METRICS if res.family != "binomial" else CLASSIFICATION_METRICS)
     scores = {name: total[name] / total["n"] for name in names}
     table = {method: {name: scores[name][i] for name in names} for i, method in enumerate(methods)}
-    single = {s: {name: scores[name][len(methods) + i] for name in names} for i, s in enumerate(singles)}
+    single = {
+        s: {name: scores[name][len(methods) + i] for name in names} for i, s in enumerate(singles)
+    }
     primary = "MSE" if res.family != "binomial" else "cross_entropy"
     best = min(singles, key=lambda s: single[s][primary]) if singles else None
     table[ORACLE] = single[best] if best is not None else {}
-    frame = pd.DataFrame.from_dict(table, orient="index").reindex(index=[*STRATEGIES, ORACLE], columns=names)
+    frame = pd.DataFrame.from_dict(table, orient="index").reindex(
+        index=[*STRATEGIES, ORACLE], columns=names
+    )
     frame = frame.rename_axis(index="method", columns="metric")
     frame.attrs["best_candidate"] = best
     frame.attrs["n_test"] = int(total["n"])

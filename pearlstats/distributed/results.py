@@ -26,10 +26,31 @@ __all__ = ["DaskPearlResults"]
 
 
 class DaskPearlResults:
-    """Results of :func:`pearlstats.fit` on dask data (see the module notes for what is available)."""
+    """Results of :func:`pearlstats.fit` on dask data (the module notes say what is available)."""
 
-    def __init__(self, *, spec, family, loss, candidates, n_pool, coefs, failed, ledger, solution,
-                 risks, risks_se, n, labels, fold_spec, seed, ridge, rows, representations, passes):
+    def __init__(
+        self,
+        *,
+        spec,
+        family,
+        loss,
+        candidates,
+        n_pool,
+        coefs,
+        failed,
+        ledger,
+        solution,
+        risks,
+        risks_se,
+        n,
+        labels,
+        fold_spec,
+        seed,
+        ridge,
+        rows,
+        representations,
+        passes,
+    ):
         self.design_spec = spec
         self._family = family
         self._loss = loss
@@ -69,11 +90,15 @@ class DaskPearlResults:
 
     @property
     def cv_risk(self) -> pd.Series:
-        return pd.Series(self._risks[:len(self._pool)], index=self.candidate_labels, name="cv_risk")
+        return pd.Series(
+            self._risks[: len(self._pool)], index=self.candidate_labels, name="cv_risk"
+        )
 
     @property
     def cv_risk_se(self) -> pd.Series:
-        return pd.Series(self._risks_se[:len(self._pool)], index=self.candidate_labels, name="cv_risk_se")
+        return pd.Series(
+            self._risks_se[: len(self._pool)], index=self.candidate_labels, name="cv_risk_se"
+        )
 
     @property
     def failures(self) -> pd.DataFrame:
@@ -88,13 +113,16 @@ class DaskPearlResults:
         if kind != "hash":
             return value
         chunks = (tuple(self._rows.lengths),)
-        return da.arange(self._rows.n, chunks=chunks).map_blocks(hash_folds, value, seed, dtype=np.intp)
+        return da.arange(self._rows.n, chunks=chunks).map_blocks(
+            hash_folds, value, seed, dtype=np.intp
+        )
 
     @cached_property
     def strategy_weights(self) -> pd.DataFrame:
         labels = [c.label for c in self._all_candidates]
-        table = strategy_weights(self._solution.weights, self._all_candidates, len(self._pool),
-                                 self._risks, self._failed)
+        table = strategy_weights(
+            self._solution.weights, self._all_candidates, len(self._pool), self._risks, self._failed
+        )
         return pd.DataFrame(table, index=labels).T.loc[list(STRATEGIES)]
 
     def _find(self, label: str):
@@ -127,5 +155,8 @@ class DaskPearlResults:
     def __repr__(self) -> str:
         top = self.weights.sort_values(ascending=False).head(3)
         shown = ", ".join(f"{label}: {w:.3f}" for label, w in top.items())
-        return (f"<DaskPearlResults {self.family}, n={self.nobs}, K={self.n_folds}, J={len(self._pool)} "
-                f"candidates, {self.passes} passes over the data; top weights {shown}>")
+        return (
+            f"<DaskPearlResults {self.family}, n={self.nobs}, K={self.n_folds}, "
+            f"J={len(self._pool)} "
+            f"candidates, {self.passes} passes over the data; top weights {shown}>"
+        )

@@ -29,7 +29,7 @@ import numpy as np
 from ..exceptions import AllCandidatesFailedError, OptionError
 from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_reduced, _to_simplex
 
-__all__ = ["GramLeastSquaresForm", "DistributedBarrierForm", "solve_from_form"]
+__all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form"]
 
 _DUPLICATE_RTOL = 1e-9
 
@@ -53,7 +53,7 @@ class GramLeastSquaresForm:
     def size(self) -> int:
         return self.EtE.shape[0]
 
-    def restrict(self, columns) -> "GramLeastSquaresForm":
+    def restrict(self, columns) -> GramLeastSquaresForm:
         return GramLeastSquaresForm(self.EtE[np.ix_(columns, columns)], self.n_rows)
 
     def value(self, w: np.ndarray) -> float:
@@ -75,7 +75,9 @@ class GramLeastSquaresForm:
         label = np.arange(self.size)
         for j in range(self.size):
             for lead in range(j):
-                if label[lead] == lead and distance[j, lead] <= _DUPLICATE_RTOL * max(norms[j], norms[lead]):
+                if label[lead] == lead and distance[j, lead] <= _DUPLICATE_RTOL * max(
+                    norms[j], norms[lead]
+                ):
                     label[j] = lead
                     break
         _, inverse = np.unique(label, return_inverse=True)
@@ -88,7 +90,7 @@ class DistributedBarrierForm:
     Parameters
     ----------
     evaluate : callable
-        ``evaluate(w) -> (value, gradient (J,), hessian (J, J), objective)``; mean values over the rows.
+        ``evaluate(w) -> (value, gradient (J,), hessian (J, J), objective)``; row means.
     vertex : ndarray (J,)
         ``f(e_j)`` of every candidate (from the first pass).
     n : int
@@ -133,8 +135,10 @@ class DistributedBarrierForm:
         return self._vertex.copy()
 
 
-def solve_from_form(form, kind: str, active: np.ndarray, *, tol: float = 1e-10, max_iter: int = 500):
-    """Simplex weights for the active candidates of *form*, as :func:`~pearlstats.weights.solve_weights`.
+def solve_from_form(
+    form, kind: str, active: np.ndarray, *, tol: float = 1e-10, max_iter: int = 500
+):
+    """Simplex weights for the active candidates of *form*, as ``solve_weights``.
 
     Returns
     -------
@@ -146,9 +150,13 @@ def solve_from_form(form, kind: str, active: np.ndarray, *, tol: float = 1e-10, 
     """
     J = form.size
     if not active.any():
-        raise AllCandidatesFailedError(f"no candidate is active for the weights: all {J} are marked failed")
+        raise AllCandidatesFailedError(
+            f"no candidate is active for the weights: all {J} are marked failed"
+        )
     if J > DENSE_LIMIT:
-        raise OptionError(f"the distributed weight solver handles at most {DENSE_LIMIT} candidates, got {J}")
+        raise OptionError(
+            f"the distributed weight solver handles at most {DENSE_LIMIT} candidates, got {J}"
+        )
     columns = np.flatnonzero(active)
     sub = form.restrict(columns) if columns.size < J else form
     group = sub.duplicate_groups() if hasattr(sub, "duplicate_groups") else np.arange(columns.size)
