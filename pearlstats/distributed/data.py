@@ -23,6 +23,7 @@ from patsy import EvalEnvironment
 
 from ..design.formula import covariate_row_variables, response_values
 from ..design.spec import Design, build_design
+from ..engines._common import one_blas_thread
 from ..exceptions import BlockError, DataError, FoldError, OptionError, ResponseError
 
 __all__ = ["DaskRows", "dask_rows", "hash_folds", "head_design", "is_dask_collection", "uses_dask"]
@@ -135,6 +136,12 @@ class DaskRows:
 
 
 def _run_partition(function, frame, arrays, groups, representations, offset, args):
+    # one BLAS thread per task: the worker's threads are the parallelism (design notes, pitfall 8)
+    with one_blas_thread():
+        return _partition_call(function, frame, arrays, groups, representations, offset, args)
+
+
+def _partition_call(function, frame, arrays, groups, representations, offset, args):
     blocks = dict(arrays)
     for name, columns in groups.items():
         blocks[name] = frame[list(columns)].to_numpy(dtype=float)
