@@ -18,6 +18,8 @@ import numpy as np
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.formula import parse_formula
+from .distributed.data import uses_dask
+from .distributed.results import DaskPearlResults
 from .engines._common import EngineOutput, check_ridge
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
@@ -162,7 +164,7 @@ def fit(
     separation: str = "ridge",
     cv_repeats: int = 1,
     weight_shrinkage: float | str | None = None,
-) -> PearlResults:
+) -> PearlResults | DaskPearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
     Parameters
@@ -173,7 +175,11 @@ def fit(
         ``C(group)``, transforms) is in every candidate.
     data : DataFrame or dict
         The labeled rows: the response, covariates, and (in a dict) possibly
-        the blocks as 2-D arrays under their names.
+        the blocks as 2-D arrays under their names. A dask DataFrame (or a
+        dict of dask arrays) is fitted where it lives, partition by partition
+        (:mod:`pearlstats.distributed`; gaussian, binomial and poisson, numeric
+        covariates; ``cv`` is K or a fold-column name, folds hashed from row
+        positions) and gives a :class:`~pearlstats.distributed.DaskPearlResults`.
     blocks : dict or Representations, optional
         Block name -> 2-D array or DataFrame with one row per row of *data*,
         or a fitted :class:`~pearlstats.Representations` applied to *data*.
@@ -272,7 +278,7 @@ def fit(
 
     Returns
     -------
-    PearlResults
+    PearlResults or DaskPearlResults
 
     Examples
     --------
@@ -308,6 +314,21 @@ def fit(
     weight_shrinkage = _check_weight_shrinkage(weight_shrinkage)
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
+    if uses_dask(data, blocks):
+        # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)
+        from .distributed.fit import fit_distributed
+
+        unsupported = [name for name, used in (("cv_repeats", cv_repeats != 1),
+                                               ("weight_shrinkage", weight_shrinkage is not None),
+                                               ("downstream", downstream is not None)) if used]
+        if unsupported:
+            raise OptionError(
+                f"{unsupported} are not available for dask data yet; fit an in-memory sample with them, "
+                "or leave them at their defaults"
+            )
+        reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
+        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed, ridge,
+                               max_candidates, missing, env, reps)
 
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)

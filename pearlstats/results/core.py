@@ -25,6 +25,8 @@ import pandas as pd
 from . import averaging, evaluation
 from ..design.data import data_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
+from ..distributed.data import uses_dask
+from ..distributed.predict import evaluate_dask, predict_dask
 from .diagnostics import WeightDiagnostics
 from ..engines._common import ridge_penalty_weights
 from ..exceptions import AllCandidatesFailedError, DataError, FoldError, OptionError, PearlWarning, ResponseError
@@ -552,6 +554,8 @@ class PearlResults(WeightDiagnostics):
         >>> res.predict({"a": np.zeros((1, 2))}).name
         'P(y=low)'
         """
+        if uses_dask(newdata, blocks):  # a lazy dask Series / array, partition by partition
+            return predict_dask(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
         if interval is None:
             return self._format(np.asarray(self._combined_prediction(X)), index)
@@ -612,6 +616,8 @@ class PearlResults(WeightDiagnostics):
         >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
         ['MSE', 'MAE']
         """
+        if uses_dask(test_data, blocks):  # scored partition by partition
+            return evaluate_dask(self, test_data, blocks)
         return evaluation.evaluate(self, test_data, blocks)
 
     def summary(self, correct=None, *, coefficients: bool | None = None,

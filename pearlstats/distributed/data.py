@@ -1,0 +1,370 @@
+"""Dask rows for PEARL: partitions, their design matrices, and folds hashed from row positions.
+
+A :class:`DaskRows` is a list of partitions, each a delayed pandas frame (the
+ordinary columns) and delayed numpy chunks (the blocks), aligned row for row,
+with every partition's first row position. Every distributed pass runs one
+task per partition that builds the partition's design matrix with the fit's
+:class:`~pearlstats.design.spec.DesignSpec` and returns small sums; nothing of
+size n leaves the workers.
+
+Folds are ``hash(seed, global row position) mod K`` (:func:`hash_folds`), so
+they are reproducible without a shuffle and are the same labels an in-memory
+fit gets from ``cv=hash_folds(np.arange(n), K, seed)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from patsy import EvalEnvironment
+
+from ..design.formula import covariate_row_variables, response_values
+from ..design.spec import Design, build_design
+from ..engines._common import one_blas_thread
+from ..exceptions import BlockError, DataError, FoldError, OptionError, ResponseError
+
+__all__ = ["DaskRows", "dask_rows", "hash_folds", "head_design", "is_dask_collection", "uses_dask"]
+
+
+def is_dask_collection(value) -> bool:
+    """True for a dask array, DataFrame or Series (without importing dask when it is absent)."""
+    try:
+        from dask import is_dask_collection as check
+    except ImportError:
+        return False
+    return bool(check(value))
+
+
+def uses_dask(data, blocks=None) -> bool:
+    """Whether *data* or any of *blocks* is a dask collection (the distributed path applies)."""
+    values = [data] + (list(data.values()) if isinstance(data, Mapping) else [])
+    if isinstance(blocks, Mapping):
+        values += list(blocks.values())
+    return any(is_dask_collection(value) for value in values)
+
+
+# ---- folds ---------------------------------------------------------------------------------------
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def hash_folds(positions, n_folds: int, seed: int) -> np.ndarray:
+    """Fold labels 0..K-1 from a hash (splitmix64) of the seed and each row's global position.
+
+    Parameters
+    ----------
+    positions : array_like of int
+        Global row positions (0-based).
+    n_folds : int
+    seed : int
+
+    Returns
+    -------
+    ndarray of int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hash_folds(np.arange(8), 3, seed=1).tolist() == hash_folds(np.arange(8), 3, seed=1).tolist()
+    True
+    >>> sorted(set(hash_folds(np.arange(1000), 5, seed=0).tolist()))
+    [0, 1, 2, 3, 4]
+    """
+    with np.errstate(over="ignore"):  # splitmix64 wraps around on purpose
+        x = np.asarray(positions, dtype=np.uint64) + _GOLDEN * np.uint64(seed % 2**63 + 1)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return (x % np.uint64(n_folds)).astype(np.intp)
+
+
+# ---- the rows ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DaskRows:
+    """Partitions of the rows, aligned across the data and the blocks.
+
+    Attributes
+    ----------
+    frames : list of Delayed
+        One pandas DataFrame (ordinary columns) per partition.
+    arrays : dict of str -> list of Delayed
+        Block name -> one numpy chunk per partition (blocks given as dask arrays).
+    groups : dict of str -> list
+        Block name -> columns of the data that form it (a DataFrame's column groups).
+    representations : Representations or None
+        Fitted learners applied to each partition's frame.
+    lengths : tuple of int
+        Rows of each partition.
+    divisions : tuple or None
+        The dask DataFrame's divisions (to rebuild a Series with the same partitions).
+    """
+
+    frames: list
+    arrays: dict
+    groups: dict
+    representations: object
+    lengths: tuple
+    divisions: tuple | None = None
+
+    @property
+    def n(self) -> int:
+        return int(sum(self.lengths))
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
+
+    def tasks(self, function, *args):
+        """One delayed ``function(frame, blocks, offset, *args)`` per partition."""
+        from dask import delayed
+
+        run = delayed(_run_partition, pure=True)
+        return [
+            run(
+                function,
+                self.frames[i],
+                {name: parts[i] for name, parts in self.arrays.items()},
+                self.groups,
+                self.representations,
+                int(self.offsets[i]),
+                args,
+            )
+            for i in range(len(self.lengths))
+        ]
+
+
+def _run_partition(function, frame, arrays, groups, representations, offset, args):
+    # one BLAS thread per task: the worker's threads are the parallelism (design notes, pitfall 8)
+    with one_blas_thread():
+        return _partition_call(function, frame, arrays, groups, representations, offset, args)
+
+
+def _partition_call(function, frame, arrays, groups, representations, offset, args):
+    blocks = dict(arrays)
+    for name, columns in groups.items():
+        blocks[name] = frame[list(columns)].to_numpy(dtype=float)
+    if representations is not None:
+        blocks.update(representations.transform(frame))
+    return function(frame, blocks, offset, *args)
+
+
+def _frame_of_arrays(*columns, names):
+    return pd.DataFrame(dict(zip(names, columns)))
+
+
+def _check_row_chunks(name: str, value) -> None:
+    if value.ndim == 2 and len(value.chunks[1]) != 1:
+        raise BlockError(
+            f"block {name!r} is chunked along its columns {value.chunks[1]}; chunk dask blocks "
+            "along rows "
+            "only, e.g. block.rechunk({1: -1})"
+        )
+    if value.ndim not in (1, 2):
+        raise BlockError(
+            f"{name!r} is a {value.ndim}-D dask array; give 1-D columns and 2-D blocks"
+        )
+
+
+def dask_rows(data, blocks, formula) -> DaskRows:
+    """Partitions of a dask DataFrame or dict of dask arrays, with the blocks aligned to them.
+
+    Raises
+    ------
+    DataError, BlockError, OptionError
+        Unsupported inputs (pandas mixed with dask, column-chunked blocks, missing blocks).
+    """
+    import dask.array as da
+    import dask.dataframe as dd
+
+    frame_parts, arrays_in, groups, representations = None, {}, {}, None
+    divisions = None
+    if isinstance(data, dd.DataFrame):
+        frame_parts = data
+        divisions = tuple(data.divisions)
+    elif isinstance(data, Mapping):
+        columns = {k: v for k, v in data.items() if getattr(v, "ndim", 1) == 1}
+        arrays_in.update({k: v for k, v in data.items() if getattr(v, "ndim", 1) != 1})
+        loose = [k for k, v in data.items() if not isinstance(v, da.Array)]
+        if loose:
+            raise DataError(
+                f"data mixes dask arrays with other values under {loose[:10]}; make every column "
+                "a dask array "
+                "(da.from_array) or pass a dask DataFrame"
+            )
+        frame_parts = columns
+    else:
+        raise DataError(
+            f"data must be a dask DataFrame or a dict of dask arrays for the distributed fit, got "
+            f"{type(data).__name__}"
+        )
+    if hasattr(blocks, "transform") and not isinstance(blocks, Mapping):
+        representations = blocks
+    elif isinstance(blocks, Mapping):
+        for name, value in blocks.items():
+            if isinstance(value, da.Array):
+                arrays_in[name] = value
+            elif isinstance(value, (list, tuple)) and isinstance(data, dd.DataFrame):
+                missing = [c for c in value if c not in data.columns]
+                if missing:
+                    raise BlockError(
+                        f"block {name!r} names columns {missing[:10]} that the data lacks"
+                    )
+                groups[name] = tuple(value)
+            else:
+                raise BlockError(
+                    f"block {name!r} is a {type(value).__name__}; with dask data give blocks as "
+                    "dask arrays "
+                    "chunked along rows, or as lists of the dask DataFrame's columns"
+                )
+    elif blocks is not None:
+        raise BlockError(
+            f"blocks must be a dict or a fitted Representations, got {type(blocks).__name__}"
+        )
+    for name, value in arrays_in.items():
+        _check_row_chunks(name, value)
+    wanted = set(formula.block_names) - set(arrays_in) - set(groups)
+    if wanted and representations is None:
+        raise BlockError(f"block(s) {sorted(wanted)} of the formula are in neither data nor blocks")
+    return _align(frame_parts, arrays_in, groups, representations, divisions)
+
+
+def _align(frame_parts, arrays_in, groups, representations, divisions) -> DaskRows:
+    from dask import compute, delayed
+
+    if isinstance(
+        frame_parts, Mapping
+    ):  # a dict of 1-D dask arrays: partitions follow their chunks
+        reference = next(iter(frame_parts.values()), None)
+        reference = reference if reference is not None else next(iter(arrays_in.values()))
+        lengths = tuple(int(c) for c in reference.chunks[0])
+        names = list(frame_parts)
+        columns = [frame_parts[name].rechunk((lengths,)).to_delayed().ravel() for name in names]
+        frames = (
+            [delayed(_frame_of_arrays)(*parts, names=names) for parts in zip(*columns)]
+            if names
+            else [delayed(pd.DataFrame)(index=range(m)) for m in lengths]
+        )
+    else:
+        frames = list(frame_parts.to_delayed())
+        first = next(iter(arrays_in.values()), None)
+        if first is not None and len(first.chunks[0]) == len(frames):
+            lengths = tuple(
+                int(c) for c in first.chunks[0]
+            )  # checked against the frames in each task
+        else:
+            lengths = tuple(int(m) for m in compute(*[delayed(len)(f) for f in frames]))
+        frames = [delayed(_checked_length)(f, m) for f, m in zip(frames, lengths)]
+    arrays = {}
+    for name, value in arrays_in.items():
+        if value.shape[0] != sum(lengths):
+            raise BlockError(
+                f"block {name!r} has {value.shape[0]} rows but the data has {sum(lengths)}"
+            )
+        arrays[name] = list(value.rechunk((lengths, value.shape[1])).to_delayed().ravel())
+    return DaskRows(frames, arrays, groups, representations, lengths, divisions)
+
+
+def _checked_length(frame, length):
+    if len(frame) != length:
+        raise BlockError(
+            f"a data partition has {len(frame)} rows where the dask blocks' chunk has {length}; "
+            "chunk the "
+            "blocks like the DataFrame's partitions"
+        )
+    return frame
+
+
+# ---- design, response and folds of one partition -------------------------------------------------
+def check_distributable(design: Design) -> None:
+    """Refuse covariate terms whose value for a row depends on other rows.
+
+    Raises
+    ------
+    OptionError
+        A stateful transform (``center``, ``standardize``, ...) or a categorical term.
+    """
+    info = design.spec.covariates.design_info
+    for factor, factor_info in info.factor_infos.items():
+        state = factor_info.state if isinstance(factor_info.state, dict) else {}
+        if state.get("transforms"):
+            raise OptionError(
+                f"the covariate term {factor.name()!r} is a stateful transform whose state needs "
+                "all rows; the "
+                "distributed fit supports numeric columns, the intercept and row-wise functions "
+                "(np.log(x)); "
+                "compute the transformed column with dask first"
+            )
+        if factor_info.type == "categorical":
+            raise OptionError(
+                f"the covariate term {factor.name()!r} is categorical: its levels need all rows; "
+                "the distributed "
+                "fit supports numeric covariates and the intercept; one-hot encode it with dask "
+                "first "
+                "(dd.get_dummies on a categorized column)"
+            )
+
+
+def head_design(rows: DaskRows, formula, eval_env) -> Design:
+    """The fit's DesignSpec, built on the first partition (a design of partition size)."""
+    from dask import compute
+
+    frame, blocks = compute(rows.tasks(_head, formula)[0])[0]
+    frame, _ = covariate_row_variables(formula, frame, eval_env)
+    if not len(frame):
+        raise DataError("the first partition of the data has no rows; repartition the data")
+    design = build_design(formula, frame, blocks, eval_env)
+    check_distributable(design)
+    return design
+
+
+def _head(frame, blocks, offset, formula):
+    return frame, {name: blocks[name] for name in formula.block_names}
+
+
+def partition_design(spec, frame, blocks) -> np.ndarray:
+    """The partition's design matrix (covariates then blocks), as the in-memory fit builds it."""
+    missing = [name for name in spec.block_names if name not in blocks]
+    if missing:
+        raise BlockError(f"block(s) {missing} are missing for a partition")
+    return spec.design_matrix(
+        frame.reset_index(drop=True), {name: blocks[name] for name in spec.block_names}
+    )
+
+
+def partition_response(spec, family: str, frame, eval_env=None) -> np.ndarray:
+    """The partition's response in the family's coding (binomial: 0/1 values, checked row by row).
+
+    Names the response expression takes from the caller come from the fit's
+    namespace (patsy's EvalEnvironment does not travel to workers).
+    """
+    eval_env = eval_env or EvalEnvironment([spec.covariates.namespace or {}])
+    values = response_values(spec.formula, frame, eval_env)
+    if values.dtype.kind == "b":
+        values = values.astype(float)
+    if values.dtype.kind not in "iuf":
+        raise ResponseError(
+            "the distributed fit needs a numeric response (0/1 for binomial), got dtype "
+            f"{values.dtype}; "
+            "recode it with dask first"
+        )
+    y = values.to_numpy(dtype=float)
+    if family == "binomial" and not np.isin(y, (0.0, 1.0)).all():
+        raise ResponseError("the distributed binomial fit needs the response coded 0/1 (or bool)")
+    if family == "poisson" and (y < 0).any():
+        raise ResponseError("poisson y must be non-negative counts")
+    return y
+
+
+def partition_folds(frame, offset: int, n_rows: int, fold_spec) -> np.ndarray:
+    """Fold labels of a partition's rows: hashed positions, or the user's fold column."""
+    kind, value, seed = fold_spec
+    if kind == "hash":
+        return hash_folds(np.arange(offset, offset + n_rows), value, seed)
+    labels = frame[value].to_numpy()
+    if labels.dtype.kind not in "iu" or (labels < 0).any():
+        raise FoldError(
+            f"the fold column {value!r} must hold non-negative integer fold labels 0..K-1"
+        )
+    return labels.astype(np.intp)

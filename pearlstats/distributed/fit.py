@@ -1,0 +1,194 @@
+"""The distributed PEARL fit: the stages of :mod:`pearlstats.stages` with partition-wise sums.
+
+``design`` (a DesignSpec from the first partition) -> candidates
+(:func:`pearlstats.stages.build_pool`, the in-memory stage itself) -> folds
+(hashed row positions, or a fold column) -> moments and Gram matrices (one
+pass) -> coefficients (client solves for gaussian, distributed Newton for
+binomial / Poisson) -> out-of-fold statistics (one pass) -> weights (client
+QP from ``E'E``, or distributed SQP: one pass per step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engines._common import check_ridge
+from ..exceptions import FoldError, OptionError
+from ..ledger import LedgerEntry
+from ..stages import build_pool
+from .data import dask_rows, head_design
+from .newton import newton_coefficients
+from .ols import moment_pass, solve_least_squares
+from .oof import barrier_pass, residual_pass, risk_pass
+from .results import DaskPearlResults
+from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
+
+__all__ = ["fit_distributed"]
+
+FAMILIES = ("gaussian", "binomial", "poisson")
+
+
+def _fold_spec(cv, seed: int):
+    if isinstance(cv, str):
+        return ("column", cv, None)
+    if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool) and cv >= 2:
+        return ("hash", int(cv), seed)
+    raise OptionError(
+        f"cv={cv!r} for dask data; use K >= 2 (folds hashed from row positions) or the name of a "
+        "fold column"
+    )
+
+
+def _check_folds(moments, family: str) -> None:
+    labels = moments.labels
+    if labels != list(range(len(labels))) or len(labels) < 2:
+        raise FoldError(
+            f"fold labels must be 0..K-1 with K >= 2, every fold non-empty; found {labels[:20]}"
+        )
+    if family == "binomial":
+        ones, n = moments.total("sy"), moments.n
+        for k in labels:
+            train_ones = ones - moments.folds[k]["sy"]
+            if train_ones == 0 or train_ones == n - moments.folds[k]["n"]:
+                raise FoldError(
+                    f"the training rows of fold {k} hold a single class; use fewer folds"
+                )
+
+
+def _risks(stats, n: int):
+    risk = stats["risk"] / n
+    second = stats["risk2"] / n
+    se = np.sqrt(np.maximum(second - risk**2, 0.0) * n / max(n - 1, 1)) / np.sqrt(n)
+    return risk, se
+
+
+def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool, env, n):
+    """CV risks of every candidate and the weight solution over the pool."""
+    K = len(labels)
+    if loss.solver == "qp" and loss.name == "squared":
+        stats = residual_pass(rows, spec, family.name, fold_spec, labels, coefs[:K], env)
+        EtE = stats["EtE"]
+        risk = np.diagonal(EtE) / n
+        se = np.sqrt(np.maximum(stats["E4"] / n - risk**2, 0.0) * n / max(n - 1, 1)) / np.sqrt(n)
+        form = GramLeastSquaresForm(EtE[:n_pool, :n_pool], n)
+        w, gap, solver, merged = solve_from_form(form, "qp", ~failed[:n_pool])
+        objective = form.value(w)
+        extra = 1
+    else:
+        stats = risk_pass(rows, spec, family.name, fold_spec, labels, coefs[:K], env, loss)
+        risk, se = _risks(stats, n)
+        active = np.flatnonzero(~failed[:n_pool])
+        sub = coefs[:K][:, :, active]
+
+        def evaluate(w):
+            return barrier_pass(rows, spec, family.name, fold_spec, labels, sub, env, loss, w, n)
+
+        form = DistributedBarrierForm(evaluate, stats["vertex"][active] / n, n)
+        w_active, gap, solver, merged = solve_from_form(
+            form, "sqp", np.ones(active.size, dtype=bool)
+        )
+        objective = (
+            form.at(w_active)[3]
+            if np.count_nonzero(w_active) > 1
+            else risk[active][np.argmax(w_active)]
+        )
+        w = np.zeros(n_pool)
+        w[active] = w_active
+        merged = tuple(tuple(int(active[j]) for j in group) for group in merged)
+        extra = 1 + form.passes
+    risk = np.where(failed, np.nan, risk)
+    return (
+        weight_solution(w, objective, gap, solver, merged),
+        risk,
+        np.where(failed, np.nan, se),
+        extra,
+    )
+
+
+def fit_distributed(
+    formula,
+    family,
+    loss,
+    data,
+    blocks,
+    candidates,
+    cv,
+    seed: int,
+    ridge,
+    max_candidates: int,
+    missing: str,
+    env,
+    representations=None,
+) -> DaskPearlResults:
+    """PEARL on dask data (called by :func:`pearlstats.fit`; see its ``data`` and ``blocks``)."""
+    if family.name not in FAMILIES:
+        raise OptionError(f"the distributed fit supports families {FAMILIES}, not {family.name!r}")
+    if loss.name not in ("squared", "cross_entropy", "poisson_deviance"):
+        raise OptionError(
+            "the distributed fit supports the losses squared, cross_entropy and "
+            f"poisson_deviance, not {loss.name!r}"
+        )
+    if missing != "raise":
+        raise OptionError(
+            "missing='drop' is not supported for dask data; drop incomplete rows with dask first"
+        )
+    ridge = check_ridge(ridge)
+    fold_spec = _fold_spec(cv, seed)
+    rows = dask_rows(data, blocks, formula)
+    design = head_design(rows, formula, env)
+    pool = build_pool(design, candidates, max_candidates)
+    everything = pool.everything
+    spec = design.spec
+    env = None  # patsy's EvalEnvironment does not pickle: workers use the spec's namespace
+    moments = moment_pass(rows, spec, family.name, fold_spec, design.X.mean(axis=0), env)
+    _check_folds(moments, family.name)
+    passes = 1
+    if family.name == "gaussian":
+        coefs, failed, entries = solve_least_squares(moments, everything, ridge)
+    else:
+        coefs, failed, entries, newton_passes = newton_coefficients(
+            rows, spec, family.name, fold_spec, moments, everything, ridge, env
+        )
+        passes += newton_passes
+    n_pool = len(pool.pool)
+    if failed[:n_pool].all():
+        from ..exceptions import AllCandidatesFailedError
+
+        raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation", None)
+    solution, risk, se, extra = _weights(
+        rows, spec, family, loss, fold_spec, moments.labels, coefs, failed, n_pool, env, moments.n
+    )
+    for group in solution.merged:
+        members = [everything[i].label for i in group]
+        entries.append(
+            LedgerEntry(
+                members[0],
+                None,
+                "weights",
+                "duplicate",
+                f"candidates {members} have identical out-of-fold predictions",
+                "merged for the weight solver; their weight is split equally",
+                False,
+            )
+        )
+    return DaskPearlResults(
+        spec=spec,
+        family=family,
+        loss=loss,
+        candidates=everything,
+        n_pool=n_pool,
+        coefs=coefs,
+        failed=failed,
+        ledger=entries,
+        solution=solution,
+        risks=risk,
+        risks_se=se,
+        n=moments.n,
+        labels=moments.labels,
+        fold_spec=fold_spec,
+        seed=seed,
+        ridge=ridge,
+        rows=rows,
+        representations=representations,
+        passes=passes + extra,
+    )

@@ -1,0 +1,132 @@
+"""Prediction and evaluation of dask rows, partition by partition.
+
+:func:`predict_dask` returns a lazy dask Series (for a dask DataFrame; same
+partitions and index) or a lazy 1-D dask array (for a dict of dask arrays):
+each partition's design is rebuilt with the fit's DesignSpec and multiplied by
+the refitted candidates' coefficients. :func:`evaluate_dask` scores PEARL and
+the baselines on dask test rows in one pass and returns the (small) pandas
+score table of :meth:`PearlResults.evaluate`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import OptionError
+from ..results.evaluation import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS
+from ..results.strategies import STRATEGIES
+from .data import dask_rows, partition_design, partition_response
+from .newton import mean_of
+from .ols import tree_sum
+
+__all__ = ["coefficient_matrix", "evaluate_dask", "predict_dask"]
+
+
+def coefficient_matrix(res, labels) -> np.ndarray:
+    """(p, len(labels)) coefficients of the all-rows refits (0 outside their columns)."""
+    if res.family not in ("gaussian", "binomial", "poisson"):
+        raise OptionError(
+            "prediction of dask rows supports gaussian, binomial and poisson fits, not "
+            f"{res.family!r}"
+        )
+    if hasattr(res, "_refit_coefficients"):
+        return res._refit_coefficients(labels)
+    p = len(res.design_spec.column_names)
+    B = np.zeros((p, len(labels)))
+    for j, label in enumerate(labels):
+        params = res._candidate_params(label)
+        if not isinstance(params, np.ndarray) or params.ndim != 1:
+            raise OptionError(
+                f"candidate {label!r} is not a linear model; dask rows need a statsmodels "
+                "downstream"
+            )
+        B[res._find(label).columns, j] = params
+    return B
+
+
+def _representations(res):
+    return getattr(res, "_representations", None)
+
+
+def _rows_for(res, newdata, blocks):
+    source = blocks if blocks is not None else _representations(res)
+    return dask_rows(newdata, source, res.design_spec.formula)
+
+
+def _predict_part(frame, blocks, offset, spec, kind, B, w, as_series):
+    P = partition_design(spec, frame, blocks) @ B
+    values = (P if kind == "gaussian" else mean_of(kind, P)) @ w
+    return pd.Series(values, index=frame.index, name="prediction") if as_series else values
+
+
+def predict_dask(res, newdata, blocks=None):
+    """PEARL predictions of dask rows: a lazy dask Series (DataFrame input) or 1-D dask array."""
+    import dask.array as da
+    import dask.dataframe as dd
+
+    weights = res.weights[res.weights > 0]
+    B = coefficient_matrix(res, list(weights.index))
+    rows = _rows_for(res, newdata, blocks)
+    as_series = isinstance(newdata, dd.DataFrame)
+    tasks = rows.tasks(_predict_part, res.design_spec, res.family, B, weights.to_numpy(), as_series)
+    if as_series:
+        meta = pd.Series(dtype=float, name="prediction")
+        return dd.from_delayed(tasks, meta=meta, divisions=rows.divisions, verify_meta=False)
+    return da.concatenate(
+        [da.from_delayed(t, shape=(m,), dtype=float) for t, m in zip(tasks, rows.lengths)]
+    )
+
+
+def _score_part(frame, blocks, offset, spec, kind, B, W, env):
+    X = partition_design(spec, frame, blocks)
+    y = partition_response(spec, kind, frame, env)
+    P = X @ B
+    P = P if kind == "gaussian" else mean_of(kind, P)
+    combined = P @ W  # (m, methods)
+    out = {"n": len(y)}
+    if kind == "binomial":
+        observed = np.where(y[:, None] == 1, combined, 1.0 - combined)
+        out["accuracy"] = np.sum((combined > 0.5) == (y[:, None] == 1), axis=0).astype(float)
+        out["cross_entropy"] = np.sum(-np.log(np.maximum(observed, 1e-15)), axis=0)
+        out["MSE"] = np.sum((y[:, None] - combined) ** 2, axis=0)
+    else:
+        out["MSE"] = np.sum((y[:, None] - combined) ** 2, axis=0)
+        out["MAE"] = np.sum(np.abs(y[:, None] - combined), axis=0)
+    return out
+
+
+def evaluate_dask(res, test_data, blocks=None) -> pd.DataFrame:
+    """Scores of PEARL and the baselines on dask test rows (see :meth:`PearlResults.evaluate`)."""
+    strategies = res.strategy_weights
+    failed = dict(zip(strategies.columns, np.asarray(res._failed)))
+    singles = [
+        c.label
+        for c in res._all_candidates
+        if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]
+    ]
+    methods = [m for m in STRATEGIES if not strategies.loc[m].isna().any()]
+    used = list(strategies.columns[(strategies.fillna(0) > 0).any(axis=0).to_numpy()])
+    labels = list(dict.fromkeys([*used, *singles]))
+    B = coefficient_matrix(res, labels)
+    columns = [strategies.loc[m].reindex(labels).fillna(0.0).to_numpy() for m in methods]
+    columns += [np.eye(len(labels))[labels.index(s)] for s in singles]
+    W = np.column_stack(columns)
+    rows = _rows_for(res, test_data, blocks)
+    total = tree_sum(rows.tasks(_score_part, res.design_spec, res.family, B, W, None))
+    names = list(REGRESSION_METRICS if res.family != "binomial" else CLASSIFICATION_METRICS)
+    scores = {name: total[name] / total["n"] for name in names}
+    table = {method: {name: scores[name][i] for name in names} for i, method in enumerate(methods)}
+    single = {
+        s: {name: scores[name][len(methods) + i] for name in names} for i, s in enumerate(singles)
+    }
+    primary = "MSE" if res.family != "binomial" else "cross_entropy"
+    best = min(singles, key=lambda s: single[s][primary]) if singles else None
+    table[ORACLE] = single[best] if best is not None else {}
+    frame = pd.DataFrame.from_dict(table, orient="index").reindex(
+        index=[*STRATEGIES, ORACLE], columns=names
+    )
+    frame = frame.rename_axis(index="method", columns="metric")
+    frame.attrs["best_candidate"] = best
+    frame.attrs["n_test"] = int(total["n"])
+    return frame

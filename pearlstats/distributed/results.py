@@ -1,0 +1,162 @@
+"""``DaskPearlResults``: what a distributed PEARL fit found, and prediction of dask rows.
+
+A distributed fit keeps only small things on the client: the fold and
+all-rows coefficients of every candidate, the J x J statistics the weights
+came from, the weights and the CV risks. It offers the cross-validation
+description of :class:`~pearlstats.results.PearlResults` (``weights``,
+``cv_risk``, ``cv_risk_se``, ``strategy_weights``, ``params``,
+``weight_objective``, ``kkt_gap``, ``failures``), lazy ``folds`` and
+``predict`` of dask rows, and ``evaluate`` of dask test rows. What needs the
+rows in memory (statsmodels refits, ``cv_predictions``, the honest nested
+risk, the summary's diagnostics) is not available: fit in memory for those.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..ledger import FailureLedger
+from ..results.strategies import STRATEGIES, strategy_weights
+from .data import hash_folds
+
+__all__ = ["DaskPearlResults"]
+
+
+class DaskPearlResults:
+    """Results of :func:`pearlstats.fit` on dask data (the module notes say what is available)."""
+
+    def __init__(
+        self,
+        *,
+        spec,
+        family,
+        loss,
+        candidates,
+        n_pool,
+        coefs,
+        failed,
+        ledger,
+        solution,
+        risks,
+        risks_se,
+        n,
+        labels,
+        fold_spec,
+        seed,
+        ridge,
+        rows,
+        representations,
+        passes,
+    ):
+        self.design_spec = spec
+        self._family = family
+        self._loss = loss
+        self._all_candidates = list(candidates)
+        self._pool = self._all_candidates[:n_pool]
+        self._coefs = coefs
+        self._failed = failed
+        self._ledger = FailureLedger(list(ledger))
+        self._solution = solution
+        self._risks = risks
+        self._risks_se = risks_se
+        self.nobs = int(n)
+        self._labels = labels
+        self._fold_spec = fold_spec
+        self.seed = seed
+        self.ridge = ridge
+        self._rows = rows
+        self._representations = representations
+        self.passes = passes
+
+    formula = property(lambda self: self.design_spec.formula.formula)
+    family = property(lambda self: self._family.name)
+    loss = property(lambda self: self._loss.name)
+    n_folds = property(lambda self: len(self._labels))
+    weight_objective = property(lambda self: self._solution.objective)
+    kkt_gap = property(lambda self: self._solution.kkt_gap)
+    weight_solver = property(lambda self: self._solution.solver)
+    classes = property(lambda self: [0.0, 1.0] if self.family == "binomial" else None)
+
+    @property
+    def candidate_labels(self) -> list:
+        return [c.label for c in self._pool]
+
+    @property
+    def weights(self) -> pd.Series:
+        return pd.Series(self._solution.weights, index=self.candidate_labels, name="weight")
+
+    @property
+    def cv_risk(self) -> pd.Series:
+        return pd.Series(
+            self._risks[: len(self._pool)], index=self.candidate_labels, name="cv_risk"
+        )
+
+    @property
+    def cv_risk_se(self) -> pd.Series:
+        return pd.Series(
+            self._risks_se[: len(self._pool)], index=self.candidate_labels, name="cv_risk_se"
+        )
+
+    @property
+    def failures(self) -> pd.DataFrame:
+        return self._ledger.to_frame()
+
+    @property
+    def folds(self):
+        """Fold label of each row, as a lazy dask array (hashed positions) or the fold column."""
+        import dask.array as da
+
+        kind, value, seed = self._fold_spec
+        if kind != "hash":
+            return value
+        chunks = (tuple(self._rows.lengths),)
+        return da.arange(self._rows.n, chunks=chunks).map_blocks(
+            hash_folds, value, seed, dtype=np.intp
+        )
+
+    @cached_property
+    def strategy_weights(self) -> pd.DataFrame:
+        labels = [c.label for c in self._all_candidates]
+        table = strategy_weights(
+            self._solution.weights, self._all_candidates, len(self._pool), self._risks, self._failed
+        )
+        return pd.DataFrame(table, index=labels).T.loc[list(STRATEGIES)]
+
+    def _find(self, label: str):
+        for position, candidate in enumerate(self._all_candidates):
+            if candidate.label == label:
+                return position, candidate
+        raise KeyError(f"no candidate {label!r}; candidates are {self.candidate_labels}")
+
+    def _refit_coefficients(self, labels) -> np.ndarray:
+        return np.column_stack([self._coefs[-1][:, self._find(label)[0]] for label in labels])
+
+    def params(self, label: str) -> pd.Series:
+        """Coefficients of one candidate refitted on all rows, labelled by design column."""
+        position, candidate = self._find(label)
+        names = [self.design_spec.column_names[i] for i in candidate.columns]
+        return pd.Series(self._coefs[-1][candidate.columns, position], index=names, name=label)
+
+    def predict(self, newdata, blocks=None):
+        """PEARL predictions of dask rows: a lazy dask Series (DataFrame input) or dask array."""
+        from .predict import predict_dask
+
+        return predict_dask(self, newdata, blocks)
+
+    def evaluate(self, test_data, blocks=None) -> pd.DataFrame:
+        """Scores of PEARL and the baselines on dask test rows (one pass; a small pandas table)."""
+        from .predict import evaluate_dask
+
+        return evaluate_dask(self, test_data, blocks)
+
+    def __repr__(self) -> str:
+        top = self.weights.sort_values(ascending=False).head(3)
+        shown = ", ".join(f"{label}: {w:.3f}" for label, w in top.items())
+        return (
+            f"<DaskPearlResults {self.family}, n={self.nobs}, K={self.n_folds}, "
+            f"J={len(self._pool)} "
+            f"candidates, {self.passes} passes over the data; top weights {shown}>"
+        )

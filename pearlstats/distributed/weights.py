@@ -1,0 +1,181 @@
+"""Simplex weights from partition-wise statistics, with the in-memory solvers.
+
+Squared loss: on the simplex ``mean (y - P w)^2 = w'(E'E / n)w`` with
+``E = y 1' - P``, so the weights depend on the data only through the J x J
+matrix ``E'E``, which one pass accumulates. :class:`GramLeastSquaresForm`
+offers the solver interface of
+:class:`~pearlstats.weights.losses.LeastSquaresForm` with a J x J factor
+``R`` (``R'R = 2 E'E / n``) in place of the (n, J) residual matrix: quadprog
+and the active-set fallback of :mod:`pearlstats.weights.solvers` only use
+``W'W`` and least-squares problems on ``W``, which ``R`` reproduces.
+
+Cross-entropy and Poisson deviance: the sequential quadratic programme of
+:mod:`pearlstats.weights.solvers` runs unchanged on a
+:class:`DistributedBarrierForm`, whose value, gradient and Hessian factor at
+a weight vector come from one pass over the partitions (the out-of-fold
+predictions are recomputed from the fold coefficients in each pass; the
+(n, J) matrix is never stored). Each SQP step costs one pass.
+
+Candidates whose out-of-fold residuals agree to 1e-9 of their norm (in the
+Euclidean norm, where the in-memory solver compares maximum norms) are merged
+as duplicates for the squared loss; the convex losses are solved without
+merging (quadprog's subproblems are damped instead).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import AllCandidatesFailedError, OptionError
+from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_reduced, _to_simplex
+
+__all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form"]
+
+_DUPLICATE_RTOL = 1e-9
+
+
+def _factor(M: np.ndarray) -> np.ndarray:
+    """A square ``R`` with ``R'R = M`` for a symmetric positive semi-definite M."""
+    values, vectors = np.linalg.eigh((M + M.T) / 2)
+    return np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
+
+
+class GramLeastSquaresForm:
+    """``f(w) = w'(E'E)w / n`` on the simplex, from the J x J residual Gram matrix."""
+
+    unit = 1.0
+
+    def __init__(self, EtE: np.ndarray, n: int):
+        self.EtE = np.asarray(EtE, dtype=float)
+        self.n_rows = int(n)
+
+    @property
+    def size(self) -> int:
+        return self.EtE.shape[0]
+
+    def restrict(self, columns) -> GramLeastSquaresForm:
+        return GramLeastSquaresForm(self.EtE[np.ix_(columns, columns)], self.n_rows)
+
+    def value(self, w: np.ndarray) -> float:
+        return float(w @ self.EtE @ w) / self.n_rows
+
+    def gradient(self, w: np.ndarray) -> np.ndarray:
+        return (2.0 / self.n_rows) * (self.EtE @ w)
+
+    def vertex_values(self) -> np.ndarray:
+        return np.diagonal(self.EtE) / self.n_rows
+
+    def hessian_factor(self, w: np.ndarray | None = None) -> np.ndarray:
+        return _factor(2.0 * self.EtE / self.n_rows)
+
+    def duplicate_groups(self) -> np.ndarray:
+        """Group number of each candidate (numbered by first member), from residual distances."""
+        norms = np.sqrt(np.maximum(np.diagonal(self.EtE), 0.0))
+        distance = np.sqrt(np.maximum(norms[:, None] ** 2 + norms[None] ** 2 - 2 * self.EtE, 0.0))
+        label = np.arange(self.size)
+        for j in range(self.size):
+            for lead in range(j):
+                if label[lead] == lead and distance[j, lead] <= _DUPLICATE_RTOL * max(
+                    norms[j], norms[lead]
+                ):
+                    label[j] = lead
+                    break
+        _, inverse = np.unique(label, return_inverse=True)
+        return inverse
+
+
+class DistributedBarrierForm:
+    """The solver interface of a log-barrier form, each new point evaluated by one distributed pass.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(w) -> (value, gradient (J,), hessian (J, J), objective)``; row means.
+    vertex : ndarray (J,)
+        ``f(e_j)`` of every candidate (from the first pass).
+    n : int
+    """
+
+    unit = 1.0
+
+    def __init__(self, evaluate, vertex: np.ndarray, n: int):
+        self._evaluate = evaluate
+        self._vertex = np.asarray(vertex, dtype=float)
+        self.n_rows = int(n)
+        self._memo: dict = {}
+        self.passes = 0
+
+    @property
+    def size(self) -> int:
+        return self._vertex.size
+
+    def at(self, w: np.ndarray):
+        key = np.asarray(w, dtype=float).tobytes()
+        if key not in self._memo:
+            self.passes += 1
+            self._memo[key] = self._evaluate(np.asarray(w, dtype=float))
+        return self._memo[key]
+
+    def restrict(self, columns):
+        raise OptionError(f"the distributed weight solver handles at most {DENSE_LIMIT} candidates")
+
+    def value(self, w: np.ndarray) -> float:
+        hot = np.flatnonzero(w)
+        if hot.size == 1 and w[hot[0]] == 1.0:
+            return float(self._vertex[hot[0]])
+        return self.at(w)[0]
+
+    def gradient(self, w: np.ndarray) -> np.ndarray:
+        return self.at(w)[1]
+
+    def hessian_factor(self, w: np.ndarray) -> np.ndarray:
+        return _factor(self.at(w)[2])
+
+    def vertex_values(self) -> np.ndarray:
+        return self._vertex.copy()
+
+
+def solve_from_form(
+    form, kind: str, active: np.ndarray, *, tol: float = 1e-10, max_iter: int = 500
+):
+    """Simplex weights for the active candidates of *form*, as ``solve_weights``.
+
+    Returns
+    -------
+    weights : ndarray (J,)
+    gap : float
+        The certified Frank-Wolfe gap.
+    solver : str
+    merged : tuple of tuple of int
+    """
+    J = form.size
+    if not active.any():
+        raise AllCandidatesFailedError(
+            f"no candidate is active for the weights: all {J} are marked failed"
+        )
+    if J > DENSE_LIMIT:
+        raise OptionError(
+            f"the distributed weight solver handles at most {DENSE_LIMIT} candidates, got {J}"
+        )
+    columns = np.flatnonzero(active)
+    sub = form.restrict(columns) if columns.size < J else form
+    group = sub.duplicate_groups() if hasattr(sub, "duplicate_groups") else np.arange(columns.size)
+    sizes = np.bincount(group)
+    leaders = np.unique(group, return_index=True)[1]
+    reduced = sub.restrict(leaders) if leaders.size < columns.size else sub
+    w, _, _, _, solver = _solve_reduced(reduced, kind, tol, max_iter)
+    weights = np.zeros(J)
+    weights[columns] = w[group] / sizes[group]
+    weights = _to_simplex(weights)
+    if leaders.size == 1:
+        gap = 0.0
+    else:
+        full = np.zeros(J)
+        full[columns] = weights[columns]
+        gap = max(_fw_gap(form.gradient(full)[columns], full[columns]), 0.0)
+    merged = tuple(tuple(int(j) for j in columns[group == g]) for g in np.flatnonzero(sizes > 1))
+    return weights, float(gap), solver, merged
+
+
+def weight_solution(weights, objective, gap, solver, merged) -> WeightSolution:
+    return WeightSolution(weights, float(objective), float(gap), solver, 0.0, merged)

@@ -1,0 +1,173 @@
+"""PEARL on dask data against the in-memory fit with the same folds, on a LocalCluster."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
+da = pytest.importorskip("dask.array", reason="dask is not installed")
+dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is not installed")
+
+import pearlstats as pearl
+import pearlstats.representations as frl
+from pearlstats.distributed import DaskPearlResults, hash_folds
+from pearlstats.exceptions import BlockError, OptionError
+
+FORMULA = "y ~ x + block(a) + block(b) + block(c)"
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def _problem(family: str, n: int = 1500, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    a, b, c = rng.normal(size=(n, 3)), rng.normal(size=(n, 2)), rng.normal(size=(n, 4))
+    x = rng.normal(size=n) + 5.0  # a shifted covariate: the pilot centring must cope
+    signal = a[:, 0] - b[:, 1] + 0.5 * c[:, 2] + 0.3 * x
+    if family == "gaussian":
+        y = signal + rng.normal(size=n)
+    elif family == "binomial":
+        y = (signal + rng.logistic(size=n) > np.median(signal)).astype(float)
+    else:
+        y = rng.poisson(np.exp(0.3 * (a[:, 0] - b[:, 1]) + 0.1 * x)).astype(float)
+    return {"y": y, "x": x, "a": a, "b": b, "c": c}
+
+
+def _dask(data, npartitions=4):
+    frame = dd.from_pandas(pd.DataFrame({"y": data["y"], "x": data["x"]}), npartitions=npartitions)
+    lengths = tuple(frame.map_partitions(len).compute().tolist())
+    blocks = {k: da.from_array(data[k], chunks=(lengths, data[k].shape[1])) for k in "abc"}
+    return frame, blocks
+
+
+@pytest.mark.parametrize(
+    "family,ridge", [("gaussian", 0.0), ("gaussian", 0.1), ("binomial", 0.0), ("poisson", 0.0)]
+)
+def test_same_numbers_as_in_memory(client, family, ridge):
+    data = _problem(family)
+    frame, blocks = _dask(data)
+    folds = hash_folds(np.arange(len(data["y"])), 5, seed=3)
+    res_d = pearl.fit(FORMULA, frame, blocks=blocks, family=family, cv=5, seed=3, ridge=ridge)
+    res_m = pearl.fit(FORMULA, data, family=family, cv=folds, seed=3, ridge=ridge, honest=False)
+    assert isinstance(res_d, DaskPearlResults)
+    np.testing.assert_array_equal(res_d.folds.compute(), res_m.folds)
+    np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res_d.cv_risk_se, res_m.cv_risk_se, rtol=1e-7, atol=1e-10)
+    assert res_d.weight_objective == pytest.approx(res_m.weight_objective, rel=1e-8, abs=1e-10)
+    for label in res_m.candidate_labels:
+        np.testing.assert_allclose(res_d.params(label), res_m.params(label), rtol=1e-7, atol=1e-8)
+    expected = res_m.predict({k: v for k, v in data.items() if k != "y"}).to_numpy()
+    np.testing.assert_allclose(
+        res_d.predict(frame, blocks=blocks).compute().to_numpy(), expected, rtol=1e-8, atol=1e-10
+    )
+    pd.testing.assert_frame_equal(
+        res_d.evaluate(frame, blocks=blocks), res_m.evaluate(data), atol=1e-8
+    )
+
+
+def test_predict_of_a_dask_dataframe_is_lazy(client):
+    data = _problem("gaussian")
+    res = pearl.fit(FORMULA, data, cv=5, seed=1, honest=False)
+    frame, blocks = _dask(data, npartitions=3)
+    prediction = res.predict(frame, blocks=blocks)
+    assert isinstance(prediction, dd.Series)  # nothing computed yet
+    values = prediction.compute()
+    assert len(values) == len(data["y"]) and values.dtype == np.float64
+    np.testing.assert_allclose(
+        values.to_numpy(), res.predict(data).to_numpy(), rtol=1e-10, atol=1e-12
+    )
+    array_prediction = res.predict(
+        {
+            "x": da.from_array(data["x"], chunks=500),
+            **{k: da.from_array(data[k], chunks=(500, -1)) for k in "abc"},
+        }
+    )
+    assert isinstance(array_prediction, da.Array) and array_prediction.shape == (len(data["y"]),)
+
+
+def test_column_groups_and_fold_column(client):
+    data = _problem("gaussian", n=800)
+    columns = {f"{k}{i}": data[k][:, i] for k in "abc" for i in range(data[k].shape[1])}
+    folds = np.arange(800) % 4
+    frame = pd.DataFrame({"y": data["y"], "x": data["x"], "fold": folds, **columns})
+    groups = {k: [f"{k}{i}" for i in range(data[k].shape[1])] for k in "abc"}
+    res_d = pearl.fit(
+        FORMULA, dd.from_pandas(frame, npartitions=3), blocks=groups, cv="fold", seed=0
+    )
+    res_m = pearl.fit(FORMULA, data, cv=folds, seed=0, honest=False)
+    np.testing.assert_allclose(res_d.weights, res_m.weights, atol=1e-8)
+
+
+def test_representations_applied_per_partition(client):
+    rng = np.random.default_rng(5)
+    raw = pd.DataFrame(rng.normal(size=(600, 4)), columns=["u1", "u2", "u3", "u4"])
+    raw["y"] = raw["u1"] - raw["u3"] + rng.normal(size=600)
+    reps = frl.Representations(
+        {"p": frl.PCA(n_components=2), "q": frl.PCA(n_components=3)},
+        columns=["u1", "u2", "u3", "u4"],
+        seed=0,
+    ).fit(raw.drop(columns="y"))
+    folds = hash_folds(np.arange(600), 4, seed=2)
+    res_d = pearl.fit(
+        "y ~ block(p) + block(q)", dd.from_pandas(raw, npartitions=3), blocks=reps, cv=4, seed=2
+    )
+    res_m = pearl.fit("y ~ block(p) + block(q)", raw, blocks=reps, cv=folds, seed=2, honest=False)
+    np.testing.assert_allclose(res_d.weights, res_m.weights, atol=1e-8)
+    np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8)
+
+
+def test_unsupported_inputs_are_named(client):
+    data = _problem("gaussian", n=300)
+    frame, blocks = _dask(data, npartitions=2)
+    with pytest.raises(OptionError, match="center"):
+        pearl.fit("y ~ center(x) + block(a) + block(b) + block(c)", frame, blocks=blocks, seed=0)
+    wide = dict(blocks, a=da.from_array(data["a"], chunks=(150, 1)))
+    with pytest.raises(BlockError, match="chunked along its columns"):
+        pearl.fit(FORMULA, frame, blocks=wide, seed=0)
+    with pytest.raises(OptionError, match="hinge"):
+        pearl.fit(
+            FORMULA,
+            frame.assign(y=frame.y > 5),
+            blocks=blocks,
+            family="binomial",
+            loss="hinge",
+            seed=0,
+        )
+
+
+def test_data_larger_than_worker_memory():
+    """30 chunks of 20 MB (0.6 GB of design, 1.2 GB generated), workers limited to 500 MB.
+
+    A worker process holds about 230 MB of imports, so the limit leaves room for a few chunks; the
+    data are generated lazily from a seed in every pass and never persisted.
+    """
+    n, chunk = 3_000_000, 100_000
+    rng = da.random.default_rng(11)
+    a = rng.normal(size=(n, 12), chunks=(chunk, 12))
+    b = rng.normal(size=(n, 12), chunks=(chunk, 12))
+    y = a[:, 0] - 0.5 * b[:, 3] + rng.normal(size=n, chunks=chunk)
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit="500MB",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b}, cv=5, seed=0)
+    assert res.nobs == n
+    assert res.weights["a+b"] > 0.9
+    assert res.cv_risk["a+b"] == pytest.approx(1.0, abs=0.01)  # the noise variance
+    assert res.cv_risk["a"] == pytest.approx(1.25, abs=0.01)  # noise plus the missing 0.5 * b3
