@@ -339,17 +339,8 @@ def fit(
     loo = isinstance(cv, str) and cv == "loo"
     outputs, family_ = _cross_validate_draws(family_, prepared, candidates_.everything, draws, loo,
                                              ridge, n_jobs)
-    output, stacked = _combined_outputs(outputs)
-    labels = [candidate.label for candidate in candidates_.pool]
-    y_stacked = np.tile(prepared.response.y, len(draws))
-    solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss_, labels)
-    if weight_shrinkage is not None:
-        K = int(draws[0].max()) + 1
-        groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
-        rows = np.tile(np.arange(len(prepared.response.y)), len(draws))
-        solution, note = _shrink(solution, stacked, len(labels), y_stacked, loss_, weight_shrinkage,
-                                 groups, rows)
-        entries.append(note)
+    output, solution, entries = _weights_over_draws(outputs, prepared, candidates_, draws, loss_,
+                                                    weight_shrinkage)
     state = FitState(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
@@ -358,3 +349,20 @@ def fit(
         dropped_rows=prepared.dropped_rows, honest=honest,
     )
     return results_from_state(state)
+
+
+def _weights_over_draws(outputs, prepared, candidates_, draws, loss_, weight_shrinkage):
+    """The weight stage over the R fold draws (stacked rows), optionally shrunk to equal weights."""
+    output, stacked = _combined_outputs(outputs)
+    labels = [candidate.label for candidate in candidates_.pool]
+    y_stacked = np.tile(prepared.response.y, len(draws))
+    solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss_, labels,
+                                            stacklevel=4)
+    if weight_shrinkage is not None:
+        K = int(draws[0].max()) + 1
+        groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
+        rows = np.tile(np.arange(len(prepared.response.y)), len(draws))
+        solution, note = _shrink(solution, stacked, len(labels), y_stacked, loss_, weight_shrinkage,
+                                 groups, rows)
+        entries.append(note)
+    return output, solution, entries

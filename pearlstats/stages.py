@@ -303,7 +303,7 @@ def cross_validate(family, X: np.ndarray, response: EncodedResponse, candidates,
     )
 
 
-def _warn_ridge_refits(output: EngineOutput, labels) -> None:
+def _warn_ridge_refits(output: EngineOutput, labels, stacklevel: int) -> None:
     """One warning listing the pool's candidates refitted with a ridge as their classes separate."""
     if output.ridges is None:
         return
@@ -318,12 +318,13 @@ def _warn_ridge_refits(output: EngineOutput, labels) -> None:
             f"{list(SEPARATION_RIDGES)} giving a finite optimum: {listed}; see results.failures. "
             "separation='drop' gives them weight 0 instead",
             SeparationWarning,
-            stacklevel=4,  # the caller of fit
+            stacklevel=stacklevel,
         )
 
 
 def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, labels,
-                        *, warn: bool = True) -> tuple[WeightSolution, list[LedgerEntry]]:
+                        *, warn: bool = True, stacklevel: int = 3
+                        ) -> tuple[WeightSolution, list[LedgerEntry]]:
     """The weight stage: simplex weights over the pool's out-of-fold predictions.
 
     Parameters
@@ -338,6 +339,8 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
     warn : bool
         Warn once per candidate that failed, and once for all candidates
         refitted with a ridge because their classes separate (nested fits stay quiet).
+    stacklevel : int
+        Of those warnings: 3 points at the caller of the function that calls this one.
 
     Returns
     -------
@@ -352,12 +355,12 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
     """
     failed = output.failed[:n_pool]
     if warn:
-        _warn_ridge_refits(output, labels)
+        _warn_ridge_refits(output, labels, stacklevel + 1)
         for label in [label for label, bad in zip(labels, failed) if bad]:
             warnings.warn(
                 f"candidate {label!r} failed in cross-validation and gets weight 0; see results.failures",
                 CandidateFailureWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
     if failed.all():
         ledger = FailureLedger()

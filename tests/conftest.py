@@ -16,7 +16,14 @@ def paper_rows(n: int, rng: np.random.Generator, sigma: float = 0.5, coefs=None)
     """Rows from the paper's eq. (dgp1): quadratic + interaction + sin^2 signal."""
     b0, b1, b2, a1, a2, g = coefs
     x = rng.normal(size=(n, 2))
-    mean = b0 + b1 * x[:, 0] + b2 * x[:, 1] + a1 * x[:, 0] ** 2 + a2 * x[:, 1] ** 2 + g * x[:, 0] * x[:, 1]
+    mean = (
+        b0
+        + b1 * x[:, 0]
+        + b2 * x[:, 1]
+        + a1 * x[:, 0] ** 2
+        + a2 * x[:, 1] ** 2
+        + g * x[:, 0] * x[:, 1]
+    )
     mean = mean + np.sin(x[:, 0]) ** 2
     return x, mean + rng.normal(scale=sigma, size=n)
 
@@ -54,7 +61,9 @@ def paper_data():
     return {"frame": frame, "blocks": blocks["train"], "test": test, "test_blocks": blocks["test"]}
 
 
-PAPER_FORMULA = "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly) + block(kpca_sigmoid) + block(kpca_cosine)"
+PAPER_FORMULA = (
+    "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly) + block(kpca_sigmoid) + block(kpca_cosine)"
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -68,4 +77,6 @@ def tracked_files_unchanged():
     before = tracked_state(root)
     yield
     if before is not None:
-        assert tracked_state(root) == before, "the test suite changed tracked files: see `git status`"
+        assert tracked_state(root) == before, (
+            "the test suite changed tracked files: see `git status`"
+        )

@@ -24,11 +24,18 @@ def test_all_is_every_nonempty_subset_in_formula_order():
 
 def test_single_and_nested():
     assert candidate_block_sets("single", NAMES) == [("pca",), ("kpca_rbf",), ("kpca_poly",)]
-    assert candidate_block_sets("nested", NAMES) == [("pca",), ("pca", "kpca_rbf"), ("pca", "kpca_rbf", "kpca_poly")]
+    assert candidate_block_sets("nested", NAMES) == [
+        ("pca",),
+        ("pca", "kpca_rbf"),
+        ("pca", "kpca_rbf", "kpca_poly"),
+    ]
 
 
 def test_explicit_sets_are_reordered_to_formula_order_and_validated():
-    assert candidate_block_sets([("kpca_poly", "pca"), "kpca_rbf"], NAMES) == [("pca", "kpca_poly"), ("kpca_rbf",)]
+    assert candidate_block_sets([("kpca_poly", "pca"), "kpca_rbf"], NAMES) == [
+        ("pca", "kpca_poly"),
+        ("kpca_rbf",),
+    ]
     with pytest.raises(CandidateError, match=r"block\(s\) \['tfidf'\]"):
         candidate_block_sets([("pca", "tfidf")], NAMES)
     with pytest.raises(CandidateError, match="listed twice"):

@@ -31,8 +31,14 @@ def test_loo_and_given_labels():
 
 @pytest.mark.parametrize(
     "cv, fragment",
-    [(1, "at least 2 folds"), (11, "only 10 rows"), ("kfold", "not understood"), (np.zeros(9), "exactly one label per row"),
-     (np.zeros(10), "single value"), (True, "not understood")],
+    [
+        (1, "at least 2 folds"),
+        (11, "only 10 rows"),
+        ("kfold", "not understood"),
+        (np.zeros(9), "exactly one label per row"),
+        (np.zeros(10), "single value"),
+        (True, "not understood"),
+    ],
 )
 def test_bad_cv_specs(cv, fragment):
     with pytest.raises(FoldError, match=fragment):

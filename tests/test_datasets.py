@@ -26,9 +26,9 @@ from pearlstats.datasets import (
     load_lee_background,
     load_polarity,
     paper_features,
+    real,
     simulate_paper,
 )
-from pearlstats.datasets import real
 from pearlstats.exceptions import DataError, OptionError, PearlError
 
 
@@ -53,15 +53,28 @@ def test_draws_follow_the_documented_streams():
     """Rebuild a draw with numpy alone from the module's description of the streams."""
     n, N, n_test, sigma, seed = 40, 25, 15, 0.7, 2024
     data = simulate_paper(n, N=N, n_test=n_test, sigma=sigma, seed=seed)
-    coef_rng, unl_rng, lab_rng, test_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+    coef_rng, unl_rng, lab_rng, test_rng = (
+        np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4)
+    )
     b0, b1, b2, a1, a2, g = coef_rng.normal(0.0, 0.3, size=6)
     assert list(data.coefficients) == list(COEFFICIENT_NAMES)
     np.testing.assert_array_equal(list(data.coefficients.values()), [b0, b1, b2, a1, a2, g])
-    np.testing.assert_array_equal(data.unlabeled[["x1", "x2"]].to_numpy(), unl_rng.standard_normal((N, 2)))
+    np.testing.assert_array_equal(
+        data.unlabeled[["x1", "x2"]].to_numpy(), unl_rng.standard_normal((N, 2))
+    )
     for frame, rng, rows in ((data.labeled, lab_rng, n), (data.test, test_rng, n_test)):
         draws = rng.standard_normal((rows, 3))
         x1, x2 = draws[:, 0], draws[:, 1]
-        y = b0 + b1 * x1 + b2 * x2 + a1 * x1**2 + a2 * x2**2 + g * x1 * x2 + np.sin(x1) ** 2 + sigma * draws[:, 2]
+        y = (
+            b0
+            + b1 * x1
+            + b2 * x2
+            + a1 * x1**2
+            + a2 * x2**2
+            + g * x1 * x2
+            + np.sin(x1) ** 2
+            + sigma * draws[:, 2]
+        )
         np.testing.assert_array_equal(frame[["x1", "x2"]].to_numpy(), draws[:, :2])
         np.testing.assert_allclose(frame["y"].to_numpy(), y, rtol=0, atol=1e-12)
 
@@ -96,14 +109,23 @@ def test_sigma_scales_the_same_noise():
 
 
 def test_given_coefficients_are_used_and_leave_the_inputs_unchanged():
-    given = {"beta0": 1.0, "beta1": -2.0, "beta2": 0.5, "alpha1": 0.25, "alpha2": -0.75, "gamma": 1.5}
+    given = {
+        "beta0": 1.0,
+        "beta1": -2.0,
+        "beta2": 0.5,
+        "alpha1": 0.25,
+        "alpha2": -0.75,
+        "gamma": 1.5,
+    }
     drawn = simulate_paper(20, N=10, seed=3)
     fixed = simulate_paper(20, N=10, seed=3, coefficients=given)
     as_list = simulate_paper(20, N=10, seed=3, coefficients=list(given.values()))
     assert fixed.coefficients == given == as_list.coefficients
     pd.testing.assert_frame_equal(fixed.labeled[["x1", "x2"]], drawn.labeled[["x1", "x2"]])
     x1, x2 = 0.3, -1.2
-    by_hand = 1.0 - 2.0 * x1 + 0.5 * x2 + 0.25 * x1**2 - 0.75 * x2**2 + 1.5 * x1 * x2 + np.sin(x1) ** 2
+    by_hand = (
+        1.0 - 2.0 * x1 + 0.5 * x2 + 0.25 * x1**2 - 0.75 * x2**2 + 1.5 * x1 * x2 + np.sin(x1) ** 2
+    )
     got = fixed.conditional_mean(pd.DataFrame({"x1": [x1], "x2": [x2]}, index=[7]))
     assert got.index.tolist() == [7]
     assert got.iloc[0] == pytest.approx(by_hand, abs=1e-14)
@@ -136,7 +158,9 @@ def test_inputs_are_standard_bivariate_normal():
 
 def test_coefficients_are_independent_normal_with_sd_0_3():
     # 1000 seeds x 6 coefficients: se of the pooled sd is 0.3 / sqrt(2 * 6000) ~ 0.0027
-    draws = np.array([list(simulate_paper(1, N=0, seed=s).coefficients.values()) for s in range(1000)])
+    draws = np.array(
+        [list(simulate_paper(1, N=0, seed=s).coefficients.values()) for s in range(1000)]
+    )
     pooled_sd = draws.std(ddof=1)
     assert abs(pooled_sd - 0.3) < 5 * 0.3 / np.sqrt(2 * draws.size)
     per_coefficient = draws.std(axis=0, ddof=1)
@@ -148,7 +172,8 @@ def test_coefficients_are_independent_normal_with_sd_0_3():
 
 
 def test_paper_features_give_a_correctly_specified_linear_model():
-    """OLS on the six features (plus intercept) recovers the coefficients; residual variance ~ sigma^2."""
+    """OLS on the six features (plus intercept) recovers the coefficients; residual variance ~
+    sigma^2."""
     data = simulate_paper(20_000, N=0, sigma=0.5, seed=4)
     features = paper_features(data.labeled)
     assert features.columns.tolist() == ["x1", "x2", "x1_sq", "x2_sq", "x1_x2", "sin2_x1"]
@@ -158,7 +183,9 @@ def test_paper_features_give_a_correctly_specified_linear_model():
     truth = [c["beta0"], c["beta1"], c["beta2"], c["alpha1"], c["alpha2"], c["gamma"], 1.0]
     # the largest OLS standard error here is ~0.012 (sin^2 x1, correlated with x1^2); 5 se = 0.06
     np.testing.assert_allclose(beta, truth, atol=0.06)
-    np.testing.assert_allclose(X @ np.r_[truth], data.conditional_mean(data.labeled).to_numpy(), atol=1e-12)
+    np.testing.assert_allclose(
+        X @ np.r_[truth], data.conditional_mean(data.labeled).to_numpy(), atol=1e-12
+    )
 
 
 # ---- simulate_paper: bad input -------------------------------------------------------------------
@@ -191,7 +218,7 @@ def test_conditional_mean_names_missing_columns():
         paper_features(np.zeros((3, 2)))
 
 
-# ---- loaders ---------------------------------------------------------------------------------------
+# ---- loaders -------------------------------------------------------------------------------------
 def test_load_digits_matches_the_raw_file_and_the_images():
     from sklearn.datasets import load_digits as sklearn_digits
 
@@ -206,7 +233,9 @@ def test_load_digits_matches_the_raw_file_and_the_images():
     assert frame["label"].dtype == np.int64
     images = sklearn_digits().images
     for i in (0, 500, 1796):
-        np.testing.assert_array_equal(frame.iloc[i, :64].to_numpy().reshape(DIGITS_IMAGE_SHAPE), images[i])
+        np.testing.assert_array_equal(
+            frame.iloc[i, :64].to_numpy().reshape(DIGITS_IMAGE_SHAPE), images[i]
+        )
 
 
 def _gensim_bytes(name: str) -> bytes:
@@ -254,7 +283,19 @@ def test_load_lee_background_is_one_document_per_line():
 def test_load_diabetes_matches_the_raw_measurements():
     frame = load_diabetes(scaled=False)
     assert frame.shape == (442, 11)
-    assert frame.columns.tolist() == ["age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6", "progression"]
+    assert frame.columns.tolist() == [
+        "age",
+        "sex",
+        "bmi",
+        "bp",
+        "s1",
+        "s2",
+        "s3",
+        "s4",
+        "s5",
+        "s6",
+        "progression",
+    ]
     data_dir = resources.files("sklearn.datasets").joinpath("data")
     with gzip.open(data_dir.joinpath("diabetes_data_raw.csv.gz")) as handle:
         raw = np.loadtxt(handle)
@@ -262,10 +303,13 @@ def test_load_diabetes_matches_the_raw_measurements():
         target = np.loadtxt(handle)
     np.testing.assert_allclose(frame.iloc[:, :10].to_numpy(), raw)
     np.testing.assert_allclose(frame["progression"].to_numpy(), target)
-    # scaled: each raw column centred and divided by its Euclidean norm (scikit-learn's documented scaling)
+    # scaled: each raw column centred and divided by its Euclidean norm (scikit-learn's documented
+    # scaling)
     scaled = load_diabetes()
     centred = raw - raw.mean(axis=0)
-    np.testing.assert_allclose(scaled.iloc[:, :10].to_numpy(), centred / np.linalg.norm(centred, axis=0), atol=1e-8)
+    np.testing.assert_allclose(
+        scaled.iloc[:, :10].to_numpy(), centred / np.linalg.norm(centred, axis=0), atol=1e-8
+    )
     with pytest.raises(OptionError, match="scaled='yes'"):
         load_diabetes(scaled="yes")
 

@@ -166,7 +166,8 @@ def shifted_noisy_copies(images, rng):
 
 
 def source_rank_and_gap(sources, views):
-    """Mean rank of each view's source among all sources by cosine, and own minus other similarity."""
+    """Mean rank of each view's source among all sources by cosine, and own minus other similarity.
+    """
     sources = sources / np.linalg.norm(sources, axis=1, keepdims=True)
     views = views / np.linalg.norm(views, axis=1, keepdims=True)
     similarity = views @ sources.T
@@ -258,8 +259,10 @@ CORPUS = os.path.join(
 # Sentences from the Pang & Lee polarity sample, with paraphrases written for this test.
 PARAPHRASES = {
     "simplistic , silly and tedious .": "oversimplified, foolish and boring.",
-    "it's so laddish and juvenile , only teenage boys could possibly find it funny .": "so childish and immature that only adolescent boys would laugh at it.",
-    "unfortunately the story and the actors are served with a hack script .": "sadly, the plot and the cast are let down by a lazy screenplay.",
+    "it's so laddish and juvenile , only teenage boys could possibly find it funny "
+    ".": "so childish and immature that only adolescent boys would laugh at it.",
+    "unfortunately the story and the actors are served with a hack script "
+    ".": "sadly, the plot and the cast are let down by a lazy screenplay.",
     "a sentimental mess that never rings true .": "a mawkish muddle that never feels genuine.",
     "interesting , but not compelling .": "intriguing, though not gripping.",
 }

@@ -31,20 +31,26 @@ def y(paper_data):
 def _simplex_qp(P, y):
     J = P.shape[1]
     constraints = np.column_stack([np.ones(J), np.eye(J)])
-    w = quadprog.solve_qp(2 * P.T @ P / len(y), 2 * P.T @ y / len(y), constraints, np.r_[1.0, np.zeros(J)], meq=1)[0]
+    w = quadprog.solve_qp(
+        2 * P.T @ P / len(y), 2 * P.T @ y / len(y), constraints, np.r_[1.0, np.zeros(J)], meq=1
+    )[0]
     return np.clip(w, 0, None)
 
 
 def _design(paper_data, label, rows=slice(None), frame_key="frame", blocks_key="blocks"):
     frame = paper_data[frame_key].iloc[rows]
-    parts = [np.ones((len(frame), 1))] + [paper_data[blocks_key][name][rows] for name in label.split("+")]
+    parts = [np.ones((len(frame), 1))] + [
+        paper_data[blocks_key][name][rows] for name in label.split("+")
+    ]
     return np.hstack(parts)
 
 
 def test_block_importance_and_membership(small):
     for name in NAMES:
         containing = [label for label in small.candidate_labels if name in label.split("+")]
-        assert small.block_importance[name] == pytest.approx(small.weights[containing].sum(), abs=1e-15)
+        assert small.block_importance[name] == pytest.approx(
+            small.weights[containing].sum(), abs=1e-15
+        )
         assert small.block_membership[name].sum() == len(containing) == 4
     assert list(small.block_importance.index) == NAMES
 
@@ -62,7 +68,9 @@ def test_concentration_diagnostics(small):
 
 def test_fold_stability_equals_quadprog_on_each_fold_complement(small, y):
     P = small.cv_predictions.to_numpy()
-    expected = np.column_stack([_simplex_qp(P[small.folds != k], y[small.folds != k]) for k in range(small.n_folds)])
+    expected = np.column_stack(
+        [_simplex_qp(P[small.folds != k], y[small.folds != k]) for k in range(small.n_folds)]
+    )
     np.testing.assert_allclose(small.weight_stability.to_numpy(), expected, atol=1e-8)
     table = small.diagnostics["stability"]
     np.testing.assert_allclose(table["mean"], expected.mean(axis=1), atol=1e-8)
@@ -77,7 +85,9 @@ def test_bootstrap_stability_uses_the_documented_rows_and_seed(small, y):
     np.testing.assert_allclose(boot.to_numpy(), expected, atol=1e-8)
     assert list(boot.columns) == [f"boot {b}" for b in range(4)]
     default_seed = small.resample_weights("bootstrap", n_resamples=4)
-    pd.testing.assert_frame_equal(default_seed, small.resample_weights("bootstrap", n_resamples=4, seed=small.seed))
+    pd.testing.assert_frame_equal(
+        default_seed, small.resample_weights("bootstrap", n_resamples=4, seed=small.seed)
+    )
     with pytest.raises(pearl.OptionError, match="method='jackknife'"):
         small.resample_weights("jackknife")
 
@@ -96,7 +106,9 @@ def test_tau_hat_tends_to_one_when_a_correct_candidate_exists():
     n = 2000
     a, b, noise = rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
     y = a @ [1.0, -1.0] + b @ [0.5, 0.5] + rng.normal(size=n)
-    res = pearl.fit("y ~ block(a) + block(b) + block(c)", {"y": y, "a": a, "b": b, "c": noise}, seed=0)
+    res = pearl.fit(
+        "y ~ block(a) + block(b) + block(c)", {"y": y, "a": a, "b": b, "c": noise}, seed=0
+    )
     assert res.tau_hat(["a+b", "a+b+c"]) > 0.95
 
 
@@ -107,7 +119,14 @@ def test_reweight_solves_the_absolute_loss_lp(small, y):
     # min mean t  s.t.  t >= y - Pw, t >= Pw - y, w on the simplex
     c = np.r_[np.zeros(J), np.full(n, 1 / n)]
     A = np.block([[-P, -np.eye(n)], [P, -np.eye(n)]])
-    lp = linprog(c, A_ub=A, b_ub=np.r_[-y, y], A_eq=np.r_[np.ones(J), np.zeros(n)][None], b_eq=[1], bounds=(0, None))
+    lp = linprog(
+        c,
+        A_ub=A,
+        b_ub=np.r_[-y, y],
+        A_eq=np.r_[np.ones(J), np.zeros(n)][None],
+        b_eq=[1],
+        bounds=(0, None),
+    )
     w = absolute.weights.to_numpy()
     assert np.mean(np.abs(y - P @ w)) == pytest.approx(lp.fun, rel=1e-7)
     assert absolute.loss == "absolute" and small.loss == "squared"
@@ -129,15 +148,23 @@ def test_honest_risk_equals_pearl_refitted_inside_each_outer_fold(small, paper_d
         train, test = honest.outer_folds != k, honest.outer_folds == k
         inner = pearl.fit(FORMULA, frame[train], blocks={n: b[train] for n, b in blocks.items()},
                           cv=honest.inner_folds[k], seed=0)
-        np.testing.assert_allclose(honest.fold_weights.loc[k].to_numpy(), inner.weights.to_numpy(), atol=1e-8)
-        pearl_pred[test] = inner.predict(frame[test], blocks={n: b[test] for n, b in blocks.items()}).to_numpy()
+        np.testing.assert_allclose(
+            honest.fold_weights.loc[k].to_numpy(), inner.weights.to_numpy(), atol=1e-8
+        )
+        pearl_pred[test] = inner.predict(
+            frame[test], blocks={n: b[test] for n, b in blocks.items()}
+        ).to_numpy()
         for label in small.candidate_labels:
             X = _design(paper_data, label)
             ols = sm.OLS(y[train], X[train]).fit().predict(X[test])
-            assert honest.row_losses[label].to_numpy()[test] == pytest.approx((y[test] - ols) ** 2, abs=1e-8)
+            assert honest.row_losses[label].to_numpy()[test] == pytest.approx(
+                (y[test] - ols) ** 2, abs=1e-8
+            )
     losses = (y - pearl_pred) ** 2
     assert honest.risk.loc["PEARL", "risk"] == pytest.approx(losses.mean(), rel=1e-9)
-    assert honest.risk.loc["PEARL", "se"] == pytest.approx(losses.std(ddof=1) / np.sqrt(len(y)), rel=1e-9)
+    assert honest.risk.loc["PEARL", "se"] == pytest.approx(
+        losses.std(ddof=1) / np.sqrt(len(y)), rel=1e-9
+    )
     assert np.bincount(honest.outer_folds).min() >= len(y) // 4
     assert small.last_honest_risk is honest
     with pytest.raises(pearl.OptionError, match="seed='x'"):
@@ -148,9 +175,13 @@ def test_honest_risk_equals_pearl_refitted_inside_each_outer_fold(small, paper_d
 
 def test_honest_risk_is_reproducible_and_stratified_for_classes(paper_data):
     median = paper_data["frame"]["y"].median()
-    frame = paper_data["frame"].assign(label=np.where(paper_data["frame"]["y"] > median, "hi", "lo"))
+    frame = paper_data["frame"].assign(
+        label=np.where(paper_data["frame"]["y"] > median, "hi", "lo")
+    )
     blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
-    res = pearl.fit("label ~ block(pca) + block(kpca_rbf)", frame, blocks=blocks, family="binomial", seed=1)
+    res = pearl.fit(
+        "label ~ block(pca) + block(kpca_rbf)", frame, blocks=blocks, family="binomial", seed=1
+    )
     first, second = res.honest_risk(outer=3), res.honest_risk(outer=3)
     pd.testing.assert_frame_equal(first.row_losses, second.row_losses)
     lo = (frame["label"] == "lo").to_numpy()
@@ -163,4 +194,6 @@ def test_honest_risk_is_reproducible_and_stratified_for_classes(paper_data):
             train, test = first.outer_folds != k, first.outer_folds == k
             p = sm.Logit(y[train], X[train]).fit(disp=0, tol=1e-12, maxiter=200).predict(X[test])
             expected = -np.log(np.where(y[test] == 1, p, 1 - p))
-            np.testing.assert_allclose(first.row_losses[label].to_numpy()[test], expected, atol=1e-6)
+            np.testing.assert_allclose(
+                first.row_losses[label].to_numpy()[test], expected, atol=1e-6
+            )

@@ -65,7 +65,9 @@ def test_same_numbers_as_in_memory(client, family, ridge):
     np.testing.assert_allclose(res_d.cv_risk_se, res_m.cv_risk_se, rtol=1e-7, atol=1e-10)
     assert res_d.weight_objective == pytest.approx(res_m.weight_objective, rel=1e-8, abs=1e-10)
     for label in res_m.candidate_labels:
-        np.testing.assert_allclose(res_d.params(label), res_m.params(label), rtol=1e-7, atol=1e-8)
+        np.testing.assert_allclose(
+            res_d.candidate_params(label), res_m.candidate_params(label), rtol=1e-7, atol=1e-8
+        )
     expected = res_m.predict({k: v for k, v in data.items() if k != "y"}).to_numpy()
     np.testing.assert_allclose(
         res_d.predict(frame, blocks=blocks).compute().to_numpy(), expected, rtol=1e-8, atol=1e-10

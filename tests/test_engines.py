@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import statsmodels.api as sm
@@ -34,7 +33,12 @@ def test_ols_matches_per_fold_statsmodels():
         for k in range(5):
             train = folds != k
             fitted = sm.OLS(y[train], X[train][:, candidate.columns]).fit()
-            np.testing.assert_allclose(out.predictions[~train, j], fitted.predict(X[~train][:, candidate.columns]), rtol=0, atol=1e-8)
+            np.testing.assert_allclose(
+                out.predictions[~train, j],
+                fitted.predict(X[~train][:, candidate.columns]),
+                rtol=0,
+                atol=1e-8,
+            )
     assert not out.failed.any()
 
 
@@ -47,7 +51,9 @@ def test_ols_loo_matches_refits_without_each_row():
         for i in range(40):
             keep = np.arange(40) != i
             fitted = sm.OLS(y[keep], X[keep][:, columns]).fit()
-            assert out.predictions[i, j] == pytest.approx(fitted.predict(X[i : i + 1, columns])[0], abs=1e-9)
+            assert out.predictions[i, j] == pytest.approx(
+                fitted.predict(X[i : i + 1, columns])[0], abs=1e-9
+            )
 
 
 def test_ols_rank_deficient_candidate_matches_pinv_and_is_noted():
@@ -62,7 +68,9 @@ def test_ols_rank_deficient_candidate_matches_pinv_and_is_noted():
     for k in range(3):
         train = folds != k
         fitted = sm.OLS(y[train], X[train][:, full.columns]).fit()  # statsmodels uses pinv
-        np.testing.assert_allclose(out.predictions[~train, -1], fitted.predict(X[~train][:, full.columns]), atol=1e-8)
+        np.testing.assert_allclose(
+            out.predictions[~train, -1], fitted.predict(X[~train][:, full.columns]), atol=1e-8
+        )
     assert any(entry.kind == "rank deficient" and not entry.excluded for entry in out.entries)
 
 
@@ -72,9 +80,14 @@ def test_ols_infeasible_candidate_is_recorded_not_fitted():
     folds = make_folds(2, 12, seed=0)  # 6 training rows; the 4-block candidate has 9 parameters
     out = ols_cv_predict(X, y, candidates, folds)
     wide = [j for j, c in enumerate(candidates) if c.n_params >= 6]
-    assert out.failed[wide].all() and not out.failed[[j for j in range(len(candidates)) if j not in wide]].any()
+    assert (
+        out.failed[wide].all()
+        and not out.failed[[j for j in range(len(candidates)) if j not in wide]].any()
+    )
     assert np.isnan(out.predictions[:, wide]).all()
-    assert {e.candidate for e in out.entries if e.kind == "infeasible"} == {candidates[j].label for j in wide}
+    assert {e.candidate for e in out.entries if e.kind == "infeasible"} == {
+        candidates[j].label for j in wide
+    }
 
 
 def test_ols_ridge_matches_closed_form_on_standardised_columns():
@@ -110,9 +123,15 @@ def test_glm_matches_per_fold_statsmodels(kind):
         for k in range(4):
             train = folds != k
             fitted = model(y[train], X[train][:, candidate.columns])
-            np.testing.assert_allclose(out.predictions[~train, j], fitted.predict(X[~train][:, candidate.columns]), atol=1e-6)
+            np.testing.assert_allclose(
+                out.predictions[~train, j],
+                fitted.predict(X[~train][:, candidate.columns]),
+                atol=1e-6,
+            )
     params, notes = glm_fit(kind, X, y, candidates[-1].columns)
-    np.testing.assert_allclose(params, model(y, X[:, candidates[-1].columns]).params, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        params, model(y, X[:, candidates[-1].columns]).params, rtol=1e-6, atol=1e-8
+    )
     assert notes == []
 
 
@@ -143,8 +162,14 @@ def test_multinomial_matches_per_fold_mnlogit():
     for j, candidate in enumerate(candidates):
         for k in range(4):
             train = folds != k
-            fitted = sm.MNLogit(codes[train], X[train][:, candidate.columns]).fit(disp=0, tol=1e-12, maxiter=200)
-            np.testing.assert_allclose(out.predictions[~train, j], fitted.predict(X[~train][:, candidate.columns]), atol=1e-6)
+            fitted = sm.MNLogit(codes[train], X[train][:, candidate.columns]).fit(
+                disp=0, tol=1e-12, maxiter=200
+            )
+            np.testing.assert_allclose(
+                out.predictions[~train, j],
+                fitted.predict(X[~train][:, candidate.columns]),
+                atol=1e-6,
+            )
     params, _ = multinomial_fit(X, codes, 3, candidates[-1].columns)
     reference = sm.MNLogit(codes, X[:, candidates[-1].columns]).fit(disp=0, tol=1e-12, maxiter=200)
     np.testing.assert_allclose(params, reference.params, rtol=1e-6, atol=1e-8)
@@ -152,7 +177,8 @@ def test_multinomial_matches_per_fold_mnlogit():
 
 @pytest.mark.parametrize("family", ["gaussian", "binomial", "multinomial"])
 def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_system(family):
-    """Pixels that are 0 in every image: with ridge > 0 the fit equals the fit without those columns."""
+    """Pixels that are 0 in every image: with ridge > 0 the fit equals the fit without those
+    columns."""
     import pearlstats as pearl
 
     rng = np.random.default_rng(5)
@@ -166,7 +192,18 @@ def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_s
     without = pearl.fit("y ~ block(a)", {"y": y, "a": a}, family=family, ridge=0.05, seed=2)
     assert with_zeros.failures.empty  # no "rank deficient" fallback
     params = with_zeros.candidate_params("a").to_numpy()
-    np.testing.assert_array_equal(params[[4, 5]], 0.0)  # intercept, 3 columns, then the two zero columns
-    np.testing.assert_allclose(np.delete(params, [4, 5], axis=0), without.candidate_params("a").to_numpy(), rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(with_zeros.cv_predictions.to_numpy(), without.cv_predictions.to_numpy(),
-                               rtol=1e-7, atol=1e-10)
+    np.testing.assert_array_equal(
+        params[[4, 5]], 0.0
+    )  # intercept, 3 columns, then the two zero columns
+    np.testing.assert_allclose(
+        np.delete(params, [4, 5], axis=0),
+        without.candidate_params("a").to_numpy(),
+        rtol=1e-7,
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(
+        with_zeros.cv_predictions.to_numpy(),
+        without.cv_predictions.to_numpy(),
+        rtol=1e-7,
+        atol=1e-10,
+    )

@@ -1,4 +1,5 @@
-"""``evaluate`` against statsmodels refits scored with scikit-learn; ``compare_table`` against numpy."""
+"""``evaluate`` against statsmodels refits scored with scikit-learn; ``compare_table`` against
+numpy."""
 
 from __future__ import annotations
 
@@ -46,17 +47,31 @@ def test_gaussian_evaluation_matches_ols_refits_scored_by_sklearn(paper_data):
     table = res.evaluate(test, blocks=test_blocks)
     y, y_test = frame["y"].to_numpy(), test["y"].to_numpy()
     predictions = {
-        label: sm.OLS(y, _design(frame, train_blocks, label)).fit().predict(_design(test, test_blocks, label))
+        label: sm.OLS(y, _design(frame, train_blocks, label))
+        .fit()
+        .predict(_design(test, test_blocks, label))
         for label in res.candidate_labels
     }
     expected = _strategy_predictions(res, predictions)
     best = min(NAMES, key=lambda name: mean_squared_error(y_test, predictions[name]))
     expected["Oracle block"] = predictions[best]
-    assert list(table.index) == ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best", "Oracle block"]
+    assert list(table.index) == [
+        "PEARL",
+        "MS",
+        "SA-FRL",
+        "SA-cand",
+        "Fusion",
+        "Best",
+        "Oracle block",
+    ]
     assert list(table.columns) == ["MSE", "MAE"]
     for method, prediction in expected.items():
-        assert table.loc[method, "MSE"] == pytest.approx(mean_squared_error(y_test, prediction), rel=1e-9)
-        assert table.loc[method, "MAE"] == pytest.approx(mean_absolute_error(y_test, prediction), rel=1e-9)
+        assert table.loc[method, "MSE"] == pytest.approx(
+            mean_squared_error(y_test, prediction), rel=1e-9
+        )
+        assert table.loc[method, "MAE"] == pytest.approx(
+            mean_absolute_error(y_test, prediction), rel=1e-9
+        )
     assert table.attrs["best_candidate"] == best
 
 
@@ -64,17 +79,25 @@ def test_multinomial_evaluation_matches_mnlogit_refits(paper_data):
     y_all = np.r_[paper_data["frame"]["y"], paper_data["test"]["y"]]
     cuts = np.quantile(y_all, [1 / 3, 2 / 3])
     labels = np.array(["low", "mid", "high"])
-    frame = paper_data["frame"].assign(level=labels[np.searchsorted(cuts, paper_data["frame"]["y"])])
+    frame = paper_data["frame"].assign(
+        level=labels[np.searchsorted(cuts, paper_data["frame"]["y"])]
+    )
     test = paper_data["test"].assign(level=labels[np.searchsorted(cuts, paper_data["test"]["y"])])
     train_blocks, test_blocks = _blocks(paper_data, "blocks"), _blocks(paper_data, "test_blocks")
-    res = pearl.fit("level ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", frame, blocks=train_blocks,
-                    family="multinomial", seed=2)
+    res = pearl.fit(
+        "level ~ block(pca) + block(kpca_rbf) + block(kpca_poly)",
+        frame,
+        blocks=train_blocks,
+        family="multinomial",
+        seed=2,
+    )
     table = res.evaluate(test, blocks=test_blocks)
     classes = sorted(labels)  # the fit orders classes as sorted labels
     codes = pd.Categorical(frame["level"], categories=classes).codes
     test_codes = pd.Categorical(test["level"], categories=classes).codes
     predictions = {
-        label: sm.MNLogit(codes, _design(frame, train_blocks, label)).fit(disp=0, tol=1e-12, maxiter=300)
+        label: sm.MNLogit(codes, _design(frame, train_blocks, label))
+        .fit(disp=0, tol=1e-12, maxiter=300)
         .predict(_design(test, test_blocks, label))
         for label in res.candidate_labels
     }
@@ -84,8 +107,12 @@ def test_multinomial_evaluation_matches_mnlogit_refits(paper_data):
     one_hot = np.eye(3)[test_codes]
     assert list(table.columns) == ["accuracy", "cross_entropy", "MSE"]
     for method, proba in expected.items():
-        assert table.loc[method, "accuracy"] == pytest.approx(accuracy_score(test_codes, proba.argmax(axis=1)))
-        assert table.loc[method, "cross_entropy"] == pytest.approx(log_loss(test_codes, proba, labels=[0, 1, 2]), rel=1e-5)
+        assert table.loc[method, "accuracy"] == pytest.approx(
+            accuracy_score(test_codes, proba.argmax(axis=1))
+        )
+        assert table.loc[method, "cross_entropy"] == pytest.approx(
+            log_loss(test_codes, proba, labels=[0, 1, 2]), rel=1e-5
+        )
         assert table.loc[method, "MSE"] == pytest.approx(np.mean((one_hot - proba) ** 2), rel=1e-5)
     assert table.attrs["best_candidate"] == best
 
@@ -107,12 +134,16 @@ def test_binomial_evaluation_uses_both_class_probabilities(paper_data):
 
 
 def test_evaluate_without_the_response_names_it(paper_data):
-    res = pearl.fit("y ~ block(pca)", paper_data["frame"], blocks={"pca": paper_data["blocks"]["pca"]}, seed=0)
+    res = pearl.fit(
+        "y ~ block(pca)", paper_data["frame"], blocks={"pca": paper_data["blocks"]["pca"]}, seed=0
+    )
     with pytest.raises(pearl.DataError, match="'y'"):
-        res.evaluate(paper_data["test"].drop(columns="y"), blocks={"pca": paper_data["test_blocks"]["pca"]})
+        res.evaluate(
+            paper_data["test"].drop(columns="y"), blocks={"pca": paper_data["test_blocks"]["pca"]}
+        )
 
 
-# ---- compare_table ------------------------------------------------------------------------------------
+# ---- compare_table -------------------------------------------------------------------------------
 METHODS = ["PEARL", "Best", "Fusion", "SA-FRL", "SA-cand", "MS"]
 
 
@@ -135,7 +166,9 @@ def test_compare_table_means_sds_and_marks(tmp_path):
         for j, metric in enumerate(["accuracy", "MSE"]):
             for i, method in enumerate(METHODS):
                 assert table.mean.loc[(metric, n), method] == pytest.approx(stack[:, i, j].mean())
-                assert table.sd.loc[(metric, n), method] == pytest.approx(np.std(stack[:, i, j], ddof=1))
+                assert table.sd.loc[(metric, n), method] == pytest.approx(
+                    np.std(stack[:, i, j], ddof=1)
+                )
             shown = table.mean.loc[(metric, n)].round(3)
             ordered = shown.sort_values(ascending=metric != "accuracy")
             marks = table.marks.loc[(metric, n)]

@@ -17,7 +17,12 @@ def draw_task(setting, seed):
 
 
 def test_grid_is_the_cartesian_product():
-    assert grid(a=[1, 2], b=["x", "y"]) == [{"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
+    assert grid(a=[1, 2], b=["x", "y"]) == [
+        {"a": 1, "b": "x"},
+        {"a": 1, "b": "y"},
+        {"a": 2, "b": "x"},
+        {"a": 2, "b": "y"},
+    ]
 
 
 def test_results_reproduce_whatever_the_job_count_or_backend():
@@ -35,7 +40,11 @@ def test_results_reproduce_whatever_the_job_count_or_backend():
 def test_each_run_gets_the_seedsequence_child_of_its_position():
     table = run_grid(draw_task, grid(mu=[0.0, 1.0]), 3, seed=9, progress=False)
     children = np.random.SeedSequence(9).spawn(6)
-    expected = [np.random.default_rng(children[i * 3 + r]).normal(mu) for i, mu in enumerate([0.0, 1.0]) for r in range(3)]
+    expected = [
+        np.random.default_rng(children[i * 3 + r]).normal(mu)
+        for i, mu in enumerate([0.0, 1.0])
+        for r in range(3)
+    ]
     np.testing.assert_allclose(table.loc[table.k == 0, "draw"].to_numpy(), expected)
     assert table[table.k == 0].groupby("mu")["draw"].nunique().min() == 3  # repetitions differ
 
@@ -50,12 +59,15 @@ def test_bad_arguments():
 
 
 def test_a_simulation_sweep_cell_equals_the_same_fit_done_by_hand():
-    """Shared blocks across cells change nothing: one cell redone from the public API gives the same scores."""
+    """Shared blocks across cells change nothing: one cell redone from the public API gives the same
+    scores."""
     import pearlstats as pearl
     from pearlstats.datasets import simulate_paper
     from pearlstats.experiments import SimulationSweep, paper_representations
 
-    records = SimulationSweep(n=[80, 160], sigma=[0.1, 0.9])({"N": 300, "n_test": 200}, np.random.SeedSequence(4))
+    records = SimulationSweep(n=[80, 160], sigma=[0.1, 0.9])(
+        {"N": 300, "n_test": 200}, np.random.SeedSequence(4)
+    )
     cell = {r["method"]: r["MSE"] for r in records if r["n"] == 80 and r["sigma"] == 0.9}
 
     # a fresh SeedSequence: spawn() on the one the sweep used would give its next children
@@ -68,7 +80,9 @@ def test_a_simulation_sweep_cell_equals_the_same_fit_done_by_hand():
     data = simulate_paper(80, N=300, n_test=200, sigma=0.9, seed=data_seed)
     reps = paper_representations(learner_seed).fit(data.unlabeled)
     formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
-    by_hand = pearl.fit(formula, data.labeled, blocks=reps, cv=5, seed=fold_seed).evaluate(data.test)
+    by_hand = pearl.fit(formula, data.labeled, blocks=reps, cv=5, seed=fold_seed).evaluate(
+        data.test
+    )
     assert set(cell) == set(by_hand.index)
     for method, mse in cell.items():
         assert mse == pytest.approx(by_hand.loc[method, "MSE"], rel=1e-10)

@@ -1,4 +1,5 @@
-"""A candidate that cannot be fitted is recorded, given weight 0, and the weights are re-solved without it.
+"""A candidate that cannot be fitted is recorded, given weight 0, and the weights are re-solved
+without it.
 
 Each test makes some candidates fail in a known way (too many parameters,
 separated classes, Newton stopped early), then checks the ledger row
@@ -73,7 +74,9 @@ def _fit_recording_warnings(*args, **kwargs):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = pearl.fit(*args, **kwargs)
-    failures = [str(w.message) for w in caught if issubclass(w.category, pearl.CandidateFailureWarning)]
+    failures = [
+        str(w.message) for w in caught if issubclass(w.category, pearl.CandidateFailureWarning)
+    ]
     return res, failures
 
 
@@ -105,13 +108,17 @@ def wide_blocks():
 
 def test_infeasible_candidates_get_weight_zero_and_the_rest_are_resolved_independently(wide_blocks):
     y, blocks = wide_blocks
-    res, warned = _fit_recording_warnings("y ~ block(a) + block(b) + block(wide)", {"y": y}, blocks=blocks, seed=2)
+    res, warned = _fit_recording_warnings(
+        "y ~ block(a) + block(b) + block(wide)", {"y": y}, blocks=blocks, seed=2
+    )
     failed = [label for label in res.candidate_labels if "wide" in label]
     _assert_failed_and_excluded(res, failed, "infeasible", warned)
     assert res.failures["reason"].str.contains(r"\d+ parameters but only 48 training rows").all()
 
     survivors = ["a", "b", "a+b"]
-    P = np.column_stack([_ols_out_of_fold(y, _design(blocks, label), res.folds) for label in survivors])
+    P = np.column_stack(
+        [_ols_out_of_fold(y, _design(blocks, label), res.folds) for label in survivors]
+    )
     np.testing.assert_allclose(res.cv_predictions[survivors].to_numpy(), P, atol=1e-9)
     w, best = _simplex_minimum(lambda w: np.mean((y - P @ w) ** 2), len(survivors))
     np.testing.assert_allclose(res.weights[survivors].to_numpy(), w, atol=1e-5)
@@ -123,7 +130,9 @@ def test_a_candidate_infeasible_only_for_the_smallest_training_set_is_excluded(w
     y, blocks = wide_blocks
     labels = np.repeat([0, 1, 2], [30, 15, 15])  # training rows: 30, 45, 45
     narrow = {"a": blocks["a"], "mid": blocks["wide"][:, :35]}
-    res, warned = _fit_recording_warnings("y ~ block(a) + block(mid)", {"y": y}, blocks=narrow, cv=labels)
+    res, warned = _fit_recording_warnings(
+        "y ~ block(a) + block(mid)", {"y": y}, blocks=narrow, cv=labels
+    )
     _assert_failed_and_excluded(res, ["mid", "a+mid"], "infeasible", warned)
     assert res.weights["a"] == 1.0
 
@@ -134,7 +143,9 @@ def separated():
     rng = np.random.default_rng(5)
     a = rng.normal(size=(N, 2))
     y = (a[:, 0] + rng.logistic(size=N) > 0).astype(float)
-    s = np.column_stack([np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=N), rng.normal(size=N)])
+    s = np.column_stack(
+        [np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=N), rng.normal(size=N)]
+    )
     return y, {"a": a, "s": s}
 
 
@@ -160,7 +171,8 @@ def test_ridge_keeps_separated_candidates_and_matches_penalised_logistic_regress
     assert "separation" not in set(res.failures["kind"])
     assert np.isfinite(res.cv_predictions.to_numpy()).all()
     # The penalty is ridge/2 * ||b||^2 on columns standardised by each fold's training rows (mean
-    # and SD, ddof 0), added to the mean negative log-likelihood: scikit-learn's C = 1 / (ridge * n_train).
+    # and SD, ddof 0), added to the mean negative log-likelihood: scikit-learn's C = 1 / (ridge *
+    # n_train).
     X = np.hstack([blocks["a"], blocks["s"]])
     expected = np.empty(N)
     for k in range(res.n_folds):
@@ -190,12 +202,18 @@ def test_a_candidate_that_does_not_converge_is_excluded_and_the_rest_resolved(mo
         return original(objective, theta0, **options)
 
     monkeypatch.setattr(glm_engine, "batched_newton", one_step_for_block_b_alone)
-    res, warned = _fit_recording_warnings("y ~ block(a) + block(b)", {"y": y}, blocks=blocks, family="poisson", seed=4)
+    res, warned = _fit_recording_warnings(
+        "y ~ block(a) + block(b)", {"y": y}, blocks=blocks, family="poisson", seed=4
+    )
     _assert_failed_and_excluded(res, ["b"], "not converged", warned)
-    assert sorted(res.failures.loc[res.failures.candidate == "b", "fold"]) == list(range(res.n_folds))
+    assert sorted(res.failures.loc[res.failures.candidate == "b", "fold"]) == list(
+        range(res.n_folds)
+    )
 
     survivors = ["a", "a+b"]
-    P = np.column_stack([_poisson_out_of_fold(y, _design(blocks, label), res.folds) for label in survivors])
+    P = np.column_stack(
+        [_poisson_out_of_fold(y, _design(blocks, label), res.folds) for label in survivors]
+    )
     np.testing.assert_allclose(res.cv_predictions[survivors].to_numpy(), P, rtol=1e-6)
     deviance = lambda w: np.mean(2 * (xlogy(y, y) - xlogy(y, P @ w) - (y - P @ w)))
     w, best = _simplex_minimum(deviance, 2)
@@ -210,8 +228,14 @@ def test_fit_raises_only_when_every_candidate_fails_and_carries_the_ledger(separ
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
         with pytest.raises(pearl.AllCandidatesFailedError, match="all 3 candidates failed") as info:
-            pearl.fit("y ~ block(s) + block(wide)", {"y": y}, blocks={"s": blocks["s"], "wide": wide},
-                      family="binomial", seed=0, separation="drop")
+            pearl.fit(
+                "y ~ block(s) + block(wide)",
+                {"y": y},
+                blocks={"s": blocks["s"], "wide": wide},
+                family="binomial",
+                seed=0,
+                separation="drop",
+            )
     ledger = info.value.failures
     assert isinstance(ledger, pd.DataFrame) and ledger.excluded.all()
     assert set(ledger["candidate"]) == {"s", "wide", "s+wide"}
@@ -222,7 +246,8 @@ def test_fit_raises_only_when_every_candidate_fails_and_carries_the_ledger(separ
 # ---- duplicate and nested-collinear candidates ---------------------------------------------------
 @pytest.fixture(scope="module")
 def same_span():
-    """Block c spans the same columns as block a, so a, c, a+c (and a+b, c+b, a+c+b) predict alike."""
+    """Block c spans the same columns as block a, so a, c, a+c (and a+b, c+b, a+c+b) predict alike.
+    """
     rng = np.random.default_rng(11)
     a, b = rng.normal(size=(N, 2)), rng.normal(size=(N, 2))
     y = a[:, 0] + b[:, 1] + rng.normal(size=N)
@@ -236,11 +261,18 @@ def test_same_span_candidates_do_not_break_the_weight_solver(same_span):
     w = res.weights.to_numpy()
     assert np.isfinite(w).all() and (w >= 0).all() and not np.signbit(w).any()
     assert abs(w.sum() - 1.0) <= 1e-12
-    # Only three distinct predictions exist (a, b, a+b): the optimum over those three is the optimum.
-    P = np.column_stack([_ols_out_of_fold(y, _design(blocks, label), res.folds) for label in ("a", "b", "a+b")])
+    # Only three distinct predictions exist (a, b, a+b): the optimum over those three is the
+    # optimum.
+    P = np.column_stack(
+        [_ols_out_of_fold(y, _design(blocks, label), res.folds) for label in ("a", "b", "a+b")]
+    )
     _, best = _simplex_minimum(lambda v: np.mean((y - P @ v) ** 2), 3)
     assert res.weight_objective == pytest.approx(best, rel=1e-8)
-    totals = res.weights[["a", "c", "a+c"]].sum(), res.weights["b"], res.weights[["a+b", "c+b", "a+c+b"]].sum()
+    totals = (
+        res.weights[["a", "c", "a+c"]].sum(),
+        res.weights["b"],
+        res.weights[["a+b", "c+b", "a+c+b"]].sum(),
+    )
     v, _ = _simplex_minimum(lambda v: np.mean((y - P @ v) ** 2), 3)
     np.testing.assert_allclose(totals, v, atol=1e-5)
     # Whichever way the singular Gram matrix was handled is on record.
@@ -251,7 +283,9 @@ def test_same_span_candidates_do_not_break_the_weight_solver(same_span):
 def test_same_span_candidates_are_merged_recorded_and_share_their_weight_equally(same_span):
     y, blocks = same_span
     res = pearl.fit("y ~ block(a) + block(c) + block(b)", {"y": y}, blocks=blocks, seed=0)
-    duplicates = res.failures[(res.failures.stage == "weights") & (res.failures.kind == "duplicate")]
+    duplicates = res.failures[
+        (res.failures.stage == "weights") & (res.failures.kind == "duplicate")
+    ]
     assert len(duplicates) == 2 and not duplicates.excluded.any()
     for group in (["a", "c", "a+c"], ["a+b", "c+b", "a+c+b"]):
         assert len(set(res.weights[group])) == 1
@@ -260,15 +294,27 @@ def test_same_span_candidates_are_merged_recorded_and_share_their_weight_equally
 def test_a_wildly_overfitted_poisson_candidate_does_not_crash_the_weight_solver():
     rng = np.random.default_rng(0)
     n = 16  # the fusion candidate has 12 coefficients for 15 training rows: LOO means up to ~1e68
-    blocks = {"a": rng.normal(size=(n, 3)), "b": rng.normal(size=(n, 4)), "c": rng.normal(size=(n, 4))}
+    blocks = {
+        "a": rng.normal(size=(n, 3)),
+        "b": rng.normal(size=(n, 4)),
+        "c": rng.normal(size=(n, 4)),
+    }
     y = rng.poisson(np.exp(0.5 * blocks["a"][:, 0])).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
-        res = pearl.fit("y ~ block(a) + block(b) + block(c)", {"y": y}, blocks=blocks, family="poisson", cv="loo")
+        res = pearl.fit(
+            "y ~ block(a) + block(b) + block(c)",
+            {"y": y},
+            blocks=blocks,
+            family="poisson",
+            cv="loo",
+        )
     w = res.weights.to_numpy()
     assert np.isfinite(w).all() and (w >= 0).all() and abs(w.sum() - 1.0) <= 1e-12
     P = res.cv_predictions.to_numpy()
-    own = np.mean(2 * (xlogy(y[:, None], y[:, None]) - xlogy(y[:, None], P) - (y[:, None] - P)), axis=0)
+    own = np.mean(
+        2 * (xlogy(y[:, None], y[:, None]) - xlogy(y[:, None], P) - (y[:, None] - P)), axis=0
+    )
     assert res.weight_objective <= np.nanmin(own) * (1 + 1e-9)
     # The Newton model once overflowed on the 1e257 candidate and stalled at deviance 1.635.
     # SLSQP on the moderate candidates is the reference: the wild one can only add ~nothing.
@@ -286,13 +332,20 @@ def test_a_wildly_overfitted_poisson_candidate_does_not_crash_the_weight_solver(
 
 
 def test_separated_multinomial_candidates_are_recorded_per_fold_and_excluded():
-    """Three classes with one block that separates them: every fold is recorded, the others survive."""
+    """Three classes with one block that separates them: every fold is recorded, the others survive.
+    """
     rng = np.random.default_rng(8)
     y = np.repeat([0, 1, 2], N // 3)
     a = rng.normal(size=(len(y), 2)) + 0.8 * y[:, None]
     s = np.column_stack([3.0 * y + rng.uniform(0.2, 0.8, size=len(y)), rng.normal(size=len(y))])
-    res, warned = _fit_recording_warnings("y ~ block(a) + block(s)", {"y": y}, blocks={"a": a, "s": s},
-                                          family="multinomial", seed=1, separation="drop")
+    res, warned = _fit_recording_warnings(
+        "y ~ block(a) + block(s)",
+        {"y": y},
+        blocks={"a": a, "s": s},
+        family="multinomial",
+        seed=1,
+        separation="drop",
+    )
     _assert_failed_and_excluded(res, ["s", "a+s"], "separation", warned)
     ledger = res.failures[res.failures.kind == "separation"]
     assert sorted(ledger.loc[ledger.candidate == "s", "fold"]) == list(range(res.n_folds))
@@ -304,4 +357,6 @@ def test_separated_multinomial_candidates_are_recorded_per_fold_and_excluded():
     for k in range(res.n_folds):
         train = res.folds != k
         fitted = sm.MNLogit(y[train], X[train]).fit(disp=0)
-        np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[~train], fitted.predict(X[~train]), atol=1e-6)
+        np.testing.assert_allclose(
+            res.cv_predictions["a"].to_numpy()[~train], fitted.predict(X[~train]), atol=1e-6
+        )

@@ -9,8 +9,8 @@ import pandas as pd
 import patsy
 import pytest
 
-from pearlstats.exceptions import DataError, FormulaError, MissingValueError
 from pearlstats.design.formula import build_covariates, parse_formula, response_values
+from pearlstats.exceptions import DataError, FormulaError, MissingValueError
 
 
 def test_blocks_are_found_in_formula_order_and_kept_out_of_covariates():
@@ -78,7 +78,9 @@ def test_missing_values_are_reported_with_positions():
 def test_response_expression_and_missing_response_column():
     frame = pd.DataFrame({"y": [1.0, np.e], "x": [0.0, 1.0]})
     env = patsy.EvalEnvironment.capture()
-    np.testing.assert_allclose(response_values(parse_formula("np.log(y) ~ block(a)"), frame, env), [0.0, 1.0])
+    np.testing.assert_allclose(
+        response_values(parse_formula("np.log(y) ~ block(a)"), frame, env), [0.0, 1.0]
+    )
     with pytest.raises(DataError, match="response 'w' is not a column"):
         response_values(parse_formula("w ~ block(a)"), frame, env)
 

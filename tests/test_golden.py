@@ -34,7 +34,9 @@ def test_numbers_equal_those_from_before_the_architecture_change(name):
         pytest.importorskip("torch", reason="MLP candidates need the deep extra (torch)")
     numbers = make_golden.golden_numbers(name)
     for key, value in numbers.items():
-        np.testing.assert_allclose(value, GOLDEN[key], rtol=0, atol=TOLERANCE.get(key, 1e-12), err_msg=key)
+        np.testing.assert_allclose(
+            value, GOLDEN[key], rtol=0, atol=TOLERANCE.get(key, 1e-12), err_msg=key
+        )
 
 
 def test_moved_multinomial_weights_are_no_worse_on_the_objective():
@@ -46,4 +48,7 @@ def test_moved_multinomial_weights_are_no_worse_on_the_objective():
         observed = np.einsum("ijc,j->ic", P, w)[np.arange(len(codes)), codes]
         return -np.mean(np.log(observed))
 
-    assert cross_entropy(res.weights.to_numpy()) <= cross_entropy(GOLDEN["multinomial/weights"]) + 1e-15
+    assert (
+        cross_entropy(res.weights.to_numpy())
+        <= cross_entropy(GOLDEN["multinomial/weights"]) + 1e-15
+    )

@@ -12,8 +12,8 @@ import pytest
 from scipy.optimize import linprog
 from scipy.special import expit, softmax
 
-from pearlstats.weights.losses import LOGIT_LIMIT, get_loss, linear_predictor
 from pearlstats.weights import solve_weights
+from pearlstats.weights.losses import LOGIT_LIMIT, get_loss, linear_predictor
 
 
 def _binomial_hinge_lp(F: np.ndarray, y: np.ndarray):
@@ -21,8 +21,15 @@ def _binomial_hinge_lp(F: np.ndarray, y: np.ndarray):
     n, J = F.shape
     s = 2 * y - 1
     A_ub = np.hstack([-s[:, None] * F, -np.eye(n)])
-    result = linprog(np.r_[np.zeros(J), np.full(n, 1 / n)], A_ub=A_ub, b_ub=-np.ones(n),
-                     A_eq=np.r_[np.ones(J), np.zeros(n)][None], b_eq=[1.0], bounds=(0, None), method="highs-ds")
+    result = linprog(
+        np.r_[np.zeros(J), np.full(n, 1 / n)],
+        A_ub=A_ub,
+        b_ub=-np.ones(n),
+        A_eq=np.r_[np.ones(J), np.zeros(n)][None],
+        b_eq=[1.0],
+        bounds=(0, None),
+        method="highs-ds",
+    )
     return result.x[:J], result.fun
 
 
@@ -38,14 +45,18 @@ def test_two_candidate_margin_hinge_has_an_interior_optimum():
     w_lp, value_lp = _binomial_hinge_lp(F, y)
     np.testing.assert_allclose(sol.weights, [0.5, 0.5], atol=1e-9)
     np.testing.assert_allclose(sol.weights, w_lp, atol=1e-9)
-    assert sol.objective == pytest.approx(value_lp, abs=1e-12) and value_lp == pytest.approx(0.0, abs=1e-12)
+    assert sol.objective == pytest.approx(value_lp, abs=1e-12) and value_lp == pytest.approx(
+        0.0, abs=1e-12
+    )
     # both vertices are strictly worse: this is not model selection
     vertices = [get_loss("hinge", "binomial").risk(y, P[:, j]) for j in range(2)]
     assert min(vertices) == pytest.approx(1.0)
     # on the same data the probability hinge is linear in w: mixing gains nothing over a vertex
     probability_hinge = get_loss("hinge_probability", "binomial")
     old = solve_weights(P, y, probability_hinge)
-    assert old.objective == pytest.approx(min(probability_hinge.risk(y, P[:, j]) for j in range(2)), rel=1e-12)
+    assert old.objective == pytest.approx(
+        min(probability_hinge.risk(y, P[:, j]) for j in range(2)), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -66,10 +77,13 @@ def test_multinomial_margin_hinge_matches_linprog_on_reference_class_logits():
     rng = np.random.default_rng(3)
     n, J, C = 60, 4, 3
     y = rng.integers(0, C, size=n)
-    logits = rng.normal(size=(n, J, C)) + 2.0 * np.eye(C)[y][:, None, :] * rng.uniform(0.3, 1.5, size=(1, J, 1))
+    logits = rng.normal(size=(n, J, C)) + 2.0 * np.eye(C)[y][:, None, :] * rng.uniform(
+        0.3, 1.5, size=(1, J, 1)
+    )
     P = softmax(logits, axis=2)
     sol = solve_weights(P, y, get_loss("hinge", "multinomial"))
-    # reference: Crammer-Singer on log p_c - log p_0 (a different per-row shift than pearlstats' centring)
+    # reference: Crammer-Singer on log p_c - log p_0 (a different per-row shift than pearlstats'
+    # centring)
     F = np.log(P) - np.log(P[..., :1])
     rows, rhs = [], []
     for i in range(n):
@@ -77,8 +91,15 @@ def test_multinomial_margin_hinge_matches_linprog_on_reference_class_logits():
             if c != y[i]:
                 rows.append(np.r_[F[i, :, c] - F[i, :, y[i]], -np.eye(n)[i]])
                 rhs.append(-1.0)
-    result = linprog(np.r_[np.zeros(J), np.full(n, 1 / n)], A_ub=np.array(rows), b_ub=rhs,
-                     A_eq=np.r_[np.ones(J), np.zeros(n)][None], b_eq=[1.0], bounds=(0, None), method="highs-ds")
+    result = linprog(
+        np.r_[np.zeros(J), np.full(n, 1 / n)],
+        A_ub=np.array(rows),
+        b_ub=rhs,
+        A_eq=np.r_[np.ones(J), np.zeros(n)][None],
+        b_eq=[1.0],
+        bounds=(0, None),
+        method="highs-ds",
+    )
     assert sol.objective == pytest.approx(result.fun, rel=1e-8)
     assert 0 < sol.weights.max() < 1  # mixing logits helps here
 
@@ -88,14 +109,18 @@ def test_multinomial_hinge_reduces_to_the_binomial_one_for_two_classes():
     p = rng.uniform(0.01, 0.99, size=30)
     y = (rng.random(30) < 0.5).astype(float)
     binomial = get_loss("hinge", "binomial").pointwise(y, p)
-    multinomial = get_loss("hinge", "multinomial").pointwise(y.astype(int), np.column_stack([1 - p, p]))
+    multinomial = get_loss("hinge", "multinomial").pointwise(
+        y.astype(int), np.column_stack([1 - p, p])
+    )
     np.testing.assert_allclose(multinomial, binomial, rtol=1e-10)
 
 
 def test_saturated_probabilities_are_clipped_symmetrically():
     f = linear_predictor(np.array([0.0, 1e-300, 1.0 - 2**-53, 1.0]), False)
     assert np.isfinite(f).all()
-    np.testing.assert_allclose(f, [-LOGIT_LIMIT, -LOGIT_LIMIT, LOGIT_LIMIT, LOGIT_LIMIT], rtol=1e-12)
+    np.testing.assert_allclose(
+        f, [-LOGIT_LIMIT, -LOGIT_LIMIT, LOGIT_LIMIT, LOGIT_LIMIT], rtol=1e-12
+    )
     loss = get_loss("hinge", "binomial")
     # relabelling the classes (y -> 1 - y, p -> 1 - p) gives the same losses, saturated or not
     p = np.array([0.0, 1.0, 0.3, 1e-300])

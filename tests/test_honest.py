@@ -32,10 +32,17 @@ def _rows(data: dict, rows: np.ndarray) -> dict:
 def _independent_honest_losses(res, data: dict) -> pd.DataFrame:
     nested = res.honest_risk()  # exposes the outer and inner folds it used
     y = data["y"]
-    losses = {name: np.empty(len(y)) for name in ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best"]}
+    losses = {
+        name: np.empty(len(y)) for name in ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best"]
+    }
     for k in range(nested.n_outer):
-        train, test = np.flatnonzero(nested.outer_folds != k), np.flatnonzero(nested.outer_folds == k)
-        inner = pearl.fit(FORMULA, _rows(data, train), cv=nested.inner_folds[k], seed=0, honest=False)
+        train, test = (
+            np.flatnonzero(nested.outer_folds != k),
+            np.flatnonzero(nested.outer_folds == k),
+        )
+        inner = pearl.fit(
+            FORMULA, _rows(data, train), cv=nested.inner_folds[k], seed=0, honest=False
+        )
         new = _rows(data, test)
         candidates = inner.predict_candidates(new)
         risk = inner.cv_risk
@@ -61,7 +68,9 @@ def test_honest_risk_equals_an_independent_nested_refit_through_the_public_api()
         table = res.honest
     losses = _independent_honest_losses(res, data)
     np.testing.assert_allclose(table["risk"], losses.mean().to_numpy(), rtol=1e-8)
-    np.testing.assert_allclose(table["se"], losses.std(ddof=1).to_numpy() / np.sqrt(len(losses)), rtol=1e-8)
+    np.testing.assert_allclose(
+        table["se"], losses.std(ddof=1).to_numpy() / np.sqrt(len(losses)), rtol=1e-8
+    )
     ratio = losses["PEARL"].mean() / losses.mean()
     np.testing.assert_allclose(table["ratio"], ratio.to_numpy(), rtol=1e-8)
     assert list(table.index) == ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best"]

@@ -31,7 +31,8 @@ from pearlstats.exceptions import (
 from pearlstats.representations import KernelPCA
 
 KERNELS = ("rbf", "poly", "sigmoid", "cosine", "linear")
-# The parameters of the paper-style simulation fixture (tests/conftest.py) and scikit-learn's defaults.
+# The parameters of the paper-style simulation fixture (tests/conftest.py) and scikit-learn's
+# defaults.
 PAPER_SETTINGS = {"rbf": {"gamma": 0.5}, "poly": {"degree": 2, "coef0": 1.0},
                   "sigmoid": {"gamma": 0.1, "coef0": 0.5}, "cosine": {}, "linear": {}}
 
@@ -57,7 +58,9 @@ def assert_same_subspace_and_scale(ours, reference, cosine=0.999, rtol=1e-6):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_new_rows_agree_with_sklearn(rows, kernel, use_defaults, method):
     settings = {} if use_defaults else PAPER_SETTINGS[kernel]
-    reference = SklearnKernelPCA(2, kernel=kernel, eigen_solver="dense", **settings).fit(rows["train"])
+    reference = SklearnKernelPCA(2, kernel=kernel, eigen_solver="dense", **settings).fit(
+        rows["train"]
+    )
     ours = KernelPCA(2, kernel=kernel, method=method, seed=0, **settings).fit(rows["train"])
     expected = reference.transform(rows["new"])
     got = ours.transform(rows["new"])
@@ -73,7 +76,9 @@ def test_nystrom_is_close_to_sklearn_exact(rows, kernel):
     train = rng.normal(size=(1500, 2))
     reference = SklearnKernelPCA(2, kernel=kernel, eigen_solver="dense").fit(train)
     ours = KernelPCA(2, kernel=kernel, method="nystrom", n_landmarks=300, seed=1).fit(train)
-    assert_same_subspace_and_scale(ours.transform(rows["new"]), reference.transform(rows["new"]), rtol=0.02)
+    assert_same_subspace_and_scale(
+        ours.transform(rows["new"]), reference.transform(rows["new"]), rtol=0.02
+    )
 
 
 def test_training_rows_match_sklearn_fit_transform(rows):
@@ -87,7 +92,9 @@ def test_training_rows_match_sklearn_fit_transform(rows):
 def test_standardize_matches_a_scaler_pipeline(rows):
     scale = np.array([10.0, 0.1])
     train, new = rows["train"] * scale + 3.0, rows["new"] * scale + 3.0
-    reference = make_pipeline(StandardScaler(), SklearnKernelPCA(2, kernel="poly", eigen_solver="dense"))
+    reference = make_pipeline(
+        StandardScaler(), SklearnKernelPCA(2, kernel="poly", eigen_solver="dense")
+    )
     expected = reference.fit(train).transform(new)
     got = KernelPCA(2, kernel="poly", standardize=True, method="exact").fit(train).transform(new)
     assert_same_subspace_and_scale(got, expected, cosine=1 - 1e-9)
@@ -101,7 +108,9 @@ def test_auto_method_choice_follows_training_size(rows):
 
 def test_randomized_that_does_not_converge_warns(rows):
     with pytest.warns(ConvergenceWarning, match="max_iter"):
-        KernelPCA(2, method="randomized", max_iter=1, tol=1e-15, oversample=0, seed=0).fit(rows["train"])
+        KernelPCA(2, method="randomized", max_iter=1, tol=1e-15, oversample=0, seed=0).fit(
+            rows["train"]
+        )
     converged = KernelPCA(2, method="randomized", seed=0).fit(rows["train"])
     assert 1 <= converged.n_iter_ < converged.max_iter
 
@@ -118,12 +127,18 @@ def test_arpack_that_does_not_converge_falls_back_to_exact(rows, monkeypatch):
         automatic = KernelPCA(2, method="auto", seed=0).fit(np.vstack([rows["train"], rows["new"]]))
     assert explicit.method_ == automatic.method_ == "exact"
     reference = SklearnKernelPCA(2, kernel="rbf", eigen_solver="dense").fit(rows["train"])
-    assert_same_subspace_and_scale(explicit.transform(rows["new"]), reference.transform(rows["new"]), cosine=1 - 1e-9)
+    assert_same_subspace_and_scale(
+        explicit.transform(rows["new"]), reference.transform(rows["new"]), cosine=1 - 1e-9
+    )
 
 
 def test_same_seed_same_block_and_seed_changes_landmarks(rows):
     def block(seed):
-        return KernelPCA(2, method="nystrom", n_landmarks=50, seed=seed).fit(rows["train"]).transform(rows["new"])
+        return (
+            KernelPCA(2, method="nystrom", n_landmarks=50, seed=seed)
+            .fit(rows["train"])
+            .transform(rows["new"])
+        )
 
     np.testing.assert_array_equal(block(3), block(3))
     assert not np.array_equal(block(3), block(4))

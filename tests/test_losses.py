@@ -1,4 +1,5 @@
-"""Surrogate losses: values against scikit-learn's metrics, solver forms against finite differences."""
+"""Surrogate losses: values against scikit-learn's metrics, solver forms against finite differences.
+"""
 
 from __future__ import annotations
 
@@ -36,19 +37,59 @@ P_MULTI = _probabilities((N, C))
         ("squared", "gaussian", Y_GAUSS, MU, lambda: metrics.mean_squared_error(Y_GAUSS, MU)),
         ("squared", "poisson", Y_COUNT, MU, lambda: metrics.mean_squared_error(Y_COUNT, MU)),
         ("squared", "binomial", Y_BIN, P_BIN, lambda: metrics.brier_score_loss(Y_BIN, P_BIN)),
-        ("squared", "multinomial", Y_MULTI, P_MULTI,  # the mean over classes: Brier / C
-         lambda: metrics.brier_score_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2], scale_by_half=False) / C),
+        (
+            "squared",
+            "multinomial",
+            Y_MULTI,
+            P_MULTI,  # the mean over classes: Brier / C
+            lambda: (
+                metrics.brier_score_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2], scale_by_half=False)
+                / C
+            ),
+        ),
         ("cross_entropy", "binomial", Y_BIN, P_BIN, lambda: metrics.log_loss(Y_BIN, P_BIN)),
-        ("cross_entropy", "multinomial", Y_MULTI, P_MULTI,
-         lambda: metrics.log_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2])),
-        ("poisson_deviance", "poisson", Y_COUNT, MU, lambda: metrics.mean_poisson_deviance(Y_COUNT, MU)),
-        ("hinge", "binomial", Y_BIN, P_BIN, lambda: metrics.hinge_loss(2 * Y_BIN - 1, logit(P_BIN))),
-        ("hinge", "multinomial", Y_MULTI, P_MULTI,  # Crammer-Singer on log p (any per-row shift)
-         lambda: metrics.hinge_loss(Y_MULTI, np.log(P_MULTI), labels=[0, 1, 2])),
-        ("hinge_probability", "binomial", Y_BIN, P_BIN,
-         lambda: metrics.hinge_loss(2 * Y_BIN - 1, 2 * P_BIN - 1)),
-        ("hinge_probability", "multinomial", Y_MULTI, P_MULTI,
-         lambda: metrics.hinge_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2])),
+        (
+            "cross_entropy",
+            "multinomial",
+            Y_MULTI,
+            P_MULTI,
+            lambda: metrics.log_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2]),
+        ),
+        (
+            "poisson_deviance",
+            "poisson",
+            Y_COUNT,
+            MU,
+            lambda: metrics.mean_poisson_deviance(Y_COUNT, MU),
+        ),
+        (
+            "hinge",
+            "binomial",
+            Y_BIN,
+            P_BIN,
+            lambda: metrics.hinge_loss(2 * Y_BIN - 1, logit(P_BIN)),
+        ),
+        (
+            "hinge",
+            "multinomial",
+            Y_MULTI,
+            P_MULTI,  # Crammer-Singer on log p (any per-row shift)
+            lambda: metrics.hinge_loss(Y_MULTI, np.log(P_MULTI), labels=[0, 1, 2]),
+        ),
+        (
+            "hinge_probability",
+            "binomial",
+            Y_BIN,
+            P_BIN,
+            lambda: metrics.hinge_loss(2 * Y_BIN - 1, 2 * P_BIN - 1),
+        ),
+        (
+            "hinge_probability",
+            "multinomial",
+            Y_MULTI,
+            P_MULTI,
+            lambda: metrics.hinge_loss(Y_MULTI, P_MULTI, labels=[0, 1, 2]),
+        ),
         ("absolute", "gaussian", Y_GAUSS, MU, lambda: metrics.mean_absolute_error(Y_GAUSS, MU)),
         ("absolute", "poisson", Y_COUNT, MU, lambda: metrics.mean_absolute_error(Y_COUNT, MU)),
     ],
@@ -77,11 +118,16 @@ def test_poisson_deviance_zero_counts_and_exact_fit():
     y = np.array([0.0, 0.0, 3.0])
     mu = np.array([0.0, 2.0, 3.0])
     # y log(y/mu) is 0 at y = 0, leaving 2 mu
-    np.testing.assert_allclose(get_loss(None, "poisson").pointwise(y, mu), [0.0, 4.0, 0.0], atol=1e-15)
+    np.testing.assert_allclose(
+        get_loss(None, "poisson").pointwise(y, mu), [0.0, 4.0, 0.0], atol=1e-15
+    )
 
 
 def test_nan_prediction_gives_nan_loss():
-    cases = [("squared", "gaussian", Y_GAUSS, MU), ("cross_entropy", "multinomial", Y_MULTI, P_MULTI)]
+    cases = [
+        ("squared", "gaussian", Y_GAUSS, MU),
+        ("cross_entropy", "multinomial", Y_MULTI, P_MULTI),
+    ]
     for name, family, y, pred in cases:
         pred = pred.copy()
         pred[4] = np.nan
@@ -100,8 +146,12 @@ def test_observed_probability_picks_the_observed_class():
 # ---- registry --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "family, default, original",
-    [("gaussian", "squared", "squared error"), ("binomial", "cross_entropy", "log-loss"),
-     ("multinomial", "cross_entropy", "log-loss"), ("poisson", "poisson_deviance", "Poisson deviance")],
+    [
+        ("gaussian", "squared", "squared error"),
+        ("binomial", "cross_entropy", "log-loss"),
+        ("multinomial", "cross_entropy", "log-loss"),
+        ("poisson", "poisson_deviance", "Poisson deviance"),
+    ],
 )
 def test_defaults(family, default, original):
     loss = get_loss(None, family)
@@ -111,8 +161,13 @@ def test_defaults(family, default, original):
 
 def test_solvers_and_families():
     assert {name: cls.solver for name, cls in LOSSES.items()} == {
-        "squared": "qp", "cross_entropy": "convex", "poisson_deviance": "convex", "hinge": "lp", "absolute": "lp",
-        "hinge_probability": "lp"}
+        "squared": "qp",
+        "cross_entropy": "convex",
+        "poisson_deviance": "convex",
+        "hinge": "lp",
+        "absolute": "lp",
+        "hinge_probability": "lp",
+    }
     assert get_loss("hinge", "binomial").original == "0-1 loss"
     assert get_loss("absolute", "poisson").original == "absolute error"
 
@@ -139,14 +194,32 @@ def test_shape_mismatch_names_both_shapes():
 @pytest.mark.parametrize(
     "family, y, pred, error, fragment",
     [
-        ("poisson", Y_COUNT, np.r_[-1.0, MU[1:]], DataError, r"Poisson means must be >= 0; violated at row 0"),
+        (
+            "poisson",
+            Y_COUNT,
+            np.r_[-1.0, MU[1:]],
+            DataError,
+            r"Poisson means must be >= 0; violated at row 0",
+        ),
         ("poisson", Y_COUNT, np.r_[np.inf, MU[1:]], DataError, r"infinite values at row 0"),
-        ("binomial", Y_BIN, np.r_[P_BIN[:5], 1.2, P_BIN[6:]], DataError, r"\[0, 1\]; violated at row 5"),
+        (
+            "binomial",
+            Y_BIN,
+            np.r_[P_BIN[:5], 1.2, P_BIN[6:]],
+            DataError,
+            r"\[0, 1\]; violated at row 5",
+        ),
         ("multinomial", Y_MULTI, P_MULTI * 1.1, DataError, r"sum to 1"),
         ("binomial", np.r_[2.0, Y_BIN[1:]], P_BIN, ResponseError, r"0 or 1; row 0 hold \[2.0\]"),
         ("multinomial", np.r_[3, Y_MULTI[1:]], P_MULTI, ResponseError, r"codes 0..2"),
         ("poisson", np.r_[-2.0, Y_COUNT[1:]], MU, ResponseError, r"non-negative counts; row 0"),
-        ("gaussian", np.r_[np.nan, Y_GAUSS[1:]], MU, MissingValueError, r"y has NaN or infinite values at row 0"),
+        (
+            "gaussian",
+            np.r_[np.nan, Y_GAUSS[1:]],
+            MU,
+            MissingValueError,
+            r"y has NaN or infinite values at row 0",
+        ),
     ],
 )
 def test_bad_values(family, y, pred, error, fragment):
@@ -193,10 +266,14 @@ def test_form_gradient_hessian_and_vertices(name, family):
     loss = get_loss(name, family)
     form = loss.form(*loss.check(y, P, candidates=True))
     w = RNG.dirichlet(np.ones(J))
-    np.testing.assert_allclose(form.gradient(w), approx_fprime(w, form.value, 1e-7), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        form.gradient(w), approx_fprime(w, form.value, 1e-7), rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_allclose(form.vertex_values(), [form.value(e) for e in np.eye(J)], rtol=1e-10)
     if hasattr(form, "hessian"):
-        numeric = np.array([approx_fprime(w, lambda v: form.gradient(v)[k], 1e-7) for k in range(J)])
+        numeric = np.array(
+            [approx_fprime(w, lambda v: form.gradient(v)[k], 1e-7) for k in range(J)]
+        )
         np.testing.assert_allclose(form.hessian(w), numeric, rtol=1e-4, atol=1e-5)
 
 
@@ -204,12 +281,18 @@ def test_mean_squared_error_is_the_mean_over_rows_and_classes():
     from pearlstats.weights.losses import mean_squared_error
 
     onehot = np.eye(C)[Y_MULTI]
-    assert mean_squared_error(Y_MULTI, P_MULTI, "multinomial") == pytest.approx(np.mean((onehot - P_MULTI) ** 2))
-    assert mean_squared_error(Y_BIN, P_BIN, "binomial") == pytest.approx(metrics.brier_score_loss(Y_BIN, P_BIN))
+    assert mean_squared_error(Y_MULTI, P_MULTI, "multinomial") == pytest.approx(
+        np.mean((onehot - P_MULTI) ** 2)
+    )
+    assert mean_squared_error(Y_BIN, P_BIN, "binomial") == pytest.approx(
+        metrics.brier_score_loss(Y_BIN, P_BIN)
+    )
     # binomial = the mean over its two classes of the squared error
     two = np.column_stack([1 - P_BIN, P_BIN])
     assert mean_squared_error(Y_BIN, P_BIN, "binomial") == pytest.approx(
         mean_squared_error(Y_BIN.astype(int), two, "multinomial"), rel=1e-12)
-    assert mean_squared_error(Y_GAUSS, MU, "gaussian") == pytest.approx(metrics.mean_squared_error(Y_GAUSS, MU))
+    assert mean_squared_error(Y_GAUSS, MU, "gaussian") == pytest.approx(
+        metrics.mean_squared_error(Y_GAUSS, MU)
+    )
     with pytest.raises(OptionError, match="unknown family"):
         mean_squared_error(Y_GAUSS, MU, "gamma")

@@ -16,13 +16,15 @@ import textwrap
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="the MLP downstream learner needs the optional 'deep' extra (torch)")
+torch = pytest.importorskip(
+    "torch", reason="the MLP downstream learner needs the optional 'deep' extra (torch)"
+)
 
 import pearlstats as pearl
 from pearlstats.design.candidates import Candidate
+from pearlstats.engines.mlp import MLP, MLPResults
 from pearlstats.exceptions import AllCandidatesFailedError, CandidateFailureWarning, OptionError
 from pearlstats.families import EncodedResponse
-from pearlstats.engines.mlp import MLP, MLPResults
 
 FAST = {"hidden": 16, "epochs": 40, "batch_size": 128, "lr": 1e-2, "patience": 5}
 FORMULA = "y ~ block(pca) + block(pix)"
@@ -49,7 +51,9 @@ def digits():
 @pytest.fixture(scope="module")
 def multinomial_fit(digits):
     train, _ = digits
-    return pearl.fit(FORMULA, train, family="multinomial", cv=3, seed=0, downstream=MLP(**FAST, seed=0))
+    return pearl.fit(
+        FORMULA, train, family="multinomial", cv=3, seed=0, downstream=MLP(**FAST, seed=0)
+    )
 
 
 def _explicit_folds(n, k=3, seed=1):
@@ -85,8 +89,12 @@ def test_out_of_fold_predictions_ignore_the_held_out_responses(digits):
     folds = _explicit_folds(len(train["y"]))
     relabelled = dict(train, y=np.where(folds == 0, (train["y"] + 3) % 10, train["y"]))
     options = {"family": "multinomial", "cv": folds, "seed": 0}
-    original = pearl.fit(FORMULA, train, downstream=MLP(**FAST), **options).cv_predictions.to_numpy()
-    changed = pearl.fit(FORMULA, relabelled, downstream=MLP(**FAST), **options).cv_predictions.to_numpy()
+    original = pearl.fit(
+        FORMULA, train, downstream=MLP(**FAST), **options
+    ).cv_predictions.to_numpy()
+    changed = pearl.fit(
+        FORMULA, relabelled, downstream=MLP(**FAST), **options
+    ).cv_predictions.to_numpy()
     held_out = folds == 0
     np.testing.assert_array_equal(original[held_out], changed[held_out])
     # the other folds' networks trained on the relabelled rows, so theirs move
@@ -106,7 +114,9 @@ def test_fold_predictions_come_from_a_network_trained_on_the_training_rows_only(
     for k in range(3):
         rows = folds != k
         # only the training rows exist for this network: any leak of fold k is impossible here
-        fitted, notes = family.fit_params(X[rows], EncodedResponse(codes[rows], classes), candidate.columns, 0.0, "pca")
+        fitted, notes = family.fit_params(
+            X[rows], EncodedResponse(codes[rows], classes), candidate.columns, 0.0, "pca"
+        )
         assert notes == []
         mine = family.predict(fitted, X[~rows][:, candidate.columns])
         # the same float32 network; only the float64 BLAS rounding of the last layer may differ
@@ -121,7 +131,9 @@ def test_same_seed_same_predictions_regardless_of_candidate_order(digits, multin
     )
     first = multinomial_fit.cv_predictions
     np.testing.assert_array_equal(again.cv_predictions[first.columns].to_numpy(), first.to_numpy())
-    other_seed = pearl.fit(FORMULA, train, family="multinomial", cv=3, seed=0, downstream=MLP(**FAST, seed=1))
+    other_seed = pearl.fit(
+        FORMULA, train, family="multinomial", cv=3, seed=0, downstream=MLP(**FAST, seed=1)
+    )
     assert not np.allclose(other_seed.cv_predictions.to_numpy(), first.to_numpy())
 
 
@@ -164,7 +176,10 @@ def test_heads_beat_a_constant_predictor_on_held_out_rows(family):
         from scipy.stats import poisson
 
         constant = y[fit_rows].mean()
-        assert poisson.logpmf(observed, predicted).mean() > poisson.logpmf(observed, constant).mean() + 0.5
+        assert (
+            poisson.logpmf(observed, predicted).mean()
+            > poisson.logpmf(observed, constant).mean() + 0.5
+        )
 
 
 @pytest.mark.parametrize("family", ["binomial", "poisson"])
@@ -181,13 +196,21 @@ def test_a_network_without_hidden_layers_is_the_glm(family):
     else:
         y = rng.poisson(np.exp(0.5 * eta)).astype(float)
         model, response = sm.GLM(y, X, family=sm.families.Poisson()), EncodedResponse(y)
-    linear = MLP(hidden=(), epochs=400, batch_size=512, lr=5e-2, validation_fraction=0.0, patience=400)
+    linear = MLP(
+        hidden=(), epochs=400, batch_size=512, lr=5e-2, validation_fraction=0.0, patience=400
+    )
     fitted, _ = linear.bind(family).fit_params(X, response, np.arange(4), 0.0, "x")
-    assert fitted.n_params == 4 + 1  # the intercept column is standardised to 0; the bias takes its place
-    np.testing.assert_allclose(fitted.predict(X), model.fit(disp=0).predict(X), rtol=2e-3, atol=2e-3)
+    assert (
+        fitted.n_params == 4 + 1
+    )  # the intercept column is standardised to 0; the bias takes its place
+    np.testing.assert_allclose(
+        fitted.predict(X), model.fit(disp=0).predict(X), rtol=2e-3, atol=2e-3
+    )
 
 
-def test_pickled_results_predict_identically_with_and_without_torch(digits, multinomial_fit, tmp_path):
+def test_pickled_results_predict_identically_with_and_without_torch(
+    digits, multinomial_fit, tmp_path
+):
     _, test = digits
     blocks = {key: test[key] for key in ("pca", "pix")}
     expected = multinomial_fit.predict(blocks).to_numpy()
@@ -217,7 +240,9 @@ def test_pickled_results_predict_identically_with_and_without_torch(digits, mult
         else:
             raise AssertionError("bind without torch did not raise")
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -239,21 +264,34 @@ def test_diverging_training_is_recorded_not_raised():
     assert fitted.best_epoch == 0 and np.isfinite(family.predict(fitted, X[:, :3])).all()
 
     data = {"y": y, "a": X[:, 1:3], "b": X[:, 3:]}
-    with pytest.raises(AllCandidatesFailedError, match="diverged"), pytest.warns(CandidateFailureWarning):
-        pearl.fit("y ~ block(a) + block(b)", data, cv=3, seed=0, downstream=MLP(hidden=8, epochs=5, lr=1e20))
+    with (
+        pytest.raises(AllCandidatesFailedError, match="diverged"),
+        pytest.warns(CandidateFailureWarning),
+    ):
+        pearl.fit(
+            "y ~ block(a) + block(b)",
+            data,
+            cv=3,
+            seed=0,
+            downstream=MLP(hidden=8, epochs=5, lr=1e20),
+        )
 
 
 def test_early_stopping_and_ridge():
     rng = np.random.default_rng(2)
     X = np.column_stack([np.ones(200), rng.normal(size=(200, 4))])
     codes = (X[:, 1] + X[:, 2] ** 2 + rng.normal(size=200) > 1).astype(float)
-    family = MLP(hidden=16, epochs=300, lr=5e-2, patience=4, validation_fraction=0.2).bind("binomial")
+    family = MLP(hidden=16, epochs=300, lr=5e-2, patience=4, validation_fraction=0.2).bind(
+        "binomial"
+    )
     response = EncodedResponse(codes, ["no", "yes"])
     fitted, _ = family.fit_params(X, response, np.arange(5), 0.0, "x")
     counts = np.bincount(codes.astype(int))
     assert fitted.n_validation == int(np.floor(0.2 * counts[0]) + np.floor(0.2 * counts[1]))
     assert fitted.best_epoch == int(np.argmin(fitted.validation_loss))
-    assert fitted.epochs_run == fitted.best_epoch + 4 < 300  # stopped after `patience` epochs without improvement
+    assert (
+        fitted.epochs_run == fitted.best_epoch + 4 < 300
+    )  # stopped after `patience` epochs without improvement
 
     penalised, _ = family.fit_params(X, response, np.arange(5), 1.0, "x")
 

@@ -41,7 +41,9 @@ def test_out_of_fold_predictions_equal_per_fold_statsmodels_ols(gaussian_fit, pa
         for k in range(gaussian_fit.n_folds):
             train = folds != k
             expected = sm.OLS(y[train], X[train]).fit().predict(X[~train])
-            np.testing.assert_allclose(gaussian_fit.cv_predictions[label].to_numpy()[~train], expected, rtol=0, atol=1e-8)
+            np.testing.assert_allclose(
+                gaussian_fit.cv_predictions[label].to_numpy()[~train], expected, rtol=0, atol=1e-8
+            )
 
 
 def test_weights_reach_the_quadprog_optimum_and_beat_every_candidate(gaussian_fit, paper_data):
@@ -52,8 +54,14 @@ def test_weights_reach_the_quadprog_optimum_and_beat_every_candidate(gaussian_fi
     objective = lambda w: np.mean((y - P @ w) ** 2)
     best = np.inf
     for start in (np.full(J, 1 / J), np.eye(J)[np.argmin(((y[:, None] - P) ** 2).mean(0))]):
-        r = minimize(objective, start, method="SLSQP", bounds=[(0, 1)] * J,
-                     constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}], options={"ftol": 1e-15, "maxiter": 1000})
+        r = minimize(
+            objective,
+            start,
+            method="SLSQP",
+            bounds=[(0, 1)] * J,
+            constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
+            options={"ftol": 1e-15, "maxiter": 1000},
+        )
         best = min(best, r.fun)
     ours = objective(gaussian_fit.weights.to_numpy())
     assert ours <= best * (1 + 1e-7)
@@ -69,10 +77,15 @@ def test_predict_is_the_weighted_sum_of_refitted_statsmodels_candidates(gaussian
     for label, weight in gaussian_fit.weights[gaussian_fit.weights > 0].items():
         refit = gaussian_fit.candidates[label]
         assert isinstance(refit, sm.regression.linear_model.RegressionResultsWrapper)
-        direct = sm.OLS(paper_data["frame"]["y"].to_numpy(), _candidate_design(paper_data["frame"], paper_data["blocks"], label)).fit()
+        direct = sm.OLS(
+            paper_data["frame"]["y"].to_numpy(),
+            _candidate_design(paper_data["frame"], paper_data["blocks"], label),
+        ).fit()
         np.testing.assert_allclose(refit.params.to_numpy(), direct.params, rtol=1e-9, atol=1e-10)
         expected += weight * direct.predict(_candidate_design(test, test_blocks, label))
-    np.testing.assert_allclose(gaussian_fit.predict(test, blocks=test_blocks).to_numpy(), expected, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(
+        gaussian_fit.predict(test, blocks=test_blocks).to_numpy(), expected, rtol=1e-9, atol=1e-10
+    )
 
 
 def test_baselines_follow_their_definitions(gaussian_fit, paper_data):
@@ -85,13 +98,19 @@ def test_baselines_follow_their_definitions(gaussian_fit, paper_data):
     assert table.loc["SA-cand", "cv_risk"] == pytest.approx(risk(P.mean(axis=1)))
     assert table.loc["Fusion", "cv_risk"] == pytest.approx(risk(P["+".join(NAMES)]))
     assert table.loc["Best", "cv_risk"] == pytest.approx(min(risk(P[name]) for name in NAMES))
-    assert table.loc["PEARL", "cv_risk"] == pytest.approx(risk(P.to_numpy() @ gaussian_fit.weights.to_numpy()))
+    assert table.loc["PEARL", "cv_risk"] == pytest.approx(
+        risk(P.to_numpy() @ gaussian_fit.weights.to_numpy())
+    )
     assert (table["risk_ratio"] <= 1 + 1e-12).all()
-    assert table.loc["MS", "risk_ratio"] == pytest.approx(table.loc["PEARL", "cv_risk"] / table.loc["MS", "cv_risk"])
+    assert table.loc["MS", "risk_ratio"] == pytest.approx(
+        table.loc["PEARL", "cv_risk"] / table.loc["MS", "cv_risk"]
+    )
 
 
 def test_same_seed_same_everything_and_other_seed_other_folds(paper_data):
-    fit = lambda seed: pearl.fit(PAPER_FORMULA, paper_data["frame"], blocks=paper_data["blocks"], seed=seed)
+    fit = lambda seed: pearl.fit(
+        PAPER_FORMULA, paper_data["frame"], blocks=paper_data["blocks"], seed=seed
+    )
     a, b, c = fit(5), fit(5), fit(6)
     np.testing.assert_array_equal(a.folds, b.folds)
     np.testing.assert_array_equal(a.weights, b.weights)
@@ -101,7 +120,10 @@ def test_same_seed_same_everything_and_other_seed_other_folds(paper_data):
 
 
 def test_given_fold_labels_and_loo(paper_data):
-    frame, blocks = paper_data["frame"].iloc[:60], {k: v[:60] for k, v in paper_data["blocks"].items()}
+    frame, blocks = (
+        paper_data["frame"].iloc[:60],
+        {k: v[:60] for k, v in paper_data["blocks"].items()},
+    )
     labels = np.repeat(["u", "v", "w"], 20)
     res = pearl.fit("y ~ block(pca) + block(kpca_rbf)", frame, blocks=blocks, cv=labels)
     np.testing.assert_array_equal(res.folds, np.repeat([0, 1, 2], 20))
@@ -115,10 +137,21 @@ def test_given_fold_labels_and_loo(paper_data):
 
 
 def test_dict_data_with_embedded_blocks_and_covariates(paper_data):
-    data = {"y": paper_data["frame"]["y"].to_numpy(), "x1": paper_data["frame"]["x1"].to_numpy(), **paper_data["blocks"]}
+    data = {
+        "y": paper_data["frame"]["y"].to_numpy(),
+        "x1": paper_data["frame"]["x1"].to_numpy(),
+        **paper_data["blocks"],
+    }
     res = pearl.fit("y ~ x1 + block(kpca_rbf) + block(pca)", data, seed=0)
     assert res.candidate_labels == ["kpca_rbf", "pca", "kpca_rbf+pca"]
-    assert list(res.candidate_params("kpca_rbf+pca").index) == ["Intercept", "x1", "kpca_rbf[0]", "kpca_rbf[1]", "pca[0]", "pca[1]"]
+    assert list(res.candidate_params("kpca_rbf+pca").index) == [
+        "Intercept",
+        "x1",
+        "kpca_rbf[0]",
+        "kpca_rbf[1]",
+        "pca[0]",
+        "pca[1]",
+    ]
 
 
 def test_pickle_round_trip_predicts_identically(gaussian_fit, paper_data):
@@ -132,14 +165,21 @@ def test_pickle_round_trip_predicts_identically(gaussian_fit, paper_data):
 def _classes(paper_data, n_classes):
     y = paper_data["frame"]["y"].to_numpy()
     cuts = np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1])
-    labels = np.array(["low", "mid", "high"])[: n_classes] if n_classes == 3 else np.array(["no", "yes"])
+    labels = (
+        np.array(["low", "mid", "high"])[:n_classes] if n_classes == 3 else np.array(["no", "yes"])
+    )
     return labels[np.searchsorted(cuts, y)]
 
 
 def test_binomial_against_per_fold_logit_and_averaged_probabilities(paper_data):
     frame = paper_data["frame"].assign(label=_classes(paper_data, 2))
-    res = pearl.fit("label ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", frame, blocks=paper_data["blocks"],
-                    family="binomial", seed=3)
+    res = pearl.fit(
+        "label ~ block(pca) + block(kpca_rbf) + block(kpca_poly)",
+        frame,
+        blocks=paper_data["blocks"],
+        family="binomial",
+        seed=3,
+    )
     y = (frame["label"] == "yes").to_numpy(float)
     assert res.classes == ["no", "yes"]
     for label in res.candidate_labels:
@@ -147,17 +187,32 @@ def test_binomial_against_per_fold_logit_and_averaged_probabilities(paper_data):
         for k in range(res.n_folds):
             train = res.folds != k
             fitted = sm.Logit(y[train], X[train]).fit(disp=0, tol=1e-12, maxiter=200)
-            np.testing.assert_allclose(res.cv_predictions[label].to_numpy()[~train], fitted.predict(X[~train]), atol=1e-6)
+            np.testing.assert_allclose(
+                res.cv_predictions[label].to_numpy()[~train], fitted.predict(X[~train]), atol=1e-6
+            )
     P = res.cv_predictions.to_numpy()
     ce = lambda w: -np.mean(np.log(np.where(y == 1, P @ w, 1 - P @ w)))
     assert ce(res.weights.to_numpy()) <= ce(np.eye(P.shape[1])[np.argmin(res.cv_risk)]) + 1e-12
     J = P.shape[1]
-    r = minimize(ce, np.full(J, 1 / J), method="SLSQP", bounds=[(0, 1)] * J,
-                 constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}], options={"ftol": 1e-15, "maxiter": 1000})
+    r = minimize(
+        ce,
+        np.full(J, 1 / J),
+        method="SLSQP",
+        bounds=[(0, 1)] * J,
+        constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
     assert ce(res.weights.to_numpy()) <= r.fun * (1 + 1e-7)
-    expected = sum(w * res.candidates[l].predict(_candidate_design(paper_data["test"], paper_data["test_blocks"], l))
-                   for l, w in res.weights[res.weights > 0].items())
-    np.testing.assert_allclose(res.predict(paper_data["test"], blocks=paper_data["test_blocks"]), expected, atol=1e-8)
+    expected = sum(
+        w
+        * res.candidates[label].predict(
+            _candidate_design(paper_data["test"], paper_data["test_blocks"], label)
+        )
+        for label, w in res.weights[res.weights > 0].items()
+    )
+    np.testing.assert_allclose(
+        res.predict(paper_data["test"], blocks=paper_data["test_blocks"]), expected, atol=1e-8
+    )
 
 
 def test_multinomial_against_per_fold_mnlogit(paper_data):
@@ -171,7 +226,9 @@ def test_multinomial_against_per_fold_mnlogit(paper_data):
         for k in range(res.n_folds):
             train = res.folds != k
             fitted = sm.MNLogit(codes[train], X[train]).fit(disp=0, tol=1e-12, maxiter=200)
-            np.testing.assert_allclose(res.cv_predictions[label].to_numpy()[~train], fitted.predict(X[~train]), atol=1e-6)
+            np.testing.assert_allclose(
+                res.cv_predictions[label].to_numpy()[~train], fitted.predict(X[~train]), atol=1e-6
+            )
     assert res.baselines.loc["PEARL", "cv_risk"] <= res.cv_risk.min() + 1e-12
     proba = res.predict(paper_data["test"], blocks=paper_data["test_blocks"])
     assert list(proba.columns) == res.classes
@@ -180,17 +237,30 @@ def test_multinomial_against_per_fold_mnlogit(paper_data):
 
 def test_poisson_against_statsmodels_glm(paper_data):
     rng = np.random.default_rng(0)
-    frame = paper_data["frame"].assign(count=rng.poisson(np.exp(0.3 * paper_data["frame"]["y"].clip(-3, 3))))
-    res = pearl.fit("count ~ block(pca) + block(kpca_rbf)", frame, blocks=paper_data["blocks"], family="poisson", seed=1)
+    frame = paper_data["frame"].assign(
+        count=rng.poisson(np.exp(0.3 * paper_data["frame"]["y"].clip(-3, 3)))
+    )
+    res = pearl.fit(
+        "count ~ block(pca) + block(kpca_rbf)",
+        frame,
+        blocks=paper_data["blocks"],
+        family="poisson",
+        seed=1,
+    )
     X = _candidate_design(frame, paper_data["blocks"], "pca+kpca_rbf")
     direct = sm.GLM(frame["count"].to_numpy(float), X, family=sm.families.Poisson()).fit(tol=1e-12)
-    np.testing.assert_allclose(res.candidates["pca+kpca_rbf"].params.to_numpy(), direct.params, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        res.candidates["pca+kpca_rbf"].params.to_numpy(), direct.params, rtol=1e-7, atol=1e-9
+    )
     assert res.loss == "poisson_deviance"
 
 
 def test_failed_candidate_is_recorded_given_zero_weight_and_reported(paper_data):
     frame = paper_data["frame"].iloc[:40]
-    blocks = {"small": paper_data["blocks"]["pca"][:40], "wide": np.random.default_rng(0).normal(size=(40, 35))}
+    blocks = {
+        "small": paper_data["blocks"]["pca"][:40],
+        "wide": np.random.default_rng(0).normal(size=(40, 35)),
+    }
     with pytest.warns(pearl.CandidateFailureWarning, match="'wide'"):
         res = pearl.fit("y ~ block(small) + block(wide)", frame, blocks=blocks, cv=5, seed=0)
     assert res.weights["wide"] == 0 and res.weights["small+wide"] == 0 and res.weights["small"] == 1
@@ -211,15 +281,30 @@ def test_all_candidates_failing_raises_with_the_ledger():
 def test_summary_renders_as_text_latex_and_html(gaussian_fit):
     summary = gaussian_fit.summary()
     text = str(summary)
-    for fragment in ("PEARL model averaging", "Strategies", "SA-FRL", "SA-cand", "Fusion", "Best", "MS"):
+    for fragment in (
+        "PEARL model averaging",
+        "Strategies",
+        "SA-FRL",
+        "SA-cand",
+        "Fusion",
+        "Best",
+        "MS",
+    ):
         assert fragment in text
     assert "\\begin{tabularx}" in summary.as_latex()
     assert "<table" in gaussian_fit._repr_html_()
 
 
 def test_predict_candidates_are_the_refitted_statsmodels_predictions(gaussian_fit, paper_data):
-    table = gaussian_fit.predict_candidates(paper_data["test"], blocks=paper_data["test_blocks"], labels=["pca", "kpca_rbf+kpca_cosine"])
+    table = gaussian_fit.predict_candidates(
+        paper_data["test"], blocks=paper_data["test_blocks"], labels=["pca", "kpca_rbf+kpca_cosine"]
+    )
     for label in table.columns:
         X = _candidate_design(paper_data["test"], paper_data["test_blocks"], label)
-        direct = sm.OLS(paper_data["frame"]["y"].to_numpy(), _candidate_design(paper_data["frame"], paper_data["blocks"], label)).fit()
-        np.testing.assert_allclose(table[label].to_numpy(), direct.predict(X), rtol=1e-9, atol=1e-10)
+        direct = sm.OLS(
+            paper_data["frame"]["y"].to_numpy(),
+            _candidate_design(paper_data["frame"], paper_data["blocks"], label),
+        ).fit()
+        np.testing.assert_allclose(
+            table[label].to_numpy(), direct.predict(X), rtol=1e-9, atol=1e-10
+        )

@@ -24,7 +24,9 @@ def _rows(seed: int = 0, n: int = N) -> tuple[pd.DataFrame, np.ndarray, np.ndarr
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
     x = rng.normal(size=n)
-    frame = pd.DataFrame({"my x": x, "y": 1.0 + 2.0 * x + a[:, 0] - b[:, 1] + rng.normal(scale=0.3, size=n)})
+    frame = pd.DataFrame(
+        {"my x": x, "y": 1.0 + 2.0 * x + a[:, 0] - b[:, 1] + rng.normal(scale=0.3, size=n)}
+    )
     return frame, a, b
 
 
@@ -149,7 +151,9 @@ def test_a_dict_of_scalars_is_a_data_error(call):
         if call == "fit":
             pearl.fit("y ~ block(a)", {"y": 1.0, "a": a}, seed=0)
         else:
-            pearl.fit("y ~ block(a)", frame, blocks={"a": a}, seed=0).predict({"y": 1.0, "a": a[:1]})
+            pearl.fit("y ~ block(a)", frame, blocks={"a": a}, seed=0).predict(
+                {"y": 1.0, "a": a[:1]}
+            )
 
 
 def test_new_rows_whose_count_differs_from_their_blocks_are_an_error():
@@ -188,9 +192,13 @@ def test_results_stay_right_under_concurrent_refits_and_predictions():
     fits = []
     for seed in (0, 1):
         frame, a, b = _rows(seed)
-        res = pearl.fit("y ~ block(a) + block(b)", frame.iloc[:40], blocks={"a": a[:40], "b": b[:40]}, seed=0)
+        res = pearl.fit(
+            "y ~ block(a) + block(b)", frame.iloc[:40], blocks={"a": a[:40], "b": b[:40]}, seed=0
+        )
         fits.append((res, frame.iloc[40:], {"a": a[40:], "b": b[40:]}))
-    expected = [res.reweight("squared").predict(new, blocks=blocks).to_numpy() for res, new, blocks in fits]
+    expected = [
+        res.reweight("squared").predict(new, blocks=blocks).to_numpy() for res, new, blocks in fits
+    ]
     differing = []
 
     def work(offset: int) -> None:
@@ -235,7 +243,7 @@ def test_representations_that_read_the_response_are_rejected():
         pearl.fit("y ~ block(pca) + block(raw)", rows, blocks=reps, seed=0)
 
 
-# ---- property: labels say which row is which ------------------------------------------------------
+# ---- property: labels say which row is which -----------------------------------------------------
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -246,9 +254,16 @@ def test_permuting_a_dataframe_blocks_rows_with_their_labels_changes_nothing(per
     frame, a, b = _rows()
     frame.index = pd.Index(np.arange(N) * 7 + 3)
     block = pd.DataFrame(a, index=frame.index, columns=["u", "v"])
-    reference = pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": block, "b": b}, seed=0, honest=False)
+    reference = pearl.fit(
+        "y ~ block(a) + block(b)", frame, blocks={"a": block, "b": b}, seed=0, honest=False
+    )
     order = np.random.default_rng(permutation_seed).permutation(N)
-    permuted = pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": block.iloc[order], "b": b}, seed=0,
-                         honest=False)
+    permuted = pearl.fit(
+        "y ~ block(a) + block(b)",
+        frame,
+        blocks={"a": block.iloc[order], "b": b},
+        seed=0,
+        honest=False,
+    )
     np.testing.assert_array_equal(permuted.weights, reference.weights)
     np.testing.assert_array_equal(permuted.cv_predictions, reference.cv_predictions)

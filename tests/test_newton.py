@@ -10,7 +10,8 @@ from pearlstats.engines.newton import batched_newton
 
 
 def _logistic_objective(X, Y, counter):
-    """Mean logistic negative log-likelihood for K problems sharing X, with Y (K, n); counts Hessians."""
+    """Mean logistic negative log-likelihood for K problems sharing X, with Y (K, n); counts
+    Hessians."""
     n = len(X)
 
     def objective(theta, order):
@@ -40,7 +41,11 @@ def _problems(seed=0, n=400, K=4):
 def test_reused_hessians_reach_statsmodels_optimum_with_fewer_hessians():
     X, Y = _problems()
     plain_count, reuse_count = [], []
-    plain = batched_newton(_logistic_objective(X, Y, plain_count), np.zeros((len(Y), X.shape[1])), reuse_contraction=0.0)
+    plain = batched_newton(
+        _logistic_objective(X, Y, plain_count),
+        np.zeros((len(Y), X.shape[1])),
+        reuse_contraction=0.0,
+    )
     reused = batched_newton(_logistic_objective(X, Y, reuse_count), np.zeros((len(Y), X.shape[1])))
     assert plain.converged.all() and reused.converged.all()
     for k, y in enumerate(Y):
@@ -60,7 +65,9 @@ def test_start_near_the_optimum_converges_in_few_hessians():
     count = []
     refit = batched_newton(_logistic_objective(X[keep], Y[:, keep], count), first.theta)
     for k, y in enumerate(Y[:, keep]):
-        reference = sm.Logit(y, X[keep]).fit(method="newton", tol=1e-12, maxiter=100, disp=False).params
+        reference = (
+            sm.Logit(y, X[keep]).fit(method="newton", tol=1e-12, maxiter=100, disp=False).params
+        )
         np.testing.assert_allclose(refit.theta[k], reference, rtol=1e-9, atol=1e-10)
     assert len(count) <= 4
 
@@ -68,10 +75,14 @@ def test_start_near_the_optimum_converges_in_few_hessians():
 def test_singular_hessian_gives_minimum_norm_steps_and_is_flagged():
     X, Y = _problems(seed=3, K=2)
     duplicated = np.column_stack([X, X[:, 1]])  # column 1 twice: the Hessian is singular
-    result = batched_newton(_logistic_objective(duplicated, Y, []), np.zeros((len(Y), duplicated.shape[1])))
+    result = batched_newton(
+        _logistic_objective(duplicated, Y, []), np.zeros((len(Y), duplicated.shape[1]))
+    )
     assert result.singular.all() and result.converged.all()
     for k, y in enumerate(Y):
         reference = sm.Logit(y, X).fit(method="newton", tol=1e-12, maxiter=100, disp=False).params
         # Steps stay in the row space, so the two copies share the coefficient equally.
         np.testing.assert_allclose(result.theta[k, [1, -1]], [reference[1] / 2] * 2, rtol=1e-8)
-        np.testing.assert_allclose(np.delete(result.theta[k], [1, 6]), np.delete(reference, 1), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(
+            np.delete(result.theta[k], [1, 6]), np.delete(reference, 1), rtol=1e-8, atol=1e-10
+        )

@@ -7,7 +7,13 @@ import pytest
 from sklearn.decomposition import PCA as SklearnPCA
 from sklearn.preprocessing import StandardScaler
 
-from pearlstats.exceptions import BlockError, DataError, MissingValueError, NotFittedError, OptionError
+from pearlstats.exceptions import (
+    BlockError,
+    DataError,
+    MissingValueError,
+    NotFittedError,
+    OptionError,
+)
 from pearlstats.representations import PCA, Raw
 
 
@@ -15,7 +21,10 @@ from pearlstats.representations import PCA, Raw
 def rows():
     rng = np.random.default_rng(2)
     mixing = rng.normal(size=(4, 4))
-    return {"train": rng.normal(size=(300, 4)) @ mixing + 5.0, "new": rng.normal(size=(50, 4)) @ mixing + 5.0}
+    return {
+        "train": rng.normal(size=(300, 4)) @ mixing + 5.0,
+        "new": rng.normal(size=(50, 4)) @ mixing + 5.0,
+    }
 
 
 def align_signs(ours, reference):
@@ -30,7 +39,9 @@ def test_scores_and_variances_match_sklearn(rows, k):
     np.testing.assert_allclose(align_signs(got, reference.transform(rows["new"])),
                                reference.transform(rows["new"]), atol=1e-10)
     np.testing.assert_allclose(ours.explained_variance_, reference.explained_variance_, rtol=1e-10)
-    assert np.allclose(np.abs(ours.components_).max(axis=1), ours.components_.max(axis=1))  # sign convention
+    assert np.allclose(
+        np.abs(ours.components_).max(axis=1), ours.components_.max(axis=1)
+    )  # sign convention
 
 
 def test_standardized_pca_is_pca_of_scaled_inputs(rows):
@@ -44,7 +55,9 @@ def test_standardized_pca_is_pca_of_scaled_inputs(rows):
 def test_raw_is_the_identity_or_the_standard_scaler(rows):
     np.testing.assert_array_equal(Raw().fit(rows["train"]).transform(rows["new"]), rows["new"])
     expected = StandardScaler().fit(rows["train"]).transform(rows["new"])
-    np.testing.assert_allclose(Raw(standardize=True).fit(rows["train"]).transform(rows["new"]), expected, atol=1e-12)
+    np.testing.assert_allclose(
+        Raw(standardize=True).fit(rows["train"]).transform(rows["new"]), expected, atol=1e-12
+    )
 
 
 def test_constant_column_is_zero_after_standardizing():

@@ -20,14 +20,15 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 import pearlstats as pearl  # noqa: E402
-from pearlstats.plotting import (  # noqa: E402
+from pearlstats.plotting import (  # noqa: E402  # noqa: E402
+    PearlFigure,
+    PlotAccessor,
     plot_block_importance,
     plot_cv_risk,
     plot_risk_ratio,
     plot_weight_stability,
     plot_weights,
 )
-from pearlstats.plotting import PearlFigure, PlotAccessor  # noqa: E402
 
 NAMES = ["pca", "kpca_rbf", "kpca_poly"]
 
@@ -35,7 +36,12 @@ NAMES = ["pca", "kpca_rbf", "kpca_poly"]
 @pytest.fixture(scope="module")
 def res(paper_data):
     blocks = {name: paper_data["blocks"][name] for name in NAMES}
-    return pearl.fit("y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", paper_data["frame"], blocks=blocks, seed=4)
+    return pearl.fit(
+        "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)",
+        paper_data["frame"],
+        blocks=blocks,
+        seed=4,
+    )
 
 
 def _png(figure: Figure) -> bytes:
@@ -79,14 +85,19 @@ def test_cv_risk_with_standard_errors(res, paper_data):
     spans = np.array([seg[1, 0] - seg[0, 0] for seg in segments])
     np.testing.assert_allclose(spans, 2 * losses.std(axis=0, ddof=1) / np.sqrt(len(y)))
     pearl_line = next(line for line in ax.get_lines() if line.get_label() == "PEARL").get_xdata()[0]
-    assert pearl_line == pytest.approx(np.mean((y - res.cv_predictions.to_numpy() @ res.weights.to_numpy()) ** 2))
+    assert pearl_line == pytest.approx(
+        np.mean((y - res.cv_predictions.to_numpy() @ res.weights.to_numpy()) ** 2)
+    )
 
 
 def test_block_importance_bars(res):
     figure = plot_block_importance(res)
     _png(figure)
     widths = [patch.get_width() for patch in figure.axes[0].patches]
-    expected = [res.weights[[l for l in res.candidate_labels if name in l.split("+")]].sum() for name in NAMES]
+    expected = [
+        res.weights[[lab for lab in res.candidate_labels if name in lab.split("+")]].sum()
+        for name in NAMES
+    ]
     np.testing.assert_allclose(widths, expected)
 
 
@@ -97,7 +108,9 @@ def test_weight_stability_boxes(res):
     labels = _ticks(ax)
     resamples = res.weight_stability
     assert set(labels) == set(resamples.index[(resamples > 0).any(axis=1) | (res.weights > 0)])
-    medians = [line.get_xdata()[0] for line in ax.get_lines() if line.get_color() in ("C1", "#ff7f0e")]
+    medians = [
+        line.get_xdata()[0] for line in ax.get_lines() if line.get_color() in ("C1", "#ff7f0e")
+    ]
     np.testing.assert_allclose(medians, resamples.loc[labels].median(axis=1))
     boot = res.resample_weights("bootstrap", n_resamples=5)
     _png(plot_weight_stability(res, resamples=boot))
@@ -107,15 +120,22 @@ def test_risk_ratio_curve_against_n():
     rng = np.random.default_rng(0)
     methods = ["PEARL", "Best", "MS"]
     evaluations = {
-        n: [pd.DataFrame({"MSE": rng.uniform(1, 2, 3)}, index=methods) for _ in range(4)] for n in (100, 200, 400)
+        n: [pd.DataFrame({"MSE": rng.uniform(1, 2, 3)}, index=methods) for _ in range(4)]
+        for n in (100, 200, 400)
     }
     figure = plot_risk_ratio(evaluations)
     _png(figure)
-    by_label = {container.get_label(): container.lines[0] for container in figure.axes[0].containers}
+    by_label = {
+        container.get_label(): container.lines[0] for container in figure.axes[0].containers
+    }
     for method in ("Best", "MS"):
-        expected = [np.mean([run.loc["PEARL", "MSE"] / run.loc[method, "MSE"] for run in evaluations[n]])
-                    for n in (100, 200, 400)]
-        np.testing.assert_allclose(np.asarray(by_label[method].get_xdata(), dtype=float), [100, 200, 400])
+        expected = [
+            np.mean([run.loc["PEARL", "MSE"] / run.loc[method, "MSE"] for run in evaluations[n]])
+            for n in (100, 200, 400)
+        ]
+        np.testing.assert_allclose(
+            np.asarray(by_label[method].get_xdata(), dtype=float), [100, 200, 400]
+        )
         np.testing.assert_allclose(np.asarray(by_label[method].get_ydata(), dtype=float), expected)
     with pytest.raises(pearl.OptionError, match="accuracy"):
         plot_risk_ratio(evaluations, metric="accuracy")
@@ -128,7 +148,8 @@ def test_plots_draw_on_a_given_axes(res):
 
 
 def _many_blocks(n_blocks: int, name: str = "representation_block_{}"):
-    """A fit over every subset of *n_blocks* one-column blocks (J = 2**n_blocks - 1), with long names."""
+    """A fit over every subset of *n_blocks* one-column blocks (J = 2**n_blocks - 1), with long
+    names."""
     rng = np.random.default_rng(n_blocks)
     names = [name.format(i) for i in range(n_blocks)]
     data = {nm: rng.normal(size=(90, 1)) for nm in names}
@@ -166,8 +187,12 @@ def test_figures_of_large_fits_are_readable(large_res, kind):
     box = figure.bbox
     for text in _drawn_texts(figure):
         extent = text.get_window_extent()
-        assert (extent.x0 >= box.x0 - 1 and extent.y0 >= box.y0 - 1
-                and extent.x1 <= box.x1 + 1 and extent.y1 <= box.y1 + 1), (kind, text.get_text(), extent)
+        assert (
+            extent.x0 >= box.x0 - 1
+            and extent.y0 >= box.y0 - 1
+            and extent.x1 <= box.x1 + 1
+            and extent.y1 <= box.y1 + 1
+        ), (kind, text.get_text(), extent)
     # labels do not overlap one another
     extents = sorted((t.get_window_extent() for t in ticks), key=lambda e: e.y0)
     assert all(upper.y0 >= lower.y1 - 1 for lower, upper in zip(extents, extents[1:]))

@@ -1,4 +1,5 @@
-"""Pretrained word vectors: blocks checked against vectors parsed by hand from gensim's test files."""
+"""Pretrained word vectors: blocks checked against vectors parsed by hand from gensim's test files.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ FASTTEXT_VEC = gensim_test_file("pang_lee_polarity_fasttext.vec")
 
 def parse_text_vectors(path, header: bool, encoding: str) -> dict[str, np.ndarray]:
     lines = path.read_text(encoding=encoding).splitlines()[1 if header else 0:]
-    return {parts[0]: np.array(parts[1:], dtype=np.float64) for parts in (line.rstrip().split(" ") for line in lines)}
+    return {
+        parts[0]: np.array(parts[1:], dtype=np.float64)
+        for parts in (line.rstrip().split(" ") for line in lines)
+    }
 
 
 def expected_means(table, documents, size):
@@ -36,7 +40,9 @@ def sentences():
 
 
 @pytest.mark.parametrize(
-    "path, header, encoding", [(GLOVE, False, "utf-8"), (FASTTEXT_VEC, True, "latin-1")], ids=["glove", "word2vec-text"]
+    "path, header, encoding",
+    [(GLOVE, False, "utf-8"), (FASTTEXT_VEC, True, "latin-1")],
+    ids=["glove", "word2vec-text"],
 )
 def test_blocks_are_means_of_the_file_vectors(path, header, encoding, sentences):
     table = parse_text_vectors(path, header, encoding)

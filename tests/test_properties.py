@@ -108,7 +108,9 @@ def test_permuting_the_candidates_permutes_the_weights(problem, order_seed):
     permuted = problem.fit(candidates=shuffled)
     assert set(permuted.candidate_labels) == set(labels)
     assert permuted.weight_objective == pytest.approx(res.weight_objective, rel=1e-9)
-    np.testing.assert_allclose(permuted.weights[labels].to_numpy(), res.weights.to_numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        permuted.weights[labels].to_numpy(), res.weights.to_numpy(), atol=1e-6
+    )
 
 
 @SETTINGS
@@ -117,11 +119,19 @@ def test_scaling_y_scales_gaussian_predictions_and_keeps_the_weights(problem):
     res = problem.fit()
     scaled = problem.fit(y=7.0 * problem.y)
     np.testing.assert_allclose(scaled.weights.to_numpy(), res.weights.to_numpy(), atol=1e-6)
-    np.testing.assert_allclose(scaled.cv_predictions.to_numpy(), 7.0 * res.cv_predictions.to_numpy(),
-                               rtol=1e-9, atol=1e-9 * np.abs(problem.y).max())
+    np.testing.assert_allclose(
+        scaled.cv_predictions.to_numpy(),
+        7.0 * res.cv_predictions.to_numpy(),
+        rtol=1e-9,
+        atol=1e-9 * np.abs(problem.y).max(),
+    )
     new = {"y": np.zeros(5)}
-    np.testing.assert_allclose(scaled.predict(new, blocks=problem.new_blocks),
-                               7.0 * res.predict(new, blocks=problem.new_blocks), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        scaled.predict(new, blocks=problem.new_blocks),
+        7.0 * res.predict(new, blocks=problem.new_blocks),
+        rtol=1e-6,
+        atol=1e-8,
+    )
     assert scaled.weight_objective == pytest.approx(49.0 * res.weight_objective, rel=1e-8)
 
 

@@ -22,7 +22,15 @@ import statsmodels.api as sm
 
 RESULTS = Path(__file__).parent / "results"
 BLOCKS = {"a": ["a1", "a2"], "b": ["b1", "b2", "b3"], "c": ["c1"]}
-LABELS = ["a", "b", "c", "a+b", "a+c", "b+c", "a+b+c"]  # every non-empty subset, by size, in formula order
+LABELS = [
+    "a",
+    "b",
+    "c",
+    "a+b",
+    "a+c",
+    "b+c",
+    "a+b+c",
+]  # every non-empty subset, by size, in formula order
 FAMILIES = ["gaussian", "binomial", "poisson"]
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
 COEF_TOL = 1e-8
@@ -55,14 +63,18 @@ def statsmodels_fit(family: str, y: np.ndarray, X: np.ndarray):
 
 
 def design(frame: pd.DataFrame, label: str) -> np.ndarray:
-    return np.column_stack([np.ones(len(frame)), frame[["x", *candidate_columns(label)]].to_numpy()])
+    return np.column_stack(
+        [np.ones(len(frame)), frame[["x", *candidate_columns(label)]].to_numpy()]
+    )
 
 
 def simplex_qp(P: np.ndarray, y: np.ndarray, ridge: float = 0.0) -> np.ndarray:
     """The same programme R solved: min 1/2 w'(P'P + ridge I)w - (P'y)'w, sum(w) = 1, w >= 0."""
     J = P.shape[1]
     constraints = np.column_stack([np.ones(J), np.eye(J)])
-    return quadprog.solve_qp(P.T @ P + ridge * np.eye(J), P.T @ y, constraints, np.r_[1.0, np.zeros(J)], meq=1)[0]
+    return quadprog.solve_qp(
+        P.T @ P + ridge * np.eye(J), P.T @ y, constraints, np.r_[1.0, np.zeros(J)], meq=1
+    )[0]
 
 
 # ---- the reference files themselves --------------------------------------------------------------
@@ -84,7 +96,9 @@ def test_reference_files_are_complete(family):
 def test_statsmodels_coefficients_match_r(family, label):
     data = read(f"{family}_data.csv")
     fitted = statsmodels_fit(family, data["y"].to_numpy(dtype=float), design(data, label))
-    np.testing.assert_allclose(fitted.params, r_coefficients(family, label), rtol=COEF_TOL, atol=COEF_TOL)
+    np.testing.assert_allclose(
+        fitted.params, r_coefficients(family, label), rtol=COEF_TOL, atol=COEF_TOL
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -98,7 +112,9 @@ def test_statsmodels_out_of_fold_predictions_match_r(family):
         for fold in np.unique(folds):
             held = folds == fold
             oof[held] = statsmodels_fit(family, y[~held], X[~held]).predict(X[held])
-        np.testing.assert_allclose(oof, expected[label], rtol=COEF_TOL, atol=COEF_TOL, err_msg=label)
+        np.testing.assert_allclose(
+            oof, expected[label], rtol=COEF_TOL, atol=COEF_TOL, err_msg=label
+        )
 
 
 def test_r_gaussian_weights_solve_the_simplex_programme():
@@ -141,7 +157,7 @@ def test_duplicated_column_matches_r_solve_qp():
     np.testing.assert_allclose(ridged[[0, 2]], reduced[[0, 2]], atol=WEIGHT_TOL)
 
 
-# ---- pearlstats' public API against R --------------------------------------------------------------
+# ---- pearlstats' public API against R ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pearl():
     return pytest.importorskip("pearlstats")
@@ -154,7 +170,12 @@ def pearl_fits(pearl):
         data = read(f"{family}_data.csv")
         blocks = {name: data[columns].to_numpy() for name, columns in BLOCKS.items()}
         fits[family] = pearl.fit(
-            FORMULA, data, blocks=blocks, family=family, candidates="all", cv=data["fold"].to_numpy()
+            FORMULA,
+            data,
+            blocks=blocks,
+            family=family,
+            candidates="all",
+            cv=data["fold"].to_numpy(),
         )
     return fits
 

@@ -1,4 +1,5 @@
-"""The Representations container: columns, input kinds, seeds, pickling, errors, and use in pearl.fit."""
+"""The Representations container: columns, input kinds, seeds, pickling, errors, and use in
+pearl.fit."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from sklearn.random_projection import GaussianRandomProjection
 from test_text import load_polarity
 
 import pearlstats as pearl
-from pearlstats.exceptions import BlockError, DataError, MissingValueError, NotFittedError, OptionError
+from pearlstats.exceptions import (
+    BlockError,
+    DataError,
+    MissingValueError,
+    NotFittedError,
+    OptionError,
+)
 from pearlstats.representations import (
     PCA,
     BagOfWords,
@@ -55,18 +62,28 @@ def frames():
 @pytest.fixture(scope="module")
 def texts():
     polarity = load_polarity()
-    return pd.DataFrame({"text": polarity["text"], "length": polarity["text"].str.len().astype(float)})
+    return pd.DataFrame(
+        {"text": polarity["text"], "length": polarity["text"].str.len().astype(float)}
+    )
 
 
 def test_simulation_blocks_agree_with_sklearn_on_new_rows(frames):
-    reps = Representations(simulation_learners(), columns=["x1", "x2"], seed=0).fit(frames["unlabeled"])
+    reps = Representations(simulation_learners(), columns=["x1", "x2"], seed=0).fit(
+        frames["unlabeled"]
+    )
     blocks = reps.transform(frames["new"])
     assert list(blocks) == reps.names == ["pca", *(f"kpca_{k}" for k in SIMULATION_KERNELS)]
-    assert reps.dims == dict.fromkeys(reps.names, 2) and reps.input_columns == ["x1", "x2"] and reps.is_fitted
+    assert (
+        reps.dims == dict.fromkeys(reps.names, 2)
+        and reps.input_columns == ["x1", "x2"]
+        and reps.is_fitted
+    )
     train, new = frames["unlabeled"].to_numpy(), frames["new"][["x1", "x2"]].to_numpy()
     expected = {"pca": SklearnPCA(2).fit(train).transform(new)}
     for k in SIMULATION_KERNELS:
-        expected[f"kpca_{k}"] = SklearnKernelPCA(2, kernel=k, eigen_solver="dense").fit(train).transform(new)
+        expected[f"kpca_{k}"] = (
+            SklearnKernelPCA(2, kernel=k, eigen_solver="dense").fit(train).transform(new)
+        )
     for name, block in blocks.items():
         assert block.shape == (100, 2) and block.dtype == np.float64
         assert min(np.cos(subspace_angles(block, expected[name]))) >= 0.999
@@ -84,7 +101,9 @@ def test_each_learner_reads_its_own_columns_and_text(texts):
     }, columns=["x1", "length"]).fit(data)
     blocks = reps.transform(data.head(20))
     np.testing.assert_array_equal(blocks["joint"], data[["x1", "x3"]].head(20).to_numpy())
-    expected_pca = SklearnPCA(1).fit(data[["x1", "length"]]).transform(data[["x1", "length"]].head(20))
+    expected_pca = (
+        SklearnPCA(1).fit(data[["x1", "length"]]).transform(data[["x1", "length"]].head(20))
+    )
     np.testing.assert_allclose(np.abs(blocks["pca"]), np.abs(expected_pca), atol=1e-8)
     assert sp.isspmatrix_csr(blocks["words"]) and blocks["words"].shape == (20, reps.dims["words"])
     assert reps.input_columns == ["x1", "length", "x3", "text"]
@@ -94,17 +113,23 @@ def test_dict_rows_may_hold_2d_columns():
     rng = np.random.default_rng(2)
     pixels = rng.uniform(size=(80, 16))
     data = {"pixels": pixels, "brightness": pixels.mean(axis=1)}
-    reps = Representations({"raw": Raw(columns="pixels"), "pca": PCA(3, columns=["pixels", "brightness"])}).fit(data)
+    reps = Representations(
+        {"raw": Raw(columns="pixels"), "pca": PCA(3, columns=["pixels", "brightness"])}
+    ).fit(data)
     blocks = reps.transform(data)
     np.testing.assert_array_equal(blocks["raw"], pixels)
     both = np.column_stack([pixels, data["brightness"]])
-    np.testing.assert_allclose(np.abs(blocks["pca"]), np.abs(SklearnPCA(3).fit(both).transform(both)), atol=1e-10)
+    np.testing.assert_allclose(
+        np.abs(blocks["pca"]), np.abs(SklearnPCA(3).fit(both).transform(both)), atol=1e-10
+    )
 
 
 def test_without_columns_a_learner_reads_the_fitted_columns_only(frames):
     reps = Representations({"raw": Raw()}).fit(frames["unlabeled"])
     assert reps.input_columns == ["x1", "x2"]
-    np.testing.assert_array_equal(reps.transform(frames["new"])["raw"], frames["new"][["x1", "x2"]].to_numpy())
+    np.testing.assert_array_equal(
+        reps.transform(frames["new"])["raw"], frames["new"][["x1", "x2"]].to_numpy()
+    )
 
 
 def test_sklearn_objects_functions_and_inferred_text(frames, texts):
@@ -115,14 +140,19 @@ def test_sklearn_objects_functions_and_inferred_text(frames, texts):
     seed = reps["projection"].random_state
     assert isinstance(seed, int)  # the container's seed reached the scikit-learn object
     direct = GaussianRandomProjection(2, random_state=seed).fit(frames["unlabeled"].to_numpy())
-    np.testing.assert_array_equal(blocks["projection"], direct.transform(frames["new"][["x1", "x2"]].to_numpy()))
+    np.testing.assert_array_equal(
+        blocks["projection"], direct.transform(frames["new"][["x1", "x2"]].to_numpy())
+    )
     text_reps = Representations({
         "sk_tfidf": TfidfVectorizer(),
         "lengths": FunctionLearner(lambda f: f["length"].to_numpy(), columns="length"),
     }, columns="text").fit(texts)
     text_blocks = text_reps.transform(texts.head(5))
     expected = TfidfVectorizer().fit(texts["text"]).transform(texts["text"].head(5))
-    assert sp.isspmatrix_csr(text_blocks["sk_tfidf"]) and (text_blocks["sk_tfidf"] != expected).nnz == 0
+    assert (
+        sp.isspmatrix_csr(text_blocks["sk_tfidf"])
+        and (text_blocks["sk_tfidf"] != expected).nnz == 0
+    )
     np.testing.assert_array_equal(text_blocks["lengths"], texts[["length"]].head(5).to_numpy())
 
 
@@ -139,9 +169,15 @@ def test_seed_reaches_every_stochastic_learner_by_name(frames, texts):
     for name in ("kpca", "projection"):
         np.testing.assert_array_equal(same[name], again[name])
         assert not np.allclose(np.abs(same[name]), np.abs(other[name]))
-        np.testing.assert_array_equal(blocks(5, extra=True)[name], same[name])  # keyed by name, not position
-    word_blocks = [Representations({"w2v": Word2Vec(10, min_count=2)}, columns="text", seed=s).fit(texts)
-                   .transform(texts.head(10))["w2v"] for s in (1, 1, 2)]
+        np.testing.assert_array_equal(
+            blocks(5, extra=True)[name], same[name]
+        )  # keyed by name, not position
+    word_blocks = [
+        Representations({"w2v": Word2Vec(10, min_count=2)}, columns="text", seed=s)
+        .fit(texts)
+        .transform(texts.head(10))["w2v"]
+        for s in (1, 1, 2)
+    ]
     np.testing.assert_array_equal(word_blocks[0], word_blocks[1])
     assert not np.allclose(word_blocks[0], word_blocks[2])
 
@@ -164,9 +200,15 @@ def test_fit_transform_equals_fit_then_transform(frames):
 def test_pickled_representations_give_identical_blocks(frames, texts):
     rng = np.random.default_rng(4)
     data = texts.assign(x1=rng.normal(size=len(texts)), x2=rng.normal(size=len(texts)))
-    learners = {**simulation_learners(method="randomized"), "square": squares, "raw": Raw(standardize=True),
-                "counts": BagOfWords(columns="text"), "tfidf": TfIdf(columns="text"),
-                "w2v": Word2Vec(10, min_count=2, columns="text"), "d2v": Doc2Vec(10, min_count=2, columns="text")}
+    learners = {
+        **simulation_learners(method="randomized"),
+        "square": squares,
+        "raw": Raw(standardize=True),
+        "counts": BagOfWords(columns="text"),
+        "tfidf": TfIdf(columns="text"),
+        "w2v": Word2Vec(10, min_count=2, columns="text"),
+        "d2v": Doc2Vec(10, min_count=2, columns="text"),
+    }
     reps = Representations(learners, columns=["x1", "x2"], seed=9).fit(data)
     before = reps.transform(data.head(30))
     restored = pickle.loads(pickle.dumps(reps))
@@ -238,32 +280,46 @@ def test_learner_failures_are_reported_with_the_learner_name(frames):
     def broken(frame):
         raise ZeroDivisionError("bad arithmetic")
 
-    with pytest.raises(BlockError, match=r"'broken' \(FunctionLearner\) failed in transform: ZeroDivisionError"):
+    with pytest.raises(
+        BlockError, match=r"'broken' \(FunctionLearner\) failed in transform: ZeroDivisionError"
+    ):
         Representations({"broken": broken}).fit(frames["unlabeled"])
     with pytest.raises(BlockError, match="'short' returned 1 rows for 600"):
         Representations({"short": lambda f: np.ones((1, 2))}).fit_transform(frames["unlabeled"])
     with pytest.raises(BlockError, match="'nan' returned NaN or infinite values in rows 0, 1"):
-        Representations({"nan": lambda f: np.full((len(f), 1), np.nan)}).fit_transform(frames["unlabeled"])
-    with pytest.raises(BlockError, match=r"representation 'kpca' \(KernelPCA\) failed in fit: .*n_components <= 2"):
-        Representations({"kpca": KernelPCA(3, kernel="linear", method="exact")}).fit(frames["unlabeled"])
+        Representations({"nan": lambda f: np.full((len(f), 1), np.nan)}).fit_transform(
+            frames["unlabeled"]
+        )
+    with pytest.raises(
+        BlockError, match=r"representation 'kpca' \(KernelPCA\) failed in fit: .*n_components <= 2"
+    ):
+        Representations({"kpca": KernelPCA(3, kernel="linear", method="exact")}).fit(
+            frames["unlabeled"]
+        )
 
 
 def test_pearl_fit_and_predict_use_the_representations(frames):
     rng = np.random.default_rng(12)
     labeled = pd.DataFrame(rng.normal(size=(150, 2)), columns=["x1", "x2"])
     labeled["y"] = labeled["x1"] ** 2 + 0.3 * rng.normal(size=150)
-    reps = Representations(simulation_learners(), columns=["x1", "x2"], seed=0).fit(frames["unlabeled"])
+    reps = Representations(simulation_learners(), columns=["x1", "x2"], seed=0).fit(
+        frames["unlabeled"]
+    )
     formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
     res = pearl.fit(formula, labeled, blocks=reps, cv=5, seed=0)
     explicit = pearl.fit(formula, labeled, blocks=reps.transform(labeled), cv=5, seed=0)
     np.testing.assert_allclose(res.weights.to_numpy(), explicit.weights.to_numpy(), atol=1e-10)
     new = frames["new"]
-    np.testing.assert_allclose(res.predict(new).to_numpy(),
-                               explicit.predict(new, blocks=reps.transform(new)).to_numpy(), atol=1e-10)
+    np.testing.assert_allclose(
+        res.predict(new).to_numpy(),
+        explicit.predict(new, blocks=reps.transform(new)).to_numpy(),
+        atol=1e-10,
+    )
 
 
 def test_paper_simulation_end_to_end_predicts_raw_rows_like_hand_made_blocks():
-    """Five blocks learned on the paper's 2 000 unlabeled rows; predict(raw rows) == predict(blocks by hand)."""
+    """Five blocks learned on the paper's 2 000 unlabeled rows; predict(raw rows) == predict(blocks
+    by hand)."""
     from pearlstats.datasets import simulate_paper
 
     sim = simulate_paper(200, N=2000, n_test=300, sigma=0.5, seed=21)
@@ -277,7 +333,9 @@ def test_paper_simulation_end_to_end_predicts_raw_rows_like_hand_made_blocks():
     for name, learner in simulation_learners().items():
         if hasattr(learner, "seed"):
             learner.seed = reps[name].seed
-        by_hand[name] = learner.fit(sim.unlabeled[["x1", "x2"]].to_numpy()).transform(sim.test[["x1", "x2"]].to_numpy())
+        by_hand[name] = learner.fit(sim.unlabeled[["x1", "x2"]].to_numpy()).transform(
+            sim.test[["x1", "x2"]].to_numpy()
+        )
     from_raw = res.predict(sim.test)
     from_blocks = res.predict(sim.test, blocks=by_hand)
     np.testing.assert_allclose(from_raw.to_numpy(), from_blocks.to_numpy(), rtol=1e-9, atol=1e-9)
@@ -286,18 +344,26 @@ def test_paper_simulation_end_to_end_predicts_raw_rows_like_hand_made_blocks():
 
 
 def test_binomial_pearl_over_three_text_blocks_of_real_sentences(texts):
-    """Pang & Lee sentences: TF-IDF reduced by LSI, Word2Vec and Doc2Vec blocks; new sentences predicted."""
+    """Pang & Lee sentences: TF-IDF reduced by LSI, Word2Vec and Doc2Vec blocks; new sentences
+    predicted."""
     from pearlstats.representations import LSI
 
     labels = load_polarity()["label"].to_numpy()
     data = pd.DataFrame({"text": texts["text"], "positive": labels})
-    reps = Representations({"lsi": LSI(8), "w2v": Word2Vec(8, min_count=2), "d2v": Doc2Vec(8, min_count=2)},
-                           columns="text", seed=5).fit(data)
+    reps = Representations(
+        {"lsi": LSI(8), "w2v": Word2Vec(8, min_count=2), "d2v": Doc2Vec(8, min_count=2)},
+        columns="text",
+        seed=5,
+    ).fit(data)
     res = pearl.fit("positive ~ block(lsi) + block(w2v) + block(d2v)", data, blocks=reps,
                     family="binomial", cv=5, seed=1, ridge=1e-3)
     assert len(res.weights) == 7 and res.failures.empty
-    new = pd.DataFrame({"text": ["a moving , beautifully acted film .", "dull , tedious and far too long ."]})
+    new = pd.DataFrame(
+        {"text": ["a moving , beautifully acted film .", "dull , tedious and far too long ."]}
+    )
     probabilities = res.predict(new)
     assert probabilities.shape == (2,) and np.all((probabilities > 0) & (probabilities < 1))
     # the same prediction from the blocks of the new sentences computed by the fitted learners
-    np.testing.assert_allclose(probabilities.to_numpy(), res.predict(new, blocks=reps.transform(new)).to_numpy())
+    np.testing.assert_allclose(
+        probabilities.to_numpy(), res.predict(new, blocks=reps.transform(new)).to_numpy()
+    )

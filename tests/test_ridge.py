@@ -1,4 +1,5 @@
-"""The ridge penalty: standardised by training rows, invariant to shifts and scales, sane at the extremes."""
+"""The ridge penalty: standardised by training rows, invariant to shifts and scales, sane at the
+extremes."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ def _problem(seed=0):
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=(N, 2)) * [1.0, 5.0], rng.normal(size=(N, 3))
     X = np.column_stack([np.ones(N), a, b])
-    candidates = build_candidates("all", {"a": slice(1, 3), "b": slice(3, 6)}, [f"c{i}" for i in range(6)], 1)
+    candidates = build_candidates(
+        "all", {"a": slice(1, 3), "b": slice(3, 6)}, [f"c{i}" for i in range(6)], 1
+    )
     eta = 0.8 * a[:, 0] - 0.1 * a[:, 1] + 0.5 * b[:, 2]
     return rng, X, candidates, eta
 
@@ -64,13 +67,19 @@ def test_ridge_fit_is_invariant_to_shifting_or_rescaling_a_block_column(family):
     y = _responses(rng, eta)[family]
     folds = make_folds(4, N, seed=0)
     columns = candidates[-1].columns
-    base_cv, base_params = _cv(family, X, y, candidates, folds, 0.5), _fit(family, X, y, columns, 0.5)
+    base_cv, base_params = (
+        _cv(family, X, y, candidates, folds, 0.5),
+        _fit(family, X, y, columns, 0.5),
+    )
     for column, shift, factor in [(1, 10.0, 1.0), (4, -250.0, 1.0), (2, 0.0, 1e3), (5, 3.0, 1e-4)]:
         moved = X.copy()
         moved[:, column] = moved[:, column] * factor + shift
-        np.testing.assert_allclose(_cv(family, moved, y, candidates, folds, 0.5), base_cv, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(
+            _cv(family, moved, y, candidates, folds, 0.5), base_cv, rtol=1e-8, atol=1e-10
+        )
         params = _fit(family, moved, y, columns, 0.5)
-        # the coefficient of the moved column scales by 1/factor; the shift goes into the intercept only
+        # the coefficient of the moved column scales by 1/factor; the shift goes into the intercept
+        # only
         expected = np.array(base_params, dtype=float, copy=True)
         expected[column] = expected[column] / factor
         np.testing.assert_allclose(np.delete(params, [0, column], axis=0),
@@ -86,14 +95,17 @@ def test_fold_scales_use_training_rows_only(family):
     folds = make_folds(4, N, seed=0)
     held = np.flatnonzero(folds == 2)
     changed = X.copy()
-    changed[held[0], 4] = 40.0  # an outlier in fold 2's held-out rows: its SD over all rows grows a lot
+    changed[held[0], 4] = (
+        40.0  # an outlier in fold 2's held-out rows: its SD over all rows grows a lot
+    )
     before = _cv(family, X, y, candidates, folds, 1.0)
     after = _cv(family, changed, y, candidates, folds, 1.0)
     np.testing.assert_allclose(after[held[1:]], before[held[1:]], rtol=1e-8, atol=1e-12)
 
 
 def _penalised_fit_by_scipy(loss, X, y, ridge):
-    """Minimise mean loss + ridge/2 ||gamma||^2 on training-standardised columns (plus a free intercept)."""
+    """Minimise mean loss + ridge/2 ||gamma||^2 on training-standardised columns (plus a free
+    intercept)."""
     mean, sd = X.mean(axis=0), X.std(axis=0)
     Z = (X - mean) / sd
 
@@ -121,7 +133,9 @@ def test_out_of_fold_ridge_predictions_equal_a_penalised_fit_per_fold(family):
     for k in range(3):
         train = folds != k
         predictor = _penalised_fit_by_scipy(loss, X[train][:, columns], y[train], ridge)
-        np.testing.assert_allclose(out[~train, -1], inverse_link(predictor(X[~train][:, columns])), rtol=1e-6)
+        np.testing.assert_allclose(
+            out[~train, -1], inverse_link(predictor(X[~train][:, columns])), rtol=1e-6
+        )
 
 
 def test_gaussian_ridge_equals_closed_form_with_fold_scales():
@@ -135,7 +149,9 @@ def test_gaussian_ridge_equals_closed_form_with_fold_scales():
         Z = X[train][:, 1:]
         mean, sd = Z.mean(axis=0), Z.std(axis=0)
         Zs = np.column_stack([np.ones(train.sum()), (Z - mean) / sd])
-        gamma = np.linalg.solve(Zs.T @ Zs + ridge * train.sum() * np.diag(np.r_[0.0, np.ones(5)]), Zs.T @ y[train])
+        gamma = np.linalg.solve(
+            Zs.T @ Zs + ridge * train.sum() * np.diag(np.r_[0.0, np.ones(5)]), Zs.T @ y[train]
+        )
         expected = gamma[0] + ((X[~train][:, 1:] - mean) / sd) @ gamma[1:]
         np.testing.assert_allclose(out[~train, -1], expected, rtol=1e-10)
 
@@ -170,7 +186,9 @@ def test_gaussian_ridge_1e10_shrinks_instead_of_falling_back_to_least_squares():
     rng, X, candidates, eta = _problem(6)
     y = eta + rng.normal(size=N)
     beta = ols_fit(X, y, candidates[-1].columns, 1e10)
-    assert np.abs(beta[1:]).max() < 1e-8 * np.abs(ols_fit(X, y, candidates[-1].columns, 0.0)[1:]).max()
+    assert (
+        np.abs(beta[1:]).max() < 1e-8 * np.abs(ols_fit(X, y, candidates[-1].columns, 0.0)[1:]).max()
+    )
 
 
 @pytest.mark.parametrize("value", [0, 2, 0.5, np.float32(0.25), np.int64(3), np.float64(1e300)])
@@ -222,5 +240,9 @@ def test_predictions_invariant_to_rescaling_a_block_by_any_power_of_ten(exponent
     scaled = X.copy()
     scaled[:, 3:] *= 10.0**exponent
     for ridge in (0.0, 0.3):
-        np.testing.assert_allclose(_cv(family, scaled, y, candidates, folds, ridge),
-                                   _cv(family, X, y, candidates, folds, ridge), rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(
+            _cv(family, scaled, y, candidates, folds, ridge),
+            _cv(family, X, y, candidates, folds, ridge),
+            rtol=1e-8,
+            atol=1e-12,
+        )

@@ -161,7 +161,9 @@ def test_the_refit_uses_the_same_ridge_and_the_statsmodels_object_states_it():
     res, _ = _fit(y, blocks, family="binomial")
     X = _design(blocks, "a+s")
     expected = _penalised_logit(X, y, 1e-4)
-    np.testing.assert_allclose(res.candidate_params("a+s").to_numpy(), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        res.candidate_params("a+s").to_numpy(), expected, rtol=1e-6, atol=1e-7
+    )
     refit = res.candidates["a+s"]
     assert refit.penalty_ridge == 1e-4 and "ridge=0.0001" in refit.penalty
     np.testing.assert_allclose(refit.penalty_alpha, 1e-4 * ridge_penalty_weights(X))
@@ -239,7 +241,8 @@ def _slow_newton(monkeypatch, max_iter):
 
 
 def test_the_chosen_ridge_is_the_smallest_rung_with_a_finite_optimum(monkeypatch):
-    """With few Newton steps small ridges do not converge: the ladder climbs to the first that does."""
+    """With few Newton steps small ridges do not converge: the ladder climbs to the first that does.
+    """
     y, blocks = _binomial_data()
     _slow_newton(monkeypatch, 8)
     res, _ = _fit(y, blocks, family="binomial", ridge=1e-4)

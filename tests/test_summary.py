@@ -19,8 +19,8 @@ from scipy.stats import entropy, rankdata
 from sklearn.metrics import log_loss
 
 import pearlstats as pearl
-from pearlstats.results.summary import format_number
 from conftest import PAPER_FORMULA
+from pearlstats.results.summary import format_number
 
 NAMES = ["pca", "kpca_rbf", "kpca_poly", "kpca_sigmoid", "kpca_cosine"]
 
@@ -77,7 +77,9 @@ def test_header_states_the_fit(fitted, paper_data):
     assert pairs[f"Blocks (M = {len(NAMES)}):"] == dims
 
 
-def test_weights_section_lists_every_nonzero_candidate_with_independent_risks(fitted, paper_data, y):
+def test_weights_section_lists_every_nonzero_candidate_with_independent_risks(
+    fitted, paper_data, y
+):
     summary = fitted.summary()
     rows = _body(_table(summary, "Candidates with non-zero weight"))
     weights = fitted.weights
@@ -99,7 +101,9 @@ def test_weights_section_lists_every_nonzero_candidate_with_independent_risks(fi
 
 def test_strategies_section_matches_definitions_and_paired_ratio_se(paper_data, y):
     # honest=False: the section then shows the in-sample CV risks checked here
-    fitted = pearl.fit(PAPER_FORMULA, paper_data["frame"], blocks=paper_data["blocks"], seed=11, honest=False)
+    fitted = pearl.fit(
+        PAPER_FORMULA, paper_data["frame"], blocks=paper_data["blocks"], seed=11, honest=False
+    )
     rows = _body(_table(fitted.summary(), "Strategies (in-sample CV risk, optimistic)"))
     P = fitted.cv_predictions
     w = fitted.weights.to_numpy()
@@ -119,7 +123,8 @@ def test_strategies_section_matches_definitions_and_paired_ratio_se(paper_data, 
         b = _sq(y, prediction)
         risk, ratio_se_cell = b.mean(), rows[name][3]
         ratio = a.mean() / risk
-        # delta method for a ratio of paired means: Var = (Var a - 2 R Cov(a,b) + R^2 Var b) / (n mean(b)^2)
+        # delta method for a ratio of paired means: Var = (Var a - 2 R Cov(a,b) + R^2 Var b) / (n
+        # mean(b)^2)
         cov = np.cov(a, b, ddof=1)
         ratio_se = np.sqrt((cov[0, 0] - 2 * ratio * cov[0, 1] + ratio**2 * cov[1, 1]) / n) / risk
         _close(rows[name][0], risk)
@@ -168,9 +173,16 @@ def _simplex_qp(P, y):
 
 def test_stability_section_re_solves_on_fold_complements(paper_data, y):
     blocks = {name: paper_data["blocks"][name] for name in NAMES[:3]}
-    res = pearl.fit("y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", paper_data["frame"], blocks=blocks, seed=2)
+    res = pearl.fit(
+        "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)",
+        paper_data["frame"],
+        blocks=blocks,
+        seed=2,
+    )
     P = res.cv_predictions.to_numpy()
-    resolved = np.array([_simplex_qp(P[res.folds != k], y[res.folds != k]) for k in range(res.n_folds)])
+    resolved = np.array(
+        [_simplex_qp(P[res.folds != k], y[res.folds != k]) for k in range(res.n_folds)]
+    )
     resolved = pd.DataFrame(np.clip(resolved, 0, None).T, index=res.candidate_labels)
     rows = _body(_table(res.summary(), "Weights re-solved on 5 fold complements"))
     assert rows
@@ -178,16 +190,23 @@ def test_stability_section_re_solves_on_fold_complements(paper_data, y):
         _close(weight, res.weights[label])
         _close(mean, resolved.loc[label].mean())
         _close(sd, resolved.loc[label].std(ddof=1))
-    shown = set(resolved.index[(resolved > 1e-9).any(axis=1)]) | set(res.weights.index[res.weights > 0])
+    shown = set(resolved.index[(resolved > 1e-9).any(axis=1)]) | set(
+        res.weights.index[res.weights > 0]
+    )
     assert set(rows) == shown
 
 
 def test_failure_ledger_section(paper_data):
     frame = paper_data["frame"].iloc[:40]
-    blocks = {"small": paper_data["blocks"]["pca"][:40], "wide": np.random.default_rng(0).normal(size=(40, 35))}
+    blocks = {
+        "small": paper_data["blocks"]["pca"][:40],
+        "wide": np.random.default_rng(0).normal(size=(40, 35)),
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
-        res = pearl.fit("y ~ block(small) + block(wide)", frame, blocks=blocks, cv=5, seed=0, honest=False)
+        res = pearl.fit(
+            "y ~ block(small) + block(wide)", frame, blocks=blocks, cv=5, seed=0, honest=False
+        )
     summary = res.summary()
     cells = _table(summary, "Failure ledger")
     rows = {row[0].strip(): [cell.strip() for cell in row[1:]] for row in cells[1:]}
@@ -241,7 +260,9 @@ def test_latex_is_balanced_and_escapes_labels(paper_data):
     res = _special_fit(paper_data)
     latex = res.summary(correct=["kpca_rbf"]).as_latex()
     assert _environments(latex) == []
-    assert latex.count(r"\toprule") == latex.count(r"\bottomrule") == latex.count(r"\begin{tabularx}")
+    assert (
+        latex.count(r"\toprule") == latex.count(r"\bottomrule") == latex.count(r"\begin{tabularx}")
+    )
     # no unescaped specials outside commands: underscores, tildes, bare < from the formula
     text = re.sub(r"\$[^$]*\$", "", latex)  # mathematics ($1/\sum_j w_j^2$) may use _ and ^
     assert not re.search(r"(?<!\\)_", text)
@@ -283,7 +304,11 @@ def test_classification_summary_risks_are_log_losses(paper_data):
     res = pearl.fit("hit ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", frame, blocks=blocks,
                     family="binomial", seed=5, honest=False)
     summary = res.summary()
-    pairs = {row[i].strip(): row[i + 1].strip() for row in _table(summary, "PEARL model averaging") for i in (0, 2)}
+    pairs = {
+        row[i].strip(): row[i + 1].strip()
+        for row in _table(summary, "PEARL model averaging")
+        for i in (0, 2)
+    }
     assert (pairs["Surrogate loss:"], pairs["Loss it stands for:"]) == ("cross_entropy", "log-loss")
     y = (frame["hit"] == "yes").to_numpy(float)
     for label, cells in _body(_table(summary, "Candidates with non-zero weight")).items():

@@ -31,7 +31,9 @@ def load_polarity() -> pd.DataFrame:
     """The 200 labelled sentences: columns ``text`` and ``label`` (1 = positive)."""
     lines = gensim_test_file("pang_lee_polarity.cor").read_text(encoding="latin-1").splitlines()
     tags, texts = zip(*(line.split(" ", 1) for line in lines))
-    return pd.DataFrame({"text": [t.strip() for t in texts], "label": [int(tag == "__label__pos") for tag in tags]})
+    return pd.DataFrame(
+        {"text": [t.strip() for t in texts], "label": [int(tag == "__label__pos") for tag in tags]}
+    )
 
 
 def load_lee_background() -> list[str]:
@@ -56,7 +58,9 @@ def in_sklearn_order(block, vocabulary, sklearn_vocabulary):
     return block[:, [position[word] for word in sklearn_vocabulary]]
 
 
-@pytest.mark.parametrize("options", [{}, {"min_df": 2, "max_df": 0.5}], ids=["all-words", "filtered"])
+@pytest.mark.parametrize(
+    "options", [{}, {"min_df": 2, "max_df": 0.5}], ids=["all-words", "filtered"]
+)
 def test_counts_match_sklearn_count_vectorizer(corpus, options):
     learner = BagOfWords(**options).fit(corpus["train"])
     words, expected = sklearn_counts(corpus["train"], corpus["new"], **options)
@@ -84,7 +88,9 @@ def test_tfidf_is_count_times_log2_idf_unit_rows(corpus):
     expected = np.divide(weights, norms, out=np.zeros_like(weights), where=norms > 0)
     block = learner.transform(corpus["new"])
     assert sp.isspmatrix_csr(block)
-    np.testing.assert_allclose(in_sklearn_order(block, learner.vocabulary_, words).toarray(), expected, atol=1e-12)
+    np.testing.assert_allclose(
+        in_sklearn_order(block, learner.vocabulary_, words).toarray(), expected, atol=1e-12
+    )
 
 
 def test_lsi_spans_the_top_singular_directions_of_tfidf(corpus):
@@ -99,7 +105,9 @@ def test_lsi_spans_the_top_singular_directions_of_tfidf(corpus):
     block = learner.transform(corpus["new"])
     new_tfidf = learner.tfidf_.transform(corpus["new"])
     np.testing.assert_allclose(block, new_tfidf @ learner.components_, atol=1e-12)
-    np.testing.assert_array_equal(LSI(k, seed=0).fit(corpus["train"]).transform(corpus["new"]), block)
+    np.testing.assert_array_equal(
+        LSI(k, seed=0).fit(corpus["train"]).transform(corpus["new"]), block
+    )
 
 
 def test_custom_tokenizer_is_used(corpus):

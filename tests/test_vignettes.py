@@ -14,10 +14,22 @@ VIGNETTES = sorted((Path(__file__).resolve().parents[1] / "vignettes").glob("[0-
 
 @pytest.mark.parametrize("path", VIGNETTES, ids=[p.stem for p in VIGNETTES])
 def test_vignette_runs_quickly(path, tmp_path):
-    env = {**os.environ, "PEARLSTATS_QUICK": "1", "MPLBACKEND": "Agg", "PEARLSTATS_RESULTS": str(tmp_path)}
+    env = {
+        **os.environ,
+        "PEARLSTATS_QUICK": "1",
+        "MPLBACKEND": "Agg",
+        "PEARLSTATS_RESULTS": str(tmp_path),
+    }
     root = path.parents[1]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, str(path)], cwd=path.parent, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=path.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "VIGNETTE OK" in done.stdout
 
@@ -26,8 +38,15 @@ def test_quick_mode_writes_outside_the_committed_results():
     vignettes = VIGNETTES[0].parent
     env = {key: value for key, value in os.environ.items() if key != "PEARLSTATS_RESULTS"}
     env["PEARLSTATS_QUICK"] = "1"
-    done = subprocess.run([sys.executable, "-c", "import _common; print(_common.RESULTS)"], cwd=vignettes,
-                          env=env, capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import _common; print(_common.RESULTS)"],
+        cwd=vignettes,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert Path(done.stdout.strip()) == vignettes / "_build" / "quick-results"
     for path in VIGNETTES:
         assert 'matplotlib.use("Agg")' not in path.read_text(encoding="utf-8"), path.name

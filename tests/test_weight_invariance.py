@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 import pearlstats as pearl
-from pearlstats.weights.losses import get_loss
 from pearlstats.weights import solve_weights
+from pearlstats.weights.losses import get_loss
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -35,14 +35,18 @@ def _candidates(seed: int, n: int, J: int) -> tuple[np.ndarray, np.ndarray]:
     """y and J noisy, differently biased and shrunk predictions of it (a unique optimum)."""
     rng = np.random.default_rng(seed)
     y = rng.normal(size=n)
-    P = (rng.uniform(0.3, 1.0, size=J) * y[:, None] + rng.normal(scale=rng.uniform(0.2, 1.5, size=J), size=(n, J))
-         + rng.normal(scale=0.3, size=J))
+    P = (
+        rng.uniform(0.3, 1.0, size=J) * y[:, None]
+        + rng.normal(scale=rng.uniform(0.2, 1.5, size=J), size=(n, J))
+        + rng.normal(scale=0.3, size=J)
+    )
     return P, y
 
 
 @st.composite
 def affine_maps(draw, ratio: float) -> tuple[float, float]:
-    """``(a, c)`` with ``|a|`` in 1e-12..1e12, ``|c|`` in 1e-12..min(1e12, ratio |a|) or 0, both signs."""
+    """``(a, c)`` with ``|a|`` in 1e-12..1e12, ``|c|`` in 1e-12..min(1e12, ratio |a|) or 0, both
+    signs."""
     a_exponent = draw(st.floats(-12, 12))
     a = draw(st.sampled_from([-1.0, 1.0])) * 10.0**a_exponent
     c_top = min(12.0, a_exponent + np.log10(ratio))
@@ -52,7 +56,7 @@ def affine_maps(draw, ratio: float) -> tuple[float, float]:
     return a, c
 
 
-# ---- solve_weights directly -------------------------------------------------------------------------
+# ---- solve_weights directly ----------------------------------------------------------------------
 @SETTINGS
 @given(seed=st.integers(0, 2**16), n=st.integers(15, 60), J=st.integers(2, 6), ac=affine_maps(1e4),
        name=st.sampled_from(["squared", "absolute"]))
@@ -103,21 +107,28 @@ def test_a_large_offset_does_not_merge_distinct_candidates():
     P, y = _candidates(5, 50, 3)
     sol = solve_weights(P + 1e10, y + 1e10, get_loss("squared", "gaussian"))
     assert sol.merged == ()
-    np.testing.assert_allclose(sol.weights, solve_weights(P, y, get_loss("squared", "gaussian")).weights,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        sol.weights, solve_weights(P, y, get_loss("squared", "gaussian")).weights, atol=1e-5
+    )
 
 
 def _slsqp(P, y) -> np.ndarray:
-    """Squared-loss simplex weights from SLSQP on a problem standardised here, best of several starts."""
+    """Squared-loss simplex weights from SLSQP on a problem standardised here, best of several
+    starts."""
     scale = np.abs(y - np.median(y)).max()
     E = (y[:, None] - P) / scale
     J = P.shape[1]
     best = None
     for start in [np.full(J, 1.0 / J)] + list(np.eye(J)):
-        result = minimize(lambda w: np.mean((E @ w) ** 2), start, jac=lambda w: 2 * E.T @ (E @ w) / len(y),
-                          method="SLSQP", bounds=[(0, 1)] * J,
-                          constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
-                          options={"ftol": 1e-16, "maxiter": 1000})
+        result = minimize(
+            lambda w: np.mean((E @ w) ** 2),
+            start,
+            jac=lambda w: 2 * E.T @ (E @ w) / len(y),
+            method="SLSQP",
+            bounds=[(0, 1)] * J,
+            constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
+            options={"ftol": 1e-16, "maxiter": 1000},
+        )
         if best is None or result.fun < best.fun:
             best = result
     return best.x
@@ -150,7 +161,7 @@ def test_one_outlying_response_is_solved_exactly():
     np.testing.assert_allclose(sol.weights, reference, atol=1e-5)
 
 
-# ---- through pearl.fit ------------------------------------------------------------------------------
+# ---- through pearl.fit ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def three_blocks():
     rng = np.random.default_rng(0)
@@ -163,7 +174,9 @@ def three_blocks():
 def _fit(y, blocks, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
-        return pearl.fit("y ~ block(a) + block(b) + block(c)", {"y": y}, blocks=blocks, seed=0, **options)
+        return pearl.fit(
+            "y ~ block(a) + block(b) + block(c)", {"y": y}, blocks=blocks, seed=0, **options
+        )
 
 
 @pytest.mark.parametrize("a, c, atol", [
@@ -217,5 +230,9 @@ def test_fit_weights_and_predictions_follow_affine_maps_of_y(problem, ac):
     base, moved = _fit(y, blocks), _fit(a * y + c, blocks)
     np.testing.assert_allclose(moved.weights.to_numpy(), base.weights.to_numpy(), atol=1e-6)
     spread = np.abs(a) * np.abs(base.cv_predictions.to_numpy()).max()
-    np.testing.assert_allclose(moved.cv_predictions.to_numpy(), a * base.cv_predictions.to_numpy() + c,
-                               rtol=0, atol=1e-8 * spread + 1e-14 * abs(c))
+    np.testing.assert_allclose(
+        moved.cv_predictions.to_numpy(),
+        a * base.cv_predictions.to_numpy() + c,
+        rtol=0,
+        atol=1e-8 * spread + 1e-14 * abs(c),
+    )

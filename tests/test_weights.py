@@ -30,8 +30,8 @@ from pearlstats.exceptions import (
     MissingValueError,
     OptionError,
 )
-from pearlstats.weights.losses import get_loss
 from pearlstats.weights import solve_weights
+from pearlstats.weights.losses import get_loss
 
 
 def _subsets(p: int, sizes, seed: int) -> list:
@@ -44,7 +44,9 @@ def regression():
     X, y = load_diabetes(return_X_y=True)
     folds = KFold(5, shuffle=True, random_state=0)
     subsets = [np.arange(k) for k in (1, 3, 6, 10)] + _subsets(10, (2, 3, 4, 5, 7, 2), seed=1)
-    P = np.column_stack([cross_val_predict(LinearRegression(), X[:, s], y, cv=folds) for s in subsets])
+    P = np.column_stack(
+        [cross_val_predict(LinearRegression(), X[:, s], y, cv=folds) for s in subsets]
+    )
     return P, y
 
 
@@ -56,7 +58,10 @@ def binary():
     model = LogisticRegression(C=0.5, max_iter=5000)
     subsets = _subsets(30, (1, 2, 3, 4, 5, 6, 8, 10, 2, 3), seed=2)
     P = np.column_stack(
-        [cross_val_predict(model, X[:, s], y, cv=folds, method="predict_proba")[:, 1] for s in subsets]
+        [
+            cross_val_predict(model, X[:, s], y, cv=folds, method="predict_proba")[:, 1]
+            for s in subsets
+        ]
     )
     return P, y.astype(float)
 
@@ -68,7 +73,10 @@ def multiclass():
     folds = StratifiedKFold(5, shuffle=True, random_state=0)
     model = LogisticRegression(C=0.5, max_iter=5000)
     subsets = _subsets(13, (1, 2, 2, 3, 4, 5, 1, 2), seed=3)
-    P = np.stack([cross_val_predict(model, X[:, s], y, cv=folds, method="predict_proba") for s in subsets], axis=1)
+    P = np.stack(
+        [cross_val_predict(model, X[:, s], y, cv=folds, method="predict_proba") for s in subsets],
+        axis=1,
+    )
     return P, y
 
 
@@ -83,7 +91,12 @@ def counts():
     return np.column_stack([cross_val_predict(model, X[:, s], y, cv=folds) for s in subsets]), y
 
 
-DATA = {"gaussian": "regression", "binomial": "binary", "multinomial": "multiclass", "poisson": "counts"}
+DATA = {
+    "gaussian": "regression",
+    "binomial": "binary",
+    "multinomial": "multiclass",
+    "poisson": "counts",
+}
 
 
 # ---- independent references ---------------------------------------------------------------------
@@ -92,7 +105,8 @@ def _average(P, w):
 
 
 def _decision(P, family):
-    """Linear predictors behind stored probabilities: logit, or log p_c - log p_0 (reference class 0)."""
+    """Linear predictors behind stored probabilities: logit, or log p_c - log p_0 (reference class
+    0)."""
     limit = 53 * np.log(2.0)
     if family == "multinomial":
         logp = np.maximum(np.log(P), -limit)
@@ -144,7 +158,11 @@ def _gradient(name, family, y, P, w) -> np.ndarray:
             return -2.0 / (n * C) * np.einsum("ijc,ic->j", P, np.eye(C)[y] - pred)
         return -2.0 / n * P.T @ (y - pred)
     if name == "cross_entropy":
-        A = P[np.arange(n), :, y] if family == "multinomial" else np.where(y[:, None] == 1, P, 1 - P)
+        A = (
+            P[np.arange(n), :, y]
+            if family == "multinomial"
+            else np.where(y[:, None] == 1, P, 1 - P)
+        )
         return -A.T @ (1.0 / (A @ w)) / n
     return 2.0 / n * P.T @ (1.0 - y / pred)
 
@@ -157,7 +175,11 @@ def _value(name, family, y, P, w) -> float:
         target = np.eye(P.shape[2])[y] if family == "multinomial" else y
         return float(np.mean((target - pred) ** 2))
     if name == "cross_entropy":
-        A = P[np.arange(n), :, y] if family == "multinomial" else np.where(y[:, None] == 1, P, 1 - P)
+        A = (
+            P[np.arange(n), :, y]
+            if family == "multinomial"
+            else np.where(y[:, None] == 1, P, 1 - P)
+        )
         return float(-np.mean(np.log(np.maximum(A @ w, 1e-300))))
     mu = np.maximum(pred, 1e-300)
     return float(2 * np.mean(np.where(y > 0, y * np.log(np.where(y > 0, y, 1) / mu), 0) - (y - mu)))
@@ -174,7 +196,9 @@ def _slsqp_minimum(name, family, y, P, starts=4, seed=0) -> float:
             jac=lambda w: _gradient(name, family, y, P, w),
             method="SLSQP",
             bounds=[(0.0, 1.0)] * J,
-            constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1.0, "jac": lambda w: np.ones_like(w)}],
+            constraints=[
+                {"type": "eq", "fun": lambda w: w.sum() - 1.0, "jac": lambda w: np.ones_like(w)}
+            ],
             options={"ftol": 1e-15, "maxiter": 1000},
         )
         w = np.clip(result.x, 0.0, None)
@@ -190,7 +214,9 @@ def _lp_minimum(name, family, y, P) -> float:
         cost = np.r_[np.zeros(J), np.full(2 * n, 1.0 / n)]
         result = linprog(cost, A_eq=A_eq, b_eq=np.r_[y, 1.0], bounds=(0, None), method="highs-ipm")
         return result.fun
-    if name == "hinge_probability" and family == "binomial":  # 2|y - p| is linear in w: a vertex wins
+    if (
+        name == "hinge_probability" and family == "binomial"
+    ):  # 2|y - p| is linear in w: a vertex wins
         return min(_metric(name, family, y, P[:, j]) for j in range(J))
     if name == "hinge":
         P = _decision(P, family)
@@ -212,7 +238,15 @@ def _lp_minimum(name, family, y, P) -> float:
                 rhs.append(-1.0)
     cost = np.r_[np.zeros(J), np.full(n, 1.0 / n)]
     A_eq = np.r_[np.ones(J), np.zeros(n)][None, :]
-    result = linprog(cost, A_ub=np.array(rows), b_ub=rhs, A_eq=A_eq, b_eq=[1.0], bounds=(0, None), method="highs-ipm")
+    result = linprog(
+        cost,
+        A_ub=np.array(rows),
+        b_ub=rhs,
+        A_eq=A_eq,
+        b_eq=[1.0],
+        bounds=(0, None),
+        method="highs-ipm",
+    )
     return result.fun
 
 
@@ -240,7 +274,11 @@ def test_optimum_matches_independent_solver(name, family, request):
     _assert_on_simplex(sol.weights, P.shape[1])
     objective = _mean_loss(name, family, y, P, sol.weights)
     assert sol.objective == pytest.approx(objective, rel=1e-10)
-    reference = _lp_minimum(name, family, y, P) if loss.solver == "lp" else _slsqp_minimum(name, family, y, P)
+    reference = (
+        _lp_minimum(name, family, y, P)
+        if loss.solver == "lp"
+        else _slsqp_minimum(name, family, y, P)
+    )
     assert sol.objective == pytest.approx(reference, rel=1e-7)
     # the gap certifies the distance to the optimum
     assert 0.0 <= sol.kkt_gap <= 1e-8 * max(sol.objective, 1.0)
@@ -264,7 +302,7 @@ def test_kkt_conditions_hold(name, family, request):
     assert g.min() >= g[support].max() - 1e-6 * scale
 
 
-# ---- structure of the solution --------------------------------------------------------------------
+# ---- structure of the solution -------------------------------------------------------------------
 def test_inactive_candidates_get_zero_and_the_rest_is_optimal(regression):
     P, y = regression
     full = solve_weights(P, y, get_loss("squared", "gaussian")).weights
@@ -281,7 +319,8 @@ def test_inactive_candidates_get_zero_and_the_rest_is_optimal(regression):
 
 
 @pytest.mark.parametrize(
-    "name, family", [("squared", "gaussian"), ("cross_entropy", "multinomial"), ("absolute", "gaussian")]
+    "name, family",
+    [("squared", "gaussian"), ("cross_entropy", "multinomial"), ("absolute", "gaussian")],
 )
 def test_duplicates_are_merged_and_share_weight_equally(name, family, request):
     P, y = request.getfixturevalue(DATA[family])
@@ -311,7 +350,8 @@ def test_negative_zero_duplicates_are_merged():
 
 
 @pytest.mark.parametrize(
-    "name, family", [("squared", "gaussian"), ("cross_entropy", "binomial"), ("poisson_deviance", "poisson")]
+    "name, family",
+    [("squared", "gaussian"), ("cross_entropy", "binomial"), ("poisson_deviance", "poisson")],
 )
 def test_candidate_equal_to_y_gets_weight_one(name, family, request):
     P, y = request.getfixturevalue(DATA[family])
@@ -327,7 +367,11 @@ def _small_problem(kind: str, seed: int, n: int, J: int):
     rng = np.random.default_rng(seed)
     if kind == "gaussian":
         y = rng.normal(size=n)
-        return y[:, None] + rng.normal(size=(n, J)) * rng.uniform(0.3, 2.0, size=J), y, get_loss("squared", kind)
+        return (
+            y[:, None] + rng.normal(size=(n, J)) * rng.uniform(0.3, 2.0, size=J),
+            y,
+            get_loss("squared", kind),
+        )
     y = (rng.random(n) < 0.5).astype(float)
     return rng.uniform(0.05, 0.95, size=(n, J)), y, get_loss("cross_entropy", kind)
 
@@ -353,14 +397,16 @@ def test_permuting_candidates_permutes_weights(kind, seed, n, J, duplicate, data
         assert w[0] == w[-1]
 
 
-# ---- many candidates --------------------------------------------------------------------------------
+# ---- many candidates -----------------------------------------------------------------------------
 def test_column_generation_matches_plain_quadprog():
     X, y = load_diabetes(return_X_y=True)
     X, y = X[:50], y[:50]
     subsets = [s for s in _subsets(10, np.random.default_rng(5).integers(1, 9, size=400), seed=6)]
     unique = list({tuple(s): s for s in subsets}.values())[:200]
     folds = KFold(5, shuffle=True, random_state=0)
-    P = np.column_stack([cross_val_predict(LinearRegression(), X[:, s], y, cv=folds) for s in unique])
+    P = np.column_stack(
+        [cross_val_predict(LinearRegression(), X[:, s], y, cv=folds) for s in unique]
+    )
     n, J = P.shape
     assert (n, J) == (50, 200)
     sol = solve_weights(P, y, get_loss("squared", "gaussian"))
@@ -369,7 +415,9 @@ def test_column_generation_matches_plain_quadprog():
     # plain quadprog on the raw J x J problem; J > n makes P'P singular, hence the tiny ridge
     G = P.T @ P / n
     G += 1e-9 * np.trace(G) / J * np.eye(J)
-    w = quadprog.solve_qp(G, P.T @ y / n, np.column_stack([np.ones(J), np.eye(J)]), np.r_[1.0, np.zeros(J)], meq=1)[0]
+    w = quadprog.solve_qp(
+        G, P.T @ y / n, np.column_stack([np.ones(J), np.eye(J)]), np.r_[1.0, np.zeros(J)], meq=1
+    )[0]
     w = np.clip(w, 0.0, None) / np.clip(w, 0.0, None).sum()
     assert sol.objective == pytest.approx(metrics.mean_squared_error(y, P @ w), rel=1e-7)
 
@@ -385,7 +433,8 @@ def test_column_generation_for_cross_entropy_matches_em(binary):
     sol = solve_weights(P_many, y_many, get_loss("cross_entropy", "binomial"))
     assert sol.solver == "sqp-active-set"
     _assert_on_simplex(sol.weights, 80)
-    # -mean log(A w) is a mixture-proportion likelihood: EM's multiplicative update is a monotone reference
+    # -mean log(A w) is a mixture-proportion likelihood: EM's multiplicative update is a monotone
+    # reference
     A = np.where(y_many[:, None] == 1, P_many, 1 - P_many)
     w = np.full(80, 1 / 80)
     for _ in range(20_000):
@@ -396,7 +445,7 @@ def test_column_generation_for_cross_entropy_matches_em(binary):
     assert sol.kkt_gap <= 1e-9
 
 
-# ---- bad input ------------------------------------------------------------------------------------
+# ---- bad input -----------------------------------------------------------------------------------
 def test_shape_mismatch_names_both_shapes():
     with pytest.raises(DataError, match=r"shape \(10, 3\) and y of shape \(9,\)"):
         solve_weights(np.zeros((10, 3)), np.zeros(9), get_loss(None, "gaussian"))
@@ -408,7 +457,10 @@ def test_nan_in_an_active_candidate_names_the_column(regression):
     P, y = regression
     P = P.copy()
     P[[4, 9], 2] = np.nan
-    with pytest.raises(MissingValueError, match=r"NaN values at candidate column 2 \(column 2: rows 4, 9\).*active="):
+    with pytest.raises(
+        MissingValueError,
+        match=r"NaN values at candidate column 2 \(column 2: rows 4, 9\).*active=",
+    ):
         solve_weights(P, y, get_loss(None, "gaussian"))
 
 
@@ -416,7 +468,9 @@ def test_negative_poisson_mean_names_the_column(counts):
     P, y = counts
     P = P.copy()
     P[11, 1] = -0.3
-    with pytest.raises(DataError, match=r">= 0; violated at candidate column 1 \(column 1: row 11\)"):
+    with pytest.raises(
+        DataError, match=r">= 0; violated at candidate column 1 \(column 1: row 11\)"
+    ):
         solve_weights(P, y, get_loss(None, "poisson"))
     active = np.ones(P.shape[1], dtype=bool)
     active[1] = False  # an inactive column is not inspected
@@ -426,7 +480,10 @@ def test_negative_poisson_mean_names_the_column(counts):
 def test_no_active_candidate_raises():
     with pytest.raises(AllCandidatesFailedError, match="all 3"):
         solve_weights(
-            np.full((5, 3), np.nan), np.zeros(5), get_loss(None, "gaussian"), active=np.zeros(3, dtype=bool)
+            np.full((5, 3), np.nan),
+            np.zeros(5),
+            get_loss(None, "gaussian"),
+            active=np.zeros(3, dtype=bool),
         )
 
 
@@ -455,17 +512,19 @@ def test_lp_failure_falls_back_to_best_candidate(regression, monkeypatch):
     assert sol.weights[best] == 1.0 and sol.kkt_gap == np.inf
 
 
-# ---- one MSE ------------------------------------------------------------------------------------------
+# ---- one MSE -------------------------------------------------------------------------------------
 def test_multinomial_squared_weights_equal_those_of_the_summed_brier_score(multiclass):
     """Averaging over classes divides the objective by C and leaves the argmin where it was."""
     P, y = multiclass
     n, J, C = P.shape
     sol = solve_weights(P, y, get_loss("squared", "multinomial"))
-    # the old per-row value summed over classes: min sum_i sum_c (1[y=c] - P_icj w_j)^2 / n, by quadprog
+    # the old per-row value summed over classes: min sum_i sum_c (1[y=c] - P_icj w_j)^2 / n, by
+    # quadprog
     E = (np.eye(C)[y][:, None, :] - P).transpose(0, 2, 1).reshape(n * C, J)
     G = 2 * E.T @ E / n
-    old = quadprog.solve_qp(G, np.zeros(J), np.column_stack([np.ones(J), np.eye(J)]), np.r_[1.0, np.zeros(J)],
-                            meq=1)[0]
+    old = quadprog.solve_qp(
+        G, np.zeros(J), np.column_stack([np.ones(J), np.eye(J)]), np.r_[1.0, np.zeros(J)], meq=1
+    )[0]
     np.testing.assert_allclose(sol.weights, np.clip(old, 0, None), atol=1e-7)
     summed = np.sum((np.eye(C)[y] - _average(P, sol.weights)) ** 2) / n
     assert sol.objective == pytest.approx(summed / C, rel=1e-12)

@@ -51,7 +51,9 @@ def test_wide_block_candidates_are_infeasible_and_the_rest_equal_direct_fits(fam
             continue
         for k in range(5):
             train = folds != k
-            reference = fit(y[train], X[train][:, candidate.columns]).predict(X[~train][:, candidate.columns])
+            reference = fit(y[train], X[train][:, candidate.columns]).predict(
+                X[~train][:, candidate.columns]
+            )
             np.testing.assert_allclose(out.predictions[~train, j], reference, atol=1e-7)
 
 
@@ -65,7 +67,8 @@ def test_wide_block_with_ridge_is_recorded_as_too_wide_with_the_memory_it_would_
 
 
 def test_wide_block_peak_memory_stays_small():
-    """The engine's peak resident memory grows by far less than one 20 000 x 20 000 Gram matrix (3.2 GB)."""
+    """The engine's peak resident memory grows by far less than one 20 000 x 20 000 Gram matrix (3.2
+    GB)."""
     script = textwrap.dedent(f"""
         import resource, sys
         sys.path.insert(0, {str(ROOT)!r})
@@ -77,6 +80,8 @@ def test_wide_block_peak_memory_stays_small():
         ols_cv_predict(X, y, candidates, make_folds(5, len(y), seed=0))
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     growth_kib = int(result.stdout.strip().splitlines()[-1])
     assert growth_kib < 200 * 1024  # well under 1 GB; X itself (48 MB) was allocated before

@@ -1,4 +1,5 @@
-"""Word2Vec and Doc2Vec learners: averages and inference checked against gensim itself and plain loops."""
+"""Word2Vec and Doc2Vec learners: averages and inference checked against gensim itself and plain
+loops."""
 
 from __future__ import annotations
 
@@ -41,22 +42,32 @@ def test_word2vec_block_is_the_mean_of_known_word_vectors(word2vec, corpus):
     block = word2vec.transform(documents)
     vectors = word2vec.vectors_
     for row, text in enumerate(documents):
-        known = [vectors[w].astype(np.float64) for w in simple_preprocess(text) if w in vectors.key_to_index]
+        known = [
+            vectors[w].astype(np.float64)
+            for w in simple_preprocess(text)
+            if w in vectors.key_to_index
+        ]
         expected = np.mean(known, axis=0) if known else np.zeros(20)
         np.testing.assert_allclose(block[row], expected, rtol=1e-12, atol=1e-15)
     assert block.dtype == np.float64 and not block[-1].any()
 
 
 def test_word2vec_seed_gives_identical_vectors_and_another_seed_does_not(word2vec, corpus):
-    again = Word2Vec(vector_size=20, min_count=2, seed=7).fit(corpus["train"]).transform(corpus["new"])
-    other = Word2Vec(vector_size=20, min_count=2, seed=8).fit(corpus["train"]).transform(corpus["new"])
+    again = (
+        Word2Vec(vector_size=20, min_count=2, seed=7).fit(corpus["train"]).transform(corpus["new"])
+    )
+    other = (
+        Word2Vec(vector_size=20, min_count=2, seed=8).fit(corpus["train"]).transform(corpus["new"])
+    )
     np.testing.assert_array_equal(again, word2vec.transform(corpus["new"]))
     assert not np.allclose(other, again)
 
 
 @pytest.mark.parametrize("dm", [1, 0])
 def test_doc2vec_inference_is_gensims_given_the_same_randomness(corpus, dm):
-    learner = Doc2Vec(vector_size=10, dm=dm, min_count=2, epochs=5, seed=1).fit(corpus["train"][:80])
+    learner = Doc2Vec(vector_size=10, dm=dm, min_count=2, epochs=5, seed=1).fit(
+        corpus["train"][:80]
+    )
     model = learner.model_
     for words in (simple_preprocess(text) for text in corpus["new"][:3]):
         model.random = np.random.RandomState(99)
@@ -81,7 +92,9 @@ def test_doc2vec_rows_do_not_depend_on_the_batch_and_unknown_text_is_zero(doc2ve
     assert not batch[5].any() and np.all(np.abs(batch[:5]).sum(axis=1) > 0)
 
 
-def test_blocks_are_identical_in_a_process_with_another_hash_seed(word2vec, doc2vec, corpus, tmp_path):
+def test_blocks_are_identical_in_a_process_with_another_hash_seed(
+    word2vec, doc2vec, corpus, tmp_path
+):
     script = textwrap.dedent(
         f"""
         import sys
@@ -91,7 +104,8 @@ def test_blocks_are_identical_in_a_process_with_another_hash_seed(word2vec, doc2
         from pearlstats.representations import Doc2Vec, Word2Vec
         train, new = load_lee_background(), load_polarity()["text"].tolist()[:60]
         w2v = Word2Vec(vector_size=20, min_count=2, seed=7).fit(train).transform(new)
-        d2v = Doc2Vec(vector_size=20, dm=0, min_count=2, epochs=20, seed=7).fit(train).transform(new)
+        doc2vec = Doc2Vec(vector_size=20, dm=0, min_count=2, epochs=20, seed=7)
+        d2v = doc2vec.fit(train).transform(new)
         np.savez({str(tmp_path / "blocks.npz")!r}, w2v=w2v, d2v=d2v)
         """
     )

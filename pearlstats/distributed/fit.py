@@ -105,6 +105,34 @@ def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool,
     )
 
 
+def _check_supported(family, loss, missing: str) -> None:
+    """The families, losses and missing-value policy the distributed path implements."""
+    if family.name not in FAMILIES:
+        raise OptionError(f"the distributed fit supports families {FAMILIES}, not {family.name!r}")
+    if loss.name not in ("squared", "cross_entropy", "poisson_deviance"):
+        raise OptionError(
+            "the distributed fit supports the losses squared, cross_entropy and "
+            f"poisson_deviance, not {loss.name!r}"
+        )
+    if missing != "raise":
+        raise OptionError(
+            "missing='drop' is not supported for dask data; drop incomplete rows with dask first"
+        )
+
+
+def _duplicate_entries(solution, everything) -> list[LedgerEntry]:
+    """One ledger row per group of candidates merged for the weight solver."""
+    entries = []
+    for group in solution.merged:
+        members = [everything[i].label for i in group]
+        entries.append(LedgerEntry(
+            members[0], None, "weights", "duplicate",
+            f"candidates {members} have identical out-of-fold predictions",
+            "merged for the weight solver; their weight is split equally", False,
+        ))
+    return entries
+
+
 def fit_distributed(
     formula,
     family,
@@ -121,17 +149,7 @@ def fit_distributed(
     representations=None,
 ) -> DaskPearlResults:
     """PEARL on dask data (called by :func:`pearlstats.fit`; see its ``data`` and ``blocks``)."""
-    if family.name not in FAMILIES:
-        raise OptionError(f"the distributed fit supports families {FAMILIES}, not {family.name!r}")
-    if loss.name not in ("squared", "cross_entropy", "poisson_deviance"):
-        raise OptionError(
-            "the distributed fit supports the losses squared, cross_entropy and "
-            f"poisson_deviance, not {loss.name!r}"
-        )
-    if missing != "raise":
-        raise OptionError(
-            "missing='drop' is not supported for dask data; drop incomplete rows with dask first"
-        )
+    _check_supported(family, loss, missing)
     ridge = check_ridge(ridge)
     fold_spec = _fold_spec(cv, seed)
     rows = dask_rows(data, blocks, formula)
@@ -158,19 +176,7 @@ def fit_distributed(
     solution, risk, se, extra = _weights(
         rows, spec, family, loss, fold_spec, moments.labels, coefs, failed, n_pool, env, moments.n
     )
-    for group in solution.merged:
-        members = [everything[i].label for i in group]
-        entries.append(
-            LedgerEntry(
-                members[0],
-                None,
-                "weights",
-                "duplicate",
-                f"candidates {members} have identical out-of-fold predictions",
-                "merged for the weight solver; their weight is split equally",
-                False,
-            )
-        )
+    entries.extend(_duplicate_entries(solution, everything))
     return DaskPearlResults(
         spec=spec,
         family=family,

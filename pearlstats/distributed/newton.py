@@ -113,6 +113,24 @@ class _Objective:
         return self.last[1]
 
 
+def _feasible(candidates, n_train: np.ndarray, ridge: float, K: int, intercept):
+    """Candidates that can be fitted (and their column plans), and ledger rows for the others."""
+    failed = np.zeros(len(candidates), dtype=bool)
+    entries: list[LedgerEntry] = []
+    feasible, plan_candidates = [], []
+    for j, candidate in enumerate(candidates):
+        S = np.asarray(candidate.columns)
+        entry = infeasible_entry(candidate.label, S.size, int(n_train[:-1].min()), ridge)
+        entry = entry or too_wide_entry(candidate.label, S.size, K + 2)
+        if entry is not None:
+            failed[j] = True
+            entries.append(entry)
+            continue
+        feasible.append(j)
+        plan_candidates.append((S, bool(intercept is not None and intercept in S)))
+    return feasible, plan_candidates, failed, entries
+
+
 def newton_coefficients(rows, spec, kind: str, fold_spec, moments, candidates, ridge: float, env):
     """Coefficients of every binomial / Poisson candidate in every fold and on all rows.
 
@@ -130,21 +148,9 @@ def newton_coefficients(rows, spec, kind: str, fold_spec, moments, candidates, r
     n_train = np.array(
         [moments.n - moments.folds[k]["n"] for k in labels] + [moments.n], dtype=float
     )
-    failed = np.zeros(J, dtype=bool)
-    entries: list[LedgerEntry] = []
     designs = {centre: scaled_design(moments, centre) for centre in (True, False)}
     intercept = designs[True].intercept
-    feasible, plan_candidates = [], []
-    for j, candidate in enumerate(candidates):
-        S = np.asarray(candidate.columns)
-        entry = infeasible_entry(candidate.label, S.size, int(n_train[:-1].min()), ridge)
-        entry = entry or too_wide_entry(candidate.label, S.size, K + 2)
-        if entry is not None:
-            failed[j] = True
-            entries.append(entry)
-            continue
-        feasible.append(j)
-        plan_candidates.append((S, bool(intercept is not None and intercept in S)))
+    feasible, plan_candidates, failed, entries = _feasible(candidates, n_train, ridge, K, intercept)
     coefs = np.zeros((K + 1, p, J))
     if not feasible:
         return coefs, failed, entries, 0

@@ -60,7 +60,7 @@ def _barrier_rows(loss_name, y, P):
 
 def _risk_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, loss):
     y, P = _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env)
-    pointwise = loss._pointwise(y[:, None], P)
+    pointwise = loss.row_losses(y[:, None], P)
     out = {"n": len(y), "risk": pointwise.sum(axis=0), "risk2": np.sum(pointwise**2, axis=0)}
     if loss.solver == "convex":
         A, c, b, const = _barrier_rows(loss.name, y, P)
@@ -80,7 +80,7 @@ def _barrier_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, e
     f = -(c @ np.log(u)) + b @ w + const
     g = b - A.T @ (c / u)
     H = (A * (c / u**2)[:, None]).T @ A
-    return {"f": f, "g": g, "H": H, "objective": float(loss._pointwise(y, P @ w).sum())}
+    return {"f": f, "g": g, "H": H, "objective": float(loss.row_losses(y, P @ w).sum())}
 
 
 def barrier_pass(rows, spec, kind, fold_spec, labels, coefs, env, loss, w, n: int):

@@ -30,23 +30,36 @@ def coefficient_matrix(res, labels) -> np.ndarray:
             "prediction of dask rows supports gaussian, binomial and poisson fits, not "
             f"{res.family!r}"
         )
-    if hasattr(res, "_refit_coefficients"):
-        return res._refit_coefficients(labels)
+    if hasattr(res, "refit_coefficients"):  # a DaskPearlResults
+        return res.refit_coefficients(labels)
     p = len(res.design_spec.column_names)
     B = np.zeros((p, len(labels)))
+    columns = {candidate.label: candidate.columns for candidate in _everything(res)[0]}
     for j, label in enumerate(labels):
-        params = res._candidate_params(label)
-        if not isinstance(params, np.ndarray) or params.ndim != 1:
+        try:
+            params = res.candidate_params(label)
+        except OptionError as err:
             raise OptionError(
                 f"candidate {label!r} is not a linear model; dask rows need a statsmodels "
                 "downstream"
-            )
-        B[res._find(label).columns, j] = params
+            ) from err
+        if params.ndim != 1:
+            raise OptionError(f"candidate {label!r} has one equation per class; dask rows need one")
+        B[columns[label], j] = params.to_numpy()
     return B
 
 
+def _everything(res) -> tuple[list, np.ndarray]:
+    """Every candidate (pool, then baseline-only) and whether each failed, for either results class."""
+    if hasattr(res, "all_candidates"):  # a DaskPearlResults
+        return res.all_candidates, res.all_failed
+    return res.stages.candidates.everything, res.stages.output.failed
+
+
 def _representations(res):
-    return getattr(res, "_representations", None)
+    if hasattr(res, "stages"):
+        return res.stages.representations
+    return res.representations
 
 
 def _rows_for(res, newdata, blocks):
@@ -99,10 +112,11 @@ def _score_part(frame, blocks, offset, spec, kind, B, W, env):
 def evaluate_dask(res, test_data, blocks=None) -> pd.DataFrame:
     """Scores of PEARL and the baselines on dask test rows (see :meth:`PearlResults.evaluate`)."""
     strategies = res.strategy_weights
-    failed = dict(zip(strategies.columns, np.asarray(res._failed)))
+    everything, flags = _everything(res)
+    failed = dict(zip(strategies.columns, np.asarray(flags)))
     singles = [
         c.label
-        for c in res._all_candidates
+        for c in everything
         if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]
     ]
     methods = [m for m in STRATEGIES if not strategies.loc[m].isna().any()]

@@ -131,10 +131,26 @@ class DaskPearlResults:
                 return position, candidate
         raise KeyError(f"no candidate {label!r}; candidates are {self.candidate_labels}")
 
-    def _refit_coefficients(self, labels) -> np.ndarray:
+    def refit_coefficients(self, labels: list[str]) -> np.ndarray:
+        """(p, len(labels)) coefficients of the all-rows refits (0 outside their columns)."""
         return np.column_stack([self._coefs[-1][:, self._find(label)[0]] for label in labels])
 
-    def params(self, label: str) -> pd.Series:
+    @property
+    def all_candidates(self) -> list:
+        """The pool's candidates, then the baseline-only ones."""
+        return list(self._all_candidates)
+
+    @property
+    def all_failed(self) -> np.ndarray:
+        """Whether each of :attr:`all_candidates` failed in cross-validation."""
+        return np.asarray(self._failed)
+
+    @property
+    def representations(self):
+        """The fit's private copy of its Representations (None without one)."""
+        return self._representations
+
+    def candidate_params(self, label: str) -> pd.Series:
         """Coefficients of one candidate refitted on all rows, labelled by design column."""
         position, candidate = self._find(label)
         names = [self.design_spec.column_names[i] for i in candidate.columns]

@@ -73,9 +73,16 @@ def prediction_name(res: PearlResults) -> str:
     return f"P(y={res.classes[1]})" if res.family == "binomial" else "prediction"
 
 
+def candidate_ridge(res: PearlResults, label: Hashable) -> float:
+    """The ridge a candidate was fitted with: the fit's, or the larger one its separation needed."""
+    chooser = getattr(res.stages.family, "candidate_ridge", None)
+    return float(chooser(label, res.ridge)) if chooser is not None else float(res.ridge)
+
+
 def _warn_ridge(res: PearlResults) -> None:
-    if res.ridge > 0:
-        warnings.warn(RIDGE_NOTE.format(ridge=res.ridge), PearlWarning, stacklevel=4)
+    ridge = max((candidate_ridge(res, label) for label in active_labels(res)), default=0.0)
+    if ridge > 0:
+        warnings.warn(RIDGE_NOTE.format(ridge=ridge), PearlWarning, stacklevel=4)
 
 
 def _columns(res: PearlResults, label: Hashable) -> np.ndarray:
@@ -93,7 +100,7 @@ def _penalised_cov(res: PearlResults, label: Hashable) -> tuple[np.ndarray, floa
     # GLM working weights: the variance function of the canonical link.
     w = {"gaussian": np.ones(n), "binomial": mu * (1 - mu), "poisson": mu}[res.family]
     info = (X * w[:, None]).T @ X
-    hessian = info + n * res.ridge * np.diag(ridge_penalty_weights(X))
+    hessian = info + n * candidate_ridge(res, label) * np.diag(ridge_penalty_weights(X))
     inv = np.linalg.pinv(hessian, hermitian=True)
     cov = inv @ info @ inv
     if res.family != "gaussian":
@@ -119,7 +126,7 @@ def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, flo
         raise OptionError("candidate_cov is for gaussian, binomial and poisson candidates; "
                           "for multinomial ones use candidate_bse or results.candidates[label]")
     names = res.candidate_params(label).index
-    if res.ridge > 0:
+    if candidate_ridge(res, label) > 0:
         cov, df_resid = _penalised_cov(res, label)
         return pd.DataFrame(cov, index=names, columns=names), df_resid
     fitted = res.candidates[label]
@@ -133,7 +140,7 @@ def candidate_bse(res: PearlResults, label: Hashable) -> ParamsLike:
     if res.family != "multinomial":
         cov, _ = candidate_cov(res, label)
         return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=template.index, name=label)
-    if res.ridge > 0:
+    if candidate_ridge(res, label) > 0:
         raise OptionError("standard errors of ridge-penalised multinomial candidates are not "
                           "available; refit with ridge=0")
     # MNLogit labels its equations 0..C-2; ours are named by class.

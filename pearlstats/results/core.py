@@ -699,8 +699,10 @@ class PearlResults(WeightDiagnostics):
 
     @property
     def ridge_note(self) -> str | None:
-        """Why the coefficients and their SEs need care when ``ridge > 0`` (else None)."""
-        return averaging.RIDGE_NOTE.format(ridge=self.ridge) if self.ridge > 0 else None
+        """Why the coefficients and their SEs need care when a weighted candidate has a ridge (else None)."""
+        ridge = max((averaging.candidate_ridge(self, label) for label in averaging.active_labels(self)),
+                    default=0.0)
+        return averaging.RIDGE_NOTE.format(ridge=ridge) if ridge > 0 else None
 
     @property
     def fittedvalues(self) -> pd.Series | pd.DataFrame:

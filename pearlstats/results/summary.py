@@ -33,7 +33,7 @@ import pandas as pd
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
-from ..exceptions import PearlWarning
+from ..exceptions import OptionError, PearlWarning
 from .strategies import DEFINITIONS
 
 if TYPE_CHECKING:
@@ -505,7 +505,10 @@ def _coefficients_table(
         return None, "Model-averaged coefficients by class: res.params, res.bse, res.conf_int()."
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PearlWarning)  # the ridge caveat is the note below
-        params, bse, interval = res.params, res.bse, res.conf_int()
+        try:
+            params, bse, interval = res.params, res.bse, res.conf_int()
+        except OptionError as err:  # e.g. a downstream without coefficients
+            return None, f"Model-averaged coefficients are not available: {err}"
     covariates = [name for name in res.design_spec.covariates.names if name in params.index]
     blocks = [name for name in params.index if name not in covariates]
     show = len(blocks) <= MAX_BLOCK_COEFFICIENTS if show_blocks is None else show_blocks

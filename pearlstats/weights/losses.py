@@ -374,6 +374,14 @@ class Loss:
         y, pred = self.check(y, pred, candidates=False)
         return self._pointwise(y, pred)
 
+    def row_losses(self, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
+        """Per-row losses of predictions already checked (e.g. a partition of checked data).
+
+        Skips :meth:`pointwise`'s checks, and broadcasts: ``y[:, None]`` against an
+        (n, J) matrix of candidates' predictions gives (n, J) losses.
+        """
+        return self._pointwise(y, pred)
+
     def risk(self, y, pred) -> float:
         """Mean of :meth:`pointwise`."""
         return float(np.mean(self.pointwise(y, pred)))

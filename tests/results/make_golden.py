@@ -36,7 +36,8 @@ def golden_data(family: str, seed: int = 20261123) -> tuple[dict, dict]:
     else:
         scores = np.column_stack([np.zeros(n), eta, -0.7 * a[:, 1] + 0.5 * b[:, 0]])
         probabilities = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
-        y = np.array(["u", "v", "w"])[(rng.random(n)[:, None] > probabilities.cumsum(axis=1)).sum(axis=1)]
+        codes = (rng.random(n)[:, None] > probabilities.cumsum(axis=1)).sum(axis=1)
+        y = np.array(["u", "v", "w"])[codes]
     x = rng.normal(size=n)
     data = {"y": y, "x": x, "a": a, "b": b, "c": c}
     train = {k: v[:N_TRAIN] for k, v in data.items()}
