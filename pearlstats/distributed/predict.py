@@ -50,7 +50,7 @@ def coefficient_matrix(res, labels) -> np.ndarray:
 
 
 def _everything(res) -> tuple[list, np.ndarray]:
-    """Every candidate (pool, then baseline-only) and whether each failed, for either results class."""
+    """Every candidate (pool, then baseline-only) and whether each failed (either results class)."""
     if hasattr(res, "all_candidates"):  # a DaskPearlResults
         return res.all_candidates, res.all_failed
     return res.stages.candidates.everything, res.stages.output.failed
