@@ -14,7 +14,7 @@ each variant re-runs the cross-validation stage with its own folds (through
 * ``shrink`` (``weight_shrinkage="cv"``): the weights shrunk toward equal weights over the
   candidates, the amount chosen by cross-validation over the out-of-fold predictions.
 
-Run (about 25 s of CPU per repetition)::
+Run (about 12 s of run time per repetition, all variants)::
 
     nice -n 10 python benchmarks/bench_small_sample.py --repetitions 50 --n-jobs 2 \
         --out vignettes/_build/small_sample.csv

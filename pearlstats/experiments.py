@@ -254,6 +254,10 @@ class SimulationSweep:
         Labeled sizes.
     sigma : sequence of float
         Noise standard deviations.
+    fit_options : mapping, optional
+        Further options of every :func:`pearlstats.fit` call, e.g.
+        ``{"cv_repeats": 5}`` or ``{"weight_shrinkage": "cv"}`` (not ``cv``
+        or ``seed``, which come from the setting and the cell).
 
     Notes
     -----
@@ -270,8 +274,16 @@ class SimulationSweep:
     ([(60, 0.5), (120, 0.5)], 14)
     """
 
-    def __init__(self, n: Sequence[int], sigma: Sequence[float]):
+    def __init__(self, n: Sequence[int], sigma: Sequence[float],
+                 fit_options: Mapping | None = None):
         n, sigma = list(n), list(sigma)
+        self.fit_options = dict(fit_options or {})
+        reserved = sorted({"cv", "seed", "blocks"} & set(self.fit_options))
+        if reserved:
+            raise OptionError(
+                f"SimulationSweep fit_options {reserved} are set by the sweep (cv through the "
+                "setting, seed per cell, blocks learned per repetition); remove them"
+            )
         if not n or not sigma:
             raise OptionError(
                 "SimulationSweep needs at least one labeled size n and one noise level sigma"
@@ -296,7 +308,8 @@ class SimulationSweep:
         self.sigma = [float(value) for value in sigma]
 
     def __repr__(self):
-        return f"SimulationSweep(n={self.n}, sigma={self.sigma})"
+        options = f", fit_options={self.fit_options}" if self.fit_options else ""
+        return f"SimulationSweep(n={self.n}, sigma={self.sigma}{options})"
 
     def __call__(self, setting: Mapping, seed: np.random.SeedSequence) -> list[dict]:
         from .datasets import simulate_paper
@@ -320,6 +333,7 @@ class SimulationSweep:
                     blocks=blocks,
                     cv=setting.get("cv", 5),
                     seed=cell_seed(folds_seed, n, sigma),
+                    **self.fit_options,
                 )
                 table = res.evaluate(data.test, blocks=test_blocks)
                 records += [

@@ -301,7 +301,7 @@ def test_digits_with_small_pca_blocks_fit_with_defaults():
     scores = PCA(12, random_state=0).fit_transform(X)
     blocks = {"p1": scores[:, :6], "p2": scores[:, 6:]}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pearl.SeparationWarning)
+        warnings.simplefilter("ignore", pearl.PearlWarning)
         res = pearl.fit(
             "y ~ block(p1) + block(p2)",
             {"y": y},

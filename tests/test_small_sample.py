@@ -151,3 +151,19 @@ def test_shrinkage_and_repeats_together_are_deterministic(data):
     again = _fit(data, cv_repeats=3, weight_shrinkage="cv")
     np.testing.assert_array_equal(first.weights, again.weights)
     assert abs(first.weights.sum() - 1) < 1e-12 and (first.weights >= 0).all()
+
+
+def test_simulation_sweep_passes_fit_options():
+    from pearlstats.experiments import SimulationSweep
+
+    setting = {"N": 200, "n_test": 100}
+    plain = SimulationSweep(n=[60], sigma=[0.5])(setting, np.random.SeedSequence(1))
+    repeated = SimulationSweep(n=[60], sigma=[0.5], fit_options={"cv_repeats": 3})(
+        setting, np.random.SeedSequence(1)
+    )
+    mse = {r["method"]: r["MSE"] for r in plain}
+    mse_repeated = {r["method"]: r["MSE"] for r in repeated}
+    assert mse["SA-cand"] == mse_repeated["SA-cand"]  # same data, blocks and candidates
+    assert mse["PEARL"] != mse_repeated["PEARL"]  # other weights
+    with pytest.raises(pearl.OptionError, match=r"fit_options \['seed'\] are set by the sweep"):
+        SimulationSweep(n=[60], sigma=[0.5], fit_options={"seed": 1})
