@@ -1,8 +1,8 @@
 """Data for examples and for reproducing the paper.
 
 The paper's simulation (:func:`simulate_paper`, Section 4.1) and loaders of
-real data bundled with installed packages (scikit-learn, gensim); nothing is
-downloaded.
+real data bundled with installed packages (scikit-learn, gensim, Debian's
+``dataset-fashion-mnist``); nothing is downloaded.
 
 Examples
 --------
@@ -15,23 +15,31 @@ from __future__ import annotations
 
 from .real import (
     DIGITS_IMAGE_SHAPE,
+    FASHION_MNIST_CLASSES,
+    FashionMNIST,
     MissingDependencyError,
+    fashion_mnist,
     load_diabetes,
     load_digits,
     load_lee_background,
     load_polarity,
+    read_idx,
 )
 from .simulation import COEFFICIENT_NAMES, SimulatedData, paper_features, simulate_paper
 
 __all__ = [
-    "simulate_paper",
-    "SimulatedData",
-    "paper_features",
     "COEFFICIENT_NAMES",
-    "load_digits",
     "DIGITS_IMAGE_SHAPE",
-    "load_polarity",
-    "load_lee_background",
-    "load_diabetes",
+    "FASHION_MNIST_CLASSES",
+    "FashionMNIST",
     "MissingDependencyError",
+    "SimulatedData",
+    "fashion_mnist",
+    "load_diabetes",
+    "load_digits",
+    "load_lee_background",
+    "load_polarity",
+    "paper_features",
+    "read_idx",
+    "simulate_paper",
 ]
