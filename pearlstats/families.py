@@ -133,7 +133,9 @@ class Family:
     def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame):
         raise NotImplementedError
 
-    def statsmodels_results(self, response: EncodedResponse, exog: pd.DataFrame, params, ridge: float, scale_penalty):
+    def statsmodels_results(
+        self, response: EncodedResponse, exog: pd.DataFrame, params, ridge: float, scale_penalty
+    ):
         """The statsmodels results of one candidate refitted on all rows.
 
         With ``ridge > 0`` the penalised fit is returned where statsmodels has
@@ -213,7 +215,8 @@ class Binomial(Family):
         if len(levels) != 2:
             shown = levels[:10]
             raise ResponseError(
-                f"the binomial family needs a response with exactly 2 distinct values, got {len(levels)}: {shown}; "
+                "the binomial family needs a response with exactly "
+                f"2 distinct values, got {len(levels)}: {shown}; "
                 "use family='multinomial' for more classes"
             )
         return EncodedResponse((values == levels[1]).to_numpy(dtype=float), levels)
@@ -273,7 +276,8 @@ class Multinomial(Family):
             raise OptionError(
                 "statsmodels has no L2-penalised MNLogit; this candidate was fitted with "
                 f"ridge={ridge:g} (the fit's ridge, or one chosen because its classes separate: "
-                "see results.failures); its coefficients are in PearlResults.candidate_params(label)"
+                "see results.failures); its coefficients "
+                "are in PearlResults.candidate_params(label)"
             )
         return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
 
@@ -288,7 +292,8 @@ class Poisson(Family):
         negative = np.flatnonzero(y < 0)
         if negative.size:
             raise ResponseError(
-                f"the poisson family needs non-negative counts; the response is negative at rows {negative[:10].tolist()}"
+                "the poisson family needs non-negative counts; the "
+                f"response is negative at rows {negative[:10].tolist()}"
             )
         return EncodedResponse(y)
 

@@ -40,7 +40,7 @@ __all__ = ["fit"]
 
 
 def _frozen_representations(blocks):
-    """A private copy of a fitted Representations, so refitting the caller's object cannot change a fit."""
+    """Private copy of fitted Representations: refitting the caller's object cannot alter a fit."""
     if hasattr(blocks, "transform") and not isinstance(blocks, dict):
         return copy.deepcopy(blocks)
     return blocks
@@ -52,8 +52,10 @@ def _check_no_response_leak(formula, blocks) -> None:
     leaked = sorted(read & ({formula.response} | set(formula.response_variables)), key=str)
     if leaked:
         raise DataError(
-            f"the representations read the column(s) {leaked}, which the formula uses as the response: "
-            "the blocks would contain the answer. Fit the Representations with columns= that exclude "
+            f"the representations read the column(s) {leaked}, "
+            "which the formula uses as the response: "
+            "the blocks would contain the answer. Fit the "
+            "Representations with columns= that exclude "
             "the response"
         )
 
@@ -299,7 +301,8 @@ def fit(
     if downstream is not None:
         if not hasattr(downstream, "bind"):
             raise OptionError(
-                f"downstream={downstream!r} has no bind(family) method; use e.g. pearl.MLP() or leave it None"
+                f"downstream={downstream!r} has no bind(family) "
+                "method; use e.g. pearl.MLP() or leave it None"
             )
         family_ = downstream.bind(family_)
     missing = check_choice(
@@ -323,12 +326,13 @@ def fit(
                                                ("downstream", downstream is not None)) if used]
         if unsupported:
             raise OptionError(
-                f"{unsupported} are not available for dask data yet; fit an in-memory sample with them, "
+                f"{unsupported} are not available for dask "
+                "data yet; fit an in-memory sample with them, "
                 "or leave them at their defaults"
             )
         reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
-        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed, ridge,
-                               max_candidates, missing, env, reps)
+        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed,
+                               ridge, max_candidates, missing, env, reps)
 
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)
@@ -354,7 +358,9 @@ def fit(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
         solution=solution, ledger=tuple(entries),
-        representations=blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None,
+        representations=(
+            blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
+        ),
         dropped_rows=prepared.dropped_rows, honest=honest,
     )
     return results_from_state(state)

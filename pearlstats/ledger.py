@@ -57,7 +57,9 @@ class FailureLedger:
     entries: list[LedgerEntry] = field(default_factory=list)
 
     def record(self, candidate, fold, stage, kind, reason, action, excluded) -> None:
-        self.entries.append(LedgerEntry(candidate, fold, stage, kind, reason, action, bool(excluded)))
+        self.entries.append(
+            LedgerEntry(candidate, fold, stage, kind, reason, action, bool(excluded))
+        )
 
     def extend(self, entries) -> None:
         self.entries.extend(entries)

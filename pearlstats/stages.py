@@ -26,22 +26,37 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from .design.candidates import Candidate, build_candidates
 from .design.data import (
-    Block, check_block_information, check_block_values, data_index, resolve_blocks, split_data,
+    Block,
+    check_block_information,
+    check_block_values,
+    data_index,
+    resolve_blocks,
+    split_data,
 )
 from .design.folds import check_class_coverage, make_folds
 from .design.formula import covariate_row_variables, response_values
 from .design.spec import Design, build_design
 from .engines._common import SEPARATION_RIDGES, EngineOutput
 from .exceptions import (
-    AllCandidatesFailedError, CandidateFailureWarning, DataError, SeparationWarning,
+    AllCandidatesFailedError,
+    CandidateFailureWarning,
+    DataError,
+    SeparationWarning,
 )
 from .families import EncodedResponse
 from .ledger import FailureLedger, LedgerEntry
 from .weights.solvers import WeightSolution, solve_weights
 
 __all__ = [
-    "FitState", "Prepared", "CandidatePool", "prepare_rows", "build_pool", "assign_folds", "cross_validate",
-    "solve_stage_weights", "worker_count",
+    "FitState",
+    "Prepared",
+    "CandidatePool",
+    "prepare_rows",
+    "build_pool",
+    "assign_folds",
+    "cross_validate",
+    "solve_stage_weights",
+    "worker_count",
 ]
 
 
@@ -142,7 +157,9 @@ def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
     keep = ~bad
     frame = frame.loc[keep].reset_index(drop=True)
     embedded = {name: value[keep] for name, value in embedded.items()}
-    blocks = {name: Block(b.name, b.values[keep], b.column_names, b.labels) for name, b in blocks.items()}
+    blocks = {
+        name: Block(b.name, b.values[keep], b.column_names, b.labels) for name, b in blocks.items()
+    }
     return frame, embedded, blocks
 
 
@@ -166,7 +183,8 @@ def prepare_rows(formula, data, blocks, family, missing: str, eval_env) -> Prepa
     frame, embedded = split_data(data)
     if formula.response in embedded:
         raise DataError(
-            f"response {formula.response!r} is a 2-D array in data; the response must be one value per row"
+            f"response {formula.response!r} is a 2-D array "
+            "in data; the response must be one value per row"
         )
     n_given = len(frame)
     kept = np.arange(n_given)
@@ -249,8 +267,17 @@ def worker_count(n_jobs, n_tasks: int) -> int:
     return max(1, min(requested, n_tasks))
 
 
-def cross_validate(family, X: np.ndarray, response: EncodedResponse, candidates, folds: np.ndarray, *,
-                   loo: bool = False, ridge: float = 0.0, n_jobs=None) -> EngineOutput:
+def cross_validate(
+    family,
+    X: np.ndarray,
+    response: EncodedResponse,
+    candidates,
+    folds: np.ndarray,
+    *,
+    loo: bool = False,
+    ridge: float = 0.0,
+    n_jobs=None,
+) -> EngineOutput:
     """The cross-validation stage: every candidate's out-of-fold predictions.
 
     Parameters
@@ -355,7 +382,8 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
         _warn_ridge_refits(output, labels)
         for label in [label for label, bad in zip(labels, failed) if bad]:
             warnings.warn(
-                f"candidate {label!r} failed in cross-validation and gets weight 0; see results.failures",
+                f"candidate {label!r} failed in cross-validation "
+                "and gets weight 0; see results.failures",
                 CandidateFailureWarning,
                 stacklevel=3,
             )
@@ -364,7 +392,8 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
         ledger.extend(output.entries)
         first = next(entry for entry in output.entries if entry.excluded)
         raise AllCandidatesFailedError(
-            f"all {n_pool} candidates failed in cross-validation (first: {first.candidate!r}, {first.kind}: "
+            f"all {n_pool} candidates failed in cross-validation "
+            f"(first: {first.candidate!r}, {first.kind}: "
             f"{first.reason}; {first.action})",
             ledger.to_frame(),
         )

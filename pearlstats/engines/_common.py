@@ -53,9 +53,21 @@ from ..exceptions import OptionError
 from ..ledger import LedgerEntry
 
 __all__ = [
-    "ScaledDesign", "EngineOutput", "fold_rows", "infeasible_entry", "too_wide_entry", "penalized_columns",
-    "check_ridge", "ridge_penalty_weights", "fold_penalty_weights", "shrinkage_factors", "one_blas_thread",
-    "RANK_TOLERANCE", "MAX_RIDGE", "MAX_SYSTEM_BYTES", "SEPARATION_RIDGES",
+    "ScaledDesign",
+    "EngineOutput",
+    "fold_rows",
+    "infeasible_entry",
+    "too_wide_entry",
+    "penalized_columns",
+    "check_ridge",
+    "ridge_penalty_weights",
+    "fold_penalty_weights",
+    "shrinkage_factors",
+    "one_blas_thread",
+    "RANK_TOLERANCE",
+    "MAX_RIDGE",
+    "MAX_SYSTEM_BYTES",
+    "SEPARATION_RIDGES",
 ]
 
 # Relative pivot below which a Cholesky factor is treated as rank deficient;
@@ -114,7 +126,7 @@ def check_ridge(value) -> float:
 
 
 def penalized_columns(X: np.ndarray) -> np.ndarray:
-    """Columns a ridge penalty applies to: all but the intercept (the first constant non-zero column)."""
+    """Columns a ridge penalty applies to: all but the intercept (first constant nonzero column)."""
     penalized = np.ones(X.shape[1], dtype=bool)
     intercept = _intercept(X)
     if intercept is not None:
@@ -193,12 +205,14 @@ class ScaledDesign:
         return self.penalized * self.scale**2
 
     def subset(self, columns: np.ndarray) -> "ScaledDesign":
-        """The standardisation of some of the columns (centred only if the intercept is among them)."""
+        """Standardisation of some of the columns (centred only if the intercept is among them)."""
         columns = np.asarray(columns)
         where = np.flatnonzero(columns == self.intercept) if self.intercept is not None else []
         intercept = int(where[0]) if len(where) else None
         center = self.center[columns] if intercept is not None else np.zeros(columns.size)
-        return ScaledDesign(center, self.scale[columns], self.penalized[columns], intercept, self.intercept_value)
+        return ScaledDesign(
+            center, self.scale[columns], self.penalized[columns], intercept, self.intercept_value
+        )
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """The standardised columns ``(X - center) / scale`` (a new array)."""
@@ -341,8 +355,13 @@ def too_wide_entry(label: str, size: int, n_systems: int) -> LedgerEntry | None:
     if needed <= MAX_SYSTEM_BYTES:
         return None
     return LedgerEntry(
-        label, None, "cv", "infeasible",
-        f"{size} coefficients: its {n_systems} dense {size} x {size} systems need {needed / 2**30:.1f} GiB, "
+        label,
+        None,
+        "cv",
+        "infeasible",
+        f"{size} coefficients: its {n_systems} dense {size} "
+        f"x {size} systems need {needed / 2**30:.1f} GiB, "
         f"more than the {MAX_SYSTEM_BYTES / 2**30:.1f} GiB limit",
-        "given weight 0; reduce the block (e.g. fewer TF-IDF features or a PCA of it)", True,
+        "given weight 0; reduce the block (e.g. fewer TF-IDF features or a PCA of it)",
+        True,
     )

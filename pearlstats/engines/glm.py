@@ -94,15 +94,22 @@ def _notes(label, result, fold_ids, stage):
     entries = []
     excluded = stage == "cv"
     for k in np.flatnonzero(result.stopped):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "separation",
-            f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's linear predictor "
-            f"beyond {SEPARATION_ETA:g} in absolute value: the classes are (quasi-)separated and the "
-            "maximum-likelihood estimate does not exist",
-            ("given weight 0" if excluded else "reported")
-            + "; separation='ridge' (or ridge > 0) keeps this candidate",
-            excluded,
-        ))
+        entries.append(
+            LedgerEntry(
+                label,
+                fold_ids[k],
+                stage,
+                "separation",
+                f"still diverging after {SEPARATION_MIN_ITER} Newton "
+                "steps with a training row's linear predictor "
+                f"beyond {SEPARATION_ETA:g} in absolute value: "
+                "the classes are (quasi-)separated and the "
+                "maximum-likelihood estimate does not exist",
+                ("given weight 0" if excluded else "reported")
+                + "; separation='ridge' (or ridge > 0) keeps this candidate",
+                excluded,
+            )
+        )
     for k in np.flatnonzero(~result.converged & ~result.stopped):
         entries.append(LedgerEntry(
             label, fold_ids[k], stage, "not converged",
@@ -110,10 +117,17 @@ def _notes(label, result, fold_ids, stage):
             "given weight 0" if excluded else "reported", excluded,
         ))
     for k in np.flatnonzero(result.singular & result.converged):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "rank deficient",
-            "singular Hessian (collinear columns)", "Newton steps solved by minimum-norm least squares", False,
-        ))
+        entries.append(
+            LedgerEntry(
+                label,
+                fold_ids[k],
+                stage,
+                "rank deficient",
+                "singular Hessian (collinear columns)",
+                "Newton steps solved by minimum-norm least squares",
+                False,
+            )
+        )
     return entries
 
 

@@ -46,10 +46,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
 
-from ._common import EngineOutput, fold_rows
 from ..exceptions import DataError, OptionError
 from ..families import Family, get_family
 from ..ledger import LedgerEntry
+from ._common import EngineOutput, fold_rows
 
 __all__ = ["MLP", "FittedMLP", "MLPFamily", "MLPResults", "train_network"]
 
@@ -76,7 +76,12 @@ _NUMBER_OPTIONS = {
 }
 
 
-_HEADS = {"gaussian": "mean", "binomial": "logit", "multinomial": "class logits", "poisson": "log-mean"}
+_HEADS = {
+    "gaussian": "mean",
+    "binomial": "logit",
+    "multinomial": "class logits",
+    "poisson": "log-mean",
+}
 _LOSS_NAMES = {
     "gaussian": "squared error of the standardised response",
     "binomial": "cross-entropy",
@@ -134,7 +139,7 @@ class FittedMLP:
         return len(self.train_loss) - 1
 
     def linear_predictor(self, X) -> np.ndarray:
-        """Output of the last layer (mean, logit(s) or log-mean) for rows of the candidate's columns."""
+        """Last layer's output (mean, logit(s) or log-mean) for rows of the candidate's columns."""
         h = (np.asarray(X, dtype=float) - self.input_offset) / self.input_scale
         for W, b in self.layers[:-1]:
             h = np.maximum(h @ W.T + b, 0.0)
@@ -190,7 +195,7 @@ class MLPResults:
         ).rename_axis("epoch")
 
     def predict(self, exog) -> np.ndarray:
-        """Predictions for rows of the candidate's design columns (a DataFrame is matched by name)."""
+        """Predictions for rows of the candidate's design columns (a DataFrame matched by name)."""
         if isinstance(exog, pd.DataFrame):
             missing = [name for name in self.exog_names if name not in exog.columns]
             if missing:
@@ -199,7 +204,8 @@ class MLPResults:
         values = np.asarray(exog, dtype=float)
         if values.ndim != 2 or values.shape[1] != len(self.exog_names):
             raise DataError(
-                f"exog must have the candidate's {len(self.exog_names)} columns, got shape {values.shape}"
+                f"exog must have the candidate's {len(self.exog_names)} "
+                f"columns, got shape {values.shape}"
             )
         return self.fitted.predict(values)
 
@@ -208,11 +214,17 @@ class MLPResults:
         n_out = f.layers[-1][0].shape[0]
         parts = [f"{len(self.exog_names)} inputs", *(f"{units} ReLU" for units in f.hidden)]
         parts.append(f"{n_out} {_HEADS[f.family]}")
-        watched = f"validation rows ({f.n_validation})" if f.n_validation else f"training rows ({f.n_train})"
+        watched = (
+            f"validation rows ({f.n_validation})"
+            if f.n_validation
+            else f"training rows ({f.n_train})"
+        )
         stopped = f", diverged in epoch {f.diverged_epoch}" if f.diverged_epoch is not None else ""
         return (
-            f"<MLPResults {f.family}: {' -> '.join(parts)}; {f.n_params} parameters; kept epoch {f.best_epoch} "
-            f"of {f.epochs_run}{stopped}; {_LOSS_NAMES[f.family]} {f.validation_loss[f.best_epoch]:.4g} "
+            f"<MLPResults {f.family}: {' -> '.join(parts)}; "
+            f"{f.n_params} parameters; kept epoch {f.best_epoch} "
+            f"of {f.epochs_run}{stopped}; {_LOSS_NAMES[f.family]} "
+            f"{f.validation_loss[f.best_epoch]:.4g} "
             f"on the {watched}>"
         )
 
@@ -282,7 +294,8 @@ class MLP:
             _is_int(units) and units >= 1 for units in hidden
         ):
             raise OptionError(
-                f"hidden={self.hidden!r}; use a number of units or a sequence of them, such as 64, (64,) or (128, 64)"
+                f"hidden={self.hidden!r}; use a number of units or "
+                "a sequence of them, such as 64, (64,) or (128, 64)"
             )
         self.hidden = tuple(int(units) for units in hidden)
         for name, low in (("epochs", 1), ("batch_size", 1), ("patience", 1), ("seed", 0)):
@@ -309,7 +322,8 @@ class MLP:
         base = get_family(family)
         if isinstance(base, MLPFamily) or base.name not in _FAMILIES:
             raise OptionError(
-                f"MLP downstream models support the gaussian, binomial, multinomial and poisson families, got {base!r}"
+                "MLP downstream models support the gaussian, binomial, "
+                f"multinomial and poisson families, got {base!r}"
             )
         _torch_helpers()  # fail at fit time, not inside cross-validation, when torch is missing
         return MLPFamily(self, base)
@@ -321,7 +335,11 @@ class MLP:
 
 
 def _validation_rows(strata, n: int, fraction: float, rng) -> np.ndarray:
-    groups = [np.arange(n)] if strata is None else [np.flatnonzero(strata == c) for c in np.unique(strata)]
+    groups = (
+        [np.arange(n)]
+        if strata is None
+        else [np.flatnonzero(strata == c) for c in np.unique(strata)]
+    )
     held = [rng.permutation(rows)[: int(np.floor(fraction * rows.size))] for rows in groups]
     return np.sort(np.concatenate(held)).astype(np.intp)
 
@@ -334,7 +352,9 @@ def _loss_function(torch, family: str):
         return lambda out, target: functional.binary_cross_entropy_with_logits(out[:, 0], target)
     if family == "multinomial":
         return functional.cross_entropy
-    return lambda out, target: functional.poisson_nll_loss(out[:, 0], target, log_input=True, full=False)
+    return lambda out, target: functional.poisson_nll_loss(
+        out[:, 0], target, log_input=True, full=False
+    )
 
 
 def _output_bias(family: str, target: np.ndarray, n_classes: int) -> np.ndarray:
@@ -380,7 +400,8 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
         target = (y - target_offset) / target_scale
     classes = family in ("binomial", "multinomial")
     rng = np.random.default_rng(seed)
-    validation = _validation_rows(y.astype(np.intp) if classes else None, len(y), options.validation_fraction, rng)
+    validation = _validation_rows(y.astype(np.intp) if classes else None, len(y),
+                                  options.validation_fraction, rng)
     training = np.setdiff1d(np.arange(len(y)), validation)
     dtype = torch.long if family == "multinomial" else torch.float32
 
@@ -392,7 +413,8 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
 
     X_fit, y_fit = as_input(training), as_target(training)
     # Without validation rows, early stopping watches the training loss.
-    X_val, y_val = (as_input(validation), as_target(validation)) if validation.size else (X_fit, y_fit)
+    X_val, y_val = ((as_input(validation), as_target(validation)) if validation.size
+                    else (X_fit, y_fit))
     loss_of = _loss_function(torch, family)
 
     with training_session(torch, seed, torch.device("cpu")) as generator:
@@ -400,10 +422,12 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
         network = _build_network(torch, inputs.shape[1], options.hidden, bias)
         weights = [p for name, p in network.named_parameters() if name.endswith("weight")]
         biases = [p for name, p in network.named_parameters() if name.endswith("bias")]
-        # Adam's (coupled) weight_decay adds decay * W to the gradient: an L2 penalty decay / 2 * ||W||^2.
+        # Adam's (coupled) weight_decay adds decay * W to the gradient: an L2 penalty
+        # decay / 2 * ||W||^2.
         penalty = options.weight_decay + ridge
         optimizer = torch.optim.Adam(
-            [{"params": weights, "weight_decay": penalty}, {"params": biases, "weight_decay": 0.0}], lr=options.lr
+            [{"params": weights, "weight_decay": penalty}, {"params": biases, "weight_decay": 0.0}],
+            lr=options.lr,
         )
 
         def validation_loss() -> float:
@@ -416,7 +440,8 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
         best_epoch, diverged, waited = 0, None, 0
         for epoch in range(1, options.epochs + 1):
             total = 0.0
-            for batch in torch.randperm(len(training), generator=generator).split(options.batch_size):
+            for batch in torch.randperm(len(training),
+                                        generator=generator).split(options.batch_size):
                 loss = loss_of(network(X_fit[batch]), y_fit[batch])
                 optimizer.zero_grad()
                 loss.backward()
@@ -483,7 +508,9 @@ class MLPFamily(Family):
         """Out-of-fold predictions: each fold's rows come from networks trained without them."""
         y, n_classes = response.y, response.n_classes
         n = len(y)
-        shape = (n, len(candidates), n_classes) if self.name == "multinomial" else (n, len(candidates))
+        shape = (
+            (n, len(candidates), n_classes) if self.name == "multinomial" else (n, len(candidates))
+        )
         predictions = np.full(shape, np.nan)
         failed = np.zeros(len(candidates), dtype=bool)
         entries = []
@@ -495,12 +522,22 @@ class MLPFamily(Family):
                 if test.size == 0:
                     continue
                 train = np.flatnonzero(folds != k)
-                fitted = train_network(self.mlp, self.name, X_candidate[train], y[train], n_classes, ridge, seed)
+                fitted = train_network(
+                    self.mlp, self.name, X_candidate[train], y[train], n_classes, ridge, seed
+                )
                 if fitted.diverged_epoch is not None:
                     failed[j] = True
-                    entries.append(LedgerEntry(candidate.label, k, "cv", "failed",
-                                               _divergence_reason(fitted, f"on fold {k}'s training rows"),
-                                               "given weight 0", True))
+                    entries.append(
+                        LedgerEntry(
+                            candidate.label,
+                            k,
+                            "cv",
+                            "failed",
+                            _divergence_reason(fitted, f"on fold {k}'s training rows"),
+                            "given weight 0",
+                            True,
+                        )
+                    )
                     break
                 column[test] = fitted.predict(X_candidate[test])
             if not failed[j]:
@@ -509,18 +546,33 @@ class MLPFamily(Family):
 
     def fit_params(self, X, response, columns, ridge, label):
         """The candidate's network trained on all rows, and a ledger note if it diverged."""
-        fitted = train_network(self.mlp, self.name, X[:, columns], response.y, response.n_classes, ridge,
-                               self.mlp.candidate_seed(columns))
+        fitted = train_network(
+            self.mlp,
+            self.name,
+            X[:, columns],
+            response.y,
+            response.n_classes,
+            ridge,
+            self.mlp.candidate_seed(columns),
+        )
         entries = []
         if fitted.diverged_epoch is not None:
-            entries.append(LedgerEntry(label, None, "refit", "failed", _divergence_reason(fitted, "on all rows"),
-                                       f"kept the weights of epoch {fitted.best_epoch}, the best before it diverged",
-                                       False))
+            entries.append(
+                LedgerEntry(
+                    label,
+                    None,
+                    "refit",
+                    "failed",
+                    _divergence_reason(fitted, "on all rows"),
+                    f"kept the weights of epoch {fitted.best_epoch}, the best before it diverged",
+                    False,
+                )
+            )
         return fitted, entries
 
     def predict(self, params: FittedMLP, X_candidate):
         return params.predict(X_candidate)
 
     def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
-        """An :class:`MLPResults` describing the refitted network (there is no statsmodels model)."""
+        """An :class:`MLPResults` describing the refitted network (no statsmodels model exists)."""
         return MLPResults(params, list(exog.columns))

@@ -133,9 +133,17 @@ def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weig
                                     fold_start(everything, len(rows)))
 
 
-def newton_cv_predict(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray,
-                      ridge: float, tail: tuple = (), separation: str = "drop",
-                      ridges: Mapping | None = None) -> EngineOutput:
+def newton_cv_predict(
+    engine: NewtonEngine,
+    X: np.ndarray,
+    y: np.ndarray,
+    candidates,
+    folds: np.ndarray,
+    ridge: float,
+    tail: tuple = (),
+    separation: str = "drop",
+    ridges: Mapping | None = None,
+) -> EngineOutput:
     """Out-of-fold predictions of every candidate by *engine*; (n, J) + *tail*, NaN where excluded.
 
     Parameters

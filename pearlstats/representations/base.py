@@ -118,14 +118,16 @@ class Representations:
     def __init__(self, learners: Mapping, columns=None, seed: int | None = None):
         if not isinstance(learners, Mapping) or not learners:
             raise BlockError(
-                "learners must be a non-empty dict of block name -> learner, e.g. {'pca': pearl.PCA(2)}; "
+                "learners must be a non-empty dict of block "
+                "name -> learner, e.g. {'pca': pearl.PCA(2)}; "
                 f"got {type(learners).__name__}"
             )
         self._learners = {}
         for name, learner in learners.items():
             if not isinstance(name, str) or not name.isidentifier():
                 raise BlockError(
-                    f"representation name {name!r} must be a valid Python identifier (it is used as block(name) "
+                    f"representation name {name!r} must be a valid "
+                    "Python identifier (it is used as block(name) "
                     "in formulas), such as 'kpca_rbf'"
                 )
             self._learners[name] = _as_learner(name, learner)
@@ -179,7 +181,11 @@ class Representations:
 
     def __repr__(self):
         # once fitted, show the fitted copies (with the seeds they were given)
-        learners = {name: spec["learner"] for name, spec in self._fitted.items()} if self.is_fitted else self._learners
+        learners = (
+            {name: spec["learner"] for name, spec in self._fitted.items()}
+            if self.is_fitted
+            else self._learners
+        )
         inner = ", ".join(f"{name}={learner!r}" for name, learner in learners.items())
         return f"Representations({inner}{'' if self.is_fitted else '; not fitted'})"
 
@@ -203,18 +209,24 @@ class Representations:
             _check_present(name, columns, table)
             kind = getattr(learner, "input_kind", None) or table.infer_kind(columns)
             if kind not in INPUT_KINDS:
-                raise BlockError(f"representation {name!r} has input_kind={kind!r}; use one of {INPUT_KINDS}")
+                raise BlockError(
+                    f"representation {name!r} has input_kind={kind!r}; use one of {INPUT_KINDS}"
+                )
             X = table.input_for(name, columns, kind)
             _call(name, learner, "fit", learner.fit, X)
             spec = {"learner": learner, "columns": columns, "kind": kind, "dim": None}
             if keep_blocks:
-                blocks[name] = _as_block(name, _call(name, learner, "transform", learner.transform, X), table.n, None)
+                blocks[name] = _as_block(
+                    name, _call(name, learner, "transform", learner.transform, X), table.n, None
+                )
                 spec["dim"] = blocks[name].shape[1]
             elif isinstance(getattr(learner, "output_dim_", None), int):
                 spec["dim"] = learner.output_dim_
             else:  # width of a learner we know nothing about: project the first row
                 first = X[:1] if kind != "frame" else X.iloc[:1]
-                spec["dim"] = _as_block(name, _call(name, learner, "transform", learner.transform, first), 1, None).shape[1]
+                spec["dim"] = _as_block(
+                    name, _call(name, learner, "transform", learner.transform, first), 1, None
+                ).shape[1]
             fitted[name] = spec
         self._fitted = fitted
         return blocks
@@ -243,12 +255,16 @@ class Representations:
         for name, spec in self._fitted.items():
             learner = spec["learner"]
             X = table.input_for(name, spec["columns"], spec["kind"])
-            blocks[name] = _as_block(name, _call(name, learner, "transform", learner.transform, X), table.n, spec["dim"])
+            blocks[name] = _as_block(
+                name, _call(name, learner, "transform", learner.transform, X), table.n, spec["dim"]
+            )
         return blocks
 
     def _require_fitted(self, what: str) -> None:
         if self._fitted is None:
-            raise NotFittedError(f"Representations.{what} needs a fitted object; call .fit(unlabeled_rows) first")
+            raise NotFittedError(
+                f"Representations.{what} needs a fitted object; call .fit(unlabeled_rows) first"
+            )
 
 
 def _as_learner(name: str, learner):
@@ -262,7 +278,8 @@ def _as_learner(name: str, learner):
     if callable(learner):
         return FunctionLearner(learner)
     raise BlockError(
-        f"representation {name!r} is a {type(learner).__name__}; a learner needs fit(X) and transform(X) "
+        f"representation {name!r} is a {type(learner).__name__}; "
+        "a learner needs fit(X) and transform(X) "
         "methods, or is a function of the rows"
     )
 
@@ -293,12 +310,13 @@ def _call(name: str, learner, stage: str, method, X):
         raise renamed from err
     except Exception as err:
         raise BlockError(
-            f"representation {name!r} ({type(learner).__name__}) failed in {stage}: {type(err).__name__}: {err}"
+            f"representation {name!r} ({type(learner).__name__}) "
+            f"failed in {stage}: {type(err).__name__}: {err}"
         ) from err
 
 
 def _as_block(name: str, value, n_rows: int, width: int | None):
-    """A learner's output as a float64 2-D array or CSR matrix, checked against the rows and fitted width."""
+    """A learner's output as a float64 2-D array or CSR matrix; its rows and width are checked."""
     who = f"representation {name!r}"
     if sp.issparse(value):
         block = sp.csr_matrix(value, dtype=np.float64)
@@ -309,7 +327,10 @@ def _as_block(name: str, value, n_rows: int, width: int | None):
                          f"{who} must return a 2-D block (rows x features)")
         bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
     if block.shape[0] != n_rows:
-        raise BlockError(f"{who} returned {block.shape[0]} rows for {n_rows} input rows; a block has one row per row")
+        raise BlockError(
+            f"{who} returned {block.shape[0]} rows for "
+            f"{n_rows} input rows; a block has one row per row"
+        )
     if width is not None and block.shape[1] != width:
         raise BlockError(f"{who} returned {block.shape[1]} columns, but it had {width} when fitted")
     if len(bad_rows):
