@@ -37,12 +37,16 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
 from .exceptions import OptionError
+
+if TYPE_CHECKING:
+    from .representations import Representations
 
 __all__ = [
     "SimulationSweep",
@@ -54,7 +58,7 @@ __all__ = [
 ]
 
 
-def grid(**axes) -> list[dict]:
+def grid(**axes: Any) -> list[dict]:
     """All combinations of the given axes, as a list of setting dicts.
 
     An axis is a sequence of values, or one value: a string (``kernel="rbf"``),
@@ -211,7 +215,7 @@ def run_grid(
     return pd.DataFrame(rows)
 
 
-def paper_representations(seed: int | None = None):
+def paper_representations(seed: int | None = None) -> Representations:
     """The simulation's five learners: PCA and kernel PCA with the paper's four kernels.
 
     Two components each, scikit-learn's default kernel parameters, reading

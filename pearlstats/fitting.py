@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +37,9 @@ from .stages import (
 )
 from .weights.losses import get_loss
 from .weights.shrinkage import choose_shrinkage, shrink_toward_equal
+
+if TYPE_CHECKING:
+    from .engines.mlp import MLP
 
 __all__ = ["fit"]
 
@@ -148,20 +153,20 @@ def _shrink(solution, stacked, n_pool, y, loss, amount, groups, rows):
 
 def fit(
     formula: str,
-    data,
+    data: Any,
     *,
-    blocks=None,
+    blocks: Any=None,
     family: str = "gaussian",
     loss: str | None = None,
-    candidates="all",
-    cv=5,
+    candidates: str | Sequence[str | Sequence[str]]="all",
+    cv: int | str | np.ndarray | Sequence=5,
     seed: int | None = None,
     n_jobs: int | None = None,
     ridge: float = 0.0,
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     missing: str = "raise",
     eval_env: int = 0,
-    downstream=None,
+    downstream: MLP | None=None,
     honest: int | bool = 5,
     separation: str = "ridge",
     cv_repeats: int = 1,

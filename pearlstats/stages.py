@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
+from patsy import EvalEnvironment
 
 from .design.candidates import Candidate, build_candidates
 from .design.data import (
@@ -46,6 +49,11 @@ from .exceptions import (
 from .families import EncodedResponse
 from .ledger import FailureLedger, LedgerEntry
 from .weights.solvers import WeightSolution, solve_weights
+
+if TYPE_CHECKING:
+    from .design.formula import FormulaSpec
+    from .families import Family
+    from .weights.losses import Loss
 
 __all__ = [
     "FitState",
@@ -163,7 +171,14 @@ def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
     return frame, embedded, blocks
 
 
-def prepare_rows(formula, data, blocks, family, missing: str, eval_env) -> Prepared:
+def prepare_rows(
+    formula: FormulaSpec,
+    data: Any,
+    blocks: Any,
+    family: Family,
+    missing: str,
+    eval_env: EvalEnvironment,
+) -> Prepared:
     """The design stage: rows and blocks checked, aligned and turned into a design.
 
     Parameters
@@ -234,7 +249,9 @@ def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidat
     return extra
 
 
-def build_pool(design: Design, candidates, max_candidates: int) -> CandidatePool:
+def build_pool(
+    design: Design, candidates: str | Sequence[str | Sequence[str]], max_candidates: int
+) -> CandidatePool:
     """The candidate stage: the pool PEARL weights and the baselines' extra candidates."""
     pool = build_candidates(
         candidates, design.block_slices, design.column_names, design.n_covariates, max_candidates
@@ -242,7 +259,11 @@ def build_pool(design: Design, candidates, max_candidates: int) -> CandidatePool
     return CandidatePool(tuple(pool), tuple(_baseline_candidates(pool, design)))
 
 
-def assign_folds(cv, response: EncodedResponse, seed) -> np.ndarray:
+def assign_folds(
+    cv: int | str | np.ndarray | Sequence,
+    response: EncodedResponse,
+    seed: int | np.random.SeedSequence | None,
+) -> np.ndarray:
     """The fold stage: K-fold labels (stratified by class for classification).
 
     Raises
@@ -257,7 +278,7 @@ def assign_folds(cv, response: EncodedResponse, seed) -> np.ndarray:
     return folds
 
 
-def worker_count(n_jobs, n_tasks: int) -> int:
+def worker_count(n_jobs: int | None, n_tasks: int) -> int:
     """Workers to start: *n_jobs* capped at the number of tasks (and at the cores for -1)."""
     if n_jobs in (None, 1) or n_tasks < 2:
         return 1
@@ -268,15 +289,15 @@ def worker_count(n_jobs, n_tasks: int) -> int:
 
 
 def cross_validate(
-    family,
+    family: Family,
     X: np.ndarray,
     response: EncodedResponse,
-    candidates,
+    candidates: Sequence[Candidate],
     folds: np.ndarray,
     *,
     loo: bool = False,
     ridge: float = 0.0,
-    n_jobs=None,
+    n_jobs: int | None=None,
 ) -> EngineOutput:
     """The cross-validation stage: every candidate's out-of-fold predictions.
 
@@ -349,8 +370,15 @@ def _warn_ridge_refits(output: EngineOutput, labels) -> None:
         )
 
 
-def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, labels,
-                        *, warn: bool = True) -> tuple[WeightSolution, list[LedgerEntry]]:
+def solve_stage_weights(
+    output: EngineOutput,
+    n_pool: int,
+    y: np.ndarray,
+    loss: Loss,
+    labels: Sequence[str],
+    *,
+    warn: bool = True,
+) -> tuple[WeightSolution, list[LedgerEntry]]:
     """The weight stage: simplex weights over the pool's out-of-fold predictions.
 
     Parameters

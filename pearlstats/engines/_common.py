@@ -44,7 +44,9 @@ of huge ones overflow.
 from __future__ import annotations
 
 import numbers
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -94,7 +96,7 @@ MAX_SYSTEM_BYTES = 2**29
 _DOWNDATE_FLOOR = 1e-6
 
 
-def check_ridge(value) -> float:
+def check_ridge(value: Any) -> float:
     """Validate the ``ridge`` argument and return it as a float.
 
     Parameters
@@ -295,7 +297,7 @@ def shrinkage_factors(ridge: float, weights: np.ndarray) -> tuple[np.ndarray, np
 _THREADPOOLS: ThreadpoolController | None = None
 
 
-def one_blas_thread():
+def one_blas_thread() -> AbstractContextManager:
     """A context in which BLAS libraries use one thread (the controller is built once).
 
     The engines multiply and factor many small matrices, where BLAS threads cost

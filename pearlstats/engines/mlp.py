@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import itertools
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -50,6 +52,10 @@ from ..exceptions import DataError, OptionError
 from ..families import Family, get_family
 from ..ledger import LedgerEntry
 from ._common import EngineOutput, fold_rows
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
+    from ..families import EncodedResponse
 
 __all__ = ["MLP", "FittedMLP", "MLPFamily", "MLPResults", "train_network"]
 
@@ -138,7 +144,7 @@ class FittedMLP:
     def epochs_run(self) -> int:
         return len(self.train_loss) - 1
 
-    def linear_predictor(self, X) -> np.ndarray:
+    def linear_predictor(self, X: np.ndarray) -> np.ndarray:
         """Last layer's output (mean, logit(s) or log-mean) for rows of the candidate's columns."""
         h = (np.asarray(X, dtype=float) - self.input_offset) / self.input_scale
         for W, b in self.layers[:-1]:
@@ -146,7 +152,7 @@ class FittedMLP:
         W, b = self.layers[-1]
         return h @ W.T + b
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: np.ndarray) -> np.ndarray:
         """Predictions with the family's meaning: mean, P(class 1) or class probabilities (n, C)."""
         eta = self.linear_predictor(X)
         if self.family == "multinomial":
@@ -178,7 +184,7 @@ class MLPResults:
     21
     """
 
-    def __init__(self, fitted: FittedMLP, exog_names):
+    def __init__(self, fitted: FittedMLP, exog_names: Sequence[str]):
         self.fitted = fitted
         self.exog_names = list(exog_names)
 
@@ -194,7 +200,7 @@ class MLPResults:
             {"train_loss": self.fitted.train_loss, "validation_loss": self.fitted.validation_loss}
         ).rename_axis("epoch")
 
-    def predict(self, exog) -> np.ndarray:
+    def predict(self, exog: np.ndarray | pd.DataFrame) -> np.ndarray:
         """Predictions for rows of the candidate's design columns (a DataFrame matched by name)."""
         if isinstance(exog, pd.DataFrame):
             missing = [name for name in self.exog_names if name not in exog.columns]
@@ -271,8 +277,18 @@ class MLP:
     1.0
     """
 
-    def __init__(self, hidden=(64,), *, epochs=200, batch_size=64, lr=1e-3, weight_decay=0.0,
-                 validation_fraction=0.1, patience=10, seed=0):
+    def __init__(
+        self,
+        hidden: int | Sequence[int] = (64,),
+        *,
+        epochs: int = 200,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        validation_fraction: float = 0.1,
+        patience: int = 10,
+        seed: int = 0,
+    ):
         self.hidden = hidden
         self.epochs = epochs
         self.batch_size = batch_size
@@ -308,7 +324,7 @@ class MLP:
             if not (number and np.isfinite(value) and valid(value)):
                 raise OptionError(f"{name}={value!r}; use {wanted}")
 
-    def bind(self, family) -> MLPFamily:
+    def bind(self, family: str | Family) -> MLPFamily:
         """The family interface with this network as the candidate model (imports torch).
 
         Raises
@@ -328,7 +344,7 @@ class MLP:
         _torch_helpers()  # fail at fit time, not inside cross-validation, when torch is missing
         return MLPFamily(self, base)
 
-    def candidate_seed(self, columns) -> int:
+    def candidate_seed(self, columns: np.ndarray | Sequence[int]) -> int:
         """The seed of every network of the candidate with these design columns."""
         digest = zlib.crc32(np.ascontiguousarray(columns, dtype=np.int64).tobytes())
         return int(np.random.SeedSequence([int(self.seed), digest]).generate_state(1)[0])
@@ -501,10 +517,17 @@ class MLPFamily(Family):
     def __repr__(self) -> str:
         return f"<{self.mlp!r} downstream, {self.name} family>"
 
-    def encode(self, values):
+    def encode(self, values: pd.Series) -> EncodedResponse:
         return self.base.encode(values)
 
-    def cv_predict(self, X, response, candidates, folds, ridge):
+    def cv_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        folds: np.ndarray,
+        ridge: float,
+    ) -> EngineOutput:
         """Out-of-fold predictions: each fold's rows come from networks trained without them."""
         y, n_classes = response.y, response.n_classes
         n = len(y)
@@ -544,7 +567,14 @@ class MLPFamily(Family):
                 predictions[:, j] = column
         return EngineOutput(predictions, failed, entries)
 
-    def fit_params(self, X, response, columns, ridge, label):
+    def fit_params(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        columns: np.ndarray,
+        ridge: float,
+        label: str,
+    ) -> tuple[FittedMLP, list[LedgerEntry]]:
         """The candidate's network trained on all rows, and a ledger note if it diverged."""
         fitted = train_network(
             self.mlp,
@@ -570,9 +600,16 @@ class MLPFamily(Family):
             )
         return fitted, entries
 
-    def predict(self, params: FittedMLP, X_candidate):
+    def predict(self, params: FittedMLP, X_candidate: np.ndarray) -> np.ndarray:
         return params.predict(X_candidate)
 
-    def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
+    def statsmodels_results(
+        self,
+        response: EncodedResponse,
+        exog: pd.DataFrame,
+        params: FittedMLP,
+        ridge: float,
+        scale_penalty: np.ndarray,
+    ) -> MLPResults:
         """An :class:`MLPResults` describing the refitted network (no statsmodels model exists)."""
         return MLPResults(params, list(exog.columns))

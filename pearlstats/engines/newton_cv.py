@@ -9,8 +9,9 @@ they start, predict and report; :class:`NewtonEngine` carries those.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from ._common import (
     too_wide_entry,
 )
 from .newton import NewtonResult, fold_start, separated_in_every_fold
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
 
 __all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "ridge_ladder"]
 
@@ -137,7 +141,7 @@ def newton_cv_predict(
     engine: NewtonEngine,
     X: np.ndarray,
     y: np.ndarray,
-    candidates,
+    candidates: Sequence[Candidate],
     folds: np.ndarray,
     ridge: float,
     tail: tuple = (),
@@ -211,9 +215,15 @@ def newton_cv_predict(
     return EngineOutput(predictions, failed, entries, used)
 
 
-def newton_fit(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, columns, ridge: float,
-               separation: str = "drop",
-               label: str = "") -> tuple[ScaledDesign, NewtonResult, list]:
+def newton_fit(
+    engine: NewtonEngine,
+    X: np.ndarray,
+    y: np.ndarray,
+    columns: np.ndarray,
+    ridge: float,
+    separation: str = "drop",
+    label: str = "",
+) -> tuple[ScaledDesign, NewtonResult, list]:
     """Fit one candidate on all rows (coefficients on the standardised columns of the design).
 
     With ``separation="ridge"`` a fit without a finite optimum is redone with the next

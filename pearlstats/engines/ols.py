@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +41,9 @@ from ._common import (
     one_blas_thread,
     too_wide_entry,
 )
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
 
 __all__ = ["ols_cv_predict", "ols_loo_predict", "ols_fit"]
 
@@ -155,7 +160,11 @@ def _column_groups(
 
 
 def ols_cv_predict(
-    X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, ridge: float = 0.0
+    X: np.ndarray,
+    y: np.ndarray,
+    candidates: Sequence[Candidate],
+    folds: np.ndarray,
+    ridge: float = 0.0,
 ) -> EngineOutput:
     """K-fold out-of-fold predictions of least-squares candidates.
 
@@ -273,7 +282,9 @@ def _solve_chunk(
     return coefs
 
 
-def ols_loo_predict(X: np.ndarray, y: np.ndarray, candidates, ridge: float = 0.0) -> EngineOutput:
+def ols_loo_predict(
+    X: np.ndarray, y: np.ndarray, candidates: Sequence[Candidate], ridge: float = 0.0
+) -> EngineOutput:
     """Exact leave-one-out predictions.
 
     Without ridge, for the linear smoother ``yhat = H y`` the prediction for

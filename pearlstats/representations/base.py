@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,7 +46,7 @@ class FunctionLearner:
 
     input_kind = "frame"
 
-    def __init__(self, func, columns=None):
+    def __init__(self, func: Callable[[Any], Any], columns: str | Sequence[str] | None=None):
         if not callable(func):
             raise BlockError(f"FunctionLearner needs a callable, got {type(func).__name__}")
         self.func = func
@@ -54,11 +55,11 @@ class FunctionLearner:
     def __repr__(self):
         return f"FunctionLearner({getattr(self.func, '__name__', repr(self.func))})"
 
-    def fit(self, X) -> FunctionLearner:
+    def fit(self, X: Any) -> FunctionLearner:
         """Nothing to learn; returns the learner."""
         return self
 
-    def transform(self, X):
+    def transform(self, X: Any) -> Any:
         """``func(X)``."""
         return self.func(X)
 
@@ -115,7 +116,9 @@ class Representations:
     ({'pca': 2, 'kpca_rbf': 2}, (5, 2))
     """
 
-    def __init__(self, learners: Mapping, columns=None, seed: int | None = None):
+    def __init__(
+        self, learners: Mapping, columns: str | Sequence[str] | None = None, seed: int | None = None
+    ):
         if not isinstance(learners, Mapping) or not learners:
             raise BlockError(
                 "learners must be a non-empty dict of block "
@@ -190,12 +193,12 @@ class Representations:
         return f"Representations({inner}{'' if self.is_fitted else '; not fitted'})"
 
     # ------------------------------------------------------------------- fitting
-    def fit(self, rows) -> Representations:
+    def fit(self, rows: Any) -> Representations:
         """Fit every learner on its columns of ``rows`` (a DataFrame or a dict of columns)."""
         self._fit(Rows(rows), keep_blocks=False)
         return self
 
-    def fit_transform(self, rows) -> dict:
+    def fit_transform(self, rows: Any) -> dict:
         """Fit on ``rows`` and return their blocks (the same values ``transform(rows)`` gives)."""
         return self._fit(Rows(rows), keep_blocks=True)
 
@@ -245,7 +248,7 @@ class Representations:
                 learner.random_state = value
 
     # ---------------------------------------------------------------- transform
-    def transform(self, rows) -> dict:
+    def transform(self, rows: Any) -> dict:
         """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order."""
         self._require_fitted("transform()")
         table = Rows(rows)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,10 @@ from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
+
+if TYPE_CHECKING:
+    from ..plotting import PlotAccessor
+    from .summary import PearlSummary
 
 __all__ = ["PearlResults", "results_from_state"]
 
@@ -484,7 +489,7 @@ class PearlResults(WeightDiagnostics):
         index = newdata.index if isinstance(newdata, pd.DataFrame) else None
         return X, index
 
-    def design_matrix(self, newdata, blocks=None) -> np.ndarray:
+    def design_matrix(self, newdata: Any, blocks: Any=None) -> np.ndarray:
         """The design matrix of new rows, rebuilt with the fit's :attr:`design_spec`.
 
         Parameters
@@ -499,7 +504,7 @@ class PearlResults(WeightDiagnostics):
         """
         return self._design_for(newdata, blocks)[0]
 
-    def candidate_predictions_for(self, X: np.ndarray, labels) -> dict:
+    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str]) -> dict:
         """Each named candidate's prediction on design rows *X* (see :meth:`design_matrix`).
 
         Candidates are refitted on all labeled rows on first use; the
@@ -520,7 +525,9 @@ class PearlResults(WeightDiagnostics):
             return pd.DataFrame(values, columns=self.classes, index=index)
         return pd.Series(values, index=index, name=averaging.prediction_name(self))
 
-    def predict_candidates(self, newdata, blocks=None, labels=None) -> pd.DataFrame:
+    def predict_candidates(
+        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None
+    ) -> pd.DataFrame:
         """Each candidate's prediction for new rows, refitted on all labeled rows.
 
         Laid out like :attr:`cv_predictions` (MultiIndex ``(candidate, class)``
@@ -545,7 +552,7 @@ class PearlResults(WeightDiagnostics):
         values = np.stack([parts[label] for label in labels], axis=1)
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
-    def predict(self, newdata, blocks=None, interval: str | None = None,
+    def predict(self, newdata: Any, blocks: Any=None, interval: str | None = None,
                 alpha: float = 0.05) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
@@ -613,7 +620,7 @@ class PearlResults(WeightDiagnostics):
         stacked = np.stack([parts[label] for label in active.index], axis=1)
         return self._loss.combine(stacked, active.to_numpy())
 
-    def encode_response(self, values) -> np.ndarray:
+    def encode_response(self, values: Any) -> np.ndarray:
         """Encode response values of new rows with the fit's classes."""
         values = pd.Series(np.asarray(values))
         if self.classes is None:
@@ -626,7 +633,7 @@ class PearlResults(WeightDiagnostics):
         codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
-    def evaluate(self, test_data, blocks=None) -> pd.DataFrame:
+    def evaluate(self, test_data: Any, blocks: Any=None) -> pd.DataFrame:
         """Scores of PEARL and the paper's baselines on held-out rows.
 
         Parameters
@@ -660,8 +667,13 @@ class PearlResults(WeightDiagnostics):
             return evaluate_dask(self, test_data, blocks)
         return evaluation.evaluate(self, test_data, blocks)
 
-    def summary(self, correct=None, *, coefficients: bool | None = None,
-                weight_uncertainty: bool | int = False):
+    def summary(
+        self,
+        correct: str | Sequence[str | Sequence[str]] | None = None,
+        *,
+        coefficients: bool | None = None,
+        weight_uncertainty: bool | int = False,
+    ) -> PearlSummary:
         """A statsmodels ``Summary`` with the weights, baselines and diagnostics.
 
         Use ``print(res.summary())``, ``.as_latex()`` or ``.as_html()``.
@@ -682,7 +694,7 @@ class PearlResults(WeightDiagnostics):
                              weight_uncertainty=weight_uncertainty)
 
     @property
-    def plot(self):
+    def plot(self) -> PlotAccessor:
         """The fit's figures: ``res.plot.weights()``, ``.cv_risk()``, ``.block_importance()``, ...
 
         See :class:`~pearlstats.plotting.PlotAccessor` (matplotlib is imported on first use).

@@ -54,10 +54,12 @@ array([0.6931, 0.6931])
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 from scipy.special import expit, xlogy
 
@@ -343,7 +345,7 @@ class Loss:
             return "(n, J, C)" if candidates else "(n, C)"
         return "(n, J)" if candidates else "(n,)"
 
-    def check_shape(self, y, predictions, *, candidates: bool) -> np.ndarray:
+    def check_shape(self, y: np.ndarray, predictions: ArrayLike, *, candidates: bool) -> np.ndarray:
         """Predictions as a float array shaped to match ``y`` and the family; raises DataError."""
         try:
             P = np.asarray(predictions, dtype=float)
@@ -364,7 +366,15 @@ class Loss:
             )
         return P
 
-    def check(self, y, predictions, *, candidates: bool, labels=None, allow_nan: bool = True):
+    def check(
+        self,
+        y: ArrayLike,
+        predictions: ArrayLike,
+        *,
+        candidates: bool,
+        labels: Sequence[str] | None = None,
+        allow_nan: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Validate ``y`` and predictions; return them as arrays ``(y, P)``.
 
         ``candidates=True`` expects the (n, J) / (n, J, C) matrix, else one
@@ -382,7 +392,7 @@ class Loss:
         _check_values(self.family, P, labels if candidates else None, allow_nan)
         return y, P
 
-    def pointwise(self, y, pred) -> np.ndarray:
+    def pointwise(self, y: ArrayLike, pred: ArrayLike) -> np.ndarray:
         """Per-row loss (n,) of a prediction: (n,) means/probabilities or (n, C) probabilities.
 
         Examples
@@ -394,7 +404,7 @@ class Loss:
         y, pred = self.check(y, pred, candidates=False)
         return self._pointwise(y, pred)
 
-    def risk(self, y, pred) -> float:
+    def risk(self, y: ArrayLike, pred: ArrayLike) -> float:
         """Mean of :meth:`pointwise`."""
         return float(np.mean(self.pointwise(y, pred)))
 
@@ -414,7 +424,9 @@ class Loss:
     def _pointwise(self, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def form(self, y: np.ndarray, P: np.ndarray):
+    def form(
+        self, y: np.ndarray, P: np.ndarray
+    ) -> LeastSquaresForm | LogBarrierForm | PiecewiseLinearForm:
         """Solver's view of ``mean pointwise(y, P @ w)`` for checked, NaN-free candidates ``P``."""
         raise NotImplementedError
 
@@ -493,7 +505,7 @@ class SquaredLoss(Loss):
             return ((_one_hot(y, pred.shape[1]) - pred) ** 2).mean(axis=1)
         return (y - pred) ** 2
 
-    def form(self, y, P) -> LeastSquaresForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> LeastSquaresForm:
         n = len(y)
         if self.multiclass:
             # probabilities are already on a unit scale; the n * C squared errors are averaged
@@ -514,7 +526,7 @@ class CrossEntropyLoss(Loss):
     def _pointwise(self, y, pred):
         return -np.log(np.maximum(observed_probability(y, pred, self.multiclass), EPS))
 
-    def form(self, y, P) -> LogBarrierForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> LogBarrierForm:
         A = np.maximum(observed_probability(y, P, self.multiclass), EPS)
         return LogBarrierForm(A, np.ones(len(y)), np.zeros(A.shape[1]), 0.0, len(y))
 
@@ -529,7 +541,7 @@ class PoissonDevianceLoss(Loss):
     def _pointwise(self, y, pred):
         return 2.0 * (xlogy(y, y) - xlogy(y, np.maximum(pred, EPS)) - (y - pred))
 
-    def form(self, y, P) -> LogBarrierForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> LogBarrierForm:
         counted = y > 0
         const = 2.0 * float(np.sum(xlogy(y, y) - y))
         return LogBarrierForm(
@@ -611,10 +623,10 @@ class HingeLoss(Loss):
     def combine(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return _probabilities(self._decision(P, weights), self.multiclass)
 
-    def objective(self, y, P, weights) -> float:
+    def objective(self, y: np.ndarray, P: np.ndarray, weights: np.ndarray) -> float:
         return float(np.mean(self._margin_loss(y, self._decision(P, weights))))
 
-    def form(self, y, P) -> PiecewiseLinearForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> PiecewiseLinearForm:
         return _hinge_form(y, linear_predictor(P, self.multiclass), self.multiclass, scale=1.0)
 
 
@@ -642,7 +654,7 @@ class ProbabilityHingeLoss(Loss):
         sign = 2.0 * y - 1.0
         return np.maximum(0.0, 1.0 - sign * (2.0 * pred - 1.0))
 
-    def form(self, y, P) -> PiecewiseLinearForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> PiecewiseLinearForm:
         return _hinge_form(y, P, self.multiclass, scale=2.0)
 
 
@@ -676,7 +688,7 @@ class AbsoluteLoss(Loss):
     def _pointwise(self, y, pred):
         return np.abs(y - pred)
 
-    def form(self, y, P) -> PiecewiseLinearForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> PiecewiseLinearForm:
         n = len(y)
         t, X, spread = _standardise(y, P)  # HiGHS' tolerances are absolute (1e-7)
         rows = np.concatenate([np.arange(n), np.arange(n)])
@@ -730,7 +742,7 @@ def get_loss(name: str | None, family: str) -> Loss:
     return LOSSES[name](family)
 
 
-def mean_squared_error(y, predictions, family: str) -> float:
+def mean_squared_error(y: ArrayLike, predictions: ArrayLike, family: str) -> float:
     """The paper's MSE: the mean over rows (and, for classes, over classes) of squared errors.
 
     Gaussian / Poisson ``mean (y - mu)^2``; binomial ``mean (y - p)^2``;

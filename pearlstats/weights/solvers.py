@@ -503,7 +503,13 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
 
 # ---- public entry point ------------------------------------------------------------------------
 def solve_weights(
-    P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter: int = 500
+    P: np.ndarray,
+    y: np.ndarray,
+    loss: Loss,
+    *,
+    active: np.ndarray | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 500,
 ) -> WeightSolution:
     """Simplex weights minimising the mean surrogate loss of ``P @ w``.
 
