@@ -151,22 +151,35 @@ def _shrink(solution, stacked, n_pool, y, loss, amount, groups, rows):
     return shrunk, note
 
 
+def _check_dask_options(cv_repeats: int, weight_shrinkage: float | str | None,
+                        downstream: MLP | None) -> None:
+    """Raise OptionError naming the options the distributed path does not support yet."""
+    unsupported = [name for name, used in (("cv_repeats", cv_repeats != 1),
+                                           ("weight_shrinkage", weight_shrinkage is not None),
+                                           ("downstream", downstream is not None)) if used]
+    if unsupported:
+        raise OptionError(
+            f"{unsupported} are not available for dask data yet; fit an in-memory sample with "
+            "them, or leave them at their defaults"
+        )
+
+
 def fit(
     formula: str,
     data: Any,
     *,
-    blocks: Any=None,
+    blocks: Any = None,
     family: str = "gaussian",
     loss: str | None = None,
-    candidates: str | Sequence[str | Sequence[str]]="all",
-    cv: int | str | np.ndarray | Sequence=5,
+    candidates: str | Sequence[str | Sequence[str]] = "all",
+    cv: int | str | np.ndarray | Sequence = 5,
     seed: int | None = None,
     n_jobs: int | None = None,
     ridge: float = 0.0,
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     missing: str = "raise",
     eval_env: int = 0,
-    downstream: MLP | None=None,
+    downstream: MLP | None = None,
     honest: int | bool = 5,
     separation: str = "ridge",
     cv_repeats: int = 1,
@@ -326,15 +339,7 @@ def fit(
         # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)
         from .distributed.fit import fit_distributed
 
-        unsupported = [name for name, used in (("cv_repeats", cv_repeats != 1),
-                                               ("weight_shrinkage", weight_shrinkage is not None),
-                                               ("downstream", downstream is not None)) if used]
-        if unsupported:
-            raise OptionError(
-                f"{unsupported} are not available for dask "
-                "data yet; fit an in-memory sample with them, "
-                "or leave them at their defaults"
-            )
+        _check_dask_options(cv_repeats, weight_shrinkage, downstream)
         reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
         return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed,
                                ridge, max_candidates, missing, env, reps)

@@ -297,7 +297,7 @@ def cross_validate(
     *,
     loo: bool = False,
     ridge: float = 0.0,
-    n_jobs: int | None=None,
+    n_jobs: int | None = None,
 ) -> EngineOutput:
     """The cross-validation stage: every candidate's out-of-fold predictions.
 

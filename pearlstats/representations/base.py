@@ -46,7 +46,7 @@ class FunctionLearner:
 
     input_kind = "frame"
 
-    def __init__(self, func: Callable[[Any], Any], columns: str | Sequence[str] | None=None):
+    def __init__(self, func: Callable[[Any], Any], columns: str | Sequence[str] | None = None):
         if not callable(func):
             raise BlockError(f"FunctionLearner needs a callable, got {type(func).__name__}")
         self.func = func

@@ -159,7 +159,7 @@ class KernelPCA:
         tol: float = 1e-10,
         max_iter: int = 200,
         seed: int | None = None,
-        columns: str | Sequence[str] | None=None,
+        columns: str | Sequence[str] | None = None,
     ):
         self.n_components = check_int(n_components, "n_components")
         check_choice(kernel, "kernel", KERNELS)

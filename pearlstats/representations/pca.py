@@ -136,7 +136,7 @@ class Raw:
 
     input_kind = "numeric"
 
-    def __init__(self, *, standardize: bool = False, columns: str | Sequence[str] | None=None):
+    def __init__(self, *, standardize: bool = False, columns: str | Sequence[str] | None = None):
         self.standardize = check_bool(standardize, "standardize")
         self.columns = columns
         self.n_features_in_ = None

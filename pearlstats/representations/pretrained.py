@@ -180,8 +180,8 @@ class PretrainedVectors(TextLearner):
         format: str = "auto",
         limit: int | None = None,
         encoding: str = "utf-8",
-        tokenizer: Tokenizer | None=None,
-        columns: str | Sequence[str] | None=None,
+        tokenizer: Tokenizer | None = None,
+        columns: str | Sequence[str] | None = None,
     ):
         super().__init__(tokenizer, columns)
         check_choice(format, "format", FORMATS)
@@ -216,7 +216,7 @@ class PretrainedVectors(TextLearner):
         return clone
 
     @transactional
-    def fit(self, documents: Any=None) -> PretrainedVectors:
+    def fit(self, documents: Any = None) -> PretrainedVectors:
         """Load the vectors (the documents are only checked).
 
         Warns (:class:`~pearlstats.exceptions.UnknownTokensWarning`) when more than

@@ -201,8 +201,8 @@ class Word2Vec(_GensimLearner):
         epochs: int = 5,
         seed: int | None = None,
         workers: int | None = None,
-        tokenizer: Tokenizer | None=None,
-        columns: str | Sequence[str] | None=None,
+        tokenizer: Tokenizer | None = None,
+        columns: str | Sequence[str] | None = None,
         **options: Any,
     ):
         options = {**self._shared_options(window, min_count, epochs), "sg": sg, **options}
@@ -286,8 +286,8 @@ class Doc2Vec(_GensimLearner):
         epochs: int = 10,
         seed: int | None = None,
         workers: int | None = None,
-        tokenizer: Tokenizer | None=None,
-        columns: str | Sequence[str] | None=None,
+        tokenizer: Tokenizer | None = None,
+        columns: str | Sequence[str] | None = None,
         **options: Any,
     ):
         options = {"dm": dm, **self._shared_options(window, min_count, epochs), **options}

@@ -489,7 +489,7 @@ class PearlResults(WeightDiagnostics):
         index = newdata.index if isinstance(newdata, pd.DataFrame) else None
         return X, index
 
-    def design_matrix(self, newdata: Any, blocks: Any=None) -> np.ndarray:
+    def design_matrix(self, newdata: Any, blocks: Any = None) -> np.ndarray:
         """The design matrix of new rows, rebuilt with the fit's :attr:`design_spec`.
 
         Parameters
@@ -552,7 +552,7 @@ class PearlResults(WeightDiagnostics):
         values = np.stack([parts[label] for label in labels], axis=1)
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
-    def predict(self, newdata: Any, blocks: Any=None, interval: str | None = None,
+    def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
                 alpha: float = 0.05) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
@@ -633,7 +633,7 @@ class PearlResults(WeightDiagnostics):
         codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
-    def evaluate(self, test_data: Any, blocks: Any=None) -> pd.DataFrame:
+    def evaluate(self, test_data: Any, blocks: Any = None) -> pd.DataFrame:
         """Scores of PEARL and the paper's baselines on held-out rows.
 
         Parameters

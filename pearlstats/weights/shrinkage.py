@@ -69,7 +69,7 @@ def choose_shrinkage(
     groups: np.ndarray,
     rows: np.ndarray,
     active: np.ndarray,
-    grid: Sequence[float]=SHRINKAGE_GRID,
+    grid: Sequence[float] = SHRINKAGE_GRID,
 ) -> Shrinkage:
     """The shrinkage amount with the lowest cross-validated loss over the level-one data.
 

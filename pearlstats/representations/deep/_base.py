@@ -37,19 +37,19 @@ class DeepLearner:
 
     def __init__(
         self,
-        latent_dim: int=8,
+        latent_dim: int = 8,
         *,
-        encoder: str="mlp",
-        hidden_dim: int=64,
-        epochs: int=20,
-        batch_size: int=64,
-        lr: float=1e-3,
-        scaling: str="auto",
-        image_shape: tuple[int, ...] | None=None,
-        device: str="auto",
-        seed: int | None=None,
-        progress: bool=True,
-        columns: str | Sequence[str] | None=None,
+        encoder: str = "mlp",
+        hidden_dim: int = 64,
+        epochs: int = 20,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        scaling: str = "auto",
+        image_shape: tuple[int, ...] | None = None,
+        device: str = "auto",
+        seed: int | None = None,
+        progress: bool = True,
+        columns: str | Sequence[str] | None = None,
     ):
         self.latent_dim = latent_dim
         self.encoder = encoder

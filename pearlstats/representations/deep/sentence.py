@@ -86,14 +86,14 @@ class SentenceEncoder:
 
     def __init__(
         self,
-        model: str="all-MiniLM-L6-v2",
+        model: str = "all-MiniLM-L6-v2",
         *,
-        batch_size: int=32,
-        max_length: int | None=None,
-        normalize: bool=True,
-        device: str="auto",
-        progress: bool=True,
-        columns: str | Sequence[str] | None=None,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        normalize: bool = True,
+        device: str = "auto",
+        progress: bool = True,
+        columns: str | Sequence[str] | None = None,
     ):
         self.model = model
         self.batch_size = batch_size
@@ -125,7 +125,7 @@ class SentenceEncoder:
             )
 
     @transactional
-    def fit(self, X: Any=None) -> SentenceEncoder:
+    def fit(self, X: Any = None) -> SentenceEncoder:
         """Load the model (no training); ``X``, if given, is checked to be a column of strings.
 
         If ``fit`` raises, the learner keeps its previous state.
