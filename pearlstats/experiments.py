@@ -123,8 +123,7 @@ def _check_no_clash(record: Mapping, setting: Mapping) -> None:
     if reserved:
         raise OptionError(
             f"the task returned field(s) {reserved}, which run_grid adds itself "
-            f"({', '.join(RUNNER_FIELDS)}); "
-            "rename them in the task"
+            f"({', '.join(RUNNER_FIELDS)}); rename them in the task"
         )
     clashes = [key for key in record if key in setting and not _same(record[key], setting[key])]
     if clashes:
@@ -133,8 +132,7 @@ def _check_no_clash(record: Mapping, setting: Mapping) -> None:
         )
         raise OptionError(
             f"the task returned field(s) {clashes} with values that differ from the setting's "
-            f"({shown}); "
-            "a task must not overwrite its setting — rename those fields in the task"
+            f"({shown}); a task must not overwrite its setting — rename those fields in the task"
         )
 
 
@@ -472,9 +470,8 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     if not args.full and args.n is None and args.sigma is None and args.repetitions is None:
         cells = len(PAPER_GRID["n"]) * len(PAPER_GRID["sigma"])
         parser.error(
-            f"this would run the paper's full grid: {cells} settings x "
-            f"{PAPER_GRID['repetitions']} repetitions "
-            f"({PAPER_GRID['repetitions']} fits of 5 learners on N={args.N} rows and "
+            f"this would run the paper's full grid: {cells} settings x {PAPER_GRID['repetitions']} "
+            f"repetitions ({PAPER_GRID['repetitions']} fits of 5 learners on N={args.N} rows and "
             f"{cells * PAPER_GRID['repetitions']} PEARL fits); pass --full to run it, or choose "
             "--n / --sigma / --repetitions"
         )

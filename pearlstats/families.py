@@ -267,9 +267,8 @@ class Binomial(Family):
         if len(levels) != 2:
             shown = levels[:10]
             raise ResponseError(
-                "the binomial family needs a response with exactly "
-                f"2 distinct values, got {len(levels)}: {shown}; "
-                "use family='multinomial' for more classes"
+                "the binomial family needs a response with exactly 2 distinct values, got "
+                f"{len(levels)}: {shown}; use family='multinomial' for more classes"
             )
         return EncodedResponse((values == levels[1]).to_numpy(dtype=float), levels)
 

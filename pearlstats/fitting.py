@@ -57,11 +57,9 @@ def _check_no_response_leak(formula, blocks) -> None:
     leaked = sorted(read & ({formula.response} | set(formula.response_variables)), key=str)
     if leaked:
         raise DataError(
-            f"the representations read the column(s) {leaked}, "
-            "which the formula uses as the response: "
-            "the blocks would contain the answer. Fit the "
-            "Representations with columns= that exclude "
-            "the response"
+            f"the representations read the column(s) {leaked}, which the formula uses as the "
+            "response: the blocks would contain the answer. Fit the Representations with columns= "
+            "that exclude the response"
         )
 
 

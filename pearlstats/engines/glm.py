@@ -106,10 +106,9 @@ def _notes(label, result, fold_ids, stage):
                 fold_ids[k],
                 stage,
                 "separation",
-                f"still diverging after {SEPARATION_MIN_ITER} Newton "
-                "steps with a training row's linear predictor "
-                f"beyond {SEPARATION_ETA:g} in absolute value: "
-                "the classes are (quasi-)separated and the "
+                f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's "
+                f"linear predictor beyond {SEPARATION_ETA:g} in absolute value: the classes are "
+                "(quasi-)separated and the "
                 "maximum-likelihood estimate does not exist",
                 ("given weight 0" if excluded else "reported")
                 + "; separation='ridge' (or ridge > 0) keeps this candidate",

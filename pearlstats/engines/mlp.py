@@ -227,11 +227,9 @@ class MLPResults:
         )
         stopped = f", diverged in epoch {f.diverged_epoch}" if f.diverged_epoch is not None else ""
         return (
-            f"<MLPResults {f.family}: {' -> '.join(parts)}; "
-            f"{f.n_params} parameters; kept epoch {f.best_epoch} "
-            f"of {f.epochs_run}{stopped}; {_LOSS_NAMES[f.family]} "
-            f"{f.validation_loss[f.best_epoch]:.4g} "
-            f"on the {watched}>"
+            f"<MLPResults {f.family}: {' -> '.join(parts)}; {f.n_params} parameters; kept epoch "
+            f"{f.best_epoch} of {f.epochs_run}{stopped}; {_LOSS_NAMES[f.family]} "
+            f"{f.validation_loss[f.best_epoch]:.4g} on the {watched}>"
         )
 
 

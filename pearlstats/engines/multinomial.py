@@ -137,10 +137,9 @@ def _notes(label, result, fold_ids, stage):
                 fold_ids[k],
                 stage,
                 "separation",
-                f"still diverging after {SEPARATION_MIN_ITER} "
-                "Newton steps with a training row's probability of "
-                "its own class numerically 1: the classes are "
-                "(quasi-)separated and the maximum-likelihood "
+                f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's "
+                "probability of its own class numerically 1: the classes are (quasi-)separated "
+                "and the maximum-likelihood "
                 "estimate does not exist",
                 ("given weight 0" if excluded else "reported")
                 + "; separation='ridge' (or ridge > 0) keeps this candidate",

@@ -104,8 +104,7 @@ def _raise_separation(label: str, everything: NewtonResult, result: NewtonResult
         raise SeparationError(
             f"candidate {label!r}: {_trouble(everything, result, ridge)}. Use separation='ridge' "
             f"(refit it with the smallest ridge of {list(SEPARATION_RIDGES)} that has a finite "
-            "optimum) or "
-            "separation='drop' (give it weight 0)"
+            "optimum) or separation='drop' (give it weight 0)"
         )
 
 

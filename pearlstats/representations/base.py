@@ -121,17 +121,15 @@ class Representations:
     ):
         if not isinstance(learners, Mapping) or not learners:
             raise BlockError(
-                "learners must be a non-empty dict of block "
-                "name -> learner, e.g. {'pca': pearl.PCA(2)}; "
-                f"got {type(learners).__name__}"
+                "learners must be a non-empty dict of block name -> learner, e.g. {'pca': "
+                f"pearl.PCA(2)}}; got {type(learners).__name__}"
             )
         self._learners = {}
         for name, learner in learners.items():
             if not isinstance(name, str) or not name.isidentifier():
                 raise BlockError(
-                    f"representation name {name!r} must be a valid "
-                    "Python identifier (it is used as block(name) "
-                    "in formulas), such as 'kpca_rbf'"
+                    f"representation name {name!r} must be a valid Python identifier (it is used "
+                    "as block(name) in formulas), such as 'kpca_rbf'"
                 )
             self._learners[name] = _as_learner(name, learner)
         self.columns = column_list(columns, "Representations")
@@ -281,9 +279,8 @@ def _as_learner(name: str, learner):
     if callable(learner):
         return FunctionLearner(learner)
     raise BlockError(
-        f"representation {name!r} is a {type(learner).__name__}; "
-        "a learner needs fit(X) and transform(X) "
-        "methods, or is a function of the rows"
+        f"representation {name!r} is a {type(learner).__name__}; a learner needs fit(X) and "
+        "transform(X) methods, or is a function of the rows"
     )
 
 

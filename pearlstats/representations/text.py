@@ -195,10 +195,9 @@ class BagOfWords(TextLearner):
             )
         if len(dictionary) == 0:
             raise BlockError(
-                f"{type(self).__name__} found no vocabulary words "
-                f"in the {len(token_lists)} training documents "
-                f"(min_df={self.min_df}, max_df={self.max_df}); "
-                "check the text column and the tokenizer"
+                f"{type(self).__name__} found no vocabulary words in the {len(token_lists)} "
+                f"training documents (min_df={self.min_df}, max_df={self.max_df}); check the text "
+                "column and the tokenizer"
             )
         self.dictionary_ = dictionary
         self.output_dim_ = len(dictionary)

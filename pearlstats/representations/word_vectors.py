@@ -109,9 +109,8 @@ class _GensimLearner(TextLearner):
         unknown = sorted(set(options) - accepted)
         if unknown:
             raise OptionError(
-                f"{type(self).__name__} got option(s) {unknown} that gensim's "
-                f"{models[0].__name__} does not take; the options are "
-                f"{sorted(accepted - set(self._MANAGED))}"
+                f"{type(self).__name__} got option(s) {unknown} that gensim's {models[0].__name__} "
+                f"does not take; the options are {sorted(accepted - set(self._MANAGED))}"
             )
 
     @staticmethod

@@ -250,9 +250,8 @@ def _check_response(family: str, y, n_classes: int | None) -> np.ndarray:
         bad = np.flatnonzero((y != np.round(y)) | (y < 0) | (y >= n_classes))
         if bad.size:
             raise ResponseError(
-                "multinomial y must be integer class codes "
-                f"0..{n_classes - 1} (one per probability column); "
-                f"{format_positions(bad)} hold {y[bad[:3]].tolist()}"
+                f"multinomial y must be integer class codes 0..{n_classes - 1} (one per "
+                f"probability column); {format_positions(bad)} hold {y[bad[:3]].tolist()}"
             )
         return y.astype(np.intp)
     elif family == "poisson":

@@ -200,9 +200,8 @@ class SentenceEncoder:
         else:
             raise OptionError(
                 f"model={self.model!r} is neither a local model directory nor a packaged model "
-                f"({sorted(PACKAGED_MODELS)}); models are never "
-                "downloaded: pass the path of a directory "
-                "holding config.json, the tokenizer files and the weights"
+                f"({sorted(PACKAGED_MODELS)}); models are never downloaded: pass the path of a "
+                "directory holding config.json, the tokenizer files and the weights"
             )
         if not (directory / "config.json").is_file():
             raise OptionError(
