@@ -102,7 +102,7 @@ class AllCandidatesFailedError(PearlError, RuntimeError):
         The failure ledger (candidate, fold, stage, reason, action).
     """
 
-    def __init__(self, message: str, failures: pd.DataFrame | None=None):
+    def __init__(self, message: str, failures: pd.DataFrame | None = None):
         super().__init__(message)
         self.failures = failures
 

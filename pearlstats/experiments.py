@@ -37,12 +37,16 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
 from .exceptions import OptionError
+
+if TYPE_CHECKING:
+    from .representations import Representations
 
 __all__ = [
     "SimulationSweep",
@@ -54,7 +58,7 @@ __all__ = [
 ]
 
 
-def grid(**axes) -> list[dict]:
+def grid(**axes: Any) -> list[dict]:
     """All combinations of the given axes, as a list of setting dicts.
 
     An axis is a sequence of values, or one value: a string (``kernel="rbf"``),
@@ -119,8 +123,7 @@ def _check_no_clash(record: Mapping, setting: Mapping) -> None:
     if reserved:
         raise OptionError(
             f"the task returned field(s) {reserved}, which run_grid adds itself "
-            f"({', '.join(RUNNER_FIELDS)}); "
-            "rename them in the task"
+            f"({', '.join(RUNNER_FIELDS)}); rename them in the task"
         )
     clashes = [key for key in record if key in setting and not _same(record[key], setting[key])]
     if clashes:
@@ -129,8 +132,7 @@ def _check_no_clash(record: Mapping, setting: Mapping) -> None:
         )
         raise OptionError(
             f"the task returned field(s) {clashes} with values that differ from the setting's "
-            f"({shown}); "
-            "a task must not overwrite its setting — rename those fields in the task"
+            f"({shown}); a task must not overwrite its setting — rename those fields in the task"
         )
 
 
@@ -211,7 +213,7 @@ def run_grid(
     return pd.DataFrame(rows)
 
 
-def paper_representations(seed: int | None = None):
+def paper_representations(seed: int | None = None) -> Representations:
     """The simulation's five learners: PCA and kernel PCA with the paper's four kernels.
 
     Two components each, scikit-learn's default kernel parameters, reading
@@ -482,9 +484,8 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
     if not args.full and args.n is None and args.sigma is None and args.repetitions is None:
         cells = len(PAPER_GRID["n"]) * len(PAPER_GRID["sigma"])
         parser.error(
-            f"this would run the paper's full grid: {cells} settings x "
-            f"{PAPER_GRID['repetitions']} repetitions "
-            f"({PAPER_GRID['repetitions']} fits of 5 learners on N={args.N} rows and "
+            f"this would run the paper's full grid: {cells} settings x {PAPER_GRID['repetitions']} "
+            f"repetitions ({PAPER_GRID['repetitions']} fits of 5 learners on N={args.N} rows and "
             f"{cells * PAPER_GRID['repetitions']} PEARL fits); pass --full to run it, or choose "
             "--n / --sigma / --repetitions"
         )

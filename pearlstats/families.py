@@ -24,19 +24,26 @@ Examples
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 from scipy.special import expit
+from statsmodels.base.model import LikelihoodModel
 
 from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .exceptions import OptionError, ResponseError
+
+if TYPE_CHECKING:
+    from .design.candidates import Candidate
+    from .engines._common import EngineOutput
+    from .ledger import LedgerEntry
 
 __all__ = ["EncodedResponse", "Family", "get_family", "FAMILIES", "SEPARATION_CHOICES"]
 
@@ -116,24 +123,51 @@ class Family:
     def encode(self, values: pd.Series) -> EncodedResponse:
         raise NotImplementedError
 
-    def cv_predict(self, X, response: EncodedResponse, candidates, folds, ridge):
+    def cv_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        folds: np.ndarray,
+        ridge: float,
+    ) -> EngineOutput:
         raise NotImplementedError
 
-    def loo_predict(self, X, response: EncodedResponse, candidates, ridge):
+    def loo_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        ridge: float,
+    ) -> EngineOutput:
         """Leave-one-out predictions; families without a closed form use n folds."""
         return self.cv_predict(X, response, candidates, np.arange(len(response.y)), ridge)
 
-    def fit_params(self, X, response: EncodedResponse, columns, ridge, label):
+    def fit_params(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        columns: np.ndarray,
+        ridge: float,
+        label: str,
+    ) -> tuple[Any, list[LedgerEntry]]:
         """Coefficients on all rows and ledger notes for the refit."""
         raise NotImplementedError
 
-    def predict(self, params, X_candidate: np.ndarray) -> np.ndarray:
+    def predict(self, params: Any, X_candidate: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame):
+    def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         raise NotImplementedError
 
-    def statsmodels_results(self, response: EncodedResponse, exog: pd.DataFrame, params, ridge: float, scale_penalty):
+    def statsmodels_results(
+        self,
+        response: EncodedResponse,
+        exog: pd.DataFrame,
+        params: np.ndarray,
+        ridge: float,
+        scale_penalty: np.ndarray,
+    ) -> Any:
         """The statsmodels results of one candidate refitted on all rows.
 
         With ``ridge > 0`` the penalised fit is returned where statsmodels has
@@ -181,22 +215,42 @@ class Gaussian(Family):
     default_loss = "squared"
     sensitivity_losses = ("squared", "absolute")
 
-    def encode(self, values):
+    def encode(self, values: pd.Series) -> EncodedResponse:
         return EncodedResponse(_require_numeric(values, self.name))
 
-    def cv_predict(self, X, response, candidates, folds, ridge):
+    def cv_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        folds: np.ndarray,
+        ridge: float,
+    ) -> EngineOutput:
         return ols_cv_predict(X, response.y, candidates, folds, ridge)
 
-    def loo_predict(self, X, response, candidates, ridge):
+    def loo_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        ridge: float,
+    ) -> EngineOutput:
         return ols_loo_predict(X, response.y, candidates, ridge)
 
-    def fit_params(self, X, response, columns, ridge, label):
+    def fit_params(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        columns: np.ndarray,
+        ridge: float,
+        label: str,
+    ) -> tuple[np.ndarray, list[LedgerEntry]]:
         return ols_fit(X, response.y, columns, ridge), []
 
-    def predict(self, params, X_candidate):
+    def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return X_candidate @ params
 
-    def statsmodels_model(self, response, exog):
+    def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         return sm.OLS(response.y, exog)
 
     def _fit_unpenalized(self, model, params):
@@ -208,31 +262,52 @@ class Binomial(Family):
     default_loss = "cross_entropy"
     sensitivity_losses = ("cross_entropy", "squared", "hinge")
 
-    def encode(self, values):
+    def encode(self, values: pd.Series) -> EncodedResponse:
         levels = _class_levels(values)
         if len(levels) != 2:
             shown = levels[:10]
             raise ResponseError(
-                f"the binomial family needs a response with exactly 2 distinct values, got {len(levels)}: {shown}; "
-                "use family='multinomial' for more classes"
+                "the binomial family needs a response with exactly 2 distinct values, got "
+                f"{len(levels)}: {shown}; use family='multinomial' for more classes"
             )
         return EncodedResponse((values == levels[1]).to_numpy(dtype=float), levels)
 
-    def cv_predict(self, X, response, candidates, folds, ridge):
+    def cv_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        folds: np.ndarray,
+        ridge: float,
+    ) -> EngineOutput:
         return glm_cv_predict("binomial", X, response.y, candidates, folds, ridge, self.separation,
                               self.candidate_ridges)
 
-    def fit_params(self, X, response, columns, ridge, label):
+    def fit_params(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        columns: np.ndarray,
+        ridge: float,
+        label: str,
+    ) -> tuple[np.ndarray, list[LedgerEntry]]:
         ridge = self.candidate_ridge(label, ridge)
         return glm_fit("binomial", X, response.y, columns, ridge, label, self.separation)
 
-    def predict(self, params, X_candidate):
+    def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return expit(X_candidate @ params)
 
-    def statsmodels_model(self, response, exog):
+    def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         return sm.Logit(response.y, exog)
 
-    def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
+    def statsmodels_results(
+        self,
+        response: EncodedResponse,
+        exog: pd.DataFrame,
+        params: np.ndarray,
+        ridge: float,
+        scale_penalty: np.ndarray,
+    ) -> Any:
         if ridge > 0:
             model = sm.GLM(response.y, exog, family=sm.families.Binomial())
             alpha = ridge * scale_penalty
@@ -246,34 +321,56 @@ class Multinomial(Family):
     default_loss = "cross_entropy"
     sensitivity_losses = ("cross_entropy", "squared", "hinge")
 
-    def encode(self, values):
+    def encode(self, values: pd.Series) -> EncodedResponse:
         levels = _class_levels(values)
         if len(levels) < 2:
             raise ResponseError(f"the multinomial family needs at least 2 classes, got {levels}")
         codes = pd.Categorical(values, categories=levels).codes.astype(np.intp)
         return EncodedResponse(codes, levels)
 
-    def cv_predict(self, X, response, candidates, folds, ridge):
+    def cv_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        folds: np.ndarray,
+        ridge: float,
+    ) -> EngineOutput:
         return multinomial_cv_predict(X, response.y, response.n_classes, candidates, folds, ridge,
                                       self.separation, self.candidate_ridges)
 
-    def fit_params(self, X, response, columns, ridge, label):
+    def fit_params(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        columns: np.ndarray,
+        ridge: float,
+        label: str,
+    ) -> tuple[np.ndarray, list[LedgerEntry]]:
         ridge = self.candidate_ridge(label, ridge)
         return multinomial_fit(X, response.y, response.n_classes, columns, ridge, label,
                                self.separation)
 
-    def predict(self, params, X_candidate):
+    def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return class_probabilities(params, X_candidate)
 
-    def statsmodels_model(self, response, exog):
+    def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         return sm.MNLogit(response.y, exog)
 
-    def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
+    def statsmodels_results(
+        self,
+        response: EncodedResponse,
+        exog: pd.DataFrame,
+        params: np.ndarray,
+        ridge: float,
+        scale_penalty: np.ndarray,
+    ) -> Any:
         if ridge > 0:
             raise OptionError(
                 "statsmodels has no L2-penalised MNLogit; this candidate was fitted with "
                 f"ridge={ridge:g} (the fit's ridge, or one chosen because its classes separate: "
-                "see results.failures); its coefficients are in PearlResults.candidate_params(label)"
+                "see results.failures); its coefficients "
+                "are in PearlResults.candidate_params(label)"
             )
         return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
 
@@ -283,25 +380,40 @@ class Poisson(Family):
     default_loss = "poisson_deviance"
     sensitivity_losses = ("poisson_deviance", "squared", "absolute")
 
-    def encode(self, values):
+    def encode(self, values: pd.Series) -> EncodedResponse:
         y = _require_numeric(values, self.name)
         negative = np.flatnonzero(y < 0)
         if negative.size:
             raise ResponseError(
-                f"the poisson family needs non-negative counts; the response is negative at rows {negative[:10].tolist()}"
+                "the poisson family needs non-negative counts; the "
+                f"response is negative at rows {negative[:10].tolist()}"
             )
         return EncodedResponse(y)
 
-    def cv_predict(self, X, response, candidates, folds, ridge):
+    def cv_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        folds: np.ndarray,
+        ridge: float,
+    ) -> EngineOutput:
         return glm_cv_predict("poisson", X, response.y, candidates, folds, ridge)
 
-    def fit_params(self, X, response, columns, ridge, label):
+    def fit_params(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        columns: np.ndarray,
+        ridge: float,
+        label: str,
+    ) -> tuple[np.ndarray, list[LedgerEntry]]:
         return glm_fit("poisson", X, response.y, columns, ridge, label)
 
-    def predict(self, params, X_candidate):
+    def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return np.exp(X_candidate @ params)
 
-    def statsmodels_model(self, response, exog):
+    def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         return sm.GLM(response.y, exog, family=sm.families.Poisson())
 
     def _fit_unpenalized(self, model, params):
@@ -311,7 +423,7 @@ class Poisson(Family):
 FAMILIES = {family.name: family for family in (Gaussian(), Binomial(), Multinomial(), Poisson())}
 
 
-def get_family(name) -> Family:
+def get_family(name: str | Family) -> Family:
     """Look up a family by name.
 
     Raises

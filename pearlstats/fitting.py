@@ -12,6 +12,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,11 +38,14 @@ from .stages import (
 from .weights.losses import get_loss
 from .weights.shrinkage import choose_shrinkage, shrink_toward_equal
 
+if TYPE_CHECKING:
+    from .engines.mlp import MLP
+
 __all__ = ["fit"]
 
 
 def _frozen_representations(blocks):
-    """A private copy of a fitted Representations, so refitting the caller's object cannot change a fit."""
+    """Private copy of fitted Representations: refitting the caller's object cannot alter a fit."""
     if hasattr(blocks, "transform") and not isinstance(blocks, dict):
         return copy.deepcopy(blocks)
     return blocks
@@ -52,9 +57,9 @@ def _check_no_response_leak(formula, blocks) -> None:
     leaked = sorted(read & ({formula.response} | set(formula.response_variables)), key=str)
     if leaked:
         raise DataError(
-            f"the representations read the column(s) {leaked}, which the formula uses as the response: "
-            "the blocks would contain the answer. Fit the Representations with columns= that exclude "
-            "the response"
+            f"the representations read the column(s) {leaked}, which the formula uses as the "
+            "response: the blocks would contain the answer. Fit the Representations with columns= "
+            "that exclude the response"
         )
 
 
@@ -144,22 +149,35 @@ def _shrink(solution, stacked, n_pool, y, loss, amount, groups, rows):
     return shrunk, note
 
 
+def _check_dask_options(cv_repeats: int, weight_shrinkage: float | str | None,
+                        downstream: MLP | None) -> None:
+    """Raise OptionError naming the options the distributed path does not support yet."""
+    unsupported = [name for name, used in (("cv_repeats", cv_repeats != 1),
+                                           ("weight_shrinkage", weight_shrinkage is not None),
+                                           ("downstream", downstream is not None)) if used]
+    if unsupported:
+        raise OptionError(
+            f"{unsupported} are not available for dask data yet; fit an in-memory sample with "
+            "them, or leave them at their defaults"
+        )
+
+
 def fit(
     formula: str,
-    data,
+    data: Any,
     *,
-    blocks=None,
+    blocks: Any = None,
     family: str = "gaussian",
     loss: str | None = None,
-    candidates="all",
-    cv=5,
+    candidates: str | Sequence[str | Sequence[str]] = "all",
+    cv: int | str | np.ndarray | Sequence = 5,
     seed: int | None = None,
     n_jobs: int | None = None,
     ridge: float = 0.0,
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     missing: str = "raise",
     eval_env: int = 0,
-    downstream=None,
+    downstream: MLP | None = None,
     honest: int | bool = 5,
     separation: str = "ridge",
     cv_repeats: int = 1,
@@ -299,7 +317,8 @@ def fit(
     if downstream is not None:
         if not hasattr(downstream, "bind"):
             raise OptionError(
-                f"downstream={downstream!r} has no bind(family) method; use e.g. pearl.MLP() or leave it None"
+                f"downstream={downstream!r} has no bind(family) "
+                "method; use e.g. pearl.MLP() or leave it None"
             )
         family_ = downstream.bind(family_)
     missing = check_choice(
@@ -318,17 +337,10 @@ def fit(
         # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)
         from .distributed.fit import fit_distributed
 
-        unsupported = [name for name, used in (("cv_repeats", cv_repeats != 1),
-                                               ("weight_shrinkage", weight_shrinkage is not None),
-                                               ("downstream", downstream is not None)) if used]
-        if unsupported:
-            raise OptionError(
-                f"{unsupported} are not available for dask data yet; fit an in-memory sample with them, "
-                "or leave them at their defaults"
-            )
+        _check_dask_options(cv_repeats, weight_shrinkage, downstream)
         reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
-        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed, ridge,
-                               max_candidates, missing, env, reps)
+        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed,
+                               ridge, max_candidates, missing, env, reps)
 
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)
@@ -345,7 +357,9 @@ def fit(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
         solution=solution, ledger=tuple(entries),
-        representations=blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None,
+        representations=(
+            blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
+        ),
         dropped_rows=prepared.dropped_rows, honest=honest,
     )
     return results_from_state(state)

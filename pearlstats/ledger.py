@@ -9,6 +9,7 @@ statsmodels' pinv does).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -56,10 +57,21 @@ class FailureLedger:
 
     entries: list[LedgerEntry] = field(default_factory=list)
 
-    def record(self, candidate, fold, stage, kind, reason, action, excluded) -> None:
-        self.entries.append(LedgerEntry(candidate, fold, stage, kind, reason, action, bool(excluded)))
+    def record(
+        self,
+        candidate: str,
+        fold: int | None,
+        stage: str,
+        kind: str,
+        reason: str,
+        action: str,
+        excluded: bool,
+    ) -> None:
+        self.entries.append(
+            LedgerEntry(candidate, fold, stage, kind, reason, action, bool(excluded))
+        )
 
-    def extend(self, entries) -> None:
+    def extend(self, entries: Iterable[LedgerEntry]) -> None:
         self.entries.extend(entries)
 
     def to_frame(self) -> pd.DataFrame:

@@ -81,7 +81,7 @@ class NestedCV:
         """Weights of a strategy in each outer fold, shape (outer folds, pool + extras)."""
         return np.array([weights[strategy] for weights in self.fold_strategy_weights])
 
-    def held_out_predictions(self, strategy: str, loss: Loss | None=None) -> np.ndarray:
+    def held_out_predictions(self, strategy: str, loss: Loss | None = None) -> np.ndarray:
         """Each row's prediction by the strategy fitted without that row's outer fold."""
         P = self.outside.predictions
         out = np.full(P.shape[:1] + P.shape[2:], np.nan)

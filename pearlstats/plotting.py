@@ -346,9 +346,8 @@ def plot_risk_ratio(
     first = next(iter(evaluations[sizes[0]]))
     if metric not in first.columns or reference not in first.index:
         raise OptionError(
-            f"metric={metric!r}, reference={reference!r}; the "
-            f"evaluations have metrics {list(first.columns)} "
-            f"and methods {list(first.index)}"
+            f"metric={metric!r}, reference={reference!r}; the evaluations have metrics "
+            f"{list(first.columns)} and methods {list(first.index)}"
         )
     methods = [method for method in first.index if method != reference]
     figure, ax = _axes(ax)

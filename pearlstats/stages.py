@@ -18,30 +18,53 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, effective_n_jobs
+from patsy import EvalEnvironment
 
 from .design.candidates import Candidate, build_candidates
 from .design.data import (
-    Block, check_block_information, check_block_values, data_index, resolve_blocks, split_data,
+    Block,
+    check_block_information,
+    check_block_values,
+    data_index,
+    resolve_blocks,
+    split_data,
 )
 from .design.folds import check_class_coverage, make_folds
 from .design.formula import covariate_row_variables, response_values
 from .design.spec import Design, build_design
 from .engines._common import SEPARATION_RIDGES, EngineOutput
 from .exceptions import (
-    AllCandidatesFailedError, CandidateFailureWarning, DataError, SeparationWarning,
+    AllCandidatesFailedError,
+    CandidateFailureWarning,
+    DataError,
+    SeparationWarning,
 )
 from .families import EncodedResponse
 from .ledger import FailureLedger, LedgerEntry
 from .weights.solvers import WeightSolution, solve_weights
 
+if TYPE_CHECKING:
+    from .design.formula import FormulaSpec
+    from .families import Family
+    from .weights.losses import Loss
+
 __all__ = [
-    "FitState", "Prepared", "CandidatePool", "prepare_rows", "build_pool", "assign_folds", "cross_validate",
-    "solve_stage_weights", "worker_count",
+    "FitState",
+    "Prepared",
+    "CandidatePool",
+    "prepare_rows",
+    "build_pool",
+    "assign_folds",
+    "cross_validate",
+    "solve_stage_weights",
+    "worker_count",
 ]
 
 
@@ -142,11 +165,20 @@ def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
     keep = ~bad
     frame = frame.loc[keep].reset_index(drop=True)
     embedded = {name: value[keep] for name, value in embedded.items()}
-    blocks = {name: Block(b.name, b.values[keep], b.column_names, b.labels) for name, b in blocks.items()}
+    blocks = {
+        name: Block(b.name, b.values[keep], b.column_names, b.labels) for name, b in blocks.items()
+    }
     return frame, embedded, blocks
 
 
-def prepare_rows(formula, data, blocks, family, missing: str, eval_env) -> Prepared:
+def prepare_rows(
+    formula: FormulaSpec,
+    data: Any,
+    blocks: Any,
+    family: Family,
+    missing: str,
+    eval_env: EvalEnvironment,
+) -> Prepared:
     """The design stage: rows and blocks checked, aligned and turned into a design.
 
     Parameters
@@ -166,7 +198,8 @@ def prepare_rows(formula, data, blocks, family, missing: str, eval_env) -> Prepa
     frame, embedded = split_data(data)
     if formula.response in embedded:
         raise DataError(
-            f"response {formula.response!r} is a 2-D array in data; the response must be one value per row"
+            f"response {formula.response!r} is a 2-D array "
+            "in data; the response must be one value per row"
         )
     n_given = len(frame)
     kept = np.arange(n_given)
@@ -216,7 +249,9 @@ def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidat
     return extra
 
 
-def build_pool(design: Design, candidates, max_candidates: int) -> CandidatePool:
+def build_pool(
+    design: Design, candidates: str | Sequence[str | Sequence[str]], max_candidates: int
+) -> CandidatePool:
     """The candidate stage: the pool PEARL weights and the baselines' extra candidates."""
     pool = build_candidates(
         candidates, design.block_slices, design.column_names, design.n_covariates, max_candidates
@@ -224,7 +259,11 @@ def build_pool(design: Design, candidates, max_candidates: int) -> CandidatePool
     return CandidatePool(tuple(pool), tuple(_baseline_candidates(pool, design)))
 
 
-def assign_folds(cv, response: EncodedResponse, seed) -> np.ndarray:
+def assign_folds(
+    cv: int | str | np.ndarray | Sequence,
+    response: EncodedResponse,
+    seed: int | np.random.SeedSequence | None,
+) -> np.ndarray:
     """The fold stage: K-fold labels (stratified by class for classification).
 
     Raises
@@ -239,7 +278,7 @@ def assign_folds(cv, response: EncodedResponse, seed) -> np.ndarray:
     return folds
 
 
-def worker_count(n_jobs, n_tasks: int) -> int:
+def worker_count(n_jobs: int | None, n_tasks: int) -> int:
     """Workers to start: *n_jobs* capped at the number of tasks (and at the cores for -1)."""
     if n_jobs in (None, 1) or n_tasks < 2:
         return 1
@@ -249,8 +288,17 @@ def worker_count(n_jobs, n_tasks: int) -> int:
     return max(1, min(requested, n_tasks))
 
 
-def cross_validate(family, X: np.ndarray, response: EncodedResponse, candidates, folds: np.ndarray, *,
-                   loo: bool = False, ridge: float = 0.0, n_jobs=None) -> EngineOutput:
+def cross_validate(
+    family: Family,
+    X: np.ndarray,
+    response: EncodedResponse,
+    candidates: Sequence[Candidate],
+    folds: np.ndarray,
+    *,
+    loo: bool = False,
+    ridge: float = 0.0,
+    n_jobs: int | None = None,
+) -> EngineOutput:
     """The cross-validation stage: every candidate's out-of-fold predictions.
 
     Parameters
@@ -322,9 +370,16 @@ def _warn_ridge_refits(output: EngineOutput, labels, stacklevel: int) -> None:
         )
 
 
-def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, labels,
-                        *, warn: bool = True, stacklevel: int = 3
-                        ) -> tuple[WeightSolution, list[LedgerEntry]]:
+def solve_stage_weights(
+    output: EngineOutput,
+    n_pool: int,
+    y: np.ndarray,
+    loss: Loss,
+    labels: Sequence[str],
+    *,
+    warn: bool = True,
+    stacklevel: int = 3,
+) -> tuple[WeightSolution, list[LedgerEntry]]:
     """The weight stage: simplex weights over the pool's out-of-fold predictions.
 
     Parameters
@@ -358,7 +413,8 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
         _warn_ridge_refits(output, labels, stacklevel + 1)
         for label in [label for label, bad in zip(labels, failed) if bad]:
             warnings.warn(
-                f"candidate {label!r} failed in cross-validation and gets weight 0; see results.failures",
+                f"candidate {label!r} failed in cross-validation "
+                "and gets weight 0; see results.failures",
                 CandidateFailureWarning,
                 stacklevel=stacklevel,
             )
@@ -367,7 +423,8 @@ def solve_stage_weights(output: EngineOutput, n_pool: int, y: np.ndarray, loss, 
         ledger.extend(output.entries)
         first = next(entry for entry in output.entries if entry.excluded)
         raise AllCandidatesFailedError(
-            f"all {n_pool} candidates failed in cross-validation (first: {first.candidate!r}, {first.kind}: "
+            f"all {n_pool} candidates failed in cross-validation "
+            f"(first: {first.candidate!r}, {first.kind}: "
             f"{first.reason}; {first.action})",
             ledger.to_frame(),
         )

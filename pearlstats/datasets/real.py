@@ -148,12 +148,17 @@ def load_polarity(encoding: str = "cp1252") -> pd.DataFrame:
     try:
         lines = raw.decode(encoding).splitlines()
     except (UnicodeDecodeError, LookupError) as err:
-        raise OptionError(f"{_POLARITY_FILE} does not decode with encoding={encoding!r} ({err}); use 'cp1252'") from None
+        raise OptionError(
+            f"{_POLARITY_FILE} does not decode with encoding={encoding!r} ({err}); use 'cp1252'"
+        ) from None
     texts, labels = [], []
     for number, line in enumerate(lines, start=1):
         prefix, _, text = line.partition(" ")
         if prefix not in _POLARITY_LABELS:
-            raise DataError(f"{_POLARITY_FILE} line {number} starts with {prefix!r}, not __label__neg or __label__pos")
+            raise DataError(
+                f"{_POLARITY_FILE} line {number} starts with {prefix!r}, "
+                "not __label__neg or __label__pos"
+            )
         texts.append(text.strip())
         labels.append(_POLARITY_LABELS[prefix])
     return pd.DataFrame({"text": texts, "label": pd.array(labels, dtype="int64")})

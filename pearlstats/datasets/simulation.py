@@ -43,7 +43,13 @@ import pandas as pd
 
 from ..exceptions import DataError, OptionError
 
-__all__ = ["COEFFICIENT_NAMES", "COEFFICIENT_SD", "SimulatedData", "simulate_paper", "paper_features"]
+__all__ = [
+    "COEFFICIENT_NAMES",
+    "COEFFICIENT_SD",
+    "SimulatedData",
+    "simulate_paper",
+    "paper_features",
+]
 
 COEFFICIENT_NAMES = ("beta0", "beta1", "beta2", "alpha1", "alpha2", "gamma")
 COEFFICIENT_SD = 0.3  # the paper's N(0, 0.09)
@@ -148,7 +154,9 @@ class SimulatedData:
         >>> data.conditional_mean(pd.DataFrame({"x1": [0.0], "x2": [5.0]})).tolist()
         [1.0]
         """
-        return pd.Series(_mean(frame, self.coefficients), index=frame.index, name="conditional_mean")
+        return pd.Series(
+            _mean(frame, self.coefficients), index=frame.index, name="conditional_mean"
+        )
 
 
 def simulate_paper(
@@ -199,15 +207,23 @@ def simulate_paper(
     _check_size("n", n, minimum=1)
     _check_size("N", N, minimum=0)
     _check_size("n_test", n_test, minimum=0)
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) or not (
-        np.isfinite(sigma) and sigma >= 0
+    if (
+        isinstance(sigma, bool)
+        or not isinstance(sigma, (int, float, np.integer, np.floating))
+        or not (np.isfinite(sigma) and sigma >= 0)
     ):
         raise OptionError(f"sigma={sigma!r}; use a finite noise standard deviation >= 0")
     root = _root_sequence(seed)
-    streams = dict(zip(_STREAMS, (np.random.default_rng(child) for child in root.spawn(len(_STREAMS)))))
+    streams = dict(
+        zip(_STREAMS, (np.random.default_rng(child) for child in root.spawn(len(_STREAMS))))
+    )
 
     drawn = streams["coefficients"].normal(0.0, COEFFICIENT_SD, size=len(COEFFICIENT_NAMES))
-    coefs = dict(zip(COEFFICIENT_NAMES, drawn.tolist())) if coefficients is None else _check_coefficients(coefficients)
+    coefs = (
+        dict(zip(COEFFICIENT_NAMES, drawn.tolist()))
+        if coefficients is None
+        else _check_coefficients(coefficients)
+    )
 
     unlabeled = pd.DataFrame(streams["unlabeled"].standard_normal((N, 2)), columns=list(_INPUTS))
     labeled = _labeled_rows(streams["labeled"], n, coefs, float(sigma))
@@ -216,11 +232,15 @@ def simulate_paper(
 
 
 def _mean(frame: pd.DataFrame, coefs: Mapping[str, float]) -> np.ndarray:
-    slopes = np.array([coefs["beta1"], coefs["beta2"], coefs["alpha1"], coefs["alpha2"], coefs["gamma"], 1.0])
+    slopes = np.array(
+        [coefs["beta1"], coefs["beta2"], coefs["alpha1"], coefs["alpha2"], coefs["gamma"], 1.0]
+    )
     return coefs["beta0"] + paper_features(frame).to_numpy() @ slopes
 
 
-def _labeled_rows(rng: np.random.Generator, rows: int, coefs: Mapping[str, float], sigma: float) -> pd.DataFrame:
+def _labeled_rows(
+    rng: np.random.Generator, rows: int, coefs: Mapping[str, float], sigma: float
+) -> pd.DataFrame:
     draws = rng.standard_normal((rows, 3))
     frame = pd.DataFrame(draws[:, :2], columns=list(_INPUTS))
     frame["y"] = _mean(frame, coefs) + sigma * draws[:, 2]
@@ -229,7 +249,9 @@ def _labeled_rows(rng: np.random.Generator, rows: int, coefs: Mapping[str, float
 
 def _inputs(frame) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(frame, pd.DataFrame):
-        raise DataError(f"expected a DataFrame with columns 'x1' and 'x2', got {type(frame).__name__}")
+        raise DataError(
+            f"expected a DataFrame with columns 'x1' and 'x2', got {type(frame).__name__}"
+        )
     missing = [name for name in _INPUTS if name not in frame.columns]
     if missing:
         raise DataError(
@@ -261,14 +283,16 @@ def _check_coefficients(coefficients) -> dict:
         if names != set(COEFFICIENT_NAMES):
             raise OptionError(
                 f"coefficients must have exactly the keys {list(COEFFICIENT_NAMES)}; "
-                f"missing {sorted(set(COEFFICIENT_NAMES) - names)}, unknown {sorted(names - set(COEFFICIENT_NAMES))}"
+                f"missing {sorted(set(COEFFICIENT_NAMES) - names)}, "
+                f"unknown {sorted(names - set(COEFFICIENT_NAMES))}"
             )
         values = [coefficients[name] for name in COEFFICIENT_NAMES]
     else:
         values = list(np.ravel(np.asarray(coefficients, dtype=object)))
         if len(values) != len(COEFFICIENT_NAMES):
             raise OptionError(
-                f"coefficients has {len(values)} values; give 6 in the order {list(COEFFICIENT_NAMES)} or a mapping"
+                f"coefficients has {len(values)} values; give 6 in "
+                f"the order {list(COEFFICIENT_NAMES)} or a mapping"
             )
     try:
         values = [float(v) for v in values]

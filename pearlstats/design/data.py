@@ -125,22 +125,18 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
         return value
     if value.index.has_duplicates or index.has_duplicates:
         raise BlockError(
-            f"block {name!r} and the data have different "
-            "row labels, and one of them repeats a label, "
-            "so rows cannot be matched by label; give both "
-            "the same index (or pass the block as a NumPy "
-            "array to match rows by position)"
+            f"block {name!r} and the data have different row labels, and one of them repeats a "
+            "label, so rows cannot be matched by label; give both the same index (or pass the "
+            "block as a NumPy array to match rows by position)"
         )
     absent = index.difference(value.index, sort=False)
     foreign = value.index.difference(index, sort=False)
     if len(absent) or len(foreign):
         raise BlockError(
             f"block {name!r} is a DataFrame whose row labels differ from the data's: data rows "
-            f"{list(absent[:5])} are not in the block, block "
-            f"rows {list(foreign[:5])} are not in the data. "
-            "pandas objects are matched by index label; "
-            "give the block the data's index (or pass it as "
-            "a NumPy array to match rows by position)"
+            f"{list(absent[:5])} are not in the block, block rows {list(foreign[:5])} are not in "
+            "the data. pandas objects are matched by index label; give the block the data's index "
+            "(or pass it as a NumPy array to match rows by position)"
         )
     return value.loc[index]
 
@@ -162,10 +158,9 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
         n_rows, n_cols = value.shape
         if n_rows * n_cols * 8 > MAX_DENSE_BYTES:
             raise BlockError(
-                f"block {name!r} is sparse with {n_cols} "
-                "columns; a dense copy for the downstream models "
-                f"would need {n_rows * n_cols * 8 / 1024**3:.1f} "
-                "GiB. Reduce it first (e.g. pearl.LSI)."
+                f"block {name!r} is sparse with {n_cols} columns; a dense copy for the downstream "
+                f"models would need {n_rows * n_cols * 8 / 1024**3:.1f} GiB. Reduce it first (e.g. "
+                "pearl.LSI)."
             )
         array = value.toarray().astype(float)
     else:
@@ -182,9 +177,8 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
         array = array[:, None]
     if array.ndim != 2:
         raise BlockError(
-            f"block {name!r} has {array.ndim} dimensions "
-            f"(shape {array.shape}); a block must be 2-D "
-            "(rows x features) — flatten images first, e.g. X.reshape(len(X), -1)"
+            f"block {name!r} has {array.ndim} dimensions (shape {array.shape}); a block must be "
+            "2-D (rows x features) — flatten images first, e.g. X.reshape(len(X), -1)"
         )
     return array, [f"{name}[{j}]" for j in range(array.shape[1])], None
 
@@ -224,10 +218,9 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
     huge = np.flatnonzero(~np.isfinite(energy))
     if huge.size:
         raise BlockError(
-            f"block {name!r} has values too large for float64 "
-            f"arithmetic in column(s) {huge[:10].tolist()} "
-            f"(largest |value| {np.abs(values).max():.3g}); rescale "
-            "the block, e.g. divide it by its standard deviation"
+            f"block {name!r} has values too large for float64 arithmetic in column(s) "
+            f"{huge[:10].tolist()} (largest |value| {np.abs(values).max():.3g}); rescale the "
+            "block, e.g. divide it by its standard deviation"
         )
 
 
@@ -324,17 +317,15 @@ def check_block_information(blocks: Mapping[str, Block]) -> None:
     for block in blocks.values():
         if np.all(np.ptp(block.values, axis=0) == 0):
             raise BlockError(
-                f"block {block.name!r} is constant in every "
-                "column, so it carries no information about the "
-                "response; check how it was computed"
+                f"block {block.name!r} is constant in every column, so it carries no information "
+                "about the response; check how it was computed"
             )
     seen: dict[tuple, str] = {}
     for block in blocks.values():
         key = (block.values.shape, block.values.tobytes())
         if key in seen:
             raise BlockError(
-                f"block {block.name!r} is identical to block "
-                f"{seen[key]!r}; candidates containing either would "
-                "be duplicates — remove one of them from the formula"
+                f"block {block.name!r} is identical to block {seen[key]!r}; candidates containing "
+                "either would be duplicates — remove one of them from the formula"
             )
         seen[key] = block.name

@@ -140,16 +140,14 @@ def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence
     lonely = [classes[c] for c in np.flatnonzero(counts < 2)]
     if lonely:
         raise ResponseError(
-            f"class(es) {lonely} occur in only one row; "
-            "each class needs at least 2 rows so that every "
-            "cross-validation training set contains it (merge or drop rare classes)"
+            f"class(es) {lonely} occur in only one row; each class needs at least 2 rows so that "
+            "every cross-validation training set contains it (merge or drop rare classes)"
         )
     for fold in np.unique(folds):
         present = np.unique(codes[folds != fold])
         if present.size < len(classes):
             missing = [classes[c] for c in sorted(set(range(len(classes))) - set(present.tolist()))]
             raise FoldError(
-                f"the training rows for fold {fold} contain no row of class(es) {missing}; "
-                "choose folds so that every class is outside "
-                "each fold (e.g. an int cv, which stratifies)"
+                f"the training rows for fold {fold} contain no row of class(es) {missing}; choose "
+                "folds so that every class is outside each fold (e.g. an int cv, which stratifies)"
             )

@@ -175,17 +175,15 @@ def parse_formula(formula: str) -> FormulaSpec:
             continue
         if any(_mentions_block(code) for code in codes):
             raise FormulaError(
-                f"term {term.name()!r} in {formula!r} uses "
-                "block() inside an interaction or a function; "
-                "a block must stand alone as 'block(name)' "
-                "(interactions with blocks are not supported)"
+                f"term {term.name()!r} in {formula!r} uses block() inside an interaction or a "
+                "function; a block must stand alone as 'block(name)' (interactions with blocks "
+                "are not supported)"
             )
         covariate_terms.append(term)
     if not block_names:
         raise FormulaError(
-            f"formula {formula!r} has no block(name) term; "
-            "PEARL averages models over representation blocks, "
-            "e.g. 'y ~ block(pca) + block(kpca_rbf)'"
+            f"formula {formula!r} has no block(name) term; PEARL averages models over "
+            "representation blocks, e.g. 'y ~ block(pca) + block(kpca_rbf)'"
         )
     return FormulaSpec(
         formula=formula,
@@ -396,9 +394,8 @@ def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str]) -> pd.DataFrame
                 converted[name] = pd.to_numeric(frame[name])
             except (TypeError, ValueError) as err:
                 raise DataError(
-                    f"column {name!r} was numeric at fit time "
-                    "but holds non-numeric values in the new "
-                    f"rows ({err}); convert it to numbers"
+                    f"column {name!r} was numeric at fit time but holds non-numeric values in the "
+                    f"new rows ({err}); convert it to numbers"
                 ) from err
     return frame.assign(**converted) if converted else frame
 
@@ -497,9 +494,8 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
     bad = _missing_positions(values)
     if bad.size:
         raise MissingValueError(
-            f"response {spec.response!r} has missing or "
-            f"infinite values at {format_positions(bad)}; "
-            "remove them, or pass missing='drop' to drop those rows"
+            f"response {spec.response!r} has missing or infinite values at "
+            f"{format_positions(bad)}; remove them, or pass missing='drop' to drop those rows"
         )
     if values.dtype == object:
         try:

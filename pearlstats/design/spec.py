@@ -74,11 +74,9 @@ class BlockSpec:
             extra = [label for label in block.labels if label not in set(self.labels)]
             if missing or extra:
                 raise BlockError(
-                    f"block {self.name!r} in the new rows has "
-                    f"columns {list(block.labels)[:10]}, but the "
-                    f"fit used {list(self.labels)[:10]} (missing: "
-                    f"{missing[:10]}, unexpected: {extra[:10]}); "
-                    "give the same columns (their order may differ)"
+                    f"block {self.name!r} in the new rows has columns {list(block.labels)[:10]}, "
+                    f"but the fit used {list(self.labels)[:10]} (missing: {missing[:10]}, "
+                    f"unexpected: {extra[:10]}); give the same columns (their order may differ)"
                 )
             return block.values[:, [position[label] for label in self.labels]]
         if block.width != self.width:

@@ -44,7 +44,9 @@ of huge ones overflow.
 from __future__ import annotations
 
 import numbers
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -53,9 +55,21 @@ from ..exceptions import OptionError
 from ..ledger import LedgerEntry
 
 __all__ = [
-    "ScaledDesign", "EngineOutput", "fold_rows", "infeasible_entry", "too_wide_entry", "penalized_columns",
-    "check_ridge", "ridge_penalty_weights", "fold_penalty_weights", "shrinkage_factors", "one_blas_thread",
-    "RANK_TOLERANCE", "MAX_RIDGE", "MAX_SYSTEM_BYTES", "SEPARATION_RIDGES",
+    "ScaledDesign",
+    "EngineOutput",
+    "fold_rows",
+    "infeasible_entry",
+    "too_wide_entry",
+    "penalized_columns",
+    "check_ridge",
+    "ridge_penalty_weights",
+    "fold_penalty_weights",
+    "shrinkage_factors",
+    "one_blas_thread",
+    "RANK_TOLERANCE",
+    "MAX_RIDGE",
+    "MAX_SYSTEM_BYTES",
+    "SEPARATION_RIDGES",
 ]
 
 # Relative pivot below which a Cholesky factor is treated as rank deficient;
@@ -82,7 +96,7 @@ MAX_SYSTEM_BYTES = 2**29
 _DOWNDATE_FLOOR = 1e-6
 
 
-def check_ridge(value) -> float:
+def check_ridge(value: Any) -> float:
     """Validate the ``ridge`` argument and return it as a float.
 
     Parameters
@@ -114,7 +128,7 @@ def check_ridge(value) -> float:
 
 
 def penalized_columns(X: np.ndarray) -> np.ndarray:
-    """Columns a ridge penalty applies to: all but the intercept (the first constant non-zero column)."""
+    """Columns a ridge penalty applies to: all but the intercept (first constant nonzero column)."""
     penalized = np.ones(X.shape[1], dtype=bool)
     intercept = _intercept(X)
     if intercept is not None:
@@ -193,12 +207,14 @@ class ScaledDesign:
         return self.penalized * self.scale**2
 
     def subset(self, columns: np.ndarray) -> "ScaledDesign":
-        """The standardisation of some of the columns (centred only if the intercept is among them)."""
+        """Standardisation of some of the columns (centred only if the intercept is among them)."""
         columns = np.asarray(columns)
         where = np.flatnonzero(columns == self.intercept) if self.intercept is not None else []
         intercept = int(where[0]) if len(where) else None
         center = self.center[columns] if intercept is not None else np.zeros(columns.size)
-        return ScaledDesign(center, self.scale[columns], self.penalized[columns], intercept, self.intercept_value)
+        return ScaledDesign(
+            center, self.scale[columns], self.penalized[columns], intercept, self.intercept_value
+        )
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """The standardised columns ``(X - center) / scale`` (a new array)."""
@@ -281,7 +297,7 @@ def shrinkage_factors(ridge: float, weights: np.ndarray) -> tuple[np.ndarray, np
 _THREADPOOLS: ThreadpoolController | None = None
 
 
-def one_blas_thread():
+def one_blas_thread() -> AbstractContextManager:
     """A context in which BLAS libraries use one thread (the controller is built once).
 
     The engines multiply and factor many small matrices, where BLAS threads cost
@@ -341,8 +357,13 @@ def too_wide_entry(label: str, size: int, n_systems: int) -> LedgerEntry | None:
     if needed <= MAX_SYSTEM_BYTES:
         return None
     return LedgerEntry(
-        label, None, "cv", "infeasible",
-        f"{size} coefficients: its {n_systems} dense {size} x {size} systems need {needed / 2**30:.1f} GiB, "
+        label,
+        None,
+        "cv",
+        "infeasible",
+        f"{size} coefficients: its {n_systems} dense {size} "
+        f"x {size} systems need {needed / 2**30:.1f} GiB, "
         f"more than the {MAX_SYSTEM_BYTES / 2**30:.1f} GiB limit",
-        "given weight 0; reduce the block (e.g. fewer TF-IDF features or a PCA of it)", True,
+        "given weight 0; reduce the block (e.g. fewer TF-IDF features or a PCA of it)",
+        True,
     )

@@ -16,6 +16,9 @@ converged fit may legitimately give some rows probabilities within 1e-15 of
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.special import expit
 
@@ -23,6 +26,9 @@ from ..ledger import LedgerEntry
 from ._common import EngineOutput
 from .newton import batched_newton, penalised_newton
 from .newton_cv import NewtonEngine, newton_cv_predict, newton_fit
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
 
 __all__ = ["glm_cv_predict", "glm_fit", "SEPARATION_ETA", "SEPARATION_MIN_ITER", "SEPARATION_STEP"]
 
@@ -94,15 +100,21 @@ def _notes(label, result, fold_ids, stage):
     entries = []
     excluded = stage == "cv"
     for k in np.flatnonzero(result.stopped):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "separation",
-            f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's linear predictor "
-            f"beyond {SEPARATION_ETA:g} in absolute value: the classes are (quasi-)separated and the "
-            "maximum-likelihood estimate does not exist",
-            ("given weight 0" if excluded else "reported")
-            + "; separation='ridge' (or ridge > 0) keeps this candidate",
-            excluded,
-        ))
+        entries.append(
+            LedgerEntry(
+                label,
+                fold_ids[k],
+                stage,
+                "separation",
+                f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's "
+                f"linear predictor beyond {SEPARATION_ETA:g} in absolute value: the classes are "
+                "(quasi-)separated and the "
+                "maximum-likelihood estimate does not exist",
+                ("given weight 0" if excluded else "reported")
+                + "; separation='ridge' (or ridge > 0) keeps this candidate",
+                excluded,
+            )
+        )
     for k in np.flatnonzero(~result.converged & ~result.stopped):
         entries.append(LedgerEntry(
             label, fold_ids[k], stage, "not converged",
@@ -110,10 +122,17 @@ def _notes(label, result, fold_ids, stage):
             "given weight 0" if excluded else "reported", excluded,
         ))
     for k in np.flatnonzero(result.singular & result.converged):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "rank deficient",
-            "singular Hessian (collinear columns)", "Newton steps solved by minimum-norm least squares", False,
-        ))
+        entries.append(
+            LedgerEntry(
+                label,
+                fold_ids[k],
+                stage,
+                "rank deficient",
+                "singular Hessian (collinear columns)",
+                "Newton steps solved by minimum-norm least squares",
+                False,
+            )
+        )
     return entries
 
 
@@ -127,8 +146,16 @@ def _engine(kind: str) -> NewtonEngine:
     return NewtonEngine(1, solve, predict, _notes, separates=kind == "binomial")
 
 
-def glm_cv_predict(kind: str, X, y, candidates, folds, ridge: float = 0.0, separation: str = "drop",
-                   ridges=None) -> EngineOutput:
+def glm_cv_predict(
+    kind: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    candidates: Sequence[Candidate],
+    folds: np.ndarray,
+    ridge: float = 0.0,
+    separation: str = "drop",
+    ridges: Mapping[str, float] | None = None,
+) -> EngineOutput:
     """Out-of-fold predicted means of logistic (``kind="binomial"``) or Poisson candidates.
 
     Parameters
@@ -159,8 +186,15 @@ def glm_cv_predict(kind: str, X, y, candidates, folds, ridge: float = 0.0, separ
                              ridges=ridges)
 
 
-def glm_fit(kind: str, X, y, columns, ridge: float = 0.0, label: str = "",
-            separation: str = "drop"):
+def glm_fit(
+    kind: str,
+    X: np.ndarray,
+    y: np.ndarray,
+    columns: np.ndarray,
+    ridge: float = 0.0,
+    label: str = "",
+    separation: str = "drop",
+) -> tuple[np.ndarray, list[LedgerEntry]]:
     """Fit one candidate on all rows.
 
     With ``separation="ridge"`` a separated logistic fit is redone with the

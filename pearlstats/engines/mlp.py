@@ -40,16 +40,22 @@ from __future__ import annotations
 
 import itertools
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
 
-from ._common import EngineOutput, fold_rows
 from ..exceptions import DataError, OptionError
 from ..families import Family, get_family
 from ..ledger import LedgerEntry
+from ._common import EngineOutput, fold_rows
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
+    from ..families import EncodedResponse
 
 __all__ = ["MLP", "FittedMLP", "MLPFamily", "MLPResults", "train_network"]
 
@@ -76,7 +82,12 @@ _NUMBER_OPTIONS = {
 }
 
 
-_HEADS = {"gaussian": "mean", "binomial": "logit", "multinomial": "class logits", "poisson": "log-mean"}
+_HEADS = {
+    "gaussian": "mean",
+    "binomial": "logit",
+    "multinomial": "class logits",
+    "poisson": "log-mean",
+}
 _LOSS_NAMES = {
     "gaussian": "squared error of the standardised response",
     "binomial": "cross-entropy",
@@ -133,15 +144,15 @@ class FittedMLP:
     def epochs_run(self) -> int:
         return len(self.train_loss) - 1
 
-    def linear_predictor(self, X) -> np.ndarray:
-        """Output of the last layer (mean, logit(s) or log-mean) for rows of the candidate's columns."""
+    def linear_predictor(self, X: np.ndarray) -> np.ndarray:
+        """Last layer's output (mean, logit(s) or log-mean) for rows of the candidate's columns."""
         h = (np.asarray(X, dtype=float) - self.input_offset) / self.input_scale
         for W, b in self.layers[:-1]:
             h = np.maximum(h @ W.T + b, 0.0)
         W, b = self.layers[-1]
         return h @ W.T + b
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: np.ndarray) -> np.ndarray:
         """Predictions with the family's meaning: mean, P(class 1) or class probabilities (n, C)."""
         eta = self.linear_predictor(X)
         if self.family == "multinomial":
@@ -173,7 +184,7 @@ class MLPResults:
     21
     """
 
-    def __init__(self, fitted: FittedMLP, exog_names):
+    def __init__(self, fitted: FittedMLP, exog_names: Sequence[str]):
         self.fitted = fitted
         self.exog_names = list(exog_names)
 
@@ -189,8 +200,8 @@ class MLPResults:
             {"train_loss": self.fitted.train_loss, "validation_loss": self.fitted.validation_loss}
         ).rename_axis("epoch")
 
-    def predict(self, exog) -> np.ndarray:
-        """Predictions for rows of the candidate's design columns (a DataFrame is matched by name)."""
+    def predict(self, exog: np.ndarray | pd.DataFrame) -> np.ndarray:
+        """Predictions for rows of the candidate's design columns (a DataFrame matched by name)."""
         if isinstance(exog, pd.DataFrame):
             missing = [name for name in self.exog_names if name not in exog.columns]
             if missing:
@@ -199,7 +210,8 @@ class MLPResults:
         values = np.asarray(exog, dtype=float)
         if values.ndim != 2 or values.shape[1] != len(self.exog_names):
             raise DataError(
-                f"exog must have the candidate's {len(self.exog_names)} columns, got shape {values.shape}"
+                f"exog must have the candidate's {len(self.exog_names)} "
+                f"columns, got shape {values.shape}"
             )
         return self.fitted.predict(values)
 
@@ -208,12 +220,16 @@ class MLPResults:
         n_out = f.layers[-1][0].shape[0]
         parts = [f"{len(self.exog_names)} inputs", *(f"{units} ReLU" for units in f.hidden)]
         parts.append(f"{n_out} {_HEADS[f.family]}")
-        watched = f"validation rows ({f.n_validation})" if f.n_validation else f"training rows ({f.n_train})"
+        watched = (
+            f"validation rows ({f.n_validation})"
+            if f.n_validation
+            else f"training rows ({f.n_train})"
+        )
         stopped = f", diverged in epoch {f.diverged_epoch}" if f.diverged_epoch is not None else ""
         return (
-            f"<MLPResults {f.family}: {' -> '.join(parts)}; {f.n_params} parameters; kept epoch {f.best_epoch} "
-            f"of {f.epochs_run}{stopped}; {_LOSS_NAMES[f.family]} {f.validation_loss[f.best_epoch]:.4g} "
-            f"on the {watched}>"
+            f"<MLPResults {f.family}: {' -> '.join(parts)}; {f.n_params} parameters; kept epoch "
+            f"{f.best_epoch} of {f.epochs_run}{stopped}; {_LOSS_NAMES[f.family]} "
+            f"{f.validation_loss[f.best_epoch]:.4g} on the {watched}>"
         )
 
 
@@ -259,8 +275,18 @@ class MLP:
     1.0
     """
 
-    def __init__(self, hidden=(64,), *, epochs=200, batch_size=64, lr=1e-3, weight_decay=0.0,
-                 validation_fraction=0.1, patience=10, seed=0):
+    def __init__(
+        self,
+        hidden: int | Sequence[int] = (64,),
+        *,
+        epochs: int = 200,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        validation_fraction: float = 0.1,
+        patience: int = 10,
+        seed: int = 0,
+    ):
         self.hidden = hidden
         self.epochs = epochs
         self.batch_size = batch_size
@@ -282,7 +308,8 @@ class MLP:
             _is_int(units) and units >= 1 for units in hidden
         ):
             raise OptionError(
-                f"hidden={self.hidden!r}; use a number of units or a sequence of them, such as 64, (64,) or (128, 64)"
+                f"hidden={self.hidden!r}; use a number of units or "
+                "a sequence of them, such as 64, (64,) or (128, 64)"
             )
         self.hidden = tuple(int(units) for units in hidden)
         for name, low in (("epochs", 1), ("batch_size", 1), ("patience", 1), ("seed", 0)):
@@ -295,7 +322,7 @@ class MLP:
             if not (number and np.isfinite(value) and valid(value)):
                 raise OptionError(f"{name}={value!r}; use {wanted}")
 
-    def bind(self, family) -> MLPFamily:
+    def bind(self, family: str | Family) -> MLPFamily:
         """The family interface with this network as the candidate model (imports torch).
 
         Raises
@@ -309,19 +336,24 @@ class MLP:
         base = get_family(family)
         if isinstance(base, MLPFamily) or base.name not in _FAMILIES:
             raise OptionError(
-                f"MLP downstream models support the gaussian, binomial, multinomial and poisson families, got {base!r}"
+                "MLP downstream models support the gaussian, binomial, "
+                f"multinomial and poisson families, got {base!r}"
             )
         _torch_helpers()  # fail at fit time, not inside cross-validation, when torch is missing
         return MLPFamily(self, base)
 
-    def candidate_seed(self, columns) -> int:
+    def candidate_seed(self, columns: np.ndarray | Sequence[int]) -> int:
         """The seed of every network of the candidate with these design columns."""
         digest = zlib.crc32(np.ascontiguousarray(columns, dtype=np.int64).tobytes())
         return int(np.random.SeedSequence([int(self.seed), digest]).generate_state(1)[0])
 
 
 def _validation_rows(strata, n: int, fraction: float, rng) -> np.ndarray:
-    groups = [np.arange(n)] if strata is None else [np.flatnonzero(strata == c) for c in np.unique(strata)]
+    groups = (
+        [np.arange(n)]
+        if strata is None
+        else [np.flatnonzero(strata == c) for c in np.unique(strata)]
+    )
     held = [rng.permutation(rows)[: int(np.floor(fraction * rows.size))] for rows in groups]
     return np.sort(np.concatenate(held)).astype(np.intp)
 
@@ -334,7 +366,9 @@ def _loss_function(torch, family: str):
         return lambda out, target: functional.binary_cross_entropy_with_logits(out[:, 0], target)
     if family == "multinomial":
         return functional.cross_entropy
-    return lambda out, target: functional.poisson_nll_loss(out[:, 0], target, log_input=True, full=False)
+    return lambda out, target: functional.poisson_nll_loss(
+        out[:, 0], target, log_input=True, full=False
+    )
 
 
 def _output_bias(family: str, target: np.ndarray, n_classes: int) -> np.ndarray:
@@ -380,7 +414,8 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
         target = (y - target_offset) / target_scale
     classes = family in ("binomial", "multinomial")
     rng = np.random.default_rng(seed)
-    validation = _validation_rows(y.astype(np.intp) if classes else None, len(y), options.validation_fraction, rng)
+    validation = _validation_rows(y.astype(np.intp) if classes else None, len(y),
+                                  options.validation_fraction, rng)
     training = np.setdiff1d(np.arange(len(y)), validation)
     dtype = torch.long if family == "multinomial" else torch.float32
 
@@ -392,7 +427,8 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
 
     X_fit, y_fit = as_input(training), as_target(training)
     # Without validation rows, early stopping watches the training loss.
-    X_val, y_val = (as_input(validation), as_target(validation)) if validation.size else (X_fit, y_fit)
+    X_val, y_val = ((as_input(validation), as_target(validation)) if validation.size
+                    else (X_fit, y_fit))
     loss_of = _loss_function(torch, family)
 
     with training_session(torch, seed, torch.device("cpu")) as generator:
@@ -400,10 +436,12 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
         network = _build_network(torch, inputs.shape[1], options.hidden, bias)
         weights = [p for name, p in network.named_parameters() if name.endswith("weight")]
         biases = [p for name, p in network.named_parameters() if name.endswith("bias")]
-        # Adam's (coupled) weight_decay adds decay * W to the gradient: an L2 penalty decay / 2 * ||W||^2.
+        # Adam's (coupled) weight_decay adds decay * W to the gradient: an L2 penalty
+        # decay / 2 * ||W||^2.
         penalty = options.weight_decay + ridge
         optimizer = torch.optim.Adam(
-            [{"params": weights, "weight_decay": penalty}, {"params": biases, "weight_decay": 0.0}], lr=options.lr
+            [{"params": weights, "weight_decay": penalty}, {"params": biases, "weight_decay": 0.0}],
+            lr=options.lr,
         )
 
         def validation_loss() -> float:
@@ -416,7 +454,8 @@ def train_network(options: MLP, family: str, X: np.ndarray, y: np.ndarray, n_cla
         best_epoch, diverged, waited = 0, None, 0
         for epoch in range(1, options.epochs + 1):
             total = 0.0
-            for batch in torch.randperm(len(training), generator=generator).split(options.batch_size):
+            for batch in torch.randperm(len(training),
+                                        generator=generator).split(options.batch_size):
                 loss = loss_of(network(X_fit[batch]), y_fit[batch])
                 optimizer.zero_grad()
                 loss.backward()
@@ -476,14 +515,23 @@ class MLPFamily(Family):
     def __repr__(self) -> str:
         return f"<{self.mlp!r} downstream, {self.name} family>"
 
-    def encode(self, values):
+    def encode(self, values: pd.Series) -> EncodedResponse:
         return self.base.encode(values)
 
-    def cv_predict(self, X, response, candidates, folds, ridge):
+    def cv_predict(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        candidates: Sequence[Candidate],
+        folds: np.ndarray,
+        ridge: float,
+    ) -> EngineOutput:
         """Out-of-fold predictions: each fold's rows come from networks trained without them."""
         y, n_classes = response.y, response.n_classes
         n = len(y)
-        shape = (n, len(candidates), n_classes) if self.name == "multinomial" else (n, len(candidates))
+        shape = (
+            (n, len(candidates), n_classes) if self.name == "multinomial" else (n, len(candidates))
+        )
         predictions = np.full(shape, np.nan)
         failed = np.zeros(len(candidates), dtype=bool)
         entries = []
@@ -495,32 +543,71 @@ class MLPFamily(Family):
                 if test.size == 0:
                     continue
                 train = np.flatnonzero(folds != k)
-                fitted = train_network(self.mlp, self.name, X_candidate[train], y[train], n_classes, ridge, seed)
+                fitted = train_network(
+                    self.mlp, self.name, X_candidate[train], y[train], n_classes, ridge, seed
+                )
                 if fitted.diverged_epoch is not None:
                     failed[j] = True
-                    entries.append(LedgerEntry(candidate.label, k, "cv", "failed",
-                                               _divergence_reason(fitted, f"on fold {k}'s training rows"),
-                                               "given weight 0", True))
+                    entries.append(
+                        LedgerEntry(
+                            candidate.label,
+                            k,
+                            "cv",
+                            "failed",
+                            _divergence_reason(fitted, f"on fold {k}'s training rows"),
+                            "given weight 0",
+                            True,
+                        )
+                    )
                     break
                 column[test] = fitted.predict(X_candidate[test])
             if not failed[j]:
                 predictions[:, j] = column
         return EngineOutput(predictions, failed, entries)
 
-    def fit_params(self, X, response, columns, ridge, label):
+    def fit_params(
+        self,
+        X: np.ndarray,
+        response: EncodedResponse,
+        columns: np.ndarray,
+        ridge: float,
+        label: str,
+    ) -> tuple[FittedMLP, list[LedgerEntry]]:
         """The candidate's network trained on all rows, and a ledger note if it diverged."""
-        fitted = train_network(self.mlp, self.name, X[:, columns], response.y, response.n_classes, ridge,
-                               self.mlp.candidate_seed(columns))
+        fitted = train_network(
+            self.mlp,
+            self.name,
+            X[:, columns],
+            response.y,
+            response.n_classes,
+            ridge,
+            self.mlp.candidate_seed(columns),
+        )
         entries = []
         if fitted.diverged_epoch is not None:
-            entries.append(LedgerEntry(label, None, "refit", "failed", _divergence_reason(fitted, "on all rows"),
-                                       f"kept the weights of epoch {fitted.best_epoch}, the best before it diverged",
-                                       False))
+            entries.append(
+                LedgerEntry(
+                    label,
+                    None,
+                    "refit",
+                    "failed",
+                    _divergence_reason(fitted, "on all rows"),
+                    f"kept the weights of epoch {fitted.best_epoch}, the best before it diverged",
+                    False,
+                )
+            )
         return fitted, entries
 
-    def predict(self, params: FittedMLP, X_candidate):
+    def predict(self, params: FittedMLP, X_candidate: np.ndarray) -> np.ndarray:
         return params.predict(X_candidate)
 
-    def statsmodels_results(self, response, exog, params, ridge, scale_penalty):
-        """An :class:`MLPResults` describing the refitted network (there is no statsmodels model)."""
+    def statsmodels_results(
+        self,
+        response: EncodedResponse,
+        exog: pd.DataFrame,
+        params: FittedMLP,
+        ridge: float,
+        scale_penalty: np.ndarray,
+    ) -> MLPResults:
+        """An :class:`MLPResults` describing the refitted network (no statsmodels model exists)."""
         return MLPResults(params, list(exog.columns))

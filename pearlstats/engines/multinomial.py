@@ -14,6 +14,9 @@ log-odds against its own class beyond ``SEPARATION_ETA``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.special import softmax
 
@@ -22,6 +25,9 @@ from ._common import EngineOutput
 from .glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP
 from .newton import batched_newton, penalised_newton
 from .newton_cv import NewtonEngine, newton_cv_predict, newton_fit
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
 
 __all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities"]
 
@@ -125,14 +131,21 @@ def _notes(label, result, fold_ids, stage):
     entries = []
     excluded = stage == "cv"
     for k in np.flatnonzero(result.stopped):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "separation",
-            f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's probability of "
-            "its own class numerically 1: the classes are (quasi-)separated and the maximum-likelihood "
-            "estimate does not exist",
-            ("given weight 0" if excluded else "reported")
-            + "; separation='ridge' (or ridge > 0) keeps this candidate", excluded,
-        ))
+        entries.append(
+            LedgerEntry(
+                label,
+                fold_ids[k],
+                stage,
+                "separation",
+                f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's "
+                "probability of its own class numerically 1: the classes are (quasi-)separated "
+                "and the maximum-likelihood "
+                "estimate does not exist",
+                ("given weight 0" if excluded else "reported")
+                + "; separation='ridge' (or ridge > 0) keeps this candidate",
+                excluded,
+            )
+        )
     for k in np.flatnonzero(~result.converged & ~result.stopped):
         entries.append(LedgerEntry(
             label, fold_ids[k], stage, "not converged",
@@ -157,8 +170,16 @@ def _engine(codes: np.ndarray, n_classes: int) -> NewtonEngine:
     return NewtonEngine(n_classes - 1, solve, predict, _notes, separates=True)
 
 
-def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: float = 0.0,
-                           separation: str = "drop", ridges=None) -> EngineOutput:
+def multinomial_cv_predict(
+    X: np.ndarray,
+    codes: np.ndarray,
+    n_classes: int,
+    candidates: Sequence[Candidate],
+    folds: np.ndarray,
+    ridge: float = 0.0,
+    separation: str = "drop",
+    ridges: Mapping[str, float] | None = None,
+) -> EngineOutput:
     """Out-of-fold class probabilities of multinomial logistic candidates.
 
     Parameters
@@ -189,8 +210,15 @@ def multinomial_cv_predict(X, codes, n_classes: int, candidates, folds, ridge: f
                              separation=separation, ridges=ridges)
 
 
-def multinomial_fit(X, codes, n_classes: int, columns, ridge: float = 0.0, label: str = "",
-                    separation: str = "drop"):
+def multinomial_fit(
+    X: np.ndarray,
+    codes: np.ndarray,
+    n_classes: int,
+    columns: np.ndarray,
+    ridge: float = 0.0,
+    label: str = "",
+    separation: str = "drop",
+) -> tuple[np.ndarray, list[LedgerEntry]]:
     """Fit one multinomial candidate on all rows.
 
     *separation* is as for :func:`~pearlstats.engines.glm.glm_fit`.

@@ -23,8 +23,14 @@ import numpy as np
 
 from ._common import one_blas_thread, shrinkage_factors
 
-__all__ = ["NewtonResult", "NewtonSystems", "batched_newton", "fold_start", "separated_in_every_fold",
-           "penalised_newton"]
+__all__ = [
+    "NewtonResult",
+    "NewtonSystems",
+    "batched_newton",
+    "fold_start",
+    "separated_in_every_fold",
+    "penalised_newton",
+]
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,9 @@ class NewtonSystems:
         # A solve per use costs less than forming inverses: most systems are used once.
         step = np.linalg.solve(self.H, g[:, :, None])[:, :, 0]
         if self.singular.any():
-            step[self.singular] = np.matmul(self.pseudo_inverse, g[self.singular][:, :, None])[:, :, 0]
+            step[self.singular] = np.matmul(self.pseudo_inverse, g[self.singular][:, :, None])[
+                :, :, 0
+            ]
         return step, np.einsum("kd,kd->k", g, step)
 
 
@@ -198,7 +206,9 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             break
         # After a contracting Newton step, try keeping this Hessian for the next.
         reuse_next = fresh and contracting and reuse_contraction > 0
-        theta, f, g, H, scale = _line_search(objective, theta, f, step, decrement, moving, 1 if reuse_next else 2)
+        theta, f, g, H, scale = _line_search(
+            objective, theta, f, step, decrement, moving, 1 if reuse_next else 2
+        )
         if H is not None:
             systems = NewtonSystems.from_hessians(H)
             singular |= systems.singular
@@ -223,7 +233,11 @@ def _line_search(objective, theta, f, step, decrement, moving, order):
     values = objective(trial, order)
     f_trial = values[0]
     for halvings in range(61):
-        accepted = ~moving | (f_trial <= f - 1e-4 * scale * decrement) | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
+        accepted = (
+            ~moving
+            | (f_trial <= f - 1e-4 * scale * decrement)
+            | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
+        )
         if accepted.all():
             break
         if halvings == 60:
@@ -259,8 +273,9 @@ def separated_in_every_fold(everything: NewtonResult, n_folds: int) -> NewtonRes
     """
     d = everything.theta.shape[1]
     no = np.zeros(n_folds, dtype=bool)
-    return NewtonResult(np.zeros((n_folds, d)), no, np.ones(n_folds, dtype=bool), no.copy(), everything.iterations)
-
+    return NewtonResult(
+        np.zeros((n_folds, d)), no, np.ones(n_folds, dtype=bool), no.copy(), everything.iterations
+    )
 
 
 def penalised_newton(
@@ -318,4 +333,6 @@ def penalised_newton(
         return stop(r * u, r * step, iteration)
 
     result = newton(objective, theta0 / r, stop=None if stop is None else stop_u)
-    return NewtonResult(r * result.theta, result.converged, result.stopped, result.singular, result.iterations)
+    return NewtonResult(
+        r * result.theta, result.converged, result.stopped, result.singular, result.iterations
+    )

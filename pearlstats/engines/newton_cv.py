@@ -9,8 +9,9 @@ they start, predict and report; :class:`NewtonEngine` carries those.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from ._common import (
     too_wide_entry,
 )
 from .newton import NewtonResult, fold_start, separated_in_every_fold
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
 
 __all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "ridge_ladder"]
 
@@ -100,8 +104,7 @@ def _raise_separation(label: str, everything: NewtonResult, result: NewtonResult
         raise SeparationError(
             f"candidate {label!r}: {_trouble(everything, result, ridge)}. Use separation='ridge' "
             f"(refit it with the smallest ridge of {list(SEPARATION_RIDGES)} that has a finite "
-            "optimum) or "
-            "separation='drop' (give it weight 0)"
+            "optimum) or separation='drop' (give it weight 0)"
         )
 
 
@@ -133,9 +136,17 @@ def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weig
                                     fold_start(everything, len(rows)))
 
 
-def newton_cv_predict(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray,
-                      ridge: float, tail: tuple = (), separation: str = "drop",
-                      ridges: Mapping | None = None) -> EngineOutput:
+def newton_cv_predict(
+    engine: NewtonEngine,
+    X: np.ndarray,
+    y: np.ndarray,
+    candidates: Sequence[Candidate],
+    folds: np.ndarray,
+    ridge: float,
+    tail: tuple = (),
+    separation: str = "drop",
+    ridges: Mapping | None = None,
+) -> EngineOutput:
     """Out-of-fold predictions of every candidate by *engine*; (n, J) + *tail*, NaN where excluded.
 
     Parameters
@@ -203,9 +214,15 @@ def newton_cv_predict(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, candid
     return EngineOutput(predictions, failed, entries, used)
 
 
-def newton_fit(engine: NewtonEngine, X: np.ndarray, y: np.ndarray, columns, ridge: float,
-               separation: str = "drop",
-               label: str = "") -> tuple[ScaledDesign, NewtonResult, list]:
+def newton_fit(
+    engine: NewtonEngine,
+    X: np.ndarray,
+    y: np.ndarray,
+    columns: np.ndarray,
+    ridge: float,
+    separation: str = "drop",
+    label: str = "",
+) -> tuple[ScaledDesign, NewtonResult, list]:
     """Fit one candidate on all rows (coefficients on the standardised columns of the design).
 
     With ``separation="ridge"`` a fit without a finite optimum is redone with the next

@@ -23,14 +23,27 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..ledger import LedgerEntry
 from ._common import (
-    MAX_SYSTEM_BYTES, RANK_TOLERANCE, EngineOutput, ScaledDesign, check_ridge, fold_penalty_weights, fold_rows,
-    infeasible_entry, one_blas_thread, too_wide_entry,
+    MAX_SYSTEM_BYTES,
+    RANK_TOLERANCE,
+    EngineOutput,
+    ScaledDesign,
+    check_ridge,
+    fold_penalty_weights,
+    fold_rows,
+    infeasible_entry,
+    one_blas_thread,
+    too_wide_entry,
 )
+
+if TYPE_CHECKING:
+    from ..design.candidates import Candidate
 
 __all__ = ["ols_cv_predict", "ols_loo_predict", "ols_fit"]
 
@@ -47,7 +60,9 @@ def _solve_normal(A: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     except np.linalg.LinAlgError:
         return None
     pivots = np.diagonal(factor, axis1=-2, axis2=-1) ** 2
-    if np.any(pivots < RANK_TOLERANCE * np.diagonal(A, axis1=-2, axis2=-1).max(axis=-1, keepdims=True)):
+    if np.any(
+        pivots < RANK_TOLERANCE * np.diagonal(A, axis1=-2, axis2=-1).max(axis=-1, keepdims=True)
+    ):
         return None
     return np.linalg.solve(A, rhs[..., None])[..., 0]
 
@@ -63,7 +78,9 @@ def _solve_normal_batch(A: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.
     try:
         factor = np.linalg.cholesky(flat)
         pivots = np.diagonal(factor, axis1=-2, axis2=-1) ** 2
-        tiny = pivots < RANK_TOLERANCE * np.diagonal(flat, axis1=-2, axis2=-1).max(axis=-1, keepdims=True)
+        tiny = pivots < RANK_TOLERANCE * np.diagonal(flat, axis1=-2, axis2=-1).max(
+            axis=-1, keepdims=True
+        )
         singular = tiny.any(axis=-1).reshape(K, m).any(axis=0)
     except np.linalg.LinAlgError:  # some system is not positive definite: find which, one by one
         singular = np.array([_solve_normal(A[:, i], rhs[:, i]) is None for i in range(m)])
@@ -104,7 +121,7 @@ def _rank_note(label: str, fold) -> LedgerEntry:
 
 
 def _gram(design: ScaledDesign, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``Z'Z`` and ``Z'y`` of the standardised columns, a block of rows at a time (Z is never whole)."""
+    """``Z'Z`` and ``Z'y`` of the standardised columns, a block of rows at a time (never all Z)."""
     n, p = X.shape
     gram, cross = np.zeros((p, p)), np.zeros(p)
     step = max(1, BATCH_ELEMENTS // max(p, 1))
@@ -116,14 +133,16 @@ def _gram(design: ScaledDesign, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarra
 
 
 def _candidate_design(X: np.ndarray, local: list[np.ndarray]) -> ScaledDesign:
-    """Standardisation of the group's columns, centred only when every candidate has the intercept."""
+    """Standardisation of the group's columns, centred only if every candidate has the intercept."""
     design = ScaledDesign.from_design(X)
     if design.intercept is not None and not all(design.intercept in S for S in local):
         design = ScaledDesign.from_design(X, centre=False)
     return design
 
 
-def _column_groups(candidates, feasible: list[int], width: int) -> list[tuple[list[int], np.ndarray]]:
+def _column_groups(
+    candidates, feasible: list[int], width: int
+) -> list[tuple[list[int], np.ndarray]]:
     """Candidates sharing one Gram matrix, with its columns.
 
     All design columns when they fit (the same Gram matrix, hence the same
@@ -140,7 +159,13 @@ def _column_groups(candidates, feasible: list[int], width: int) -> list[tuple[li
     return [([j], np.unique(candidates[j].columns)) for j in feasible]
 
 
-def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, ridge: float = 0.0) -> EngineOutput:
+def ols_cv_predict(
+    X: np.ndarray,
+    y: np.ndarray,
+    candidates: Sequence[Candidate],
+    folds: np.ndarray,
+    ridge: float = 0.0,
+) -> EngineOutput:
     """K-fold out-of-fold predictions of least-squares candidates.
 
     Parameters
@@ -186,18 +211,25 @@ def ols_cv_predict(X: np.ndarray, y: np.ndarray, candidates, folds: np.ndarray, 
     predictions = np.full((n, J), np.nan)
     with one_blas_thread():
         for group, used in _column_groups(candidates, feasible, X.shape[1]):
-            _predict_group(X, y, [candidates[j] for j in group], used, rows, ridge, predictions, group, entries)
+            _predict_group(
+                X, y, [candidates[j] for j in group], used, rows, ridge, predictions, group, entries
+            )
     return EngineOutput(predictions, failed, entries)
 
 
 def _predict_group(X, y, members, used, rows, ridge, predictions, group, entries) -> None:
-    """Out-of-fold predictions of candidates sharing one Gram matrix over *used*, written into *predictions*."""
+    """Out-of-fold predictions of candidates sharing one Gram matrix over *used*.
+
+    Written into *predictions*.
+    """
     n = len(y)
     Xu = X if used.size == X.shape[1] else X[:, used]
     local = [np.searchsorted(used, c.columns) for c in members]
     design = _candidate_design(Xu, local)
     gram, cross = _gram(design, Xu, y)
-    weights = fold_penalty_weights(design, Xu, rows) if ridge > 0 else np.zeros((len(rows), used.size))
+    weights = (
+        fold_penalty_weights(design, Xu, rows) if ridge > 0 else np.zeros((len(rows), used.size))
+    )
     p = used.size
     fold_step = max(1, (MAX_SYSTEM_BYTES // 4) // (8 * p * (p + len(members))))
     for first in range(0, len(rows), fold_step):
@@ -216,7 +248,9 @@ def _predict_group(X, y, members, used, rows, ridge, predictions, group, entries
             predictions[np.ix_(r, group)] = design.transform(Xu[r]) @ coefs[k]
 
 
-def _solve_chunk(design, Xu, y, chunk, local, fold_gram, fold_cross, penalty, ridge, labels, entries):
+def _solve_chunk(
+    design, Xu, y, chunk, local, fold_gram, fold_cross, penalty, ridge, labels, entries
+):
     """Standardised coefficients (K_chunk, p, m) of the m candidates in the chunk's folds."""
     coefs = np.zeros((len(chunk), fold_gram.shape[1], len(local)))
     same_size: dict[int, list[int]] = {}
@@ -241,12 +275,16 @@ def _solve_chunk(design, Xu, y, chunk, local, fold_gram, fold_cross, penalty, ri
                     train[r] = False
                     Z = design.subset(S).transform(Xu[np.ix_(train, S)])
                     coefs[k, S, i] = np.linalg.lstsq(Z, y[train], rcond=None)[0]
-                if not any(e.candidate == labels[i] and e.kind == "rank deficient" for e in entries):
+                if not any(
+                    e.candidate == labels[i] and e.kind == "rank deficient" for e in entries
+                ):
                     entries.append(_rank_note(labels[i], None))
     return coefs
 
 
-def ols_loo_predict(X: np.ndarray, y: np.ndarray, candidates, ridge: float = 0.0) -> EngineOutput:
+def ols_loo_predict(
+    X: np.ndarray, y: np.ndarray, candidates: Sequence[Candidate], ridge: float = 0.0
+) -> EngineOutput:
     """Exact leave-one-out predictions.
 
     Without ridge, for the linear smoother ``yhat = H y`` the prediction for
@@ -275,7 +313,9 @@ def ols_loo_predict(X: np.ndarray, y: np.ndarray, candidates, ridge: float = 0.0
     if not feasible:
         return EngineOutput(predictions, failed, entries)
     used = np.unique(np.concatenate([candidates[j].columns for j in feasible]))
-    design = ScaledDesign.from_design(X[:, used], centre=False)  # conditioning only: no penalty here
+    design = ScaledDesign.from_design(
+        X[:, used], centre=False
+    )  # conditioning only: no penalty here
     Xs = design.transform(X[:, used])
     gram = Xs.T @ Xs
     with one_blas_thread():
@@ -299,7 +339,9 @@ def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray):
         factor = np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
         factor = None
-    rank_deficient = factor is None or np.min(np.diag(factor) ** 2) < RANK_TOLERANCE * np.max(np.diag(A))
+    rank_deficient = factor is None or np.min(np.diag(factor) ** 2) < RANK_TOLERANCE * np.max(
+        np.diag(A)
+    )
     if rank_deficient:
         # The hat matrix is the projection on the column space.
         basis, singular, _ = np.linalg.svd(XS, full_matrices=False)
@@ -312,9 +354,14 @@ def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray):
         fitted = XS @ np.linalg.solve(A, XS.T @ y)
     if np.any(leverage > 1 - 1e-10):
         return LedgerEntry(
-            "", None, "cv", "failed",
-            f"leverage 1 at rows {np.flatnonzero(leverage > 1 - 1e-10)[:5].tolist()}: leave-one-out undefined",
-            "given weight 0", True,
+            "",
+            None,
+            "cv",
+            "failed",
+            f"leverage 1 at rows {np.flatnonzero(leverage > 1 - 1e-10)[:5].tolist()}: "
+            "leave-one-out undefined",
+            "given weight 0",
+            True,
         )
     return y - (y - fitted) / (1 - leverage), rank_deficient
 
@@ -376,7 +423,9 @@ def ols_fit(X: np.ndarray, y: np.ndarray, columns: np.ndarray, ridge: float = 0.
         S_local = S
     A = gram[np.ix_(S_local, S_local)]
     weights = len(y) * design.penalized.astype(float)  # all rows: every standardised SD is 1
-    beta, singular = _solve_penalised(A[None, None], cross[S_local][None, None], weights[None, None], ridge)
+    beta, singular = _solve_penalised(
+        A[None, None], cross[S_local][None, None], weights[None, None], ridge
+    )
     if singular[0]:
         gamma = np.linalg.lstsq(design.transform(X[:, S]), y, rcond=None)[0]
     else:

@@ -121,9 +121,8 @@ class Rows:
     def _text(self, who, columns) -> list[str]:
         if len(columns) != 1:
             raise BlockError(
-                f"{who} is a text learner and reads exactly one "
-                f"column of strings, but would read {columns}; "
-                "give it one column, e.g. columns='text'"
+                f"{who} is a text learner and reads exactly one column of strings, but would read "
+                f"{columns}; give it one column, e.g. columns='text'"
             )
         name = columns[0]
         values = self._values[name]
@@ -139,9 +138,8 @@ class Rows:
         wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]
         if wrong:
             raise DataError(
-                f"{who} reads strings, but column {name!r} holds "
-                f"{type(values[wrong[0]]).__name__} values in "
-                f"{format_positions(wrong)}"
+                f"{who} reads strings, but column {name!r} holds {type(values[wrong[0]]).__name__} "
+                f"values in {format_positions(wrong)}"
             )
         return values
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,7 +46,7 @@ class FunctionLearner:
 
     input_kind = "frame"
 
-    def __init__(self, func, columns=None):
+    def __init__(self, func: Callable[[Any], Any], columns: str | Sequence[str] | None = None):
         if not callable(func):
             raise BlockError(f"FunctionLearner needs a callable, got {type(func).__name__}")
         self.func = func
@@ -54,11 +55,11 @@ class FunctionLearner:
     def __repr__(self):
         return f"FunctionLearner({getattr(self.func, '__name__', repr(self.func))})"
 
-    def fit(self, X) -> FunctionLearner:
+    def fit(self, X: Any) -> FunctionLearner:
         """Nothing to learn; returns the learner."""
         return self
 
-    def transform(self, X):
+    def transform(self, X: Any) -> Any:
         """``func(X)``."""
         return self.func(X)
 
@@ -115,18 +116,20 @@ class Representations:
     ({'pca': 2, 'kpca_rbf': 2}, (5, 2))
     """
 
-    def __init__(self, learners: Mapping, columns=None, seed: int | None = None):
+    def __init__(
+        self, learners: Mapping, columns: str | Sequence[str] | None = None, seed: int | None = None
+    ):
         if not isinstance(learners, Mapping) or not learners:
             raise BlockError(
-                "learners must be a non-empty dict of block name -> learner, e.g. {'pca': pearl.PCA(2)}; "
-                f"got {type(learners).__name__}"
+                "learners must be a non-empty dict of block name -> learner, e.g. {'pca': "
+                f"pearl.PCA(2)}}; got {type(learners).__name__}"
             )
         self._learners = {}
         for name, learner in learners.items():
             if not isinstance(name, str) or not name.isidentifier():
                 raise BlockError(
-                    f"representation name {name!r} must be a valid Python identifier (it is used as block(name) "
-                    "in formulas), such as 'kpca_rbf'"
+                    f"representation name {name!r} must be a valid Python identifier (it is used "
+                    "as block(name) in formulas), such as 'kpca_rbf'"
                 )
             self._learners[name] = _as_learner(name, learner)
         self.columns = column_list(columns, "Representations")
@@ -179,17 +182,21 @@ class Representations:
 
     def __repr__(self):
         # once fitted, show the fitted copies (with the seeds they were given)
-        learners = {name: spec["learner"] for name, spec in self._fitted.items()} if self.is_fitted else self._learners
+        learners = (
+            {name: spec["learner"] for name, spec in self._fitted.items()}
+            if self.is_fitted
+            else self._learners
+        )
         inner = ", ".join(f"{name}={learner!r}" for name, learner in learners.items())
         return f"Representations({inner}{'' if self.is_fitted else '; not fitted'})"
 
     # ------------------------------------------------------------------- fitting
-    def fit(self, rows) -> Representations:
+    def fit(self, rows: Any) -> Representations:
         """Fit every learner on its columns of ``rows`` (a DataFrame or a dict of columns)."""
         self._fit(Rows(rows), keep_blocks=False)
         return self
 
-    def fit_transform(self, rows) -> dict:
+    def fit_transform(self, rows: Any) -> dict:
         """Fit on ``rows`` and return their blocks (the same values ``transform(rows)`` gives)."""
         return self._fit(Rows(rows), keep_blocks=True)
 
@@ -203,18 +210,24 @@ class Representations:
             _check_present(name, columns, table)
             kind = getattr(learner, "input_kind", None) or table.infer_kind(columns)
             if kind not in INPUT_KINDS:
-                raise BlockError(f"representation {name!r} has input_kind={kind!r}; use one of {INPUT_KINDS}")
+                raise BlockError(
+                    f"representation {name!r} has input_kind={kind!r}; use one of {INPUT_KINDS}"
+                )
             X = table.input_for(name, columns, kind)
             _call(name, learner, "fit", learner.fit, X)
             spec = {"learner": learner, "columns": columns, "kind": kind, "dim": None}
             if keep_blocks:
-                blocks[name] = _as_block(name, _call(name, learner, "transform", learner.transform, X), table.n, None)
+                blocks[name] = _as_block(
+                    name, _call(name, learner, "transform", learner.transform, X), table.n, None
+                )
                 spec["dim"] = blocks[name].shape[1]
             elif isinstance(getattr(learner, "output_dim_", None), int):
                 spec["dim"] = learner.output_dim_
             else:  # width of a learner we know nothing about: project the first row
                 first = X[:1] if kind != "frame" else X.iloc[:1]
-                spec["dim"] = _as_block(name, _call(name, learner, "transform", learner.transform, first), 1, None).shape[1]
+                spec["dim"] = _as_block(
+                    name, _call(name, learner, "transform", learner.transform, first), 1, None
+                ).shape[1]
             fitted[name] = spec
         self._fitted = fitted
         return blocks
@@ -233,7 +246,7 @@ class Representations:
                 learner.random_state = value
 
     # ---------------------------------------------------------------- transform
-    def transform(self, rows) -> dict:
+    def transform(self, rows: Any) -> dict:
         """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order."""
         self._require_fitted("transform()")
         table = Rows(rows)
@@ -243,12 +256,16 @@ class Representations:
         for name, spec in self._fitted.items():
             learner = spec["learner"]
             X = table.input_for(name, spec["columns"], spec["kind"])
-            blocks[name] = _as_block(name, _call(name, learner, "transform", learner.transform, X), table.n, spec["dim"])
+            blocks[name] = _as_block(
+                name, _call(name, learner, "transform", learner.transform, X), table.n, spec["dim"]
+            )
         return blocks
 
     def _require_fitted(self, what: str) -> None:
         if self._fitted is None:
-            raise NotFittedError(f"Representations.{what} needs a fitted object; call .fit(unlabeled_rows) first")
+            raise NotFittedError(
+                f"Representations.{what} needs a fitted object; call .fit(unlabeled_rows) first"
+            )
 
 
 def _as_learner(name: str, learner):
@@ -262,8 +279,8 @@ def _as_learner(name: str, learner):
     if callable(learner):
         return FunctionLearner(learner)
     raise BlockError(
-        f"representation {name!r} is a {type(learner).__name__}; a learner needs fit(X) and transform(X) "
-        "methods, or is a function of the rows"
+        f"representation {name!r} is a {type(learner).__name__}; a learner needs fit(X) and "
+        "transform(X) methods, or is a function of the rows"
     )
 
 
@@ -293,12 +310,13 @@ def _call(name: str, learner, stage: str, method, X):
         raise renamed from err
     except Exception as err:
         raise BlockError(
-            f"representation {name!r} ({type(learner).__name__}) failed in {stage}: {type(err).__name__}: {err}"
+            f"representation {name!r} ({type(learner).__name__}) "
+            f"failed in {stage}: {type(err).__name__}: {err}"
         ) from err
 
 
 def _as_block(name: str, value, n_rows: int, width: int | None):
-    """A learner's output as a float64 2-D array or CSR matrix, checked against the rows and fitted width."""
+    """A learner's output as a float64 2-D array or CSR matrix; its rows and width are checked."""
     who = f"representation {name!r}"
     if sp.issparse(value):
         block = sp.csr_matrix(value, dtype=np.float64)
@@ -309,7 +327,10 @@ def _as_block(name: str, value, n_rows: int, width: int | None):
                          f"{who} must return a 2-D block (rows x features)")
         bad_rows = np.flatnonzero(~np.isfinite(block).all(axis=1))
     if block.shape[0] != n_rows:
-        raise BlockError(f"{who} returned {block.shape[0]} rows for {n_rows} input rows; a block has one row per row")
+        raise BlockError(
+            f"{who} returned {block.shape[0]} rows for "
+            f"{n_rows} input rows; a block has one row per row"
+        )
     if width is not None and block.shape[1] != width:
         raise BlockError(f"{who} returned {block.shape[1]} columns, but it had {width} when fitted")
     if len(bad_rows):

@@ -159,7 +159,7 @@ class KernelPCA:
         tol: float = 1e-10,
         max_iter: int = 200,
         seed: int | None = None,
-        columns: str | Sequence[str] | None=None,
+        columns: str | Sequence[str] | None = None,
     ):
         self.n_components = check_int(n_components, "n_components")
         check_choice(kernel, "kernel", KERNELS)
@@ -207,9 +207,8 @@ class KernelPCA:
         if self.n_components >= n:
             fix = f"use n_components <= {n - 1}" if n > 1 else "give at least 2 rows"
             raise BlockError(
-                f"KernelPCA(n_components={self.n_components}) "
-                "needs more training rows than components; "
-                f"got {n} row{'s' if n != 1 else ''} — {fix}"
+                f"KernelPCA(n_components={self.n_components}) needs more training rows than "
+                f"components; got {n} row{'s' if n != 1 else ''} — {fix}"
             )
         self.scaler_ = Standardizer(X) if self.standardize else None
         Z = self.scaler_(X) if self.standardize else X
@@ -299,10 +298,9 @@ class KernelPCA:
             )
             if not converged:
                 warnings.warn(
-                    "KernelPCA(method='randomized') did not reach "
-                    f"tol={self.tol:g} in max_iter={self.max_iter} "
-                    "iterations; the top eigenvalues are probably "
-                    "close together. Raise max_iter or use "
+                    f"KernelPCA(method='randomized') did not reach tol={self.tol:g} in "
+                    f"max_iter={self.max_iter} iterations; the top eigenvalues are probably close "
+                    "together. Raise max_iter or use "
                     "method='arpack' or 'exact'",
                     ConvergenceWarning,
                     stacklevel=3,
@@ -378,11 +376,9 @@ class KernelPCA:
         fix = f"use n_components <= {usable} or another kernel" if usable else \
             "the training rows are identical in feature space; use other inputs or another kernel"
         raise BlockError(
-            f"KernelPCA(kernel={self.kernel!r}) found only "
-            f"{usable} direction(s) with a positive eigenvalue "
-            "in the centred training kernel, fewer than "
-            f"n_components={self.n_components}; the kernel has "
-            f"low rank on these inputs — {fix}"
+            f"KernelPCA(kernel={self.kernel!r}) found only {usable} direction(s) with a positive "
+            "eigenvalue in the centred training kernel, fewer than "
+            f"n_components={self.n_components}; the kernel has low rank on these inputs — {fix}"
         )
 
     # --------------------------------------------------------------- projection

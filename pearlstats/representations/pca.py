@@ -86,9 +86,8 @@ class PCA:
         n, d = X.shape
         if self.n_components > min(n, d):
             raise BlockError(
-                f"PCA(n_components={self.n_components}) needs "
-                "at least that many rows and input columns; "
-                f"got {n} rows and {d} columns — use n_components <= {min(n, d)}"
+                f"PCA(n_components={self.n_components}) needs at least that many rows and input "
+                f"columns; got {n} rows and {d} columns — use n_components <= {min(n, d)}"
             )
         scaler = Standardizer(X) if self.standardize else None
         Z = scaler(X) if scaler is not None else X
@@ -136,7 +135,7 @@ class Raw:
 
     input_kind = "numeric"
 
-    def __init__(self, *, standardize: bool = False, columns: str | Sequence[str] | None=None):
+    def __init__(self, *, standardize: bool = False, columns: str | Sequence[str] | None = None):
         self.standardize = check_bool(standardize, "standardize")
         self.columns = columns
         self.n_features_in_ = None

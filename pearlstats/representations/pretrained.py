@@ -89,15 +89,13 @@ def load_word_vectors(
         )
     except UnicodeDecodeError as err:
         raise OptionError(
-            f"the words in {str(path)!r} are not valid "
-            f"{encoding!r} text ({err}); give the file's encoding, "
-            "e.g. encoding='latin-1'"
+            f"the words in {str(path)!r} are not valid {encoding!r} text ({err}); give the file's "
+            "encoding, e.g. encoding='latin-1'"
         ) from None
     except Exception as err:  # gensim raises assorted errors on malformed files
         raise OptionError(
-            f"could not read {str(path)!r} as {format!r} "
-            f"word vectors ({type(err).__name__}: {err}); "
-            f"give format= one of {FORMATS[1:]}"
+            f"could not read {str(path)!r} as {format!r} word vectors ({type(err).__name__}: "
+            f"{err}); give format= one of {FORMATS[1:]}"
         ) from None
 
 
@@ -120,9 +118,8 @@ def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
             elif width != expected:
                 raise DataError(
                     f"line {number} of {str(path)!r} has {width - 1} value(s) after the word, but "
-                    f"{first} gives vectors of {expected - 1}; the file is truncated or "
-                    "malformed — "
-                    "fix or drop the line"
+                    f"{first} gives vectors of {expected - 1}; the file is truncated or malformed "
+                    "— fix or drop the line"
                 )
 
 
@@ -180,16 +177,15 @@ class PretrainedVectors(TextLearner):
         format: str = "auto",
         limit: int | None = None,
         encoding: str = "utf-8",
-        tokenizer: Tokenizer | None=None,
-        columns: str | Sequence[str] | None=None,
+        tokenizer: Tokenizer | None = None,
+        columns: str | Sequence[str] | None = None,
     ):
         super().__init__(tokenizer, columns)
         check_choice(format, "format", FORMATS)
         if not (isinstance(source, (str, os.PathLike)) or _is_keyed_vectors(source)):
             raise OptionError(
                 f"source={source!r:.60} must be the path of a word-vector file or gensim "
-                "KeyedVectors, "
-                f"got {type(source).__name__}"
+                f"KeyedVectors, got {type(source).__name__}"
             )
         if not isinstance(encoding, str):
             raise OptionError(
@@ -216,7 +212,7 @@ class PretrainedVectors(TextLearner):
         return clone
 
     @transactional
-    def fit(self, documents: Any=None) -> PretrainedVectors:
+    def fit(self, documents: Any = None) -> PretrainedVectors:
         """Load the vectors (the documents are only checked).
 
         Warns (:class:`~pearlstats.exceptions.UnknownTokensWarning`) when more than

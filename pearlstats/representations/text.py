@@ -79,7 +79,9 @@ class TextLearner:
 
     input_kind = "text"
 
-    def __init__(self, tokenizer: Tokenizer | None=None, columns: str | Sequence[str] | None=None):
+    def __init__(
+        self, tokenizer: Tokenizer | None = None, columns: str | Sequence[str] | None = None
+    ):
         if tokenizer is not None and not callable(tokenizer):
             raise OptionError(
                 f"tokenizer must be a function str -> list of str, got {type(tokenizer).__name__}"
@@ -150,7 +152,7 @@ class BagOfWords(TextLearner):
     """
 
     def __init__(self, *, min_df: int = 1, max_df: float = 1.0, max_features: int | None = None,
-                 tokenizer: Tokenizer | None=None, columns: str | Sequence[str] | None=None):
+                 tokenizer: Tokenizer | None = None, columns: str | Sequence[str] | None = None):
         super().__init__(tokenizer, columns)
         self.min_df = check_int(min_df, "min_df")
         if isinstance(max_df, bool) or not isinstance(max_df, numbers.Real) or not 0 < max_df <= 1:
@@ -193,10 +195,9 @@ class BagOfWords(TextLearner):
             )
         if len(dictionary) == 0:
             raise BlockError(
-                f"{type(self).__name__} found no vocabulary words "
-                f"in the {len(token_lists)} training documents "
-                f"(min_df={self.min_df}, max_df={self.max_df}); "
-                "check the text column and the tokenizer"
+                f"{type(self).__name__} found no vocabulary words in the {len(token_lists)} "
+                f"training documents (min_df={self.min_df}, max_df={self.max_df}); check the text "
+                "column and the tokenizer"
             )
         self.dictionary_ = dictionary
         self.output_dim_ = len(dictionary)

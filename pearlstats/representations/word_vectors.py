@@ -109,9 +109,8 @@ class _GensimLearner(TextLearner):
         unknown = sorted(set(options) - accepted)
         if unknown:
             raise OptionError(
-                f"{type(self).__name__} got option(s) {unknown} that gensim's "
-                f"{models[0].__name__} does not take; the options are "
-                f"{sorted(accepted - set(self._MANAGED))}"
+                f"{type(self).__name__} got option(s) {unknown} that gensim's {models[0].__name__} "
+                f"does not take; the options are {sorted(accepted - set(self._MANAGED))}"
             )
 
     @staticmethod
@@ -201,8 +200,8 @@ class Word2Vec(_GensimLearner):
         epochs: int = 5,
         seed: int | None = None,
         workers: int | None = None,
-        tokenizer: Tokenizer | None=None,
-        columns: str | Sequence[str] | None=None,
+        tokenizer: Tokenizer | None = None,
+        columns: str | Sequence[str] | None = None,
         **options: Any,
     ):
         options = {**self._shared_options(window, min_count, epochs), "sg": sg, **options}
@@ -286,8 +285,8 @@ class Doc2Vec(_GensimLearner):
         epochs: int = 10,
         seed: int | None = None,
         workers: int | None = None,
-        tokenizer: Tokenizer | None=None,
-        columns: str | Sequence[str] | None=None,
+        tokenizer: Tokenizer | None = None,
+        columns: str | Sequence[str] | None = None,
         **options: Any,
     ):
         options = {"dm": dm, **self._shared_options(window, min_count, epochs), **options}

@@ -1,4 +1,4 @@
-"""What a fit found and how it is reported: results, strategies, diagnostics, evaluation, summary."""
+"""What a fit found and how it is shown: results, strategies, diagnostics, evaluation, summary."""
 
 from __future__ import annotations
 

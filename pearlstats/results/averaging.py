@@ -248,7 +248,9 @@ def candidate_table(res: PearlResults) -> pd.DataFrame:
     })
 
 
-def confidence_interval(res: PearlResults, X: np.ndarray, index, alpha: float) -> pd.DataFrame:
+def confidence_interval(
+    res: PearlResults, X: np.ndarray, index: pd.Index, alpha: float
+) -> pd.DataFrame:
     """``mean, mean_se, lower, upper`` of the averaged mean at design rows ``X`` (gaussian).
 
     Delta method per candidate, combined as the coefficients (unconditional

@@ -16,25 +16,37 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from . import averaging, evaluation
 from ..design.data import data_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
-from .diagnostics import WeightDiagnostics
 from ..engines._common import ridge_penalty_weights
-from ..exceptions import AllCandidatesFailedError, DataError, FoldError, OptionError, PearlWarning, ResponseError
+from ..exceptions import (
+    AllCandidatesFailedError,
+    DataError,
+    FoldError,
+    OptionError,
+    PearlWarning,
+    ResponseError,
+)
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
 from ..stages import FitState
+from . import averaging, evaluation
+from .diagnostics import WeightDiagnostics
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
+
+if TYPE_CHECKING:
+    from ..plotting import PlotAccessor
+    from .summary import PearlSummary
 
 __all__ = ["PearlResults", "results_from_state"]
 
@@ -58,7 +70,10 @@ class _LazyCandidates(Mapping):
         return len(self._results.candidate_labels)
 
     def __repr__(self):
-        return f"<{len(self)} candidates, refitted with statsmodels on first access: {list(self)[:5]}...>"
+        return (
+            f"<{len(self)} candidates, refitted with statsmodels on first access: "
+            f"{list(self)[:5]}...>"
+        )
 
 
 class PearlResults(WeightDiagnostics):
@@ -78,7 +93,8 @@ class PearlResults(WeightDiagnostics):
     --------
     >>> import numpy as np, pearlstats as pearl
     >>> rng = np.random.default_rng(0)
-    >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 2)), "b": rng.normal(size=(60, 2))}
+    >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 2)),
+    ...         "b": rng.normal(size=(60, 2))}
     >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
     >>> float(res.weights.sum())
     1.0
@@ -122,12 +138,12 @@ class PearlResults(WeightDiagnostics):
     # ---- description of the fit -------------------------------------------------
     @property
     def stages(self) -> FitState:
-        """The frozen values the fit's stages produced (design spec, folds, out-of-fold predictions, ...)."""
+        """The frozen values the fit's stages produced (design, folds, OOF predictions, ...)."""
         return self._state
 
     @property
     def design_spec(self) -> DesignSpec:
-        """What rebuilds the design matrix for any rows (patsy's DesignInfo and the blocks' layout)."""
+        """What rebuilds the design matrix for any rows (patsy's DesignInfo, the blocks' layout)."""
         return self._design.spec
 
     @property
@@ -196,7 +212,9 @@ class PearlResults(WeightDiagnostics):
     @property
     def n_params(self) -> pd.Series:
         """Number of coefficients of each candidate (per class equation for multinomial)."""
-        return pd.Series([c.n_params for c in self._pool], index=self.candidate_labels, name="n_params")
+        return pd.Series(
+            [c.n_params for c in self._pool], index=self.candidate_labels, name="n_params"
+        )
 
     @property
     def dropped_rows(self) -> np.ndarray:
@@ -235,7 +253,9 @@ class PearlResults(WeightDiagnostics):
         values = self._predictions[:, :J]
         if values.ndim == 2:
             return pd.DataFrame(values, columns=self.candidate_labels)
-        columns = pd.MultiIndex.from_product([self.candidate_labels, self.classes], names=["candidate", "class"])
+        columns = pd.MultiIndex.from_product(
+            [self.candidate_labels, self.classes], names=["candidate", "class"]
+        )
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns)
 
     def _pointwise(self, prediction: np.ndarray) -> np.ndarray:
@@ -244,14 +264,18 @@ class PearlResults(WeightDiagnostics):
     @cached_property
     def _candidate_losses(self) -> np.ndarray:
         """Per-row surrogate loss (n, J_all) of every candidate, pool then extras."""
-        columns = [self._pointwise(self._predictions[:, j]) for j in range(self._predictions.shape[1])]
+        columns = [
+            self._pointwise(self._predictions[:, j]) for j in range(self._predictions.shape[1])
+        ]
         return np.column_stack(columns)
 
     @cached_property
     def cv_risk(self) -> pd.Series:
         """Each candidate's cross-validated risk under the surrogate loss."""
         J = len(self._pool)
-        return pd.Series(self._candidate_losses[:, :J].mean(axis=0), index=self.candidate_labels, name="cv_risk")
+        return pd.Series(
+            self._candidate_losses[:, :J].mean(axis=0), index=self.candidate_labels, name="cv_risk"
+        )
 
     @cached_property
     def cv_risk_se(self) -> pd.Series:
@@ -268,7 +292,9 @@ class PearlResults(WeightDiagnostics):
     @property
     def failed(self) -> pd.Series:
         """Whether each candidate failed in cross-validation (and so has weight 0)."""
-        return pd.Series(self._failed[: len(self._pool)], index=self.candidate_labels, name="failed")
+        return pd.Series(
+            self._failed[: len(self._pool)], index=self.candidate_labels, name="failed"
+        )
 
     # ---- honest (nested) risk of every strategy -------------------------------------
     @cached_property
@@ -291,13 +317,20 @@ class PearlResults(WeightDiagnostics):
             result = evaluation.honest_risk(self, nested=self._nested)
         except (FoldError, AllCandidatesFailedError) as err:
             self._honest_failure = str(err)
-            warnings.warn(f"the nested cross-validation for res.honest could not run: {err}", PearlWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"the nested cross-validation for res.honest could not run: {err}",
+                PearlWarning,
+                stacklevel=2,
+            )
             return None
         self._last_honest_risk = result
         message = result.warning_against_ms()
         if message:
-            warnings.warn(f"{message}; consider a simpler candidate set or more rows", PearlWarning, stacklevel=2)
+            warnings.warn(
+                f"{message}; consider a simpler candidate set or more rows",
+                PearlWarning,
+                stacklevel=2,
+            )
         return result.table
 
     @cached_property
@@ -308,12 +341,16 @@ class PearlResults(WeightDiagnostics):
     def _conformal(self, X: np.ndarray, index, alpha: float):
         """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
         if not (isinstance(alpha, float | int) and 0 < alpha < 1):
-            raise OptionError(f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage")
+            raise OptionError(
+                f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
+            )
         result = conformal_prediction(self._state, self._nested, X, float(alpha))
         if self.classes is None:
             lower, upper = result
             mean = self._format(self._combined_prediction(X), index)
-            return pd.DataFrame({"mean": mean.to_numpy(), "lower": lower, "upper": upper}, index=index)
+            return pd.DataFrame(
+                {"mean": mean.to_numpy(), "lower": lower, "upper": upper}, index=index
+            )
         return pd.DataFrame(result, columns=self.classes, index=index)
 
     @property
@@ -443,14 +480,16 @@ class PearlResults(WeightDiagnostics):
             if missing:
                 raise DataError(f"new data lacks column(s) {missing} that the representations read")
             source = self._representations
-        resolved = resolve_blocks(self.block_names, frame, embedded, source, index=data_index(newdata))
+        resolved = resolve_blocks(
+            self.block_names, frame, embedded, source, index=data_index(newdata)
+        )
         X = self._design.spec.design_matrix(frame, resolved)
         if len(X) == 0:
             raise DataError("the new data has no rows; give at least one row to predict")
         index = newdata.index if isinstance(newdata, pd.DataFrame) else None
         return X, index
 
-    def design_matrix(self, newdata, blocks=None) -> np.ndarray:
+    def design_matrix(self, newdata: Any, blocks: Any = None) -> np.ndarray:
         """The design matrix of new rows, rebuilt with the fit's :attr:`design_spec`.
 
         Parameters
@@ -465,7 +504,7 @@ class PearlResults(WeightDiagnostics):
         """
         return self._design_for(newdata, blocks)[0]
 
-    def candidate_predictions_for(self, X: np.ndarray, labels) -> dict:
+    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str]) -> dict:
         """Each named candidate's prediction on design rows *X* (see :meth:`design_matrix`).
 
         Candidates are refitted on all labeled rows on first use; the
@@ -475,7 +514,9 @@ class PearlResults(WeightDiagnostics):
 
     def _candidate_predictions(self, X: np.ndarray, labels) -> dict:
         return {
-            label: self._family.predict(self._candidate_params(label), X[:, self._find(label).columns])
+            label: self._family.predict(
+                self._candidate_params(label), X[:, self._find(label).columns]
+            )
             for label in labels
         }
 
@@ -484,7 +525,9 @@ class PearlResults(WeightDiagnostics):
             return pd.DataFrame(values, columns=self.classes, index=index)
         return pd.Series(values, index=index, name=averaging.prediction_name(self))
 
-    def predict_candidates(self, newdata, blocks=None, labels=None) -> pd.DataFrame:
+    def predict_candidates(
+        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None
+    ) -> pd.DataFrame:
         """Each candidate's prediction for new rows, refitted on all labeled rows.
 
         Laid out like :attr:`cv_predictions` (MultiIndex ``(candidate, class)``
@@ -509,7 +552,7 @@ class PearlResults(WeightDiagnostics):
         values = np.stack([parts[label] for label in labels], axis=1)
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
-    def predict(self, newdata, blocks=None, interval: str | None = None,
+    def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
                 alpha: float = 0.05) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
@@ -566,7 +609,9 @@ class PearlResults(WeightDiagnostics):
         if interval == "set" and self.classes is not None:
             return self._conformal(X, index, alpha)
         usable = "'set'" if self.classes is not None else "'prediction' or 'confidence'"
-        raise OptionError(f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}")
+        raise OptionError(
+            f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
+        )
 
     def _combined_prediction(self, X: np.ndarray) -> np.ndarray:
         """The weighted combination of the refitted candidates on design rows *X*."""
@@ -575,18 +620,20 @@ class PearlResults(WeightDiagnostics):
         stacked = np.stack([parts[label] for label in active.index], axis=1)
         return self._loss.combine(stacked, active.to_numpy())
 
-    def encode_response(self, values) -> np.ndarray:
+    def encode_response(self, values: Any) -> np.ndarray:
         """Encode response values of new rows with the fit's classes."""
         values = pd.Series(np.asarray(values))
         if self.classes is None:
             return self._family.encode(values).y
         unknown = sorted(set(values.tolist()) - set(self.classes), key=str)
         if unknown:
-            raise ResponseError(f"response values {unknown[:10]} were not classes at fit time ({self.classes})")
+            raise ResponseError(
+                f"response values {unknown[:10]} were not classes at fit time ({self.classes})"
+            )
         codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
-    def evaluate(self, test_data, blocks=None) -> pd.DataFrame:
+    def evaluate(self, test_data: Any, blocks: Any = None) -> pd.DataFrame:
         """Scores of PEARL and the paper's baselines on held-out rows.
 
         Parameters
@@ -620,8 +667,13 @@ class PearlResults(WeightDiagnostics):
             return evaluate_dask(self, test_data, blocks)
         return evaluation.evaluate(self, test_data, blocks)
 
-    def summary(self, correct=None, *, coefficients: bool | None = None,
-                weight_uncertainty: bool | int = False):
+    def summary(
+        self,
+        correct: str | Sequence[str | Sequence[str]] | None = None,
+        *,
+        coefficients: bool | None = None,
+        weight_uncertainty: bool | int = False,
+    ) -> PearlSummary:
         """A statsmodels ``Summary`` with the weights, baselines and diagnostics.
 
         Use ``print(res.summary())``, ``.as_latex()`` or ``.as_html()``.
@@ -642,7 +694,7 @@ class PearlResults(WeightDiagnostics):
                              weight_uncertainty=weight_uncertainty)
 
     @property
-    def plot(self):
+    def plot(self) -> PlotAccessor:
         """The fit's figures: ``res.plot.weights()``, ``.cv_risk()``, ``.block_importance()``, ...
 
         See :class:`~pearlstats.plotting.PlotAccessor` (matplotlib is imported on first use).
@@ -670,7 +722,8 @@ class PearlResults(WeightDiagnostics):
         --------
         >>> import numpy as np, pearlstats as pearl
         >>> rng = np.random.default_rng(0)
-        >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 1)), "b": rng.normal(size=(60, 1))}
+        >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 1)),
+        ...         "b": rng.normal(size=(60, 1))}
         >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
         >>> list(res.params.index)
         ['Intercept', 'a[0]', 'b[0]']
@@ -699,9 +752,9 @@ class PearlResults(WeightDiagnostics):
 
     @property
     def ridge_note(self) -> str | None:
-        """Why the coefficients and their SEs need care when a weighted candidate has a ridge (else None)."""
-        ridge = max((averaging.candidate_ridge(self, label) for label in averaging.active_labels(self)),
-                    default=0.0)
+        """Why coefficients and SEs need care when a weighted candidate has a ridge (else None)."""
+        ridges = [averaging.candidate_ridge(self, label) for label in averaging.active_labels(self)]
+        ridge = max(ridges, default=0.0)
         return averaging.RIDGE_NOTE.format(ridge=ridge) if ridge > 0 else None
 
     @property

@@ -241,7 +241,7 @@ class WeightDiagnostics:
 
     def resample_weights(self, method: str | None = None,
                          n_resamples: int = _STABILITY_BOOTSTRAPS, seed: int | None = None, *,
-                         refit: bool = False, n_jobs: int | None=None) -> pd.DataFrame:
+                         refit: bool = False, n_jobs: int | None = None) -> pd.DataFrame:
         """Weights re-solved on subsets or bootstrap resamples of the rows.
 
         Without *refit*, the weights are re-solved from the stored
@@ -311,7 +311,7 @@ class WeightDiagnostics:
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
 
     def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05,
-                           seed: int | None = None, n_jobs: int | None=None) -> pd.DataFrame:
+                           seed: int | None = None, n_jobs: int | None = None) -> pd.DataFrame:
         """Sampling uncertainty of the weights by the refitting bootstrap.
 
         Runs ``resample_weights("bootstrap", refit=True, ...)``: each
@@ -431,7 +431,7 @@ class WeightDiagnostics:
             replace(state, loss=new_loss, solution=solution, ledger=tuple(entries))
         )
 
-    def loss_sensitivity(self, losses: Sequence[str] | None=None) -> pd.DataFrame:
+    def loss_sensitivity(self, losses: Sequence[str] | None = None) -> pd.DataFrame:
         """Weights under several surrogate losses (candidates with a non-zero weight under any).
 
         Parameters
@@ -453,7 +453,7 @@ class WeightDiagnostics:
         )
         return table[(table > 0).any(axis=1)]
 
-    def honest_risk(self, outer: int | str | np.ndarray=5, seed: int | None = None) -> HonestRisk:
+    def honest_risk(self, outer: int | str | np.ndarray = 5, seed: int | None = None) -> HonestRisk:
         """PEARL's own risk by nested cross-validation, as R's ``CV.SuperLearner``.
 
         Each outer fold is held out while the inner K-fold cross-validation

@@ -442,10 +442,9 @@ def _check_same_shape(reference: pd.DataFrame, frames: list, setting) -> None:
             reference.columns
         ):
             raise DataError(
-                f"evaluation {position}{where} has methods "
-                f"{list(frame.index)} and metrics {list(frame.columns)}, "
-                f"but the first has {list(reference.index)} and {list(reference.columns)}; "
-                "combine evaluations of the same kind of fit"
+                f"evaluation {position}{where} has methods {list(frame.index)} and metrics "
+                f"{list(frame.columns)}, but the first has {list(reference.index)} and "
+                f"{list(reference.columns)}; combine evaluations of the same kind of fit"
             )
 
 

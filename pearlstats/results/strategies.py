@@ -102,7 +102,7 @@ def strategy_weights(
     }
 
 
-def combine(predictions: np.ndarray, weights: np.ndarray, loss: Loss | None=None) -> np.ndarray:
+def combine(predictions: np.ndarray, weights: np.ndarray, loss: Loss | None = None) -> np.ndarray:
     """Weighted average of candidate predictions, skipping zero-weight (possibly NaN) columns.
 
     Parameters

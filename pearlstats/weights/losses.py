@@ -54,10 +54,12 @@ array([0.6931, 0.6931])
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 from scipy.special import expit, xlogy
 
@@ -84,7 +86,7 @@ _SUM_TOLERANCE = 1e-6  # how far multinomial probability rows may stray from sum
 
 
 def _times(M: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``M @ w`` touching only the columns where ``w`` is non-zero (weights are sparse for large J)."""
+    """``M @ w`` using only the columns where ``w`` is non-zero (weights are sparse for large J)."""
     used = np.flatnonzero(w)
     return M[:, used] @ w[used] if 2 * used.size < w.size else M @ w
 
@@ -127,7 +129,7 @@ class LeastSquaresForm:
         return (t @ t - 2.0 * (t @ X) + np.einsum("ij,ij->j", X, X)) / self.n_obs
 
     def residuals(self) -> np.ndarray:
-        """``E = t 1' - X`` (m, J): on the simplex ``t - X w = E w``, so ``f = ||E w||^2 / n_obs``."""
+        """``E = t 1' - X`` (m, J): on simplex ``t - X w = E w``, so ``f = ||E w||^2 / n_obs``."""
         return self.t[:, None] - self.X
 
     def residual_gram(self) -> np.ndarray:
@@ -142,7 +144,7 @@ class LeastSquaresForm:
 
 @dataclass(frozen=True)
 class LogBarrierForm:
-    """Objective ``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs`` with ``A > 0``, ``c > 0``.
+    """Objective ``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs``, ``A > 0``, ``c > 0``.
 
     Cross-entropy has ``A_ij`` = probability candidate j gives the observed
     class of row i (floored at ``EPS``), ``c = 1``, ``b = 0``. Poisson deviance
@@ -241,24 +243,28 @@ def _check_response(family: str, y, n_classes: int | None) -> np.ndarray:
     if family == "binomial":
         bad = np.flatnonzero((y != 0) & (y != 1))
         if bad.size:
-            raise ResponseError(f"binomial y must be 0 or 1; {format_positions(bad)} hold {y[bad[:3]].tolist()}")
+            raise ResponseError(
+                f"binomial y must be 0 or 1; {format_positions(bad)} hold {y[bad[:3]].tolist()}"
+            )
     elif family == "multinomial":
         bad = np.flatnonzero((y != np.round(y)) | (y < 0) | (y >= n_classes))
         if bad.size:
             raise ResponseError(
-                f"multinomial y must be integer class codes 0..{n_classes - 1} (one per probability column); "
-                f"{format_positions(bad)} hold {y[bad[:3]].tolist()}"
+                f"multinomial y must be integer class codes 0..{n_classes - 1} (one per "
+                f"probability column); {format_positions(bad)} hold {y[bad[:3]].tolist()}"
             )
         return y.astype(np.intp)
     elif family == "poisson":
         bad = np.flatnonzero(y < 0)
         if bad.size:
-            raise ResponseError(f"poisson y must be non-negative counts; {format_positions(bad)} are negative")
+            raise ResponseError(
+                f"poisson y must be non-negative counts; {format_positions(bad)} are negative"
+            )
     return y
 
 
 def _where(bad: np.ndarray, labels) -> str:
-    """Name the rows (and candidate columns, when ``labels`` is given) where ``bad`` (n, J, ...) holds."""
+    """Name the rows (and candidate columns, given ``labels``) where ``bad`` (n, J, ...) holds."""
     if labels is None:
         return format_positions(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1)))
     per_column = bad.reshape(bad.shape[0], bad.shape[1], -1).any(axis=2)
@@ -266,7 +272,10 @@ def _where(bad: np.ndarray, labels) -> str:
     names = ", ".join(str(labels[j]) for j in columns[:10])
     names += f" and {columns.size - 10} more" if columns.size > 10 else ""
     first = format_positions(np.flatnonzero(per_column[:, columns[0]]))
-    return f"candidate column{'s' if columns.size > 1 else ''} {names} (column {labels[columns[0]]}: {first})"
+    return (
+        f"candidate column{'s' if columns.size > 1 else ''} {names} "
+        f"(column {labels[columns[0]]}: {first})"
+    )
 
 
 def _check_values(family: str, values: np.ndarray, labels, allow_nan: bool) -> None:
@@ -289,7 +298,10 @@ def _check_values(family: str, values: np.ndarray, labels, allow_nan: bool) -> N
     if family == "multinomial":
         off = np.abs(values.sum(axis=-1) - 1.0) > _SUM_TOLERANCE
         if off.any():
-            raise DataError(f"class probabilities must sum to 1 over the last axis; not at {_where(off, labels)}")
+            raise DataError(
+                "class probabilities must sum to 1 over "
+                f"the last axis; not at {_where(off, labels)}"
+            )
 
 
 # ---- losses --------------------------------------------------------------------------------
@@ -324,27 +336,44 @@ class Loss:
         return self.family == "multinomial"
 
     def layout(self, candidates: bool) -> str:
-        """Expected prediction shape, as text: (n, J) / (n, J, C) for candidates, (n,) / (n, C) otherwise."""
+        """Expected shape of the predictions, as text.
+
+        (n, J) / (n, J, C) for candidates, (n,) / (n, C) otherwise.
+        """
         if self.multiclass:
             return "(n, J, C)" if candidates else "(n, C)"
         return "(n, J)" if candidates else "(n,)"
 
-    def check_shape(self, y, predictions, *, candidates: bool) -> np.ndarray:
-        """Predictions as a float array whose shape matches ``y`` and the family; raises DataError."""
+    def check_shape(self, y: np.ndarray, predictions: ArrayLike, *, candidates: bool) -> np.ndarray:
+        """Predictions as a float array shaped to match ``y`` and the family; raises DataError."""
         try:
             P = np.asarray(predictions, dtype=float)
         except (TypeError, ValueError) as err:
-            raise DataError(f"predictions must be numeric, got {type(predictions).__name__} ({err})") from None
+            raise DataError(
+                f"predictions must be numeric, got {type(predictions).__name__} ({err})"
+            ) from None
         layout = self.layout(candidates)
         y_shape = np.shape(y)
-        if P.ndim != (2 if self.multiclass else 1) + candidates or len(y_shape) != 1 or P.shape[0] != y_shape[0]:
+        if (
+            P.ndim != (2 if self.multiclass else 1) + candidates
+            or len(y_shape) != 1
+            or P.shape[0] != y_shape[0]
+        ):
             raise DataError(
                 f"{self.family} predictions must have shape {layout} with n = len(y); "
                 f"got predictions of shape {P.shape} and y of shape {y_shape}"
             )
         return P
 
-    def check(self, y, predictions, *, candidates: bool, labels=None, allow_nan: bool = True):
+    def check(
+        self,
+        y: ArrayLike,
+        predictions: ArrayLike,
+        *,
+        candidates: bool,
+        labels: Sequence[str] | None = None,
+        allow_nan: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Validate ``y`` and predictions; return them as arrays ``(y, P)``.
 
         ``candidates=True`` expects the (n, J) / (n, J, C) matrix, else one
@@ -362,8 +391,8 @@ class Loss:
         _check_values(self.family, P, labels if candidates else None, allow_nan)
         return y, P
 
-    def pointwise(self, y, pred) -> np.ndarray:
-        """Per-row loss (n,) of one prediction: (n,) means/probabilities or (n, C) class probabilities.
+    def pointwise(self, y: ArrayLike, pred: ArrayLike) -> np.ndarray:
+        """Per-row loss (n,) of a prediction: (n,) means/probabilities or (n, C) probabilities.
 
         Examples
         --------
@@ -382,7 +411,7 @@ class Loss:
         """
         return self._pointwise(y, pred)
 
-    def risk(self, y, pred) -> float:
+    def risk(self, y: ArrayLike, pred: ArrayLike) -> float:
         """Mean of :meth:`pointwise`."""
         return float(np.mean(self.pointwise(y, pred)))
 
@@ -402,8 +431,10 @@ class Loss:
     def _pointwise(self, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def form(self, y: np.ndarray, P: np.ndarray):
-        """The solver's view of ``mean pointwise(y, P @ w)`` for checked, NaN-free candidates ``P``."""
+    def form(
+        self, y: np.ndarray, P: np.ndarray
+    ) -> LeastSquaresForm | LogBarrierForm | PiecewiseLinearForm:
+        """Solver's view of ``mean pointwise(y, P @ w)`` for checked, NaN-free candidates ``P``."""
         raise NotImplementedError
 
 
@@ -481,7 +512,7 @@ class SquaredLoss(Loss):
             return ((_one_hot(y, pred.shape[1]) - pred) ** 2).mean(axis=1)
         return (y - pred) ** 2
 
-    def form(self, y, P) -> LeastSquaresForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> LeastSquaresForm:
         n = len(y)
         if self.multiclass:
             # probabilities are already on a unit scale; the n * C squared errors are averaged
@@ -502,7 +533,7 @@ class CrossEntropyLoss(Loss):
     def _pointwise(self, y, pred):
         return -np.log(np.maximum(observed_probability(y, pred, self.multiclass), EPS))
 
-    def form(self, y, P) -> LogBarrierForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> LogBarrierForm:
         A = np.maximum(observed_probability(y, P, self.multiclass), EPS)
         return LogBarrierForm(A, np.ones(len(y)), np.zeros(A.shape[1]), 0.0, len(y))
 
@@ -517,10 +548,12 @@ class PoissonDevianceLoss(Loss):
     def _pointwise(self, y, pred):
         return 2.0 * (xlogy(y, y) - xlogy(y, np.maximum(pred, EPS)) - (y - pred))
 
-    def form(self, y, P) -> LogBarrierForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> LogBarrierForm:
         counted = y > 0
         const = 2.0 * float(np.sum(xlogy(y, y) - y))
-        return LogBarrierForm(np.maximum(P[counted], EPS), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y))
+        return LogBarrierForm(
+            np.maximum(P[counted], EPS), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y)
+        )
 
 
 def linear_predictor(pred: np.ndarray, multiclass: bool) -> np.ndarray:
@@ -597,10 +630,10 @@ class HingeLoss(Loss):
     def combine(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return _probabilities(self._decision(P, weights), self.multiclass)
 
-    def objective(self, y, P, weights) -> float:
+    def objective(self, y: np.ndarray, P: np.ndarray, weights: np.ndarray) -> float:
         return float(np.mean(self._margin_loss(y, self._decision(P, weights))))
 
-    def form(self, y, P) -> PiecewiseLinearForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> PiecewiseLinearForm:
         return _hinge_form(y, linear_predictor(P, self.multiclass), self.multiclass, scale=1.0)
 
 
@@ -628,7 +661,7 @@ class ProbabilityHingeLoss(Loss):
         sign = 2.0 * y - 1.0
         return np.maximum(0.0, 1.0 - sign * (2.0 * pred - 1.0))
 
-    def form(self, y, P) -> PiecewiseLinearForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> PiecewiseLinearForm:
         return _hinge_form(y, P, self.multiclass, scale=2.0)
 
 
@@ -662,7 +695,7 @@ class AbsoluteLoss(Loss):
     def _pointwise(self, y, pred):
         return np.abs(y - pred)
 
-    def form(self, y, P) -> PiecewiseLinearForm:
+    def form(self, y: np.ndarray, P: np.ndarray) -> PiecewiseLinearForm:
         n = len(y)
         t, X, spread = _standardise(y, P)  # HiGHS' tolerances are absolute (1e-7)
         rows = np.concatenate([np.arange(n), np.arange(n)])
@@ -716,7 +749,7 @@ def get_loss(name: str | None, family: str) -> Loss:
     return LOSSES[name](family)
 
 
-def mean_squared_error(y, predictions, family: str) -> float:
+def mean_squared_error(y: ArrayLike, predictions: ArrayLike, family: str) -> float:
     """The paper's MSE: the mean over rows (and, for classes, over classes) of squared errors.
 
     Gaussian / Poisson ``mean (y - mu)^2``; binomial ``mean (y - p)^2``;

@@ -15,11 +15,16 @@ every ``lam`` is scored on its rows. Only the labeled rows are used.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .solvers import solve_weights
+
+if TYPE_CHECKING:
+    from .losses import Loss
 
 __all__ = ["SHRINKAGE_GRID", "Shrinkage", "choose_shrinkage", "shrink_toward_equal"]
 
@@ -60,11 +65,11 @@ def shrink_toward_equal(weights: np.ndarray, active: np.ndarray, amount: float) 
 def choose_shrinkage(
     P: np.ndarray,
     y: np.ndarray,
-    loss,
+    loss: Loss,
     groups: np.ndarray,
     rows: np.ndarray,
     active: np.ndarray,
-    grid=SHRINKAGE_GRID,
+    grid: Sequence[float] = SHRINKAGE_GRID,
 ) -> Shrinkage:
     """The shrinkage amount with the lowest cross-validated loss over the level-one data.
 

@@ -228,7 +228,7 @@ def _fw_gap(g: np.ndarray, w: np.ndarray) -> float:
 
 
 def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter):
-    """quadprog on the unit-diagonal residual Gram matrix, or the active-set method if ill-conditioned.
+    """quadprog on the unit-diagonal residual Gram matrix, the active-set method if ill-conditioned.
 
     Returns ``(w, ridge, converged, fallback)``; the ridge is always 0 now that
     ill-conditioned problems go to the active-set method instead of being perturbed.
@@ -290,7 +290,8 @@ def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, flo
         step = v - w
         slope = g @ step
         if -slope <= _ROUNDOFF * abs(f):
-            # f cannot resolve the predicted decrease; the (accurate) gradient judges the full Newton step
+            # f cannot resolve the predicted decrease; the (accurate) gradient judges the full
+            # Newton step
             g_v = form.gradient(v)
             if not _fw_gap(g_v, v) < gap:
                 break
@@ -351,10 +352,13 @@ def _solve_lp(form: PiecewiseLinearForm) -> tuple[np.ndarray, float]:
     A_eq = np.r_[np.ones(J), np.zeros(n)][None, :]
     cost = np.r_[np.zeros(J), np.full(n, 1.0 / n)]
     bounds = [(0, None)] * J + [(None, None)] * n
-    result = linprog(cost, A_ub=A_ub, b_ub=-form.intercepts, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs")
+    result = linprog(
+        cost, A_ub=A_ub, b_ub=-form.intercepts, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs"
+    )
     if result.status != 0:
         warnings.warn(
-            f"HiGHS stopped without an optimal weight LP ({result.message}); using the best single candidate",
+            "HiGHS stopped without an optimal weight LP "
+            f"({result.message}); using the best single candidate",
             ConvergenceWarning,
             stacklevel=3,
         )
@@ -368,7 +372,9 @@ def _solve_lp(form: PiecewiseLinearForm) -> tuple[np.ndarray, float]:
     # f* >= lam'intercepts + min_j (lam'slopes)_j; rescale HiGHS' duals to be exactly such.
     lam = np.maximum(-result.ineqlin.marginals, 0.0)
     per_row = np.bincount(form.rows, lam, minlength=n)
-    if (per_row == 0).any():  # a row without dual mass: put it on the row's piece that is active at w
+    if (
+        per_row == 0
+    ).any():  # a row without dual mass: put it on the row's piece that is active at w
         order = np.lexsort((form.intercepts + form.slopes @ w, form.rows))
         top = order[np.r_[np.diff(form.rows[order]) != 0, True]]  # the largest piece of each row
         lam[top[per_row == 0]] = 1.0
@@ -412,7 +418,9 @@ def _duplicate_tolerance(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     for position, j in enumerate(candidates):
         column = _column(P, j)
         spread = np.abs(column - column.mean(axis=0)).max()
-        tolerance[position] = _DUPLICATE_RTOL * spread + _DUPLICATE_ULPS * np.spacing(np.abs(column).max())
+        tolerance[position] = _DUPLICATE_RTOL * spread + _DUPLICATE_ULPS * np.spacing(
+            np.abs(column).max()
+        )
     return tolerance
 
 
@@ -440,7 +448,11 @@ def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     label = np.arange(candidates.size)
     window: list[int] = []  # positions (into candidates) of group leaders near the current score
     for position in np.argsort(score, kind="stable"):
-        window = [lead for lead in window if score[position] - score[lead] <= reach[lead] + reach[position]]
+        window = [
+            lead
+            for lead in window
+            if score[position] - score[lead] <= reach[lead] + reach[position]
+        ]
         column = _column(P, candidates[position])
         for lead in window:
             distance = np.abs(column - _column(P, candidates[lead])).max()
@@ -457,13 +469,17 @@ def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
 
 def _check_tuning(tol, max_iter) -> None:
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
-        raise OptionError(f"tol={tol!r}; use a positive number (target gap relative to the objective)")
-    if not (isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool) and max_iter >= 1):
+        raise OptionError(
+            f"tol={tol!r}; use a positive number (target gap relative to the objective)"
+        )
+    if not (
+        isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool) and max_iter >= 1
+    ):
         raise OptionError(f"max_iter={max_iter!r}; use a positive integer")
 
 
 def _solve_reduced(form, kind: str, tol: float, max_iter: int):
-    """Weights for the merged candidates: ``(w, lower bound or None, ridge, converged, solver name)``."""
+    """Merged candidates' weights: ``(w, lower bound or None, ridge, converged, solver name)``."""
     if form.size == 1:
         return np.ones(1), None, 0.0, True, "single candidate"
     if kind == "lp":
@@ -486,7 +502,15 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
 
 
 # ---- public entry point ------------------------------------------------------------------------
-def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter: int = 500) -> WeightSolution:
+def solve_weights(
+    P: np.ndarray,
+    y: np.ndarray,
+    loss: Loss,
+    *,
+    active: np.ndarray | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 500,
+) -> WeightSolution:
     """Simplex weights minimising the mean surrogate loss of ``P @ w``.
 
     Parameters
@@ -536,15 +560,26 @@ def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter
     (True, 'sqp', True)
     """
     if not isinstance(loss, Loss):
-        raise OptionError(f"loss must be a Loss from pearlstats.weights.losses.get_loss, got {type(loss).__name__}")
+        raise OptionError(
+            "loss must be a Loss from "
+            f"pearlstats.weights.losses.get_loss, got {type(loss).__name__}"
+        )
     _check_tuning(tol, max_iter)
     P = loss.check_shape(y, P, candidates=True)
     J = P.shape[1]
     active = _check_active(active, J)
     if not active.any():
-        raise AllCandidatesFailedError(f"no candidate is active for the weights: all {J} are marked failed")
+        raise AllCandidatesFailedError(
+            f"no candidate is active for the weights: all {J} are marked failed"
+        )
     columns = np.flatnonzero(active)
-    y, _ = loss.check(y, P if columns.size == J else P[:, columns], candidates=True, labels=columns, allow_nan=False)
+    y, _ = loss.check(
+        y,
+        P if columns.size == J else P[:, columns],
+        candidates=True,
+        labels=columns,
+        allow_nan=False,
+    )
 
     group = _duplicate_groups(P, columns)
     sizes = np.bincount(group)
@@ -568,7 +603,8 @@ def solve_weights(P, y, loss: Loss, *, active=None, tol: float = 1e-10, max_iter
     if not converged:
         warnings.warn(
             f"the {solver} weight solver stopped with Frank-Wolfe gap {gap:.3g} above its target "
-            f"{_target(objective, tol):.3g} (tol={tol:g}); the weights are within {gap:.3g} of optimal",
+            f"{_target(objective, tol):.3g} (tol={tol:g}); "
+            f"the weights are within {gap:.3g} of optimal",
             ConvergenceWarning,
             stacklevel=2,
         )

@@ -37,19 +37,19 @@ class DeepLearner:
 
     def __init__(
         self,
-        latent_dim: int=8,
+        latent_dim: int = 8,
         *,
-        encoder: str="mlp",
-        hidden_dim: int=64,
-        epochs: int=20,
-        batch_size: int=64,
-        lr: float=1e-3,
-        scaling: str="auto",
-        image_shape: tuple[int, ...] | None=None,
-        device: str="auto",
-        seed: int | None=None,
-        progress: bool=True,
-        columns: str | Sequence[str] | None=None,
+        encoder: str = "mlp",
+        hidden_dim: int = 64,
+        epochs: int = 20,
+        batch_size: int = 64,
+        lr: float = 1e-3,
+        scaling: str = "auto",
+        image_shape: tuple[int, ...] | None = None,
+        device: str = "auto",
+        seed: int | None = None,
+        progress: bool = True,
+        columns: str | Sequence[str] | None = None,
     ):
         self.latent_dim = latent_dim
         self.encoder = encoder
@@ -187,16 +187,14 @@ class DeepLearner:
             ) from err
         if array.ndim not in (2, 3, 4) or len(array) == 0:
             raise DataError(
-                f"{type(self).__name__} needs a non-empty 2-D (n, "
-                "features), 3-D (n, h, w) or 4-D (n, c, h, w) "
-                f"array, got shape {array.shape}"
+                f"{type(self).__name__} needs a non-empty 2-D (n, features), 3-D (n, h, w) or 4-D "
+                f"(n, c, h, w) array, got shape {array.shape}"
             )
         bad = ~np.isfinite(array.reshape(len(array), -1)).all(axis=1)
         if bad.any():
             raise MissingValueError(
-                f"{type(self).__name__} got NaN or infinite values "
-                f"in {format_positions(np.flatnonzero(bad))}; "
-                "drop or impute them first"
+                f"{type(self).__name__} got NaN or infinite values in "
+                f"{format_positions(np.flatnonzero(bad))}; drop or impute them first"
             )
         return array
 
@@ -210,17 +208,15 @@ class DeepLearner:
             if declared is None:
                 if self.encoder != "mlp":
                     raise OptionError(
-                        f"encoder={self.encoder!r} needs images: pass "
-                        "image_shape=(h, w) or (c, h, w) for the "
-                        f"{columns} input columns, or give a "
-                        "3-D (n, h, w) or 4-D (n, c, h, w) array"
+                        f"encoder={self.encoder!r} needs images: pass image_shape=(h, w) or (c, h, "
+                        f"w) for the {columns} input columns, or give a 3-D (n, h, w) or 4-D (n, "
+                        "c, h, w) array"
                     )
                 return (columns,)
             if math.prod(declared) != columns:
                 raise DataError(
-                    f"image_shape={tuple(self.image_shape)} "
-                    f"holds {math.prod(declared)} values per row "
-                    f"but the input has {columns} columns"
+                    f"image_shape={tuple(self.image_shape)} holds {math.prod(declared)} values per "
+                    f"row but the input has {columns} columns"
                 )
             return declared
         shape = (1, *array.shape[1:]) if array.ndim == 3 else tuple(array.shape[1:])
@@ -293,9 +289,8 @@ class DeepLearner:
                 loss = batch_loss(data[index].to(device), generator)
                 if not torch.isfinite(loss):
                     raise OptionError(
-                        f"{type(self).__name__} training diverged "
-                        f"(loss {loss.item()}) in epoch {epoch + 1}; "
-                        f"lower lr (now {self.lr}) or check the input scaling"
+                        f"{type(self).__name__} training diverged (loss {loss.item()}) in epoch "
+                        f"{epoch + 1}; lower lr (now {self.lr}) or check the input scaling"
                     )
                 optimizer.zero_grad()
                 loss.backward()

@@ -145,9 +145,8 @@ def build_pipeline(
         function, needs_images = AUGMENTATIONS[item]
         if needs_images and not images:
             raise OptionError(
-                f"augmentation {item!r} needs images: pass "
-                "image_shape=(h, w) or (c, h, w) for flattened "
-                "inputs, give 3-D/4-D arrays, or use only 'noise' and 'mask'"
+                f"augmentation {item!r} needs images: pass image_shape=(h, w) or (c, h, w) for "
+                "flattened inputs, give 3-D/4-D arrays, or use only 'noise' and 'mask'"
             )
         pipeline.append(_bind(item, function, options))
     return pipeline

@@ -86,14 +86,14 @@ class SentenceEncoder:
 
     def __init__(
         self,
-        model: str="all-MiniLM-L6-v2",
+        model: str = "all-MiniLM-L6-v2",
         *,
-        batch_size: int=32,
-        max_length: int | None=None,
-        normalize: bool=True,
-        device: str="auto",
-        progress: bool=True,
-        columns: str | Sequence[str] | None=None,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        normalize: bool = True,
+        device: str = "auto",
+        progress: bool = True,
+        columns: str | Sequence[str] | None = None,
     ):
         self.model = model
         self.batch_size = batch_size
@@ -125,7 +125,7 @@ class SentenceEncoder:
             )
 
     @transactional
-    def fit(self, X: Any=None) -> SentenceEncoder:
+    def fit(self, X: Any = None) -> SentenceEncoder:
         """Load the model (no training); ``X``, if given, is checked to be a column of strings.
 
         If ``fit`` raises, the learner keeps its previous state.
@@ -200,9 +200,8 @@ class SentenceEncoder:
         else:
             raise OptionError(
                 f"model={self.model!r} is neither a local model directory nor a packaged model "
-                f"({sorted(PACKAGED_MODELS)}); models are never "
-                "downloaded: pass the path of a directory "
-                "holding config.json, the tokenizer files and the weights"
+                f"({sorted(PACKAGED_MODELS)}); models are never downloaded: pass the path of a "
+                "directory holding config.json, the tokenizer files and the weights"
             )
         if not (directory / "config.json").is_file():
             raise OptionError(

@@ -66,12 +66,12 @@ class SimCLR(DeepLearner):
 
     def __init__(
         self,
-        latent_dim: int=8,
+        latent_dim: int = 8,
         *,
-        augmentations: str | Sequence[str | tuple[str, Mapping[str, Any]]]="auto",
-        temperature: float=0.5,
-        projection_dim: int=32,
-        batch_size: int=128,
+        augmentations: str | Sequence[str | tuple[str, Mapping[str, Any]]] = "auto",
+        temperature: float = 0.5,
+        projection_dim: int = 32,
+        batch_size: int = 128,
         **options: Any,
     ):
         self.augmentations = augmentations
@@ -79,7 +79,7 @@ class SimCLR(DeepLearner):
         self.projection_dim = projection_dim
         super().__init__(latent_dim, batch_size=batch_size, **options)  # checks every option
 
-    def augment(self, X: Any, seed: int | None=None) -> np.ndarray:
+    def augment(self, X: Any, seed: int | None = None) -> np.ndarray:
         """Draw one augmented view of each row, in the input's shape and units.
 
         Parameters

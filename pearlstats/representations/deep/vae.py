@@ -48,7 +48,7 @@ class VAE(ReconstructingLearner):
     ((120, 2), True)
     """
 
-    def __init__(self, latent_dim: int=8, *, beta: float=1.0, **options: Any):
+    def __init__(self, latent_dim: int = 8, *, beta: float = 1.0, **options: Any):
         self.beta = beta
         super().__init__(latent_dim, **options)  # checks every option
 
