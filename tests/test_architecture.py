@@ -303,7 +303,6 @@ def test_public_signatures_of_the_finished_files_are_annotated():
     assert not found, "unannotated public signatures:\n" + "\n".join(found)
 
 
-@pytest.mark.xfail(strict=False, reason=BEING_EDITED)
 def test_public_signatures_of_the_whole_package_are_annotated():
     found = [hit for path in _modules() for hit in missing_annotations(path)]
     files = sorted({hit.split(":")[0] for hit in found})

@@ -14,8 +14,9 @@ fit gets from ``cv=hash_folds(np.arange(n), K, seed)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ from ..exceptions import BlockError, DataError, FoldError, OptionError, Response
 __all__ = ["DaskRows", "dask_rows", "hash_folds", "head_design", "is_dask_collection", "uses_dask"]
 
 
-def is_dask_collection(value) -> bool:
+def is_dask_collection(value: Any) -> bool:
     """True for a dask array, DataFrame or Series (without importing dask when it is absent)."""
     try:
         from dask import is_dask_collection as check
@@ -38,7 +39,7 @@ def is_dask_collection(value) -> bool:
     return bool(check(value))
 
 
-def uses_dask(data, blocks=None) -> bool:
+def uses_dask(data: Any, blocks: Any=None) -> bool:
     """Whether *data* or any of *blocks* is a dask collection (the distributed path applies)."""
     values = [data] + (list(data.values()) if isinstance(data, Mapping) else [])
     if isinstance(blocks, Mapping):
@@ -50,7 +51,7 @@ def uses_dask(data, blocks=None) -> bool:
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def hash_folds(positions, n_folds: int, seed: int) -> np.ndarray:
+def hash_folds(positions: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """Fold labels 0..K-1 from a hash (splitmix64) of the seed and each row's global position.
 
     Parameters
@@ -116,7 +117,7 @@ class DaskRows:
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
 
-    def tasks(self, function, *args):
+    def tasks(self, function: Callable[..., Any], *args: Any) -> list:
         """One delayed ``function(frame, blocks, offset, *args)`` per partition."""
         from dask import delayed
 
@@ -167,7 +168,7 @@ def _check_row_chunks(name: str, value) -> None:
         )
 
 
-def dask_rows(data, blocks, formula) -> DaskRows:
+def dask_rows(data: Any, blocks: Any, formula: Any) -> DaskRows:
     """Partitions of a dask DataFrame or dict of dask arrays, with the blocks aligned to them.
 
     Raises
@@ -306,7 +307,7 @@ def check_distributable(design: Design) -> None:
             )
 
 
-def head_design(rows: DaskRows, formula, eval_env) -> Design:
+def head_design(rows: DaskRows, formula: Any, eval_env: Any) -> Design:
     """The fit's DesignSpec, built on the first partition (a design of partition size)."""
     from dask import compute
 
@@ -323,7 +324,7 @@ def _head(frame, blocks, offset, formula):
     return frame, {name: blocks[name] for name in formula.block_names}
 
 
-def partition_design(spec, frame, blocks) -> np.ndarray:
+def partition_design(spec: Any, frame: Any, blocks: Any) -> np.ndarray:
     """The partition's design matrix (covariates then blocks), as the in-memory fit builds it."""
     missing = [name for name in spec.block_names if name not in blocks]
     if missing:
@@ -333,7 +334,7 @@ def partition_design(spec, frame, blocks) -> np.ndarray:
     )
 
 
-def partition_response(spec, family: str, frame, eval_env=None) -> np.ndarray:
+def partition_response(spec: Any, family: str, frame: Any, eval_env: Any=None) -> np.ndarray:
     """The partition's response in the family's coding (binomial: 0/1 values, checked row by row).
 
     Names the response expression takes from the caller come from the fit's
@@ -357,7 +358,7 @@ def partition_response(spec, family: str, frame, eval_env=None) -> np.ndarray:
     return y
 
 
-def partition_folds(frame, offset: int, n_rows: int, fold_spec) -> np.ndarray:
+def partition_folds(frame: Any, offset: int, n_rows: int, fold_spec: Any) -> np.ndarray:
     """Fold labels of a partition's rows: hashed positions, or the user's fold column."""
     kind, value, seed = fold_spec
     if kind == "hash":

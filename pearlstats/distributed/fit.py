@@ -10,6 +10,8 @@ QP from ``E'E``, or distributed SQP: one pass per step).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..engines._common import check_ridge
@@ -134,19 +136,19 @@ def _duplicate_entries(solution, everything) -> list[LedgerEntry]:
 
 
 def fit_distributed(
-    formula,
-    family,
-    loss,
-    data,
-    blocks,
-    candidates,
-    cv,
+    formula: Any,
+    family: Any,
+    loss: Any,
+    data: Any,
+    blocks: Any,
+    candidates: Any,
+    cv: Any,
     seed: int,
-    ridge,
+    ridge: float,
     max_candidates: int,
     missing: str,
-    env,
-    representations=None,
+    env: Any,
+    representations: Any=None,
 ) -> DaskPearlResults:
     """PEARL on dask data (called by :func:`pearlstats.fit`; see its ``data`` and ``blocks``)."""
     _check_supported(family, loss, missing)

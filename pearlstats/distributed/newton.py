@@ -21,6 +21,8 @@ fit marks every fold separated without fitting them).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.special import expit
 
@@ -131,7 +133,16 @@ def _feasible(candidates, n_train: np.ndarray, ridge: float, K: int, intercept):
     return feasible, plan_candidates, failed, entries
 
 
-def newton_coefficients(rows, spec, kind: str, fold_spec, moments, candidates, ridge: float, env):
+def newton_coefficients(
+    rows: Any,
+    spec: Any,
+    kind: str,
+    fold_spec: Any,
+    moments: Any,
+    candidates: Any,
+    ridge: float,
+    env: Any,
+) -> tuple:
     """Coefficients of every binomial / Poisson candidate in every fold and on all rows.
 
     Returns

@@ -18,6 +18,7 @@ the minimum-norm solution through the pseudo-inverse of the Gram matrix
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def _add(a, b):
     return a + b
 
 
-def tree_sum(tasks):
+def tree_sum(tasks: Any) -> dict:
     """Add delayed partition results pairwise on the workers; only the sum reaches the client."""
     from dask import compute, delayed
 
@@ -80,10 +81,10 @@ class Moments:
     def labels(self) -> list[int]:
         return sorted(self.folds)
 
-    def total(self, key: str):
+    def total(self, key: str) -> np.ndarray:
         return sum(self.folds[k][key] for k in self.labels)
 
-    def training(self, key: str, k: int):
+    def training(self, key: str, k: int) -> np.ndarray:
         return self.total(key) - self.folds[k][key]
 
     @property
@@ -113,7 +114,9 @@ def _moment_part(frame, blocks, offset, spec, family, fold_spec, pilot, env):
     return out
 
 
-def moment_pass(rows, spec, family: str, fold_spec, pilot: np.ndarray, env) -> Moments:
+def moment_pass(
+    rows: Any, spec: Any, family: str, fold_spec: Any, pilot: np.ndarray, env: Any
+) -> Moments:
     """One pass: the per-fold moments of the design and response."""
     total = tree_sum(rows.tasks(_moment_part, spec, family, fold_spec, pilot, env))
     return Moments(pilot, total["folds"], total["range"][0], total["range"][1], total["big"][1])
@@ -141,7 +144,7 @@ def scaled_design(m: Moments, centre: bool) -> ScaledDesign:
     return ScaledDesign(center, scale, penalized, intercept, value)
 
 
-def standardised_gram(m: Moments, design: ScaledDesign, k: int | None):
+def standardised_gram(m: Moments, design: ScaledDesign, k: int | None) -> np.ndarray:
     """``Z'Z``, ``Z'y`` and the row count of fold k's training rows (all rows for None)."""
 
     def get(key):
@@ -184,7 +187,7 @@ def to_original(design: ScaledDesign, columns: np.ndarray, gamma: np.ndarray, p:
     return b
 
 
-def solve_least_squares(m: Moments, candidates, ridge: float):
+def solve_least_squares(m: Moments, candidates: Any, ridge: float) -> tuple:
     """Coefficients of every candidate in every fold and on all rows.
 
     Returns

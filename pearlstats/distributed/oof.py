@@ -9,6 +9,8 @@ objective with its gradient and Hessian at given weights.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.special import xlogy
 
@@ -20,7 +22,9 @@ from .ols import tree_sum
 __all__ = ["barrier_pass", "oof_predictions", "residual_pass", "risk_pass"]
 
 
-def oof_predictions(X, folds, labels, coefs, kind: str) -> np.ndarray:
+def oof_predictions(
+    X: np.ndarray, folds: np.ndarray, labels: list, coefs: np.ndarray, kind: str
+) -> np.ndarray:
     """Predictions (m, J) of each row by its fold's coefficients (K, p, J)."""
     P = np.empty((len(X), coefs.shape[2]))
     for position, k in enumerate(labels):
@@ -43,7 +47,9 @@ def _residual_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, 
     return {"EtE": E.T @ E, "n": len(y), "E4": np.sum(E2 * E2, axis=0)}
 
 
-def residual_pass(rows, spec, kind, fold_spec, labels, coefs, env) -> dict:
+def residual_pass(
+    rows: Any, spec: Any, kind: str, fold_spec: Any, labels: list, coefs: np.ndarray, env: Any
+) -> dict:
     """``E'E`` (J x J) of the residuals ``E = y 1' - P``, the row count and ``sum E^4``."""
     return tree_sum(rows.tasks(_residual_part, spec, kind, fold_spec, labels, coefs, env))
 
@@ -68,7 +74,16 @@ def _risk_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env,
     return out
 
 
-def risk_pass(rows, spec, kind, fold_spec, labels, coefs, env, loss) -> dict:
+def risk_pass(
+    rows: Any,
+    spec: Any,
+    kind: str,
+    fold_spec: Any,
+    labels: list,
+    coefs: np.ndarray,
+    env: Any,
+    loss: Any,
+) -> dict:
     """Each candidate's summed out-of-fold loss (and square), and the form's vertex values."""
     return tree_sum(rows.tasks(_risk_part, spec, kind, fold_spec, labels, coefs, env, loss))
 
@@ -83,7 +98,18 @@ def _barrier_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, e
     return {"f": f, "g": g, "H": H, "objective": float(loss.row_losses(y, P @ w).sum())}
 
 
-def barrier_pass(rows, spec, kind, fold_spec, labels, coefs, env, loss, w, n: int):
+def barrier_pass(
+    rows: Any,
+    spec: Any,
+    kind: str,
+    fold_spec: Any,
+    labels: list,
+    coefs: np.ndarray,
+    env: Any,
+    loss: Any,
+    w: np.ndarray,
+    n: int,
+) -> dict:
     """The weight objective at *w*, its gradient and Hessian (row means), and the loss of P w."""
     total = tree_sum(rows.tasks(_barrier_part, spec, kind, fold_spec, labels, coefs, env, loss, w))
     return total["f"] / n, total["g"] / n, total["H"] / n, total["objective"] / n

@@ -10,6 +10,8 @@ score table of :meth:`PearlResults.evaluate`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -23,7 +25,7 @@ from .ols import tree_sum
 __all__ = ["coefficient_matrix", "evaluate_dask", "predict_dask"]
 
 
-def coefficient_matrix(res, labels) -> np.ndarray:
+def coefficient_matrix(res: Any, labels: list) -> np.ndarray:
     """(p, len(labels)) coefficients of the all-rows refits (0 outside their columns)."""
     if res.family not in ("gaussian", "binomial", "poisson"):
         raise OptionError(
@@ -73,7 +75,7 @@ def _predict_part(frame, blocks, offset, spec, kind, B, w, as_series):
     return pd.Series(values, index=frame.index, name="prediction") if as_series else values
 
 
-def predict_dask(res, newdata, blocks=None):
+def predict_dask(res: Any, newdata: Any, blocks: Any=None) -> Any:
     """PEARL predictions of dask rows: a lazy dask Series (DataFrame input) or 1-D dask array."""
     import dask.array as da
     import dask.dataframe as dd
@@ -109,7 +111,7 @@ def _score_part(frame, blocks, offset, spec, kind, B, W, env):
     return out
 
 
-def evaluate_dask(res, test_data, blocks=None) -> pd.DataFrame:
+def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
     """Scores of PEARL and the baselines on dask test rows (see :meth:`PearlResults.evaluate`)."""
     strategies = res.strategy_weights
     everything, flags = _everything(res)

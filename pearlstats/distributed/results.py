@@ -14,6 +14,7 @@ risk, the summary's diagnostics) is not available: fit in memory for those.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,25 +32,25 @@ class DaskPearlResults:
     def __init__(
         self,
         *,
-        spec,
-        family,
-        loss,
-        candidates,
-        n_pool,
-        coefs,
-        failed,
-        ledger,
-        solution,
-        risks,
-        risks_se,
-        n,
-        labels,
-        fold_spec,
-        seed,
-        ridge,
-        rows,
-        representations,
-        passes,
+        spec: Any,
+        family: Any,
+        loss: Any,
+        candidates: Any,
+        n_pool: int,
+        coefs: np.ndarray,
+        failed: np.ndarray,
+        ledger: Any,
+        solution: Any,
+        risks: np.ndarray,
+        risks_se: np.ndarray,
+        n: int,
+        labels: list,
+        fold_spec: Any,
+        seed: int,
+        ridge: float,
+        rows: Any,
+        representations: Any,
+        passes: int,
     ):
         self.design_spec = spec
         self._family = family
@@ -105,7 +106,7 @@ class DaskPearlResults:
         return self._ledger.to_frame()
 
     @property
-    def folds(self):
+    def folds(self) -> Any:
         """Fold label of each row, as a lazy dask array (hashed positions) or the fold column."""
         import dask.array as da
 
@@ -146,7 +147,7 @@ class DaskPearlResults:
         return np.asarray(self._failed)
 
     @property
-    def representations(self):
+    def representations(self) -> Any:
         """The fit's private copy of its Representations (None without one)."""
         return self._representations
 
@@ -156,13 +157,13 @@ class DaskPearlResults:
         names = [self.design_spec.column_names[i] for i in candidate.columns]
         return pd.Series(self._coefs[-1][candidate.columns, position], index=names, name=label)
 
-    def predict(self, newdata, blocks=None):
+    def predict(self, newdata: Any, blocks: Any=None) -> Any:
         """PEARL predictions of dask rows: a lazy dask Series (DataFrame input) or dask array."""
         from .predict import predict_dask
 
         return predict_dask(self, newdata, blocks)
 
-    def evaluate(self, test_data, blocks=None) -> pd.DataFrame:
+    def evaluate(self, test_data: Any, blocks: Any=None) -> pd.DataFrame:
         """Scores of PEARL and the baselines on dask test rows (one pass; a small pandas table)."""
         from .predict import evaluate_dask
 

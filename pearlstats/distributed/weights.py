@@ -24,6 +24,8 @@ merging (quadprog's subproblems are damped instead).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..exceptions import AllCandidatesFailedError, OptionError
@@ -53,7 +55,7 @@ class GramLeastSquaresForm:
     def size(self) -> int:
         return self.EtE.shape[0]
 
-    def restrict(self, columns) -> GramLeastSquaresForm:
+    def restrict(self, columns: Any) -> GramLeastSquaresForm:
         return GramLeastSquaresForm(self.EtE[np.ix_(columns, columns)], self.n_rows)
 
     def value(self, w: np.ndarray) -> float:
@@ -98,7 +100,7 @@ class DistributedBarrierForm:
 
     unit = 1.0
 
-    def __init__(self, evaluate, vertex: np.ndarray, n: int):
+    def __init__(self, evaluate: Any, vertex: np.ndarray, n: int):
         self._evaluate = evaluate
         self._vertex = np.asarray(vertex, dtype=float)
         self.n_rows = int(n)
@@ -109,14 +111,14 @@ class DistributedBarrierForm:
     def size(self) -> int:
         return self._vertex.size
 
-    def at(self, w: np.ndarray):
+    def at(self, w: np.ndarray) -> Any:
         key = np.asarray(w, dtype=float).tobytes()
         if key not in self._memo:
             self.passes += 1
             self._memo[key] = self._evaluate(np.asarray(w, dtype=float))
         return self._memo[key]
 
-    def restrict(self, columns):
+    def restrict(self, columns: Any) -> Any:
         raise OptionError(f"the distributed weight solver handles at most {DENSE_LIMIT} candidates")
 
     def value(self, w: np.ndarray) -> float:
@@ -136,8 +138,8 @@ class DistributedBarrierForm:
 
 
 def solve_from_form(
-    form, kind: str, active: np.ndarray, *, tol: float = 1e-10, max_iter: int = 500
-):
+    form: Any, kind: str, active: np.ndarray, *, tol: float = 1e-10, max_iter: int = 500
+) -> Any:
     """Simplex weights for the active candidates of *form*, as ``solve_weights``.
 
     Returns
@@ -177,5 +179,7 @@ def solve_from_form(
     return weights, float(gap), solver, merged
 
 
-def weight_solution(weights, objective, gap, solver, merged) -> WeightSolution:
+def weight_solution(
+    weights: Any, objective: Any, gap: Any, solver: Any, merged: Any
+) -> WeightSolution:
     return WeightSolution(weights, float(objective), float(gap), solver, 0.0, merged)
