@@ -25,16 +25,21 @@ from scipy.special import expit
 from ..ledger import LedgerEntry
 from ._common import EngineOutput
 from .newton import batched_newton, penalised_newton
-from .newton_cv import NewtonEngine, newton_cv_predict, newton_fit
+from .newton_cv import (
+    SEPARATION_ETA,
+    SEPARATION_MIN_ITER,
+    SEPARATION_STEP,
+    NewtonEngine,
+    newton_cv_predict,
+    newton_fit,
+    newton_notes,
+)
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
 
 __all__ = ["glm_cv_predict", "glm_fit", "SEPARATION_ETA", "SEPARATION_MIN_ITER", "SEPARATION_STEP"]
 
-SEPARATION_ETA = 30.0
-SEPARATION_MIN_ITER = 15
-SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
 _MAX_ETA = 700.0  # exp overflows past ~709
 
 
@@ -96,44 +101,9 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0):
                             stop=separated, newton=batched_newton)
 
 
-def _notes(label, result, fold_ids, stage):
-    entries = []
-    excluded = stage == "cv"
-    for k in np.flatnonzero(result.stopped):
-        entries.append(
-            LedgerEntry(
-                label,
-                fold_ids[k],
-                stage,
-                "separation",
-                f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's "
-                f"linear predictor beyond {SEPARATION_ETA:g} in absolute value: the classes are "
-                "(quasi-)separated and the "
-                "maximum-likelihood estimate does not exist",
-                ("given weight 0" if excluded else "reported")
-                + "; separation='ridge' (or ridge > 0) keeps this candidate",
-                excluded,
-            )
-        )
-    for k in np.flatnonzero(~result.converged & ~result.stopped):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "not converged",
-            f"Newton iterations did not converge in {result.iterations} steps",
-            "given weight 0" if excluded else "reported", excluded,
-        ))
-    for k in np.flatnonzero(result.singular & result.converged):
-        entries.append(
-            LedgerEntry(
-                label,
-                fold_ids[k],
-                stage,
-                "rank deficient",
-                "singular Hessian (collinear columns)",
-                "Newton steps solved by minimum-norm least squares",
-                False,
-            )
-        )
-    return entries
+def _notes(label: str, result, fold_ids, stage: str) -> list:
+    sign = f"a training row's linear predictor beyond {SEPARATION_ETA:g} in absolute value"
+    return newton_notes(label, result, fold_ids, stage, sign)
 
 
 def _engine(kind: str) -> NewtonEngine:

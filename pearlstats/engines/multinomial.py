@@ -22,9 +22,16 @@ from scipy.special import softmax
 
 from ..ledger import LedgerEntry
 from ._common import EngineOutput
-from .glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP
 from .newton import batched_newton, penalised_newton
-from .newton_cv import NewtonEngine, newton_cv_predict, newton_fit
+from .newton_cv import (
+    SEPARATION_ETA,
+    SEPARATION_MIN_ITER,
+    SEPARATION_STEP,
+    NewtonEngine,
+    newton_cv_predict,
+    newton_fit,
+    newton_notes,
+)
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
@@ -127,37 +134,9 @@ def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndar
     return theta_row.reshape(n_classes - 1, -1).T / scale[:, None]
 
 
-def _notes(label, result, fold_ids, stage):
-    entries = []
-    excluded = stage == "cv"
-    for k in np.flatnonzero(result.stopped):
-        entries.append(
-            LedgerEntry(
-                label,
-                fold_ids[k],
-                stage,
-                "separation",
-                f"still diverging after {SEPARATION_MIN_ITER} Newton steps with a training row's "
-                "probability of its own class numerically 1: the classes are (quasi-)separated "
-                "and the maximum-likelihood "
-                "estimate does not exist",
-                ("given weight 0" if excluded else "reported")
-                + "; separation='ridge' (or ridge > 0) keeps this candidate",
-                excluded,
-            )
-        )
-    for k in np.flatnonzero(~result.converged & ~result.stopped):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "not converged",
-            f"Newton iterations did not converge in {result.iterations} steps",
-            "given weight 0" if excluded else "reported", excluded,
-        ))
-    for k in np.flatnonzero(result.singular & result.converged):
-        entries.append(LedgerEntry(
-            label, fold_ids[k], stage, "rank deficient", "singular Hessian (collinear columns)",
-            "Newton steps solved by minimum-norm least squares", False,
-        ))
-    return entries
+def _notes(label: str, result, fold_ids, stage: str) -> list:
+    return newton_notes(label, result, fold_ids, stage,
+                        "a training row's probability of its own class numerically 1")
 
 
 def _engine(codes: np.ndarray, n_classes: int) -> NewtonEngine:

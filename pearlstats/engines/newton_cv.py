@@ -32,7 +32,13 @@ from .newton import NewtonResult, fold_start, separated_in_every_fold
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
 
-__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "ridge_ladder"]
+# A logistic fit whose training rows' linear predictors pass SEPARATION_ETA while its Newton
+# steps stay above SEPARATION_STEP after SEPARATION_MIN_ITER iterations is separated.
+SEPARATION_ETA = 30.0
+SEPARATION_MIN_ITER = 15
+SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
+
+__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "newton_notes", "ridge_ladder"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,40 @@ class NewtonEngine:
     predict: Callable
     notes: Callable
     separates: bool = False
+
+
+def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
+                 separation_sign: str) -> list[LedgerEntry]:
+    """Ledger rows of a batched Newton fit: separation, non-convergence, singular Hessians.
+
+    *separation_sign* says what was seen (e.g. "a training row's linear predictor beyond 30
+    in absolute value"); in the cross-validation stage a separated or unconverged fit
+    excludes the candidate, in a refit it is only reported.
+    """
+    excluded = stage == "cv"
+    outcome = "given weight 0" if excluded else "reported"
+    entries = [
+        LedgerEntry(
+            label, fold_ids[k], stage, "separation",
+            f"still diverging after {SEPARATION_MIN_ITER} Newton steps with {separation_sign}: "
+            "the classes are (quasi-)separated and the maximum-likelihood estimate does not exist",
+            f"{outcome}; separation='ridge' (or ridge > 0) keeps this candidate", excluded,
+        )
+        for k in np.flatnonzero(result.stopped)
+    ]
+    entries += [
+        LedgerEntry(label, fold_ids[k], stage, "not converged",
+                    f"Newton iterations did not converge in {result.iterations} steps", outcome,
+                    excluded)
+        for k in np.flatnonzero(~result.converged & ~result.stopped)
+    ]
+    entries += [
+        LedgerEntry(label, fold_ids[k], stage, "rank deficient",
+                    "singular Hessian (collinear columns)",
+                    "Newton steps solved by minimum-norm least squares", False)
+        for k in np.flatnonzero(result.singular & result.converged)
+    ]
+    return entries
 
 
 def _fold_weights(rows: list[np.ndarray], n: int) -> np.ndarray:
