@@ -28,6 +28,17 @@ def paper_rows(n: int, rng: np.random.Generator, sigma: float = 0.5, coefs=None)
     return x, mean + rng.normal(scale=sigma, size=n)
 
 
+def separated_binomial(n: int = 60, seed: int = 5) -> tuple[np.ndarray, dict]:
+    """Block s separates the classes (its first column's sign is the class); block a does not."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(n, 2))
+    y = (a[:, 0] + rng.logistic(size=n) > 0).astype(float)
+    s = np.column_stack(
+        [np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=n), rng.normal(size=n)]
+    )
+    return y, {"a": a, "s": s}
+
+
 def sklearn_blocks(unlabeled: np.ndarray, rows: dict) -> dict:
     """PCA + four kernel PCAs (2 components each) fitted on unlabeled rows."""
     from sklearn.decomposition import PCA, KernelPCA

@@ -22,6 +22,7 @@ from sklearn.linear_model import LogisticRegression
 
 import pearlstats as pearl
 import pearlstats.engines.glm as glm_engine
+from conftest import separated_binomial
 
 N = 60
 
@@ -140,13 +141,7 @@ def test_a_candidate_infeasible_only_for_the_smallest_training_set_is_excluded(w
 # ---- separation ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def separated():
-    rng = np.random.default_rng(5)
-    a = rng.normal(size=(N, 2))
-    y = (a[:, 0] + rng.logistic(size=N) > 0).astype(float)
-    s = np.column_stack(
-        [np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=N), rng.normal(size=N)]
-    )
-    return y, {"a": a, "s": s}
+    return separated_binomial(N)
 
 
 def test_separated_candidates_are_recorded_per_fold_and_excluded(separated):

@@ -17,6 +17,7 @@ from scipy.special import expit, logsumexp
 from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
 import pearlstats as pearl
+from conftest import separated_binomial
 from pearlstats.design.candidates import build_candidates
 from pearlstats.engines import glm as glm_engine
 from pearlstats.engines._common import SEPARATION_RIDGES, ridge_penalty_weights
@@ -26,17 +27,6 @@ from pearlstats.results.bootstrap import refit_weights
 from pearlstats.stages import cross_validate
 
 N = 60
-
-
-def _binomial_data():
-    """Block s separates the classes (its first column's sign is the class); block a does not."""
-    rng = np.random.default_rng(5)
-    a = rng.normal(size=(N, 2))
-    y = (a[:, 0] + rng.logistic(size=N) > 0).astype(float)
-    s = np.column_stack(
-        [np.where(y == 1, 1.0, -1.0) * rng.uniform(0.5, 2.0, size=N), rng.normal(size=N)]
-    )
-    return y, {"a": a, "s": s}
 
 
 def _multinomial_data():
@@ -113,7 +103,7 @@ def _ladder_rows(res):
 
 # ---- binomial ----------------------------------------------------------------------------------
 def test_separated_binomial_candidates_get_the_smallest_ladder_ridge_by_default():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     res, warned = _fit(y, blocks, family="binomial")
     assert not res.failed.any() and np.isfinite(res.cv_predictions.to_numpy()).all()
     rows = _ladder_rows(res)
@@ -135,7 +125,7 @@ def test_separated_binomial_candidates_get_the_smallest_ladder_ridge_by_default(
 
 
 def test_out_of_fold_predictions_are_per_fold_penalised_fits_with_the_chosen_ridge():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     res, _ = _fit(y, blocks, family="binomial")
     for label in ("s", "a+s"):
         X = _design(blocks, label)
@@ -157,7 +147,7 @@ def test_out_of_fold_predictions_are_per_fold_penalised_fits_with_the_chosen_rid
 
 
 def test_the_refit_uses_the_same_ridge_and_the_statsmodels_object_states_it():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     res, _ = _fit(y, blocks, family="binomial")
     X = _design(blocks, "a+s")
     expected = _penalised_logit(X, y, 1e-4)
@@ -182,14 +172,14 @@ def test_the_refit_uses_the_same_ridge_and_the_statsmodels_object_states_it():
 
 
 def test_the_summary_reports_the_refits_through_the_ledger():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     res, _ = _fit(y, blocks, family="binomial")
     text = str(res.summary())
     assert "Failure ledger" in text and "refitted with ridge=0.0001" in text
 
 
 def test_drop_reproduces_the_old_behaviour():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     dropped, warned = _fit(y, blocks, family="binomial", separation="drop")
     assert dropped.failed.to_dict() == {"a": False, "s": True, "a+s": True}
     assert dropped.weights["a"] == 1.0
@@ -211,7 +201,7 @@ def test_drop_reproduces_the_old_behaviour():
 
 
 def test_raise_names_the_candidate():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     with pytest.raises(
         pearl.SeparationError,
         match=r"candidate 's': without a ridge the classes are "
@@ -223,7 +213,7 @@ def test_raise_names_the_candidate():
 
 
 def test_an_explicit_ridge_keeps_its_meaning():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     res, warned = _fit(y, blocks, family="binomial", ridge=1e-3)
     assert warned == [] and len(res.failures) == 0
     assert dict(res.stages.family.candidate_ridges) == {}
@@ -243,7 +233,7 @@ def _slow_newton(monkeypatch, max_iter):
 def test_the_chosen_ridge_is_the_smallest_rung_with_a_finite_optimum(monkeypatch):
     """With few Newton steps small ridges do not converge: the ladder climbs to the first that does.
     """
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     _slow_newton(monkeypatch, 8)
     res, _ = _fit(y, blocks, family="binomial", ridge=1e-4)
     chosen = res.stages.family.candidate_ridges["s"]
@@ -329,7 +319,7 @@ def test_digits_with_small_pca_blocks_fit_with_defaults():
 
 # ---- re-runs: nested cross-validation and the refitting bootstrap ---------------------------
 def test_re_runs_start_from_the_chosen_ridges():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     res, _ = _fit(y, blocks, family="binomial")
     state = res.stages
     rows = np.arange(0, N, 2)
@@ -357,7 +347,7 @@ def test_re_runs_start_from_the_chosen_ridges():
 
 
 def test_honest_risk_runs_with_the_default():
-    y, blocks = _binomial_data()
+    y, blocks = separated_binomial(N)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
         res = pearl.fit(
