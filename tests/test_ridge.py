@@ -246,3 +246,44 @@ def test_predictions_invariant_to_rescaling_a_block_by_any_power_of_ten(exponent
             rtol=1e-8,
             atol=1e-12,
         )
+
+
+def test_batched_penalised_problems_that_backtrack_each_reach_their_own_optimum():
+    # Three logistic problems on different rows, started far from their optima so the line search
+    # halves its steps: every halving compares a problem's trial value with its own value, not
+    # with another problem's (a bug once compared all of them with the first problem's loss).
+    from pearlstats.engines.newton import penalised_newton
+
+    rng = np.random.default_rng(5)
+    n, p = 80, 6
+    X = np.column_stack([np.ones(n), rng.normal(size=(n, p - 1))])
+    y = (rng.random(n) < expit(X @ rng.normal(size=p))).astype(float)
+    weights = (rng.random((3, n)) < [[0.9], [0.6], [0.3]]).astype(float)
+    penalty = np.r_[0.0, np.ones(p - 1)] * np.ones((3, 1))
+    ridge = 0.05
+
+    def loss(theta, order):
+        eta = theta @ X.T
+        size = weights.sum(axis=1)
+        f = np.sum(weights * (np.logaddexp(0, eta) - y * eta), axis=1) / size
+        if order == 0:
+            return f
+        mu = expit(eta)
+        g = (weights * (mu - y)) @ X / size[:, None]
+        if order == 1:
+            return f, g
+        H = np.matmul(X.T[None] * (weights * mu * (1 - mu))[:, None, :], X) / size[:, None, None]
+        return f, g, H
+
+    start = np.full((3, p), 4.0)
+    result = penalised_newton(loss, start, ridge, penalty)
+    assert result.converged.all()
+    for k in range(3):
+        rows = weights[k] > 0
+
+        def objective(b, rows=rows):
+            eta = X[rows] @ b
+            return np.mean(np.logaddexp(0, eta) - y[rows] * eta) + 0.5 * ridge * b[1:] @ b[1:]
+
+        expected = minimize(objective, np.zeros(p), method="BFGS", options={"gtol": 1e-10}).x
+        np.testing.assert_allclose(result.theta[k], expected, atol=1e-6)

@@ -319,7 +319,8 @@ def penalised_newton(
 
     def objective(u, order):
         values = loss(r * u, order)
-        f = values[0] + 0.5 * np.sum(penalty * u**2, axis=1)
+        # order 0 returns the values alone, (K,); higher orders a tuple that starts with them.
+        f = (values if order == 0 else values[0]) + 0.5 * np.sum(penalty * u**2, axis=1)
         if order == 0:
             return f
         g = r * values[1] + penalty * u
