@@ -138,6 +138,11 @@ def _trouble(everything: NewtonResult, result: NewtonResult, ridge: float) -> st
     return f"without a ridge {where}: the maximum-likelihood estimate does not exist"
 
 
+def _wide_reason(n_params: int, n_train: int) -> str:
+    return (f"{n_params} coefficients but only {n_train} training rows in the smallest fold: the "
+            "classes are separable and the maximum-likelihood estimate does not exist")
+
+
 def _raise_separation(label: str, everything: NewtonResult, result: NewtonResult,
                       ridge: float) -> None:
     if everything.stopped.any() or result.stopped.any():
@@ -217,12 +222,17 @@ def newton_cv_predict(
     used = np.full(len(candidates), ridge)
     entries: list[LedgerEntry] = []
     for j, candidate in enumerate(candidates):
-        start = max(ridge, float((ridges or {}).get(candidate.label, 0.0)))
-        used[j] = start
+        requested = max(ridge, float((ridges or {}).get(candidate.label, 0.0)))
+        start = used[j] = requested
         S = candidate.columns
         size = S.size * engine.per_column
         # Recorded before anything of the candidate is formed: a p > n block costs nothing.
         entry = infeasible_entry(candidate.label, size, n_train_min, start)
+        wide = entry is not None and separation == "ridge" and engine.separates
+        if wide:
+            # With at least as many coefficients as training rows a logistic fit separates, so
+            # the separation default starts this candidate on the ladder instead of dropping it.
+            start, entry = SEPARATION_RIDGES[0], None
         entry = entry or too_wide_entry(candidate.label, size, len(rows) + 1)
         if entry is not None:
             failed[j] = True
@@ -240,8 +250,10 @@ def newton_cv_predict(
                 first = (everything, result)
             if _finite(everything, result):
                 break
-        if len(ladder) > 1 and value != start:
-            entries.append(_ladder_entry(candidate.label, "cv", _trouble(*first, start), ladder,
+        if wide or value != start:
+            reason = (_wide_reason(size, n_train_min) if wide else _trouble(*first, start))
+            tried = [requested] + ladder if wide else ladder
+            entries.append(_ladder_entry(candidate.label, "cv", reason, tried,
                                          value if _finite(everything, result) else None))
             used[j] = value
         notes = engine.notes(candidate.label, result, list(range(len(rows))), "cv")
