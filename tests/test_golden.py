@@ -1,8 +1,8 @@
 """The architecture change (issue 14) does not move any number.
 
-``tests/results/golden_fits.npz`` was written by ``tests/results/make_golden.py``
-at commit 7283e67, before the package was reorganised into stages; each case is
-refitted here with the current code through the public API.
+``tests/results/reference/golden_fits.npz`` was written by
+``tests/results/reference/make_golden.py`` at commit 7283e67, before the package was
+reorganised into stages; each case is refitted here with the current code through the public API.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent / "results" / "reference"
 _spec = importlib.util.spec_from_file_location("make_golden", RESULTS / "make_golden.py")
 make_golden = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make_golden)

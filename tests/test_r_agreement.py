@@ -1,7 +1,7 @@
 """Agreement with R: lm, glm and quadprog::solve.QP reference values.
 
-The reference files under ``tests/results/`` were written by
-``tests/results/make_r_references.R`` (see the README there); R is not needed
+The reference files under ``tests/results/reference/`` were written by
+``tests/results/reference/make_r_references.R`` (see the README there); R is not needed
 to run these tests. Two kinds of check:
 
 * direct statsmodels fits (``sm.OLS``, ``sm.Logit``, Poisson ``sm.GLM``) and the
@@ -20,7 +20,7 @@ import pytest
 import quadprog
 import statsmodels.api as sm
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parent / "results" / "reference"
 BLOCKS = {"a": ["a1", "a2"], "b": ["b1", "b2", "b3"], "c": ["c1"]}
 LABELS = [
     "a",

@@ -201,8 +201,9 @@ def test_a_candidate_wider_than_its_folds_starts_on_the_ladder_by_default():
         expected[~train] = expit(X[~train] @ _penalised_logit(X[train], y[train], ridge))
     np.testing.assert_allclose(res.cv_predictions["a+w"].to_numpy(), expected, atol=1e-6)
     # separation="drop" keeps the old answer: the wide candidates are infeasible, weight 0.
-    dropped = pearl.fit("y ~ block(a) + block(w)", {"y": y}, blocks=blocks, family="binomial",
-                        seed=1, honest=False, separation="drop")
+    with pytest.warns(pearl.CandidateFailureWarning):
+        dropped = pearl.fit("y ~ block(a) + block(w)", {"y": y}, blocks=blocks,
+                            family="binomial", seed=1, honest=False, separation="drop")
     ledger = dropped.failures
     assert set(ledger.loc[ledger.kind == "infeasible", "candidate"]) == {"w", "a+w"}
     assert dropped.weights["a"] == 1.0

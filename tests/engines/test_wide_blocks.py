@@ -17,7 +17,7 @@ from pearlstats.engines.glm import glm_cv_predict
 from pearlstats.engines.ols import ols_cv_predict
 
 N, WIDE = 300, 20_000
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _problem():
@@ -72,7 +72,7 @@ def test_wide_block_peak_memory_stays_small():
     script = textwrap.dedent(f"""
         import resource, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from tests.test_wide_blocks import _problem
+        from tests.engines.test_wide_blocks import _problem
         from pearlstats.design.folds import make_folds
         from pearlstats.engines.ols import ols_cv_predict
         X, y, candidates = _problem()

@@ -71,7 +71,7 @@ def test_package_imports_without_torch_and_fit_names_the_extra():
             print("ERROR:", err)
         """
     )
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     run = subprocess.run(
         [sys.executable, "-c", script],

@@ -2,7 +2,7 @@
 
 Run from the repository root at the commit whose numbers are to be fixed:
 
-    python tests/results/make_golden.py tests/results/golden_fits.npz
+    python tests/results/reference/make_golden.py tests/results/reference/golden_fits.npz
 
 ``tests/test_golden.py`` refits the same five models with the current code and
 requires the same weights, CV risks, out-of-fold predictions and predictions on

@@ -1,6 +1,6 @@
 # Reference values for tests/test_r_agreement.py, computed by R's lm, glm and quadprog::solve.QP.
 #
-# Run from anywhere:  Rscript tests/results/make_r_references.R
+# Run from anywhere:  Rscript tests/results/reference/make_r_references.R
 # Needs R (>= 4.0) and quadprog (Debian: apt-get install r-base-core r-cran-quadprog).
 # It rewrites every *.csv in this folder: the input data (generated here with R's
 # Mersenne-Twister / Inversion RNG, so Python and R read identical numbers) and R's

@@ -19,7 +19,7 @@ from pearlstats.exceptions import BlockError, NotFittedError, OptionError
 from pearlstats.representations import Doc2Vec, Word2Vec
 from pearlstats.representations.word_vectors import infer_vector
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_blocks_are_identical_in_a_process_with_another_hash_seed(
         f"""
         import sys
         import numpy as np
-        sys.path[:0] = [{str(REPO)!r}, {str(REPO / "tests")!r}]
+        sys.path[:0] = [{str(REPO)!r}, {str(REPO / "tests" / "representations")!r}]
         from test_text import load_lee_background, load_polarity
         from pearlstats.representations import Doc2Vec, Word2Vec
         train, new = load_lee_background(), load_polarity()["text"].tolist()[:60]
