@@ -17,24 +17,12 @@ Examples
 
 from __future__ import annotations
 
-from . import datasets, exceptions
+from . import datasets, exceptions, representations
 from .design.candidates import Candidate
 from .engines.mlp import MLP
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .fitting import fit
-from .representations import (
-    LSI,
-    PCA,
-    BagOfWords,
-    Doc2Vec,
-    FunctionLearner,
-    KernelPCA,
-    PretrainedVectors,
-    Raw,
-    Representations,
-    TfIdf,
-    Word2Vec,
-)
+from .representations import *  # noqa: F403  (the learners, exported below)
 from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
 from .results.core import PearlResults
 from .results.evaluation import ComparisonTable, HonestRisk, compare_table
@@ -42,6 +30,8 @@ from .weights.losses import Loss, get_loss
 from .weights.solvers import WeightSolution, solve_weights
 
 __version__ = "0.1.0"
+
+_REPRESENTATION_HELPERS = ("load_word_vectors", "default_tokenizer", "cased_tokenizer")
 
 
 def __getattr__(name: str):
@@ -71,17 +61,8 @@ __all__ = [
     "datasets",
     "exceptions",
     "plotting",
-    "Representations",
-    "FunctionLearner",
-    "PCA",
-    "KernelPCA",
-    "Raw",
-    "BagOfWords",
-    "TfIdf",
-    "LSI",
-    "Word2Vec",
-    "Doc2Vec",
-    "PretrainedVectors",
+    # the learners and their container; the tokenizers and the vector loader stay in the subpackage
+    *(n for n in representations.__all__ if n not in _REPRESENTATION_HELPERS),
     "Autoencoder",
     "VAE",
     "SimCLR",

@@ -123,6 +123,9 @@ class Family:
     def encode(self, values: pd.Series) -> EncodedResponse:
         raise NotImplementedError
 
+    # The public methods below state the contract (types, meaning) once; each family supplies
+    # the underscore hook of the same name.
+
     def cv_predict(
         self,
         X: np.ndarray,
@@ -131,7 +134,8 @@ class Family:
         folds: np.ndarray,
         ridge: float,
     ) -> EngineOutput:
-        raise NotImplementedError
+        """Out-of-fold predictions of every candidate: fold k's rows from fits without them."""
+        return self._cv_predict(X, response, candidates, folds, ridge)
 
     def loo_predict(
         self,
@@ -141,7 +145,7 @@ class Family:
         ridge: float,
     ) -> EngineOutput:
         """Leave-one-out predictions; families without a closed form use n folds."""
-        return self.cv_predict(X, response, candidates, np.arange(len(response.y)), ridge)
+        return self._loo_predict(X, response, candidates, ridge)
 
     def fit_params(
         self,
@@ -152,7 +156,7 @@ class Family:
         label: str,
     ) -> tuple[Any, list[LedgerEntry]]:
         """Coefficients on all rows and ledger notes for the refit."""
-        raise NotImplementedError
+        return self._fit_params(X, response, columns, ridge, label)
 
     def predict(self, params: Any, X_candidate: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -164,7 +168,7 @@ class Family:
         self,
         response: EncodedResponse,
         exog: pd.DataFrame,
-        params: np.ndarray,
+        params: Any,
         ridge: float,
         scale_penalty: np.ndarray,
     ) -> Any:
@@ -175,13 +179,29 @@ class Family:
         it states its penalty in the attributes ``penalty`` (in words),
         ``penalty_ridge`` and ``penalty_alpha`` (statsmodels' ``alpha``).
         """
-        model = self.statsmodels_model(response, exog)
+        return self._statsmodels_results(response, exog, params, ridge, scale_penalty)
+
+    def _cv_predict(self, X, response, candidates, folds, ridge):
+        raise NotImplementedError
+
+    def _loo_predict(self, X, response, candidates, ridge):
+        return self.cv_predict(X, response, candidates, np.arange(len(response.y)), ridge)
+
+    def _fit_params(self, X, response, columns, ridge, label):
+        raise NotImplementedError
+
+    def _statsmodels_results(self, response, exog, params, ridge, scale_penalty):
         if ridge > 0:
             alpha = ridge * scale_penalty
+            model = self._penalized_model(response, exog, ridge)
             start = np.ravel(params, order="F")
             fitted = model.fit_regularized(alpha=alpha, L1_wt=0.0, start_params=start)
             return _state_penalty(fitted, ridge, alpha)
-        return self._fit_unpenalized(model, params)
+        return self._fit_unpenalized(self.statsmodels_model(response, exog), params)
+
+    def _penalized_model(self, response, exog, ridge):
+        """The model whose ``fit_regularized`` is the L2 fit (the family's own by default)."""
+        return self.statsmodels_model(response, exog)
 
     def _fit_unpenalized(self, model, params):
         return model.fit(start_params=np.ravel(params, order="F"), disp=0)
@@ -218,33 +238,13 @@ class Gaussian(Family):
     def encode(self, values: pd.Series) -> EncodedResponse:
         return EncodedResponse(_require_numeric(values, self.name))
 
-    def cv_predict(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        candidates: Sequence[Candidate],
-        folds: np.ndarray,
-        ridge: float,
-    ) -> EngineOutput:
+    def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)
 
-    def loo_predict(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        candidates: Sequence[Candidate],
-        ridge: float,
-    ) -> EngineOutput:
+    def _loo_predict(self, X, response, candidates, ridge):
         return ols_loo_predict(X, response.y, candidates, ridge)
 
-    def fit_params(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        columns: np.ndarray,
-        ridge: float,
-        label: str,
-    ) -> tuple[np.ndarray, list[LedgerEntry]]:
+    def _fit_params(self, X, response, columns, ridge, label):
         return ols_fit(X, response.y, columns, ridge), []
 
     def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
@@ -257,10 +257,30 @@ class Gaussian(Family):
         return model.fit()
 
 
-class Binomial(Family):
-    name = "binomial"
+class _GLMFamily(Family):
+    """Binomial and Poisson: the batched Newton engine of :mod:`pearlstats.engines.glm`.
+
+    Its ``separation`` option applies to logistic fits only (Poisson fits ignore it).
+    """
+
+    def _cv_predict(self, X, response, candidates, folds, ridge):
+        return glm_cv_predict(self.name, X, response.y, candidates, folds, ridge, self.separation,
+                              self.candidate_ridges)
+
+    def _fit_params(self, X, response, columns, ridge, label):
+        ridge = self.candidate_ridge(label, ridge)
+        return glm_fit(self.name, X, response.y, columns, ridge, label, self.separation)
+
+
+class _Classification(Family):
+    """Binomial and multinomial: class labels, compared by their predicted probabilities."""
+
     default_loss = "cross_entropy"
     sensitivity_losses = ("cross_entropy", "squared", "hinge")
+
+
+class Binomial(_GLMFamily, _Classification):
+    name = "binomial"
 
     def encode(self, values: pd.Series) -> EncodedResponse:
         levels = _class_levels(values)
@@ -272,54 +292,19 @@ class Binomial(Family):
             )
         return EncodedResponse((values == levels[1]).to_numpy(dtype=float), levels)
 
-    def cv_predict(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        candidates: Sequence[Candidate],
-        folds: np.ndarray,
-        ridge: float,
-    ) -> EngineOutput:
-        return glm_cv_predict("binomial", X, response.y, candidates, folds, ridge, self.separation,
-                              self.candidate_ridges)
-
-    def fit_params(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        columns: np.ndarray,
-        ridge: float,
-        label: str,
-    ) -> tuple[np.ndarray, list[LedgerEntry]]:
-        ridge = self.candidate_ridge(label, ridge)
-        return glm_fit("binomial", X, response.y, columns, ridge, label, self.separation)
-
     def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return expit(X_candidate @ params)
 
     def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         return sm.Logit(response.y, exog)
 
-    def statsmodels_results(
-        self,
-        response: EncodedResponse,
-        exog: pd.DataFrame,
-        params: np.ndarray,
-        ridge: float,
-        scale_penalty: np.ndarray,
-    ) -> Any:
-        if ridge > 0:
-            model = sm.GLM(response.y, exog, family=sm.families.Binomial())
-            alpha = ridge * scale_penalty
-            fitted = model.fit_regularized(alpha=alpha, L1_wt=0.0, start_params=params)
-            return _state_penalty(fitted, ridge, alpha)
-        return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
+    def _penalized_model(self, response, exog, ridge):
+        # Logit has no L2 fit_regularized; the binomial GLM is the same likelihood.
+        return sm.GLM(response.y, exog, family=sm.families.Binomial())
 
 
-class Multinomial(Family):
+class Multinomial(_Classification):
     name = "multinomial"
-    default_loss = "cross_entropy"
-    sensitivity_losses = ("cross_entropy", "squared", "hinge")
 
     def encode(self, values: pd.Series) -> EncodedResponse:
         levels = _class_levels(values)
@@ -328,25 +313,11 @@ class Multinomial(Family):
         codes = pd.Categorical(values, categories=levels).codes.astype(np.intp)
         return EncodedResponse(codes, levels)
 
-    def cv_predict(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        candidates: Sequence[Candidate],
-        folds: np.ndarray,
-        ridge: float,
-    ) -> EngineOutput:
+    def _cv_predict(self, X, response, candidates, folds, ridge):
         return multinomial_cv_predict(X, response.y, response.n_classes, candidates, folds, ridge,
                                       self.separation, self.candidate_ridges)
 
-    def fit_params(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        columns: np.ndarray,
-        ridge: float,
-        label: str,
-    ) -> tuple[np.ndarray, list[LedgerEntry]]:
+    def _fit_params(self, X, response, columns, ridge, label):
         ridge = self.candidate_ridge(label, ridge)
         return multinomial_fit(X, response.y, response.n_classes, columns, ridge, label,
                                self.separation)
@@ -357,25 +328,16 @@ class Multinomial(Family):
     def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         return sm.MNLogit(response.y, exog)
 
-    def statsmodels_results(
-        self,
-        response: EncodedResponse,
-        exog: pd.DataFrame,
-        params: np.ndarray,
-        ridge: float,
-        scale_penalty: np.ndarray,
-    ) -> Any:
-        if ridge > 0:
-            raise OptionError(
-                "statsmodels has no L2-penalised MNLogit; this candidate was fitted with "
-                f"ridge={ridge:g} (the fit's ridge, or one chosen because its classes separate: "
-                "see results.failures); its coefficients "
-                "are in PearlResults.candidate_params(label)"
-            )
-        return super().statsmodels_results(response, exog, params, ridge, scale_penalty)
+    def _penalized_model(self, response, exog, ridge):
+        raise OptionError(
+            "statsmodels has no L2-penalised MNLogit; this candidate was fitted with "
+            f"ridge={ridge:g} (the fit's ridge, or one chosen because its classes separate: "
+            "see results.failures); its coefficients "
+            "are in PearlResults.candidate_params(label)"
+        )
 
 
-class Poisson(Family):
+class Poisson(_GLMFamily):
     name = "poisson"
     default_loss = "poisson_deviance"
     sensitivity_losses = ("poisson_deviance", "squared", "absolute")
@@ -389,26 +351,6 @@ class Poisson(Family):
                 f"response is negative at rows {negative[:10].tolist()}"
             )
         return EncodedResponse(y)
-
-    def cv_predict(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        candidates: Sequence[Candidate],
-        folds: np.ndarray,
-        ridge: float,
-    ) -> EngineOutput:
-        return glm_cv_predict("poisson", X, response.y, candidates, folds, ridge)
-
-    def fit_params(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        columns: np.ndarray,
-        ridge: float,
-        label: str,
-    ) -> tuple[np.ndarray, list[LedgerEntry]]:
-        return glm_fit("poisson", X, response.y, columns, ridge, label)
 
     def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return np.exp(X_candidate @ params)

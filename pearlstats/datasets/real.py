@@ -210,6 +210,8 @@ def load_diabetes(scaled: bool = True) -> pd.DataFrame:
 
     Raises
     ------
+    OptionError
+        *scaled* is not ``True`` or ``False``.
     MissingDependencyError
         scikit-learn is not installed.
 

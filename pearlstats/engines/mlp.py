@@ -54,7 +54,6 @@ from ..ledger import LedgerEntry
 from ._common import EngineOutput, fold_rows
 
 if TYPE_CHECKING:
-    from ..design.candidates import Candidate
     from ..families import EncodedResponse
 
 __all__ = ["MLP", "FittedMLP", "MLPFamily", "MLPResults", "train_network"]
@@ -518,15 +517,8 @@ class MLPFamily(Family):
     def encode(self, values: pd.Series) -> EncodedResponse:
         return self.base.encode(values)
 
-    def cv_predict(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        candidates: Sequence[Candidate],
-        folds: np.ndarray,
-        ridge: float,
-    ) -> EngineOutput:
-        """Out-of-fold predictions: each fold's rows come from networks trained without them."""
+    def _cv_predict(self, X, response, candidates, folds, ridge):
+        # each fold's rows come from networks trained without them
         y, n_classes = response.y, response.n_classes
         n = len(y)
         shape = (
@@ -565,15 +557,8 @@ class MLPFamily(Family):
                 predictions[:, j] = column
         return EngineOutput(predictions, failed, entries)
 
-    def fit_params(
-        self,
-        X: np.ndarray,
-        response: EncodedResponse,
-        columns: np.ndarray,
-        ridge: float,
-        label: str,
-    ) -> tuple[FittedMLP, list[LedgerEntry]]:
-        """The candidate's network trained on all rows, and a ledger note if it diverged."""
+    def _fit_params(self, X, response, columns, ridge, label):
+        # the candidate's network trained on all rows, and a ledger note if it diverged
         fitted = train_network(
             self.mlp,
             self.name,
@@ -601,13 +586,6 @@ class MLPFamily(Family):
     def predict(self, params: FittedMLP, X_candidate: np.ndarray) -> np.ndarray:
         return params.predict(X_candidate)
 
-    def statsmodels_results(
-        self,
-        response: EncodedResponse,
-        exog: pd.DataFrame,
-        params: FittedMLP,
-        ridge: float,
-        scale_penalty: np.ndarray,
-    ) -> MLPResults:
-        """An :class:`MLPResults` describing the refitted network (no statsmodels model exists)."""
+    def _statsmodels_results(self, response, exog, params, ridge, scale_penalty):
+        # an MLPResults describing the refitted network: no statsmodels model exists
         return MLPResults(params, list(exog.columns))

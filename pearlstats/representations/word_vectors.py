@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -142,6 +142,24 @@ class _GensimLearner(TextLearner):
         workers = self.workers or (1 if self.seed is not None else 3)
         return {"seed": seed, "workers": workers, "vector_size": self.vector_size, **self.options}
 
+    @transactional
+    def fit(self, documents: Any) -> Self:
+        """Train the gensim model (word vectors, or Doc2Vec) on the tokenised ``documents``.
+
+        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+        """
+        token_lists = self._tokens(documents)
+        self._fit_model(token_lists, self._training_settings())
+        self.output_dim_ = self.vector_size
+        return self
+
+    def _fit_model(self, token_lists: list[list[str]], settings: dict) -> None:
+        """Train the gensim model with *settings* and keep what ``transform`` needs."""
+        raise NotImplementedError
+
+    def fit_transform(self, documents: Any) -> np.ndarray:
+        return self.fit(documents).transform(documents)
+
 
 class Word2Vec(_GensimLearner):
     """Mean of Word2Vec word vectors trained on the documents.
@@ -211,28 +229,17 @@ class Word2Vec(_GensimLearner):
     def __repr__(self):
         return f"Word2Vec(vector_size={self.vector_size}, seed={self.seed})"
 
-    @transactional
-    def fit(self, documents: Any) -> Word2Vec:
-        """Train word vectors on the tokenised ``documents``.
-
-        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
-        """
+    def _fit_model(self, token_lists: list[list[str]], settings: dict) -> None:
         from gensim.models import Word2Vec as GensimWord2Vec
 
-        token_lists = self._tokens(documents)
-        model = GensimWord2Vec(**self._training_settings())
+        model = GensimWord2Vec(**settings)
         self._train(model, token_lists)
         self.vectors_ = model.wv
-        self.output_dim_ = self.vector_size
-        return self
 
     def transform(self, documents: Any) -> np.ndarray:
         """Mean word vector of each document, shape (n_documents, vector_size)."""
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
-
-    def fit_transform(self, documents: Any) -> np.ndarray:
-        return self.fit(documents).transform(documents)
 
 
 class Doc2Vec(_GensimLearner):
@@ -296,24 +303,15 @@ class Doc2Vec(_GensimLearner):
     def __repr__(self):
         return f"Doc2Vec(vector_size={self.vector_size}, dm={self.options['dm']}, seed={self.seed})"
 
-    @transactional
-    def fit(self, documents: Any) -> Doc2Vec:
-        """Train a Doc2Vec model on the tokenised ``documents``.
-
-        If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
-        """
+    def _fit_model(self, token_lists: list[list[str]], settings: dict) -> None:
         from gensim.models.doc2vec import Doc2Vec as GensimDoc2Vec
         from gensim.models.doc2vec import TaggedDocument
 
-        token_lists = self._tokens(documents)
-        settings = self._training_settings()
         tagged = [TaggedDocument(tokens, [i]) for i, tokens in enumerate(token_lists)]
         model = GensimDoc2Vec(**settings)
         self._train(model, tagged)
         self.model_ = model
         self.inference_seed_ = settings["seed"]
-        self.output_dim_ = self.vector_size
-        return self
 
     def transform(self, documents: Any) -> np.ndarray:
         """Inferred vector of each document, shape (n_documents, vector_size)."""
@@ -332,9 +330,6 @@ class Doc2Vec(_GensimLearner):
         finally:
             model.random = saved_random
         return out
-
-    def fit_transform(self, documents: Any) -> np.ndarray:
-        return self.fit(documents).transform(documents)
 
 
 def _document_key(seed: int, tokens: list[str]) -> int:
@@ -370,44 +365,14 @@ def infer_vector(model: GensimDoc2Vec, words: list[str], start: np.ndarray, key:
     neu1 = matutils.zeros_aligned(model.layer1_size, dtype=np.float32)
     alpha, epochs = model.alpha, model.epochs
     alpha_delta = (alpha - model.min_alpha) / max(epochs - 1, 1)
+    # only the document's own vector learns; the words and the hidden layer stay as trained
+    frozen = {"learn_words": False, "learn_hidden": False, "doctag_vectors": doctag_vectors,
+              "doctags_lockf": lock}
     for _ in range(epochs):
         if model.sg:
-            train_document_dbow(
-                model,
-                words,
-                [0],
-                alpha,
-                work,
-                learn_words=False,
-                learn_hidden=False,
-                doctag_vectors=doctag_vectors,
-                doctags_lockf=lock,
-            )
-        elif model.dm_concat:
-            train_document_dm_concat(
-                model,
-                words,
-                [0],
-                alpha,
-                work,
-                neu1,
-                learn_words=False,
-                learn_hidden=False,
-                doctag_vectors=doctag_vectors,
-                doctags_lockf=lock,
-            )
+            train_document_dbow(model, words, [0], alpha, work, **frozen)
         else:
-            train_document_dm(
-                model,
-                words,
-                [0],
-                alpha,
-                work,
-                neu1,
-                learn_words=False,
-                learn_hidden=False,
-                doctag_vectors=doctag_vectors,
-                doctags_lockf=lock,
-            )
+            train = train_document_dm_concat if model.dm_concat else train_document_dm
+            train(model, words, [0], alpha, work, neu1, **frozen)
         alpha -= alpha_delta
     return doctag_vectors[0].astype(np.float64)
