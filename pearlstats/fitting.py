@@ -360,7 +360,7 @@ def fit(
         representations=(
             blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
         ),
-        dropped_rows=prepared.dropped_rows, honest=honest,
+        dropped_rows=prepared.dropped_rows, honest=honest, row_labels=prepared.row_labels,
     )
     return results_from_state(state)
 

@@ -78,11 +78,14 @@ class Prepared:
     response : EncodedResponse
     dropped_rows : ndarray of int
         Positions of the rows ``missing="drop"`` removed.
+    row_labels : pandas.Index
+        Labels of the rows kept: the data's index labels for a DataFrame, positions otherwise.
     """
 
     design: Design
     response: EncodedResponse
     dropped_rows: np.ndarray
+    row_labels: pd.Index
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,8 @@ class FitState:
     dropped_rows : ndarray of int
     honest : int or False
         Outer folds of the nested cross-validation behind ``res.honest``.
+    row_labels : pandas.Index or None
+        Labels of the fit's rows (:attr:`Prepared.row_labels`); None means positions.
     """
 
     family: object
@@ -148,6 +153,7 @@ class FitState:
     representations: object
     dropped_rows: np.ndarray
     honest: int | bool = 5
+    row_labels: pd.Index | None = None
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
@@ -229,7 +235,9 @@ def prepare_rows(
     check_block_information(resolved)
     response = family.encode(response_values(formula, frame, eval_env))
     design = build_design(formula, frame, resolved, eval_env)
-    return Prepared(design, response, np.setdiff1d(np.arange(n_given), kept))
+    labels = data_index(data)
+    labels = pd.RangeIndex(n_given) if labels is None else labels
+    return Prepared(design, response, np.setdiff1d(np.arange(n_given), kept), labels[kept])
 
 
 def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidate]:

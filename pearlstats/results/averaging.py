@@ -197,7 +197,7 @@ def conf_int(res: PearlResults, alpha: float = 0.05) -> pd.DataFrame:
 
 
 def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:
-    index = pd.RangeIndex(res.nobs)
+    index = res.row_labels
     if values.ndim == 2:
         return pd.DataFrame(values, index=index, columns=res.classes)
     return pd.Series(values, index=index, name=prediction_name(res))

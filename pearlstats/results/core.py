@@ -119,6 +119,8 @@ class PearlResults(WeightDiagnostics):
         self._ledger = FailureLedger(list(state.ledger))
         self._representations = state.representations
         self._dropped_rows = state.dropped_rows
+        labels = state.row_labels
+        self._row_labels = pd.RangeIndex(len(state.response.y)) if labels is None else labels
         self._params: dict = {}
         self._params_lock = threading.Lock()
         self._last_honest_risk = None
@@ -221,6 +223,16 @@ class PearlResults(WeightDiagnostics):
         """Positions of rows removed by ``missing='drop'`` (empty otherwise)."""
         return self._dropped_rows.copy()
 
+    @property
+    def row_labels(self) -> pd.Index:
+        """Labels of the rows the fit used, in order: the data's index labels for a DataFrame
+        (without the rows ``missing='drop'`` removed), positions for arrays and dicts.
+
+        :attr:`cv_predictions`, :attr:`fittedvalues` and :attr:`resid` are indexed by them,
+        as statsmodels indexes its fitted values by the data's rows.
+        """
+        return self._row_labels
+
     # ---- cross-validation stage ------------------------------------------------
     @cached_property
     def weights(self) -> pd.Series:
@@ -252,11 +264,12 @@ class PearlResults(WeightDiagnostics):
         J = len(self._pool)
         values = self._predictions[:, :J]
         if values.ndim == 2:
-            return pd.DataFrame(values, columns=self.candidate_labels)
+            return pd.DataFrame(values, columns=self.candidate_labels, index=self.row_labels)
         columns = pd.MultiIndex.from_product(
             [self.candidate_labels, self.classes], names=["candidate", "class"]
         )
-        return pd.DataFrame(values.reshape(len(values), -1), columns=columns)
+        return pd.DataFrame(values.reshape(len(values), -1), columns=columns,
+                            index=self.row_labels)
 
     def _pointwise(self, prediction: np.ndarray) -> np.ndarray:
         return self._loss.pointwise(self._response.y, prediction)

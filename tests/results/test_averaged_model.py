@@ -119,6 +119,33 @@ def test_single_ols_candidate_reproduces_statsmodels():
         np.testing.assert_allclose(got[ours], frame[theirs], rtol=1e-10, atol=1e-10)
 
 
+def test_fitted_values_keep_the_data_rows_labels_as_statsmodels_does():
+    # A DataFrame with string labels and a missing value: statsmodels' formula API indexes its
+    # fitted values and residuals by the labels of the rows it kept; so do ours, and the
+    # out-of-fold predictions.
+    blocks, ys = _data(seed=2)
+    n = len(ys["gaussian"])
+    labels = [f"r{i}" for i in range(n)][::-1]
+    frame = pd.DataFrame({"y": ys["gaussian"], "x": blocks["age"], "a0": blocks["a"][:, 0],
+                          "a1": blocks["a"][:, 1]}, index=labels)
+    frame.iloc[3, 1] = np.nan
+    block = {"a": frame[["a0", "a1"]]}
+    res = pearl.fit("y ~ x + block(a)", frame, blocks=block, missing="drop", seed=0,
+                    honest=False)
+    assert res.dropped_rows.tolist() == [3]
+    direct = sm.OLS.from_formula("y ~ x + a0 + a1", frame, missing="drop").fit()
+    pd.testing.assert_index_equal(res.row_labels, direct.fittedvalues.index)
+    pd.testing.assert_series_equal(res.fittedvalues, direct.fittedvalues, check_names=False,
+                                   rtol=1e-10, atol=1e-10)
+    pd.testing.assert_series_equal(res.resid, direct.resid, check_names=False, rtol=1e-10,
+                                   atol=1e-10)
+    pd.testing.assert_index_equal(res.cv_predictions.index, direct.fittedvalues.index)
+    # Arrays and dicts have no labels: positions, as before.
+    plain = pearl.fit("y ~ x + block(a)", {"y": ys["gaussian"], "x": blocks["age"]},
+                      blocks={"a": blocks["a"]}, seed=0, honest=False)
+    pd.testing.assert_index_equal(plain.fittedvalues.index, pd.RangeIndex(n))
+
+
 def test_confidence_interval_combines_candidates_like_coefficients(fits):
     res = fits["gaussian"]
     w = {j: float(v) for j, v in res.weights.items() if v > 0}
