@@ -86,3 +86,26 @@ def test_singular_hessian_gives_minimum_norm_steps_and_is_flagged():
         np.testing.assert_allclose(
             np.delete(result.theta[k], [1, 6]), np.delete(reference, 1), rtol=1e-8, atol=1e-10
         )
+
+
+def test_penalised_objective_values_are_each_problems_own_in_the_line_search():
+    # Backtracking evaluates the objective alone (order 0); it once gave every problem the
+    # loss of problem 0 plus its own penalty, so folds 1..K-1 compared wrong values.
+    from pearlstats.engines.newton import penalised_newton
+
+    X, Y = _problems(seed=3)
+    ridge, weights = 0.5, np.column_stack([np.zeros(len(Y)), np.ones((len(Y), 5))])
+    theta = np.random.default_rng(1).normal(size=(len(Y), X.shape[1]))
+    seen = {}
+
+    def probe(objective, theta0, stop=None):
+        seen["alone"] = objective(theta0, 0)
+        seen["with_gradient"] = objective(theta0, 1)[0]
+        return batched_newton(objective, theta0)
+
+    penalised_newton(_logistic_objective(X, Y, []), theta, ridge, weights, newton=probe)
+    eta = theta @ X.T  # the solver sees u = theta / r, and the loss r * u = theta
+    direct = np.mean(np.logaddexp(0.0, eta) - Y * eta, axis=1)
+    direct += 0.5 * ridge * np.sum(weights * theta**2, axis=1)
+    np.testing.assert_allclose(seen["alone"], direct, rtol=1e-12)
+    np.testing.assert_allclose(seen["with_gradient"], direct, rtol=1e-12)
