@@ -26,12 +26,11 @@ from ._common import EngineOutput
 from .newton import batched_newton, penalised_newton
 from .newton_cv import (
     SEPARATION_ETA,
-    SEPARATION_MIN_ITER,
-    SEPARATION_STEP,
     NewtonEngine,
     newton_cv_predict,
     newton_fit,
     newton_notes,
+    separation_check,
 )
 
 if TYPE_CHECKING:
@@ -133,20 +132,18 @@ def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None):
     dtype = PENALISED_HESSIAN_DTYPE if ridge > 0 else np.float64
     loss = _make_loss(Xs, onehot, weights, n_train, n_classes, dtype)
 
-    def separated(theta, step, iteration):
-        if ridge > 0 or iteration < SEPARATION_MIN_ITER:
-            return np.zeros(theta.shape[0], dtype=bool)
+    def extreme_rows(theta):
         logp = _log_probabilities(theta, np.ascontiguousarray(Xs.T), n_classes)
         own = np.einsum("kcn,nc->kn", logp, onehot)
-        extreme = np.any((weights > 0) & (own > -np.exp(-SEPARATION_ETA)), axis=1)
-        return extreme & (np.abs(step).max(axis=1) > SEPARATION_STEP)
+        return np.any((weights > 0) & (own > -np.exp(-SEPARATION_ETA)), axis=1)
 
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     # theta is class-major: one block of the columns' weights per non-reference class.
     penalty = np.tile(penalty, (1, n_classes - 1)) * np.ones((weights.shape[0], 1))
     newton = partial(batched_newton, reuse_contraction=REUSE_CONTRACTION)
-    return penalised_newton(loss, theta0, ridge, penalty, stop=separated, newton=newton)
+    return penalised_newton(loss, theta0, ridge, penalty,
+                            stop=separation_check(extreme_rows, ridge), newton=newton)
 
 
 def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndarray:

@@ -24,8 +24,7 @@ from ._common import (
     check_ridge,
     fold_penalty_weights,
     fold_rows,
-    infeasible_entry,
-    too_wide_entry,
+    unfit_entry,
 )
 from .newton import NewtonResult, fold_start, separated_in_every_fold
 
@@ -38,7 +37,37 @@ SEPARATION_ETA = 30.0
 SEPARATION_MIN_ITER = 15
 SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
 
-__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "newton_notes", "ridge_ladder"]
+__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "newton_notes", "ridge_ladder",
+           "separation_check"]
+
+
+def separation_check(extreme_rows: Callable, ridge: float, applies: bool = True) -> Callable:
+    """The ``stop`` callback of a logistic Newton fit: which problems are separated.
+
+    Parameters
+    ----------
+    extreme_rows : callable
+        ``extreme_rows(theta) -> bool (K,)``: whether a training row of each problem
+        is beyond :data:`SEPARATION_ETA` (its linear predictor, or its log-odds against
+        its own class).
+    ridge : float
+        A penalised fit always has a finite optimum: nothing is flagged.
+    applies : bool
+        False for models that cannot separate (Poisson).
+
+    Returns
+    -------
+    callable
+        ``stop(theta, step, iteration)`` for :func:`~pearlstats.engines.newton.batched_newton`:
+        flags problems with an extreme row still taking steps above :data:`SEPARATION_STEP`
+        after :data:`SEPARATION_MIN_ITER` iterations.
+    """
+    def separated(theta, step, iteration):
+        if not applies or ridge > 0 or iteration < SEPARATION_MIN_ITER:
+            return np.zeros(theta.shape[0], dtype=bool)
+        return extreme_rows(theta) & (np.abs(step).max(axis=1) > SEPARATION_STEP)
+
+    return separated
 
 
 @dataclass(frozen=True)
@@ -222,8 +251,7 @@ def newton_cv_predict(
         S = candidate.columns
         size = S.size * engine.per_column
         # Recorded before anything of the candidate is formed: a p > n block costs nothing.
-        entry = infeasible_entry(candidate.label, size, n_train_min, start)
-        entry = entry or too_wide_entry(candidate.label, size, len(rows) + 1)
+        entry = unfit_entry(candidate.label, size, n_train_min, start, len(rows) + 1)
         if entry is not None:
             failed[j] = True
             entries.append(entry)
