@@ -46,10 +46,12 @@ __all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities"]
 # changed which fits the separation check flags.
 PENALISED_HESSIAN_DTYPE = np.float32
 
-# Ratio of successive Newton decrements below which a multinomial Hessian is reused (see
-# batched_newton): forming one costs 20-30 gradients on wide designs, so chord steps pay
-# even when they contract only 3-fold (Fashion-MNIST, four 10-column blocks: 12% fewer Hessians).
+# Hessian reuse (see batched_newton): forming one costs 20-30 gradients on wide designs, so
+# chord steps pay even when each shrinks the decrement only 3-fold, for as many steps in a row
+# as keep doing so. On Fashion-MNIST with four 10-column blocks this formed 28% fewer Hessians
+# than the generic setting (0.01, one chord step per Hessian) and took 1.8 s instead of 2.4 s.
 REUSE_CONTRACTION = 0.3
+MAX_CHORD = 100
 
 
 def _softmax_parts(theta: np.ndarray, XsT: np.ndarray, n_classes: int):
@@ -141,7 +143,7 @@ def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None):
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     # theta is class-major: one block of the columns' weights per non-reference class.
     penalty = np.tile(penalty, (1, n_classes - 1)) * np.ones((weights.shape[0], 1))
-    newton = partial(batched_newton, reuse_contraction=REUSE_CONTRACTION)
+    newton = partial(batched_newton, reuse_contraction=REUSE_CONTRACTION, max_chord=MAX_CHORD)
     return penalised_newton(loss, theta0, ridge, penalty,
                             stop=separation_check(extreme_rows, ridge), newton=newton)
 

@@ -165,6 +165,7 @@ def batched_newton(
     max_iter: int = 100,
     tol: float = 1e-20,
     reuse_contraction: float = 0.01,
+    max_chord: int = 1,
 ) -> NewtonResult:
     """Minimise K convex objectives by damped Newton steps that reuse Hessians.
 
@@ -199,16 +200,21 @@ def batched_newton(
     reuse_contraction : float
         Ratio of successive decrements below which a Hessian is reused; 0
         forms it at every step (plain Newton).
+    max_chord : int
+        Most chord steps in a row with one Hessian. More pays where a Hessian
+        costs many gradients (wide multinomial designs: 20-30).
 
     Returns
     -------
     NewtonResult
     """
     with one_blas_thread():
-        return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction)
+        return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
+                                  max_chord)
 
 
-def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction) -> NewtonResult:
+def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
+                       max_chord) -> NewtonResult:
     theta = theta0.copy()
     K = theta.shape[0]
     converged = np.zeros(K, dtype=bool)
@@ -219,6 +225,7 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
     fresh = True  # the systems are the Hessians at the current theta
     previous = np.full(K, np.nan)  # each problem's decrement at its previous step (none yet)
     previous_fresh = previous.copy()  # ... at its previous step with a fresh Hessian
+    chords = 0  # chord steps taken since the systems were formed
     iteration = 0
     for iteration in range(1, max_iter + 1):
         moving = ~(converged | stopped)
@@ -235,9 +242,8 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         # At the optimum to rounding, a decrement computed from rounding-level gradients can
         # stall above tol (seen for penalised fits of nearly separated classes, ridge 1e-4):
         # a tiny decrement that no longer shrinks means no further progress is possible. Only
-        # decrements of fresh Hessians are compared: one after a chord step measures the distance
-        # to the optimum in another metric, and taking it for a stall stopped ill-conditioned
-        # fits (ridge 1e-3) with probabilities 5e-6 from their optimum.
+        # decrements from fresh Hessians are compared: one from a kept Hessian is measured in
+        # another metric, so its not shrinking says nothing about a rounding floor.
         floor = decrement <= _STALL * np.maximum(1.0, np.abs(f))
         if fresh:
             converged |= moving & floor & (decrement >= 0.5 * previous_fresh)
@@ -245,8 +251,9 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         moving = ~(converged | stopped)
         if not moving.any():
             break
-        # After a contracting Newton step, try keeping this Hessian for the next.
-        reuse_next = fresh and contracting and reuse_contraction > 0
+        # After a contracting step, try keeping this Hessian for the next.
+        chords = 0 if fresh else chords
+        reuse_next = contracting and reuse_contraction > 0 and chords < max_chord
         theta, f, g, H, scale = _line_search(
             objective, theta, f, step, decrement, moving, 1 if reuse_next else 2
         )
@@ -254,6 +261,7 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             systems = NewtonSystems.from_hessians(H)
             singular |= systems.singular
         fresh = H is not None
+        chords += not fresh
         converged |= moving & (scale == 0.0)
         previous = np.where(moving, decrement, previous)
         if stop is not None:
