@@ -72,6 +72,25 @@ def test_start_near_the_optimum_converges_in_few_hessians():
     assert len(count) <= 4
 
 
+def test_a_given_start_hessian_and_chord_runs_reach_statsmodels_optimum_with_fewer_hessians():
+    # As for CV folds: start from the all-rows optimum with the all-rows fit's last Hessian.
+    X, Y = _problems(seed=4)
+    first = batched_newton(_logistic_objective(X, Y, []), np.zeros((len(Y), X.shape[1])))
+    hessian0 = _logistic_objective(X, Y, [])(first.theta, 2)[2]
+    keep = np.random.default_rng(5).uniform(size=len(X)) > 0.2
+    objective = _logistic_objective(X[keep], Y[:, keep], cold := [])
+    plain = batched_newton(objective, first.theta, reuse_contraction=0.0)
+    warm = batched_newton(_logistic_objective(X[keep], Y[:, keep], count := []), first.theta,
+                          reuse_contraction=0.3, max_chord=100, hessian0=hessian0)
+    assert warm.converged.all()
+    for k, y in enumerate(Y[:, keep]):
+        reference = (
+            sm.Logit(y, X[keep]).fit(method="newton", tol=1e-12, maxiter=100, disp=False).params
+        )
+        np.testing.assert_allclose(warm.theta[k], reference, rtol=1e-9, atol=1e-10)
+    assert plain.converged.all() and len(count) < len(cold)
+
+
 def test_singular_hessian_gives_minimum_norm_steps_and_is_flagged():
     X, Y = _problems(seed=3, K=2)
     duplicated = np.column_stack([X, X[:, 1]])  # column 1 twice: the Hessian is singular

@@ -128,7 +128,7 @@ def _make_loss(Xs, onehot, weights, n_train, n_classes, hessian_dtype=np.float64
     return objective
 
 
-def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None):
+def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None, hessian0=None):
     onehot = np.eye(n_classes)[codes]
     n_train = weights.sum(axis=1)
     dtype = PENALISED_HESSIAN_DTYPE if ridge > 0 else np.float64
@@ -144,8 +144,9 @@ def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None):
     # theta is class-major: one block of the columns' weights per non-reference class.
     penalty = np.tile(penalty, (1, n_classes - 1)) * np.ones((weights.shape[0], 1))
     newton = partial(batched_newton, reuse_contraction=REUSE_CONTRACTION, max_chord=MAX_CHORD)
-    return penalised_newton(loss, theta0, ridge, penalty,
-                            stop=separation_check(extreme_rows, ridge), newton=newton)
+    stop = separation_check(extreme_rows, ridge)
+    return penalised_newton(loss, theta0, ridge, penalty, stop=stop, newton=newton,
+                            hessian0=hessian0)
 
 
 def _params(theta_row: np.ndarray, n_classes: int, scale: np.ndarray) -> np.ndarray:
@@ -159,13 +160,13 @@ def _notes(label: str, result, fold_ids, stage: str) -> list:
 
 
 def _engine(codes: np.ndarray, n_classes: int) -> NewtonEngine:
-    def solve(Z, y, weights, penalty, ridge, intercept, theta0):
-        return _solve(Z, codes, n_classes, weights, penalty, ridge, theta0)
+    def solve(Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None):
+        return _solve(Z, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
 
     def predict(Z_rows, theta):
         return class_probabilities(_params(theta, n_classes, np.ones(Z_rows.shape[1])), Z_rows)
 
-    return NewtonEngine(n_classes - 1, solve, predict, _notes, separates=True)
+    return NewtonEngine(n_classes - 1, solve, predict, _notes, separates=True, warm_hessian=True)
 
 
 def multinomial_cv_predict(

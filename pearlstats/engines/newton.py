@@ -47,6 +47,9 @@ class NewtonResult:
     singular : ndarray of bool (K,)
         Problems whose Hessian was singular at some step (solved by least squares).
     iterations : int
+    hessian : ndarray (K, d, d) or None
+        The last Hessian of the loss (without penalty) the solver formed, at
+        or near ``theta``; set by :func:`penalised_newton`.
     """
 
     theta: np.ndarray
@@ -54,6 +57,7 @@ class NewtonResult:
     stopped: np.ndarray
     singular: np.ndarray
     iterations: int
+    hessian: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,7 @@ def batched_newton(
     tol: float = 1e-20,
     reuse_contraction: float = 0.01,
     max_chord: int = 1,
+    hessian0: np.ndarray | None = None,
 ) -> NewtonResult:
     """Minimise K convex objectives by damped Newton steps that reuse Hessians.
 
@@ -203,6 +208,10 @@ def batched_newton(
     max_chord : int
         Most chord steps in a row with one Hessian. More pays where a Hessian
         costs many gradients (wide multinomial designs: 20-30).
+    hessian0 : ndarray (K, d, d), optional
+        An approximation of the Hessians at *theta0* (e.g. the all-rows one
+        for fold fits started at the all-rows optimum): the first steps are
+        chord steps with it, for as long as they contract.
 
     Returns
     -------
@@ -210,21 +219,25 @@ def batched_newton(
     """
     with one_blas_thread():
         return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                                  max_chord)
+                                  max_chord, hessian0)
 
 
 def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                       max_chord) -> NewtonResult:
+                       max_chord, hessian0) -> NewtonResult:
     theta = theta0.copy()
     K = theta.shape[0]
     converged = np.zeros(K, dtype=bool)
     stopped = np.zeros(K, dtype=bool)
-    f, g, H = objective(theta, 2)
+    fresh = hessian0 is None  # the systems are the Hessians at the current theta
+    if fresh:
+        f, g, H = objective(theta, 2)
+    else:
+        (f, g), H = objective(theta, 1), hessian0
     systems = NewtonSystems.from_hessians(H)
     singular = systems.singular.copy()
-    fresh = True  # the systems are the Hessians at the current theta
-    previous = np.full(K, np.nan)  # each problem's decrement at its previous step (none yet)
-    previous_fresh = previous.copy()  # ... at its previous step with a fresh Hessian
+    # Each problem's decrement at its previous step; none yet (inf lets a given Hessian be tried).
+    previous = np.full(K, np.nan if fresh else np.inf)
+    previous_fresh = np.full(K, np.nan)  # ... at its previous step with a fresh Hessian
     chords = 0  # chord steps taken since the systems were formed
     iteration = 0
     for iteration in range(1, max_iter + 1):
@@ -335,6 +348,7 @@ def penalised_newton(
     *,
     stop: Callable | None = None,
     newton: Callable = batched_newton,
+    hessian0: np.ndarray | None = None,
 ) -> NewtonResult:
     """Minimise ``loss(theta) + ridge / 2 * sum(weights * theta**2)`` for K problems.
 
@@ -357,14 +371,24 @@ def penalised_newton(
         As for :func:`batched_newton`, called with theta and the step in theta.
     newton : callable
         The Newton solver (:func:`batched_newton`; replaceable in tests).
+    hessian0 : ndarray (K, d, d), optional
+        Approximate Hessians of *loss* at *theta0* (e.g. ``hessian`` of another
+        result), passed on to *newton* in the solver's parametrisation.
 
     Returns
     -------
     NewtonResult
-        With ``theta`` in the original parametrisation.
+        With ``theta`` in the original parametrisation and ``hessian`` the
+        loss's last Hessian formed.
     """
     r, penalty = shrinkage_factors(ridge, weights)
     diagonal = np.arange(theta0.shape[1])
+    last = {}  # the loss's last Hessian
+
+    def in_u(H):
+        H = r[:, :, None] * H * r[:, None, :]
+        H[:, diagonal, diagonal] += penalty
+        return H
 
     def objective(u, order):
         values = loss(r * u, order)
@@ -375,14 +399,13 @@ def penalised_newton(
         g = r * values[1] + penalty * u
         if order == 1:
             return f, g
-        H = r[:, :, None] * values[2] * r[:, None, :]
-        H[:, diagonal, diagonal] += penalty
-        return f, g, H
+        last["H"] = values[2]
+        return f, g, in_u(values[2])
 
     def stop_u(u, step, iteration):
         return stop(r * u, r * step, iteration)
 
-    result = newton(objective, theta0 / r, stop=None if stop is None else stop_u)
-    return NewtonResult(
-        r * result.theta, result.converged, result.stopped, result.singular, result.iterations
-    )
+    start = {} if hessian0 is None else {"hessian0": in_u(hessian0)}
+    result = newton(objective, theta0 / r, stop=None if stop is None else stop_u, **start)
+    return NewtonResult(r * result.theta, result.converged, result.stopped, result.singular,
+                        result.iterations, last.get("H"))

@@ -89,6 +89,9 @@ class NewtonEngine:
     separates : bool
         Whether the maximum-likelihood estimate can fail to exist by separation
         (logistic models): only then does the ``separation`` option apply.
+    warm_hessian : bool
+        Whether the fold fits also start from the all-rows fit's last Hessian
+        (``solve(..., hessian0=...)``): worth it where forming Hessians dominates.
     """
 
     per_column: int
@@ -96,6 +99,7 @@ class NewtonEngine:
     predict: Callable
     notes: Callable
     separates: bool = False
+    warm_hessian: bool = False
 
 
 def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
@@ -201,8 +205,12 @@ def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weig
         penalty = fold_penalty_weights(design, X_S, rows)
     else:
         penalty = np.zeros((len(rows), X_S.shape[1]))
-    return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept,
-                                    fold_start(everything, len(rows)))
+    theta0 = fold_start(everything, len(rows))
+    start = {}
+    if engine.warm_hessian and theta0 is not None and everything.hessian is not None:
+        start["hessian0"] = np.repeat(everything.hessian, len(rows), axis=0)
+    return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept, theta0,
+                                    **start)
 
 
 def newton_cv_predict(
