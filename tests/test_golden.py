@@ -23,8 +23,13 @@ GOLDEN = np.load(RESULTS / "golden_fits.npz")
 # The scale-free weight solver of issue 13 (merged after the architecture change)
 # damps its Newton steps differently, so the multinomial cross-entropy weights
 # stop at another point of a flat optimum: 1.4e-10 away, objective not worse
-# (checked below). Everything else is as it was to 1e-12.
-TOLERANCE = {"multinomial/weights": 1e-9, "multinomial/predictions": 1e-9}
+# (checked below). The multinomial engine's looser Hessian reuse (issue 17) takes another
+# Newton path to the same fold optima, which moves the candidates' CV risks by 5.6e-12 and
+# out-of-fold probabilities by about 2e-11: within the spread the solver's tolerance
+# (decrement 1e-20) leaves (about 1e-10 on Fashion-MNIST, plain Newton against Hessian reuse).
+# Everything else, and every other family, is as it was to 1e-12.
+TOLERANCE = {"multinomial/weights": 1e-9, "multinomial/predictions": 1e-9,
+             "multinomial/cv_risk": 1e-9, "multinomial/cv_predictions": 1e-9}
 
 
 @pytest.mark.filterwarnings("ignore")

@@ -60,6 +60,7 @@ __all__ = [
     "fold_rows",
     "infeasible_entry",
     "too_wide_entry",
+    "unfit_entry",
     "penalized_columns",
     "check_ridge",
     "ridge_penalty_weights",
@@ -340,15 +341,23 @@ def infeasible_entry(label: str, n_params: int, n_train: int, ridge: float) -> L
     """Ledger row for a candidate with at least as many parameters as training rows."""
     if ridge > 0 or n_params < n_train:
         return None
-    return LedgerEntry(
+    return _infeasible(
         label,
-        None,
-        "cv",
-        "infeasible",
         f"{n_params} parameters but only {n_train} training rows in the smallest fold",
         "given weight 0; use fewer columns, more folds, or ridge > 0",
-        True,
     )
+
+
+def _infeasible(label: str, reason: str, action: str) -> LedgerEntry:
+    """An "infeasible" cross-validation ledger row that excludes the candidate."""
+    return LedgerEntry(label, None, "cv", "infeasible", reason, action, True)
+
+
+def unfit_entry(label: str, n_params: int, n_train: int, ridge: float,
+                n_systems: int) -> LedgerEntry | None:
+    """The ledger row of :func:`infeasible_entry`, else of :func:`too_wide_entry`, else None."""
+    return (infeasible_entry(label, n_params, n_train, ridge)
+            or too_wide_entry(label, n_params, n_systems))
 
 
 def too_wide_entry(label: str, size: int, n_systems: int) -> LedgerEntry | None:
@@ -356,14 +365,9 @@ def too_wide_entry(label: str, size: int, n_systems: int) -> LedgerEntry | None:
     needed = 8 * n_systems * size * size
     if needed <= MAX_SYSTEM_BYTES:
         return None
-    return LedgerEntry(
+    return _infeasible(
         label,
-        None,
-        "cv",
-        "infeasible",
-        f"{size} coefficients: its {n_systems} dense {size} "
-        f"x {size} systems need {needed / 2**30:.1f} GiB, "
-        f"more than the {MAX_SYSTEM_BYTES / 2**30:.1f} GiB limit",
+        f"{size} coefficients: its {n_systems} dense {size} x {size} systems need "
+        f"{needed / 2**30:.1f} GiB, more than the {MAX_SYSTEM_BYTES / 2**30:.1f} GiB limit",
         "given weight 0; reduce the block (e.g. fewer TF-IDF features or a PCA of it)",
-        True,
     )

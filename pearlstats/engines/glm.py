@@ -33,6 +33,7 @@ from .newton_cv import (
     newton_cv_predict,
     newton_fit,
     newton_notes,
+    separation_check,
 )
 
 if TYPE_CHECKING:
@@ -82,12 +83,10 @@ def _make_loss(kind, Z, y, weights, n_train):
 def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0):
     n_train = weights.sum(axis=1)
 
-    def separated(theta, step, iteration):
-        if kind != "binomial" or ridge > 0 or iteration < SEPARATION_MIN_ITER:
-            return np.zeros(theta.shape[0], dtype=bool)
-        eta = theta @ Z.T
-        extreme = np.any((weights > 0) & (np.abs(eta) > SEPARATION_ETA), axis=1)
-        return extreme & (np.abs(step).max(axis=1) > SEPARATION_STEP)
+    def extreme_rows(theta):
+        return np.any((weights > 0) & (np.abs(theta @ Z.T) > SEPARATION_ETA), axis=1)
+
+    separated = separation_check(extreme_rows, ridge, kind == "binomial")
 
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], Z.shape[1]))

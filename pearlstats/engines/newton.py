@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import lapack
 
 from ._common import one_blas_thread, shrinkage_factors
 
@@ -46,6 +47,9 @@ class NewtonResult:
     singular : ndarray of bool (K,)
         Problems whose Hessian was singular at some step (solved by least squares).
     iterations : int
+    hessian : ndarray (K, d, d) or None
+        The last Hessian of the loss (without penalty) the solver formed, at
+        or near ``theta``; set by :func:`penalised_newton`.
     """
 
     theta: np.ndarray
@@ -53,6 +57,7 @@ class NewtonResult:
     stopped: np.ndarray
     singular: np.ndarray
     iterations: int
+    hessian: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -61,33 +66,48 @@ class NewtonSystems:
 
     A Hessian that is not numerically positive definite (collinear columns)
     is replaced by its pseudo-inverse, which gives minimum-norm steps within
-    the column space.
+    the column space. The Cholesky factors that test definiteness are kept:
+    for wide systems each further solve (a chord step) then costs two
+    triangular solves, O(d^2), instead of a new O(d^3) factorisation.
 
     Attributes
     ----------
     H : ndarray (K, d, d)
     singular : ndarray of bool (K,)
     pseudo_inverse : ndarray (n_singular, d, d)
+    factors : ndarray (K, d, d) or None
+        Lower Cholesky factors of the definite Hessians (identity placeholders
+        for the singular ones), kept for wide systems only.
     """
 
     H: np.ndarray
     singular: np.ndarray
     pseudo_inverse: np.ndarray
+    factors: np.ndarray | None = None
 
     @classmethod
     def from_hessians(cls, H: np.ndarray) -> "NewtonSystems":
-        singular = ~_positive_definite(H)
+        singular, factors = _cholesky_factors(H)
+        if H.shape[1] < _FACTOR_WIDTH:
+            factors = None
         if not singular.any():
-            return cls(H, singular, np.empty((0,) + H.shape[1:]))
+            return cls(H, singular, np.empty((0,) + H.shape[1:]), factors)
         H = H.copy()
         pseudo_inverse = np.linalg.pinv(H[singular], hermitian=True)
         H[singular] = np.eye(H.shape[1])  # placeholders, never used for steps
-        return cls(H, singular, pseudo_inverse)
+        if factors is not None:
+            factors[singular] = np.eye(H.shape[1])
+        return cls(H, singular, pseudo_inverse, factors)
 
     def steps(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps ``H^{-1} g`` (K, d) and Newton decrements ``g' H^{-1} g`` (K,)."""
-        # A solve per use costs less than forming inverses: most systems are used once.
-        step = np.linalg.solve(self.H, g[:, :, None])[:, :, 0]
+        if self.factors is None:
+            # Narrow systems: one batched solve costs less than K calls of a triangular solver.
+            step = np.linalg.solve(self.H, g[:, :, None])[:, :, 0]
+        else:
+            step = np.empty_like(g)
+            for k in range(len(g)):
+                step[k] = _cholesky_solve(self.factors[k], g[k])
         if self.singular.any():
             step[self.singular] = np.matmul(self.pseudo_inverse, g[self.singular][:, :, None])[
                 :, :, 0
@@ -95,26 +115,45 @@ class NewtonSystems:
         return step, np.einsum("kd,kd->k", g, step)
 
 
-def _positive_definite(H: np.ndarray, condition_limit: float = 1e12) -> np.ndarray:
-    """Which of the Hessians ``H[k]`` are numerically positive definite.
+# Width from which NewtonSystems keeps Cholesky factors for its solves (below it the
+# per-problem calls cost more than the batched factorisation they save).
+_FACTOR_WIDTH = 48
+
+
+def _cholesky_solve(factor: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``H^{-1} g`` from the lower Cholesky factor L of H (LAPACK potrs).
+
+    ``L.T`` is the upper factor, already in the column-major layout LAPACK reads: no copy.
+    """
+    return lapack.dpotrs(factor.T, g, lower=0)[0]
+
+
+def _cholesky_factors(H: np.ndarray, condition_limit: float = 1e12):
+    """Which of the Hessians ``H[k]`` are numerically positive definite, and their factors.
 
     A Cholesky factorisation can succeed on an exactly singular matrix (two
     identical columns) with a pivot at rounding level, after which a solve
     gives a huge step; a pivot below ``max diag(H) / condition_limit`` counts
-    as singular.
+    as singular. Returns the mask (K,) and the lower factors (K, d, d), with
+    identity placeholders where the factorisation failed.
     """
-    def definite(one: np.ndarray) -> bool:
+    def factor(one: np.ndarray) -> np.ndarray | None:
         try:
-            pivots = np.diagonal(np.linalg.cholesky(one)) ** 2
+            return np.linalg.cholesky(one)
         except np.linalg.LinAlgError:
-            return False
-        return bool(pivots.min() > np.diagonal(one).max() / condition_limit)
+            return None
 
     try:
-        pivots = np.diagonal(np.linalg.cholesky(H), axis1=1, axis2=2) ** 2
+        factors = np.linalg.cholesky(H)
+        failed = np.zeros(len(H), dtype=bool)
     except np.linalg.LinAlgError:
-        return np.array([definite(one) for one in H], dtype=bool)
-    return pivots.min(axis=1) > np.diagonal(H, axis1=1, axis2=2).max(axis=1) / condition_limit
+        each = [factor(one) for one in H]
+        failed = np.array([f is None for f in each], dtype=bool)
+        eye = np.eye(H.shape[1])
+        factors = np.stack([eye if f is None else f for f in each]) if len(H) else H.copy()
+    pivots = np.diagonal(factors, axis1=1, axis2=2) ** 2
+    limit = np.diagonal(H, axis1=1, axis2=2).max(axis=1) / condition_limit
+    return failed | ~(pivots.min(axis=1) > limit), factors
 
 
 # Newton decrement (relative to max(1, |f|)) below which a decrement that stopped shrinking
@@ -130,6 +169,8 @@ def batched_newton(
     max_iter: int = 100,
     tol: float = 1e-20,
     reuse_contraction: float = 0.01,
+    max_chord: int = 1,
+    hessian0: np.ndarray | None = None,
 ) -> NewtonResult:
     """Minimise K convex objectives by damped Newton steps that reuse Hessians.
 
@@ -164,25 +205,40 @@ def batched_newton(
     reuse_contraction : float
         Ratio of successive decrements below which a Hessian is reused; 0
         forms it at every step (plain Newton).
+    max_chord : int
+        Most chord steps in a row with one Hessian. More pays where a Hessian
+        costs many gradients (wide multinomial designs: 20-30).
+    hessian0 : ndarray (K, d, d), optional
+        An approximation of the Hessians at *theta0* (e.g. the all-rows one
+        for fold fits started at the all-rows optimum): the first steps are
+        chord steps with it, for as long as they contract.
 
     Returns
     -------
     NewtonResult
     """
     with one_blas_thread():
-        return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction)
+        return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
+                                  max_chord, hessian0)
 
 
-def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction) -> NewtonResult:
+def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
+                       max_chord, hessian0) -> NewtonResult:
     theta = theta0.copy()
     K = theta.shape[0]
     converged = np.zeros(K, dtype=bool)
     stopped = np.zeros(K, dtype=bool)
-    f, g, H = objective(theta, 2)
+    fresh = hessian0 is None  # the systems are the Hessians at the current theta
+    if fresh:
+        f, g, H = objective(theta, 2)
+    else:
+        (f, g), H = objective(theta, 1), hessian0
     systems = NewtonSystems.from_hessians(H)
     singular = systems.singular.copy()
-    fresh = True  # the systems are the Hessians at the current theta
-    previous = np.full(K, np.nan)  # each problem's decrement at its previous step (none yet)
+    # Each problem's decrement at its previous step; none yet (inf lets a given Hessian be tried).
+    previous = np.full(K, np.nan if fresh else np.inf)
+    previous_fresh = np.full(K, np.nan)  # ... at its previous step with a fresh Hessian
+    chords = 0  # chord steps taken since the systems were formed
     iteration = 0
     for iteration in range(1, max_iter + 1):
         moving = ~(converged | stopped)
@@ -198,14 +254,19 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         converged |= decrement <= tol * np.maximum(1.0, np.abs(f))
         # At the optimum to rounding, a decrement computed from rounding-level gradients can
         # stall above tol (seen for penalised fits of nearly separated classes, ridge 1e-4):
-        # a tiny decrement that no longer shrinks means no further progress is possible.
+        # a tiny decrement that no longer shrinks means no further progress is possible. Only
+        # decrements from fresh Hessians are compared: one from a kept Hessian is measured in
+        # another metric, so its not shrinking says nothing about a rounding floor.
         floor = decrement <= _STALL * np.maximum(1.0, np.abs(f))
-        converged |= moving & floor & (decrement >= 0.5 * previous)
+        if fresh:
+            converged |= moving & floor & (decrement >= 0.5 * previous_fresh)
+            previous_fresh = np.where(moving, decrement, previous_fresh)
         moving = ~(converged | stopped)
         if not moving.any():
             break
-        # After a contracting Newton step, try keeping this Hessian for the next.
-        reuse_next = fresh and contracting and reuse_contraction > 0
+        # After a contracting step, try keeping this Hessian for the next.
+        chords = 0 if fresh else chords
+        reuse_next = contracting and reuse_contraction > 0 and chords < max_chord
         theta, f, g, H, scale = _line_search(
             objective, theta, f, step, decrement, moving, 1 if reuse_next else 2
         )
@@ -213,6 +274,7 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             systems = NewtonSystems.from_hessians(H)
             singular |= systems.singular
         fresh = H is not None
+        chords += not fresh
         converged |= moving & (scale == 0.0)
         previous = np.where(moving, decrement, previous)
         if stop is not None:
@@ -286,6 +348,7 @@ def penalised_newton(
     *,
     stop: Callable | None = None,
     newton: Callable = batched_newton,
+    hessian0: np.ndarray | None = None,
 ) -> NewtonResult:
     """Minimise ``loss(theta) + ridge / 2 * sum(weights * theta**2)`` for K problems.
 
@@ -308,32 +371,41 @@ def penalised_newton(
         As for :func:`batched_newton`, called with theta and the step in theta.
     newton : callable
         The Newton solver (:func:`batched_newton`; replaceable in tests).
+    hessian0 : ndarray (K, d, d), optional
+        Approximate Hessians of *loss* at *theta0* (e.g. ``hessian`` of another
+        result), passed on to *newton* in the solver's parametrisation.
 
     Returns
     -------
     NewtonResult
-        With ``theta`` in the original parametrisation.
+        With ``theta`` in the original parametrisation and ``hessian`` the
+        loss's last Hessian formed.
     """
     r, penalty = shrinkage_factors(ridge, weights)
     diagonal = np.arange(theta0.shape[1])
+    last = {}  # the loss's last Hessian
+
+    def in_u(H):
+        H = r[:, :, None] * H * r[:, None, :]
+        H[:, diagonal, diagonal] += penalty
+        return H
 
     def objective(u, order):
         values = loss(r * u, order)
-        # order 0 returns the values alone, (K,); higher orders a tuple that starts with them.
+        # order 0 gives the K values alone, not a tuple: values[0] would be problem 0's loss.
         f = (values if order == 0 else values[0]) + 0.5 * np.sum(penalty * u**2, axis=1)
         if order == 0:
             return f
         g = r * values[1] + penalty * u
         if order == 1:
             return f, g
-        H = r[:, :, None] * values[2] * r[:, None, :]
-        H[:, diagonal, diagonal] += penalty
-        return f, g, H
+        last["H"] = values[2]
+        return f, g, in_u(values[2])
 
     def stop_u(u, step, iteration):
         return stop(r * u, r * step, iteration)
 
-    result = newton(objective, theta0 / r, stop=None if stop is None else stop_u)
-    return NewtonResult(
-        r * result.theta, result.converged, result.stopped, result.singular, result.iterations
-    )
+    start = {} if hessian0 is None else {"hessian0": in_u(hessian0)}
+    result = newton(objective, theta0 / r, stop=None if stop is None else stop_u, **start)
+    return NewtonResult(r * result.theta, result.converged, result.stopped, result.singular,
+                        result.iterations, last.get("H"))

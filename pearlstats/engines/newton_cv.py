@@ -24,8 +24,7 @@ from ._common import (
     check_ridge,
     fold_penalty_weights,
     fold_rows,
-    infeasible_entry,
-    too_wide_entry,
+    unfit_entry,
 )
 from .newton import NewtonResult, fold_start, separated_in_every_fold
 
@@ -38,7 +37,37 @@ SEPARATION_ETA = 30.0
 SEPARATION_MIN_ITER = 15
 SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
 
-__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "newton_notes", "ridge_ladder"]
+__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "newton_notes", "ridge_ladder",
+           "separation_check"]
+
+
+def separation_check(extreme_rows: Callable, ridge: float, applies: bool = True) -> Callable:
+    """The ``stop`` callback of a logistic Newton fit: which problems are separated.
+
+    Parameters
+    ----------
+    extreme_rows : callable
+        ``extreme_rows(theta) -> bool (K,)``: whether a training row of each problem
+        is beyond :data:`SEPARATION_ETA` (its linear predictor, or its log-odds against
+        its own class).
+    ridge : float
+        A penalised fit always has a finite optimum: nothing is flagged.
+    applies : bool
+        False for models that cannot separate (Poisson).
+
+    Returns
+    -------
+    callable
+        ``stop(theta, step, iteration)`` for :func:`~pearlstats.engines.newton.batched_newton`:
+        flags problems with an extreme row still taking steps above :data:`SEPARATION_STEP`
+        after :data:`SEPARATION_MIN_ITER` iterations.
+    """
+    def separated(theta, step, iteration):
+        if not applies or ridge > 0 or iteration < SEPARATION_MIN_ITER:
+            return np.zeros(theta.shape[0], dtype=bool)
+        return extreme_rows(theta) & (np.abs(step).max(axis=1) > SEPARATION_STEP)
+
+    return separated
 
 
 @dataclass(frozen=True)
@@ -60,6 +89,9 @@ class NewtonEngine:
     separates : bool
         Whether the maximum-likelihood estimate can fail to exist by separation
         (logistic models): only then does the ``separation`` option apply.
+    warm_hessian : bool
+        Whether the fold fits also start from the all-rows fit's last Hessian
+        (``solve(..., hessian0=...)``): worth it where forming Hessians dominates.
     """
 
     per_column: int
@@ -67,6 +99,7 @@ class NewtonEngine:
     predict: Callable
     notes: Callable
     separates: bool = False
+    warm_hessian: bool = False
 
 
 def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
@@ -177,8 +210,12 @@ def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weig
         penalty = fold_penalty_weights(design, X_S, rows)
     else:
         penalty = np.zeros((len(rows), X_S.shape[1]))
-    return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept,
-                                    fold_start(everything, len(rows)))
+    theta0 = fold_start(everything, len(rows))
+    start = {}
+    if engine.warm_hessian and theta0 is not None and everything.hessian is not None:
+        start["hessian0"] = np.repeat(everything.hessian, len(rows), axis=0)
+    return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept, theta0,
+                                    **start)
 
 
 def newton_cv_predict(
@@ -227,13 +264,12 @@ def newton_cv_predict(
         S = candidate.columns
         size = S.size * engine.per_column
         # Recorded before anything of the candidate is formed: a p > n block costs nothing.
-        entry = infeasible_entry(candidate.label, size, n_train_min, start)
-        wide = entry is not None and separation == "ridge" and engine.separates
+        wide = separation == "ridge" and engine.separates and start <= 0 and size >= n_train_min
         if wide:
             # With at least as many coefficients as training rows a logistic fit separates, so
             # the separation default starts this candidate on the ladder instead of dropping it.
-            start, entry = SEPARATION_RIDGES[0], None
-        entry = entry or too_wide_entry(candidate.label, size, len(rows) + 1)
+            start = SEPARATION_RIDGES[0]
+        entry = unfit_entry(candidate.label, size, n_train_min, start, len(rows) + 1)
         if entry is not None:
             failed[j] = True
             entries.append(entry)

@@ -37,9 +37,9 @@ from ._common import (
     check_ridge,
     fold_penalty_weights,
     fold_rows,
-    infeasible_entry,
     one_blas_thread,
     too_wide_entry,
+    unfit_entry,
 )
 
 if TYPE_CHECKING:
@@ -159,6 +159,21 @@ def _column_groups(
     return [([j], np.unique(candidates[j].columns)) for j in feasible]
 
 
+def _screen(candidates, n_train: int, ridge: float):
+    """Positions of the candidates that can be fitted, a failed mask, the others' ledger rows."""
+    failed = np.zeros(len(candidates), dtype=bool)
+    entries: list[LedgerEntry] = []
+    feasible = []
+    for j, candidate in enumerate(candidates):
+        entry = unfit_entry(candidate.label, candidate.columns.size, n_train, ridge, 2)
+        if entry is None:
+            feasible.append(j)
+        else:
+            failed[j] = True
+            entries.append(entry)
+    return feasible, failed, entries
+
+
 def ols_cv_predict(
     X: np.ndarray,
     y: np.ndarray,
@@ -196,18 +211,8 @@ def ols_cv_predict(
     n = len(y)
     n_train = np.array([n - r.size for r in rows])
     J = len(candidates)
-    failed = np.zeros(J, dtype=bool)
-    entries: list[LedgerEntry] = []
-    feasible = []
-    for j, candidate in enumerate(candidates):
-        # Recorded before any Gram matrix exists, so infeasible wide blocks are never formed.
-        entry = infeasible_entry(candidate.label, candidate.columns.size, int(n_train.min()), ridge)
-        entry = entry or too_wide_entry(candidate.label, candidate.columns.size, 2)
-        if entry is None:
-            feasible.append(j)
-        else:
-            failed[j] = True
-            entries.append(entry)
+    # Recorded before any Gram matrix exists, so infeasible wide blocks are never formed.
+    feasible, failed, entries = _screen(candidates, int(n_train.min()), ridge)
     predictions = np.full((n, J), np.nan)
     with one_blas_thread():
         for group, used in _column_groups(candidates, feasible, X.shape[1]):
@@ -299,17 +304,7 @@ def ols_loo_predict(
     n = X.shape[0]
     J = len(candidates)
     predictions = np.full((n, J), np.nan)
-    failed = np.zeros(J, dtype=bool)
-    entries: list[LedgerEntry] = []
-    feasible = []
-    for j, candidate in enumerate(candidates):
-        entry = infeasible_entry(candidate.label, candidate.columns.size, n - 1, ridge)
-        entry = entry or too_wide_entry(candidate.label, candidate.columns.size, 2)
-        if entry is None:
-            feasible.append(j)
-        else:
-            failed[j] = True
-            entries.append(entry)
+    feasible, failed, entries = _screen(candidates, n - 1, ridge)
     if not feasible:
         return EngineOutput(predictions, failed, entries)
     used = np.unique(np.concatenate([candidates[j].columns for j in feasible]))
