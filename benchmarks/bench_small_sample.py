@@ -12,7 +12,11 @@ each variant re-runs the cross-validation stage with its own folds (through
 * ``K=5 x R`` repeated K-fold (``cv_repeats=R``): the weight objective averages R
   out-of-fold losses;
 * ``shrink`` (``weight_shrinkage="cv"``): the weights shrunk toward equal weights over the
-  candidates, the amount chosen by cross-validation over the out-of-fold predictions.
+  candidates, the amount chosen by cross-validation over the out-of-fold predictions;
+* ``shrink FRL`` (``weight_shrinkage="cv", shrinkage_target="single-block"``): shrunk toward
+  equal weights over the single-block candidates (SA-FRL's weights) instead.
+
+``--variants`` runs a subset (the baselines always come from the default fit).
 
 Run (about 12 s of run time per repetition, all variants)::
 
@@ -52,11 +56,14 @@ VARIANTS = {
     "K=5 shrink": {"weight_shrinkage": "cv"},
     "K=5x5 shrink": {"cv_repeats": 5, "weight_shrinkage": "cv"},
     "K=10x5": {"cv": 10, "cv_repeats": 5},
+    "K=5 shrink FRL": {"weight_shrinkage": "cv", "shrinkage_target": "single-block"},
+    "K=5x5 shrink FRL": {"cv_repeats": 5, "weight_shrinkage": "cv",
+                         "shrinkage_target": "single-block"},
 }
 BASELINES = ("SA-cand", "SA-FRL", "MS", "Fusion")
 
 
-def _cell(formula, data, blocks, test, test_blocks, seed) -> list[dict]:
+def _cell(formula, data, blocks, test, test_blocks, seed, variants) -> list[dict]:
     """Test MSE of the baselines and of every PEARL variant in one cell."""
     base = pearl.fit(formula, data, blocks=blocks, seed=seed, honest=False)
     strategies = base.strategy_weights
@@ -67,7 +74,8 @@ def _cell(formula, data, blocks, test, test_blocks, seed) -> list[dict]:
     for name in BASELINES:
         w = strategies.loc[name].to_numpy()
         records.append({"method": name, "MSE": float(np.mean((y - P @ w) ** 2))})
-    for name, options in VARIANTS.items():
+    for name in variants:
+        options = VARIANTS[name]
         res = (
             base
             if not options
@@ -101,6 +109,7 @@ def sweep(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
                     data.test,
                     test_blocks,
                     cell_seed(folds_seed, n, sigma),
+                    setting["variants"],
                 )
                 records += [{"n": n, "sigma": sigma, **record} for record in cell]
     return records
@@ -113,6 +122,37 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
     return out.unstack("method")
 
 
+def _markdown_table(results: pd.DataFrame, statistic: str) -> str:
+    """A statistic per cell and method; bold: a PEARL variant at or below every baseline."""
+    stats = table(results)[statistic]
+    variants = [c for c in stats.columns if c.startswith("PEARL ")]
+    stats = stats[variants + list(BASELINES)]
+    best_baseline = stats[list(BASELINES)].min(axis=1)
+    won = stats[variants].le(best_baseline + 1e-12, axis=0)
+    names = [c.removeprefix("PEARL ") for c in variants] + list(BASELINES)
+    lines = ["| σ | n | " + " | ".join(names) + " |", "| --- | --- |" + " ---: |" * len(names)]
+    for (sigma, n), row in stats.iterrows():
+        cells = [f"**{row[c]:.4f}**" if won.loc[(sigma, n), c] else f"{row[c]:.4f}"
+                 for c in variants] + [f"{row[c]:.4f}" for c in BASELINES]
+        lines.append(f"| {sigma:g} | {n} | " + " | ".join(cells) + " |")
+    lines.append("| cells won | | " + " | ".join(str(int(won[c].sum())) for c in variants)
+                 + " |" * len(BASELINES) + " |")
+    return "\n".join(lines)
+
+
+def paired_differences(results: pd.DataFrame, reference: str = "PEARL K=5") -> pd.DataFrame:
+    """Mean and SE over repetitions of (method - reference) test MSE, per cell."""
+    wide = results.pivot_table(index=["sigma", "n", "repetition"], columns="method", values="MSE")
+    diff = wide.sub(wide[reference], axis=0).drop(columns=reference)
+    grouped = diff.groupby(["sigma", "n"])
+    return pd.concat({"mean": grouped.mean(), "se": grouped.sem()}, axis=1)
+
+
+def markdown(results: pd.DataFrame) -> str:
+    """The mean and 90th-percentile tables of ``benchmarks/RESULTS.md``."""
+    return "\n\n".join(_markdown_table(results, statistic) for statistic in ("mean", "p90"))
+
+
 def main(argv=None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=50)
@@ -121,17 +161,26 @@ def main(argv=None) -> pd.DataFrame:
     parser.add_argument("--seed", type=int, default=2025, help="root seed (the CLI's default)")
     parser.add_argument("--n-jobs", type=int, default=None)
     parser.add_argument("--out", default=None, help="CSV of the per-run results")
+    parser.add_argument("--from-csv", default=None,
+                        help="print the markdown tables of an earlier run's --out CSV and exit")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     args = parser.parse_args(argv)
+    if args.from_csv:
+        results = pd.read_csv(args.from_csv)
+        print(markdown(results))
+        with pd.option_context("display.width", 250, "display.max_columns", 50):
+            print(paired_differences(results).round(4).to_string())
+        return results
     start, cpu = time.perf_counter(), time.process_time()
     results = run_grid(
         sweep,
-        [{"n_values": args.n, "sigmas": args.sigma}],
+        [{"n_values": args.n, "sigmas": args.sigma, "variants": args.variants}],
         args.repetitions,
         seed=args.seed,
         n_jobs=args.n_jobs,
         progress=False,
     )
-    results = results.drop(columns=["n_values", "sigmas"])
+    results = results.drop(columns=["n_values", "sigmas", "variants"])
     elapsed = time.perf_counter() - start
     if args.out:
         results.to_csv(args.out, index=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,7 +36,13 @@ from .stages import (
     solve_stage_weights,
 )
 from .weights.losses import get_loss
-from .weights.shrinkage import choose_shrinkage, shrink_toward_equal
+from .weights.shrinkage import (
+    SHRINKAGE_TARGETS,
+    check_shrinkage_target,
+    choose_shrinkage,
+    shrink_toward,
+    target_weights,
+)
 
 if TYPE_CHECKING:
     from .engines.mlp import MLP
@@ -127,33 +133,54 @@ def _combined_outputs(outputs) -> tuple[EngineOutput, EngineOutput]:
             EngineOutput(stacked, failed, entries, ridges))
 
 
-def _shrink(solution, stacked, n_pool, y, loss, amount, groups, rows):
-    """Weights shrunk toward equal weights over the candidates that did not fail; a ledger note."""
-    P = stacked.predictions[:, :n_pool]
-    active = ~stacked.failed[:n_pool]
+def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
+    """Weights shrunk toward the target over the candidates that did not fail; a ledger note."""
+    amount, target = shrinkage
+    P = stacked.predictions[:, :len(pool)]
+    active = ~stacked.failed[:len(pool)]
+    single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in pool])
+    u = target_weights(target, [c.label for c in pool], single, active)
     how = "given"
     if amount == "cv":
-        chosen = choose_shrinkage(P, y, loss, groups, rows, active)
+        chosen = choose_shrinkage(P, y, loss, groups, rows, active, target=u)
         amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
-    weights = shrink_toward_equal(solution.weights, active, amount)
+    weights = shrink_toward(solution.weights, u, amount)
     objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
     gap = objective - solution.objective + solution.kkt_gap
     shrunk = dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
                                  solver=f"{solution.solver}, shrunk")
     note = LedgerEntry(
         "(all)", None, "weights", "shrinkage",
-        f"weights shrunk toward equal weights over the {int(active.sum())} candidates that did "
-        "not fail",
+        f"weights shrunk toward {_target_text(target, u)}",
         f"shrinkage amount {amount:g} ({how})", False,
     )
     return shrunk, note
 
 
-def _check_dask_options(cv_repeats: int, weight_shrinkage: float | str | None,
+def _target_text(target, u: np.ndarray) -> str:
+    """The ledger's words for the shrinkage target."""
+    if isinstance(target, str):
+        return f"{SHRINKAGE_TARGETS[target]}: {int((u > 0).sum())} candidates"
+    return f"the given weights on {int((u > 0).sum())} candidates that did not fail"
+
+
+def _check_shrinkage(weight_shrinkage, shrinkage_target):
+    """The pair (amount, target) of the shrinkage options, or None without shrinkage."""
+    amount = _check_weight_shrinkage(weight_shrinkage)
+    target = check_shrinkage_target(shrinkage_target)
+    if amount is None and target != "candidates":
+        raise OptionError(
+            f"shrinkage_target={shrinkage_target!r} needs weight_shrinkage (a number in [0, 1] "
+            "or 'cv'); without it the weights are not shrunk"
+        )
+    return None if amount is None else (amount, target)
+
+
+def _check_dask_options(cv_repeats: int, shrinkage: tuple | None,
                         downstream: MLP | None) -> None:
     """Raise OptionError naming the options the distributed path does not support yet."""
     unsupported = [name for name, used in (("cv_repeats", cv_repeats != 1),
-                                           ("weight_shrinkage", weight_shrinkage is not None),
+                                           ("weight_shrinkage", shrinkage is not None),
                                            ("downstream", downstream is not None)) if used]
     if unsupported:
         raise OptionError(
@@ -182,6 +209,7 @@ def fit(
     separation: str = "ridge",
     cv_repeats: int = 1,
     weight_shrinkage: float | str | None = None,
+    shrinkage_target: str | Mapping[str, float] = "candidates",
 ) -> PearlResults | DaskPearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -284,8 +312,8 @@ def fit(
         the procedure with one fold draw. Costs about *cv_repeats* times the
         cross-validation.
     weight_shrinkage : float, "cv" or None, default None
-        Shrink the weights toward equal weights over the candidates that did
-        not fail (the SA-cand baseline): ``(1 - lam) * w + lam / J``. A
+        Shrink the weights toward a fixed target ``u`` (*shrinkage_target*):
+        ``(1 - lam) * w + lam * u``. A
         number in [0, 1] is ``lam``; ``"cv"`` chooses it from 0, 0.1, ..., 1
         by cross-validation over the out-of-fold predictions (for each fold,
         of each draw, the weights are re-solved without that fold's rows and
@@ -293,6 +321,14 @@ def fit(
         amount is recorded in ``results.failures`` (stage ``"weights"``, kind
         ``"shrinkage"``); ``res.kkt_gap`` then bounds how far the shrunk
         weights' objective is above the optimum.
+    shrinkage_target : str or mapping, default "candidates"
+        What *weight_shrinkage* shrinks toward: ``"candidates"``, equal
+        weights over the candidates that did not fail (the SA-cand
+        baseline); ``"single-block"``, equal weights over the single-block
+        candidates that did not fail (the SA-FRL baseline), which suits few
+        rows and wide blocks (``benchmarks/RESULTS.md``, "Small samples"); or
+        a mapping of candidate labels to weights >= 0 (normalised to sum 1
+        over the candidates that did not fail). Needs *weight_shrinkage*.
 
     Returns
     -------
@@ -330,14 +366,14 @@ def fit(
     env = check_eval_env(eval_env)
     honest = False if honest is False else check_int("honest", honest, minimum=2)
     cv_repeats = _check_cv_repeats(cv_repeats, cv)
-    weight_shrinkage = _check_weight_shrinkage(weight_shrinkage)
+    shrinkage = _check_shrinkage(weight_shrinkage, shrinkage_target)
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
     if uses_dask(data, blocks):
         # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)
         from .distributed.fit import fit_distributed
 
-        _check_dask_options(cv_repeats, weight_shrinkage, downstream)
+        _check_dask_options(cv_repeats, shrinkage, downstream)
         reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
         return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed,
                                ridge, max_candidates, missing, env, reps)
@@ -352,7 +388,7 @@ def fit(
     outputs, family_ = _cross_validate_draws(family_, prepared, candidates_.everything, draws, loo,
                                              ridge, n_jobs)
     output, solution, entries = _weights_over_draws(outputs, prepared, candidates_, draws, loss_,
-                                                    weight_shrinkage)
+                                                    shrinkage)
     state = FitState(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
@@ -365,18 +401,18 @@ def fit(
     return results_from_state(state)
 
 
-def _weights_over_draws(outputs, prepared, candidates_, draws, loss_, weight_shrinkage):
-    """The weight stage over the R fold draws (stacked rows), optionally shrunk to equal weights."""
+def _weights_over_draws(outputs, prepared, candidates_, draws, loss_, shrinkage):
+    """The weight stage over the R fold draws (stacked rows), optionally shrunk to a target."""
     output, stacked = _combined_outputs(outputs)
     labels = [candidate.label for candidate in candidates_.pool]
     y_stacked = np.tile(prepared.response.y, len(draws))
     solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss_, labels,
                                             stacklevel=4)
-    if weight_shrinkage is not None:
+    if shrinkage is not None:
         K = int(draws[0].max()) + 1
         groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
         rows = np.tile(np.arange(len(prepared.response.y)), len(draws))
-        solution, note = _shrink(solution, stacked, len(labels), y_stacked, loss_, weight_shrinkage,
+        solution, note = _shrink(solution, stacked, candidates_.pool, y_stacked, loss_, shrinkage,
                                  groups, rows)
         entries.append(note)
     return output, solution, entries

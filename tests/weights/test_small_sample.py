@@ -121,29 +121,94 @@ def test_a_given_shrinkage_moves_the_weights_toward_equal_weights(data):
         _fit(data, weight_shrinkage=1.5)
 
 
-def test_shrinkage_chosen_by_cross_validation_over_the_out_of_fold_predictions(data):
-    res = _fit(data, weight_shrinkage="cv")
-    plain = _fit(data)
-    P, y, folds = plain.cv_predictions.to_numpy(), data["y"], plain.folds
-    J = P.shape[1]
+def _cv_shrinkage_amount(plain, y, target):
+    """The amount on 0, 0.1, ..., 1 with the lowest CV loss: scipy weights without each fold."""
+    P, folds = plain.cv_predictions.to_numpy(), plain.folds
     grid = np.linspace(0, 1, 11)
     risk = np.zeros(len(grid))
     for k in range(plain.n_folds):
         held = folds == k
         P_fit, y_fit = P[~held], y[~held]
+
         def loss(w, P_fit=P_fit, y_fit=y_fit):
             return np.mean((y_fit - P_fit @ w) ** 2)
 
-        w_hat, _ = _simplex_minimum(loss, J)
+        w_hat, _ = _simplex_minimum(loss, P.shape[1])
         for i, lam in enumerate(grid):
-            w = (1 - lam) * w_hat + lam / J
+            w = (1 - lam) * w_hat + lam * target
             risk[i] += np.sum((y[held] - P[held] @ w) ** 2)
-    amount = grid[np.argmin(risk)]
+    return grid[np.argmin(risk)]
+
+
+def test_shrinkage_chosen_by_cross_validation_over_the_out_of_fold_predictions(data):
+    res = _fit(data, weight_shrinkage="cv")
+    plain = _fit(data)
+    J = len(plain.weights)
+    amount = _cv_shrinkage_amount(plain, data["y"], np.full(J, 1 / J))
     note = res.failures[res.failures.kind == "shrinkage"]
     assert note.action.iloc[0].startswith(
         f"shrinkage amount {amount:g} (chosen by cross-validation"
     )
     np.testing.assert_allclose(res.weights, (1 - amount) * plain.weights + amount / J, atol=1e-12)
+
+
+def _single_block_target(labels):
+    single = np.array(["+" not in label for label in labels], dtype=float)
+    return single / single.sum()
+
+
+def test_shrinkage_toward_the_single_block_candidates_ends_at_sa_frl(data):
+    plain = _fit(data)
+    u = _single_block_target(plain.candidate_labels)
+    # SA-FRL's weights, as the fit's own baseline table states them.
+    np.testing.assert_array_equal(plain.strategy_weights.loc["SA-FRL", plain.candidate_labels], u)
+
+    def shrunk(amount):
+        return _fit(data, weight_shrinkage=amount, shrinkage_target="single-block").weights
+
+    np.testing.assert_array_equal(shrunk(0.0), plain.weights)
+    np.testing.assert_array_equal(shrunk(1.0), u)
+    np.testing.assert_allclose(shrunk(0.3), 0.7 * plain.weights + 0.3 * u, atol=1e-15)
+    res = _fit(data, weight_shrinkage="cv", shrinkage_target="single-block")
+    amount = _cv_shrinkage_amount(plain, data["y"], u)
+    np.testing.assert_allclose(res.weights, (1 - amount) * plain.weights + amount * u, atol=1e-12)
+    note = res.failures[res.failures.kind == "shrinkage"]
+    assert note.reason.tolist() == [
+        "weights shrunk toward equal weights over the single-block candidates that did not "
+        "fail (SA-FRL): 3 candidates"
+    ]
+
+
+def test_shrinkage_toward_named_weights(data):
+    plain = _fit(data)
+    target = {"a": 1.0, "b+c": 3.0}  # normalised to 0.25 and 0.75
+    u = np.array([{"a": 0.25, "b+c": 0.75}.get(label, 0.0) for label in plain.candidate_labels])
+    res = _fit(data, weight_shrinkage=0.4, shrinkage_target=target)
+    np.testing.assert_allclose(res.weights, 0.6 * plain.weights + 0.4 * u, atol=1e-15)
+    chosen = _fit(data, weight_shrinkage="cv", shrinkage_target=target)
+    amount = _cv_shrinkage_amount(plain, data["y"], u)
+    np.testing.assert_allclose(chosen.weights, (1 - amount) * plain.weights + amount * u,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"weight_shrinkage": 0.5, "shrinkage_target": "singles"},
+         r"shrinkage_target='singles'; use one of \['candidates', 'single-block'\]"),
+        ({"shrinkage_target": "single-block"},
+         r"shrinkage_target='single-block' needs weight_shrinkage"),
+        ({"weight_shrinkage": 0.5, "shrinkage_target": {"a": 1, "d": 1}},
+         r"shrinkage_target names \['d'\], which are not candidates"),
+        ({"weight_shrinkage": 0.5, "shrinkage_target": {"a": -1.0, "b": 2.0}},
+         r"shrinkage_target has weights \{'a': -1.0\} that are not finite numbers >= 0"),
+        ({"weight_shrinkage": 0.5, "shrinkage_target": {"a": 0.0}},
+         r"not finite numbers >= 0 with a positive sum"),
+    ],
+)
+def test_bad_shrinkage_targets_are_named(data, options, message):
+    with pytest.raises(pearl.OptionError, match=message):
+        _fit(data, **options)
 
 
 def test_shrinkage_and_repeats_together_are_deterministic(data):
