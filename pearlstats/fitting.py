@@ -10,7 +10,6 @@ composes them.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,27 +21,14 @@ from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.formula import parse_formula
 from .distributed.data import uses_dask
 from .distributed.results import DaskPearlResults
-from .engines._common import EngineOutput, check_ridge
+from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
-from .ledger import LedgerEntry
 from .results.core import PearlResults, results_from_state
-from .stages import (
-    FitState,
-    assign_folds,
-    build_pool,
-    cross_validate,
-    prepare_rows,
-    solve_stage_weights,
-)
+from .stages import FitState, WeightOptions, assign_folds, build_pool, prepare_rows
+from .weight_stage import cross_validate_draws, solve_draw_weights
 from .weights.losses import get_loss
-from .weights.shrinkage import (
-    SHRINKAGE_TARGETS,
-    check_shrinkage_target,
-    choose_shrinkage,
-    shrink_toward,
-    target_weights,
-)
+from .weights.shrinkage import check_shrinkage_target
 
 if TYPE_CHECKING:
     from .engines.mlp import MLP
@@ -69,17 +55,6 @@ def _check_no_response_leak(formula, blocks) -> None:
         )
 
 
-def _with_candidate_ridges(family, candidates, output, ridge: float):
-    """The family remembering the ridges the CV chose above *ridge* (separated candidates).
-
-    Refits of those candidates (all rows, statsmodels, nested and bootstrap re-runs) then use them.
-    """
-    if output.ridges is None or not np.any(output.ridges > ridge):
-        return family
-    chosen = {c.label: float(r) for c, r in zip(candidates, output.ridges) if r > ridge}
-    return family.configured(candidate_ridges=chosen)
-
-
 def _check_cv_repeats(cv_repeats, cv) -> int:
     cv_repeats = check_int("cv_repeats", cv_repeats, minimum=1)
     if cv_repeats > 1 and (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)):
@@ -99,69 +74,6 @@ def _check_weight_shrinkage(value):
         f"weight_shrinkage={value!r}; use None (no shrinkage), a number in [0, 1] or 'cv' "
         "(chosen by cross-validation)"
     )
-
-
-def _cross_validate_draws(family, prepared, candidates, draws, loo, ridge, n_jobs):
-    """Out-of-fold predictions of every fold draw, each candidate with one ridge in all of them.
-
-    Each draw starts from the ridges the earlier ones chose for separated candidates; the
-    draws that ran with a smaller ridge than the last draw's are re-run with it.
-    """
-    X, response = prepared.design.X, prepared.response
-    outputs = []
-    for folds in draws:
-        outputs.append(cross_validate(family, X, response, candidates, folds, loo=loo, ridge=ridge,
-                                      n_jobs=n_jobs))
-        family = _with_candidate_ridges(family, candidates, outputs[-1], ridge)
-    final = outputs[-1].ridges
-    for r, out in enumerate(outputs[:-1]):
-        if final is not None and np.any(out.ridges < final):
-            outputs[r] = cross_validate(family, X, response, candidates, draws[r], loo=loo,
-                                        ridge=ridge, n_jobs=n_jobs)
-    return outputs, family
-
-
-def _combined_outputs(outputs) -> tuple[EngineOutput, EngineOutput]:
-    """Draw 0's output (failures of any draw marked) and every draw stacked row-wise."""
-    failed = np.logical_or.reduce([out.failed for out in outputs])
-    entries = list(dict.fromkeys(entry for out in outputs for entry in out.entries))
-    first = outputs[0].predictions.copy()
-    first[:, failed] = np.nan
-    ridges = outputs[-1].ridges
-    stacked = np.concatenate([out.predictions for out in outputs], axis=0)
-    return (EngineOutput(first, failed, entries, ridges),
-            EngineOutput(stacked, failed, entries, ridges))
-
-
-def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
-    """Weights shrunk toward the target over the candidates that did not fail; a ledger note."""
-    amount, target = shrinkage
-    P = stacked.predictions[:, :len(pool)]
-    active = ~stacked.failed[:len(pool)]
-    single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in pool])
-    u = target_weights(target, [c.label for c in pool], single, active)
-    how = "given"
-    if amount == "cv":
-        chosen = choose_shrinkage(P, y, loss, groups, rows, active, target=u)
-        amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
-    weights = shrink_toward(solution.weights, u, amount)
-    objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
-    gap = objective - solution.objective + solution.kkt_gap
-    shrunk = dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
-                                 solver=f"{solution.solver}, shrunk")
-    note = LedgerEntry(
-        "(all)", None, "weights", "shrinkage",
-        f"weights shrunk toward {_target_text(target, u)}",
-        f"shrinkage amount {amount:g} ({how})", False,
-    )
-    return shrunk, note
-
-
-def _target_text(target, u: np.ndarray) -> str:
-    """The ledger's words for the shrinkage target."""
-    if isinstance(target, str):
-        return f"{SHRINKAGE_TARGETS[target]}: {int((u > 0).sum())} candidates"
-    return f"the given weights on {int((u > 0).sum())} candidates that did not fail"
 
 
 def _check_shrinkage(weight_shrinkage, shrinkage_target):
@@ -385,10 +297,11 @@ def fit(
         for r in range(1, cv_repeats)
     ]
     loo = isinstance(cv, str) and cv == "loo"
-    outputs, family_ = _cross_validate_draws(family_, prepared, candidates_.everything, draws, loo,
-                                             ridge, n_jobs)
-    output, solution, entries = _weights_over_draws(outputs, prepared, candidates_, draws, loss_,
-                                                    shrinkage)
+    outputs, family_ = cross_validate_draws(family_, prepared.design.X, prepared.response,
+                                            candidates_.everything, draws, loo=loo, ridge=ridge,
+                                            n_jobs=n_jobs)
+    output, solution, entries = solve_draw_weights(outputs, prepared.response.y, candidates_.pool,
+                                                   draws, loss_, shrinkage)
     state = FitState(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
@@ -397,22 +310,8 @@ def fit(
             blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
         ),
         dropped_rows=prepared.dropped_rows, honest=honest, row_labels=prepared.row_labels,
+        weight_options=WeightOptions(cv_repeats, shrinkage),
     )
     return results_from_state(state)
 
 
-def _weights_over_draws(outputs, prepared, candidates_, draws, loss_, shrinkage):
-    """The weight stage over the R fold draws (stacked rows), optionally shrunk to a target."""
-    output, stacked = _combined_outputs(outputs)
-    labels = [candidate.label for candidate in candidates_.pool]
-    y_stacked = np.tile(prepared.response.y, len(draws))
-    solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss_, labels,
-                                            stacklevel=4)
-    if shrinkage is not None:
-        K = int(draws[0].max()) + 1
-        groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
-        rows = np.tile(np.arange(len(prepared.response.y)), len(draws))
-        solution, note = _shrink(solution, stacked, candidates_.pool, y_stacked, loss_, shrinkage,
-                                 groups, rows)
-        entries.append(note)
-    return output, solution, entries

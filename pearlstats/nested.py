@@ -37,7 +37,8 @@ from .engines._common import EngineOutput
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .results.strategies import STRATEGIES, combine, strategy_weights
-from .stages import FitState, cross_validate, solve_stage_weights
+from .stages import FitState, cross_validate
+from .weight_stage import cross_validate_draws, solve_draw_weights
 
 if TYPE_CHECKING:
     from .weights.losses import Loss
@@ -110,25 +111,29 @@ def _inner_folds(state: FitState, response: EncodedResponse, seed) -> np.ndarray
 
 
 def _outer_fold(
-    state: FitState, outside: EngineOutput, train: np.ndarray, seed
+    state: FitState, outside: EngineOutput, train: np.ndarray, seeds: list
 ) -> tuple[dict, np.ndarray, list]:
-    """Strategy weights chosen on one outer training set, its inner folds and ledger entries."""
+    """Strategy weights chosen on one outer training set, its inner folds and ledger entries.
+
+    The fit's weight stage is repeated as it ran: one inner fold draw per seed in *seeds*
+    (``cv_repeats``) and the fit's shrinkage, so the honest risk is that of the procedure used.
+    """
     everything = state.candidates.everything
-    n_pool = len(state.candidates.pool)
-    labels = [candidate.label for candidate in state.candidates.pool]
+    pool = state.candidates.pool
     sub = EncodedResponse(state.response.y[train], state.response.classes)
-    folds = _inner_folds(state, sub, seed)
-    inner = cross_validate(state.family, state.design.X[train], sub, everything, folds,
-                           loo=isinstance(state.cv_spec, str), ridge=state.ridge)
-    failed = inner.failed | outside.failed
-    masked = EngineOutput(inner.predictions, failed, inner.entries)
-    solution, _ = solve_stage_weights(masked, n_pool, sub.y, state.loss, labels, warn=False)
+    draws = [_inner_folds(state, sub, seed) for seed in seeds]
+    outputs, _ = cross_validate_draws(state.family, state.design.X[train], sub, everything, draws,
+                                      loo=isinstance(state.cv_spec, str), ridge=state.ridge)
+    outputs = [EngineOutput(out.predictions, out.failed | outside.failed, out.entries, out.ridges)
+               for out in outputs]
+    inner, solution, _ = solve_draw_weights(outputs, sub.y, pool, draws, state.loss,
+                                            state.weight_options.shrinkage, warn=False)
     risks = np.array([
-        np.nan if failed[j] else state.loss.pointwise(sub.y, inner.predictions[:, j]).mean()
+        np.nan if inner.failed[j] else state.loss.pointwise(sub.y, inner.predictions[:, j]).mean()
         for j in range(len(everything))
     ])
-    weights = strategy_weights(solution.weights, everything, n_pool, risks, failed)
-    return weights, folds, inner.entries
+    weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed)
+    return weights, draws[0], inner.entries
 
 
 def nested_cross_validation(
@@ -147,7 +152,9 @@ def nested_cross_validation(
         Outer folds (stratified for classes).
     seed : int, optional
         Outer folds are seeded by ``SeedSequence([seed, 0])``, the inner folds
-        of outer fold k by ``SeedSequence([seed, 1, k])``; default the fit's seed.
+        of outer fold k by ``SeedSequence([seed, 1, k])`` (draw r > 0 of the fit's
+        ``cv_repeats`` by ``SeedSequence([seed, 1, k, r])``); default the fit's seed.
+        The inner weight stage repeats the fit's ``cv_repeats`` and shrinkage.
     n_jobs : int, optional
         Workers for the outer cross-validation of the candidates.
 
@@ -168,9 +175,12 @@ def nested_cross_validation(
     ledgers = [_ledger_frame(outside.entries, "outer folds")]
     for k in range(int(outer_folds.max()) + 1):
         train = np.flatnonzero(outer_folds != k)
-        weights, folds, entries = _outer_fold(
-            state, outside, train, np.random.SeedSequence([seed, 1, k])
-        )
+        # Draw r > 0 of cv_repeats: SeedSequence([seed, 1, k, r]); draw 0 as without repeats.
+        seeds = [np.random.SeedSequence([seed, 1, k])] + [
+            np.random.SeedSequence([seed, 1, k, r])
+            for r in range(1, state.weight_options.cv_repeats)
+        ]
+        weights, folds, entries = _outer_fold(state, outside, train, seeds)
         chosen.append(weights)
         inner_folds.append(folds)
         ledgers.append(_ledger_frame(entries, f"inside outer fold {k}"))

@@ -8,7 +8,8 @@
   fusion candidates the paper's baselines need);
 * :func:`assign_folds` draws the cross-validation folds;
 * :func:`cross_validate` computes every candidate's out-of-fold predictions;
-* :func:`solve_stage_weights` solves the simplex weights.
+* :func:`solve_stage_weights` solves the simplex weights (:mod:`pearlstats.weight_stage`
+  runs it over the fit's repeated fold draws and applies its shrinkage).
 
 :func:`pearlstats.fit`, the nested (honest) risk, the refitting bootstrap and
 the experiment runner call these same functions; nothing else fits candidates.
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FitState",
+    "WeightOptions",
     "Prepared",
     "CandidatePool",
     "prepare_rows",
@@ -109,6 +111,22 @@ class CandidatePool:
 
 
 @dataclass(frozen=True)
+class WeightOptions:
+    """How a fit turns out-of-fold predictions into weights.
+
+    Attributes
+    ----------
+    cv_repeats : int
+        Fold draws whose out-of-fold losses the weights minimise together.
+    shrinkage : tuple or None
+        ``(amount, target)`` of ``weight_shrinkage`` and ``shrinkage_target``; None: no shrinkage.
+    """
+
+    cv_repeats: int = 1
+    shrinkage: tuple | None = None
+
+
+@dataclass(frozen=True)
 class FitState:
     """Everything the stages of one fit produced: what a results object is built from.
 
@@ -136,6 +154,8 @@ class FitState:
         Outer folds of the nested cross-validation behind ``res.honest``.
     row_labels : pandas.Index or None
         Labels of the fit's rows (:attr:`Prepared.row_labels`); None means positions.
+    weight_options : WeightOptions
+        Fold draws and shrinkage of the weight stage, which re-runs of the procedure repeat.
     """
 
     family: object
@@ -154,6 +174,7 @@ class FitState:
     dropped_rows: np.ndarray
     honest: int | bool = 5
     row_labels: pd.Index | None = None
+    weight_options: WeightOptions = WeightOptions()
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:

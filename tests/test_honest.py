@@ -29,7 +29,7 @@ def _rows(data: dict, rows: np.ndarray) -> dict:
     return {key: value[rows] for key, value in data.items()}
 
 
-def _independent_honest_losses(res, data: dict) -> pd.DataFrame:
+def _independent_honest_losses(res, data: dict, **options) -> pd.DataFrame:
     nested = res.honest_risk()  # exposes the outer and inner folds it used
     y = data["y"]
     losses = {
@@ -41,7 +41,8 @@ def _independent_honest_losses(res, data: dict) -> pd.DataFrame:
             np.flatnonzero(nested.outer_folds == k),
         )
         inner = pearl.fit(
-            FORMULA, _rows(data, train), cv=nested.inner_folds[k], seed=0, honest=False
+            FORMULA, _rows(data, train), cv=nested.inner_folds[k], seed=0, honest=False,
+            **options,
         )
         new = _rows(data, test)
         candidates = inner.predict_candidates(new)
@@ -75,6 +76,35 @@ def test_honest_risk_equals_an_independent_nested_refit_through_the_public_api()
     np.testing.assert_allclose(table["ratio"], ratio.to_numpy(), rtol=1e-8)
     assert list(table.index) == ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best"]
     assert list(res.evaluate(_data(40, 9)).index) == [*table.index, "Oracle block"]
+
+
+def test_honest_risk_re_runs_the_fits_shrinkage():
+    # With weight_shrinkage the honest table scores the shrunk procedure: each outer fold's
+    # PEARL is pearl.fit with the same option on its training rows and inner folds.
+    data = _data(120, 0)
+    options = {"weight_shrinkage": "cv", "shrinkage_target": "single-block"}
+    res = pearl.fit(FORMULA, data, seed=3, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        table = res.honest
+    losses = _independent_honest_losses(res, data, **options)
+    np.testing.assert_allclose(table["risk"], losses.mean().to_numpy(), rtol=1e-8)
+    plain = _independent_honest_losses(res, data)
+    assert abs(plain["PEARL"].mean() - table.loc["PEARL", "risk"]) > 1e-6
+
+
+def test_honest_risk_re_runs_the_fits_repeated_folds():
+    # cv_repeats=3: the inner weights average three inner fold draws, so PEARL's honest risk
+    # moves while the strategies that only read draw 0's CV risks (MS, Best) and those that
+    # need no CV (SA-FRL, SA-cand, Fusion) stay those of the single-draw fit.
+    data = _data(120, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        once = pearl.fit(FORMULA, data, seed=3).honest
+        thrice = pearl.fit(FORMULA, data, seed=3, cv_repeats=3).honest
+    others = ["MS", "SA-FRL", "SA-cand", "Fusion", "Best"]
+    np.testing.assert_allclose(thrice.loc[others, "risk"], once.loc[others, "risk"], rtol=1e-10)
+    assert abs(thrice.loc["PEARL", "risk"] - once.loc["PEARL", "risk"]) > 1e-6
 
 
 def test_on_the_papers_simulation_at_n_100_pearl_can_lose_to_best_honestly():

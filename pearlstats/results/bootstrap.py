@@ -35,7 +35,8 @@ from joblib import Parallel, delayed
 
 from ..exceptions import FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
-from ..stages import FitState, assign_folds, cross_validate, solve_stage_weights, worker_count
+from ..stages import FitState, assign_folds, worker_count
+from ..weight_stage import cross_validate_draws, solve_draw_weights
 
 __all__ = ["bootstrap_resample", "refit_weights", "refitting_bootstrap", "uncertainty_table"]
 
@@ -97,40 +98,64 @@ def bootstrap_resample(
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
     rows = rng.integers(0, n, size=n)
+    return rows, _resample_folds(rows, cv_spec, rng, state_folds, y, classes,
+                                 f"bootstrap resample {b} (seed {seed})")
+
+
+def _resample_folds(rows, cv_spec, rng, state_folds, y, classes, where: str) -> np.ndarray:
+    """Fold codes of a resample's rows: drawn for its distinct rows, shared by their copies."""
     distinct, position = np.unique(rows, return_inverse=True)
     codes = np.zeros(distinct.size) if y is None else np.asarray(y)[distinct]
     spec = _fold_spec(cv_spec, state_folds, distinct)
     try:
         distinct_folds = assign_folds(spec, EncodedResponse(codes, classes), rng)
     except (FoldError, ResponseError) as err:  # e.g. a class with one distinct row in the resample
-        raise type(err)(f"bootstrap resample {b} (seed {seed}): {err}") from err
-    return rows, distinct_folds[position]
+        raise type(err)(f"{where}: {err}") from err
+    return distinct_folds[position]
 
 
-def refit_weights(state: FitState, rows: np.ndarray, folds: np.ndarray) -> np.ndarray:
+def _repeated_draws(state: FitState, rows: np.ndarray, folds: np.ndarray, seed: int,
+                    b: int) -> list[np.ndarray]:
+    """The resample's fold draws for the fit's ``cv_repeats``: *folds*, then draw r from the
+    SeedSequence child ``(b, r)`` of *seed*."""
+    draws = [folds]
+    for r in range(1, state.weight_options.cv_repeats):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b, r)))
+        draws.append(_resample_folds(rows, state.cv_spec, rng, state.folds, state.response.y,
+                                     state.response.classes,
+                                     f"bootstrap resample {b}, fold draw {r} (seed {seed})"))
+    return draws
+
+
+def refit_weights(state: FitState, rows: np.ndarray,
+                  folds: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
     """PEARL's weights fitted on the given rows with the given folds, through the fit's stages.
+
+    The weight stage runs as the fit's did: over every fold draw given (``cv_repeats``) and
+    with the fit's shrinkage.
 
     Parameters
     ----------
     state : FitState
-        The fit (family, loss, design, candidates, ridge).
+        The fit (family, loss, design, candidates, ridge, weight options).
     rows : ndarray of int
         Positions in the fit's rows (repeats allowed).
-    folds : ndarray of int
-        Fold code of each of *rows*.
+    folds : ndarray of int, or a sequence of them
+        Fold code of each of *rows*; one array per fold draw for ``cv_repeats > 1``.
 
     Returns
     -------
     ndarray (J,)
         Weights of the pool's candidates (0 for candidates that failed).
     """
+    draws = [np.asarray(folds)] if np.ndim(folds[0]) == 0 else [np.asarray(f) for f in folds]
     response = EncodedResponse(state.response.y[rows], state.response.classes)
     pool = list(state.candidates.pool)
     # Only the pool: the baseline extras do not enter the weights.
-    X = state.design.X[rows]
-    output = cross_validate(state.family, X, response, pool, folds, ridge=state.ridge)
-    labels = [candidate.label for candidate in pool]
-    solution, _ = solve_stage_weights(output, len(pool), response.y, state.loss, labels, warn=False)
+    outputs, _ = cross_validate_draws(state.family, state.design.X[rows], response, pool, draws,
+                                      loo=False, ridge=state.ridge)
+    _, solution, _ = solve_draw_weights(outputs, response.y, pool, draws, state.loss,
+                                        state.weight_options.shrinkage, warn=False)
     return np.asarray(solution.weights, dtype=float)
 
 
@@ -143,7 +168,7 @@ def _run_resamples(state: FitState, share: list, seed: int) -> list:
             n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
             y=state.response.y, classes=state.response.classes,
         )
-        out.append(refit_weights(state, rows, folds))
+        out.append(refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b)))
     return out
 
 

@@ -77,6 +77,21 @@ def test_a_resample_is_pearl_fit_on_its_rows_with_its_folds(data, res):
     assert np.abs(stored - boot["boot 0"].to_numpy()).max() > 1e-3
 
 
+def test_a_resample_repeats_the_fits_shrinkage(data):
+    # A fit with shrinkage toward SA-FRL: every resample is pearl.fit with the same option on
+    # its rows and folds, not the plain weight stage.
+    frame, blocks = data
+    options = {"weight_shrinkage": 0.5, "shrinkage_target": "single-block"}
+    shrunk = pearl.fit(FORMULA, frame, blocks=blocks, seed=3, honest=False, **options)
+    boot = shrunk.resample_weights("bootstrap", n_resamples=2, seed=11, refit=True)
+    for b in (0, 1):
+        rows, folds = _documented_resample(N, 11, b, n_folds=5)
+        expected = _refit(frame, blocks, rows, folds, honest=False, **options)
+        np.testing.assert_allclose(boot[f"boot {b}"], expected, rtol=0, atol=1e-10)
+        plain = _refit(frame, blocks, rows, folds, honest=False)
+        assert np.abs(plain - expected).max() > 1e-3
+
+
 def test_binomial_folds_are_stratified_on_the_distinct_rows():
     frame, blocks = _rows(80, seed=5, family="binomial")
     res = pearl.fit(FORMULA, frame, blocks=blocks, family="binomial", cv=4, seed=1)

@@ -1,0 +1,175 @@
+"""The weight stage over one or more fold draws, optionally shrunk toward a target.
+
+``fit(cv_repeats=R, weight_shrinkage=..., shrinkage_target=...)`` solves its weights from
+R fold draws' out-of-fold predictions stacked row-wise, then shrinks them; the nested
+(honest) risk and the refitting bootstrap re-run the procedure with the same options, so
+their numbers describe the procedure the fit used. All three call these functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .engines._common import EngineOutput
+from .families import EncodedResponse
+from .ledger import LedgerEntry
+from .stages import WeightOptions, cross_validate, solve_stage_weights
+from .weights.shrinkage import (
+    SHRINKAGE_TARGETS,
+    choose_shrinkage,
+    shrink_toward,
+    target_weights,
+)
+from .weights.solvers import WeightSolution
+
+if TYPE_CHECKING:
+    from .design.candidates import Candidate
+    from .families import Family
+    from .weights.losses import Loss
+
+__all__ = ["WeightOptions", "cross_validate_draws", "solve_draw_weights", "with_candidate_ridges"]
+
+
+def with_candidate_ridges(family: Family, candidates: Sequence[Candidate], output: EngineOutput,
+                          ridge: float) -> Family:
+    """The family remembering the ridges the CV chose above *ridge* (separated candidates).
+
+    Refits of those candidates (all rows, statsmodels, nested and bootstrap re-runs) then use them.
+    """
+    if output.ridges is None or not np.any(output.ridges > ridge):
+        return family
+    chosen = {c.label: float(r) for c, r in zip(candidates, output.ridges) if r > ridge}
+    return family.configured(candidate_ridges=chosen)
+
+
+def cross_validate_draws(
+    family: Family,
+    X: np.ndarray,
+    response: EncodedResponse,
+    candidates: Sequence[Candidate],
+    draws: Sequence[np.ndarray],
+    *,
+    loo: bool,
+    ridge: float,
+    n_jobs: int | None = None,
+) -> tuple[list[EngineOutput], Family]:
+    """Out-of-fold predictions of every fold draw, each candidate with one ridge in all of them.
+
+    Each draw starts from the ridges the earlier ones chose for separated candidates; the
+    draws that ran with a smaller ridge than the last draw's are re-run with it.
+
+    Returns
+    -------
+    outputs : list of EngineOutput
+        One per draw.
+    family : Family
+        *family* remembering the ridges chosen for separated candidates.
+    """
+    outputs = []
+    for folds in draws:
+        outputs.append(cross_validate(family, X, response, candidates, folds, loo=loo, ridge=ridge,
+                                      n_jobs=n_jobs))
+        family = with_candidate_ridges(family, candidates, outputs[-1], ridge)
+    final = outputs[-1].ridges
+    for r, out in enumerate(outputs[:-1]):
+        if final is not None and np.any(out.ridges < final):
+            outputs[r] = cross_validate(family, X, response, candidates, draws[r], loo=loo,
+                                        ridge=ridge, n_jobs=n_jobs)
+    return outputs, family
+
+
+def _combined_outputs(outputs: Sequence[EngineOutput]) -> tuple[EngineOutput, EngineOutput]:
+    """Draw 0's output (failures of any draw marked) and every draw stacked row-wise."""
+    failed = np.logical_or.reduce([out.failed for out in outputs])
+    entries = list(dict.fromkeys(entry for out in outputs for entry in out.entries))
+    first = outputs[0].predictions.copy()
+    first[:, failed] = np.nan
+    ridges = outputs[-1].ridges
+    stacked = np.concatenate([out.predictions for out in outputs], axis=0)
+    return (EngineOutput(first, failed, entries, ridges),
+            EngineOutput(stacked, failed, entries, ridges))
+
+
+def solve_draw_weights(
+    outputs: Sequence[EngineOutput],
+    y: np.ndarray,
+    pool: Sequence[Candidate],
+    draws: Sequence[np.ndarray],
+    loss: Loss,
+    shrinkage: tuple | None,
+    *,
+    warn: bool = True,
+    stacklevel: int = 3,
+) -> tuple[EngineOutput, WeightSolution, list[LedgerEntry]]:
+    """The weight stage over the fold draws (stacked rows), optionally shrunk to a target.
+
+    Parameters
+    ----------
+    outputs : sequence of EngineOutput
+        One per fold draw (:func:`cross_validate_draws`).
+    y : ndarray
+        The encoded response of the rows (once; it is tiled over the draws).
+    pool : sequence of Candidate
+        The candidates the weights are over (the first columns of the outputs).
+    draws : sequence of ndarray
+        The fold codes of each draw (the groups of the shrinkage amount's CV).
+    loss : Loss
+    shrinkage : tuple or None
+        ``(amount, target)``, see :class:`~pearlstats.stages.WeightOptions`.
+    warn, stacklevel
+        As for :func:`~pearlstats.stages.solve_stage_weights`.
+
+    Returns
+    -------
+    output : EngineOutput
+        Draw 0's predictions with the failures of every draw marked.
+    solution : WeightSolution
+    entries : list of LedgerEntry
+    """
+    output, stacked = _combined_outputs(outputs)
+    labels = [candidate.label for candidate in pool]
+    y_stacked = np.tile(y, len(draws))
+    solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss, labels,
+                                            warn=warn, stacklevel=stacklevel + 1)
+    if shrinkage is not None:
+        K = int(draws[0].max()) + 1
+        groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
+        rows = np.tile(np.arange(len(y)), len(draws))
+        solution, note = _shrink(solution, stacked, pool, y_stacked, loss, shrinkage, groups, rows)
+        entries.append(note)
+    return output, solution, entries
+
+
+def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
+    """Weights shrunk toward the target over the candidates that did not fail; a ledger note."""
+    amount, target = shrinkage
+    P = stacked.predictions[:, :len(pool)]
+    active = ~stacked.failed[:len(pool)]
+    single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in pool])
+    u = target_weights(target, [c.label for c in pool], single, active)
+    how = "given"
+    if amount == "cv":
+        chosen = choose_shrinkage(P, y, loss, groups, rows, active, target=u)
+        amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
+    weights = shrink_toward(solution.weights, u, amount)
+    objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
+    gap = objective - solution.objective + solution.kkt_gap
+    shrunk = dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
+                                 solver=f"{solution.solver}, shrunk")
+    note = LedgerEntry(
+        "(all)", None, "weights", "shrinkage",
+        f"weights shrunk toward {_target_text(target, u)}",
+        f"shrinkage amount {amount:g} ({how})", False,
+    )
+    return shrunk, note
+
+
+def _target_text(target, u: np.ndarray) -> str:
+    """The ledger's words for the shrinkage target."""
+    if isinstance(target, str):
+        return f"{SHRINKAGE_TARGETS[target]}: {int((u > 0).sum())} candidates"
+    return f"the given weights on {int((u > 0).sum())} candidates that did not fail"
