@@ -24,13 +24,11 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from ..engines._common import infeasible_entry, too_wide_entry
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
 from ..engines.newton import NewtonResult
-from ..ledger import LedgerEntry
 from .data import partition_design, partition_folds, partition_response
 from .driver import pass_newton
-from .ols import scaled_design, to_original, training_penalty, tree_sum
+from .ols import feasible_candidates, scaled_design, to_original, training_penalty, tree_sum
 
 __all__ = ["mean_of", "newton_coefficients"]
 
@@ -43,34 +41,66 @@ def mean_of(kind: str, eta: np.ndarray) -> np.ndarray:
 
 
 def _row_terms(kind: str, eta: np.ndarray, y: np.ndarray):
-    """Per-row negative log-likelihood, mean and variance at linear predictors eta (m, c)."""
+    """Per-row negative log-likelihood and mean at linear predictors eta (c, m), in place of eta.
+
+    Returns the loss and ``mu - y``; *eta* is overwritten by ``|eta|`` (for the separation check).
+    """
     if kind == "binomial":
         # One exp serves the loss and the mean (logaddexp and expit would cost four times more).
-        e = np.exp(-np.abs(eta))
-        loss = np.maximum(eta, 0.0) + np.log1p(e) - y[:, None] * eta
-        mu = np.where(eta >= 0.0, 1.0, e) / (1.0 + e)
-        return loss, mu, mu * (1.0 - mu)
-    mu = np.exp(np.minimum(eta, _MAX_ETA))
-    return mu - y[:, None] * eta, mu, mu
+        positive = eta >= 0.0
+        loss = np.maximum(eta, 0.0)
+        loss -= y * eta
+        np.abs(eta, out=eta)
+        e = np.exp(-eta)
+        loss += np.log1p(e)
+        mu = np.where(positive, 1.0, e)
+        mu /= 1.0 + e
+    else:
+        mu = np.exp(np.minimum(eta, _MAX_ETA))
+        loss = mu - y * eta
+        np.abs(eta, out=eta)
+    return loss, mu
 
 
 def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
-    """The trial columns and Hessians of one candidate's requested problems, into *out*."""
+    """The trial columns and Hessians of one candidate's requested problems, into *out*.
+
+    Row quantities are laid out (trial, row): each trial's sums run over contiguous memory
+    (numpy sums those pairwise, so f keeps its digits over many rows).
+    """
     s = ZS.shape[1]
     cols = np.flatnonzero(np.isin(request["columns"], mine))
     local = np.searchsorted(mine, request["columns"][cols])
-    eta0 = ZS @ request["theta"][mine, :s].T
-    dz = ZS @ request["step"][mine, :s].T
-    eta = eta0[:, local] - request["t"][cols] * dz[:, local]
-    w = train[:, request["fold"][mine][local]]
-    loss, mu, var = _row_terms(kind, eta, y)
-    out["f"][cols] = np.sum(w * loss, axis=0)
-    out["g"][cols, :s] = (w * (mu - y[:, None])).T @ ZS
-    out["emax"][cols] = np.max(w * np.abs(eta), axis=0)
+    t = request["t"][cols]
+    eta = (request["theta"][mine, :s] @ ZS.T)[local]
+    if t.any():  # (all zero: evaluations of the starting points)
+        eta -= t[:, None] * (request["step"][mine, :s] @ ZS.T)[local]
+    w = train[request["fold"][mine][local]]
+    loss, mu = _row_terms(kind, eta, y)
+    out["f"][cols] = np.sum(w * loss, axis=1)
+    if "emax" in out:
+        out["emax"][cols] = np.max(w * eta, axis=1)
     for a in np.flatnonzero(request["hessian"][mine]):
         c = np.searchsorted(cols, request["first"][mine[a]])
-        B = ZS * np.sqrt(w[:, c] * var[:, c])[:, None]
+        v = w[c] * mu[c] * (1.0 - mu[c]) if kind == "binomial" else w[c] * mu[c]
+        B = ZS * np.sqrt(v)[:, None]
         out["H"][mine[a], :s, :s] = B.T @ B  # one product with itself: half the work
+    mu -= y
+    mu *= w
+    out["g"][cols, :s] = mu @ ZS
+
+
+def _standardised(X, plan, candidates) -> dict:
+    """The partition's standardised designs (those the candidates need), column-major.
+
+    Column-major so that each candidate's columns are copied as contiguous runs.
+    """
+    Z = {}
+    for centre in {plan["candidates"][jj][1] for jj in candidates}:
+        center, scale = plan["designs"][centre]
+        Z[centre] = np.subtract(X, center, order="F")
+        Z[centre] /= scale
+    return Z
 
 
 def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan, request):
@@ -78,26 +108,29 @@ def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan
     X = partition_design(spec, frame, blocks)
     y = partition_response(spec, kind, frame, env)
     folds = partition_folds(frame, offset, len(y), fold_spec)
-    train = np.ones((len(y), len(labels) + 1))
-    train[:, :-1] = folds[:, None] != np.asarray(labels)[None, :]
-    Z = {centre: (X - center) / scale for centre, (center, scale) in plan["designs"].items()}
+    train = np.ones((len(labels) + 1, len(y)))  # (fold slot, row): 1 for training rows
+    train[:-1] = folds[None, :] != np.asarray(labels)[:, None]
+    candidates = np.unique(request["candidate"])
+    Z = _standardised(X, plan, candidates)
+    del X
     A, C, d = len(request["problems"]), len(request["columns"]), request["theta"].shape[1]
-    out = {"f": np.zeros(C), "g": np.zeros((C, d)), "emax": np.zeros(C)}
-    out["H"] = np.zeros((A, d, d))
-    for jj in np.unique(request["candidate"]):
+    out = {"f": np.zeros(C), "g": np.zeros((C, d)), "H": np.zeros((A, d, d))}
+    if request["emax"]:
+        out["emax"] = np.zeros(C)
+    for jj in candidates:
         S, centre = plan["candidates"][jj]
         mine = np.flatnonzero(request["candidate"] == jj)
-        _candidate_sums(np.ascontiguousarray(Z[centre][:, S]), y, train, kind, request, mine, out)
-    emax = out.pop("emax")
-    out["emax"] = (-emax, emax)  # combined by maximum
+        _candidate_sums(Z[centre][:, S], y, train, kind, request, mine, out)
+    if request["emax"]:
+        out["emax"] = (-out["emax"], out["emax"])  # combined by maximum
     return out
 
 
 class _Passes:
     """The distributed evaluation of :func:`~pearlstats.distributed.driver.pass_newton`."""
 
-    def __init__(self, rows, args, problems, n_train, sizes):
-        self.rows, self.args = rows, args
+    def __init__(self, rows, args, problems, n_train, sizes, separates):
+        self.rows, self.args, self.separates = rows, args, separates
         self.candidate, self.fold = problems  # per problem: candidate position, fold slot
         self.n_train, self.sizes = n_train, sizes
         self.passes = 0
@@ -105,7 +138,12 @@ class _Passes:
     def __call__(self, request: dict) -> dict:
         spec, kind, fold_spec, env, labels, plan = self.args
         problems = request["problems"]
-        request = dict(request, candidate=self.candidate[problems], fold=self.fold[problems])
+        request = dict(
+            request,
+            candidate=self.candidate[problems],
+            fold=self.fold[problems],
+            emax=self.separates,
+        )
         self.passes += 1
         total = tree_sum(
             self.rows.tasks(_newton_part, spec, kind, fold_spec, env, labels, plan, request)
@@ -118,26 +156,8 @@ class _Passes:
             "f": total["f"] / per_column,
             "g": total["g"] / per_column[:, None],
             "H": H,
-            "emax": total["emax"][1],
+            "emax": total["emax"][1] if self.separates else None,
         }
-
-
-def _feasible(candidates, n_train: np.ndarray, ridge: float, K: int, intercept):
-    """Candidates that can be fitted (and their column plans), and ledger rows for the others."""
-    failed = np.zeros(len(candidates), dtype=bool)
-    entries: list[LedgerEntry] = []
-    feasible, plan_candidates = [], []
-    for j, candidate in enumerate(candidates):
-        S = np.asarray(candidate.columns)
-        entry = infeasible_entry(candidate.label, S.size, int(n_train[:-1].min()), ridge)
-        entry = entry or too_wide_entry(candidate.label, S.size, K + 2)
-        if entry is not None:
-            failed[j] = True
-            entries.append(entry)
-            continue
-        feasible.append(j)
-        plan_candidates.append((S, bool(intercept is not None and intercept in S)))
-    return feasible, plan_candidates, failed, entries
 
 
 def _starts(kind, moments, designs, plan_candidates, slots) -> tuple:
@@ -168,7 +188,8 @@ def _n_train(moments) -> np.ndarray:
     )
 
 
-def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=None, start=None):
+def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=None, start=None,
+           reuse=0.01):
     """One :func:`pass_newton` run over the problems *slots* = (candidate positions, fold slots)."""
     kind = args[1]
     slots = (np.asarray(slots[0], dtype=int), np.asarray(slots[1], dtype=int))
@@ -177,10 +198,11 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
         given, values = start
         theta0[given] = values
     sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]])
-    evaluate = _Passes(rows, args, slots, _n_train(moments)[slots[1]], sizes)
+    separates = kind == "binomial" and ridge == 0  # only then is the largest |eta| needed
+    evaluate = _Passes(rows, args, slots, _n_train(moments)[slots[1]], sizes, separates)
 
     def separated(problems, theta, step, iterations, values, columns):
-        if kind != "binomial" or ridge > 0:
+        if not separates:
             return np.zeros(len(problems), dtype=bool)
         return (
             (iterations >= SEPARATION_MIN_ITER)
@@ -188,7 +210,9 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
             & (np.abs(step).max(axis=1) > SEPARATION_STEP)
         )
 
-    result, state, passes = pass_newton(evaluate, theta0, ridge, penalty, warm=warm, stop=separated)
+    result, state, passes = pass_newton(
+        evaluate, theta0, ridge, penalty, warm=warm, stop=separated, reuse=reuse
+    )
     return result, state, passes
 
 
@@ -242,18 +266,16 @@ def newton_coefficients(
 
     Returns
     -------
-    coefs : ndarray (K + 1, p, J)
-        Original-scale coefficients; slot K is the refit on all rows.
-    failed : ndarray of bool (J,)
-    entries : list of LedgerEntry
+    coefs, failed, entries
+        As :func:`~pearlstats.distributed.ols.solve_least_squares`.
     passes : int
         Distributed passes the Newton iterations took.
     """
     labels = moments.labels
     K, J, p = len(labels), len(candidates), len(moments.pilot)
     designs = {centre: scaled_design(moments, centre) for centre in (True, False)}
-    feasible, plan_candidates, failed, entries = _feasible(
-        candidates, _n_train(moments), ridge, K, designs[True].intercept
+    feasible, plan_candidates, failed, entries = feasible_candidates(
+        candidates, int(_n_train(moments)[:-1].min()), ridge, K + 2, designs[True].intercept
     )
     coefs = np.zeros((K + 1, p, J))
     if not feasible:
@@ -264,8 +286,11 @@ def newton_coefficients(
     }
     args = (spec, kind, fold_spec, env, labels, plan)
     F = len(feasible)
+    # Plain Newton on all rows (a Hessian at every step, for F problems only): the folds then
+    # start with the Hessian at the all-rows optimum, close to theirs.
     everything, state, passes = _phase(
-        rows, args, moments, designs, plan_candidates, (np.arange(F), np.full(F, K)), ridge
+        rows, args, moments, designs, plan_candidates, (np.arange(F), np.full(F, K)), ridge,
+        reuse=0.0,
     )
     folds, fold_passes = _fold_phase(
         rows, args, moments, designs, plan_candidates, ridge, everything, state.loss_hessian
