@@ -21,7 +21,7 @@ from ..stages import build_pool
 from .data import dask_rows, head_design
 from .newton import newton_coefficients
 from .ols import moment_pass, solve_least_squares
-from .oof import barrier_pass, residual_pass, risk_pass
+from .oof import OofPasses
 from .results import DaskPearlResults
 from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
 
@@ -67,8 +67,9 @@ def _risks(stats, n: int):
 def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool, env, n):
     """CV risks of every candidate and the weight solution over the pool."""
     K = len(labels)
+    oof = OofPasses(rows, spec, family.name, fold_spec, labels, coefs[:K], env)
     if loss.solver == "qp" and loss.name == "squared":
-        stats = residual_pass(rows, spec, family.name, fold_spec, labels, coefs[:K], env)
+        stats = oof.residuals()
         EtE = stats["EtE"]
         risk = np.diagonal(EtE) / n
         se = np.sqrt(np.maximum(stats["E4"] / n - risk**2, 0.0) * n / max(n - 1, 1)) / np.sqrt(n)
@@ -77,13 +78,13 @@ def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool,
         objective = form.value(w)
         extra = 1
     else:
-        stats = risk_pass(rows, spec, family.name, fold_spec, labels, coefs[:K], env, loss)
+        stats = oof.risks(loss)
         risk, se = _risks(stats, n)
         active = np.flatnonzero(~failed[:n_pool])
-        sub = coefs[:K][:, :, active]
+        sub = oof.only(active)
 
         def evaluate(w):
-            return barrier_pass(rows, spec, family.name, fold_spec, labels, sub, env, loss, w, n)
+            return sub.barrier(loss, w, n)
 
         form = DistributedBarrierForm(evaluate, stats["vertex"][active] / n, n)
         w_active, gap, solver, merged = solve_from_form(

@@ -1,22 +1,20 @@
-"""Distributed Newton for binomial and Poisson candidates: one pass per Newton evaluation.
+"""Distributed Newton for binomial and Poisson candidates, with passes spent where needed.
 
-Every candidate's K fold problems and its all-rows refit are stacked into one
-batch of ``J (K + 1)`` problems, padded to the widest candidate (padded
-coordinates have gradient 0 and an identity Hessian, so they never move), and
-handed to the in-memory engine's :func:`~pearlstats.engines.newton.penalised_newton`.
-Its objective is a distributed pass: each partition returns, per problem, the
-sum over its training rows of the negative log-likelihood, its gradient and
-(when asked) its Hessian on the candidate's standardised columns, and the
-largest training ``|eta|`` (for the separation check); one reduction per
-evaluation. The likelihood, standardisation, ridge weights, start and
-separation rule are the in-memory engine's (:mod:`pearlstats.engines.glm`),
-so the optima agree to the Newton tolerance.
-
-Unlike the in-memory engine, which fits the all-rows problem first and starts
-the folds there, all problems start together (from 0, or the training mean for
-a Poisson intercept): fewer passes over the data for the same optima. A
-separated fold is detected from its own rows (in memory, a separated all-rows
-fit marks every fold separated without fitting them).
+Each candidate is fitted on all rows first, and its K fold problems then start
+from that optimum with its Hessian, as in the in-memory engine
+(:mod:`pearlstats.engines.newton_cv`): fold problems are near their optima
+from the start and take a few gradient-only (chord) steps. Both stages are run
+by :func:`~pearlstats.distributed.driver.pass_newton`, whose every evaluation
+is one distributed pass: each partition returns, for the problems still moving
+only, the sums over its training rows of the negative log-likelihood and its
+gradient at several step lengths of each line search, the Hessian where one is
+asked for (on the candidate's standardised columns, padded to the widest
+candidate: padded coordinates have gradient 0 and an identity Hessian), and
+the largest training ``|eta|`` (for the separation check). The likelihood,
+standardisation, ridge weights, start and separation rule are the in-memory
+engine's (:mod:`pearlstats.engines.glm`), so the optima agree to the Newton
+tolerance. A candidate separated on all rows is separated in every fold, whose
+problems are then not fitted.
 """
 
 from __future__ import annotations
@@ -26,12 +24,11 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from ..engines._common import infeasible_entry, too_wide_entry
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
-from ..engines.newton import NewtonResult, penalised_newton
-from ..ledger import LedgerEntry
+from ..engines.newton import NewtonResult
 from .data import partition_design, partition_folds, partition_response
-from .ols import scaled_design, to_original, training_penalty, tree_sum
+from .driver import pass_newton
+from .ols import feasible_candidates, scaled_design, to_original, training_penalty, tree_sum
 
 __all__ = ["mean_of", "newton_coefficients"]
 
@@ -43,94 +40,212 @@ def mean_of(kind: str, eta: np.ndarray) -> np.ndarray:
     return expit(eta) if kind == "binomial" else np.exp(np.minimum(eta, _MAX_ETA))
 
 
-def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan, theta, order):
+def _row_terms(kind: str, eta: np.ndarray, y: np.ndarray):
+    """Per-row negative log-likelihood and mean at linear predictors eta (c, m), in place of eta.
+
+    Returns the loss and ``mu - y``; *eta* is overwritten by ``|eta|`` (for the separation check).
+    """
+    if kind == "binomial":
+        # One exp serves the loss and the mean (logaddexp and expit would cost four times more).
+        positive = eta >= 0.0
+        loss = np.maximum(eta, 0.0)
+        loss -= y * eta
+        np.abs(eta, out=eta)
+        e = np.exp(-eta)
+        loss += np.log1p(e)
+        mu = np.where(positive, 1.0, e)
+        mu /= 1.0 + e
+    else:
+        mu = np.exp(np.minimum(eta, _MAX_ETA))
+        loss = mu - y * eta
+        np.abs(eta, out=eta)
+    return loss, mu
+
+
+def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
+    """The trial columns and Hessians of one candidate's requested problems, into *out*.
+
+    Row quantities are laid out (trial, row): each trial's sums run over contiguous memory
+    (numpy sums those pairwise, so f keeps its digits over many rows).
+    """
+    s = ZS.shape[1]
+    cols = np.flatnonzero(np.isin(request["columns"], mine))
+    local = np.searchsorted(mine, request["columns"][cols])
+    t = request["t"][cols]
+    eta = (request["theta"][mine, :s] @ ZS.T)[local]
+    if t.any():  # (all zero: evaluations of the starting points)
+        eta -= t[:, None] * (request["step"][mine, :s] @ ZS.T)[local]
+    w = train[request["fold"][mine][local]]
+    loss, mu = _row_terms(kind, eta, y)
+    out["f"][cols] = np.sum(w * loss, axis=1)
+    if "emax" in out:
+        out["emax"][cols] = np.max(w * eta, axis=1)
+    for a in np.flatnonzero(request["hessian"][mine]):
+        c = np.searchsorted(cols, request["first"][mine[a]])
+        v = w[c] * mu[c] * (1.0 - mu[c]) if kind == "binomial" else w[c] * mu[c]
+        B = ZS * np.sqrt(v)[:, None]
+        out["H"][mine[a], :s, :s] = B.T @ B  # one product with itself: half the work
+    mu -= y
+    mu *= w
+    out["g"][cols, :s] = mu @ ZS
+
+
+def _standardised(X, plan, candidates) -> dict:
+    """The partition's standardised designs (those the candidates need), column-major.
+
+    Column-major so that each candidate's columns are copied as contiguous runs.
+    """
+    Z = {}
+    for centre in {plan["candidates"][jj][1] for jj in candidates}:
+        center, scale = plan["designs"][centre]
+        Z[centre] = np.subtract(X, center, order="F")
+        Z[centre] /= scale
+    return Z
+
+
+def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan, request):
+    """Sums over one partition's rows for the requested problems and trial points."""
     X = partition_design(spec, frame, blocks)
     y = partition_response(spec, kind, frame, env)
     folds = partition_folds(frame, offset, len(y), fold_spec)
-    K1 = len(labels) + 1
-    w = np.ones((len(y), K1))
-    w[:, :-1] = folds[:, None] != np.asarray(labels)[None, :]
-    Z = {centre: (X - center) / scale for centre, (center, scale) in plan["designs"].items()}
-    Q, d = theta.shape
-    f, emax = np.zeros(Q), np.zeros(Q)
-    g = np.zeros((Q, d)) if order >= 1 else None
-    H = np.zeros((Q, d, d)) if order >= 2 else None
-    for jj, (S, centre) in enumerate(plan["candidates"]):
-        ZS = np.ascontiguousarray(Z[centre][:, S])
-        s, rows = S.size, slice(jj * K1, (jj + 1) * K1)
-        eta = ZS @ theta[rows, :s].T  # (m, K + 1)
-        if kind == "binomial":
-            loss = np.logaddexp(0.0, eta) - y[:, None] * eta
-            mu = expit(eta)
-            var = mu * (1.0 - mu)
-        else:
-            mu = np.exp(np.minimum(eta, _MAX_ETA))
-            loss, var = mu - y[:, None] * eta, mu
-        f[rows] = np.sum(w * loss, axis=0)
-        emax[rows] = np.max(np.where(w > 0, np.abs(eta), 0.0), axis=0)
-        if order >= 1:
-            g[rows, :s] = (ZS.T @ (w * (mu - y[:, None]))).T
-        if order >= 2:
-            for k in range(K1):
-                H[jj * K1 + k, :s, :s] = (ZS * (w[:, k] * var[:, k])[:, None]).T @ ZS
-    return {"f": f, "g": g, "H": H, "emax": (-emax, emax)}
+    train = np.ones((len(labels) + 1, len(y)))  # (fold slot, row): 1 for training rows
+    train[:-1] = folds[None, :] != np.asarray(labels)[:, None]
+    candidates = np.unique(request["candidate"])
+    Z = _standardised(X, plan, candidates)
+    del X
+    A, C, d = len(request["problems"]), len(request["columns"]), request["theta"].shape[1]
+    out = {"f": np.zeros(C), "g": np.zeros((C, d)), "H": np.zeros((A, d, d))}
+    if request["emax"]:
+        out["emax"] = np.zeros(C)
+    for jj in candidates:
+        S, centre = plan["candidates"][jj]
+        mine = np.flatnonzero(request["candidate"] == jj)
+        _candidate_sums(Z[centre][:, S], y, train, kind, request, mine, out)
+    if request["emax"]:
+        out["emax"] = (-out["emax"], out["emax"])  # combined by maximum
+    return out
 
 
-class _Objective:
-    """The batched loss for penalised_newton; remembers the last pass for the separation check."""
+class _Passes:
+    """The distributed evaluation of :func:`~pearlstats.distributed.driver.pass_newton`."""
 
-    def __init__(self, rows, args, n_train, sizes, d):
-        self.rows, self.args, self.n_train, self.d = rows, args, n_train, d
-        self.padding = np.zeros((len(n_train), d), dtype=bool)
-        for q, s in enumerate(sizes):
-            self.padding[q, s:] = True
-        self.last = (None, None)
+    def __init__(self, rows, args, problems, n_train, sizes, separates):
+        self.rows, self.args, self.separates = rows, args, separates
+        self.candidate, self.fold = problems  # per problem: candidate position, fold slot
+        self.n_train, self.sizes = n_train, sizes
         self.passes = 0
 
-    def run(self, theta, order):
+    def __call__(self, request: dict) -> dict:
         spec, kind, fold_spec, env, labels, plan = self.args
+        problems = request["problems"]
+        request = dict(
+            request,
+            candidate=self.candidate[problems],
+            fold=self.fold[problems],
+            emax=self.separates,
+        )
         self.passes += 1
         total = tree_sum(
-            self.rows.tasks(_newton_part, spec, kind, fold_spec, env, labels, plan, theta, order)
+            self.rows.tasks(_newton_part, spec, kind, fold_spec, env, labels, plan, request)
         )
-        self.last = (theta.copy(), total["emax"][1])
-        return total
-
-    def __call__(self, theta, order):
-        total = self.run(theta, order)
-        f = total["f"] / self.n_train
-        if order == 0:
-            return f
-        g = total["g"] / self.n_train[:, None]
-        if order == 1:
-            return f, g
-        H = total["H"] / self.n_train[:, None, None]
-        q, i = np.nonzero(self.padding)
-        H[q, i, i] = 1.0
-        return f, g, H
-
-    def eta_max(self, theta):
-        if self.last[0] is None or not np.array_equal(self.last[0], theta):
-            self.run(theta, 0)
-        return self.last[1]
+        per_column = self.n_train[problems[request["columns"]]]
+        H = total["H"] / self.n_train[problems][:, None, None]
+        for a, s in enumerate(self.sizes[problems]):
+            H[a, s:, s:] = np.eye(H.shape[1] - s)  # padded coordinates never move
+        return {
+            "f": total["f"] / per_column,
+            "g": total["g"] / per_column[:, None],
+            "H": H,
+            "emax": total["emax"][1] if self.separates else None,
+        }
 
 
-def _feasible(candidates, n_train: np.ndarray, ridge: float, K: int, intercept):
-    """Candidates that can be fitted (and their column plans), and ledger rows for the others."""
-    failed = np.zeros(len(candidates), dtype=bool)
-    entries: list[LedgerEntry] = []
-    feasible, plan_candidates = [], []
-    for j, candidate in enumerate(candidates):
-        S = np.asarray(candidate.columns)
-        entry = infeasible_entry(candidate.label, S.size, int(n_train[:-1].min()), ridge)
-        entry = entry or too_wide_entry(candidate.label, S.size, K + 2)
-        if entry is not None:
-            failed[j] = True
-            entries.append(entry)
-            continue
-        feasible.append(j)
-        plan_candidates.append((S, bool(intercept is not None and intercept in S)))
-    return feasible, plan_candidates, failed, entries
+def _starts(kind, moments, designs, plan_candidates, slots) -> tuple:
+    """Start points and ridge weights of the problems (candidate position, fold slot)."""
+    labels = moments.labels
+    K = len(labels)
+    intercept = designs[True].intercept
+    d = max(S.size for S, _ in plan_candidates)
+    n_train = _n_train(moments)
+    mean_y = np.array([moments.training("sy", k) for k in labels] + [moments.total("sy")]) / n_train
+    theta0, penalty = np.zeros((len(slots[0]), d)), np.zeros((len(slots[0]), d))
+    for q, (jj, k) in enumerate(zip(*slots)):
+        S, centre = plan_candidates[jj]
+        design = designs[centre]
+        penalty[q, : S.size] = training_penalty(moments, design, None if k == K else labels[k])[S]
+        if kind == "poisson" and centre:
+            where = int(np.flatnonzero(S == intercept)[0])
+            theta0[q, where] = np.log(max(mean_y[k], 1e-8)) / (
+                design.intercept_value / design.scale[intercept]
+            )
+    return theta0, penalty
+
+
+def _n_train(moments) -> np.ndarray:
+    """Training rows of each fold, then all rows."""
+    return np.array(
+        [moments.n - moments.folds[k]["n"] for k in moments.labels] + [moments.n], dtype=float
+    )
+
+
+def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=None, start=None,
+           reuse=0.01):
+    """One :func:`pass_newton` run over the problems *slots* = (candidate positions, fold slots)."""
+    kind = args[1]
+    slots = (np.asarray(slots[0], dtype=int), np.asarray(slots[1], dtype=int))
+    theta0, penalty = _starts(kind, moments, designs, plan_candidates, slots)
+    if start is not None:
+        given, values = start
+        theta0[given] = values
+    sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]])
+    separates = kind == "binomial" and ridge == 0  # only then is the largest |eta| needed
+    evaluate = _Passes(rows, args, slots, _n_train(moments)[slots[1]], sizes, separates)
+
+    def separated(problems, theta, step, iterations, values, columns):
+        if not separates:
+            return np.zeros(len(problems), dtype=bool)
+        return (
+            (iterations >= SEPARATION_MIN_ITER)
+            & (values["emax"][columns] > SEPARATION_ETA)
+            & (np.abs(step).max(axis=1) > SEPARATION_STEP)
+        )
+
+    result, state, passes = pass_newton(
+        evaluate, theta0, ridge, penalty, warm=warm, stop=separated, reuse=reuse
+    )
+    return result, state, passes
+
+
+def _fold_phase(rows, args, moments, designs, plan_candidates, ridge, everything, hessians):
+    """Fold problems of every candidate whose all-rows fit is not separated, from its optimum."""
+    K = len(moments.labels)
+    J = len(plan_candidates)
+    fit = np.flatnonzero(~everything.stopped)
+    slots = (np.repeat(fit, K), np.tile(np.arange(K), fit.size))
+    theta = np.zeros((J * K, everything.theta.shape[1]))
+    stopped = np.repeat(everything.stopped, K)  # separated on all rows: in every fold (not fitted)
+    converged = np.zeros(J * K, dtype=bool)
+    singular = np.zeros(J * K, dtype=bool)
+    if fit.size == 0:
+        return NewtonResult(theta, converged, stopped, singular, 0), 0
+    good = everything.converged[slots[0]]  # the in-memory rule (engines.newton.fold_start)
+    given = np.flatnonzero(good)
+    result, _, passes = _phase(
+        rows, args, moments, designs, plan_candidates, slots, ridge,
+        warm=(given, hessians[slots[0][given]]),
+        start=(given, everything.theta[slots[0][given]]),
+    )
+    where = slots[0] * K + slots[1]
+    theta[where], converged[where] = result.theta, result.converged
+    stopped[where], singular[where] = result.stopped, result.singular
+    return NewtonResult(theta, converged, stopped, singular, result.iterations), passes
+
+
+def _split(result: NewtonResult, rows: Any) -> NewtonResult:
+    return NewtonResult(
+        result.theta[rows], result.converged[rows], result.stopped[rows], result.singular[rows],
+        result.iterations,
+    )
 
 
 def newton_coefficients(
@@ -145,83 +260,51 @@ def newton_coefficients(
 ) -> tuple:
     """Coefficients of every binomial / Poisson candidate in every fold and on all rows.
 
+    As the in-memory engine does, each candidate is fitted on all rows first;
+    its fold fits then start from that optimum with its Hessian (and are not
+    fitted when it is separated: so is every fold).
+
     Returns
     -------
-    coefs : ndarray (K + 1, p, J)
-        Original-scale coefficients; slot K is the refit on all rows.
-    failed : ndarray of bool (J,)
-    entries : list of LedgerEntry
+    coefs, failed, entries
+        As :func:`~pearlstats.distributed.ols.solve_least_squares`.
     passes : int
         Distributed passes the Newton iterations took.
     """
     labels = moments.labels
     K, J, p = len(labels), len(candidates), len(moments.pilot)
-    n_train = np.array(
-        [moments.n - moments.folds[k]["n"] for k in labels] + [moments.n], dtype=float
-    )
     designs = {centre: scaled_design(moments, centre) for centre in (True, False)}
-    intercept = designs[True].intercept
-    feasible, plan_candidates, failed, entries = _feasible(candidates, n_train, ridge, K, intercept)
+    feasible, plan_candidates, failed, entries = feasible_candidates(
+        candidates, int(_n_train(moments)[:-1].min()), ridge, K + 2, designs[True].intercept
+    )
     coefs = np.zeros((K + 1, p, J))
     if not feasible:
         return coefs, failed, entries, 0
-    d = max(S.size for S, _ in plan_candidates)
-    Q = len(feasible) * (K + 1)
-    theta0, penalty = np.zeros((Q, d)), np.zeros((Q, d))
-    sizes = np.repeat([S.size for S, _ in plan_candidates], K + 1)
-    mean_y = np.array([moments.training("sy", k) for k in labels] + [moments.total("sy")]) / n_train
-    for jj, (S, centre) in enumerate(plan_candidates):
-        design = designs[centre]
-        for k, label in enumerate([*labels, None]):
-            q = jj * (K + 1) + k
-            penalty[q, : S.size] = training_penalty(moments, design, label)[S]
-            if kind == "poisson" and centre:
-                where = int(np.flatnonzero(S == intercept)[0])
-                theta0[q, where] = np.log(max(mean_y[k], 1e-8)) / (
-                    design.intercept_value / design.scale[intercept]
-                )
     plan = {
         "designs": {c: (designs[c].center, designs[c].scale) for c in designs},
         "candidates": plan_candidates,
     }
-    objective = _Objective(
-        rows, (spec, kind, fold_spec, env, labels, plan), np.tile(n_train, len(feasible)), sizes, d
+    args = (spec, kind, fold_spec, env, labels, plan)
+    F = len(feasible)
+    # Plain Newton on all rows (a Hessian at every step, for F problems only): the folds then
+    # start with the Hessian at the all-rows optimum, close to theirs.
+    everything, state, passes = _phase(
+        rows, args, moments, designs, plan_candidates, (np.arange(F), np.full(F, K)), ridge,
+        reuse=0.0,
     )
-
-    def separated(theta, step, iteration):
-        if kind != "binomial" or ridge > 0 or iteration < SEPARATION_MIN_ITER:
-            return np.zeros(theta.shape[0], dtype=bool)
-        return (objective.eta_max(theta) > SEPARATION_ETA) & (
-            np.abs(step).max(axis=1) > SEPARATION_STEP
-        )
-
-    result = penalised_newton(objective, theta0, ridge, penalty, stop=separated)
+    folds, fold_passes = _fold_phase(
+        rows, args, moments, designs, plan_candidates, ridge, everything, state.loss_hessian
+    )
     for jj, j in enumerate(feasible):
-        block = slice(jj * (K + 1), (jj + 1) * (K + 1))
-        sub = NewtonResult(
-            result.theta[block],
-            result.converged[block],
-            result.stopped[block],
-            result.singular[block],
-            result.iterations,
-        )
-        folds_only = NewtonResult(
-            sub.theta[:K], sub.converged[:K], sub.stopped[:K], sub.singular[:K], sub.iterations
-        )
-        notes = _notes(candidates[j].label, folds_only, list(range(K)), "cv")
-        notes += _notes(
-            candidates[j].label,
-            NewtonResult(
-                sub.theta[K:], sub.converged[K:], sub.stopped[K:], sub.singular[K:], sub.iterations
-            ),
-            [None],
-            "refit",
-        )
+        notes = _notes(candidates[j].label, _split(folds, slice(jj * K, (jj + 1) * K)),
+                       list(range(K)), "cv")
+        notes += _notes(candidates[j].label, _split(everything, slice(jj, jj + 1)), [None], "refit")
         entries.extend(notes)
         if any(note.excluded for note in notes):
             failed[j] = True
             continue
         S, centre = plan_candidates[jj]
-        for k in range(K + 1):
-            coefs[k, :, j] = to_original(designs[centre], S, sub.theta[k, : S.size], p)
-    return coefs, failed, entries, objective.passes
+        for k in range(K):
+            coefs[k, :, j] = to_original(designs[centre], S, folds.theta[jj * K + k, : S.size], p)
+        coefs[K, :, j] = to_original(designs[centre], S, everything.theta[jj, : S.size], p)
+    return coefs, failed, entries, passes + fold_passes

@@ -27,7 +27,14 @@ from ..engines.ols import _solve_penalised
 from ..ledger import LedgerEntry
 from .data import partition_design, partition_folds, partition_response
 
-__all__ = ["Moments", "moment_pass", "scaled_design", "solve_least_squares", "tree_sum"]
+__all__ = [
+    "Moments",
+    "feasible_candidates",
+    "moment_pass",
+    "scaled_design",
+    "solve_least_squares",
+    "tree_sum",
+]
 
 
 def _add(a, b):
@@ -187,6 +194,47 @@ def to_original(design: ScaledDesign, columns: np.ndarray, gamma: np.ndarray, p:
     return b
 
 
+def feasible_candidates(
+    candidates: Any, n_train_min: int, ridge: float, unknowns: int, intercept: int | None
+) -> tuple:
+    """Candidates that can be fitted, and ledger rows for the others.
+
+    Parameters
+    ----------
+    candidates : sequence of Candidate
+    n_train_min : int
+        The fewest training rows of any fold.
+    ridge : float
+    unknowns : int
+        Problems solved per candidate (the size check of the systems).
+    intercept : int or None
+        Position of the intercept column (its candidates are centred).
+
+    Returns
+    -------
+    feasible : list of int
+        Positions of the candidates that can be fitted.
+    plans : list of (ndarray, bool)
+        Their columns, and whether they are centred (they hold the intercept).
+    failed : ndarray of bool (J,)
+    entries : list of LedgerEntry
+    """
+    failed = np.zeros(len(candidates), dtype=bool)
+    entries: list[LedgerEntry] = []
+    feasible, plans = [], []
+    for j, candidate in enumerate(candidates):
+        S = np.asarray(candidate.columns)
+        entry = infeasible_entry(candidate.label, S.size, n_train_min, ridge)
+        entry = entry or too_wide_entry(candidate.label, S.size, unknowns)
+        if entry is not None:
+            failed[j] = True
+            entries.append(entry)
+            continue
+        feasible.append(j)
+        plans.append((S, bool(intercept is not None and intercept in S)))
+    return feasible, plans, failed, entries
+
+
 def solve_least_squares(m: Moments, candidates: Any, ridge: float) -> tuple:
     """Coefficients of every candidate in every fold and on all rows.
 
@@ -200,10 +248,11 @@ def solve_least_squares(m: Moments, candidates: Any, ridge: float) -> tuple:
     labels = m.labels
     K, J, p = len(labels), len(candidates), len(m.pilot)
     n_train_min = int(min(m.n - m.folds[k]["n"] for k in labels))
-    failed = np.zeros(J, dtype=bool)
-    entries: list[LedgerEntry] = []
     coefs = np.zeros((K + 1, p, J))
     designs = {centre: scaled_design(m, centre) for centre in (True, False)}
+    feasible, plans, failed, entries = feasible_candidates(
+        candidates, n_train_min, ridge, 2, designs[True].intercept
+    )
     systems = {
         centre: [standardised_gram(m, designs[centre], k) for k in [*labels, None]]
         for centre in (True, False)
@@ -212,15 +261,8 @@ def solve_least_squares(m: Moments, candidates: Any, ridge: float) -> tuple:
         centre: [training_penalty(m, designs[centre], k) for k in [*labels, None]]
         for centre in (True, False)
     }
-    for j, candidate in enumerate(candidates):
-        S = np.asarray(candidate.columns)
-        entry = infeasible_entry(candidate.label, S.size, n_train_min, ridge)
-        entry = entry or too_wide_entry(candidate.label, S.size, 2)
-        if entry is not None:
-            failed[j] = True
-            entries.append(entry)
-            continue
-        centre = designs[True].intercept is not None and designs[True].intercept in S
+    for j, (S, centre) in zip(feasible, plans):
+        candidate = candidates[j]
         design = designs[centre]
         A = np.stack([g[np.ix_(S, S)] for g, _, _ in systems[centre]])[:, None]
         rhs = np.stack([c[S] for _, c, _ in systems[centre]])[:, None]

@@ -9,6 +9,7 @@ objective with its gradient and Hessian at given weights.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from .data import partition_design, partition_folds, partition_response
 from .newton import mean_of
 from .ols import tree_sum
 
-__all__ = ["barrier_pass", "oof_predictions", "residual_pass", "risk_pass"]
+__all__ = ["OofPasses", "oof_predictions"]
 
 
 def oof_predictions(
@@ -47,13 +48,6 @@ def _residual_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, 
     return {"EtE": E.T @ E, "n": len(y), "E4": np.sum(E2 * E2, axis=0)}
 
 
-def residual_pass(
-    rows: Any, spec: Any, kind: str, fold_spec: Any, labels: list, coefs: np.ndarray, env: Any
-) -> dict:
-    """``E'E`` (J x J) of the residuals ``E = y 1' - P``, the row count and ``sum E^4``."""
-    return tree_sum(rows.tasks(_residual_part, spec, kind, fold_spec, labels, coefs, env))
-
-
 def _barrier_rows(loss_name, y, P):
     """``A`` (rows, J), ``c`` (rows,), linear part ``b`` (J,) and constant of the barrier form."""
     if loss_name == "cross_entropy":
@@ -74,20 +68,6 @@ def _risk_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env,
     return out
 
 
-def risk_pass(
-    rows: Any,
-    spec: Any,
-    kind: str,
-    fold_spec: Any,
-    labels: list,
-    coefs: np.ndarray,
-    env: Any,
-    loss: Any,
-) -> dict:
-    """Each candidate's summed out-of-fold loss (and square), and the form's vertex values."""
-    return tree_sum(rows.tasks(_risk_part, spec, kind, fold_spec, labels, coefs, env, loss))
-
-
 def _barrier_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, loss, w):
     y, P = _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env)
     A, c, b, const = _barrier_rows(loss.name, y, P)
@@ -98,18 +78,51 @@ def _barrier_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, e
     return {"f": f, "g": g, "H": H, "objective": float(loss.row_losses(y, P @ w).sum())}
 
 
-def barrier_pass(
-    rows: Any,
-    spec: Any,
-    kind: str,
-    fold_spec: Any,
-    labels: list,
-    coefs: np.ndarray,
-    env: Any,
-    loss: Any,
-    w: np.ndarray,
-    n: int,
-) -> dict:
-    """The weight objective at *w*, its gradient and Hessian (row means), and the loss of P w."""
-    total = tree_sum(rows.tasks(_barrier_part, spec, kind, fold_spec, labels, coefs, env, loss, w))
-    return total["f"] / n, total["g"] / n, total["H"] / n, total["objective"] / n
+@dataclass(frozen=True)
+class OofPasses:
+    """The out-of-fold passes of one fit: its rows, their design, folds and coefficients.
+
+    Attributes
+    ----------
+    rows : DaskRows
+    spec : DesignSpec
+    kind : str
+        The family's name.
+    fold_spec : tuple
+    labels : list
+        Fold labels, in the order of ``coefs``.
+    coefs : ndarray (K, p, J)
+        Each fold's coefficients of every candidate.
+    env : None
+        The formula's namespace on the workers (None: the spec's own).
+    """
+
+    rows: Any
+    spec: Any
+    kind: str
+    fold_spec: Any
+    labels: list
+    coefs: np.ndarray
+    env: Any = None
+
+    def _sum(self, part, *extra) -> dict:
+        return tree_sum(self.rows.tasks(
+            part, self.spec, self.kind, self.fold_spec, self.labels, self.coefs, self.env, *extra
+        ))
+
+    def only(self, candidates: np.ndarray) -> OofPasses:
+        """The same passes for a subset of the candidates."""
+        return replace(self, coefs=self.coefs[:, :, candidates])
+
+    def residuals(self) -> dict:
+        """``E'E`` (J x J) of the residuals ``E = y 1' - P``, the row count and ``sum E^4``."""
+        return self._sum(_residual_part)
+
+    def risks(self, loss: Any) -> dict:
+        """Each candidate's summed out-of-fold loss (and square), and the form's vertex values."""
+        return self._sum(_risk_part, loss)
+
+    def barrier(self, loss: Any, w: np.ndarray, n: int) -> tuple:
+        """The weight objective at *w*, its gradient, Hessian (row means) and the loss of P w."""
+        total = self._sum(_barrier_part, loss, w)
+        return total["f"] / n, total["g"] / n, total["H"] / n, total["objective"] / n

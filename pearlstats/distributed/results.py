@@ -170,10 +170,10 @@ class DaskPearlResults:
         return evaluate_dask(self, test_data, blocks)
 
     def __repr__(self) -> str:
-        top = self.weights.sort_values(ascending=False).head(3)
-        shown = ", ".join(f"{label}: {w:.3f}" for label, w in top.items())
+        from ..results.core import top_weights  # results.core imports this package
+
         return (
             f"<DaskPearlResults {self.family}, n={self.nobs}, K={self.n_folds}, "
-            f"J={len(self._pool)} "
-            f"candidates, {self.passes} passes over the data; top weights {shown}>"
+            f"J={len(self._pool)} candidates, {self.passes} passes over the data; "
+            f"top weights {top_weights(self.weights)}>"
         )

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ..plotting import PlotAccessor
     from .summary import PearlSummary
 
-__all__ = ["PearlResults", "results_from_state"]
+__all__ = ["PearlResults", "results_from_state", "top_weights"]
 
 
 class _LazyCandidates(Mapping):
@@ -799,12 +799,16 @@ class PearlResults(WeightDiagnostics):
         return averaging.candidate_table(self)
 
     def __repr__(self) -> str:
-        top = self.weights.sort_values(ascending=False).head(3)
-        shown = ", ".join(f"{label}: {w:.3f}" for label, w in top.items())
         return (
             f"<PearlResults {self.family}, n={self.nobs}, K={self.n_folds}, "
-            f"J={len(self._pool)} candidates; top weights {shown}>"
+            f"J={len(self._pool)} candidates; top weights {top_weights(self.weights)}>"
         )
+
+
+def top_weights(weights: pd.Series, count: int = 3) -> str:
+    """The *count* largest weights as ``"label: 0.123, ..."`` (for the results' reprs)."""
+    top = weights.sort_values(ascending=False).head(count)
+    return ", ".join(f"{label}: {w:.3f}" for label, w in top.items())
 
 
 def results_from_state(state: FitState) -> PearlResults:

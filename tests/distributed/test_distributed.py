@@ -50,7 +50,15 @@ def _dask(data, npartitions=4):
 
 
 @pytest.mark.parametrize(
-    "family,ridge", [("gaussian", 0.0), ("gaussian", 0.1), ("binomial", 0.0), ("poisson", 0.0)]
+    "family,ridge",
+    [
+        ("gaussian", 0.0),
+        ("gaussian", 0.1),
+        ("binomial", 0.0),
+        ("poisson", 0.0),
+        ("binomial", 0.1),  # folds start from the all-rows optimum under their own penalties
+        ("poisson", 0.05),
+    ],
 )
 def test_same_numbers_as_in_memory(client, family, ridge):
     data = _problem(family)
@@ -173,3 +181,107 @@ def test_data_larger_than_worker_memory():
     assert res.weights["a+b"] > 0.9
     assert res.cv_risk["a+b"] == pytest.approx(1.0, abs=0.01)  # the noise variance
     assert res.cv_risk["a"] == pytest.approx(1.25, abs=0.01)  # noise plus the missing 0.5 * b3
+
+
+# ---- the pass-wise Newton driver (distributed/driver.py), with in-memory evaluations -----------
+def _logistic_problems(n: int = 3000, seed: int = 4):
+    """Logistic rows and three training-row masks: two random folds and all rows."""
+    rng = np.random.default_rng(seed)
+    Z = np.column_stack([np.ones(n), rng.normal(size=(n, 4))])
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(Z @ np.array([0.3, 1.0, -0.5, 0.0, 0.8]))))).astype(
+        float
+    )
+    masks = np.vstack([rng.random(n) < 0.8, rng.random(n) < 0.8, np.ones(n, dtype=bool)])
+    return Z, y, masks.astype(float)
+
+
+def _recording_evaluate(Z, y, masks, family: str = "binomial"):
+    """An evaluate function for pass_newton on in-memory rows that records every request."""
+    requests = []
+
+    def evaluate(request):
+        requests.append(request)
+        q = request["problems"][request["columns"]]
+        theta = request["theta"][request["columns"]] - request["t"][:, None] * request["step"][
+            request["columns"]
+        ]
+        eta, w, n_train = theta @ Z.T, masks[q], masks[q].sum(axis=1)
+        mu = 1.0 / (1.0 + np.exp(-eta)) if family == "binomial" else np.exp(np.minimum(eta, 700))
+        loss = np.logaddexp(0.0, eta) - y * eta if family == "binomial" else mu - y * eta
+        first = theta[request["first"]] @ Z.T
+        mu_first = (
+            1.0 / (1.0 + np.exp(-first)) if family == "binomial" else np.exp(np.minimum(first, 700))
+        )
+        var = mu_first * (1.0 - mu_first) if family == "binomial" else mu_first
+        wp = masks[request["problems"]]
+        H = np.einsum("ki,ij,il->kjl", wp * var, Z, Z) / wp.sum(axis=1)[:, None, None]
+        return {
+            "f": np.sum(w * loss, axis=1) / n_train,
+            "g": (w * (mu - y)) @ Z / n_train[:, None],
+            "H": H,
+        }
+
+    return evaluate, requests
+
+
+def _statsmodels_fit(Z, y, mask, family: str = "binomial"):
+    import statsmodels.api as sm
+
+    rows = mask > 0
+    fam = sm.families.Binomial() if family == "binomial" else sm.families.Poisson()
+    return sm.GLM(y[rows], Z[rows], family=fam).fit(tol=1e-13, maxiter=200).params
+
+
+def test_pass_newton_skips_converged_problems_and_equals_statsmodels():
+    """A problem at its optimum from the start is evaluated once, never again; others move on."""
+    from pearlstats.distributed.driver import pass_newton
+
+    Z, y, masks = _logistic_problems()
+    expected = np.array([_statsmodels_fit(Z, y, m) for m in masks])
+    theta0 = np.zeros_like(expected)
+    theta0[1] = expected[1]  # problem 1 starts at its optimum
+    evaluate, requests = _recording_evaluate(Z, y, masks)
+    result, state, passes = pass_newton(evaluate, theta0, 0.0, np.zeros_like(theta0))
+    assert result.converged.all() and not result.stopped.any()
+    np.testing.assert_allclose(result.theta, expected, rtol=0, atol=1e-8)
+    asked = [set(r["problems"].tolist()) for r in requests]
+    assert passes == len(requests) > 2
+    assert sum(1 in a for a in asked) == 1  # only the first pass evaluated problem 1
+    assert all(a == {0, 2} for a in asked[1:-1])
+    assert state.evaluations[1] == 1 and state.iterations[1] == 0
+
+
+def test_pass_newton_warm_start_reuses_the_given_hessian():
+    """Folds started from the all-rows optimum with its Hessian form no Hessian of their own."""
+    from pearlstats.distributed.driver import pass_newton
+
+    Z, y, masks = _logistic_problems(seed=6)
+    expected = np.array([_statsmodels_fit(Z, y, m) for m in masks[:2]])
+    everything = _statsmodels_fit(Z, y, masks[2])
+    mu = 1.0 / (1.0 + np.exp(-(Z @ everything)))
+    H_all = (Z * (mu * (1.0 - mu))[:, None]).T @ Z / len(y)
+    evaluate, requests = _recording_evaluate(Z, y, masks[:2])
+    theta0 = np.tile(everything, (2, 1))
+    result, _, _ = pass_newton(
+        evaluate, theta0, 0.0, np.zeros_like(theta0), warm=(np.arange(2), np.stack([H_all] * 2))
+    )
+    np.testing.assert_allclose(result.theta, expected, rtol=0, atol=1e-8)
+    assert result.converged.all()
+    assert not any(r["hessian"].any() for r in requests)  # chord steps only
+
+
+def test_pass_newton_tries_several_step_lengths_in_one_pass():
+    """A Poisson fit from a far start rejects full steps; the shorter ones come in one pass."""
+    from pearlstats.distributed.driver import pass_newton
+
+    Z, _, masks = _logistic_problems(seed=8)
+    rng = np.random.default_rng(8)
+    y = rng.poisson(np.exp(Z @ np.array([0.5, 0.3, 0.0, -0.2, 0.1]))).astype(float)
+    expected = _statsmodels_fit(Z, y, masks[2], "poisson")
+    evaluate, requests = _recording_evaluate(Z, y, masks[2:], "poisson")
+    theta0 = np.array([[-6.0, 0.0, 0.0, 0.0, 0.0]])  # means near 0: Newton overshoots by far
+    result, state, passes = pass_newton(evaluate, theta0, 0.0, np.zeros_like(theta0))
+    np.testing.assert_allclose(result.theta[0], expected, rtol=1e-9, atol=1e-9)
+    ladders = [r["t"].tolist() for r in requests]
+    assert any(len(t) > 1 for t in ladders)  # several lengths of one line search in a pass
+    assert passes < state.iterations[0] + sum(len(t) - 1 for t in ladders)

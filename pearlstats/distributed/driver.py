@@ -1,0 +1,285 @@
+"""Newton for many problems whose every evaluation is a pass over the data.
+
+The in-memory engine (:func:`pearlstats.engines.newton.batched_newton`) moves
+all its problems in lock step, one objective evaluation per line-search trial,
+which is cheap when the rows are in memory. Over dask partitions every
+evaluation is a pass that rebuilds each partition's design, so this driver
+spends passes, and the work inside a pass, only where a problem needs them:
+
+* a pass evaluates only the problems still moving: a converged (or stopped)
+  problem is not sent to the partitions again;
+* a pass evaluates several step lengths of a problem's line search at once
+  (the value and gradient at each, the Hessian at the longest), so a damped
+  Newton step costs one pass, not one per halving;
+* a Hessian is formed only while the problem's Newton decrements are not yet
+  contracting quickly; afterwards the last one is reused (chord steps cost a
+  gradient), as the in-memory engine does, but decided per problem;
+* a problem may start from another's optimum with that problem's Hessian
+  (a fold from its candidate's all-rows fit), so its first steps need no
+  Hessian at all.
+
+The minimised function is ``loss(theta) + 1/2 sum(penalty_weight * u**2)`` in
+``u = theta / r`` (:func:`pearlstats.engines._common.shrinkage_factors`), and
+the convergence rule is the in-memory engine's (Newton decrement below
+``tol * max(1, |f|)``, or at the rounding floor and no longer halving), so the
+optima agree with it to the Newton tolerance; only the path differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..engines._common import shrinkage_factors
+from ..engines.newton import NewtonResult, NewtonSystems
+
+__all__ = ["PassNewton", "pass_newton"]
+
+_STALL = 1e-12  # the in-memory engine's rounding-floor rule (engines/newton.py)
+_LADDER = 4  # step lengths 1, 1/2, 1/4, 1/8 after a damped step
+_SEARCH = 8  # halvings per pass once the longest step was rejected
+_MAX_HALVINGS = 60
+_RESOLVED = 1e-11  # Newton decrements (relative to |f|) below which f cannot judge a step
+
+
+@dataclass
+class PassNewton:
+    """State of Q problems minimised by :func:`pass_newton` (all arrays indexed by problem).
+
+    Attributes
+    ----------
+    u : ndarray (Q, d)
+        Current points in the shrunken parametrisation ``u = theta / r``.
+    f, g : ndarray (Q,), (Q, d)
+        Objective and gradient at ``u`` (valid where ``ready``).
+    hessian : ndarray (Q, d, d)
+        The Hessian steps are solved with (possibly from an earlier point).
+    loss_hessian : ndarray (Q, d, d)
+        The loss's Hessian in theta (no penalty) when last formed, for warm starts.
+    """
+
+    u: np.ndarray
+    r: np.ndarray
+    penalty: np.ndarray
+    f: np.ndarray = field(init=False)
+    g: np.ndarray = field(init=False)
+    hessian: np.ndarray = field(init=False)
+    loss_hessian: np.ndarray = field(init=False)
+    has_hessian: np.ndarray = field(init=False)
+    step: np.ndarray = field(init=False)
+    decrement: np.ndarray = field(init=False)
+    previous: np.ndarray = field(init=False)
+    longest: np.ndarray = field(init=False)
+    ladder: np.ndarray = field(init=False)
+    halvings: np.ndarray = field(init=False)
+    want_hessian: np.ndarray = field(init=False)
+    ready: np.ndarray = field(init=False)
+    converged: np.ndarray = field(init=False)
+    stopped: np.ndarray = field(init=False)
+    exhausted: np.ndarray = field(init=False)
+    singular: np.ndarray = field(init=False)
+    iterations: np.ndarray = field(init=False)
+    evaluations: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        Q, d = self.u.shape
+        self.f, self.g = np.zeros(Q), np.zeros((Q, d))
+        self.hessian, self.loss_hessian = np.zeros((Q, d, d)), np.zeros((Q, d, d))
+        self.has_hessian = np.zeros(Q, dtype=bool)
+        self.step, self.decrement = np.zeros((Q, d)), np.zeros(Q)
+        self.previous = np.full(Q, np.nan)  # the decrement of the problem's previous step
+        self.longest, self.ladder = np.zeros(Q), np.ones(Q, dtype=int)
+        self.halvings = np.zeros(Q, dtype=int)
+        self.want_hessian = np.ones(Q, dtype=bool)
+        self.ready = np.zeros(Q, dtype=bool)  # f and g are known at u
+        self.converged = np.zeros(Q, dtype=bool)
+        self.stopped = np.zeros(Q, dtype=bool)
+        self.exhausted = np.zeros(Q, dtype=bool)  # out of iterations
+        self.singular = np.zeros(Q, dtype=bool)
+        self.iterations = np.zeros(Q, dtype=int)
+        self.evaluations = np.zeros(Q, dtype=int)  # passes each problem took part in
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.r * self.u
+
+    @property
+    def moving(self) -> np.ndarray:
+        return ~(self.converged | self.stopped | self.exhausted)
+
+    def warm(self, which: np.ndarray, loss_hessian: np.ndarray) -> None:
+        """Give problems *which* a loss Hessian (from a related fit) to step with from the start."""
+        self._set_hessian(which, loss_hessian)
+        self.want_hessian[which] = False
+        self.previous[which] = np.inf  # trusted: the first steps reuse it
+
+    def _set_hessian(self, which: np.ndarray, loss_hessian: np.ndarray) -> None:
+        r = self.r[which]
+        H = r[:, :, None] * loss_hessian * r[:, None, :]
+        diagonal = np.arange(H.shape[1])
+        H[:, diagonal, diagonal] += self.penalty[which]
+        self.loss_hessian[which] = loss_hessian
+        self.hessian[which] = H
+        self.has_hessian[which] = True
+
+
+def _directions(state: PassNewton, tol: float, reuse: float) -> None:
+    """Newton steps and convergence for the ready, moving problems (no pass needed)."""
+    which = np.flatnonzero(state.ready & state.moving)
+    if which.size == 0:
+        return
+    systems = NewtonSystems.from_hessians(state.hessian[which])
+    state.singular[which] |= systems.singular
+    step, decrement = systems.steps(state.g[which])
+    scale = np.maximum(1.0, np.abs(state.f[which]))
+    previous = state.previous[which]
+    done = decrement <= tol * scale
+    done |= (decrement <= _STALL * scale) & (decrement >= 0.5 * previous)
+    state.converged[which] |= done
+    state.step[which], state.decrement[which] = step, decrement
+    state.ready[which] = False
+    # A Hessian is formed at the next point until the decrements contract quickly.
+    state.want_hessian[which] = ~(decrement <= reuse * previous) | ~state.has_hessian[which]
+    state.longest[which] = 1.0
+    state.halvings[which] = 0
+
+
+def _request(state: PassNewton, todo: np.ndarray) -> dict:
+    """Trial points of problems *todo*: base theta, step in theta, step lengths, Hessian flags."""
+    counts = state.ladder[todo]
+    columns = np.repeat(np.arange(todo.size), counts)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    power = np.arange(columns.size) - np.repeat(first, counts)
+    t = state.longest[todo][columns] * 0.5**power
+    return {
+        "problems": todo,
+        "theta": state.r[todo] * state.u[todo],
+        "step": state.r[todo] * state.step[todo],
+        "columns": columns,
+        "t": t,
+        "first": first,
+        "hessian": state.want_hessian[todo],
+    }
+
+
+def _objective_columns(state: PassNewton, request: dict, values: dict):
+    """Objective and gradient in u at every trial column (the penalty added on the client)."""
+    q = request["problems"][request["columns"]]
+    t = request["t"]
+    u = state.u[q] - t[:, None] * state.step[q]
+    f = values["f"] + 0.5 * np.sum(state.penalty[q] * u**2, axis=1)
+    g = state.r[q] * values["g"] + state.penalty[q] * u
+    return u, f, g
+
+
+def _accept(state: PassNewton, request: dict, values: dict, stop: Callable | None) -> None:
+    """Take, per problem, the longest trial that decreases the objective enough."""
+    todo, columns, t = request["problems"], request["columns"], request["t"]
+    u, f, g = _objective_columns(state, request, values)
+    q = todo[columns]
+    start = t == 0.0  # an evaluation of the starting point: always taken
+    armijo = f <= state.f[q] - 1e-4 * t * state.decrement[q]
+    flat = np.abs(f - state.f[q]) <= 1e-15 * np.abs(f)
+    # A decrease this small is below the rounding of f's sums over many rows, so the comparison
+    # is noise; in this quadratic regime the full step is taken (the decrements decide).
+    local = (t == 1.0) & (state.decrement[q] <= _RESOLVED * np.maximum(1.0, np.abs(state.f[q])))
+    ok = start | armijo | flat | local
+    state.evaluations[todo] += 1
+    taken = np.full(todo.size, -1)
+    for c in np.flatnonzero(ok)[::-1]:  # the longest accepted trial of each problem wins
+        taken[columns[c]] = c
+    hit = taken >= 0
+    fresh = hit & request["hessian"] & (taken == request["first"])
+    if fresh.any():
+        state._set_hessian(todo[fresh], values["H"][fresh])
+    missed = todo[~hit]
+    _after_miss(state, missed)
+    c, q = taken[hit], todo[hit]
+    stepped = t[c] > 0
+    step_theta = state.r[q] * (t[c][:, None] * state.step[q])
+    state.u[q], state.f[q], state.g[q] = u[c], f[c], g[c]
+    state.ready[q] = True
+    state.iterations[q] += stepped
+    state.previous[q] = np.where(stepped, state.decrement[q], state.previous[q])
+    # After a full step (or the start) the next full step is usually taken: try it alone.
+    state.ladder[q] = np.where(t[c] < 1.0, _LADDER, 1)
+    state.ladder[q[~stepped]] = 1
+    if stop is not None:
+        halt = stop(q, state.theta[q], step_theta, state.iterations[q], values, c)
+        state.stopped[q] |= halt & stepped & ~state.converged[q]
+
+
+def _after_miss(state: PassNewton, missed: np.ndarray) -> None:
+    """Problems whose every trial was rejected: shorter steps next pass, or give up (optimum)."""
+    state.halvings[missed] += state.ladder[missed]
+    state.longest[missed] *= 0.5 ** state.ladder[missed]
+    state.ladder[missed] = _SEARCH
+    # No decrease even 2^-60 of the way: at the optimum to rounding (the in-memory rule).
+    state.converged[missed] |= state.halvings[missed] > _MAX_HALVINGS
+
+
+def pass_newton(
+    evaluate: Callable,
+    theta0: np.ndarray,
+    ridge: float,
+    weights: np.ndarray,
+    *,
+    warm: tuple | None = None,
+    stop: Callable | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-20,
+    reuse: float = 0.01,
+) -> tuple[NewtonResult, PassNewton, int]:
+    """Minimise ``loss(theta) + ridge / 2 * sum(weights * theta**2)`` for Q problems, by passes.
+
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(request) -> dict`` for a request of :func:`_request` (keys
+        ``problems`` (A,), ``theta`` and ``step`` (A, d), ``columns`` (C,) the
+        problem position of each trial, ``t`` (C,) its step length, ``first``
+        (A,) each problem's first column and ``hessian`` (A,) bool). Returns the
+        loss ``f`` (C,) and its gradient ``g`` (C, d) at ``theta - t * step``
+        of each column, and ``H`` (A, d, d), the loss Hessian at each problem's
+        first column where ``hessian`` (anything elsewhere).
+    theta0 : ndarray (Q, d)
+    ridge : float
+    weights : ndarray (Q, d)
+        Penalty weight of each coefficient (0 for the intercept).
+    warm : (which, loss_hessians), optional
+        Problems that start with a known loss Hessian (theta scale, no penalty).
+    stop : callable, optional
+        ``stop(problems, theta, step, iterations, values, columns) -> bool``,
+        checked after each step; *values* and *columns* locate each problem's
+        accepted trial in the pass's result (e.g. for a separation check).
+    max_iter, tol, reuse : as :func:`pearlstats.engines.newton.batched_newton`
+
+    Returns
+    -------
+    result : NewtonResult
+        ``iterations`` is the largest number of steps any problem took.
+    state : PassNewton
+    passes : int
+    """
+    r, penalty = shrinkage_factors(ridge, weights)
+    state = PassNewton(theta0 / r, r, penalty)
+    if warm is not None:
+        state.warm(*warm)
+    state.step[:] = 0.0
+    passes = 0
+    while True:
+        _directions(state, tol, reuse)
+        state.exhausted |= state.moving & (state.iterations >= max_iter)
+        todo = np.flatnonzero(state.moving)
+        if todo.size == 0:
+            break
+        request = _request(state, todo)
+        passes += 1
+        _accept(state, request, evaluate(request), stop)
+    result = NewtonResult(
+        state.theta, state.converged, state.stopped, state.singular,
+        int(state.iterations.max(initial=0)),
+    )
+    return result, state, passes
