@@ -17,7 +17,7 @@ import numpy as np
 from .engines._common import EngineOutput
 from .families import EncodedResponse
 from .ledger import LedgerEntry
-from .stages import WeightOptions, cross_validate, solve_stage_weights
+from .stages import cross_validate, solve_stage_weights
 from .weights.shrinkage import (
     SHRINKAGE_TARGETS,
     choose_shrinkage,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .families import Family
     from .weights.losses import Loss
 
-__all__ = ["WeightOptions", "cross_validate_draws", "solve_draw_weights", "with_candidate_ridges"]
+__all__ = ["cross_validate_draws", "solve_draw_weights", "with_candidate_ridges"]
 
 
 def with_candidate_ridges(family: Family, candidates: Sequence[Candidate], output: EngineOutput,
