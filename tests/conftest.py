@@ -39,6 +39,21 @@ def separated_binomial(n: int = 60, seed: int = 5) -> tuple[np.ndarray, dict]:
     return y, {"a": a, "s": s}
 
 
+def simplex_minimum(objective, J: int, jac=None, ftol: float = 1e-15) -> tuple[np.ndarray, float]:
+    """An independent simplex minimum for the tests: scipy's SLSQP over {w >= 0, sum w = 1}
+    from the centre and from every vertex, the best result (weights, objective)."""
+    from scipy.optimize import minimize
+
+    best = None
+    for start in [np.full(J, 1.0 / J)] + list(np.eye(J)):
+        result = minimize(objective, start, jac=jac, method="SLSQP", bounds=[(0, 1)] * J,
+                          constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
+                          options={"ftol": ftol, "maxiter": 1000})
+        if best is None or result.fun < best.fun:
+            best = result
+    return best.x, float(best.fun)
+
+
 def sklearn_blocks(unlabeled: np.ndarray, rows: dict) -> dict:
     """PCA + four kernel PCAs (2 components each) fitted on unlabeled rows."""
     from sklearn.decomposition import PCA, KernelPCA

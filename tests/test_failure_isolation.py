@@ -16,28 +16,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
-from scipy.optimize import minimize
 from scipy.special import xlogy
 from sklearn.linear_model import LogisticRegression
 
 import pearlstats as pearl
 import pearlstats.engines.glm as glm_engine
-from conftest import separated_binomial
+from conftest import separated_binomial, simplex_minimum
 
 N = 60
-
-
-def _simplex_minimum(objective, J: int) -> tuple[np.ndarray, float]:
-    """SLSQP over the simplex from the centre and from every vertex; the best result."""
-    starts = [np.full(J, 1.0 / J)] + list(np.eye(J))
-    best = None
-    for start in starts:
-        result = minimize(objective, start, method="SLSQP", bounds=[(0, 1)] * J,
-                          constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
-                          options={"ftol": 1e-15, "maxiter": 1000})
-        if best is None or result.fun < best.fun:
-            best = result
-    return best.x, float(best.fun)
 
 
 def _design(blocks: dict, label: str) -> np.ndarray:
@@ -121,7 +107,7 @@ def test_infeasible_candidates_get_weight_zero_and_the_rest_are_resolved_indepen
         [_ols_out_of_fold(y, _design(blocks, label), res.folds) for label in survivors]
     )
     np.testing.assert_allclose(res.cv_predictions[survivors].to_numpy(), P, atol=1e-9)
-    w, best = _simplex_minimum(lambda w: np.mean((y - P @ w) ** 2), len(survivors))
+    w, best = simplex_minimum(lambda w: np.mean((y - P @ w) ** 2), len(survivors))
     np.testing.assert_allclose(res.weights[survivors].to_numpy(), w, atol=1e-5)
     assert res.weight_objective <= best * (1 + 1e-9)
     assert res.weights.sum() == pytest.approx(1.0, abs=1e-12)
@@ -179,7 +165,7 @@ def test_ridge_keeps_separated_candidates_and_matches_penalised_logistic_regress
     np.testing.assert_allclose(res.cv_predictions["a+s"].to_numpy(), expected, atol=1e-6)
     P = res.cv_predictions.to_numpy()
     ce = lambda w: -np.mean(xlogy(y, P @ w) + xlogy(1 - y, 1 - P @ w))
-    _, best = _simplex_minimum(ce, P.shape[1])
+    _, best = simplex_minimum(ce, P.shape[1])
     assert ce(res.weights.to_numpy()) <= best + 1e-9
 
 
@@ -211,7 +197,7 @@ def test_a_candidate_that_does_not_converge_is_excluded_and_the_rest_resolved(mo
     )
     np.testing.assert_allclose(res.cv_predictions[survivors].to_numpy(), P, rtol=1e-6)
     deviance = lambda w: np.mean(2 * (xlogy(y, y) - xlogy(y, P @ w) - (y - P @ w)))
-    w, best = _simplex_minimum(deviance, 2)
+    w, best = simplex_minimum(deviance, 2)
     np.testing.assert_allclose(res.weights[survivors].to_numpy(), w, atol=1e-5)
     assert res.weight_objective <= best * (1 + 1e-9)
 
@@ -261,14 +247,14 @@ def test_same_span_candidates_do_not_break_the_weight_solver(same_span):
     P = np.column_stack(
         [_ols_out_of_fold(y, _design(blocks, label), res.folds) for label in ("a", "b", "a+b")]
     )
-    _, best = _simplex_minimum(lambda v: np.mean((y - P @ v) ** 2), 3)
+    _, best = simplex_minimum(lambda v: np.mean((y - P @ v) ** 2), 3)
     assert res.weight_objective == pytest.approx(best, rel=1e-8)
     totals = (
         res.weights[["a", "c", "a+c"]].sum(),
         res.weights["b"],
         res.weights[["a+b", "c+b", "a+c+b"]].sum(),
     )
-    v, _ = _simplex_minimum(lambda v: np.mean((y - P @ v) ** 2), 3)
+    v, _ = simplex_minimum(lambda v: np.mean((y - P @ v) ** 2), 3)
     np.testing.assert_allclose(totals, v, atol=1e-5)
     # Whichever way the singular Gram matrix was handled is on record.
     merged = (res.failures.kind == "duplicate").any()
@@ -321,7 +307,7 @@ def test_a_wildly_overfitted_poisson_candidate_does_not_crash_the_weight_solver(
         mu = np.maximum(Q @ v, 1e-300)
         return np.mean(2 * (xlogy(y, y) - xlogy(y, mu) - (y - mu)))
 
-    _, best = _simplex_minimum(deviance, moderate.size)
+    _, best = simplex_minimum(deviance, moderate.size)
     assert res.weight_objective == pytest.approx(best, rel=1e-7)
     assert res.weight_objective <= best * (1 + 1e-9)
 

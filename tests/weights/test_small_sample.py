@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 
 import pearlstats as pearl
+from conftest import simplex_minimum
 from pearlstats.design.folds import make_folds
 
 N = 80
@@ -42,22 +42,6 @@ def _ols_out_of_fold(data, label, folds):
     return out
 
 
-def _simplex_minimum(objective, J):
-    best = None
-    for start in [np.full(J, 1 / J)] + list(np.eye(J) * 0.9 + 0.1 / J):
-        result = minimize(
-            objective,
-            start,
-            method="SLSQP",
-            bounds=[(0, 1)] * J,
-            constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
-            options={"ftol": 1e-15, "maxiter": 1000},
-        )
-        if best is None or result.fun < best.fun:
-            best = result
-    return best.x, best.fun
-
-
 def _draw(r, seed=3, K=5):
     return make_folds(K, N, seed=seed if r == 0 else np.random.SeedSequence([seed, r]))
 
@@ -85,7 +69,7 @@ def test_repeated_weights_minimise_the_averaged_out_of_fold_loss(data):
     def averaged(w):
         return np.mean([np.mean((y - P_r @ w) ** 2) for P_r in P])
 
-    w, best = _simplex_minimum(averaged, len(labels))
+    w, best = simplex_minimum(averaged, len(labels))
     assert res.weight_objective == pytest.approx(averaged(res.weights.to_numpy()), rel=1e-12)
     assert res.weight_objective <= best * (1 + 1e-9)
     np.testing.assert_allclose(res.weights.to_numpy(), w, atol=2e-4)
@@ -133,7 +117,7 @@ def _cv_shrinkage_amount(plain, y, target):
         def loss(w, P_fit=P_fit, y_fit=y_fit):
             return np.mean((y_fit - P_fit @ w) ** 2)
 
-        w_hat, _ = _simplex_minimum(loss, P.shape[1])
+        w_hat, _ = simplex_minimum(loss, P.shape[1])
         for i, lam in enumerate(grid):
             w = (1 - lam) * w_hat + lam * target
             risk[i] += np.sum((y[held] - P[held] @ w) ** 2)

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scipy.optimize import minimize
 
 import pearlstats as pearl
+from conftest import simplex_minimum
 from pearlstats.weights import solve_weights
 from pearlstats.weights.losses import get_loss
 
@@ -117,21 +117,9 @@ def _slsqp(P, y) -> np.ndarray:
     starts."""
     scale = np.abs(y - np.median(y)).max()
     E = (y[:, None] - P) / scale
-    J = P.shape[1]
-    best = None
-    for start in [np.full(J, 1.0 / J)] + list(np.eye(J)):
-        result = minimize(
-            lambda w: np.mean((E @ w) ** 2),
-            start,
-            jac=lambda w: 2 * E.T @ (E @ w) / len(y),
-            method="SLSQP",
-            bounds=[(0, 1)] * J,
-            constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
-            options={"ftol": 1e-16, "maxiter": 1000},
-        )
-        if best is None or result.fun < best.fun:
-            best = result
-    return best.x
+    w, _ = simplex_minimum(lambda w: np.mean((E @ w) ** 2), P.shape[1],
+                           jac=lambda w: 2 * E.T @ (E @ w) / len(y), ftol=1e-16)
+    return w
 
 
 def test_ill_conditioned_gram_goes_to_the_active_set_solver():
