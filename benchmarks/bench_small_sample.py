@@ -14,7 +14,10 @@ each variant re-runs the cross-validation stage with its own folds (through
 * ``shrink`` (``weight_shrinkage="cv"``): the weights shrunk toward equal weights over the
   candidates, the amount chosen by cross-validation over the out-of-fold predictions;
 * ``shrink FRL`` (``weight_shrinkage="cv", shrinkage_target="single-block"``): shrunk toward
-  equal weights over the single-block candidates (SA-FRL's weights) instead.
+  equal weights over the single-block candidates (SA-FRL's weights) instead;
+* ``size`` / ``size FRL`` (``weight_shrinkage="size"``): the amount ``min(1, 2.5 J / n)``
+  instead of a cross-validated one (its constant chosen on other root seeds by
+  ``benchmarks/explore_size_rule.py``).
 
 ``--variants`` runs a subset (the baselines always come from the default fit).
 
@@ -59,6 +62,10 @@ VARIANTS = {
     "K=5 shrink FRL": {"weight_shrinkage": "cv", "shrinkage_target": "single-block"},
     "K=5x5 shrink FRL": {"cv_repeats": 5, "weight_shrinkage": "cv",
                          "shrinkage_target": "single-block"},
+    "K=5 size": {"weight_shrinkage": "size"},
+    "K=5 size FRL": {"weight_shrinkage": "size", "shrinkage_target": "single-block"},
+    "K=5x5 size FRL": {"cv_repeats": 5, "weight_shrinkage": "size",
+                       "shrinkage_target": "single-block"},
 }
 BASELINES = ("SA-cand", "SA-FRL", "MS", "Fusion")
 

@@ -20,8 +20,10 @@ from .ledger import LedgerEntry
 from .stages import cross_validate, solve_stage_weights
 from .weights.shrinkage import (
     SHRINKAGE_TARGETS,
+    SIZE_RULE_CONSTANT,
     choose_shrinkage,
     shrink_toward,
+    size_shrinkage,
     target_weights,
 )
 from .weights.solvers import WeightSolution
@@ -155,6 +157,11 @@ def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
     if amount == "cv":
         chosen = choose_shrinkage(P, y, loss, groups, rows, active, target=u)
         amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
+    elif amount == "size":
+        # n counts labeled rows: the stacked copies of repeated fold draws are the same rows.
+        J, n = int(active.sum()), int(rows.max()) + 1
+        amount = size_shrinkage(J, n)
+        how = f"min(1, {SIZE_RULE_CONSTANT:g} J / n) with J = {J} candidates, n = {n} rows"
     weights = shrink_toward(solution.weights, u, amount)
     objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
     gap = objective - solution.objective + solution.kkt_gap

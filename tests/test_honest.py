@@ -78,11 +78,13 @@ def test_honest_risk_equals_an_independent_nested_refit_through_the_public_api()
     assert list(res.evaluate(_data(40, 9)).index) == [*table.index, "Oracle block"]
 
 
-def test_honest_risk_re_runs_the_fits_shrinkage():
+@pytest.mark.parametrize("amount", ["cv", "size"])
+def test_honest_risk_re_runs_the_fits_shrinkage(amount):
     # With weight_shrinkage the honest table scores the shrunk procedure: each outer fold's
-    # PEARL is pearl.fit with the same option on its training rows and inner folds.
+    # PEARL is pearl.fit with the same option on its training rows and inner folds (with
+    # "size" the amount is that of the outer training rows' n, not the fit's).
     data = _data(120, 0)
-    options = {"weight_shrinkage": "cv", "shrinkage_target": "single-block"}
+    options = {"weight_shrinkage": amount, "shrinkage_target": "single-block"}
     res = pearl.fit(FORMULA, data, seed=3, **options)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)

@@ -11,10 +11,11 @@ regularised level-one learners (LeBlanc and Tibshirani 1996; Breiman 1996).
 The target ``u`` is equal weights over the active candidates (``"candidates"``,
 the SA-cand baseline), equal weights over the active single-block candidates
 (``"single-block"``, the SA-FRL baseline) or weights the user names. ``lam``
-is chosen from a grid by cross-validation over the out-of-fold predictions
-themselves (the level-one data): for each fold, the weights are re-solved
-without that fold's rows and every ``lam`` is scored on its rows. Only the
-labeled rows are used.
+is given, chosen from a grid by cross-validation over the out-of-fold
+predictions themselves (the level-one data: for each fold, the weights are
+re-solved without that fold's rows and every ``lam`` is scored on its rows),
+or set by the size rule ``lam = min(1, c J / n)`` (:func:`size_shrinkage`).
+Only the labeled rows are used.
 """
 
 from __future__ import annotations
@@ -35,15 +36,23 @@ if TYPE_CHECKING:
 __all__ = [
     "SHRINKAGE_GRID",
     "SHRINKAGE_TARGETS",
+    "SIZE_RULE_CONSTANT",
     "Shrinkage",
     "check_shrinkage_target",
     "choose_shrinkage",
     "shrink_toward",
+    "size_shrinkage",
     "target_weights",
 ]
 
 # Shrinkage amounts tried by cross-validation.
 SHRINKAGE_GRID = tuple(np.round(np.linspace(0.0, 1.0, 11), 2))
+
+# c of the size rule lam = min(1, c J / n): the middle of the range of c (1.75-3) with which
+# shrinkage toward SA-FRL's weights won all 16 cells of the paper's simulation grid on three
+# exploration root seeds (benchmarks/explore_size_rule.py; validated on the benchmark's own seed
+# in benchmarks/RESULTS.md, "Small samples").
+SIZE_RULE_CONSTANT = 2.5
 
 # Named targets: what the weights are shrunk toward.
 SHRINKAGE_TARGETS = {
@@ -148,6 +157,42 @@ def shrink_toward(weights: np.ndarray, target: np.ndarray, amount: float) -> np.
     array([0.75, 0.25, 0.  ])
     """
     return (1.0 - amount) * np.asarray(weights, dtype=float) + amount * np.asarray(target)
+
+
+def size_shrinkage(n_candidates: int, n_rows: int,
+                   constant: float = SIZE_RULE_CONSTANT) -> float:
+    """The amount of ``weight_shrinkage="size"``: ``min(1, c J / n)``.
+
+    Weights fitted to *n* rows of out-of-fold predictions of *J* candidates
+    vary from sample to sample roughly like a regression with J coefficients
+    on n rows, whose variance grows like J / n; the amount that balances that
+    variance against the bias of a fixed target shrinks the same way. Unlike
+    the cross-validated amount, it does not vary with the noise of the
+    level-one data, which is what makes it reliable at small n (the
+    cross-validated amount is too small at n = 100 and too large at n = 800
+    on the paper's grid; ``benchmarks/RESULTS.md``).
+
+    Parameters
+    ----------
+    n_candidates : int
+        J, the candidates whose weights are fitted (those that did not fail).
+    n_rows : int
+        n, the labeled rows the out-of-fold predictions are of (not the
+        stacked rows of repeated fold draws).
+    constant : float, default :data:`SIZE_RULE_CONSTANT`
+
+    Returns
+    -------
+    float in [0, 1]
+
+    Examples
+    --------
+    >>> size_shrinkage(31, 100), size_shrinkage(31, 775), size_shrinkage(31, 50)
+    (0.775, 0.1, 1.0)
+    """
+    if n_candidates < 1 or n_rows < 1:
+        raise ValueError(f"size_shrinkage needs J >= 1 and n >= 1, got {n_candidates}, {n_rows}")
+    return min(1.0, constant * n_candidates / n_rows)
 
 
 def choose_shrinkage(

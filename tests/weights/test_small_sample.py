@@ -103,6 +103,9 @@ def test_a_given_shrinkage_moves_the_weights_toward_equal_weights(data):
     assert note.action.tolist() == ["shrinkage amount 0.5 (given)"]
     with pytest.raises(pearl.OptionError, match=r"weight_shrinkage=1.5; use None"):
         _fit(data, weight_shrinkage=1.5)
+    with pytest.raises(pearl.OptionError, match=r"'cv' \(chosen by cross-validation\) or 'size' "
+                       r"\(min\(1, 2.5 J / n\)\)"):
+        _fit(data, weight_shrinkage="auto")
 
 
 def _cv_shrinkage_amount(plain, y, target):
@@ -173,6 +176,58 @@ def test_shrinkage_toward_named_weights(data):
     amount = _cv_shrinkage_amount(plain, data["y"], u)
     np.testing.assert_allclose(chosen.weights, (1 - amount) * plain.weights + amount * u,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["candidates", "single-block"])
+def test_size_rule_shrinks_by_2_5_candidates_per_row(data, target):
+    # lam = min(1, 2.5 J / n): 7 candidates on 80 rows -> 0.21875, toward either target.
+    plain = _fit(data)
+    J = len(plain.weights)
+    u = np.full(J, 1 / J) if target == "candidates" else _single_block_target(
+        plain.candidate_labels)
+    res = _fit(data, weight_shrinkage="size", shrinkage_target=target)
+    lam = 2.5 * J / N
+    assert lam == pytest.approx(0.21875)
+    np.testing.assert_allclose(res.weights, (1 - lam) * plain.weights + lam * u, atol=1e-15)
+    note = res.failures[res.failures.kind == "shrinkage"]
+    assert note.action.tolist() == [
+        "shrinkage amount 0.21875 (min(1, 2.5 J / n) with J = 7 candidates, n = 80 rows)"
+    ]
+
+
+def test_size_rule_counts_labeled_rows_not_stacked_draws(data):
+    # With cv_repeats=3 the weight problem has 3 n stacked rows; the rule still uses n.
+    repeated = _fit(data, cv_repeats=3)
+    res = _fit(data, cv_repeats=3, weight_shrinkage="size")
+    J = len(repeated.weights)
+    lam = 2.5 * J / N
+    np.testing.assert_allclose(res.weights, (1 - lam) * repeated.weights + lam / J, atol=1e-15)
+
+
+def test_size_rule_counts_only_candidates_that_did_not_fail():
+    # 16 rows, K = 5: the three candidates with the 9-column block have more coefficients
+    # than training rows and fail, so J = 4 and lam = 2.5 * 4 / 16.
+    rng = np.random.default_rng(4)
+    n = 16
+    blocks = {"a": rng.normal(size=(n, 2)), "b": rng.normal(size=(n, 3)),
+              "w": rng.normal(size=(n, 9))}
+    small = {"y": blocks["a"][:, 0] - 0.7 * blocks["b"][:, 1] + rng.normal(size=n), **blocks}
+    formula = "y ~ block(a) + block(b) + block(w)"
+    with pytest.warns(pearl.PearlWarning):
+        plain = pearl.fit(formula, small, seed=3, honest=False)
+    with pytest.warns(pearl.PearlWarning):
+        res = pearl.fit(formula, small, seed=3, honest=False, weight_shrinkage="size")
+    failed = plain.failures.loc[plain.failures.stage == "cv", "candidate"]
+    assert sorted(failed) == ["a+b+w", "a+w", "b+w"]
+    active = ~plain.weights.index.isin(failed)
+    u = active / active.sum()
+    np.testing.assert_allclose(res.weights, 0.375 * plain.weights + 0.625 * u, atol=1e-15)
+    assert (res.weights[~active] == 0).all()
+    # Three candidates on 6 rows: 2.5 * 3 / 6 > 1, so the weights are the target's.
+    six = {"y": small["y"][:6], "a": blocks["a"][:6, :1], "b": blocks["b"][:6, :1]}
+    tiny = pearl.fit("y ~ block(a) + block(b)", six, seed=3, honest=False, cv=3,
+                     weight_shrinkage="size")
+    np.testing.assert_array_equal(tiny.weights, np.full(3, 1 / 3))
 
 
 @pytest.mark.parametrize(
