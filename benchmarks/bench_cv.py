@@ -26,6 +26,7 @@ from pearlstats.design.candidates import build_candidates
 from pearlstats.design.folds import make_folds
 from pearlstats.engines.multinomial import multinomial_cv_predict
 from pearlstats.engines.ols import ols_cv_predict
+
 from _timing import median_time
 
 
@@ -80,10 +81,17 @@ def sklearn_stacking(X, y, candidates, folds):
     from sklearn.pipeline import make_pipeline
 
     estimators = [
-        (f"c{j}", make_pipeline(ColumnTransformer([("s", "passthrough", list(c.columns[1:]))]), LinearRegression()))
+        (
+            f"c{j}",
+            make_pipeline(
+                ColumnTransformer([("s", "passthrough", list(c.columns[1:]))]), LinearRegression()
+            ),
+        )
         for j, c in enumerate(candidates)
     ]
-    stack = StackingRegressor(estimators, final_estimator=LinearRegression(positive=True), cv=PredefinedSplit(folds))
+    stack = StackingRegressor(
+        estimators, final_estimator=LinearRegression(positive=True), cv=PredefinedSplit(folds)
+    )
     stack.fit(X, y)
     return stack
 
@@ -93,8 +101,16 @@ def scenario_ols():
     folds = make_folds(10, len(y), seed=1)
     print(f"\n## OLS: n={len(y)}, M=8 blocks of 3, J={len(candidates)}, K=10")
     t_engine, ours = median_time(lambda: ols_cv_predict(X, y, candidates, folds), 7)
-    t_fit, _ = median_time(lambda: pearl.fit(
-        "y ~ " + " + ".join(f"block({b})" for b in blocks), {"y": y}, blocks=blocks, cv=folds, seed=0), 5)
+    t_fit, _ = median_time(
+        lambda: pearl.fit(
+            "y ~ " + " + ".join(f"block({b})" for b in blocks),
+            {"y": y},
+            blocks=blocks,
+            cv=folds,
+            seed=0,
+        ),
+        5,
+    )
     t_numpy, bound = median_time(lambda: numpy_bound(X, y, candidates, folds), 5)
     t_naive, naive = median_time(lambda: naive_statsmodels(X, y, candidates, folds), 1)
     t_stack, _ = median_time(lambda: sklearn_stacking(X, y, candidates, folds), 1)
@@ -102,11 +118,17 @@ def scenario_ols():
     print(f"pearlstats CV engine     {t_engine:9.4f} s")
     print(f"pearlstats fit (all)     {t_fit:9.4f} s   (CV + weights + refits)")
     print(f"numpy lower bound        {t_numpy:9.4f} s   engine / bound = {t_engine / t_numpy:.2f}")
-    print(f"naive statsmodels loop   {t_naive:9.4f} s   naive / engine = {t_naive / t_engine:.0f}x, naive / fit = {t_naive / t_fit:.0f}x")
+    print(
+        f"naive statsmodels loop   {t_naive:9.4f} s   naive / engine = {t_naive / t_engine:.0f}x, "
+        f"naive / fit = {t_naive / t_fit:.0f}x"
+    )
     print(f"sklearn StackingRegressor{t_stack:9.4f} s   stacking / fit = {t_stack / t_fit:.0f}x")
     peak_ours = peak_memory(lambda: ols_cv_predict(X, y, candidates, folds))
     peak_naive = peak_memory(lambda: naive_statsmodels(X, y, candidates, folds))
-    print(f"peak traced memory: engine {peak_ours / 2**20:.1f} MiB, naive loop {peak_naive / 2**20:.1f} MiB")
+    print(
+        f"peak traced memory: engine {peak_ours / 2**20:.1f} MiB, "
+        f"naive loop {peak_naive / 2**20:.1f} MiB"
+    )
 
 
 def scenario_columns():
@@ -117,8 +139,13 @@ def scenario_columns():
     blocks = {f"b{i}": A[:, 3 * i : 3 * i + 3] for i in range(5)}
     print(f"\n## Fusion-column candidates: n={n}, p=15 columns, J=2^15-1=32767, K=5")
     formula = "y ~ " + " + ".join(f"block({b})" for b in blocks)
-    t, res = median_time(lambda: pearl.fit(formula, {"y": y}, blocks=blocks, candidates="columns", cv=5, seed=0), 1)
-    print(f"pearl.fit (CV + weights) {t:9.2f} s   target < 60 s; weight solver {res.weight_solver}, KKT gap {res.kkt_gap:.1e}")
+    t, res = median_time(
+        lambda: pearl.fit(formula, {"y": y}, blocks=blocks, candidates="columns", cv=5, seed=0), 1
+    )
+    print(
+        f"pearl.fit (CV + weights) {t:9.2f} s   target < 60 s; "
+        f"weight solver {res.weight_solver}, KKT gap {res.kkt_gap:.1e}"
+    )
 
 
 def scenario_rows():
@@ -132,7 +159,10 @@ def scenario_rows():
     t, _ = median_time(lambda: pearl.fit(formula, {"y": y}, blocks=blocks, cv=5, seed=0), 3)
     peak = peak_memory(lambda: pearl.fit(formula, {"y": y}, blocks=blocks, cv=5, seed=0))
     print(f"pearl.fit                {t:9.2f} s   target < 30 s")
-    print(f"peak traced memory       {peak / 2**20:9.0f} MiB = {peak / size:.2f} x the blocks (target < 4x)")
+    print(
+        f"peak traced memory       {peak / 2**20:9.0f} MiB = "
+        f"{peak / size:.2f} x the blocks (target < 4x)"
+    )
 
 
 def scenario_multinomial():
@@ -157,7 +187,10 @@ def scenario_multinomial():
     slices = {name: slice(1 + width * m, 1 + width * (m + 1)) for m, name in enumerate(blocks)}
     candidates = build_candidates("all", slices, [str(i) for i in range(X.shape[1])], 1)
     folds = make_folds(5, 1500, seed=0, strata=codes)
-    print(f"\n## Multinomial: digits, 10 classes, 3 blocks of {width} (J={len(candidates)}), n=1500, K=5")
+    print(
+        f"\n## Multinomial: digits, 10 classes, 3 blocks of {width} "
+        f"(J={len(candidates)}), n=1500, K=5"
+    )
 
     def statsmodels_loop(pool):
         out = np.empty((1500, len(pool), 10))
@@ -166,7 +199,9 @@ def scenario_multinomial():
                 train = folds != k
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fitted = sm.MNLogit(codes[train], X[train][:, candidate.columns]).fit(disp=0, maxiter=100)
+                    fitted = sm.MNLogit(codes[train], X[train][:, candidate.columns]).fit(
+                        disp=0, maxiter=100
+                    )
                 out[~train, j] = fitted.predict(X[~train][:, candidate.columns])
         return out
 
@@ -178,8 +213,14 @@ def scenario_multinomial():
           f"statsmodels loop / engine = {t_sm / t_ridge:.1f}x")
     ok = ~ours.failed
     agree = np.abs(ours.predictions[:, ok] - theirs[:, ok]).max() if ok.any() else float("nan")
-    print(f"pearlstats CV engine, separation='drop' {t_ours:9.3f} s   failed candidates: {[c.label for c, f in zip(candidates, ours.failed) if f]}")
-    print(f"statsmodels MNLogit loop {t_sm:9.3f} s   loop / engine = {t_sm / t_ours:.1f}x; max |diff| on fitted candidates {agree:.1e}")
+    print(
+        f"pearlstats CV engine, separation='drop' {t_ours:9.3f} s   "
+        f"failed candidates: {[c.label for c, f in zip(candidates, ours.failed) if f]}"
+    )
+    print(
+        f"statsmodels MNLogit loop {t_sm:9.3f} s   loop / engine = {t_sm / t_ours:.1f}x; "
+        f"max |diff| on fitted candidates {agree:.1e}"
+    )
     # Separated candidates cost the engine 15 Newton steps before it gives up, while
     # statsmodels stops after a few with NaN coefficients; compare on the others too.
     fitted = [c for c, failed in zip(candidates, ours.failed) if not failed]
@@ -190,10 +231,18 @@ def scenario_multinomial():
               f"statsmodels {t_sm_ok:.3f} s, loop / engine = {t_sm_ok / t_ours_ok:.1f}x")
 
 
-SCENARIOS = {"ols": scenario_ols, "columns": scenario_columns, "rows": scenario_rows, "multinomial": scenario_multinomial}
+SCENARIOS = {
+    "ols": scenario_ols,
+    "columns": scenario_columns,
+    "rows": scenario_rows,
+    "multinomial": scenario_multinomial,
+}
 
 if __name__ == "__main__":
-    print(f"# bench_cv on {platform.machine()} / {platform.processor() or 'cpu'}, Python {platform.python_version()}, "
-          f"numpy {np.__version__}, statsmodels {sm.__version__}")
+    print(
+        f"# bench_cv on {platform.machine()} / {platform.processor() or 'cpu'}, "
+        f"Python {platform.python_version()}, "
+        f"numpy {np.__version__}, statsmodels {sm.__version__}"
+    )
     for name in sys.argv[1:] or list(SCENARIOS):
         SCENARIOS[name]()

@@ -87,12 +87,23 @@ def main() -> None:
         pearl.fit(FORMULA, data, family=args.family, cv=5, seed=args.seed, honest=False)
         t_mem = time.perf_counter() - start
         del data
-        print(f"in-memory n={args.n_mem}: {t_mem:.1f} s, {t_mem / args.n_mem * 1e6:.2f} s per 1e6 rows")
+        print(
+            f"in-memory n={args.n_mem}: {t_mem:.1f} s, "
+            f"{t_mem / args.n_mem * 1e6:.2f} s per 1e6 rows"
+        )
     design_gb = args.n * 51 * 8 / 1e9
     print(f"dask n={args.n}: design {design_gb:.1f} GB, chunks of {args.chunk} rows, "
           f"2 workers x {args.memory_limit}")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=args.memory_limit,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=args.memory_limit,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         sampler = MemorySampler()
         data = dask_data(args.n, args.chunk, args.family, args.seed)
         start = time.perf_counter()

@@ -36,10 +36,11 @@ import pstats
 import warnings
 
 import numpy as np
-from _timing import median_time
 
 import pearlstats as pearl
 from pearlstats.design.folds import make_folds
+
+from _timing import median_time
 
 N_LABELED, N_POOL, WIDTH, RIDGE, SEED = 1000, 3000, 10, 1e-3, 0
 

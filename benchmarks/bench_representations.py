@@ -43,6 +43,7 @@ from sklearn.decomposition import PCA as SklearnPCA
 from sklearn.decomposition import KernelPCA as SklearnKernelPCA
 
 from pearlstats.representations import PCA, KernelPCA, Representations
+
 from _timing import median_time
 
 KERNELS = ("rbf", "poly", "sigmoid", "cosine")
@@ -68,7 +69,10 @@ def per_learner_times(X, frame, repeats, with_sklearn):
     rows = []
     for name in ours_learners():
         ours_time, _ = median_time(
-            lambda: Representations({name: ours_learners()[name]}, columns=["x1", "x2"], seed=0).fit(frame), repeats
+            lambda: Representations(
+                {name: ours_learners()[name]}, columns=["x1", "x2"], seed=0
+            ).fit(frame),
+            repeats,
         )
         row = {"learner": name, "pearlstats_s": ours_time}
         if with_sklearn:
@@ -87,14 +91,18 @@ def approximation_table(X, new, repeats):
     """Nyström and randomized against the exact mode (N small enough for eigh)."""
     rows = []
     for kernel in KERNELS:
-        exact_time, exact = median_time(lambda: KernelPCA(2, kernel=kernel, method="exact").fit(X), repeats)
+        exact_time, exact = median_time(
+            lambda: KernelPCA(2, kernel=kernel, method="exact").fit(X), repeats
+        )
         reference = exact.transform(new)
         row = {"kernel": kernel, "exact_s": exact_time}
         for label, options in [("arpack", {"method": "arpack"}),
                                ("randomized", {"method": "randomized"}),
                                ("nystrom_300", {"method": "nystrom", "n_landmarks": 300}),
                                ("nystrom_1000", {"method": "nystrom", "n_landmarks": 1000})]:
-            seconds, fitted = median_time(lambda: KernelPCA(2, kernel=kernel, seed=0, **options).fit(X), repeats)
+            seconds, fitted = median_time(
+                lambda: KernelPCA(2, kernel=kernel, seed=0, **options).fit(X), repeats
+            )
             row[f"{label}_s"] = seconds
             row[f"{label}_1-cos"] = 1.0 - min_cosine(fitted.transform(new), reference)
         rows.append(row)
@@ -102,12 +110,20 @@ def approximation_table(X, new, repeats):
 
 
 def full_kernel_table(X, new, fitted_sklearn, repeats):
-    """pearlstats' exact-equivalent ARPACK mode on the full kernel, next to scikit-learn's ARPACK."""
+    """pearlstats' exact-equivalent ARPACK mode on the full kernel next to scikit-learn's ARPACK."""
     rows = []
     for kernel in KERNELS:
-        seconds, fitted = median_time(lambda: KernelPCA(2, kernel=kernel, method="arpack", seed=0).fit(X), repeats)
+        seconds, fitted = median_time(
+            lambda: KernelPCA(2, kernel=kernel, method="arpack", seed=0).fit(X), repeats
+        )
         reference = fitted_sklearn[f"kpca_{kernel}"].transform(new)
-        rows.append({"kernel": kernel, "arpack_s": seconds, "1-cos_vs_sklearn": 1 - min_cosine(fitted.transform(new), reference)})
+        rows.append(
+            {
+                "kernel": kernel,
+                "arpack_s": seconds,
+                "1-cos_vs_sklearn": 1 - min_cosine(fitted.transform(new), reference),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -116,10 +132,15 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--repeats", type=int, default=5, help="repeats for N <= 10 000")
     parser.add_argument("--large-repeats", type=int, default=2, help="repeats for N > 10 000")
-    parser.add_argument("--no-sklearn-large", action="store_true", help="skip scikit-learn for N > 10 000")
+    parser.add_argument(
+        "--no-sklearn-large", action="store_true", help="skip scikit-learn for N > 10 000"
+    )
     args = parser.parse_args(argv)
-    print(f"# pearlstats representations benchmark — {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}")
+    print(
+        f"# pearlstats representations benchmark — {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}, numpy {np.__version__}, "
+        f"scikit-learn {sklearn.__version__}"
+    )
     pd.set_option("display.float_format", lambda v: f"{v:.3g}")
     pd.set_option("display.width", 160)
     for N in args.sizes:
@@ -132,7 +153,8 @@ def main(argv=None):
         frame = pd.DataFrame(X, columns=["x1", "x2"])
         print(f"\n## N = {N} ({repeats} repeats)")
         ours_time, reps = median_time(
-            lambda: Representations(ours_learners(), columns=["x1", "x2"], seed=0).fit(frame), repeats
+            lambda: Representations(ours_learners(), columns=["x1", "x2"], seed=0).fit(frame),
+            repeats,
         )
         methods = {name: getattr(reps[name], "method_", "svd") for name in reps.names}
         print(f"pearlstats: five learners fitted in {ours_time:.3f} s; methods {methods}")
@@ -144,14 +166,22 @@ def main(argv=None):
             print("smallest principal-angle cosine vs scikit-learn (ARPACK), 1000 new rows:")
             print(pd.Series(cosines).map(lambda c: f"1 - {1 - c:.1e}").to_string())
             if large:
-                print("pearlstats with method='arpack' (full kernel, exact-equivalent), per kernel:")
+                print(
+                    "pearlstats with method='arpack' (full kernel, exact-equivalent), per kernel:"
+                )
                 print(full_kernel_table(X, new, fitted, repeats).to_string(index=False))
             del fitted
-        print(f"peak resident memory so far: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB")
+        print(
+            "peak resident memory so far: "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
+        )
         print("per learner (median seconds):")
         print(per_learner_times(X, frame, repeats, with_sklearn).to_string(index=False))
         if not large:
-            print("approximate modes vs the exact mode (1 - smallest principal-angle cosine; seconds):")
+            print(
+                "approximate modes vs the exact mode "
+                "(1 - smallest principal-angle cosine; seconds):"
+            )
             print(approximation_table(X, new, repeats).to_string(index=False))
 
 

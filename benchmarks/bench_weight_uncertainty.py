@@ -88,7 +88,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.design == "two-signal":
         sigma = 2.0 if args.sigma is None else args.sigma
-        draw = lambda rng: two_signal(args.n, sigma, rng)
+
+        def draw(rng):
+            return two_signal(args.n, sigma, rng)
+
     else:
         sigma = 0.5 if args.sigma is None else args.sigma
         draw = paper_design(args.n, sigma, args.seed)

@@ -24,12 +24,12 @@ import time
 import numpy as np
 import quadprog
 
-from pearlstats.weights.losses import get_loss
 from pearlstats.weights import solve_weights
+from pearlstats.weights.losses import get_loss
 
 
 def subset_ols_predictions(X: np.ndarray, y: np.ndarray, folds: int, seed: int) -> np.ndarray:
-    """Out-of-fold OLS predictions (n, 2^p - 1) for every non-empty subset of X's columns (plus intercept)."""
+    """Out-of-fold OLS predictions (n, 2^p - 1) of every non-empty column subset plus intercept."""
     n, p = X.shape
     Z = np.column_stack([np.ones(n), X])
     fold = np.random.default_rng(seed).permutation(n) % folds
@@ -42,14 +42,16 @@ def subset_ols_predictions(X: np.ndarray, y: np.ndarray, folds: int, seed: int) 
         for size in range(1, p + 1):
             count = sum(1 for s in subsets[start:] if len(s) == size)
             cols = np.array([(0,) + s for s in subsets[start : start + count]])  # (count, size + 1)
-            beta = np.linalg.solve(gram[cols[:, :, None], cols[:, None, :]], moment[cols][..., None])[..., 0]
+            beta = np.linalg.solve(
+                gram[cols[:, :, None], cols[:, None, :]], moment[cols][..., None]
+            )[..., 0]
             P[test, start : start + count] = np.einsum("ick,ck->ic", Z[test][:, cols], beta)
             start += count
     return P
 
 
 def dense_quadprog(P: np.ndarray, y: np.ndarray) -> float:
-    """Plain quadprog on the full J x J problem (ridge 1e-10 * mean diagonal); returns the objective."""
+    """Plain quadprog on the full J x J problem (ridge 1e-10 * mean diagonal); the objective."""
     n, J = P.shape
     E = y[:, None] - P
     G = E.T @ E / n
@@ -73,7 +75,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--p", type=int, default=15, help="feature columns; J = 2^p - 1")
     parser.add_argument(
-        "--compare", type=int, nargs="*", default=[9, 10], help="p values timed against dense quadprog"
+        "--compare",
+        type=int,
+        nargs="*",
+        default=[9, 10],
+        help="p values timed against dense quadprog",
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -81,13 +87,16 @@ def main() -> None:
 
     tic = time.perf_counter()
     P, y = problem(args.n, args.p, args.seed)
-    print(f"candidates: n = {args.n}, J = {P.shape[1]} (built in {time.perf_counter() - tic:.1f} s)")
+    print(
+        f"candidates: n = {args.n}, J = {P.shape[1]} (built in {time.perf_counter() - tic:.1f} s)"
+    )
     tic = time.perf_counter()
     sol = solve_weights(P, y, loss)
     elapsed = time.perf_counter() - tic
     support = int((sol.weights > 0).sum())
     print(
-        f"  {sol.solver}: {elapsed:.2f} s, objective {sol.objective:.10g}, kkt_gap {sol.kkt_gap:.2g}, "
+        f"  {sol.solver}: {elapsed:.2f} s, objective {sol.objective:.10g}, "
+        f"kkt_gap {sol.kkt_gap:.2g}, "
         f"support {support}, ridge {sol.ridge:.2g}"
     )
 

@@ -264,6 +264,14 @@ def test_ruff_passes_on_the_package_and_the_tests():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_ruff_passes_on_the_vignettes_and_benchmarks():
+    # bench_small_sample.py is left out while it is being rewritten on another branch
+    result = _ruff(
+        "vignettes", "benchmarks", "--extend-exclude", "benchmarks/bench_small_sample.py"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 # ---- annotations -------------------------------------------------------------------------------
 
 

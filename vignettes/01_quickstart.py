@@ -19,9 +19,12 @@ import pickle
 import numpy as np
 
 import pearlstats as pearl
+
 from _common import QUICK
 
-data = pearl.datasets.simulate_paper(200 if QUICK else 400, N=500 if QUICK else 2000, n_test=1000, sigma=0.5, seed=1)
+data = pearl.datasets.simulate_paper(
+    200 if QUICK else 400, N=500 if QUICK else 2000, n_test=1000, sigma=0.5, seed=1
+)
 data.labeled.head()
 
 # %% [markdown]
@@ -49,7 +52,9 @@ reps.dims
 # predictions give the simplex weights (a quadratic programme).
 
 # %%
-formula = "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly) + block(kpca_sigmoid) + block(kpca_cosine)"
+formula = (
+    "y ~ block(pca) + block(kpca_rbf) + block(kpca_poly) + block(kpca_sigmoid) + block(kpca_cosine)"
+)
 res = pearl.fit(formula, data.labeled, blocks=reps, cv=5, seed=0)
 print(res.summary())
 
@@ -83,19 +88,23 @@ print(res.evaluate(data.test).round(4))
 
 # %% [markdown]
 # ## 4. Classification: binomial and multinomial families
-# The same blocks with a two-class and a three-class response. The weights minimise the cross-entropy
-# of the averaged probabilities.
+# The same blocks with a two-class and a three-class response. The weights minimise the
+# cross-entropy of the averaged probabilities.
 
 # %%
 labeled = data.labeled.assign(
     high=np.where(data.labeled["y"] > data.labeled["y"].median(), "high", "low"),
     tercile=np.digitize(data.labeled["y"], np.quantile(data.labeled["y"], [1 / 3, 2 / 3])),
 )
-binomial = pearl.fit(formula.replace("y ~", "high ~"), labeled, blocks=reps, family="binomial", seed=0)
+binomial = pearl.fit(
+    formula.replace("y ~", "high ~"), labeled, blocks=reps, family="binomial", seed=0
+)
 print(binomial.summary())
 
 # %%
-multinomial = pearl.fit(formula.replace("y ~", "tercile ~"), labeled, blocks=reps, family="multinomial", seed=0)
+multinomial = pearl.fit(
+    formula.replace("y ~", "tercile ~"), labeled, blocks=reps, family="multinomial", seed=0
+)
 print(multinomial.summary())
 multinomial.predict(data.test.head()).round(3)
 

@@ -11,32 +11,40 @@
 # # The simulation study (paper, Section 4.1)
 #
 # The data-generating process is
-# $y = \beta_0 + \beta_1 x_1 + \beta_2 x_2 + \alpha_1 x_1^2 + \alpha_2 x_2^2 + \gamma x_1 x_2 + \sin^2(x_1) + \varepsilon$,
+# $y = \beta_0 + \beta_1 x_1 + \beta_2 x_2 + \alpha_1 x_1^2 + \alpha_2 x_2^2 +
+# \gamma x_1 x_2 + \sin^2(x_1) + \varepsilon$,
 # $x \sim N(0, I_2)$, coefficients drawn from $N(0, 0.09)$ in every repetition. Five representations
-# (PCA and kernel PCA with Gaussian, polynomial, sigmoid and cosine kernels, two components each) are
-# learned on $N = 2000$ unlabeled rows; all $J = 2^5 - 1 = 31$ block subsets are candidates; each is an
-# OLS fit. We compare PEARL's test MSE with the paper's baselines over
+# (PCA and kernel PCA with Gaussian, polynomial, sigmoid and cosine kernels, two components each)
+# are learned on $N = 2000$ unlabeled rows; all $J = 2^5 - 1 = 31$ block subsets are candidates;
+# each is an OLS fit. We compare PEARL's test MSE with the paper's baselines over
 # $\sigma \in \{0.1, 0.5, 0.9, 1.5\}$ and $n \in \{100, 200, 400, 800\}$, 100 repetitions each.
 #
 # Within a repetition all 16 cells share the unlabeled rows, the inputs and the standardised noise
-# (the first $n$ labeled rows of the largest $n$, noise scaled by each $\sigma$), so the five learners are
-# fitted once per repetition and comparisons across cells are paired; repetitions are independent.
+# (the first $n$ labeled rows of the largest $n$, noise scaled by each $\sigma$), so the five
+# learners are fitted once per repetition and comparisons across cells are paired; repetitions are
+# independent.
 #
 # The full grid runs from one command (the same computation as this notebook):
 #
 # ```
-# python -m pearlstats.experiments simulation --repetitions 100 --n-jobs -1 --out vignettes/results/simulation.csv
+# python -m pearlstats.experiments simulation --repetitions 100 --n-jobs -1 \
+#     --out vignettes/results/simulation.csv
 # ```
 
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from _common import N_JOBS, QUICK, RESULTS, write_summary
 from pearlstats.experiments import SimulationSweep, run_grid
 
+from _common import N_JOBS, QUICK, RESULTS, write_summary
+
 if QUICK:
-    sweep, sizes, repetitions = SimulationSweep(n=[100, 200], sigma=[0.5]), {"N": 400, "n_test": 500}, 2
+    sweep, sizes, repetitions = (
+        SimulationSweep(n=[100, 200], sigma=[0.5]),
+        {"N": 400, "n_test": 500},
+        2,
+    )
 else:
     sweep = SimulationSweep(n=[100, 200, 400, 800], sigma=[0.1, 0.5, 0.9, 1.5])
     sizes, repetitions = {"N": 2000, "n_test": 1000}, 100
@@ -50,7 +58,9 @@ table.head()
 
 # %%
 methods = ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best", "Oracle block"]
-means = table.pivot_table(index=["sigma", "n"], columns="method", values="MSE", aggfunc="mean")[methods]
+means = table.pivot_table(index=["sigma", "n"], columns="method", values="MSE", aggfunc="mean")[
+    methods
+]
 print(means.round(4).to_string())
 
 # %% [markdown]
@@ -62,23 +72,31 @@ wins = {m: int((means["PEARL"] <= means[m] + 1e-12).sum()) for m in methods[1:]}
 print(f"cells where PEARL's mean test MSE <= the baseline's (out of {len(means)}):", wins)
 paired = table.pivot_table(index=["sigma", "n", "repetition"], columns="method", values="MSE")
 share = {m: float((paired["PEARL"] <= paired[m] + 1e-12).mean()) for m in methods[1:]}
-print("share of single repetitions with PEARL <= baseline:", {m: round(v, 3) for m, v in share.items()})
+print(
+    "share of single repetitions with PEARL <= baseline:",
+    {m: round(v, 3) for m, v in share.items()},
+)
 
 # %% [markdown]
 # ## Medians over repetitions
-# A mean test MSE can be dominated by one repetition: kernel features of the few test rows that lie beyond
-# the labeled rows' range (the cubic polynomial kernel grows like $|x|^6$) extrapolate, and a candidate with
-# many blocks then predicts far off. The median repetition shows the typical case.
+# A mean test MSE can be dominated by one repetition: kernel features of the few test rows that lie
+# beyond the labeled rows' range (the cubic polynomial kernel grows like $|x|^6$) extrapolate, and a
+# candidate with many blocks then predicts far off. The median repetition shows the typical case.
 
 # %%
-medians = table.pivot_table(index=["sigma", "n"], columns="method", values="MSE", aggfunc="median")[methods]
+medians = table.pivot_table(index=["sigma", "n"], columns="method", values="MSE", aggfunc="median")[
+    methods
+]
 print(medians.round(4).to_string())
 median_wins = {m: int((medians["PEARL"] <= medians[m] + 1e-12).sum()) for m in methods[1:]}
-print(f"cells where PEARL's median test MSE <= the baseline's (out of {len(medians)}):", median_wins)
+print(
+    f"cells where PEARL's median test MSE <= the baseline's (out of {len(medians)}):", median_wins
+)
 write_summary(
     "simulation",
     f"Simulation study: test MSE over {repetitions} repetitions (mean, then median)",
-    "python vignettes/02_simulation.py  (or: python -m pearlstats.experiments simulation --repetitions 100)",
+    "python vignettes/02_simulation.py  "
+    "(or: python -m pearlstats.experiments simulation --repetitions 100)",
     pd.concat({"mean": means, "median": medians}, axis=1).round(4),
 )
 
@@ -91,7 +109,13 @@ fig, axes = plt.subplots(1, len(sigmas), figsize=(4 * len(sigmas), 3.5), squeeze
 for ax, sigma in zip(axes[0], sigmas):
     part = means.loc[sigma]
     for method in methods:
-        ax.plot(part.index, part[method], marker="o", label=method, linewidth=2.5 if method == "PEARL" else 1)
+        ax.plot(
+            part.index,
+            part[method],
+            marker="o",
+            label=method,
+            linewidth=2.5 if method == "PEARL" else 1,
+        )
     ax.set_title(f"sigma = {sigma}")
     ax.set_xlabel("labeled n")
     ax.set_xscale("log", base=2)

@@ -10,27 +10,31 @@
 # %% [markdown]
 # # Theorem 1: asymptotic optimality
 #
-# Theorem 1 says $R(\hat w) / \inf_{w \in \mathcal W} R(w) \to 1$: the cross-validated weights do, in the
-# limit, as well as the best convex combination of the (refitted) candidates chosen in hindsight.
-# We estimate both risks on a large independent test sample: $R(\hat w)$ is PEARL's test MSE, and the
-# infimum is the simplex QP solved on the candidates' test predictions (an oracle no analyst has).
-# Because both contain the noise variance $\sigma^2$, we also show the ratio of *excess* risks,
-# measured against the true regression function $E(y \mid x)$, which is a harder test.
+# Theorem 1 says $R(\hat w) / \inf_{w \in \mathcal W} R(w) \to 1$: the cross-validated weights do,
+# in the limit, as well as the best convex combination of the (refitted) candidates chosen in
+# hindsight. We estimate both risks on a large independent test sample: $R(\hat w)$ is PEARL's test
+# MSE, and the infimum is the simplex QP solved on the candidates' test predictions (an oracle no
+# analyst has). Because both contain the noise variance $\sigma^2$, we also show the ratio of
+# *excess* risks, measured against the true regression function $E(y \mid x)$, which is a harder
+# test.
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 
 import pearlstats as pearl
-from _common import N_JOBS, QUICK, RESULTS, formula_for, paper_representations, write_summary
 from pearlstats.experiments import grid, run_grid
+
+from _common import N_JOBS, QUICK, RESULTS, formula_for, paper_representations, write_summary
 
 SQUARED = pearl.get_loss("squared", "gaussian")
 
 
 def optimality_task(setting, seed):
     data_seed, fold_seed, learner_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
-    data = pearl.datasets.simulate_paper(setting["n"], N=setting["N"], n_test=setting["n_test"], sigma=0.5, seed=data_seed)
+    data = pearl.datasets.simulate_paper(
+        setting["n"], N=setting["N"], n_test=setting["n_test"], sigma=0.5, seed=data_seed
+    )
     reps = paper_representations(learner_seed).fit(data.unlabeled)
     res = pearl.fit(formula_for(reps.names), data.labeled, blocks=reps, seed=fold_seed)
     P = res.predict_candidates(data.test).to_numpy()
@@ -55,7 +59,9 @@ table = run_grid(optimality_task, settings, repetitions, seed=11, n_jobs=N_JOBS,
 table.to_csv(RESULTS / "theorem1.csv", index=False)
 
 # %%
-summary = table.groupby("n")[["risk_ratio", "excess_ratio", "ms_excess_ratio", "sa_excess_ratio"]].agg(["mean", "median"])
+summary = table.groupby("n")[
+    ["risk_ratio", "excess_ratio", "ms_excess_ratio", "sa_excess_ratio"]
+].agg(["mean", "median"])
 print(summary.round(4).to_string())
 write_summary("theorem1", f"Theorem 1: risk ratios over {repetitions} repetitions per n",
               "python vignettes/03_asymptotic_optimality.py", summary.round(4))

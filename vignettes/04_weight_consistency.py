@@ -11,32 +11,40 @@
 # # Theorem 2: weight consistency
 #
 # A candidate is *correctly specified* when its limit equals $E(y \mid x)$. In the simulation the
-# regression function is linear in the features $(x_1, x_2, x_1^2, x_2^2, x_1x_2, \sin^2 x_1)$, so we
-# add that feature map as a sixth block, `oracle`: every candidate containing it is correctly specified
-# (32 of the 63 candidates). Theorem 2 says $\hat\tau$, the total weight on those candidates, tends to 1.
-# Without the oracle block no candidate is correct; we show where the weight goes instead.
+# regression function is linear in the features $(x_1, x_2, x_1^2, x_2^2, x_1x_2, \sin^2 x_1)$, so
+# we add that feature map as a sixth block, `oracle`: every candidate containing it is correctly
+# specified (32 of the 63 candidates). Theorem 2 says $\hat\tau$, the total weight on those
+# candidates, tends to 1. Without the oracle block no candidate is correct; we show where the weight
+# goes instead.
 
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
 
 import pearlstats as pearl
-from _common import N_JOBS, QUICK, RESULTS, formula_for, paper_representations, write_summary
 from pearlstats.experiments import grid, run_grid
+
+from _common import N_JOBS, QUICK, RESULTS, formula_for, paper_representations, write_summary
 
 
 def consistency_task(setting, seed):
     data_seed, fold_seed, learner_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
-    data = pearl.datasets.simulate_paper(setting["n"], N=setting["N"], sigma=setting["sigma"], seed=data_seed)
+    data = pearl.datasets.simulate_paper(
+        setting["n"], N=setting["N"], sigma=setting["sigma"], seed=data_seed
+    )
     reps = paper_representations(learner_seed).fit(data.unlabeled)
     blocks = reps.transform(data.labeled)
     records = []
     with_oracle = {**blocks, "oracle": pearl.datasets.paper_features(data.labeled).to_numpy()}
     res = pearl.fit(formula_for(with_oracle), data.labeled, blocks=with_oracle, seed=fold_seed)
     correct = [label for label in res.candidate_labels if "oracle" in label.split("+")]
-    records.append({"pool": "with oracle", "tau_hat": res.tau_hat(correct), **res.block_importance.to_dict()})
+    records.append(
+        {"pool": "with oracle", "tau_hat": res.tau_hat(correct), **res.block_importance.to_dict()}
+    )
     res = pearl.fit(formula_for(blocks), data.labeled, blocks=blocks, seed=fold_seed)
-    records.append({"pool": "without oracle", "tau_hat": float("nan"), **res.block_importance.to_dict()})
+    records.append(
+        {"pool": "without oracle", "tau_hat": float("nan"), **res.block_importance.to_dict()}
+    )
     return records
 
 
@@ -44,7 +52,9 @@ if QUICK:
     settings, repetitions = grid(n=[100, 300], N=[400], sigma=[0.5]), 2
 else:
     settings, repetitions = grid(n=[50, 100, 200, 400, 800, 1600, 3200], N=[2000], sigma=[0.5]), 50
-table = run_grid(consistency_task, settings, repetitions, seed=12, n_jobs=N_JOBS, progress=not QUICK)
+table = run_grid(
+    consistency_task, settings, repetitions, seed=12, n_jobs=N_JOBS, progress=not QUICK
+)
 table.to_csv(RESULTS / "theorem2.csv", index=False)
 
 # %% [markdown]
@@ -62,20 +72,28 @@ print(tau.round(4).to_string())
 blocks = ["pca", "kpca_rbf", "kpca_poly", "kpca_sigmoid", "kpca_cosine"]
 without = table[table["pool"] == "without oracle"].groupby("n")[blocks].mean()
 print(without.round(3).to_string())
-write_summary("theorem2", f"Theorem 2: tau-hat with the oracle block, block importance without it ({repetitions} repetitions per n)",
-              "python vignettes/04_weight_consistency.py",
-              pd.concat({"tau_hat": tau, "block importance without oracle": without}, axis=1).round(4))
+write_summary(
+    "theorem2",
+    "Theorem 2: tau-hat with the oracle block, block importance without it "
+    f"({repetitions} repetitions per n)",
+    "python vignettes/04_weight_consistency.py",
+    pd.concat({"tau_hat": tau, "block importance without oracle": without}, axis=1).round(4),
+)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
 axes[0].plot(tau.index, tau["mean"], marker="o", label="mean")
 axes[0].plot(tau.index, tau["median"], marker="s", label="median")
 axes[0].axhline(1.0, color="grey", linewidth=0.8)
-axes[0].set(xscale="log", xlabel="labeled n", ylabel="tau-hat", title="weight on correct candidates")
+axes[0].set(
+    xscale="log", xlabel="labeled n", ylabel="tau-hat", title="weight on correct candidates"
+)
 axes[0].legend(fontsize=8)
 for block in blocks:
     axes[1].plot(without.index, without[block], marker="o", label=block)
-axes[1].set(xscale="log", xlabel="labeled n", ylabel="block importance", title="no correct candidate")
+axes[1].set(
+    xscale="log", xlabel="labeled n", ylabel="block importance", title="no correct candidate"
+)
 axes[1].legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(RESULTS / "theorem2.png", dpi=120)

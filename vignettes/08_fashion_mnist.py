@@ -45,6 +45,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 import pearlstats as pearl
+
 from _common import QUICK, RESULTS
 
 STARTED = time.perf_counter()

@@ -9,16 +9,17 @@
 # %% [markdown]
 # # Prediction intervals for the averaged model: CV+ against a naive interval
 #
-# `res.predict(new, interval="prediction", alpha=0.1)` returns CV+ intervals (Barber, Candès, Ramdas &
-# Tibshirani 2021) over the *whole* PEARL procedure: inside each outer fold of the nested
-# cross-validation the candidates are refitted and the weights re-solved without that fold, the held-out
-# residuals are the conformity scores, and each fold's procedure predicts the new row. The guarantee is
-# marginal coverage of at least $1 - 2\alpha$ whatever the model, and about $1 - \alpha$ in practice.
+# `res.predict(new, interval="prediction", alpha=0.1)` returns CV+ intervals (Barber, Candès, Ramdas
+# & Tibshirani 2021) over the *whole* PEARL procedure: inside each outer fold of the nested
+# cross-validation the candidates are refitted and the weights re-solved without that fold, the
+# held-out residuals are the conformity scores, and each fold's procedure predicts the new row. The
+# guarantee is marginal coverage of at least $1 - 2\alpha$ whatever the model, and about
+# $1 - \alpha$ in practice.
 #
-# The naive interval a user might write instead — the prediction $\pm z_{1-\alpha/2}\,\hat\sigma$ with
-# $\hat\sigma$ from the in-sample residuals of the refitted average — ignores that the weights and
-# the candidates were fitted to those very rows. This vignette measures both on the paper's simulation
-# (Section 4.1): $n \in \{100, 400\}$, $\sigma \in \{0.5, 1.5\}$, 90% intervals.
+# The naive interval a user might write instead — the prediction $\pm z_{1-\alpha/2}\,\hat\sigma$
+# with $\hat\sigma$ from the in-sample residuals of the refitted average — ignores that the weights
+# and the candidates were fitted to those very rows. This vignette measures both on the paper's
+# simulation (Section 4.1): $n \in \{100, 400\}$, $\sigma \in \{0.5, 1.5\}$, 90% intervals.
 
 # %%
 from __future__ import annotations
@@ -27,7 +28,6 @@ import time
 import warnings
 
 import numpy as np
-import pandas as pd
 from scipy.stats import norm
 
 import pearlstats as pearl
@@ -48,7 +48,9 @@ def coverage_task(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
     records = []
     reps = None
     for sigma in SIGMAS:
-        data = pearl.datasets.simulate_paper(max(SIZES), N=1000, n_test=N_TEST, sigma=sigma, seed=entropy)
+        data = pearl.datasets.simulate_paper(
+            max(SIZES), N=1000, n_test=N_TEST, sigma=sigma, seed=entropy
+        )
         if reps is None:  # the inputs are the same for every sigma (common random numbers)
             reps = paper_representations(seed=entropy).fit(data.unlabeled)
         formula = formula_for(reps.names)
@@ -98,9 +100,9 @@ write_summary(
 )
 
 # %% [markdown]
-# CV+ keeps its nominal coverage in every cell (the theory guarantees $1 - 2\alpha = 0.8$; in practice
-# it is close to 0.9), while the naive interval under-covers where the averaged model overfits: its
-# in-sample residuals are smaller than the errors on new rows.
+# CV+ keeps its nominal coverage in every cell (the theory guarantees $1 - 2\alpha = 0.8$; in
+# practice it is close to 0.9), while the naive interval under-covers where the averaged model
+# overfits: its in-sample residuals are smaller than the errors on new rows.
 
 # %%
 if not QUICK:

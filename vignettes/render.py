@@ -28,7 +28,9 @@ def render(path: Path, out_dir: Path) -> Path:
     from nbconvert import HTMLExporter
 
     notebook = jupytext.read(path)
-    NotebookClient(notebook, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    NotebookClient(
+        notebook, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}
+    ).execute()
     html, _ = HTMLExporter().from_notebook_node(notebook)
     out_dir.mkdir(exist_ok=True)
     target = out_dir / (path.stem + ".html")

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import AllCandidatesFailedError, OptionError
-from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_reduced, _to_simplex
+from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_reduced, snap_to_simplex
 
 __all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form"]
 
@@ -168,7 +168,7 @@ def solve_from_form(
     w, _, _, _, solver = _solve_reduced(reduced, kind, tol, max_iter)
     weights = np.zeros(J)
     weights[columns] = w[group] / sizes[group]
-    weights = _to_simplex(weights)
+    weights = snap_to_simplex(weights)
     if leaders.size == 1:
         gap = 0.0
     else:

@@ -41,6 +41,16 @@ convexity gives ``f(w) - f* <= g'(w - w*) <= g'w - min_j g_j``), for the LPs
 the gap to the dual bound built from HiGHS' multipliers, made exactly dual
 feasible before use.
 
+Every path (quadprog, the active-set and column-generation fallbacks, SQP,
+HiGHS, the distributed solver) returns its weights through one function,
+:func:`snap_to_simplex`: a weight at most ``ZERO_WEIGHT_RTOL = 1e-10`` times
+the largest is solver residue (quadprog leaves about 1e-13 on candidates whose
+gradient shows them inactive) and becomes exactly 0, and the rest is rescaled
+to sum to exactly 1. The objective and the gap are computed on
+the snapped weights. Zeroing a residue on an inactive candidate can only lower
+the objective (to first order); zeroing a genuine weight ``delta`` of an active
+candidate raises it by ``O(delta^2)``, far below the solver's tolerance.
+
 Examples
 --------
 >>> import numpy as np
@@ -65,11 +75,12 @@ from scipy.optimize import linprog
 from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
 from .losses import LeastSquaresForm, LogBarrierForm, Loss, PiecewiseLinearForm
 
-__all__ = ["WeightSolution", "solve_weights", "DENSE_LIMIT"]
+__all__ = ["WeightSolution", "solve_weights", "snap_to_simplex", "DENSE_LIMIT", "ZERO_WEIGHT_RTOL"]
 
 DENSE_LIMIT = 500  # above this many candidates (or more candidates than rows): column generation
 _BATCH = 50  # candidates added per column-generation round
-_ZERO = 1e-13  # weights below this are quadprog/round-off residue and set to exactly 0
+ZERO_WEIGHT_RTOL = 1e-10  # weights at most this times the largest are residue: exactly 0
+_GRID = 2**53  # weights are returned as multiples of 1 / _GRID (see snap_to_simplex)
 _MAX_CONDITION = 1e10  # largest eigenvalue ratio of a matrix handed to quadprog
 _ARMIJO, _MIN_STEP = 1e-4, 1e-12
 _ROUNDOFF = 1e-12  # relative size below which changes of f are lost in its round-off
@@ -82,10 +93,12 @@ class WeightSolution:
     Attributes
     ----------
     weights : ndarray (J,)
-        On the simplex: ``>= 0`` (no ``-0.0``), inactive candidates exactly 0,
-        sum 1 up to round-off (1e-15).
+        On the simplex: ``>= 0`` (no ``-0.0``), inactive candidates exactly 0
+        (see :func:`snap_to_simplex`), summing to exactly 1.0 in any order
+        of addition unless every non-zero weight is a tied duplicate share.
     objective : float
-        Mean surrogate loss (``loss.risk``) of ``P @ weights``.
+        Mean surrogate loss (``loss.risk``) of ``P @ weights``, for the returned
+        (snapped) weights.
     kkt_gap : float
         Certified bound on ``objective - optimum`` (see the module notes).
     solver : str
@@ -214,9 +227,55 @@ def _active_set_least_squares(W: np.ndarray, w0: np.ndarray, max_iter: int) -> n
     return w
 
 
-def _to_simplex(w: np.ndarray) -> np.ndarray:
-    w = np.where(w > _ZERO, w, 0.0)
-    return w / w.sum() + 0.0  # + 0.0 turns any -0.0 into 0.0
+def _negligible(w: np.ndarray) -> np.ndarray:
+    """Mask of the weights that are zero to within the solvers' accuracy (see the module notes)."""
+    return w <= ZERO_WEIGHT_RTOL * w.max()
+
+
+def snap_to_simplex(w: np.ndarray) -> np.ndarray:
+    """Weights from a solver with their residue removed: the one exit of every solver path.
+
+    Entries at most ``ZERO_WEIGHT_RTOL`` times the largest (and any negative
+    round-off) become exactly 0; the rest are rescaled to sum to 1 and
+    rounded to multiples of ``2**-53`` (each moves by at most ``2**-54``; the
+    largest weight that no other equals absorbs the rounding remainder, at
+    most ``J 2**-54``), so that their sum is exactly 1 however they are added.
+    Only if every non-zero weight is tied with another (equal shares of
+    merged duplicates) is there no such weight; then the shares stay equal
+    and the sum is within ``J 2**-54`` of 1.
+
+    Parameters
+    ----------
+    w : ndarray (J,)
+        Approximately on the simplex, with a positive largest entry.
+
+    Returns
+    -------
+    ndarray (J,)
+        Non-negative (no ``-0.0``), summing to 1.0 exactly (ties aside, see above).
+
+    Examples
+    --------
+    >>> w = snap_to_simplex(np.array([0.6, 3e-13, 0.4, -1e-17]))
+    >>> w.tolist(), float(w.sum())
+    ([0.6, 0.0, 0.4, 0.0], 1.0)
+    """
+    w = np.where(_negligible(w), 0.0, w)
+    # Weights on the grid of multiples of 2**-53 add up exactly in any order (every partial sum
+    # is such a multiple in [0, 1], which a double holds exactly), so "sums to 1" holds for
+    # numpy, pandas and math.fsum alike. Rounding to the grid is of the size of the round-off
+    # the division leaves anyway.
+    units = np.rint(w / w.sum() * _GRID).astype(np.int64)  # integer sums are exact
+    remainder = _GRID - int(units.sum())
+    if remainder:
+        # The largest weight that no other weight equals absorbs the integer remainder: chosen
+        # by value, so permuting candidates permutes the result, and merged duplicates keep
+        # exactly equal shares.
+        values, first, counts = np.unique(units, return_index=True, return_counts=True)
+        unique = first[(counts == 1) & (values > 0) & (values + remainder > 0)]
+        if unique.size:
+            units[unique[-1]] += remainder
+    return units / _GRID + 0.0  # + 0.0 turns any -0.0 into 0.0
 
 
 def _target(f: float, tol: float) -> float:
@@ -237,21 +296,21 @@ def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter):
     Hs, d = _unit_gram(W)
     solved = _quadprog_simplex(Hs, d, np.zeros(form.size), damp=False)
     if solved is not None:
-        return _to_simplex(solved[0]), 0.0, True, False
+        return snap_to_simplex(solved[0]), 0.0, True, False
     scaled = W / float(np.abs(W).max() or 1.0)  # steps are scale-free; this keeps g near 1
     start = np.zeros(form.size)
     start[int(np.argmin(d))] = 1.0  # the best single candidate: ||W e_j|| = d_j
-    return _to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
+    return snap_to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
 
 
 def _newton_point(form: LogBarrierForm, w: np.ndarray, g: np.ndarray) -> np.ndarray | None:
     """Minimiser of the Newton model at ``w`` over the simplex, or None if quadprog cannot solve it.
 
-    A candidate whose model weight is positive but below ``_ZERO`` (a 1e257
-    Poisson candidate wants about 1e-259) would be rounded to 0 after the
-    model had already spent that weight; the model is then solved again
-    without it, so the iteration converges to the optimum of what is
-    returned rather than stalling between the two.
+    A candidate whose model weight is positive but negligible (a 1e257
+    Poisson candidate wants about 1e-259) would be rounded to 0 by
+    :func:`snap_to_simplex` after the model had already spent that weight;
+    the model is then solved again without it, so the iteration converges to
+    the optimum of what is returned rather than stalling between the two.
     """
     keep = np.ones(form.size, dtype=bool)
     W = form.hessian_factor(w)
@@ -260,13 +319,13 @@ def _newton_point(form: LogBarrierForm, w: np.ndarray, g: np.ndarray) -> np.ndar
         solved = _quadprog_simplex(Hs, d, Hs @ (d * w[keep]) - g[keep] / d, damp=True)
         if solved is None:
             return None
-        tiny = (solved[0] > 0) & (solved[0] <= _ZERO)
+        tiny = (solved[0] > 0) & _negligible(solved[0])
         if not tiny.any() or tiny.all():
             break
         keep[np.flatnonzero(keep)[tiny]] = False
     v = np.zeros(form.size)
     v[keep] = solved[0]
-    return _to_simplex(v)
+    return snap_to_simplex(v)
 
 
 def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool, bool]:
@@ -367,7 +426,7 @@ def _solve_lp(form: PiecewiseLinearForm) -> tuple[np.ndarray, float]:
         w = np.zeros(J)
         w[int(np.argmin(values.mean(axis=0)))] = 1.0
         return w, -np.inf
-    w = _to_simplex(result.x[:J])
+    w = snap_to_simplex(result.x[:J])
     # Any multipliers lam >= 0 summing to 1/n over each row's pieces give
     # f* >= lam'intercepts + min_j (lam'slopes)_j; rescale HiGHS' duals to be exactly such.
     lam = np.maximum(-result.ineqlin.marginals, 0.0)
@@ -590,7 +649,7 @@ def solve_weights(
 
     weights = np.zeros(J)
     weights[columns] = w[group] / sizes[group]
-    weights = _to_simplex(weights)
+    weights = snap_to_simplex(weights)
     w = np.bincount(group, weights[columns], minlength=sizes.size)
     # the forms of the squared and absolute losses are standardised: unit converts back
     if leaders.size == 1:

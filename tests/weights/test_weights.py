@@ -10,6 +10,9 @@ quadprog for the large-J column generation.
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 import quadprog
@@ -23,6 +26,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression, PoissonRe
 from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
 from sklearn.preprocessing import StandardScaler
 
+from conftest import simplex_minimum
 from pearlstats.exceptions import (
     AllCandidatesFailedError,
     ConvergenceWarning,
@@ -30,7 +34,7 @@ from pearlstats.exceptions import (
     MissingValueError,
     OptionError,
 )
-from pearlstats.weights import solve_weights
+from pearlstats.weights import solve_weights, solvers
 from pearlstats.weights.losses import get_loss
 
 
@@ -253,7 +257,9 @@ def _lp_minimum(name, family, y, P) -> float:
 def _assert_on_simplex(w, J):
     assert w.shape == (J,) and w.dtype == np.float64
     assert (w >= 0).all() and not np.signbit(w).any()
-    assert abs(w.sum() - 1.0) <= 1e-12
+    assert w.sum() == 1.0 and math.fsum(w) == 1.0
+    # no solver residue: a weight is exactly 0 or more than ZERO_WEIGHT_RTOL of the largest
+    assert not ((w > 0) & (w <= solvers.ZERO_WEIGHT_RTOL * w.max())).any()
 
 
 CASES = [
@@ -303,6 +309,68 @@ def test_kkt_conditions_hold(name, family, request):
 
 
 # ---- structure of the solution -------------------------------------------------------------------
+def _nested_ols_pool(n: int, n_blocks: int, seed: int):
+    """Out-of-fold OLS predictions of every non-empty subset of random two-column blocks."""
+    rng = np.random.default_rng(seed)
+    blocks = [rng.standard_normal((n, 2)) for _ in range(n_blocks)]
+    X = np.hstack(blocks)
+    y = X @ rng.normal(scale=0.5, size=X.shape[1]) + np.sin(X[:, 0]) ** 2 + rng.standard_normal(n)
+    folds = np.arange(n) % 5
+    columns = []
+    for size in range(1, n_blocks + 1):
+        for subset in itertools.combinations(range(n_blocks), size):
+            Z = np.hstack([np.ones((n, 1))] + [blocks[b] for b in subset])
+            p = np.empty(n)
+            for k in range(5):
+                train = folds != k
+                p[~train] = Z[~train] @ np.linalg.lstsq(Z[train], y[train], rcond=None)[0]
+            columns.append(p)
+    return np.column_stack(columns), y
+
+
+def test_quadprog_residue_becomes_exact_zero_and_the_optimum_is_kept(monkeypatch):
+    # The demo's case: 31 nested candidates on 400 rows, where quadprog leaves weights of
+    # 1e-13 to 3e-13 on candidates that its own gradient shows inactive.
+    P, y = _nested_ols_pool(400, 5, seed=42)
+    J = P.shape[1]
+    loss = get_loss("squared", "gaussian")
+    with monkeypatch.context() as patch:
+        patch.setattr(solvers, "ZERO_WEIGHT_RTOL", 0.0)  # keep every positive entry
+        raw = solve_weights(P, y, loss)
+    residue = (raw.weights > 0) & (raw.weights < 1e-10)
+    assert raw.solver == "quadprog" and residue.any()
+
+    sol = solve_weights(P, y, loss)
+    assert sol.solver == "quadprog"
+    _assert_on_simplex(sol.weights, J)
+    np.testing.assert_array_equal(sol.weights == 0, (raw.weights == 0) | residue)
+    gradient = 2.0 / len(y) * P.T @ (P @ sol.weights - y)
+    assert (gradient[residue] > gradient @ sol.weights).all()  # they were inactive
+
+    def mse(w):
+        return float(np.mean((y - P @ w) ** 2))
+
+    _, best = simplex_minimum(mse, J, jac=lambda w: 2.0 / len(y) * P.T @ (P @ w - y))
+    assert sol.objective == pytest.approx(mse(sol.weights), rel=1e-13)
+    assert abs(sol.objective - best) <= 1e-12
+    # the certified gap is that of the returned weights
+    gap = gradient @ sol.weights - gradient.min()
+    assert sol.kkt_gap == pytest.approx(gap, rel=1e-6, abs=1e-15)
+    assert sol.objective - best <= sol.kkt_gap + 1e-15
+
+
+def test_snapping_keeps_merged_duplicates_equal_and_permutations_permuted():
+    w = np.array([0.25, 0.25, 0.25, 0.25 + 3e-13, 2e-13])
+    snapped = solvers.snap_to_simplex(w)
+    assert snapped[4] == 0.0 and math.fsum(snapped) == 1.0
+    perm = np.array([3, 0, 4, 2, 1])
+    np.testing.assert_array_equal(solvers.snap_to_simplex(w[perm]), snapped[perm])
+    # only tied weights: the shares stay equal (a sum of three thirds cannot be exactly 1)
+    thirds = solvers.snap_to_simplex(np.array([1.0, 1.0, 0.0, 1.0]))
+    assert thirds[0] == thirds[1] == thirds[3] and thirds[2] == 0.0
+    assert abs(thirds.sum() - 1.0) <= 4 * 2.0**-53
+
+
 def test_inactive_candidates_get_zero_and_the_rest_is_optimal(regression):
     P, y = regression
     full = solve_weights(P, y, get_loss("squared", "gaussian")).weights
