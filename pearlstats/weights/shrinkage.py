@@ -48,7 +48,7 @@ __all__ = [
 # Shrinkage amounts tried by cross-validation.
 SHRINKAGE_GRID = tuple(np.round(np.linspace(0.0, 1.0, 11), 2))
 
-# c of the size rule lam = min(1, c J / n): the middle of the range of c (1.75-3) with which
+# c of the size rule lam = min(1, c J / n): near the middle of the range of c (1.75-3) with which
 # shrinkage toward SA-FRL's weights won all 16 cells of the paper's simulation grid on three
 # exploration root seeds (benchmarks/explore_size_rule.py; validated on the benchmark's own seed
 # in benchmarks/RESULTS.md, "Small samples").
