@@ -233,9 +233,12 @@ def fit(
         ``"size"`` sets ``lam = min(1, 2.5 J / n)`` from the number J of
         candidates that did not fail and the n labeled rows
         (:func:`~pearlstats.weights.shrinkage.size_shrinkage`); with
-        ``shrinkage_target="single-block"`` it is the option that beats every
-        baseline's mean test MSE in all 16 cells of the paper's simulation
-        grid (``benchmarks/RESULTS.md``, "Small samples"). The
+        ``shrinkage_target="single-block"`` it beats every baseline's mean
+        test MSE in all 16 cells of the paper's simulation grid, but it is a
+        prior, not a free lunch: where the target predicts poorly (digits,
+        movie reviews) it is worse than no shrinkage, while ``"cv"`` then
+        stays near 0 (``benchmarks/RESULTS.md``, "Small samples"); compare
+        ``res.honest`` of the fits to choose. The
         amount is recorded in ``results.failures`` (stage ``"weights"``, kind
         ``"shrinkage"``); ``res.kkt_gap`` then bounds how far the shrunk
         weights' objective is above the optimum.

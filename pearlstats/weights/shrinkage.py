@@ -168,9 +168,11 @@ def size_shrinkage(n_candidates: int, n_rows: int,
     on n rows, whose variance grows like J / n; the amount that balances that
     variance against the bias of a fixed target shrinks the same way. Unlike
     the cross-validated amount, it does not vary with the noise of the
-    level-one data, which is what makes it reliable at small n (the
-    cross-validated amount is too small at n = 100 and too large at n = 800
-    on the paper's grid; ``benchmarks/RESULTS.md``).
+    level-one data, which is what makes it reliable at small n when the
+    target predicts well (the cross-validated amount is too small at
+    n = 100 and too large at n = 800 on the paper's grid), and harmful when
+    the target predicts poorly, which it cannot see (digits and movie
+    reviews toward SA-FRL; ``benchmarks/RESULTS.md``, "Small samples").
 
     Parameters
     ----------
