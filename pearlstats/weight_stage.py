@@ -31,9 +31,15 @@ from .weights.solvers import WeightSolution
 if TYPE_CHECKING:
     from .design.candidates import Candidate
     from .families import Family
+    from .stages import FitState
     from .weights.losses import Loss
 
-__all__ = ["cross_validate_draws", "solve_draw_weights", "with_candidate_ridges"]
+__all__ = [
+    "cross_validate_draws",
+    "solve_draw_weights",
+    "solve_stored_weights",
+    "with_candidate_ridges",
+]
 
 
 def with_candidate_ridges(family: Family, candidates: Sequence[Candidate], output: EngineOutput,
@@ -144,6 +150,37 @@ def solve_draw_weights(
         solution, note = _shrink(solution, stacked, pool, y_stacked, loss, shrinkage, groups, rows)
         entries.append(note)
     return output, solution, entries
+
+
+def solve_stored_weights(state: FitState, rows: np.ndarray) -> np.ndarray:
+    """The fit's weight stage re-run on the stored out-of-fold predictions of some rows.
+
+    The weights of the pool on the rows *rows* (a fold's complement, a bootstrap
+    resample), shrunk as the fit's were: the same target, and the amount given,
+    re-chosen by cross-validation over the rows' own folds, or set by the size
+    rule from their number. The stored predictions are those of draw 0, so with
+    ``cv_repeats`` the re-solve uses that draw alone.
+
+    Parameters
+    ----------
+    state : FitState
+    rows : ndarray of int
+        Row positions; repeats allowed (a bootstrap resample's copies share
+        their fold, so the shrinkage's cross-validation never scores a row on
+        weights fitted with its copy).
+
+    Returns
+    -------
+    ndarray (J,)
+        Weights of the pool's candidates.
+    """
+    pool = state.candidates.pool
+    output = state.output
+    sample = EngineOutput(output.predictions[rows], output.failed, [], output.ridges)
+    _, solution, _ = solve_draw_weights([sample], state.response.y[rows], pool,
+                                        [state.folds[rows]], state.loss,
+                                        state.weight_options.shrinkage, warn=False)
+    return solution.weights[:len(pool)]
 
 
 def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):

@@ -23,9 +23,9 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +34,7 @@ import pandas as pd
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
 from ..exceptions import CandidateError, OptionError
 from ..stages import solve_stage_weights
+from ..weight_stage import solve_stored_weights
 from ..weights.losses import get_loss
 from ..weights.solvers import solve_weights
 from . import bootstrap, evaluation
@@ -128,6 +129,7 @@ def resampled_weights(
     folds: np.ndarray | None = None,
     n_boot: int = 50,
     seed: int | np.random.SeedSequence | None = None,
+    solve: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Weights re-solved on each fold's complement, or on bootstrap resamples of the rows.
 
@@ -144,6 +146,11 @@ def resampled_weights(
         b uses rows ``np.random.default_rng(seed).integers(0, n, (n_boot, n))[b]``.
     n_boot : int
     seed : int, optional
+    solve : callable, optional
+        ``solve(rows)`` returns the weights of the row positions *rows*; default
+        the simplex minimum of *loss* over *P*'s rows (no shrinkage). A fit
+        passes its own weight stage
+        (:func:`~pearlstats.weight_stage.solve_stored_weights`).
 
     Returns
     -------
@@ -158,10 +165,10 @@ def resampled_weights(
     else:
         samples = list(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
         names = [f"boot {b}" for b in range(n_boot)]
-    weights = np.vstack(
-        [solve_weights(P[rows], y[rows], loss, active=active).weights for rows in samples]
-    )
-    return weights, names
+    if solve is None:
+        def solve(rows):
+            return solve_weights(P[rows], y[rows], loss, active=active).weights
+    return np.vstack([solve(rows) for rows in samples]), names
 
 
 def stability_table(weights: pd.Series, resampled: pd.DataFrame) -> pd.DataFrame:
@@ -299,6 +306,7 @@ class WeightDiagnostics:
         if refit:
             values, names = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
         else:
+            # The fit's own weight stage, so shrunk weights are re-solved shrunk.
             values, names = resampled_weights(
                 state.output.predictions[:, :J],
                 state.response.y,
@@ -307,6 +315,7 @@ class WeightDiagnostics:
                 folds=state.folds if method == "folds" else None,
                 n_boot=n_resamples,
                 seed=seed,
+                solve=partial(solve_stored_weights, state),
             )
         return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
 

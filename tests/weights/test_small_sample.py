@@ -271,3 +271,25 @@ def test_simulation_sweep_passes_fit_options():
     assert mse["PEARL"] != mse_repeated["PEARL"]  # other weights
     with pytest.raises(pearl.OptionError, match=r"fit_options \['seed'\] are set by the sweep"):
         SimulationSweep(n=[60], sigma=[0.5], fit_options={"seed": 1})
+
+
+@pytest.mark.parametrize("amount", [0.5, "size"])
+def test_weight_stability_re_solves_the_shrunk_weights(data, amount):
+    # The fold-complement weights in res.diagnostics are the fit's procedure on each
+    # complement: the simplex minimum there (scipy), shrunk toward equal weights by the
+    # given amount or by the size rule with the complement's own row count.
+    res = _fit(data, weight_shrinkage=amount)
+    P, y, folds = res.cv_predictions.to_numpy(), data["y"], res.folds
+    J = P.shape[1]
+    for k in range(res.n_folds):
+        rows = folds != k
+
+        def loss(w, rows=rows):
+            return np.mean((y[rows] - P[rows] @ w) ** 2)
+
+        w_hat, _ = simplex_minimum(loss, J)
+        lam = 0.5 if amount == 0.5 else min(1.0, 2.5 * J / rows.sum())
+        expected = (1 - lam) * w_hat + lam / J
+        np.testing.assert_allclose(res.weight_stability[f"fold {k}"], expected, atol=2e-4)
+    stability = res.diagnostics["stability"]
+    np.testing.assert_allclose(stability["mean"], res.weight_stability.mean(axis=1))
