@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 import pearlstats as pearl
+from conftest import overlapping_binomial
+from pearlstats.nested import fold_procedure_predictions, nested_cross_validation
 
 FORMULA = "y ~ block(a) + block(b) + block(c)"
 
@@ -105,6 +107,45 @@ def test_honest_risk_re_runs_the_fits_repeated_folds():
     others = ["MS", "SA-FRL", "SA-cand", "Fusion", "Best"]
     np.testing.assert_allclose(thrice.loc[others, "risk"], once.loc[others, "risk"], rtol=1e-10)
     assert abs(thrice.loc["PEARL", "risk"] - once.loc["PEARL", "risk"]) > 1e-6
+
+
+def test_each_outer_fold_chooses_its_separation_ridges_on_its_own_training_rows():
+    # The fit's CV holds rows 16 and 22 out together, so s and a+s separate and get ridge 1e-4;
+    # outer fold 1 holds them out together too, the other outer folds' procedures never do.
+    # Each outer fold must be pearl.fit on its training rows with its inner folds (ridges,
+    # weights) predicting its held-out rows, whatever the fit or the other folds needed.
+    y, blocks = overlapping_binomial()
+    data = {"y": y, **blocks}
+    formula = "y ~ block(a) + block(s)"
+    with pytest.warns(pearl.SeparationWarning):
+        res = pearl.fit(formula, data, family="binomial", seed=1)
+    assert res.stages.family.candidate_ridges == {"s": 1e-4, "a+s": 1e-4}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        nested = res.honest_risk()
+    pointwise = res.stages.loss.pointwise
+    # Each outer fold's procedure predicting new rows (those of the CV+ sets), here all rows.
+    procedures = fold_procedure_predictions(res.stages, nested_cross_validation(res.stages),
+                                            res.stages.design.X)
+    chosen = []
+    for k in range(nested.n_outer):
+        train = np.flatnonzero(nested.outer_folds != k)
+        test = np.flatnonzero(nested.outer_folds == k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pearl.SeparationWarning)
+            inner = pearl.fit(formula, _rows(data, train), family="binomial",
+                              cv=nested.inner_folds[k], seed=0, honest=False)
+        chosen.append(dict(inner.stages.family.candidate_ridges))
+        np.testing.assert_allclose(nested.fold_weights.loc[k], inner.weights, rtol=0, atol=1e-8)
+        held_out = inner.predict_candidates(_rows(data, test))
+        for label in inner.candidate_labels:
+            np.testing.assert_allclose(nested.row_losses[label].to_numpy()[test],
+                                       pointwise(y[test], held_out[label].to_numpy()), rtol=1e-7)
+        np.testing.assert_allclose(nested.row_losses["PEARL"].to_numpy()[test],
+                                   pointwise(y[test], inner.predict(_rows(data, test)).to_numpy()),
+                                   rtol=1e-7)
+        np.testing.assert_allclose(procedures[k], inner.predict(data).to_numpy(), rtol=1e-7)
+    assert chosen == [{}, {"s": 1e-4, "a+s": 1e-4}, {}, {}, {}]
 
 
 def test_on_the_papers_simulation_at_n_100_pearl_can_lose_to_best_honestly():
