@@ -141,15 +141,19 @@ def _refit_predict(family, X_train: np.ndarray, response: EncodedResponse, candi
     return family.predict(params, X_new[:, candidate.columns]), notes
 
 
-def _held_out_fold(state: FitState, family, outside: EngineOutput, train: np.ndarray,
-                   test: np.ndarray) -> tuple[np.ndarray, np.ndarray, list, list]:
+def _held_out_fold(
+    state: FitState, family, outside: EngineOutput, train: np.ndarray, test: np.ndarray,
+    failed: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, list, list]:
     """Every candidate's predictions for an outer fold's rows from fits on its training rows.
 
     The outer cross-validation fits each candidate with one ridge in all outer folds, so a
     candidate that separates in one outer training set (or on all rows) gets that ridge in the
     others too. Its prediction is kept where that is the ridge *family* (this fold's
     procedure) chose, as for every candidate that separates nowhere; otherwise the candidate is
-    refitted on the training rows with this fold's ridge.
+    refitted on the training rows with this fold's ridge, unless this fold's procedure *failed*
+    it (e.g. ``separation="drop"``): it gets weight 0 there, and a separated fit has no
+    prediction worth scoring.
 
     Returns
     -------
@@ -170,6 +174,9 @@ def _held_out_fold(state: FitState, family, outside: EngineOutput, train: np.nda
     for j, candidate in enumerate(state.candidates.everything):
         ridge = family.candidate_ridge(candidate.label, state.ridge)
         if not outside.failed[j] and outside.ridges[j] == ridge:
+            continue
+        if failed[j]:
+            predictions[:, j] = np.nan
             continue
         predictions[:, j], notes = _refit_predict(family, X_train, sub, candidate, state.ridge,
                                                   X_test)
@@ -196,7 +203,9 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
     outputs, family = cross_validate_draws(state.family, state.design.X[train], sub, everything,
                                            draws, loo=isinstance(state.cv_spec, str),
                                            ridge=state.ridge)
-    held_out, unfit, refitted, entries = _held_out_fold(state, family, outside, train, test)
+    failed = np.logical_or.reduce([out.failed for out in outputs])
+    held_out, unfit, refitted, entries = _held_out_fold(state, family, outside, train, test,
+                                                        failed)
     outputs = [EngineOutput(out.predictions, out.failed | unfit, out.entries, out.ridges)
                for out in outputs]
     inner, solution, _ = solve_draw_weights(outputs, sub.y, pool, draws, state.loss,
