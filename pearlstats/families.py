@@ -93,9 +93,12 @@ class Family:
         :func:`pearlstats.fit` uses a configured copy, see :meth:`configured`).
     candidate_ridges : mapping
         Label -> ridge a fit chose for a candidate it moved up the ridge
-        ladder. Every later fit of that candidate by this family object (the
-        all-rows refit, the statsmodels refit, the re-runs of nested
-        cross-validation and of the refitting bootstrap) starts from it.
+        ladder. The later fits of that candidate on the same rows by this
+        family object (the all-rows refit, the statsmodels refit) start from
+        it. Re-runs of the procedure on other rows (nested cross-validation,
+        the refitting bootstrap) set it aside and choose their own
+        (:func:`~pearlstats.weight_stage.cross_validate_draws`): a ridge that
+        only rows held out of a re-run made necessary must not inform it.
     """
 
     name: str = ""

@@ -205,8 +205,10 @@ def fit(
         finite optimum, like scikit-learn's default regularised logistic
         regression; the ledger (``results.failures``, kind ``"separation"``)
         and one :class:`~pearlstats.exceptions.SeparationWarning` per fit
-        name the candidates and their ridges, and the refits of nested
-        cross-validation and of the bootstrap start from them. ``"drop"``
+        name the candidates and their ridges. The re-runs of nested
+        cross-validation (``res.honest``) and of the refitting bootstrap
+        choose their ridges on their own training rows, as this function
+        would on those rows, so no held-out row informs them. ``"drop"``
         gives such a candidate weight 0; ``"raise"`` raises
         :class:`~pearlstats.exceptions.SeparationError` naming it (also
         from the nested re-runs of ``res.honest``). Other families ignore it.

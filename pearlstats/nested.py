@@ -5,7 +5,9 @@ rows: inner folds, every candidate's inner out-of-fold predictions, the PEARL
 weights, and each baseline's choice (MS re-selects, Best re-chooses, SA-cand,
 SA-FRL and Fusion re-check which candidates fitted). Every candidate refitted
 on the outer training rows predicts the held-out fold, so no held-out row
-informs its own prediction. The same machinery gives
+informs its own prediction; a candidate whose classes separate gets the ridge
+that outer fold's procedure chose on its training rows, not one the fit or
+another fold needed. The same machinery gives
 
 * the honest risk of PEARL and of every baseline (``res.honest``), as R's
   ``CV.SuperLearner`` reports it, and
@@ -58,7 +60,10 @@ class NestedCV:
     outer_folds : ndarray of int (n,)
     outside : EngineOutput
         Predictions of every candidate (pool, then baseline extras) for each
-        row, from the candidate fitted without that row's outer fold.
+        row, from the candidate fitted on the training rows of that row's
+        outer fold only, with the ridge that fold's procedure chose for it
+        (``failed``: no finite prediction in some outer fold; ``ridges``: None,
+        see *fold_ridges*).
     fold_strategy_weights : tuple of dict
         Per outer fold: strategy name -> weights over pool + extras, chosen
         from that fold's training rows only.
@@ -66,6 +71,10 @@ class NestedCV:
         Inner fold labels of each outer training set's rows.
     failures : DataFrame
         Ledger rows of the outer and inner fits, with ``where`` they happened.
+    fold_ridges : tuple of dict
+        Per outer fold: label -> separation ridge its inner cross-validation
+        chose (the family's ``candidate_ridges`` of ``pearlstats.fit`` on
+        that fold's training rows).
     """
 
     outer_folds: np.ndarray
@@ -73,6 +82,7 @@ class NestedCV:
     fold_strategy_weights: tuple
     inner_folds: tuple
     failures: pd.DataFrame
+    fold_ridges: tuple
 
     @property
     def n_outer(self) -> int:
@@ -110,21 +120,93 @@ def _inner_folds(state: FitState, response: EncodedResponse, seed) -> np.ndarray
     return folds
 
 
-def _outer_fold(
-    state: FitState, outside: EngineOutput, train: np.ndarray, seeds: list
-) -> tuple[dict, np.ndarray, list]:
-    """Strategy weights chosen on one outer training set, its inner folds and ledger entries.
+@dataclass(frozen=True)
+class _OuterFold:
+    """What the procedure re-run on one outer training set gave (see :class:`NestedCV`)."""
+
+    weights: dict
+    inner_folds: np.ndarray
+    inner_entries: list
+    held_out: np.ndarray
+    unfit: np.ndarray
+    refitted: list
+    refit_entries: list
+    ridges: dict
+
+
+def _refit_predict(family, X_train: np.ndarray, response: EncodedResponse, candidate, ridge: float,
+                   X_new: np.ndarray) -> tuple[np.ndarray, list]:
+    """A candidate refitted on training rows as ``pearlstats.fit`` refits it; predicts *X_new*."""
+    params, notes = family.fit_params(X_train, response, candidate.columns, ridge, candidate.label)
+    return family.predict(params, X_new[:, candidate.columns]), notes
+
+
+def _held_out_fold(
+    state: FitState, family, outside: EngineOutput, train: np.ndarray, test: np.ndarray,
+    failed: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, list, list]:
+    """Every candidate's predictions for an outer fold's rows from fits on its training rows.
+
+    The outer cross-validation fits each candidate with one ridge in all outer folds, so a
+    candidate that separates in one outer training set (or on all rows) gets that ridge in the
+    others too. Its prediction is kept where that is the ridge *family* (this fold's
+    procedure) chose, as for every candidate that separates nowhere; otherwise the candidate is
+    refitted on the training rows with this fold's ridge, unless this fold's procedure *failed*
+    it (e.g. ``separation="drop"``): it gets weight 0 there, and a separated fit has no
+    prediction worth scoring.
+
+    Returns
+    -------
+    predictions : ndarray (test rows, J) or (test rows, J, C)
+    unfit : ndarray of bool (J,)
+        No finite prediction for these rows.
+    refitted : list of str
+        Labels of the candidates refitted.
+    entries : list of LedgerEntry
+        The refits' notes.
+    """
+    predictions = outside.predictions[test].copy()
+    if outside.ridges is None:  # no ridge ladder: the fold fits are independent already
+        return predictions, outside.failed.copy(), [], []
+    sub = EncodedResponse(state.response.y[train], state.response.classes)
+    X_train, X_test = state.design.X[train], state.design.X[test]
+    refitted, entries = [], []
+    for j, candidate in enumerate(state.candidates.everything):
+        ridge = family.candidate_ridge(candidate.label, state.ridge)
+        if not outside.failed[j] and outside.ridges[j] == ridge:
+            continue
+        if failed[j]:
+            predictions[:, j] = np.nan
+            continue
+        predictions[:, j], notes = _refit_predict(family, X_train, sub, candidate, state.ridge,
+                                                  X_test)
+        refitted.append(candidate.label)
+        entries.extend(notes)
+    finite = np.isfinite(predictions).reshape(len(test), len(state.candidates.everything), -1)
+    return predictions, ~finite.all(axis=(0, 2)), refitted, entries
+
+
+def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray, k: int,
+                seeds: list) -> _OuterFold:
+    """The procedure re-run on outer fold *k*'s training rows, and its held-out predictions.
 
     The fit's weight stage is repeated as it ran: one inner fold draw per seed in *seeds*
     (``cv_repeats``) and the fit's shrinkage, so the honest risk is that of the procedure used.
+    The separation ridges are chosen on the training rows (:func:`cross_validate_draws`), and
+    the held-out predictions use them (:func:`_held_out_fold`).
     """
+    train, test = np.flatnonzero(outer_folds != k), np.flatnonzero(outer_folds == k)
     everything = state.candidates.everything
     pool = state.candidates.pool
     sub = EncodedResponse(state.response.y[train], state.response.classes)
     draws = [_inner_folds(state, sub, seed) for seed in seeds]
-    outputs, _ = cross_validate_draws(state.family, state.design.X[train], sub, everything, draws,
-                                      loo=isinstance(state.cv_spec, str), ridge=state.ridge)
-    outputs = [EngineOutput(out.predictions, out.failed | outside.failed, out.entries, out.ridges)
+    outputs, family = cross_validate_draws(state.family, state.design.X[train], sub, everything,
+                                           draws, loo=isinstance(state.cv_spec, str),
+                                           ridge=state.ridge)
+    failed = np.logical_or.reduce([out.failed for out in outputs])
+    held_out, unfit, refitted, entries = _held_out_fold(state, family, outside, train, test,
+                                                        failed)
+    outputs = [EngineOutput(out.predictions, out.failed | unfit, out.entries, out.ridges)
                for out in outputs]
     inner, solution, _ = solve_draw_weights(outputs, sub.y, pool, draws, state.loss,
                                             state.weight_options.shrinkage, warn=False)
@@ -133,7 +215,8 @@ def _outer_fold(
         for j in range(len(everything))
     ])
     weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed)
-    return weights, draws[0], inner.entries
+    return _OuterFold(weights, draws[0], inner.entries, held_out, unfit, refitted, entries,
+                      dict(family.candidate_ridges))
 
 
 def nested_cross_validation(
@@ -161,6 +244,9 @@ def nested_cross_validation(
     Returns
     -------
     NestedCV
+        Outer fold k's weights and held-out predictions are those of
+        ``pearlstats.fit`` on its training rows with its inner folds (including
+        the separation ridges it chooses there).
     """
     seed = state.seed if seed is None else seed
     response = state.response
@@ -169,23 +255,36 @@ def nested_cross_validation(
     outer_folds = make_folds(outer, n, seed=np.random.SeedSequence([seed, 0]), strata=strata)
     if strata is not None:
         check_class_coverage(strata, outer_folds, response.classes)
-    outside = cross_validate(state.family, state.design.X, response, state.candidates.everything,
-                             outer_folds, ridge=state.ridge, n_jobs=n_jobs)
-    chosen, inner_folds = [], []
-    ledgers = [_ledger_frame(outside.entries, "outer folds")]
+    # The fast path: every candidate over all outer folds at once, with ridges chosen afresh
+    # (not the fit's); _held_out_fold refits where an outer fold's own procedure chose otherwise.
+    outside = cross_validate(state.family.configured(candidate_ridges={}), state.design.X,
+                             response, state.candidates.everything, outer_folds,
+                             ridge=state.ridge, n_jobs=n_jobs)
+    folds = []
     for k in range(int(outer_folds.max()) + 1):
-        train = np.flatnonzero(outer_folds != k)
         # Draw r > 0 of cv_repeats: SeedSequence([seed, 1, k, r]); draw 0 as without repeats.
         seeds = [np.random.SeedSequence([seed, 1, k])] + [
             np.random.SeedSequence([seed, 1, k, r])
             for r in range(1, state.weight_options.cv_repeats)
         ]
-        weights, folds, entries = _outer_fold(state, outside, train, seeds)
-        chosen.append(weights)
-        inner_folds.append(folds)
-        ledgers.append(_ledger_frame(entries, f"inside outer fold {k}"))
-    return NestedCV(outer_folds, outside, tuple(chosen), tuple(inner_folds),
-                    pd.concat(ledgers, ignore_index=True))
+        folds.append(_outer_fold(state, outside, outer_folds, k, seeds))
+    predictions = outside.predictions.copy()
+    for k, fold in enumerate(folds):
+        predictions[outer_folds == k] = fold.held_out
+    refitted = {label for fold in folds for label in fold.refitted}
+    # The fast path's ledger rows of refitted candidates describe fits whose predictions were
+    # replaced; each refit's own notes are kept with its fold.
+    kept = [entry for entry in outside.entries if entry.candidate not in refitted]
+    ledgers = [_ledger_frame(kept, "outer folds")]
+    for k, fold in enumerate(folds):
+        ledgers.append(_ledger_frame(fold.refit_entries, f"outer fold {k}"))
+        ledgers.append(_ledger_frame(fold.inner_entries, f"inside outer fold {k}"))
+    failed = np.logical_or.reduce([fold.unfit for fold in folds])
+    return NestedCV(outer_folds, EngineOutput(predictions, failed, kept),
+                    tuple(fold.weights for fold in folds),
+                    tuple(fold.inner_folds for fold in folds),
+                    pd.concat(ledgers, ignore_index=True),
+                    tuple(fold.ridges for fold in folds))
 
 
 def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
@@ -223,25 +322,22 @@ def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndar
     """Predictions for new rows of the PEARL procedure fitted without each outer fold.
 
     Candidates with non-zero weight in outer fold k are refitted on that
-    fold's training rows and averaged with its weights.
+    fold's training rows, with the separation ridges its procedure chose
+    (:attr:`NestedCV.fold_ridges`), and averaged with its weights.
 
     Returns
     -------
     ndarray (outer folds, m) or (outer folds, m, C)
     """
-    family, everything = state.family, state.candidates.everything
+    everything = state.candidates.everything
     out = []
     for k, weights in enumerate(nested.fold_strategy_weights):
+        family = state.family.configured(candidate_ridges=nested.fold_ridges[k])
         train = np.flatnonzero(nested.outer_folds != k)
         sub = EncodedResponse(state.response.y[train], state.response.classes)
         active = np.flatnonzero(weights["PEARL"] > 0)
-        parts = []
-        for j in active:
-            candidate = everything[j]
-            params, _ = family.fit_params(
-                state.design.X[train], sub, candidate.columns, state.ridge, candidate.label
-            )
-            parts.append(family.predict(params, X_new[:, candidate.columns]))
+        parts = [_refit_predict(family, state.design.X[train], sub, everything[j], state.ridge,
+                                X_new)[0] for j in active]
         out.append(state.loss.combine(np.stack(parts, axis=1), weights["PEARL"][active]))
     return np.stack(out)
 

@@ -352,9 +352,10 @@ def cross_validate(
         and (logistic and Poisson families) the ridge each candidate was
         fitted with. A separated logistic candidate is handled by the
         family's ``separation`` policy, starting from its
-        ``candidate_ridges`` (see :class:`~pearlstats.families.Family`), so
-        the re-runs of nested cross-validation and of the bootstrap, which
-        pass the fit's family, treat it as the fit did.
+        ``candidate_ridges`` (see :class:`~pearlstats.families.Family`);
+        the re-runs of the procedure clear those first
+        (:func:`~pearlstats.weight_stage.cross_validate_draws`), so each
+        chooses its ridges on its own rows.
     """
     candidates = list(candidates)
 

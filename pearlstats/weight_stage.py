@@ -46,7 +46,8 @@ def with_candidate_ridges(family: Family, candidates: Sequence[Candidate], outpu
                           ridge: float) -> Family:
     """The family remembering the ridges the CV chose above *ridge* (separated candidates).
 
-    Refits of those candidates (all rows, statsmodels, nested and bootstrap re-runs) then use them.
+    The refits of those candidates on the same rows (all rows, statsmodels) then use them;
+    re-runs on other rows choose their own (:func:`cross_validate_draws`).
     """
     if output.ridges is None or not np.any(output.ridges > ridge):
         return family
@@ -67,8 +68,12 @@ def cross_validate_draws(
 ) -> tuple[list[EngineOutput], Family]:
     """Out-of-fold predictions of every fold draw, each candidate with one ridge in all of them.
 
-    Each draw starts from the ridges the earlier ones chose for separated candidates; the
-    draws that ran with a smaller ridge than the last draw's are re-run with it.
+    The separation ridges are chosen on these rows: *family*'s ``candidate_ridges`` (those a
+    fit chose on all its rows) are set aside, so a re-run of the procedure on some of the rows
+    (an outer training set, a bootstrap resample) chooses the ridges ``pearlstats.fit`` on
+    those rows would, and a ridge only the other rows needed does not leak into it. Each
+    draw starts from the ridges the earlier ones chose; the draws that ran with a smaller
+    ridge than the last draw's are re-run with it.
 
     Returns
     -------
@@ -78,6 +83,7 @@ def cross_validate_draws(
         *family* remembering the ridges chosen for separated candidates.
     """
     outputs = []
+    family = family.configured(candidate_ridges={})
     for folds in draws:
         outputs.append(cross_validate(family, X, response, candidates, folds, loo=loo, ridge=ridge,
                                       n_jobs=n_jobs))

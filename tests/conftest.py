@@ -39,6 +39,18 @@ def separated_binomial(n: int = 60, seed: int = 5) -> tuple[np.ndarray, dict]:
     return y, {"a": a, "s": s}
 
 
+def overlapping_binomial(n: int = 60) -> tuple[np.ndarray, dict]:
+    """Block s separates the classes except at rows 16 and 22 (class 1 on class 0's side).
+
+    A training set separates (for s and a+s) only when it holds out both rows. With ``seed=1``
+    (``cv=5``, ``honest=5``) the fit's CV and outer fold 1 hold them out together, the inner
+    folds of outer folds 0, 2, 3 and 4 keep them apart (so re-runs there choose no ridge).
+    """
+    y, blocks = separated_binomial(n)
+    blocks["s"][[16, 22]] = [-1.0, 0.0]
+    return y, blocks
+
+
 def simplex_minimum(objective, J: int, jac=None, ftol: float = 1e-15) -> tuple[np.ndarray, float]:
     """An independent simplex minimum for the tests: scipy's SLSQP over {w >= 0, sum w = 1}
     from the centre and from every vertex, the best result (weights, objective)."""

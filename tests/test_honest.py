@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 import pearlstats as pearl
+from conftest import overlapping_binomial
+from pearlstats.nested import fold_procedure_predictions, nested_cross_validation
 
 FORMULA = "y ~ block(a) + block(b) + block(c)"
 
@@ -107,6 +109,58 @@ def test_honest_risk_re_runs_the_fits_repeated_folds():
     others = ["MS", "SA-FRL", "SA-cand", "Fusion", "Best"]
     np.testing.assert_allclose(thrice.loc[others, "risk"], once.loc[others, "risk"], rtol=1e-10)
     assert abs(thrice.loc["PEARL", "risk"] - once.loc["PEARL", "risk"]) > 1e-6
+
+
+@pytest.mark.parametrize("separation", ["ridge", "drop"])
+def test_each_outer_fold_handles_separation_on_its_own_training_rows(separation):
+    # The fit's CV holds rows 16 and 22 out together, so s and a+s separate (ridge 1e-4, or
+    # weight 0 with "drop"); outer fold 1 holds them out together too, the other outer folds'
+    # procedures never do. Each outer fold must be pearl.fit on its training rows with its
+    # inner folds (ridges, weights) predicting its held-out rows, whatever the fit or the
+    # other folds needed; a candidate that fold's procedure failed has no held-out prediction.
+    y, blocks = overlapping_binomial()
+    data = {"y": y, **blocks}
+    formula = "y ~ block(a) + block(s)"
+    options = {"family": "binomial", "separation": separation}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pearl.fit(formula, data, seed=1, **options)
+    assert {w.category for w in caught} == {
+        "ridge": {pearl.SeparationWarning}, "drop": {pearl.CandidateFailureWarning}
+    }[separation]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        nested = res.honest_risk()
+    pointwise = res.stages.loss.pointwise
+    # Each outer fold's procedure predicting new rows (those of the CV+ sets), here all rows.
+    procedures = fold_procedure_predictions(res.stages, nested_cross_validation(res.stages),
+                                            res.stages.design.X)
+    chosen = []
+    for k in range(nested.n_outer):
+        train = np.flatnonzero(nested.outer_folds != k)
+        test = np.flatnonzero(nested.outer_folds == k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pearl.SeparationWarning)
+            warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
+            inner = pearl.fit(formula, _rows(data, train), cv=nested.inner_folds[k], seed=0,
+                              honest=False, **options)
+        chosen.append(dict(inner.stages.family.candidate_ridges))
+        np.testing.assert_allclose(nested.fold_weights.loc[k], inner.weights, rtol=0, atol=1e-8)
+        held_out = inner.predict_candidates(_rows(data, test))
+        for label in inner.candidate_labels:
+            expected = pointwise(y[test], held_out[label].to_numpy())
+            if inner.failed[label]:
+                expected = np.full(len(test), np.nan)
+            np.testing.assert_allclose(nested.row_losses[label].to_numpy()[test], expected,
+                                       rtol=1e-7)
+        np.testing.assert_allclose(nested.row_losses["PEARL"].to_numpy()[test],
+                                   pointwise(y[test], inner.predict(_rows(data, test)).to_numpy()),
+                                   rtol=1e-7)
+        np.testing.assert_allclose(procedures[k], inner.predict(data).to_numpy(), rtol=1e-7)
+    if separation == "ridge":
+        assert chosen == [{}, {"s": 1e-4, "a+s": 1e-4}, {}, {}, {}]
+    else:  # only outer fold 1's procedure drops s and a+s
+        assert (nested.fold_weights["s"] > 0).tolist() == [True, False, True, True, True]
 
 
 def test_on_the_papers_simulation_at_n_100_pearl_can_lose_to_best_honestly():

@@ -242,7 +242,8 @@ def newton_cv_predict(
         :class:`~pearlstats.exceptions.SeparationError` naming it (``"raise"``).
     ridges : mapping, optional
         Label -> ridge a candidate starts from (the larger of it and *ridge*),
-        e.g. the ridges a fit chose, for re-runs on subsets of its rows.
+        e.g. the ridges an earlier fold draw on the same rows chose (re-runs
+        on other rows do not pass the fit's: they choose their own).
 
     Returns
     -------

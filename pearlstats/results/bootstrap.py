@@ -11,7 +11,9 @@ not refit) keeps the candidates' fits fixed and understates it.
 
 What is *not* redone: the design columns (blocks, covariates and their
 transforms) are those of the full-sample fit, and representation learners are
-not refitted; the candidate pool, family, loss and ridge are the fit's.
+not refitted; the candidate pool, family, loss and ridge are the fit's. The separation
+ridges of candidates whose classes separate are chosen on each resample's rows, as
+``pearlstats.fit`` on them would choose them, not taken from the fit.
 
 Examples
 --------

@@ -25,6 +25,7 @@ from pearlstats.engines.glm import glm_cv_predict, glm_fit
 from pearlstats.families import EncodedResponse
 from pearlstats.results.bootstrap import refit_weights
 from pearlstats.stages import cross_validate
+from pearlstats.weight_stage import cross_validate_draws
 
 N = 60
 
@@ -356,24 +357,22 @@ def test_digits_with_small_pca_blocks_fit_with_defaults():
 
 
 # ---- re-runs: nested cross-validation and the refitting bootstrap ---------------------------
-def test_re_runs_start_from_the_chosen_ridges():
+def test_re_runs_choose_their_ridges_on_their_own_rows():
     y, blocks = separated_binomial(N)
     res, _ = _fit(y, blocks, family="binomial")
     state = res.stages
     rows = np.arange(0, N, 2)
     response = EncodedResponse(y[rows], state.response.classes)
     folds = np.arange(len(rows)) % 3
-    # What nested.py and results/bootstrap.py call: the fit's family, the fit's ridge.
-    out = cross_validate(
-        state.family,
-        state.design.X[rows],
-        response,
-        list(state.candidates.pool),
-        folds,
-        ridge=state.ridge,
-    )
+    # What nested.py and results/bootstrap.py call: the fit's family (which remembers the
+    # ridges chosen on all rows), the fit's ridge. The ridges are chosen again on these rows.
+    (out,), family = cross_validate_draws(state.family, state.design.X[rows], response,
+                                          list(state.candidates.pool), [folds], loo=False,
+                                          ridge=state.ridge)
     assert dict(zip(res.candidate_labels, out.ridges)) == {"a": 0.0, "s": 1e-4, "a+s": 1e-4}
-    assert not out.failed.any() and not [e for e in out.entries if e.kind == "separation"]
+    assert dict(family.candidate_ridges) == {"s": 1e-4, "a+s": 1e-4}
+    moved = {e.candidate for e in out.entries if e.kind == "separation" and not e.excluded}
+    assert not out.failed.any() and moved == {"s", "a+s"}
     X = _design(blocks, "s")[rows]
     expected = np.empty(len(rows))
     for k in range(3):
@@ -382,6 +381,11 @@ def test_re_runs_start_from_the_chosen_ridges():
     np.testing.assert_allclose(out.predictions[:, 1], expected, atol=1e-7)
     weights = refit_weights(state, rows, folds)
     assert np.isfinite(weights).all() and abs(weights.sum() - 1) < 1e-12
+    # The engines themselves still start from ridges they are given (draws on the same rows).
+    given = cross_validate(state.family, state.design.X[rows], response,
+                           list(state.candidates.pool), folds, ridge=state.ridge)
+    np.testing.assert_array_equal(given.ridges, out.ridges)
+    assert not [e for e in given.entries if e.kind == "separation"]
 
 
 def test_honest_risk_runs_with_the_default():

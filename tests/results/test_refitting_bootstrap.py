@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import pearlstats as pearl
+from conftest import overlapping_binomial
 from pearlstats.design.folds import make_folds
 
 N = 60
@@ -90,6 +93,30 @@ def test_a_resample_repeats_the_fits_shrinkage(data):
         np.testing.assert_allclose(boot[f"boot {b}"], expected, rtol=0, atol=1e-10)
         plain = _refit(frame, blocks, rows, folds, honest=False)
         assert np.abs(plain - expected).max() > 1e-3
+
+
+def test_a_resample_chooses_its_separation_ridges_on_its_own_rows():
+    # The fit's CV holds rows 16 and 22 out together, so s and a+s separate and get ridge 1e-4;
+    # each resample is pearl.fit on its rows with its folds, which chooses its own ridges (none
+    # for s in resample 3, whose folds keep the two rows apart), not the fit's.
+    y, blocks = overlapping_binomial(N)
+    frame = pd.DataFrame({"y": y})
+    options = {"family": "binomial", "honest": False}
+    with pytest.warns(pearl.SeparationWarning):
+        res = pearl.fit("y ~ block(a) + block(s)", frame, blocks=blocks, seed=1, **options)
+    assert res.stages.family.candidate_ridges == {"s": 1e-4, "a+s": 1e-4}
+    boot = res.resample_weights("bootstrap", n_resamples=4, seed=3, refit=True)
+    chosen = []
+    for b in range(4):
+        rows, folds = _documented_resample(N, 3, b, n_folds=5, strata=y.astype(int))
+        sub_blocks = {name: values[rows] for name, values in blocks.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pearl.SeparationWarning)
+            refit = pearl.fit("y ~ block(a) + block(s)", frame.iloc[rows].reset_index(drop=True),
+                              blocks=sub_blocks, cv=folds, seed=0, **options)
+        chosen.append(dict(refit.stages.family.candidate_ridges))
+        np.testing.assert_allclose(boot[f"boot {b}"], refit.weights, rtol=0, atol=1e-10)
+    assert {} in chosen and {"a+s": 1e-4} in chosen  # resamples that do not need the fit's ridges
 
 
 def test_binomial_folds_are_stratified_on_the_distinct_rows():
