@@ -223,8 +223,9 @@ def fit(
         describe draw 0; ``res.weight_objective`` is the average over the
         draws. A candidate failing in any draw gets weight 0. The nested
         cross-validation of ``res.honest`` and the refitting bootstrap re-run
-        the procedure with one fold draw. Costs about *cv_repeats* times the
-        cross-validation.
+        the procedure with *cv_repeats* fold draws as well; the fold-complement
+        stability table re-solves the stored draw 0 only. Costs about
+        *cv_repeats* times the cross-validation.
     weight_shrinkage : float, "cv", "size" or None, default None
         Shrink the weights toward a fixed target ``u`` (*shrinkage_target*):
         ``(1 - lam) * w + lam * u``. A

@@ -161,6 +161,11 @@ def test_each_outer_fold_handles_separation_on_its_own_training_rows(separation)
         assert chosen == [{}, {"s": 1e-4, "a+s": 1e-4}, {}, {}, {}]
     else:  # only outer fold 1's procedure drops s and a+s
         assert (nested.fold_weights["s"] > 0).tolist() == [True, False, True, True, True]
+        # Scored on four of the five folds, their honest risk is not comparable: NaN.
+        risk = nested.risk
+        assert risk.loc[["s", "a+s"]].isna().all().all()
+        assert np.isfinite(risk.loc["a"]).all()
+        assert risk.loc["a", "risk"] == pytest.approx(nested.row_losses["a"].mean(), rel=1e-12)
 
 
 def test_on_the_papers_simulation_at_n_100_pearl_can_lose_to_best_honestly():

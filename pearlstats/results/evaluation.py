@@ -193,11 +193,17 @@ class HonestRisk:
 
     @property
     def risk(self) -> pd.DataFrame:
-        """Mean held-out loss and its SE (SD of row losses / sqrt(n)) per strategy and candidate."""
+        """Mean held-out loss and its SE (SD of row losses / sqrt(n)) per strategy and candidate.
+
+        A candidate with no prediction for some held-out rows (it failed in their
+        outer fold, e.g. under ``separation="drop"``) has risk and SE NaN: its
+        mean over the other rows would not be comparable with the others'.
+        """
         losses = self.row_losses
-        return pd.DataFrame(
-            {"risk": losses.mean(), "se": losses.std(ddof=1) / np.sqrt(len(losses))}
-        )
+        return pd.DataFrame({
+            "risk": losses.mean(skipna=False),
+            "se": losses.std(ddof=1, skipna=False) / np.sqrt(len(losses)),
+        })
 
     @property
     def best_candidate(self) -> str:
