@@ -93,8 +93,13 @@ def _cell(formula, data, blocks, test, test_blocks, seed, variants) -> list[dict
     return records
 
 
-def sweep(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
-    """One repetition over the paper's grid, with ``SimulationSweep``'s draws and fold seeds."""
+def grid_cells(setting: dict, seed: np.random.SeedSequence):
+    """The cells of one repetition over the grid, with ``SimulationSweep``'s draws and fold seeds.
+
+    Yields ``(n, sigma, formula, labeled, blocks, test, test_blocks, fold_seed)``: blocks learned
+    once per repetition on the unlabeled rows, common random numbers across cells, the cell's
+    fold seed from :func:`pearlstats.experiments.cell_seed`. PEARL's warnings are silenced.
+    """
     n_values, sigmas = setting["n_values"], setting["sigmas"]
     data_seed, learner_seed, folds_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
     sizes = {"N": 2000, "n_test": 1000}
@@ -102,23 +107,22 @@ def sweep(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
     reps = paper_representations(learner_seed).fit(inputs.unlabeled)
     labeled_blocks, test_blocks = reps.transform(inputs.labeled), reps.transform(inputs.test)
     formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
-    records = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
         for sigma in sigmas:
             data = simulate_paper(max(n_values), sigma=sigma, seed=data_seed, **sizes)
             for n in n_values:
                 blocks = {name: block[:n] for name, block in labeled_blocks.items()}
-                cell = _cell(
-                    formula,
-                    data.labeled.iloc[:n],
-                    blocks,
-                    data.test,
-                    test_blocks,
-                    cell_seed(folds_seed, n, sigma),
-                    setting["variants"],
-                )
-                records += [{"n": n, "sigma": sigma, **record} for record in cell]
+                yield (n, sigma, formula, data.labeled.iloc[:n], blocks, data.test, test_blocks,
+                       cell_seed(folds_seed, n, sigma))
+
+
+def sweep(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
+    """One repetition over the paper's grid: every variant's and baseline's test MSE per cell."""
+    records = []
+    for n, sigma, *cell in grid_cells(setting, seed):
+        records += [{"n": n, "sigma": sigma, **record}
+                    for record in _cell(*cell, setting["variants"])]
     return records
 
 

@@ -24,17 +24,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_small_sample import grid_cells
 
 import pearlstats as pearl
-from pearlstats.datasets import simulate_paper
-from pearlstats.experiments import PAPER_GRID, cell_seed, paper_representations, run_grid
+from pearlstats.experiments import PAPER_GRID, run_grid
 
 BASELINES = ("SA-cand", "SA-FRL", "MS", "Fusion")
 CONSTANTS = tuple(np.round(np.arange(1.0, 4.01, 0.25), 2))
@@ -60,24 +61,8 @@ def _cell(formula, data, blocks, test, test_blocks, seed) -> dict:
 
 def sweep(setting: dict, seed: np.random.SeedSequence) -> list[dict]:
     """One repetition over the grid, with the draws and fold seeds of ``SimulationSweep``."""
-    n_values, sigmas = setting["n_values"], setting["sigmas"]
-    data_seed, learner_seed, folds_seed = (int(s.generate_state(1)[0]) for s in seed.spawn(3))
-    sizes = {"N": 2000, "n_test": 1000}
-    inputs = simulate_paper(max(n_values), sigma=1.0, seed=data_seed, **sizes)
-    reps = paper_representations(learner_seed).fit(inputs.unlabeled)
-    labeled_blocks, test_blocks = reps.transform(inputs.labeled), reps.transform(inputs.test)
-    formula = "y ~ " + " + ".join(f"block({name})" for name in reps.names)
-    records = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pearl.PearlWarning)
-        for sigma in sigmas:
-            data = simulate_paper(max(n_values), sigma=sigma, seed=data_seed, **sizes)
-            for n in n_values:
-                blocks = {name: block[:n] for name, block in labeled_blocks.items()}
-                record = _cell(formula, data.labeled.iloc[:n], blocks, data.test, test_blocks,
-                               cell_seed(folds_seed, n, sigma))
-                records.append({"n": n, "sigma": sigma, **record})
-    return records
+    return [{"n": n, "sigma": sigma, **_cell(*cell)}
+            for n, sigma, *cell in grid_cells(setting, seed)]
 
 
 def score_constants(results: pd.DataFrame, constants=CONSTANTS) -> pd.DataFrame:
