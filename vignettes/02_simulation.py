@@ -102,13 +102,13 @@ write_summary(
 
 # %% [markdown]
 # ## Small samples: shrinking the weights toward SA-FRL's (`weight_shrinkage="size"`)
-# At n = 100 the default weights, fitted to 100 noisy out-of-fold rows of 31 candidates, have a heavy
-# tail, and SA-FRL's mean is lower. `pearl.fit(..., weight_shrinkage="size",
-# shrinkage_target="single-block")` shrinks them toward SA-FRL's weights by min(1, 2.5 J / n) (0.78 at
-# n = 100, 0.10 at n = 800). Its constant was chosen on other root seeds
-# (`benchmarks/explore_size_rule.py`); here, on the vignette's own draws (the same data, blocks and
-# folds as above), it is compared with every baseline. It is a prior, not a free lunch: on real data
-# where SA-FRL predicts poorly (digits, movie reviews) it is worse than the default
+# At n = 100 the default weights, fitted to 100 noisy out-of-fold rows of 31 candidates, have a
+# heavy tail, and SA-FRL's mean is lower. `pearl.fit(..., weight_shrinkage="size",
+# shrinkage_target="single-block")` shrinks them toward SA-FRL's weights by min(1, 2.5 J / n)
+# (0.78 at n = 100, 0.10 at n = 800). Its constant was chosen on other root seeds
+# (`benchmarks/explore_size_rule.py`); here, on the vignette's own draws (the same data, blocks
+# and folds as above), it is compared with every baseline. It is a prior, not a free lunch: on
+# real data where SA-FRL predicts poorly (digits, movie reviews) it is worse than the default
 # (`benchmarks/RESULTS.md`, "Small samples"), which is why it is an option, not the default.
 
 # %%
