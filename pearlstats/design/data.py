@@ -22,7 +22,7 @@ from ..exceptions import BlockError, DataError, MissingValueError, format_positi
 
 __all__ = [
     "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks",
-    "check_block_values",
+    "check_block_values", "first_block_index",
 ]
 
 # A dense copy of a sparse block is made only below this size; past it the
@@ -253,7 +253,10 @@ def resolve_blocks(
     blocks : mapping, Representations or None
     index : pandas Index, optional
         Row labels of a DataFrame ``data``: DataFrame blocks are aligned to
-        them by label (see :func:`align_rows`).
+        them by label (see :func:`align_rows`). Without it (a dict ``data``)
+        DataFrame blocks are aligned to the first one's labels
+        (:func:`first_block_index`): their labels say which row is which, so
+        two blocks in different row orders must not be paired by position.
 
     Returns
     -------
@@ -271,6 +274,8 @@ def resolve_blocks(
             "blocks must be a dict name -> 2-D array/DataFrame or a "
             f"fitted pearl.Representations, got {type(blocks).__name__}"
         )
+    if index is None:
+        index = first_block_index(names, embedded, supplied)
     both = sorted(set(supplied) & set(embedded))
     if both:
         raise BlockError(
@@ -294,6 +299,22 @@ def resolve_blocks(
             value = align_rows(name, value, index)
         resolved[name] = as_block(name, value)
     return resolved
+
+
+def first_block_index(
+    names: Sequence[str], embedded: Mapping, blocks: Mapping[str, Any] | Any | None
+) -> pd.Index | None:
+    """Row labels of the first DataFrame block in formula order (in data or blocks=), else None.
+
+    With a dict ``data`` (no index of its own) these labels are the rows' identity:
+    the other DataFrame blocks are aligned to them, and predictions are labelled by them.
+    """
+    supplied = blocks if isinstance(blocks, Mapping) else {}
+    for name in names:
+        value = supplied.get(name, embedded.get(name))
+        if isinstance(value, pd.DataFrame):
+            return value.index
+    return None
 
 
 def check_block_information(blocks: Mapping[str, Block]) -> None:

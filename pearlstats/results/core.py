@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..design.data import data_index, resolve_blocks, split_data
+from ..design.data import data_index, first_block_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
@@ -499,7 +499,10 @@ class PearlResults(WeightDiagnostics):
         X = self._design.spec.design_matrix(frame, resolved)
         if len(X) == 0:
             raise DataError("the new data has no rows; give at least one row to predict")
-        index = newdata.index if isinstance(newdata, pd.DataFrame) else None
+        # A dict's rows are identified by its DataFrame blocks' labels, if it has any.
+        index = data_index(newdata)
+        if index is None:
+            index = first_block_index(self.block_names, embedded, source)
         return X, index
 
     def design_matrix(self, newdata: Any, blocks: Any = None) -> np.ndarray:
@@ -575,7 +578,10 @@ class PearlResults(WeightDiagnostics):
             Covariates (and, in a dict, possibly the blocks). With a
             ``Representations`` used at fit time, raw rows suffice.
         blocks : dict or Representations, optional
-            Blocks for the new rows when not in *newdata*.
+            Blocks for the new rows when not in *newdata*. DataFrame blocks
+            are matched to the rows by index label: to a DataFrame
+            *newdata*'s index, or (a dict *newdata*) to the first DataFrame
+            block's, whose labels then index the prediction.
         interval : {None, "prediction", "set", "confidence"}, optional
             ``"prediction"`` (gaussian, poisson): a DataFrame ``mean, lower,
             upper`` of CV+ intervals (Barber, Candès, Ramdas & Tibshirani 2021)

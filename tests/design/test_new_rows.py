@@ -135,6 +135,30 @@ def test_dataframe_block_columns_are_matched_by_name_at_predict():
         res.predict(new, blocks={"a": block.iloc[40:].rename(columns={"v": "w"})})
 
 
+
+def test_dataframe_blocks_of_a_dict_are_aligned_to_the_first_blocks_labels():
+    # Without a DataFrame data there is no index to align to, but the blocks' own labels
+    # still say which row is which: a second block in another row order must not be paired
+    # with the first by position (it was, silently, at fit and at predict).
+    frame, a, b = _rows()
+    labels = pd.Index([f"r{i}" for i in range(N)])
+    block_a, block_b = pd.DataFrame(a, index=labels), pd.DataFrame(b, index=labels)
+    y = frame["y"].to_numpy()
+    reversed_b = pearl.fit("y ~ block(a) + block(b)", {"y": y},
+                           blocks={"a": block_a, "b": block_b.iloc[::-1]}, seed=0)
+    in_order = pearl.fit("y ~ block(a) + block(b)", {"y": y}, blocks={"a": a, "b": b}, seed=0)
+    np.testing.assert_array_equal(reversed_b.weights, in_order.weights)
+    np.testing.assert_allclose(reversed_b.cv_predictions, in_order.cv_predictions, rtol=1e-12)
+
+    res = pearl.fit("y ~ block(a)", {"y": y[:40]}, blocks={"a": block_a.iloc[:40]}, seed=0)
+    direct = _ols_prediction(a[:40], y[:40], a[40:45])
+    shuffled = block_a.iloc[40:45].iloc[[3, 0, 4, 1, 2]]
+    prediction = res.predict({}, blocks={"a": shuffled})
+    assert list(prediction.index) == ["r43", "r40", "r44", "r41", "r42"]
+    np.testing.assert_allclose(prediction.loc[labels[40:45]], direct, rtol=1e-10)
+    with pytest.raises(pearl.BlockError, match=r"block 'b'.*row labels differ"):
+        pearl.fit("y ~ block(a) + block(b)", {"y": y},
+                  blocks={"a": block_a, "b": pd.DataFrame(b)}, seed=0)
 # ---- class 5: bad input gets a pearlstats error, odd-but-legal input works --------------------
 def test_a_block_named_after_a_python_keyword_works():
     frame, a, b = _rows()
