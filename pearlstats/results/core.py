@@ -35,6 +35,7 @@ from ..exceptions import (
     OptionError,
     PearlWarning,
     ResponseError,
+    UnknownCandidateError,
 )
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
@@ -436,7 +437,9 @@ class PearlResults(WeightDiagnostics):
         for candidate in self._all_candidates:
             if candidate.label == label:
                 return candidate
-        raise KeyError(f"no candidate {label!r}; candidates are {self.candidate_labels}")
+        raise UnknownCandidateError(
+            f"no candidate {label!r}; candidates are {self.candidate_labels[:20]}"
+        )
 
     def _candidate_params(self, label: str) -> np.ndarray:
         # Refits happen on first use, possibly from several threads at once.
@@ -555,12 +558,16 @@ class PearlResults(WeightDiagnostics):
         ----------
         newdata, blocks
             As for :meth:`predict`.
-        labels : list of str, optional
+        labels : str or list of str, optional
             Candidates to predict with (default: all of them; refits happen
-            on first use).
+            on first use); one label may be given as a string.
         """
         X, index = self._design_for(newdata, blocks)
-        labels = self.candidate_labels if labels is None else list(labels)
+        if labels is None:
+            labels = self.candidate_labels
+        else:
+            # list("a+b") would be the characters "a", "+", "b"
+            labels = [labels] if isinstance(labels, str) else list(labels)
         parts = self._candidate_predictions(X, labels)
         if self.family != "multinomial":
             return pd.DataFrame({label: parts[label] for label in labels}, index=index)
