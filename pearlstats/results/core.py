@@ -714,7 +714,12 @@ class PearlResults(WeightDiagnostics):
             only when there are few); the formula's covariates come first.
         weight_uncertainty : bool or int, default False
             Add the refitting bootstrap's SD and 95% interval of each weight
-            (``True``: 200 resamples; an int: that many).
+            (``True``: 200 resamples; an int >= 2: that many; 0: none).
+
+        Raises
+        ------
+        OptionError
+            *coefficients* not None or a bool, *weight_uncertainty* not a bool or an int.
         """
         return build_summary(self, correct, coefficients=coefficients,
                              weight_uncertainty=weight_uncertainty)

@@ -33,6 +33,7 @@ import pandas as pd
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
+from ..checks import check_int
 from ..exceptions import OptionError, PearlWarning
 from .strategies import DEFINITIONS
 
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _MAX_LEDGER_ROWS = 20
+_DEFAULT_UNCERTAINTY_RESAMPLES = 200
 LATEX_PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{dcolumn}\n\\usepackage{tabularx}"
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _WRAPPED_TEXT = 24  # characters; text columns this wide become wrapping (X) columns in LaTeX
@@ -602,6 +604,18 @@ def _notes(res) -> list[str]:
     return notes
 
 
+def _uncertainty_resamples(weight_uncertainty: bool | int | None) -> int | None:
+    """Bootstrap resamples asked for by ``summary(weight_uncertainty=...)`` (None: no section).
+
+    ``int()`` would turn 2.7 into 2 resamples without a word, and "yes" into a bare ValueError.
+    """
+    if weight_uncertainty is None or isinstance(weight_uncertainty, (bool, np.bool_)):
+        return _DEFAULT_UNCERTAINTY_RESAMPLES if weight_uncertainty else None
+    if isinstance(weight_uncertainty, (int, np.integer)) and weight_uncertainty == 0:
+        return None
+    return check_int("weight_uncertainty", weight_uncertainty, minimum=2)
+
+
 def build_summary(
     res: PearlResults,
     correct: str | Sequence[str | Sequence[str]] | None = None,
@@ -622,13 +636,21 @@ def build_summary(
         covariates are always shown first.
     weight_uncertainty : bool or int, default False
         Add each weight's SD and percentile interval from the refitting
-        bootstrap (``True``: 200 resamples, or that many); it re-runs the
-        whole procedure per resample, so it costs about that many fits.
+        bootstrap (``True``: 200 resamples; an int >= 2: that many; 0: none);
+        it re-runs the whole procedure per resample, so it costs about that
+        many fits.
 
     Returns
     -------
     PearlSummary
     """
+    if coefficients is not None and not isinstance(coefficients, (bool, np.bool_)):
+        # a truthy string such as "no" would otherwise show every block column
+        raise OptionError(
+            f"coefficients={coefficients!r}; use True (every block column), False (the "
+            f"covariates only) or None (block columns when at most {MAX_BLOCK_COEFFICIENTS})"
+        )
+    n_resamples = _uncertainty_resamples(weight_uncertainty)
     summary = PearlSummary()
     summary.tables.append(_header(res))
     summary.tables.append(_weights_table(res))
@@ -636,8 +658,7 @@ def build_summary(
     summary.tables.append(_importance_table(res))
     summary.tables.append(_diagnostics_table(res, correct))
     summary.tables.append(_stability_table(res))
-    if weight_uncertainty:
-        n_resamples = 200 if weight_uncertainty is True else int(weight_uncertainty)
+    if n_resamples:
         summary.tables.append(_uncertainty_table(res, n_resamples))
     table, coefficient_note = _coefficients_table(res, coefficients)
     if table is not None:

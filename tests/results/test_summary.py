@@ -343,3 +343,14 @@ def test_weight_uncertainty_section_is_the_refitting_bootstrap(fitted):
         _close(cells[1], expected.loc[label, "sd"])
         _close(cells[3], expected.loc[label, "upper"])
     assert "Weight uncertainty" not in str(fitted.summary())
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("weight_uncertainty", "yes", r"weight_uncertainty='yes'; use an int >= 2"),
+    ("weight_uncertainty", 2.7, r"weight_uncertainty=2.7; use an int >= 2"),  # was 2 resamples
+    ("weight_uncertainty", 1, r"weight_uncertainty=1; use an int >= 2"),
+    ("coefficients", "no", r"coefficients='no'; use True .*, False .* or None"),  # was True
+])
+def test_summary_options_of_the_wrong_kind_are_option_errors(fitted, option, value, message):
+    with pytest.raises(pearl.OptionError, match=message):
+        fitted.summary(**{option: value})
