@@ -651,12 +651,17 @@ class PearlResults(WeightDiagnostics):
         values = pd.Series(np.asarray(values))
         if self.classes is None:
             return self._family.encode(values).y
-        unknown = sorted(set(values.tolist()) - set(self.classes), key=str)
+        # One lookup decides both whether a value is a class and which code it gets. Python
+        # equality says 0 is False and 1.0 is 1, as the fit's classes were compared; pandas'
+        # Categorical does not, and coded such values -1 (the last class) without a word.
+        position = {label: code for code, label in enumerate(self.classes)}
+        given = values.tolist()
+        unknown = sorted(set(given) - set(position), key=str)
         if unknown:
             raise ResponseError(
                 f"response values {unknown[:10]} were not classes at fit time ({self.classes})"
             )
-        codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
+        codes = np.array([position[value] for value in given], dtype=np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
     def evaluate(self, test_data: Any, blocks: Any = None) -> pd.DataFrame:
