@@ -789,9 +789,7 @@ class PearlResults(WeightDiagnostics):
     @property
     def ridge_note(self) -> str | None:
         """Why coefficients and SEs need care when a weighted candidate has a ridge (else None)."""
-        ridges = [averaging.candidate_ridge(self, label) for label in averaging.active_labels(self)]
-        ridge = max(ridges, default=0.0)
-        return averaging.RIDGE_NOTE.format(ridge=ridge) if ridge > 0 else None
+        return averaging.ridge_note(self)
 
     @property
     def fittedvalues(self) -> pd.Series | pd.DataFrame:
