@@ -252,9 +252,10 @@ def resolve_blocks(
         2-D values found inside a dict ``data``.
     blocks : mapping, Representations or None
     index : pandas Index, optional
-        Row labels of a DataFrame ``data``: DataFrame blocks are aligned to
-        them by label (see :func:`align_rows`). Without it (a dict ``data``)
-        DataFrame blocks are aligned to the first one's labels
+        Row labels of a DataFrame ``data``: DataFrame blocks (and one-column
+        blocks given as a Series) are aligned to them by label (see
+        :func:`align_rows`). Without it (a dict ``data``) they are aligned to
+        the first one's labels
         (:func:`first_block_index`): their labels say which row is which, so
         two blocks in different row orders must not be paired by position.
 
@@ -297,6 +298,10 @@ def resolve_blocks(
             raise BlockError(_unknown_block_message(name, available))
         if isinstance(value, pd.DataFrame):
             value = align_rows(name, value, index)
+        elif isinstance(value, pd.Series):
+            # A one-column block as a Series: its labels say which row is which too, but its
+            # column stays an array's (name[0]), as np.asarray of it gave before.
+            value = align_rows(name, value.to_frame(), index).to_numpy()
         resolved[name] = as_block(name, value)
     return resolved
 
@@ -304,15 +309,16 @@ def resolve_blocks(
 def first_block_index(
     names: Sequence[str], embedded: Mapping, blocks: Mapping[str, Any] | Any | None
 ) -> pd.Index | None:
-    """Row labels of the first DataFrame block in formula order (in data or blocks=), else None.
+    """Row labels of the first pandas block in formula order (in data or blocks=), else None.
 
     With a dict ``data`` (no index of its own) these labels are the rows' identity:
-    the other DataFrame blocks are aligned to them, and predictions are labelled by them.
+    the other DataFrame (or Series) blocks are aligned to them, and predictions are
+    labelled by them.
     """
     supplied = blocks if isinstance(blocks, Mapping) else {}
     for name in names:
         value = supplied.get(name, embedded.get(name))
-        if isinstance(value, pd.DataFrame):
+        if isinstance(value, (pd.DataFrame, pd.Series)):
             return value.index
     return None
 

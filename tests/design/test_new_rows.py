@@ -123,6 +123,22 @@ def test_dataframe_block_with_other_labels_is_an_error_naming_them():
         pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": block, "b": b}, seed=0)
 
 
+def test_one_column_block_given_as_a_series_is_aligned_by_label():
+    # np.asarray(series) dropped the labels: a shuffled Series block was paired by position.
+    frame, a, _ = _rows()
+    frame.index = [f"r{i}" for i in range(N)]
+    column = pd.Series(a[:, 0], index=frame.index, name="s")
+    reversed_series = pearl.fit("y ~ block(a)", frame, blocks={"a": column.iloc[::-1]}, seed=0)
+    in_order = pearl.fit("y ~ block(a)", frame, blocks={"a": a[:, :1]}, seed=0)
+    np.testing.assert_allclose(reversed_series.cv_predictions, in_order.cv_predictions,
+                               rtol=1e-12)
+    assert list(reversed_series.params.index) == ["Intercept", "a[0]"]
+    new = frame.iloc[:5]
+    prediction = in_order.predict(new, blocks={"a": column.iloc[:5].iloc[::-1]})
+    direct = _ols_prediction(a[:, :1], frame["y"].to_numpy(), a[:5, :1])
+    np.testing.assert_allclose(prediction, direct, rtol=1e-10)
+
+
 def test_dataframe_block_columns_are_matched_by_name_at_predict():
     frame, a, _ = _rows()
     block = pd.DataFrame(a, columns=["u", "v"])
