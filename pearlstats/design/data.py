@@ -105,8 +105,17 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
 
 
 def data_index(data: Any) -> pd.Index | None:
-    """The row labels of a DataFrame ``data`` (pandas blocks align to them), else None."""
-    return data.index if isinstance(data, pd.DataFrame) else None
+    """The row labels of ``data`` that pandas blocks align to, else None.
+
+    A DataFrame's index; for a dict holding pandas Series, the labels pandas
+    aligned them by when it made the dict's columns into one frame (the
+    Series' labels say which row is which, as a DataFrame's would).
+    """
+    if isinstance(data, pd.DataFrame):
+        return data.index
+    if isinstance(data, Mapping) and any(isinstance(value, pd.Series) for value in data.values()):
+        return split_data(data)[0].index
+    return None
 
 
 def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.DataFrame:

@@ -227,7 +227,8 @@ class PearlResults(WeightDiagnostics):
     @property
     def row_labels(self) -> pd.Index:
         """Labels of the rows the fit used, in order: the data's index labels for a DataFrame
-        (without the rows ``missing='drop'`` removed), positions for arrays and dicts.
+        or a dict of pandas Series (without the rows ``missing='drop'`` removed), positions
+        for other dicts.
 
         :attr:`cv_predictions`, :attr:`fittedvalues` and :attr:`resid` are indexed by them,
         as statsmodels indexes its fitted values by the data's rows.

@@ -123,6 +123,23 @@ def test_dataframe_block_with_other_labels_is_an_error_naming_them():
         pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": block, "b": b}, seed=0)
 
 
+def test_dataframe_blocks_are_aligned_to_the_labels_of_a_dicts_series():
+    # y given as a labelled Series in a dict: its labels, not the block's order, say which
+    # response belongs to which block row (the block was paired with it by position).
+    frame, a, _ = _rows()
+    frame.index = [f"r{i}" for i in range(N)]
+    block = pd.DataFrame(a, index=frame.index).iloc[::-1]
+    as_frame = pearl.fit("y ~ block(a)", frame, blocks={"a": block}, seed=0)
+    as_dict = pearl.fit("y ~ block(a)", {"y": frame["y"]}, blocks={"a": block}, seed=0)
+    np.testing.assert_allclose(as_dict.cv_predictions, as_frame.cv_predictions, rtol=1e-12)
+    assert list(as_dict.row_labels) == list(frame.index)
+    new = {"my x": frame["my x"].iloc[:5]}
+    prediction = as_frame.predict(new, blocks={"a": block.loc[frame.index[:5]].iloc[::-1]})
+    assert list(prediction.index) == list(frame.index[:5])
+    direct = _ols_prediction(a, frame["y"].to_numpy(), a[:5])
+    np.testing.assert_allclose(prediction, direct, rtol=1e-10)
+
+
 def test_one_column_block_given_as_a_series_is_aligned_by_label():
     # np.asarray(series) dropped the labels: a shuffled Series block was paired by position.
     frame, a, _ = _rows()
