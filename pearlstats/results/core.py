@@ -42,6 +42,7 @@ from ..nested import NestedCV, conformal_prediction, nested_cross_validation
 from ..stages import FitState
 from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
+from .readonly import cached_table
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
 
@@ -80,7 +81,8 @@ class _LazyCandidates(Mapping):
 class PearlResults(WeightDiagnostics):
     """Results of :func:`pearlstats.fit`.
 
-    Attributes are read-only. ``weights``, ``cv_predictions``, ``cv_risk``,
+    Attributes are read-only (tables are returned as copies: editing one
+    cannot change the fit). ``weights``, ``cv_predictions``, ``cv_risk``,
     ``folds`` and ``baselines`` describe the cross-validation stage;
     ``candidates`` gives each candidate's statsmodels results refitted on all
     rows; :meth:`predict` averages the refitted candidates on new rows.
@@ -236,7 +238,7 @@ class PearlResults(WeightDiagnostics):
         return self._row_labels
 
     # ---- cross-validation stage ------------------------------------------------
-    @cached_property
+    @cached_table
     def weights(self) -> pd.Series:
         """Simplex weights over the candidates (failed candidates get exactly 0)."""
         return pd.Series(self._solution.weights, index=self.candidate_labels, name="weight")
@@ -255,7 +257,7 @@ class PearlResults(WeightDiagnostics):
     def weight_solver(self) -> str:
         return self._solution.solver
 
-    @cached_property
+    @cached_table
     def cv_predictions(self) -> pd.DataFrame:
         """Out-of-fold predictions, one column per candidate.
 
@@ -284,7 +286,7 @@ class PearlResults(WeightDiagnostics):
         ]
         return np.column_stack(columns)
 
-    @cached_property
+    @cached_table
     def cv_risk(self) -> pd.Series:
         """Each candidate's cross-validated risk under the surrogate loss."""
         J = len(self._pool)
@@ -292,7 +294,7 @@ class PearlResults(WeightDiagnostics):
             self._candidate_losses[:, :J].mean(axis=0), index=self.candidate_labels, name="cv_risk"
         )
 
-    @cached_property
+    @cached_table
     def cv_risk_se(self) -> pd.Series:
         """Standard error of each CV risk: SD of the per-row losses / sqrt(n)."""
         J = len(self._pool)
@@ -312,7 +314,7 @@ class PearlResults(WeightDiagnostics):
         )
 
     # ---- honest (nested) risk of every strategy -------------------------------------
-    @cached_property
+    @cached_table
     def honest(self) -> pd.DataFrame | None:
         """Honest risk of PEARL and every baseline, from nested cross-validation.
 
@@ -378,7 +380,7 @@ class PearlResults(WeightDiagnostics):
     def _all_candidates(self) -> list:
         return self._pool + self._extras
 
-    @cached_property
+    @cached_table
     def strategy_weights(self) -> pd.DataFrame:
         """Weights each strategy (PEARL and the paper's baselines) puts on every candidate.
 
@@ -400,7 +402,7 @@ class PearlResults(WeightDiagnostics):
             columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
         return pd.DataFrame(columns)
 
-    @cached_property
+    @cached_table
     def baselines(self) -> pd.DataFrame:
         """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
 
@@ -811,7 +813,7 @@ class PearlResults(WeightDiagnostics):
         """Residuals of the averaged model: ``kind="response"`` or ``"pearson"``."""
         return averaging.residuals(self, kind)
 
-    @cached_property
+    @cached_table
     def candidate_table(self) -> pd.DataFrame:
         """Per candidate: ``weight``, ``cv_risk``, ``n_params`` and statsmodels' ``df_model``.
 

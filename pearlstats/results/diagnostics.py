@@ -38,6 +38,7 @@ from ..weight_stage import solve_stored_weights
 from ..weights.losses import get_loss
 from ..weights.solvers import solve_weights
 from . import bootstrap, evaluation
+from .readonly import cached_table
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -200,7 +201,9 @@ class Diagnostics(Mapping):
         self._values = dict(values)
 
     def __getitem__(self, key):
-        return self._values[key]
+        value = self._values[key]
+        # the stability table is the summary's too: a reader's edits must not reach it
+        return value.copy() if isinstance(value, pd.DataFrame) else value
 
     def __iter__(self):
         return iter(self._values)
@@ -235,12 +238,12 @@ class WeightDiagnostics:
     (``resample_weights(..., refit=True)``, :meth:`weight_uncertainty`).
     """
 
-    @cached_property
+    @cached_table
     def block_membership(self) -> pd.DataFrame:
         """Boolean table (candidates x blocks): which blocks each candidate uses."""
         return block_membership(self.stages.candidates.pool, self.block_names)
 
-    @cached_property
+    @cached_table
     def block_importance(self) -> pd.Series:
         """Per block, the total weight of the candidates that contain it."""
         importance = self.block_membership.astype(float).T @ self.weights
@@ -360,7 +363,7 @@ class WeightDiagnostics:
         """The latest :meth:`weight_uncertainty` result, or None."""
         return getattr(self, "_last_weight_uncertainty", None)
 
-    @cached_property
+    @cached_table
     def weight_stability(self) -> pd.DataFrame:
         """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x draws."""
         return self.resample_weights()

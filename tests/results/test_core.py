@@ -6,6 +6,7 @@ Numbers are checked against direct statsmodels fits of the same candidates.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 
@@ -43,3 +44,34 @@ def test_an_unknown_candidate_label_is_a_candidate_error_and_a_key_error(fit):
     with pytest.raises(KeyError, match=message):  # results.candidates is a mapping
         res.candidates["c"]
     assert "c" not in res.candidates and "a+b" in res.candidates
+
+
+def test_editing_a_table_read_from_the_results_does_not_change_the_fit(fit):
+    # The docstring says read-only; the cached Series itself was handed out, so thresholding
+    # "your" weights changed every later prediction (weights then summed to 0.81).
+    res, y, a, b = fit
+    new = {"a": a[40:], "b": b[40:]}
+    before = res.predict({}, blocks=new).to_numpy()
+    design = sm.add_constant(np.column_stack([a, b]))
+    columns = {"a": [0, 1, 2], "b": [0, 3, 4], "a+b": [0, 1, 2, 3, 4]}
+    direct = sum(
+        weight * sm.OLS(y[:40], design[:40, columns[label]]).fit().predict(
+            design[40:, columns[label]])
+        for label, weight in res.weights.items()
+    )
+    np.testing.assert_allclose(before, direct, rtol=1e-10)
+    weights = res.weights
+    weights[weights < weights.max()] = 0.0
+    for table in (res.cv_predictions, res.cv_risk, res.cv_risk_se, res.baselines,
+                  res.strategy_weights, res.candidate_table, res.block_importance,
+                  res.block_membership, res.weight_stability, res.diagnostics["stability"]):
+        if isinstance(table, pd.Series):
+            table.iloc[0] = 0
+        else:
+            table.iloc[0, 0] = False if table.dtypes.iloc[0].kind == "b" else 0
+    np.testing.assert_allclose(res.predict({}, blocks=new), direct, rtol=1e-10)
+    assert res.weights.sum() == pytest.approx(1.0)
+    assert (res.cv_risk > 0).all() and (res.cv_risk_se > 0).all()
+    assert res.baselines["cv_risk"].iloc[0] > 0 and res.candidate_table["n_params"].iloc[0] > 0
+    assert res.block_membership.iloc[0, 0] and res.diagnostics["stability"]["weight"].sum() > 0
+    np.testing.assert_array_equal(res.strategy_weights.sum(axis=1), 1.0)
