@@ -377,6 +377,9 @@ def _table(rows, headers, stubs, title) -> SimpleTable:
 def _header(res) -> SimpleTable:
     blocks = ", ".join(f"{name} ({dim})" for name, dim in res.block_dims.items())
     cv = "LOO" if res.n_folds == res.nobs else f"{res.n_folds}-fold"
+    repeats = res.stages.weight_options.cv_repeats
+    if repeats > 1:  # the weights minimise the loss over every draw, not over the folds shown
+        cv += f" x {repeats} draws"
     left = [
         ("Formula:", Label(res.formula, latex=rf"\texttt{{{latex_escape(res.formula)}}}")),
         ("Family:", res.family),

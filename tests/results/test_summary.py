@@ -354,3 +354,10 @@ def test_weight_uncertainty_section_is_the_refitting_bootstrap(fitted):
 def test_summary_options_of_the_wrong_kind_are_option_errors(fitted, option, value, message):
     with pytest.raises(pearl.OptionError, match=message):
         fitted.summary(**{option: value})
+
+
+def test_header_says_how_many_fold_draws_the_weights_averaged(paper_data):
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
+    res = pearl.fit("y ~ block(pca) + block(kpca_rbf)", paper_data["frame"], blocks=blocks,
+                    seed=0, honest=False, cv_repeats=3)
+    assert "Cross-validation:  5-fold x 3 draws" in str(res.summary())
