@@ -104,6 +104,20 @@ def test_object_column_of_numbers_at_predict_is_read_as_numbers():
         res.predict(new.assign(x="seven"), blocks={"a": a[40:]})
 
 
+@pytest.mark.parametrize("kind", [bool, object])
+def test_boolean_column_for_a_numeric_covariate_is_read_as_one_and_zero(kind):
+    # patsy treats booleans as categories and failed in its own error message:
+    # AttributeError: 'DataFrame' object has no attribute 'dtype'
+    frame, a, _ = _rows()
+    data = frame.rename(columns={"my x": "x"})
+    res = pearl.fit("y ~ x + block(a)", data.iloc[:40], blocks={"a": a[:40]}, seed=0)
+    flags = (data["x"].iloc[40:] > 0).reset_index(drop=True)
+    prediction = res.predict(pd.DataFrame({"x": flags.astype(kind)}), blocks={"a": a[40:]})
+    train = np.column_stack([data["x"].iloc[:40], a[:40]])
+    direct = _ols_prediction(train, data["y"].iloc[:40], np.column_stack([flags, a[40:]]))
+    np.testing.assert_allclose(prediction, direct, rtol=1e-10)
+
+
 # ---- class 2: pandas labels say which row is which -------------------------------------------
 def test_dataframe_block_is_aligned_to_the_data_by_index_label():
     frame, a, b = _rows()
