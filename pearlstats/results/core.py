@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from ..distributed.predict import evaluate_dask, predict_dask
 from ..engines._common import ridge_penalty_weights
 from ..exceptions import (
     AllCandidatesFailedError,
+    CandidateError,
     DataError,
     FoldError,
     OptionError,
@@ -568,9 +569,15 @@ class PearlResults(WeightDiagnostics):
         X, index = self._design_for(newdata, blocks)
         if labels is None:
             labels = self.candidate_labels
+        elif isinstance(labels, str):
+            labels = [labels]  # list("a+b") would be the characters "a", "+", "b"
         else:
-            # list("a+b") would be the characters "a", "+", "b"
-            labels = [labels] if isinstance(labels, str) else list(labels)
+            given = labels
+            labels = list(labels) if isinstance(labels, Iterable) else []
+            if not labels:
+                raise CandidateError(
+                    f"labels={given!r}; give candidate labels, e.g. {self.candidate_labels[:3]}"
+                )
         parts = self._candidate_predictions(X, labels)
         if self.family != "multinomial":
             return pd.DataFrame({label: parts[label] for label in labels}, index=index)

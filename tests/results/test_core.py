@@ -29,6 +29,9 @@ def test_predict_candidates_takes_one_label_as_a_string(fit):
     res, y, a, b = fit
     table = res.predict_candidates({}, blocks={"a": a[40:], "b": b[40:]}, labels="a+b")
     assert list(table.columns) == ["a+b"]  # not the characters "a", "+", "b"
+    weighted = res.weights.index[res.weights > 0]  # an Index, as a user would pass it
+    assert list(res.predict_candidates({}, blocks={"a": a[40:], "b": b[40:]},
+                                       labels=weighted).columns) == list(weighted)
     design = sm.add_constant(np.column_stack([a, b]))
     direct = sm.OLS(y[:40], design[:40]).fit().predict(design[40:])
     np.testing.assert_allclose(table["a+b"], direct, rtol=1e-10)
@@ -44,6 +47,9 @@ def test_an_unknown_candidate_label_is_a_candidate_error_and_a_key_error(fit):
     with pytest.raises(KeyError, match=message):  # results.candidates is a mapping
         res.candidates["c"]
     assert "c" not in res.candidates and "a+b" in res.candidates
+    for labels in ([], 3):  # a bare ValueError (multinomial) or TypeError
+        with pytest.raises(pearl.CandidateError, match=r"labels=.*; give candidate labels"):
+            res.predict_candidates({}, blocks={"a": a[40:], "b": b[40:]}, labels=labels)
 
 
 def test_editing_a_table_read_from_the_results_does_not_change_the_fit(fit):
