@@ -590,7 +590,10 @@ def _notes(res) -> list[str]:
         + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
         + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were "
         "chosen from, optimistic for PEARL by construction (every baseline is a point of the "
-        "simplex PEARL optimises over)."
+        "simplex PEARL optimises over)"
+        # Shrunk weights are no longer that optimum: a baseline may show a lower CV risk.
+        + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
+           if res.stages.weight_options.shrinkage is not None else ".")
     )
     honest = res.last_honest_risk if res.honest is not None else None
     if honest is not None:

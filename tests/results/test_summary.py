@@ -361,3 +361,11 @@ def test_header_says_how_many_fold_draws_the_weights_averaged(paper_data):
     res = pearl.fit("y ~ block(pca) + block(kpca_rbf)", paper_data["frame"], blocks=blocks,
                     seed=0, honest=False, cv_repeats=3)
     assert "Cross-validation:  5-fold x 3 draws" in str(res.summary())
+
+
+def test_strategies_note_does_not_claim_shrunk_weights_are_the_optimum(paper_data):
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
+    res = pearl.fit("y ~ block(pca) + block(kpca_rbf)", paper_data["frame"], blocks=blocks,
+                    seed=0, honest=False, weight_shrinkage=1.0)
+    assert res.baselines.loc["PEARL", "cv_risk"] > res.baselines.loc["MS", "cv_risk"]
+    assert "weights are shrunk, so they need not have the lowest CV risk" in str(res.summary())
