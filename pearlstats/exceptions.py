@@ -34,6 +34,7 @@ __all__ = [
     "SeparationError",
     "FoldError",
     "CandidateError",
+    "UnknownCandidateError",
     "OptionError",
     "NotFittedError",
     "AllCandidatesFailedError",
@@ -81,6 +82,18 @@ class FoldError(PearlError, ValueError):
 
 class CandidateError(PearlError, ValueError):
     """The candidate specification is invalid or too large."""
+
+
+class UnknownCandidateError(CandidateError, KeyError):
+    """A candidate label the fit does not have.
+
+    Also a ``KeyError``: ``results.candidates`` is a mapping, so ``label in
+    results.candidates`` and ``except KeyError`` must keep working.
+    """
+
+    def __str__(self) -> str:
+        # KeyError would show the message in quotes, as a repr of a missing key.
+        return Exception.__str__(self)
 
 
 class OptionError(PearlError, ValueError):

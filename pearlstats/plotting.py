@@ -160,9 +160,18 @@ def _add_key(figure: Figure, ax: Axes, codes: dict | None) -> None:
         ax.add_artist(ax.legend(handles, labels, loc="lower right", **options))
 
 
+def _literal(text: str) -> str:
+    r"""*text* drawn as written: matplotlib reads the part between two ``$`` as mathematics.
+
+    Candidate labels may hold DataFrame column names such as ``price $`` (``candidates="columns"``),
+    and ``a[price $]+a[cost $]`` was drawn with ``]+a[cost`` in math italics, its spaces lost.
+    """
+    return str(text).replace("$", r"\$")
+
+
 def _horizontal_ticks(ax: Axes, labels: list) -> None:
-    """Rows top to bottom in the given order."""
-    ax.set_yticks(range(len(labels)), labels)
+    """Rows top to bottom in the given order, each label drawn literally."""
+    ax.set_yticks(range(len(labels)), [_literal(label) for label in labels])
     ax.set_ylim(len(labels) - 0.5, -0.5)
 
 

@@ -22,7 +22,7 @@ from ..exceptions import BlockError, DataError, MissingValueError, format_positi
 
 __all__ = [
     "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks",
-    "check_block_values",
+    "check_block_values", "first_block_index",
 ]
 
 # A dense copy of a sparse block is made only below this size; past it the
@@ -105,8 +105,17 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
 
 
 def data_index(data: Any) -> pd.Index | None:
-    """The row labels of a DataFrame ``data`` (pandas blocks align to them), else None."""
-    return data.index if isinstance(data, pd.DataFrame) else None
+    """The row labels of ``data`` that pandas blocks align to, else None.
+
+    A DataFrame's index; for a dict holding pandas Series, the labels pandas
+    aligned them by when it made the dict's columns into one frame (the
+    Series' labels say which row is which, as a DataFrame's would).
+    """
+    if isinstance(data, pd.DataFrame):
+        return data.index
+    if isinstance(data, Mapping) and any(isinstance(value, pd.Series) for value in data.values()):
+        return split_data(data)[0].index
+    return None
 
 
 def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.DataFrame:
@@ -252,8 +261,12 @@ def resolve_blocks(
         2-D values found inside a dict ``data``.
     blocks : mapping, Representations or None
     index : pandas Index, optional
-        Row labels of a DataFrame ``data``: DataFrame blocks are aligned to
-        them by label (see :func:`align_rows`).
+        Row labels of a DataFrame ``data``: DataFrame blocks (and one-column
+        blocks given as a Series) are aligned to them by label (see
+        :func:`align_rows`). Without it (a dict ``data``) they are aligned to
+        the first one's labels
+        (:func:`first_block_index`): their labels say which row is which, so
+        two blocks in different row orders must not be paired by position.
 
     Returns
     -------
@@ -271,6 +284,8 @@ def resolve_blocks(
             "blocks must be a dict name -> 2-D array/DataFrame or a "
             f"fitted pearl.Representations, got {type(blocks).__name__}"
         )
+    if index is None:
+        index = first_block_index(names, embedded, supplied)
     both = sorted(set(supplied) & set(embedded))
     if both:
         raise BlockError(
@@ -292,8 +307,29 @@ def resolve_blocks(
             raise BlockError(_unknown_block_message(name, available))
         if isinstance(value, pd.DataFrame):
             value = align_rows(name, value, index)
+        elif isinstance(value, pd.Series):
+            # A one-column block as a Series: its labels say which row is which too, but its
+            # column stays an array's (name[0]), as np.asarray of it gave before.
+            value = align_rows(name, value.to_frame(), index).to_numpy()
         resolved[name] = as_block(name, value)
     return resolved
+
+
+def first_block_index(
+    names: Sequence[str], embedded: Mapping, blocks: Mapping[str, Any] | Any | None
+) -> pd.Index | None:
+    """Row labels of the first pandas block in formula order (in data or blocks=), else None.
+
+    With a dict ``data`` (no index of its own) these labels are the rows' identity:
+    the other DataFrame (or Series) blocks are aligned to them, and predictions are
+    labelled by them.
+    """
+    supplied = blocks if isinstance(blocks, Mapping) else {}
+    for name in names:
+        value = supplied.get(name, embedded.get(name))
+        if isinstance(value, (pd.DataFrame, pd.Series)):
+            return value.index
+    return None
 
 
 def check_block_information(blocks: Mapping[str, Block]) -> None:

@@ -366,7 +366,7 @@ class CovariateSpec:
                 f"the new rows lack the column(s) {missing} that the covariate terms of "
                 f"{self.spec.formula!r} read; give every row its own value"
             )
-        frame = _numeric_again(frame, self.numeric_variables)
+        frame = _numeric_again(frame, self.numeric_variables, self.training_columns)
         _check_finite_columns(frame, self.row_variables, "covariate")
         if not self.names:
             return np.empty((len(frame), 0))
@@ -385,18 +385,31 @@ class CovariateSpec:
         return np.asarray(matrix, dtype=float)
 
 
-def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str]) -> pd.DataFrame:
-    """Convert object or string columns of numbers back to numbers (numeric at fit time)."""
+def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str],
+                   training: pd.DataFrame) -> pd.DataFrame:
+    """Convert object or string columns of numbers back to numbers (numeric at fit time).
+
+    A column of numbers at fit time that holds True/False in the new rows is read as 1/0:
+    patsy, which treats booleans as categories, otherwise fails inside its own error
+    message ("'DataFrame' object has no attribute 'dtype'").
+    """
     converted = {}
     for name in numeric:
-        if name in frame.columns and frame[name].dtype.kind not in "biuf":
+        if name not in frame.columns:
+            continue
+        column = frame[name]
+        if column.dtype.kind not in "biuf":
             try:
-                converted[name] = pd.to_numeric(frame[name])
+                column = pd.to_numeric(column)
             except (TypeError, ValueError) as err:
                 raise DataError(
                     f"column {name!r} was numeric at fit time but holds non-numeric values in the "
                     f"new rows ({err}); convert it to numbers"
                 ) from err
+        if column.dtype.kind == "b" and training[name].dtype.kind != "b":
+            column = column.astype(float)
+        if column is not frame[name]:
+            converted[name] = column
     return frame.assign(**converted) if converted else frame
 
 

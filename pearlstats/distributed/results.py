@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..exceptions import UnknownCandidateError
 from ..ledger import FailureLedger
 from ..results.strategies import STRATEGIES, strategy_weights
 from .data import hash_folds
@@ -130,7 +131,9 @@ class DaskPearlResults:
         for position, candidate in enumerate(self._all_candidates):
             if candidate.label == label:
                 return position, candidate
-        raise KeyError(f"no candidate {label!r}; candidates are {self.candidate_labels}")
+        raise UnknownCandidateError(
+            f"no candidate {label!r}; candidates are {self.candidate_labels[:20]}"
+        )
 
     def refit_coefficients(self, labels: list[str]) -> np.ndarray:
         """(p, len(labels)) coefficients of the all-rows refits (0 outside their columns)."""

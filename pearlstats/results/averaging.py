@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # core imports this module
 __all__ = [
     "active_labels", "candidate_bse", "candidate_cov", "params", "bse", "conf_int",
     "fittedvalues", "residuals", "candidate_table", "confidence_interval", "prediction_name",
+    "ridge_note",
 ]
 
 ParamsLike = pd.Series | pd.DataFrame
@@ -60,7 +61,8 @@ ParamsLike = pd.Series | pd.DataFrame
 RIDGE_NOTE = ("coefficients are ridge-penalised (ridge={ridge:g}): they are shrunken towards 0, "
               "and their standard errors (sandwich H^-1 I H^-1) describe the spread of the "
               "penalised estimator, not its bias, so intervals need not cover the true "
-              "coefficients; refit with ridge=0 for valid inference")
+              "coefficients; {remedy}")
+_REFIT_UNPENALISED = "refit with ridge=0 for valid inference"
 
 
 def active_labels(res: PearlResults) -> list[Hashable]:
@@ -79,10 +81,31 @@ def candidate_ridge(res: PearlResults, label: Hashable) -> float:
     return float(chooser(label, res.ridge)) if chooser is not None else float(res.ridge)
 
 
+def _separation_remedy(separated: list) -> str:
+    return (f"the ridge was chosen because the classes of {separated} separate (see "
+            "results.failures): their unpenalised estimates do not exist, so no ridge=0 refit "
+            "can replace them; read the intervals as those of the penalised fit")
+
+
+def ridge_note(res: PearlResults) -> str | None:
+    """Why coefficients and SEs need care when a weighted candidate has a ridge (else None).
+
+    A ridge the separation ladder chose (the fit's own ridge may be 0) is said to be
+    that: advice to "refit with ridge=0" would repeat the fit that separated.
+    """
+    ridges = {label: candidate_ridge(res, label) for label in active_labels(res)}
+    ridge = max(ridges.values(), default=0.0)
+    if ridge <= 0:
+        return None
+    separated = [label for label, value in ridges.items() if value > res.ridge]
+    remedy = _separation_remedy(separated) if separated else _REFIT_UNPENALISED
+    return RIDGE_NOTE.format(ridge=ridge, remedy=remedy)
+
+
 def _warn_ridge(res: PearlResults) -> None:
-    ridge = max((candidate_ridge(res, label) for label in active_labels(res)), default=0.0)
-    if ridge > 0:
-        warnings.warn(RIDGE_NOTE.format(ridge=ridge), PearlWarning, stacklevel=4)
+    note = ridge_note(res)
+    if note:
+        warnings.warn(note, PearlWarning, stacklevel=4)
 
 
 def _columns(res: PearlResults, label: Hashable) -> np.ndarray:
@@ -141,8 +164,10 @@ def candidate_bse(res: PearlResults, label: Hashable) -> ParamsLike:
         cov, _ = candidate_cov(res, label)
         return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=template.index, name=label)
     if candidate_ridge(res, label) > 0:
+        remedy = (_separation_remedy([label]) if candidate_ridge(res, label) > res.ridge
+                  else "refit with ridge=0")
         raise OptionError("standard errors of ridge-penalised multinomial candidates are not "
-                          "available; refit with ridge=0")
+                          f"available; {remedy}")
     # MNLogit labels its equations 0..C-2; ours are named by class.
     values = np.asarray(res.candidates[label].bse)
     return pd.DataFrame(values, index=template.index, columns=template.columns)

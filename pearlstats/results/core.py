@@ -16,31 +16,34 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ..design.data import data_index, resolve_blocks, split_data
+from ..design.data import data_index, first_block_index, resolve_blocks, split_data
 from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
 from ..engines._common import ridge_penalty_weights
 from ..exceptions import (
     AllCandidatesFailedError,
+    CandidateError,
     DataError,
     FoldError,
     OptionError,
     PearlWarning,
     ResponseError,
+    UnknownCandidateError,
 )
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
 from ..stages import FitState
 from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
+from .readonly import cached_table
 from .strategies import STRATEGIES, combine, strategy_weights
 from .summary import build_summary
 
@@ -79,7 +82,8 @@ class _LazyCandidates(Mapping):
 class PearlResults(WeightDiagnostics):
     """Results of :func:`pearlstats.fit`.
 
-    Attributes are read-only. ``weights``, ``cv_predictions``, ``cv_risk``,
+    Attributes are read-only (tables are returned as copies: editing one
+    cannot change the fit). ``weights``, ``cv_predictions``, ``cv_risk``,
     ``folds`` and ``baselines`` describe the cross-validation stage;
     ``candidates`` gives each candidate's statsmodels results refitted on all
     rows; :meth:`predict` averages the refitted candidates on new rows.
@@ -226,7 +230,8 @@ class PearlResults(WeightDiagnostics):
     @property
     def row_labels(self) -> pd.Index:
         """Labels of the rows the fit used, in order: the data's index labels for a DataFrame
-        (without the rows ``missing='drop'`` removed), positions for arrays and dicts.
+        or a dict of pandas Series (without the rows ``missing='drop'`` removed), positions
+        for other dicts.
 
         :attr:`cv_predictions`, :attr:`fittedvalues` and :attr:`resid` are indexed by them,
         as statsmodels indexes its fitted values by the data's rows.
@@ -234,7 +239,7 @@ class PearlResults(WeightDiagnostics):
         return self._row_labels
 
     # ---- cross-validation stage ------------------------------------------------
-    @cached_property
+    @cached_table
     def weights(self) -> pd.Series:
         """Simplex weights over the candidates (failed candidates get exactly 0)."""
         return pd.Series(self._solution.weights, index=self.candidate_labels, name="weight")
@@ -253,7 +258,7 @@ class PearlResults(WeightDiagnostics):
     def weight_solver(self) -> str:
         return self._solution.solver
 
-    @cached_property
+    @cached_table
     def cv_predictions(self) -> pd.DataFrame:
         """Out-of-fold predictions, one column per candidate.
 
@@ -282,7 +287,7 @@ class PearlResults(WeightDiagnostics):
         ]
         return np.column_stack(columns)
 
-    @cached_property
+    @cached_table
     def cv_risk(self) -> pd.Series:
         """Each candidate's cross-validated risk under the surrogate loss."""
         J = len(self._pool)
@@ -290,7 +295,7 @@ class PearlResults(WeightDiagnostics):
             self._candidate_losses[:, :J].mean(axis=0), index=self.candidate_labels, name="cv_risk"
         )
 
-    @cached_property
+    @cached_table
     def cv_risk_se(self) -> pd.Series:
         """Standard error of each CV risk: SD of the per-row losses / sqrt(n)."""
         J = len(self._pool)
@@ -310,7 +315,7 @@ class PearlResults(WeightDiagnostics):
         )
 
     # ---- honest (nested) risk of every strategy -------------------------------------
-    @cached_property
+    @cached_table
     def honest(self) -> pd.DataFrame | None:
         """Honest risk of PEARL and every baseline, from nested cross-validation.
 
@@ -376,7 +381,7 @@ class PearlResults(WeightDiagnostics):
     def _all_candidates(self) -> list:
         return self._pool + self._extras
 
-    @cached_property
+    @cached_table
     def strategy_weights(self) -> pd.DataFrame:
         """Weights each strategy (PEARL and the paper's baselines) puts on every candidate.
 
@@ -398,7 +403,7 @@ class PearlResults(WeightDiagnostics):
             columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
         return pd.DataFrame(columns)
 
-    @cached_property
+    @cached_table
     def baselines(self) -> pd.DataFrame:
         """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
 
@@ -436,7 +441,9 @@ class PearlResults(WeightDiagnostics):
         for candidate in self._all_candidates:
             if candidate.label == label:
                 return candidate
-        raise KeyError(f"no candidate {label!r}; candidates are {self.candidate_labels}")
+        raise UnknownCandidateError(
+            f"no candidate {label!r}; candidates are {self.candidate_labels[:20]}"
+        )
 
     def _candidate_params(self, label: str) -> np.ndarray:
         # Refits happen on first use, possibly from several threads at once.
@@ -499,7 +506,10 @@ class PearlResults(WeightDiagnostics):
         X = self._design.spec.design_matrix(frame, resolved)
         if len(X) == 0:
             raise DataError("the new data has no rows; give at least one row to predict")
-        index = newdata.index if isinstance(newdata, pd.DataFrame) else None
+        # A dict's rows are identified by its DataFrame blocks' labels, if it has any.
+        index = data_index(newdata)
+        if index is None:
+            index = first_block_index(self.block_names, embedded, source)
         return X, index
 
     def design_matrix(self, newdata: Any, blocks: Any = None) -> np.ndarray:
@@ -552,12 +562,22 @@ class PearlResults(WeightDiagnostics):
         ----------
         newdata, blocks
             As for :meth:`predict`.
-        labels : list of str, optional
+        labels : str or list of str, optional
             Candidates to predict with (default: all of them; refits happen
-            on first use).
+            on first use); one label may be given as a string.
         """
         X, index = self._design_for(newdata, blocks)
-        labels = self.candidate_labels if labels is None else list(labels)
+        if labels is None:
+            labels = self.candidate_labels
+        elif isinstance(labels, str):
+            labels = [labels]  # list("a+b") would be the characters "a", "+", "b"
+        else:
+            given = labels
+            labels = list(labels) if isinstance(labels, Iterable) else []
+            if not labels:
+                raise CandidateError(
+                    f"labels={given!r}; give candidate labels, e.g. {self.candidate_labels[:3]}"
+                )
         parts = self._candidate_predictions(X, labels)
         if self.family != "multinomial":
             return pd.DataFrame({label: parts[label] for label in labels}, index=index)
@@ -575,7 +595,10 @@ class PearlResults(WeightDiagnostics):
             Covariates (and, in a dict, possibly the blocks). With a
             ``Representations`` used at fit time, raw rows suffice.
         blocks : dict or Representations, optional
-            Blocks for the new rows when not in *newdata*.
+            Blocks for the new rows when not in *newdata*. DataFrame blocks
+            are matched to the rows by index label: to a DataFrame
+            *newdata*'s index, or (a dict *newdata*) to the first DataFrame
+            block's, whose labels then index the prediction.
         interval : {None, "prediction", "set", "confidence"}, optional
             ``"prediction"`` (gaussian, poisson): a DataFrame ``mean, lower,
             upper`` of CV+ intervals (Barber, Candès, Ramdas & Tibshirani 2021)
@@ -638,12 +661,17 @@ class PearlResults(WeightDiagnostics):
         values = pd.Series(np.asarray(values))
         if self.classes is None:
             return self._family.encode(values).y
-        unknown = sorted(set(values.tolist()) - set(self.classes), key=str)
+        # One lookup decides both whether a value is a class and which code it gets. Python
+        # equality says 0 is False and 1.0 is 1, as the fit's classes were compared; pandas'
+        # Categorical does not, and coded such values -1 (the last class) without a word.
+        position = {label: code for code, label in enumerate(self.classes)}
+        given = values.tolist()
+        unknown = sorted(set(given) - set(position), key=str)
         if unknown:
             raise ResponseError(
                 f"response values {unknown[:10]} were not classes at fit time ({self.classes})"
             )
-        codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
+        codes = np.array([position[value] for value in given], dtype=np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
     def evaluate(self, test_data: Any, blocks: Any = None) -> pd.DataFrame:
@@ -701,7 +729,12 @@ class PearlResults(WeightDiagnostics):
             only when there are few); the formula's covariates come first.
         weight_uncertainty : bool or int, default False
             Add the refitting bootstrap's SD and 95% interval of each weight
-            (``True``: 200 resamples; an int: that many).
+            (``True``: 200 resamples; an int >= 2: that many; 0: none).
+
+        Raises
+        ------
+        OptionError
+            *coefficients* not None or a bool, *weight_uncertainty* not a bool or an int.
         """
         return build_summary(self, correct, coefficients=coefficients,
                              weight_uncertainty=weight_uncertainty)
@@ -766,9 +799,7 @@ class PearlResults(WeightDiagnostics):
     @property
     def ridge_note(self) -> str | None:
         """Why coefficients and SEs need care when a weighted candidate has a ridge (else None)."""
-        ridges = [averaging.candidate_ridge(self, label) for label in averaging.active_labels(self)]
-        ridge = max(ridges, default=0.0)
-        return averaging.RIDGE_NOTE.format(ridge=ridge) if ridge > 0 else None
+        return averaging.ridge_note(self)
 
     @property
     def fittedvalues(self) -> pd.Series | pd.DataFrame:
@@ -789,7 +820,7 @@ class PearlResults(WeightDiagnostics):
         """Residuals of the averaged model: ``kind="response"`` or ``"pearson"``."""
         return averaging.residuals(self, kind)
 
-    @cached_property
+    @cached_table
     def candidate_table(self) -> pd.DataFrame:
         """Per candidate: ``weight``, ``cv_risk``, ``n_params`` and statsmodels' ``df_model``.
 

@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property, partial
@@ -32,12 +33,12 @@ import numpy as np
 import pandas as pd
 
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
-from ..exceptions import CandidateError, OptionError
-from ..stages import solve_stage_weights
-from ..weight_stage import solve_stored_weights
+from ..exceptions import CandidateError, OptionError, PearlWarning
+from ..weight_stage import solve_draw_weights, solve_stored_weights
 from ..weights.losses import get_loss
 from ..weights.solvers import solve_weights
 from . import bootstrap, evaluation
+from .readonly import cached_table
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -200,7 +201,9 @@ class Diagnostics(Mapping):
         self._values = dict(values)
 
     def __getitem__(self, key):
-        return self._values[key]
+        value = self._values[key]
+        # the stability table is the summary's too: a reader's edits must not reach it
+        return value.copy() if isinstance(value, pd.DataFrame) else value
 
     def __iter__(self):
         return iter(self._values)
@@ -235,12 +238,12 @@ class WeightDiagnostics:
     (``resample_weights(..., refit=True)``, :meth:`weight_uncertainty`).
     """
 
-    @cached_property
+    @cached_table
     def block_membership(self) -> pd.DataFrame:
         """Boolean table (candidates x blocks): which blocks each candidate uses."""
         return block_membership(self.stages.candidates.pool, self.block_names)
 
-    @cached_property
+    @cached_table
     def block_importance(self) -> pd.Series:
         """Per block, the total weight of the candidates that contain it."""
         importance = self.block_membership.astype(float).T @ self.weights
@@ -360,7 +363,7 @@ class WeightDiagnostics:
         """The latest :meth:`weight_uncertainty` result, or None."""
         return getattr(self, "_last_weight_uncertainty", None)
 
-    @cached_property
+    @cached_table
     def weight_stability(self) -> pd.DataFrame:
         """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x draws."""
         return self.resample_weights()
@@ -427,14 +430,28 @@ class WeightDiagnostics:
         Returns
         -------
         PearlResults
+            Its weights are the fit's weight stage re-run with *loss*: shrunk as
+            the fit's were (``weight_shrinkage``), so ``reweight(res.loss)``
+            gives ``res.weights``. With ``cv_repeats > 1`` only the first fold
+            draw's out-of-fold predictions are stored, and a
+            :class:`~pearlstats.exceptions.PearlWarning` says the weights use that draw alone.
         """
         new_loss = get_loss(loss, self.family)
         from .core import results_from_state  # core builds on this module
 
         state = self.stages
-        labels = self.candidate_labels
-        solution, entries = solve_stage_weights(
-            state.output, len(labels), state.response.y, new_loss, labels, warn=False
+        if state.weight_options.cv_repeats > 1:
+            warnings.warn(
+                f"this fit's weights averaged {state.weight_options.cv_repeats} fold draws, but "
+                "only the first draw's out-of-fold predictions are stored: the re-solved weights "
+                "use that draw alone (refit with loss= for weights over every draw)",
+                PearlWarning, stacklevel=2,
+            )
+        # The fit's whole weight stage, shrinkage included: a plain simplex solve gave
+        # unshrunk weights, so reweight(res.loss) differed from res.weights.
+        _, solution, entries = solve_draw_weights(
+            [state.output], state.response.y, state.candidates.pool, [state.folds], new_loss,
+            state.weight_options.shrinkage, warn=False,
         )
         return results_from_state(
             replace(state, loss=new_loss, solution=solution, ledger=tuple(entries))

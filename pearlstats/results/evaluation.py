@@ -10,9 +10,11 @@ classification  ``accuracy`` (argmax class), ``cross_entropy`` (mean ``-log p_y`
                 labels and the class probabilities (mean over rows and classes)
 ==============  ==================================================================
 
-``Best`` is, as in the paper, the single-block candidate best on the test
-rows (by MSE for regression, cross-entropy for classification); the other
-strategies use the weights found by cross-validation.
+Every strategy, ``Best`` included (the single-block candidate with the lowest
+CV risk), uses the weights found by cross-validation. The extra row ``Oracle
+block`` is the single-block candidate best on the test rows themselves (by MSE
+for regression, cross-entropy for classification): a reference in hindsight
+that no strategy could have picked.
 
 :func:`compare_table` combines many evaluations (repetitions x settings)
 into the paper's layout: ``mean (SD)`` per method and metric, the best in

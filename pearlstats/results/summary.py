@@ -33,6 +33,7 @@ import pandas as pd
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
+from ..checks import check_int
 from ..exceptions import OptionError, PearlWarning
 from .strategies import DEFINITIONS
 
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _MAX_LEDGER_ROWS = 20
+_DEFAULT_UNCERTAINTY_RESAMPLES = 200
 LATEX_PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{dcolumn}\n\\usepackage{tabularx}"
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _WRAPPED_TEXT = 24  # characters; text columns this wide become wrapping (X) columns in LaTeX
@@ -375,6 +377,9 @@ def _table(rows, headers, stubs, title) -> SimpleTable:
 def _header(res) -> SimpleTable:
     blocks = ", ".join(f"{name} ({dim})" for name, dim in res.block_dims.items())
     cv = "LOO" if res.n_folds == res.nobs else f"{res.n_folds}-fold"
+    repeats = res.stages.weight_options.cv_repeats
+    if repeats > 1:  # the weights minimise the loss over every draw, not over the folds shown
+        cv += f" x {repeats} draws"
     left = [
         ("Formula:", Label(res.formula, latex=rf"\texttt{{{latex_escape(res.formula)}}}")),
         ("Family:", res.family),
@@ -585,7 +590,10 @@ def _notes(res) -> list[str]:
         + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
         + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were "
         "chosen from, optimistic for PEARL by construction (every baseline is a point of the "
-        "simplex PEARL optimises over)."
+        "simplex PEARL optimises over)"
+        # Shrunk weights are no longer that optimum: a baseline may show a lower CV risk.
+        + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
+           if res.stages.weight_options.shrinkage is not None else ".")
     )
     honest = res.last_honest_risk if res.honest is not None else None
     if honest is not None:
@@ -600,6 +608,18 @@ def _notes(res) -> list[str]:
     elif res.honest_failure:
         notes.append(f"Honest risk could not be computed: {res.honest_failure}")
     return notes
+
+
+def _uncertainty_resamples(weight_uncertainty: bool | int | None) -> int | None:
+    """Bootstrap resamples asked for by ``summary(weight_uncertainty=...)`` (None: no section).
+
+    ``int()`` would turn 2.7 into 2 resamples without a word, and "yes" into a bare ValueError.
+    """
+    if weight_uncertainty is None or isinstance(weight_uncertainty, (bool, np.bool_)):
+        return _DEFAULT_UNCERTAINTY_RESAMPLES if weight_uncertainty else None
+    if isinstance(weight_uncertainty, (int, np.integer)) and weight_uncertainty == 0:
+        return None
+    return check_int("weight_uncertainty", weight_uncertainty, minimum=2)
 
 
 def build_summary(
@@ -622,13 +642,21 @@ def build_summary(
         covariates are always shown first.
     weight_uncertainty : bool or int, default False
         Add each weight's SD and percentile interval from the refitting
-        bootstrap (``True``: 200 resamples, or that many); it re-runs the
-        whole procedure per resample, so it costs about that many fits.
+        bootstrap (``True``: 200 resamples; an int >= 2: that many; 0: none);
+        it re-runs the whole procedure per resample, so it costs about that
+        many fits.
 
     Returns
     -------
     PearlSummary
     """
+    if coefficients is not None and not isinstance(coefficients, (bool, np.bool_)):
+        # a truthy string such as "no" would otherwise show every block column
+        raise OptionError(
+            f"coefficients={coefficients!r}; use True (every block column), False (the "
+            f"covariates only) or None (block columns when at most {MAX_BLOCK_COEFFICIENTS})"
+        )
+    n_resamples = _uncertainty_resamples(weight_uncertainty)
     summary = PearlSummary()
     summary.tables.append(_header(res))
     summary.tables.append(_weights_table(res))
@@ -636,8 +664,7 @@ def build_summary(
     summary.tables.append(_importance_table(res))
     summary.tables.append(_diagnostics_table(res, correct))
     summary.tables.append(_stability_table(res))
-    if weight_uncertainty:
-        n_resamples = 200 if weight_uncertainty is True else int(weight_uncertainty)
+    if n_resamples:
         summary.tables.append(_uncertainty_table(res, n_resamples))
     table, coefficient_note = _coefficients_table(res, coefficients)
     if table is not None:

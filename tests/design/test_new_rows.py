@@ -104,6 +104,20 @@ def test_object_column_of_numbers_at_predict_is_read_as_numbers():
         res.predict(new.assign(x="seven"), blocks={"a": a[40:]})
 
 
+@pytest.mark.parametrize("kind", [bool, object])
+def test_boolean_column_for_a_numeric_covariate_is_read_as_one_and_zero(kind):
+    # patsy treats booleans as categories and failed in its own error message:
+    # AttributeError: 'DataFrame' object has no attribute 'dtype'
+    frame, a, _ = _rows()
+    data = frame.rename(columns={"my x": "x"})
+    res = pearl.fit("y ~ x + block(a)", data.iloc[:40], blocks={"a": a[:40]}, seed=0)
+    flags = (data["x"].iloc[40:] > 0).reset_index(drop=True)
+    prediction = res.predict(pd.DataFrame({"x": flags.astype(kind)}), blocks={"a": a[40:]})
+    train = np.column_stack([data["x"].iloc[:40], a[:40]])
+    direct = _ols_prediction(train, data["y"].iloc[:40], np.column_stack([flags, a[40:]]))
+    np.testing.assert_allclose(prediction, direct, rtol=1e-10)
+
+
 # ---- class 2: pandas labels say which row is which -------------------------------------------
 def test_dataframe_block_is_aligned_to_the_data_by_index_label():
     frame, a, b = _rows()
@@ -123,6 +137,39 @@ def test_dataframe_block_with_other_labels_is_an_error_naming_them():
         pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": block, "b": b}, seed=0)
 
 
+def test_dataframe_blocks_are_aligned_to_the_labels_of_a_dicts_series():
+    # y given as a labelled Series in a dict: its labels, not the block's order, say which
+    # response belongs to which block row (the block was paired with it by position).
+    frame, a, _ = _rows()
+    frame.index = [f"r{i}" for i in range(N)]
+    block = pd.DataFrame(a, index=frame.index).iloc[::-1]
+    as_frame = pearl.fit("y ~ block(a)", frame, blocks={"a": block}, seed=0)
+    as_dict = pearl.fit("y ~ block(a)", {"y": frame["y"]}, blocks={"a": block}, seed=0)
+    np.testing.assert_allclose(as_dict.cv_predictions, as_frame.cv_predictions, rtol=1e-12)
+    assert list(as_dict.row_labels) == list(frame.index)
+    new = {"my x": frame["my x"].iloc[:5]}
+    prediction = as_frame.predict(new, blocks={"a": block.loc[frame.index[:5]].iloc[::-1]})
+    assert list(prediction.index) == list(frame.index[:5])
+    direct = _ols_prediction(a, frame["y"].to_numpy(), a[:5])
+    np.testing.assert_allclose(prediction, direct, rtol=1e-10)
+
+
+def test_one_column_block_given_as_a_series_is_aligned_by_label():
+    # np.asarray(series) dropped the labels: a shuffled Series block was paired by position.
+    frame, a, _ = _rows()
+    frame.index = [f"r{i}" for i in range(N)]
+    column = pd.Series(a[:, 0], index=frame.index, name="s")
+    reversed_series = pearl.fit("y ~ block(a)", frame, blocks={"a": column.iloc[::-1]}, seed=0)
+    in_order = pearl.fit("y ~ block(a)", frame, blocks={"a": a[:, :1]}, seed=0)
+    np.testing.assert_allclose(reversed_series.cv_predictions, in_order.cv_predictions,
+                               rtol=1e-12)
+    assert list(reversed_series.params.index) == ["Intercept", "a[0]"]
+    new = frame.iloc[:5]
+    prediction = in_order.predict(new, blocks={"a": column.iloc[:5].iloc[::-1]})
+    direct = _ols_prediction(a[:, :1], frame["y"].to_numpy(), a[:5, :1])
+    np.testing.assert_allclose(prediction, direct, rtol=1e-10)
+
+
 def test_dataframe_block_columns_are_matched_by_name_at_predict():
     frame, a, _ = _rows()
     block = pd.DataFrame(a, columns=["u", "v"])
@@ -135,6 +182,30 @@ def test_dataframe_block_columns_are_matched_by_name_at_predict():
         res.predict(new, blocks={"a": block.iloc[40:].rename(columns={"v": "w"})})
 
 
+
+def test_dataframe_blocks_of_a_dict_are_aligned_to_the_first_blocks_labels():
+    # Without a DataFrame data there is no index to align to, but the blocks' own labels
+    # still say which row is which: a second block in another row order must not be paired
+    # with the first by position (it was, silently, at fit and at predict).
+    frame, a, b = _rows()
+    labels = pd.Index([f"r{i}" for i in range(N)])
+    block_a, block_b = pd.DataFrame(a, index=labels), pd.DataFrame(b, index=labels)
+    y = frame["y"].to_numpy()
+    reversed_b = pearl.fit("y ~ block(a) + block(b)", {"y": y},
+                           blocks={"a": block_a, "b": block_b.iloc[::-1]}, seed=0)
+    in_order = pearl.fit("y ~ block(a) + block(b)", {"y": y}, blocks={"a": a, "b": b}, seed=0)
+    np.testing.assert_array_equal(reversed_b.weights, in_order.weights)
+    np.testing.assert_allclose(reversed_b.cv_predictions, in_order.cv_predictions, rtol=1e-12)
+
+    res = pearl.fit("y ~ block(a)", {"y": y[:40]}, blocks={"a": block_a.iloc[:40]}, seed=0)
+    direct = _ols_prediction(a[:40], y[:40], a[40:45])
+    shuffled = block_a.iloc[40:45].iloc[[3, 0, 4, 1, 2]]
+    prediction = res.predict({}, blocks={"a": shuffled})
+    assert list(prediction.index) == ["r43", "r40", "r44", "r41", "r42"]
+    np.testing.assert_allclose(prediction.loc[labels[40:45]], direct, rtol=1e-10)
+    with pytest.raises(pearl.BlockError, match=r"block 'b'.*row labels differ"):
+        pearl.fit("y ~ block(a) + block(b)", {"y": y},
+                  blocks={"a": block_a, "b": pd.DataFrame(b)}, seed=0)
 # ---- class 5: bad input gets a pearlstats error, odd-but-legal input works --------------------
 def test_a_block_named_after_a_python_keyword_works():
     frame, a, b = _rows()

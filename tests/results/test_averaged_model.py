@@ -250,6 +250,24 @@ def test_ridge_sandwich_standard_errors_and_warning():
     assert "ridge=0.05" in res.ridge_note
 
 
+def test_ridge_note_of_a_separated_candidate_does_not_advise_refitting_with_ridge_0():
+    # The fit's ridge is 0; the ladder chose 1e-4 because block a separates the classes.
+    # "refit with ridge=0 for valid inference" would repeat the very fit that separated.
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(size=(80, 2)), rng.normal(size=(80, 2))
+    y = np.where(a[:, 0] > 0, "pos", "neg")
+    with pytest.warns(pearl.SeparationWarning):
+        res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+                        family="binomial", seed=0, honest=False)
+    assert res.ridge == 0 and res.weights["a"] == 1
+    note = res.ridge_note
+    assert "ridge=0.0001" in note and "classes of ['a'] separate" in note
+    assert "refit with ridge=0" not in note
+    with pytest.warns(PearlWarning, match=r"classes of \['a'\] separate"):
+        res.conf_int()
+    assert "refit with ridge=0" not in str(res.summary())
+
+
 def test_unpenalised_fit_has_no_ridge_note_and_no_warning():
     blocks, ys = _data(seed=1, n=40)
     res = pearl.fit("y ~ block(a)", {"y": ys["gaussian"], "a": blocks["a"]}, seed=0)

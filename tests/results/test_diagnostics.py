@@ -139,6 +139,28 @@ def test_reweight_solves_the_absolute_loss_lp(small, y):
         small.reweight("no_such_loss")
 
 
+def test_reweight_keeps_the_fits_shrinkage_and_says_when_draws_are_lost(paper_data, y):
+    # A plain simplex re-solve dropped weight_shrinkage, so reweight(res.loss) was not res.weights
+    # and loss_sensitivity() set the fit's shrunk weights beside unshrunk ones.
+    blocks = {name: paper_data["blocks"][name] for name in NAMES}
+    shrunk = pearl.fit(FORMULA, paper_data["frame"], blocks=blocks, seed=7, honest=False,
+                       weight_shrinkage=0.5)
+    np.testing.assert_allclose(shrunk.reweight("squared").weights, shrunk.weights, atol=1e-12)
+    P = shrunk.cv_predictions.to_numpy()
+    n, J = P.shape
+    c = np.r_[np.zeros(J), np.full(n, 1 / n)]
+    lp = linprog(c, A_ub=np.block([[-P, -np.eye(n)], [P, -np.eye(n)]]), b_ub=np.r_[-y, y],
+                 A_eq=np.r_[np.ones(J), np.zeros(n)][None], b_eq=[1], bounds=(0, None))
+    # halfway from an LP optimum to equal weights, as the fit's own stage shrinks
+    unshrunk = (shrunk.reweight("absolute").weights.to_numpy() - 0.5 / J) / 0.5
+    assert unshrunk.min() > -1e-9 and unshrunk.sum() == pytest.approx(1.0)
+    assert np.mean(np.abs(y - P @ unshrunk)) == pytest.approx(lp.fun, rel=1e-7)
+    repeated = pearl.fit(FORMULA, paper_data["frame"], blocks=blocks, seed=7, honest=False,
+                         cv_repeats=2)
+    with pytest.warns(pearl.PearlWarning, match="averaged 2 fold draws.*first draw"):
+        repeated.reweight("squared")
+
+
 def test_honest_risk_equals_pearl_refitted_inside_each_outer_fold(small, paper_data, y):
     honest = small.honest_risk(outer=4, seed=5)
     frame = paper_data["frame"]

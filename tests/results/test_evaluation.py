@@ -133,6 +133,25 @@ def test_binomial_evaluation_uses_both_class_probabilities(paper_data):
     assert table.loc["PEARL", "MSE"] == pytest.approx(np.mean((y_test - p) ** 2), rel=1e-6)
 
 
+@pytest.mark.parametrize("as_given", [lambda hit: hit.astype(int), lambda hit: hit.astype(float)])
+def test_binomial_test_labels_equal_to_the_classes_are_those_classes(paper_data, as_given):
+    # A fit on True/False scored on 1/0 (equal values, another type) passed the class check,
+    # then every row was coded -1 and evaluate failed with "multinomial y must be integer
+    # class codes 0..1 ... hold [-1.0, ...]", naming neither the response nor the classes.
+    frame = paper_data["frame"].assign(hit=paper_data["frame"]["y"] > 0)
+    test = paper_data["test"].assign(hit=paper_data["test"]["y"] > 0)
+    blocks = {"pca": paper_data["blocks"]["pca"]}
+    test_blocks = {"pca": paper_data["test_blocks"]["pca"]}
+    res = pearl.fit("hit ~ block(pca)", frame, blocks=blocks, family="binomial", seed=0)
+    table = res.evaluate(test.assign(hit=as_given(test["hit"])), blocks=test_blocks)
+    p = res.predict(test, blocks=test_blocks).to_numpy()
+    y_test = test["hit"].to_numpy(float)
+    assert table.loc["PEARL", "accuracy"] == pytest.approx(accuracy_score(y_test, p > 0.5))
+    assert table.loc["PEARL", "cross_entropy"] == pytest.approx(log_loss(y_test, p), rel=1e-9)
+    with pytest.raises(pearl.ResponseError, match=r"response values \[2\] were not classes"):
+        res.evaluate(test.assign(hit=test["hit"].astype(int) * 2), blocks=test_blocks)
+
+
 def test_evaluate_without_the_response_names_it(paper_data):
     res = pearl.fit(
         "y ~ block(pca)", paper_data["frame"], blocks={"pca": paper_data["blocks"]["pca"]}, seed=0

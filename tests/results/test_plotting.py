@@ -224,3 +224,21 @@ def test_figures_display_inline_without_pyplot(res):
     data, _ = DisplayFormatter().format(figure)
     assert data["image/png"][:8] == b"\x89PNG\r\n\x1a\n"
     assert "PlotAccessor" in repr(res.plot)
+
+
+@pytest.mark.parametrize("kind", ["weights", "cv_risk", "weight_stability"])
+def test_labels_with_dollar_signs_are_drawn_as_written(kind):
+    # Two "$" in one label made matplotlib set the text between them as mathematics.
+    rng = np.random.default_rng(2)
+    block = pd.DataFrame(rng.normal(size=(60, 2)), columns=["price $", "cost $"])
+    data = pd.DataFrame({"y": block.sum(axis=1) + rng.normal(size=60)})
+    res = pearl.fit("y ~ block(a)", data, blocks={"a": block}, candidates="columns", seed=0,
+                    honest=False)
+    assert "a[price $]+a[cost $]" in res.weights.index
+    figure = getattr(res.plot, kind)()
+    _png(figure)
+    ticks = [t for t in figure.axes[0].get_yticklabels() if t.get_text()]
+    # matplotlib draws "\$" as "$" and never starts mathematics at it
+    assert ticks and all(t.get_text().count("$") == t.get_text().count(r"\$") for t in ticks)
+    shown = {t.get_text().replace(r"\$", "$") for t in ticks}
+    assert "a[price $]+a[cost $]" in shown

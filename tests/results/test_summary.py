@@ -343,3 +343,29 @@ def test_weight_uncertainty_section_is_the_refitting_bootstrap(fitted):
         _close(cells[1], expected.loc[label, "sd"])
         _close(cells[3], expected.loc[label, "upper"])
     assert "Weight uncertainty" not in str(fitted.summary())
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("weight_uncertainty", "yes", r"weight_uncertainty='yes'; use an int >= 2"),
+    ("weight_uncertainty", 2.7, r"weight_uncertainty=2.7; use an int >= 2"),  # was 2 resamples
+    ("weight_uncertainty", 1, r"weight_uncertainty=1; use an int >= 2"),
+    ("coefficients", "no", r"coefficients='no'; use True .*, False .* or None"),  # was True
+])
+def test_summary_options_of_the_wrong_kind_are_option_errors(fitted, option, value, message):
+    with pytest.raises(pearl.OptionError, match=message):
+        fitted.summary(**{option: value})
+
+
+def test_header_says_how_many_fold_draws_the_weights_averaged(paper_data):
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
+    res = pearl.fit("y ~ block(pca) + block(kpca_rbf)", paper_data["frame"], blocks=blocks,
+                    seed=0, honest=False, cv_repeats=3)
+    assert "Cross-validation:  5-fold x 3 draws" in str(res.summary())
+
+
+def test_strategies_note_does_not_claim_shrunk_weights_are_the_optimum(paper_data):
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
+    res = pearl.fit("y ~ block(pca) + block(kpca_rbf)", paper_data["frame"], blocks=blocks,
+                    seed=0, honest=False, weight_shrinkage=1.0)
+    assert res.baselines.loc["PEARL", "cv_risk"] > res.baselines.loc["MS", "cv_risk"]
+    assert "weights are shrunk, so they need not have the lowest CV risk" in str(res.summary())
