@@ -144,6 +144,16 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
 def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
     if isinstance(value, pd.DataFrame):
         labels = [str(column) for column in value.columns]
+        # New rows' DataFrame blocks are matched to the fit's columns by label, so two columns
+        # with one label (or labels that print alike, 0 and "0") could not be told apart: the
+        # prediction would silently use one of them twice.
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise BlockError(
+                f"block {name!r} is a DataFrame with more than one column named {repeated}; "
+                "give its columns unique names (or pass the block as a NumPy array, whose "
+                "columns are matched by position)"
+            )
         non_numeric = [c for c, dtype in zip(labels, value.dtypes) if dtype.kind not in "biuf"]
         if non_numeric:
             raise BlockError(
