@@ -282,3 +282,43 @@ def test_permuting_a_dataframe_blocks_rows_with_their_labels_changes_nothing(per
     )
     np.testing.assert_array_equal(permuted.weights, reference.weights)
     np.testing.assert_array_equal(permuted.cv_predictions, reference.cv_predictions)
+
+
+def _ols_out_of_fold(X, y, folds) -> np.ndarray:
+    design = sm.add_constant(X, has_constant="add")
+    out = np.empty(len(y))
+    for fold in np.unique(folds):
+        held = folds == fold
+        out[held] = sm.OLS(y[~held], design[~held]).fit().predict(design[held])
+    return out
+
+
+def test_fold_labels_in_a_series_are_matched_to_the_data_by_index_label():
+    # They were used by position: every row's fold came from another row's label, silently.
+    frame, a, _ = _rows()
+    frame.index = [f"r{i}" for i in range(N)]
+    labels = pd.Series(np.arange(N) % 3, index=frame.index)
+    shuffled = labels.sample(frac=1, random_state=1)
+    res = pearl.fit("y ~ block(a)", frame, blocks={"a": a}, cv=shuffled, seed=0, honest=False)
+    np.testing.assert_array_equal(res.folds, labels.to_numpy())
+    np.testing.assert_allclose(res.cv_predictions["a"],
+                               _ols_out_of_fold(a, frame["y"].to_numpy(), labels.to_numpy()),
+                               rtol=0, atol=1e-10)
+    with pytest.raises(pearl.FoldError, match=r"cv is a Series .*data rows \['r0', 'r1'"):
+        pearl.fit("y ~ block(a)", frame, blocks={"a": a}, cv=labels.reset_index(drop=True),
+                  seed=0)
+
+
+def test_fold_labels_of_every_data_row_lose_the_rows_missing_drop_removes():
+    # One label per data row was refused ("give exactly one label per row (59)").
+    frame, a, _ = _rows()
+    a = a.copy()
+    a[5, 1] = np.nan
+    labels = np.arange(N) % 3
+    res = pearl.fit("y ~ block(a)", frame, blocks={"a": a}, cv=labels, missing="drop", seed=0,
+                    honest=False)
+    keep = np.arange(N) != 5
+    np.testing.assert_array_equal(res.folds, labels[keep])
+    np.testing.assert_allclose(res.cv_predictions["a"],
+                               _ols_out_of_fold(a[keep], frame["y"].to_numpy()[keep],
+                                                labels[keep]), rtol=0, atol=1e-10)
