@@ -58,6 +58,33 @@ def _is_representations(obj) -> bool:
     return hasattr(obj, "transform") and hasattr(obj, "names") and not isinstance(obj, Mapping)
 
 
+def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """pandas' nullable columns (``Int64``, ``Float64``, ``boolean``) as NumPy columns.
+
+    patsy tests numbers for missing values with ``np.isnan``, which raises a
+    bare ``TypeError`` on ``pd.NA``. Numbers become floats with NaN where
+    they are missing (integers without NA stay integers); booleans stay
+    booleans, or become objects with NaN, which patsy reads as the same two
+    levels with missing values. Missing values are then reported or dropped
+    like any other.
+    """
+    nullable = [position for position, dtype in enumerate(frame.dtypes)
+                if isinstance(dtype, pd.api.extensions.ExtensionDtype) and dtype.kind in "biuf"]
+    if not nullable:
+        return frame
+    frame = frame.copy()
+    for position in nullable:
+        column = frame.iloc[:, position]
+        if not column.isna().any():
+            values = column.to_numpy(dtype=column.dtype.numpy_dtype)
+        elif column.dtype.kind == "b":
+            values = column.to_numpy(dtype=object, na_value=np.nan)
+        else:
+            values = column.to_numpy(dtype=float, na_value=np.nan)
+        frame.isetitem(position, values)
+    return frame
+
+
 def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, dict]:
     """Separate ordinary columns from 2-D arrays stored in a dict ``data``.
 
@@ -79,7 +106,7 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
             raise DataError(
                 f"data has more than one column named {repeated}; give each column a unique name"
             )
-        return data.reset_index(drop=True), {}
+        return _numpy_columns(data.reset_index(drop=True)), {}
     if not isinstance(data, Mapping):
         raise DataError(
             "data must be a pandas DataFrame or a dict of "
@@ -101,7 +128,7 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
     lengths = {name: len(value) for name, value in columns.items()}
     if len(set(lengths.values())) > 1:
         raise DataError(f"the columns of data have different lengths: {lengths}")
-    return pd.DataFrame(columns), embedded
+    return _numpy_columns(pd.DataFrame(columns)), embedded
 
 
 def data_index(data: Any) -> pd.Index | None:

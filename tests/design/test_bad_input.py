@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+import statsmodels.api as sm
 
 import pearlstats as pearl
 
@@ -627,3 +628,35 @@ def test_missing_drop_with_blocks_inside_dict_data():
     res = pearl.fit("y ~ block(a) + block(b)", data, seed=0, missing="drop")
     np.testing.assert_array_equal(res.dropped_rows, [0, 5])
     assert res.nobs == N - 2 and np.isfinite(res.weights).all()
+
+
+@pytest.mark.parametrize("dtype", ["Float64", "Int64"])
+def test_a_nullable_covariate_with_pd_na_is_reported_or_dropped(dtype):
+    # patsy's np.isnan raised a bare "TypeError: boolean value of NA is ambiguous" in both modes.
+    x = np.round(DATA.frame["x"].to_numpy() * 10)
+    with_na = pd.array(np.where(np.arange(N) == 4, None, x), dtype=dtype)
+    frame = DATA.with_column(x=with_na)
+    with pytest.raises(pearl.MissingValueError, match=r"covariate 'x' .* at row 4"):
+        _fit("y ~ x + block(a)", data=frame, blocks={"a": DATA.a})
+    res = _fit("y ~ x + block(a)", data=frame, blocks={"a": DATA.a}, missing="drop")
+    np.testing.assert_array_equal(res.dropped_rows, [4])
+    keep = np.arange(N) != 4
+    direct = sm.OLS(DATA.frame["y"].to_numpy()[keep],
+                    sm.add_constant(np.column_stack([x, DATA.a])[keep])).fit()
+    np.testing.assert_allclose(res.candidate_params("a"), direct.params, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(res.predict(frame.iloc[5:], blocks={"a": DATA.a[5:]}),
+                               direct.predict(sm.add_constant(np.column_stack([x, DATA.a]))[5:]),
+                               rtol=0, atol=1e-10)
+
+
+def test_a_nullable_boolean_covariate_with_pd_na_is_dropped_like_a_plain_one():
+    positive = DATA.frame["x"].to_numpy() > 0
+    frame = DATA.with_column(x=pd.array(np.where(np.arange(N) == 4, None, positive),
+                                        dtype="boolean"))
+    res = _fit("y ~ x + block(a)", data=frame, blocks={"a": DATA.a}, missing="drop")
+    keep = np.arange(N) != 4
+    plain = _fit("y ~ x + block(a)", data=DATA.with_column(x=positive)[keep],
+                 blocks={"a": DATA.a[keep]})
+    np.testing.assert_array_equal(res.dropped_rows, [4])
+    np.testing.assert_allclose(res.candidate_params("a"), plain.candidate_params("a"), rtol=0,
+                               atol=1e-12)
