@@ -112,11 +112,34 @@ def _solve_penalised(A: np.ndarray, rhs: np.ndarray, weights: np.ndarray, ridge:
     return solution / d, singular
 
 
+def _min_norm_coefficients(design: ScaledDesign, X_train: np.ndarray,
+                           y_train: np.ndarray) -> np.ndarray:
+    """Minimum-norm least squares of a rank-deficient candidate, in *design*'s coordinates.
+
+    With an intercept the columns are centred on the *training* rows' means, not on
+    *design*'s all-rows means: a column constant over the training rows (the dummy of a
+    level, or a word, seen only in the held-out fold) is then a zero column with
+    coefficient 0, as statsmodels' pinv gives a column of zeros. Centred on the all-rows
+    means it is a non-zero constant aliased with the intercept, and the minimum-norm split
+    between the two moved the held-out rows' predictions by an arbitrary amount.
+    """
+    if design.intercept is None:
+        return np.linalg.lstsq(design.transform(X_train), y_train, rcond=None)[0]
+    train_centre = np.where(design.penalized, X_train.mean(axis=0), 0.0)
+    local = dataclasses.replace(design, center=train_centre)
+    gamma = np.linalg.lstsq(local.transform(X_train), y_train, rcond=None)[0]
+    # Z_local = Z + (centre - train_centre) / scale: a constant the intercept absorbs.
+    shift = ((design.center - train_centre) / design.scale) @ gamma
+    gamma[design.intercept] += shift * design.scale[design.intercept] / design.intercept_value
+    return gamma
+
+
 def _rank_note(label: str, fold) -> LedgerEntry:
     return LedgerEntry(
         label, fold, "cv", "rank deficient",
         "collinear columns in the training rows",
-        "solved by minimum-norm least squares (as statsmodels' pinv)", False,
+        "solved by minimum-norm least squares on the training rows' centred columns (as "
+        "statsmodels' pinv; a column constant over them gets coefficient 0)", False,
     )
 
 
@@ -278,8 +301,8 @@ def _solve_chunk(
                 for k, r in enumerate(chunk):
                     train = np.ones(len(y), dtype=bool)
                     train[r] = False
-                    Z = design.subset(S).transform(Xu[np.ix_(train, S)])
-                    coefs[k, S, i] = np.linalg.lstsq(Z, y[train], rcond=None)[0]
+                    coefs[k, S, i] = _min_norm_coefficients(design.subset(S),
+                                                            Xu[np.ix_(train, S)], y[train])
                 if not any(
                     e.candidate == labels[i] and e.kind == "rank deficient" for e in entries
                 ):

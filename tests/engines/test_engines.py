@@ -74,6 +74,32 @@ def test_ols_rank_deficient_candidate_matches_pinv_and_is_noted():
     assert any(entry.kind == "rank deficient" and not entry.excluded for entry in out.entries)
 
 
+@pytest.mark.parametrize("where", ["one held-out row", "one held-out fold"])
+def test_ols_column_zero_in_the_training_rows_matches_pinv(where):
+    """A level (or word) seen only in the held-out rows: its column is 0 over the training rows.
+
+    Centred on the all-rows mean it was a non-zero constant aliased with the intercept, and
+    the minimum-norm split moved those rows' out-of-fold predictions (0.16 for a row whose
+    statsmodels prediction is 1.26).
+    """
+    rng, X, candidates = _problem(60, 4)
+    folds = make_folds(3, 60, seed=0)
+    rare = (np.arange(60) == np.flatnonzero(folds == 1)[0]) if where == "one held-out row" \
+        else (folds == 1)
+    X = np.column_stack([X[:, :1], rare.astype(float), X[:, 1:]])
+    slices = {"a": slice(2, 6), "b": slice(6, 10)}
+    candidates = build_candidates("all", slices, [f"c{i}" for i in range(X.shape[1])], 2)
+    y = X[:, 2] - X[:, 7] + rng.normal(size=60)
+    out = ols_cv_predict(X, y, candidates, folds)
+    for j, candidate in enumerate(candidates):
+        train = folds != 1
+        fitted = sm.OLS(y[train], X[train][:, candidate.columns]).fit()  # pinv: coefficient 0
+        np.testing.assert_allclose(out.predictions[~train, j],
+                                   fitted.predict(X[~train][:, candidate.columns]),
+                                   rtol=0, atol=1e-8)
+    assert any(entry.kind == "rank deficient" for entry in out.entries)
+
+
 def test_ols_infeasible_candidate_is_recorded_not_fitted():
     rng, X, candidates = _problem(12, 4)
     y = rng.normal(size=12)
