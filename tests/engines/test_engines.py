@@ -233,3 +233,40 @@ def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_s
         rtol=1e-7,
         atol=1e-10,
     )
+
+
+@pytest.mark.parametrize("kind", ["binomial", "poisson", "multinomial"])
+def test_newton_folds_do_not_keep_a_coefficient_fitted_on_the_held_out_rows(kind):
+    """A word seen only in three rows of the held-out fold: no training row informs its
+    coefficient. The fold fits started from the all-rows optimum and kept its value there, so
+    those rows' out-of-fold predictions reproduced their own labels (probability 1.0 for y = 1,
+    0.0 for y = 0). They must be the training rows' fit, which gives the word coefficient 0:
+    the statsmodels fit without that column."""
+    rng = np.random.default_rng(4)
+    n = 90
+    a = rng.normal(size=(n, 3))
+    folds = make_folds(3, n, seed=0)
+    held = np.flatnonzero(folds == 1)[:3]
+    word = np.zeros(n)
+    word[held] = [1.0, 2.0, 1.5]
+    X = np.column_stack([np.ones(n), a, word])
+    candidates = build_candidates("all", {"a": slice(1, 4), "w": slice(4, 5)},
+                                  [f"c{i}" for i in range(5)], 1)
+    train = folds != 1
+    if kind == "multinomial":
+        y = np.digitize(a[:, 0] + rng.normal(size=n), [-0.5, 0.5])
+        y[held] = [0, 1, 2]
+        out = multinomial_cv_predict(X, y, 3, candidates, folds)
+        reference = sm.MNLogit(y[train], X[train][:, :4]).fit(disp=0).predict(X[held][:, :4])
+    else:
+        family = sm.families.Binomial() if kind == "binomial" else sm.families.Poisson()
+        y = (rng.random(n) < 1 / (1 + np.exp(-a[:, 0]))).astype(float)
+        y[held] = [1.0, 0.0, 1.0]
+        if kind == "poisson":
+            y = rng.poisson(np.exp(0.3 * a[:, 0])).astype(float)
+            y[held] = 6.0
+        out = glm_cv_predict(kind, X, y, candidates, folds)
+        reference = sm.GLM(y[train], X[train][:, :4], family=family).fit().predict(X[held][:, :4])
+    both = [c.label for c in candidates].index("a+w")
+    assert not out.failed[both]
+    np.testing.assert_allclose(out.predictions[held, both], reference, rtol=0, atol=1e-7)
