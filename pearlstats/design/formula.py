@@ -74,7 +74,19 @@ def _referenced_names(code: str) -> set[str]:
         tree = ast.parse(code, mode="eval")
     except SyntaxError as err:  # patsy accepted it, so this is defensive only
         raise FormulaError(f"cannot parse the term {code!r}: {err}") from err
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    # Q("my y") reads the column named by its string: that column is what the code uses.
+    quoted = {
+        node.args[0].value for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q"
+        and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    }
+    return names | quoted
+
+
+# patsy's formula functions (I, Q, C, center, ...), which patsy itself provides to every term.
+_PATSY_BUILTINS = {name: getattr(patsy.builtins, name) for name in patsy.builtins.__all__}
 
 
 # block(NAME) with any identifier, Python keywords included: block(class) names a block "class".
@@ -477,18 +489,30 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
             )
         values = frame[spec.response]
     else:
+        # As in statsmodels, a response such as I(y > 0) or Q("my y") may use patsy's functions.
+        env = eval_env.with_outer_namespace(_PATSY_BUILTINS)
         missing = [name for name in _referenced_names(spec.response) if name not in frame.columns]
-        unknown = [name for name in missing if name not in eval_env.namespace]
+        unknown = [name for name in missing if name not in env.namespace]
         if unknown:
             raise DataError(
                 f"response {spec.response!r} refers to {unknown}, which is not a column of the data"
             )
         try:
-            values = pd.Series(
-                np.asarray(eval_env.eval(spec.response, inner_namespace=frame)), index=frame.index
-            )
+            result = env.eval(spec.response, inner_namespace=frame)
         except Exception as err:
             raise DataError(f"cannot evaluate the response {spec.response!r}: {err}") from err
+        if all(hasattr(result, name) for name in ("data", "contrast", "levels")):
+            # C(g) or C(g, levels=[...]): the classes, in the order of its levels if it gives them
+            data = np.asarray(result.data)
+            result = data if result.levels is None else pd.Categorical(data, result.levels)
+        # A single value (e.g. I(1)) would otherwise be repeated on every row.
+        if np.ndim(result) != 1 or len(result) != len(frame):
+            raise DataError(
+                f"response {spec.response!r} must be one value per row of the data; it evaluates "
+                f"to shape {np.shape(result)}"
+            )
+        values = pd.Series(result if isinstance(result, pd.Categorical) else np.asarray(result),
+                           index=frame.index)
     if values.ndim != 1 or len(values) != len(frame):
         raise DataError(f"response {spec.response!r} must be one value per row of the data")
     bad = _missing_positions(values)
