@@ -38,7 +38,7 @@ from .design.data import (
     split_data,
 )
 from .design.folds import check_class_coverage, make_folds
-from .design.formula import covariate_row_variables, response_values
+from .design.formula import covariate_row_variables, expression_missing_rows, response_values
 from .design.spec import Design, build_design
 from .engines._common import SEPARATION_RIDGES, EngineOutput
 from .exceptions import (
@@ -247,6 +247,10 @@ def prepare_rows(
         bad = _missing_rows(frame, used)
         for block in resolved.values():
             bad |= ~np.isfinite(block.values).all(axis=1)
+        if not bad.all():
+            # np.log(x) of x <= 0: no missing column, but no value either
+            kept_rows = frame.loc[~bad]
+            bad[np.flatnonzero(~bad)[expression_missing_rows(formula, kept_rows, eval_env)]] = True
         if bad.any():
             frame, embedded, resolved = _drop_rows(frame, embedded, resolved, bad)
             kept = kept[~bad]

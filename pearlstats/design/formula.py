@@ -36,7 +36,7 @@ from ..exceptions import DataError, FormulaError, MissingValueError, ResponseErr
 
 __all__ = [
     "FormulaSpec", "CovariateSpec", "parse_formula", "build_covariates", "covariate_row_variables",
-    "response_values",
+    "response_values", "expression_missing_rows",
 ]
 
 
@@ -468,19 +468,9 @@ def build_covariates(
     return covariates, values
 
 
-def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> pd.Series:
-    """Evaluate the response: a data column by name, or an expression such as ``np.log(y)``.
-
-    Raises
-    ------
-    DataError
-        The response column is not in the data.
-    MissingValueError
-        The response has missing or infinite values (with their row positions).
-    ResponseError
-        Values of types that cannot be ordered (e.g. ints and strings), or a
-        numeric response so large that its squares overflow.
-    """
+def _evaluate_response(spec: FormulaSpec, frame: pd.DataFrame,
+                       eval_env: EvalEnvironment) -> pd.Series:
+    """The response's values (a column, or an expression of columns), missing ones included."""
     if spec.response.isidentifier():
         if spec.response not in frame.columns:
             raise DataError(
@@ -515,6 +505,50 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
                            index=frame.index)
     if values.ndim != 1 or len(values) != len(frame):
         raise DataError(f"response {spec.response!r} must be one value per row of the data")
+    return values
+
+
+def expression_missing_rows(spec: FormulaSpec, frame: pd.DataFrame,
+                            eval_env: EvalEnvironment) -> np.ndarray:
+    """Rows whose response or covariate terms evaluate to NaN or inf from finite columns.
+
+    ``np.log(y) ~ np.log(x) + block(a)`` has no missing column where ``y`` or
+    ``x`` is 0 or negative, yet those rows have no value; ``missing="drop"``
+    drops them as statsmodels' ``missing="drop"`` does. Terms that cannot be
+    evaluated are left for the design stage to report.
+
+    Returns
+    -------
+    ndarray of bool (n,)
+    """
+    bad = np.zeros(len(frame), dtype=bool)
+    if not spec.response.isidentifier():
+        bad[_missing_positions(_evaluate_response(spec, frame, eval_env))] = True
+    keep_nan = patsy.NAAction(NA_types=[])
+    try:
+        matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env,
+                               NA_action=keep_nan, return_type="matrix")
+    except PatsyError:
+        return bad
+    with np.errstate(invalid="ignore"):
+        bad |= ~np.isfinite(np.asarray(matrix, dtype=float)).all(axis=1)
+    return bad
+
+
+def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> pd.Series:
+    """Evaluate the response: a data column by name, or an expression such as ``np.log(y)``.
+
+    Raises
+    ------
+    DataError
+        The response column is not in the data.
+    MissingValueError
+        The response has missing or infinite values (with their row positions).
+    ResponseError
+        Values of types that cannot be ordered (e.g. ints and strings), or a
+        numeric response so large that its squares overflow.
+    """
+    values = _evaluate_response(spec, frame, eval_env)
     bad = _missing_positions(values)
     if bad.size:
         raise MissingValueError(

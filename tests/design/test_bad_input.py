@@ -660,3 +660,20 @@ def test_a_nullable_boolean_covariate_with_pd_na_is_dropped_like_a_plain_one():
     np.testing.assert_array_equal(res.dropped_rows, [4])
     np.testing.assert_allclose(res.candidate_params("a"), plain.candidate_params("a"), rtol=0,
                                atol=1e-12)
+
+
+def test_missing_drop_drops_rows_whose_response_or_covariate_expression_has_no_value():
+    # np.log of a column <= 0: no column is missing, so these rows were not dropped and the
+    # fit raised anyway, advising missing='drop' (which had been passed).
+    y = np.exp(DATA.frame["y"].to_numpy())
+    y[[3, 8]] = [-1.0, 0.0]
+    x = np.abs(DATA.frame["x"].to_numpy())
+    x[[5, 8, 12]] = [0.0, -2.0, np.exp(1.0)]
+    frame = DATA.with_column(y=y, x=x)
+    res = _fit("np.log(y) ~ np.log(x) + block(a)", data=frame, blocks={"a": DATA.a},
+               missing="drop")
+    np.testing.assert_array_equal(res.dropped_rows, [3, 5, 8])
+    keep = np.setdiff1d(np.arange(N), [3, 5, 8])
+    direct = sm.OLS(np.log(y[keep]), sm.add_constant(np.column_stack([np.log(x[keep]),
+                                                                      DATA.a[keep]]))).fit()
+    np.testing.assert_allclose(res.candidate_params("a"), direct.params, rtol=0, atol=1e-10)
