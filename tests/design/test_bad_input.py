@@ -347,6 +347,13 @@ CASES = [
         r"non-negative counts; the response is negative at rows \[0\]",
         lambda: _fit(data=DATA.with_column(y=np.r_[-1.0, np.ones(N - 1)]), family="poisson"),
     ),
+    Case(
+        # no maximum-likelihood estimate: the intercept was -46 without a word
+        "poisson response of zeros only",
+        pearl.ResponseError,
+        r"at least one positive count; the response is 0 in all 40 rows",
+        lambda: _fit(data=DATA.with_column(y=np.zeros(N)), family="poisson"),
+    ),
     # ---- cross-validation ---------------------------------------------------------------------
     Case(
         "cv larger than n", pearl.FoldError, r"cv=41 folds but only 40 rows", lambda: _fit(cv=N + 1)
