@@ -339,7 +339,8 @@ class CovariateSpec:
         The row variables of the fit's rows: pickling rebuilds the same
         ``DesignInfo`` from them (patsy's own objects do not pickle).
     namespace : dict
-        Other names the terms took from the caller (functions, modules, constants).
+        Other names the terms and the response took from the caller (functions,
+        modules, constants).
     """
 
     design_info: patsy.DesignInfo
@@ -453,12 +454,15 @@ def build_covariates(
         )
     # Other names the terms took from the caller (functions, modules,
     # constants) travel with a pickle; row variables travel as columns.
+    # The response's (np in np.log(y)) too: evaluate() computes it for the test rows. A
+    # one-value-per-row array it took from the caller is the fit's data, never the test rows'.
     names = {name for term in spec.covariate_desc.rhs_termlist for factor in term.factors
-             for name in patsy.eval.ast_names(factor.code)}
+             for name in patsy.eval.ast_names(factor.code)} | set(spec.response_variables)
     namespace = {
         name: eval_env.namespace[name]
         for name in sorted(names - set(frame.columns))
         if name in eval_env.namespace
+        and not _is_row_variable(eval_env.namespace[name], len(frame))
     }
     numeric = frozenset(name for name in row_variables if frame[name].dtype.kind in "biuf")
     covariates = CovariateSpec(
