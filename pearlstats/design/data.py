@@ -59,28 +59,32 @@ def _is_representations(obj) -> bool:
 
 
 def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """pandas' nullable columns (``Int64``, ``Float64``, ``boolean``) as NumPy columns.
+    """pandas' nullable columns (``Int64``, ``Float64``, ``boolean``, ``string``) as NumPy columns.
 
-    patsy tests numbers for missing values with ``np.isnan``, which raises a
-    bare ``TypeError`` on ``pd.NA``. Numbers become floats with NaN where
-    they are missing (integers without NA stay integers); booleans stay
-    booleans, or become objects with NaN, which patsy reads as the same two
-    levels with missing values. Missing values are then reported or dropped
-    like any other.
+    patsy tests missing values with ``np.isnan`` and ``is None``, and
+    ``pd.NA`` raised a bare ``TypeError`` ("boolean value of NA is
+    ambiguous"). Numbers become floats with NaN where they are missing
+    (integers without NA stay integers); booleans and strings with NA become
+    objects with NaN / None, which patsy reads as the same levels with
+    missing values. Missing values are then reported or dropped like any other.
     """
     nullable = [position for position, dtype in enumerate(frame.dtypes)
-                if isinstance(dtype, pd.api.extensions.ExtensionDtype) and dtype.kind in "biuf"]
+                if isinstance(dtype, pd.api.extensions.ExtensionDtype)
+                and (dtype.kind in "biuf" or getattr(dtype, "na_value", None) is pd.NA)]
     if not nullable:
         return frame
     frame = frame.copy()
     for position in nullable:
         column = frame.iloc[:, position]
+        kind = column.dtype.kind
         if not column.isna().any():
+            if kind not in "biuf":
+                continue
             values = column.to_numpy(dtype=column.dtype.numpy_dtype)
-        elif column.dtype.kind == "b":
-            values = column.to_numpy(dtype=object, na_value=np.nan)
-        else:
+        elif kind in "iuf":
             values = column.to_numpy(dtype=float, na_value=np.nan)
+        else:
+            values = column.to_numpy(dtype=object, na_value=np.nan if kind == "b" else None)
         frame.isetitem(position, values)
     return frame
 

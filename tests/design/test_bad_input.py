@@ -684,3 +684,18 @@ def test_missing_drop_drops_rows_whose_response_or_covariate_expression_has_no_v
     direct = sm.OLS(np.log(y[keep]), sm.add_constant(np.column_stack([np.log(x[keep]),
                                                                       DATA.a[keep]]))).fit()
     np.testing.assert_allclose(res.candidate_params("a"), direct.params, rtol=0, atol=1e-10)
+
+
+def test_a_nullable_string_covariate_with_pd_na_is_reported_or_dropped():
+    # The same bare TypeError from patsy, for C(g) of a pandas "string" column holding pd.NA.
+    levels = DATA.frame["g"].to_numpy()
+    frame = DATA.with_column(g=pd.array(np.where(np.arange(N) == 4, None, levels),
+                                        dtype="string"))
+    with pytest.raises(pearl.MissingValueError, match=r"covariate 'g' .* at row 4"):
+        _fit("y ~ C(g) + block(a)", data=frame, blocks={"a": DATA.a})
+    res = _fit("y ~ C(g) + block(a)", data=frame, blocks={"a": DATA.a}, missing="drop")
+    keep = np.arange(N) != 4
+    plain = _fit("y ~ C(g) + block(a)", data=DATA.frame[keep], blocks={"a": DATA.a[keep]})
+    np.testing.assert_array_equal(res.dropped_rows, [4])
+    np.testing.assert_allclose(res.candidate_params("a"), plain.candidate_params("a"), rtol=0,
+                               atol=1e-12)
