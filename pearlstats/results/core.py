@@ -643,7 +643,10 @@ class PearlResults(WeightDiagnostics):
             raise ResponseError(
                 f"response values {unknown[:10]} were not classes at fit time ({self.classes})"
             )
-        codes = pd.Categorical(values, categories=self.classes).codes.astype(np.intp)
+        # Looked up as the check above compares (True == 1): pd.Categorical would code booleans
+        # against int classes (or ints against boolean ones) as -1, "not a class".
+        code_of = {label: code for code, label in enumerate(self.classes)}
+        codes = np.fromiter((code_of[value] for value in values), dtype=np.intp, count=len(values))
         return codes.astype(float) if self.family == "binomial" else codes
 
     def evaluate(self, test_data: Any, blocks: Any = None) -> pd.DataFrame:

@@ -177,6 +177,22 @@ def test_evaluate_computes_a_response_expression_with_the_callers_names():
             mean_squared_error(response(test["y"].to_numpy()), predicted), rel=1e-10)
 
 
+def test_evaluate_reads_booleans_as_the_0_1_classes_of_the_fit_and_back():
+    # True == 1 passed the class check, then pd.Categorical coded booleans against int classes as
+    # -1: "multinomial y must be integer class codes 0..1 ... hold [-1.0, ...]".
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(120, 2))
+    label = (a[:, 0] + rng.normal(size=120) > 0)
+    for fitted, tested in [(label.astype(int), label), (label, label.astype(int))]:
+        res = pearl.fit("y ~ block(a)", {"y": fitted[:80], "a": a[:80]}, family="binomial",
+                        seed=0, honest=False)
+        direct = sm.Logit(label[:80].astype(float), sm.add_constant(a[:80])).fit(disp=0)
+        probability = direct.predict(sm.add_constant(a[80:]))
+        scores = res.evaluate({"y": tested[80:], "a": a[80:]})
+        assert scores.loc["PEARL", "cross_entropy"] == pytest.approx(
+            log_loss(label[80:], probability), rel=1e-6)
+
+
 def test_compare_table_means_sds_and_marks(tmp_path):
     groups = {100: _evaluations(0, 5, 0.0), 200: _evaluations(1, 4, -0.5)}
     table = compare_table(groups)
