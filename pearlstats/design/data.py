@@ -140,8 +140,9 @@ def data_index(data: Any) -> pd.Index | None:
     return data.index if isinstance(data, pd.DataFrame) else None
 
 
-def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.DataFrame:
-    """Put a DataFrame block's rows in the order of the data's index labels.
+def align_rows(name: str, value: pd.DataFrame | pd.Series,
+               index: pd.Index | None) -> pd.DataFrame | pd.Series:
+    """Put a DataFrame (or Series) block's rows in the order of the data's index labels.
 
     pandas objects align by label, arrays by position (as in statsmodels): a
     block whose index is a permutation of the data's is re-ordered; a block
@@ -164,10 +165,10 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
     foreign = value.index.difference(index, sort=False)
     if len(absent) or len(foreign):
         raise BlockError(
-            f"block {name!r} is a DataFrame whose row labels differ from the data's: data rows "
-            f"{list(absent[:5])} are not in the block, block rows {list(foreign[:5])} are not in "
-            "the data. pandas objects are matched by index label; give the block the data's index "
-            "(or pass it as a NumPy array to match rows by position)"
+            f"block {name!r} is a {type(value).__name__} whose row labels differ from the data's: "
+            f"data rows {list(absent[:5])} are not in the block, block rows {list(foreign[:5])} "
+            "are not in the data. pandas objects are matched by index label; give the block the "
+            "data's index (or pass it as a NumPy array to match rows by position)"
         )
     return value.loc[index]
 
@@ -331,7 +332,7 @@ def resolve_blocks(
             )
         else:
             raise BlockError(_unknown_block_message(name, available))
-        if isinstance(value, pd.DataFrame):
+        if isinstance(value, (pd.DataFrame, pd.Series)):  # a Series is a pandas object too
             value = align_rows(name, value, index)
         resolved[name] = as_block(name, value)
     return resolved
