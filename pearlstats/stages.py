@@ -31,6 +31,7 @@ from patsy import EvalEnvironment
 from .design.candidates import Candidate, build_candidates
 from .design.data import (
     Block,
+    as_block,
     check_block_information,
     check_block_values,
     data_index,
@@ -188,10 +189,21 @@ def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
     return bad
 
 
+def _rows_of(name: str, value, keep: np.ndarray):
+    """Rows *keep* of a block in a dict ``data`` as given (DataFrame, sparse, array, lists).
+
+    A block whose row count is not the data's is left for the row-count check to name.
+    """
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        return value.iloc[np.flatnonzero(keep)] if len(value) == len(keep) else value
+    values = as_block(name, value).values  # nested lists and coo matrices have no [mask]
+    return values[keep] if len(values) == len(keep) else values
+
+
 def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
     keep = ~bad
     frame = frame.loc[keep].reset_index(drop=True)
-    embedded = {name: value[keep] for name, value in embedded.items()}
+    embedded = {name: _rows_of(name, value, keep) for name, value in embedded.items()}
     blocks = {
         name: Block(b.name, b.values[keep], b.column_names, b.labels) for name, b in blocks.items()
     }
@@ -252,7 +264,7 @@ def prepare_rows(
             kept_rows = frame.loc[~bad]
             bad[np.flatnonzero(~bad)[expression_missing_rows(formula, kept_rows, eval_env)]] = True
         if bad.any():
-            frame, embedded, resolved = _drop_rows(frame, embedded, resolved, bad)
+            frame, _, resolved = _drop_rows(frame, {}, resolved, bad)  # embedded: resolved
             kept = kept[~bad]
             n = len(frame)
     for block in resolved.values():

@@ -699,3 +699,36 @@ def test_a_nullable_string_covariate_with_pd_na_is_reported_or_dropped():
     np.testing.assert_array_equal(res.dropped_rows, [4])
     np.testing.assert_allclose(res.candidate_params("a"), plain.candidate_params("a"), rtol=0,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("as_given", [lambda v: v.tolist(), sp.coo_matrix],
+                         ids=["nested lists", "coo matrix"])
+def test_missing_drop_with_dict_data_holding_lists_or_coo_blocks(as_given):
+    # Rows were dropped with value[mask], a bare TypeError for nested lists and coo matrices.
+    y = _with_rows(DATA.frame["y"], 3, np.nan)
+    res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": as_given(DATA.a), "b": DATA.b},
+                    seed=0, missing="drop", honest=False)
+    keep = np.arange(N) != 3
+    by_hand = pearl.fit("y ~ block(a) + block(b)",
+                        {"y": y[keep], "a": DATA.a[keep], "b": DATA.b[keep]}, seed=0,
+                        honest=False)
+    np.testing.assert_array_equal(res.dropped_rows, [3])
+    np.testing.assert_allclose(res.cv_predictions, by_hand.cv_predictions, rtol=0, atol=1e-12)
+
+
+def test_missing_drop_with_representations_and_a_list_block_in_dict_data():
+    raw = np.random.default_rng(2).normal(size=(N, 3))
+    raw[6, 1] = np.nan
+    data = {"y": DATA.frame["y"].to_numpy(), "r0": raw[:, 0], "r1": raw[:, 1],
+            "r2": raw[:, 2], "b": DATA.b.tolist()}
+    clean = {name: value for name, value in data.items() if name != "b"}
+    reps = pearl.Representations({"p": pearl.PCA(n_components=2)},
+                                 columns=["r0", "r1", "r2"]).fit(pd.DataFrame(clean).dropna())
+    res = pearl.fit("y ~ block(p) + block(b)", data, blocks=reps, seed=0, missing="drop",
+                    honest=False)
+    np.testing.assert_array_equal(res.dropped_rows, [6])
+    keep = np.arange(N) != 6
+    by_hand = pearl.fit("y ~ block(p) + block(b)",
+                        {name: np.asarray(value)[keep] for name, value in data.items()},
+                        blocks=reps, seed=0, honest=False)
+    np.testing.assert_allclose(res.cv_predictions, by_hand.cv_predictions, rtol=0, atol=1e-12)
