@@ -339,20 +339,15 @@ def ols_loo_predict(
     with one_blas_thread():
         for j in feasible:
             S = np.searchsorted(used, candidates[j].columns)
-            outcome = _loo_one(Xs[:, S], gram[np.ix_(S, S)], y)
-            if isinstance(outcome, LedgerEntry):
-                failed[j] = True
-                entries.append(dataclasses.replace(outcome, candidate=candidates[j].label))
-                continue
-            predictions[:, j], rank_deficient = outcome
+            predictions[:, j], rank_deficient = _loo_one(Xs[:, S], gram[np.ix_(S, S)], y)
             if rank_deficient:
                 entries.append(_rank_note(candidates[j].label, None))
     return EngineOutput(predictions, failed, entries)
 
 
-def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray):
-    """Leave-one-out predictions of one unpenalised candidate and whether it was rank deficient,
-    or a ledger entry (with an empty label) when some row has leverage 1."""
+def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Leave-one-out predictions of one unpenalised candidate and whether it was rank deficient
+    (also when a row has leverage 1, i.e. its fit without it is)."""
     try:
         factor = np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
@@ -370,18 +365,20 @@ def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray):
         half = np.linalg.solve(factor, XS.T).T  # rows of X_S L^{-T}
         leverage = np.sum(half**2, axis=1)
         fitted = XS @ np.linalg.solve(A, XS.T @ y)
-    if np.any(leverage > 1 - 1e-10):
-        return LedgerEntry(
-            "",
-            None,
-            "cv",
-            "failed",
-            f"leverage 1 at rows {np.flatnonzero(leverage > 1 - 1e-10)[:5].tolist()}: "
-            "leave-one-out undefined",
-            "given weight 0",
-            True,
-        )
-    return y - (y - fitted) / (1 - leverage), rank_deficient
+    alone = leverage > 1 - 1e-10
+    with np.errstate(divide="ignore", invalid="ignore"):
+        predictions = y - (y - fitted) / (1 - leverage)
+    if alone.any():
+        # Only row i informs some direction (a level or a word no other row has): the hat
+        # formula divides by 0 there. Refit without the row, as statsmodels' pinv would, which
+        # gives that direction coefficient 0; the candidate was dropped before.
+        design = ScaledDesign.from_design(XS)
+        for i in np.flatnonzero(alone):
+            train = np.arange(len(y)) != i
+            gamma = _min_norm_coefficients(design, XS[train], y[train])
+            predictions[i] = (design.transform(XS[i:i + 1]) @ gamma)[0]
+        rank_deficient = True
+    return predictions, rank_deficient
 
 
 class _GramCache:

@@ -100,6 +100,27 @@ def test_ols_column_zero_in_the_training_rows_matches_pinv(where):
     assert any(entry.kind == "rank deficient" for entry in out.entries)
 
 
+def test_ols_leave_one_out_of_the_only_row_of_a_level_matches_pinv():
+    """Leverage 1: without its row, a level's (or word's) column is 0. The candidate was
+    dropped ("leave-one-out undefined"); statsmodels' pinv fit gives the column coefficient 0."""
+    rng, X, _ = _problem(40, 6)
+    alone = np.zeros(40)
+    alone[7] = 1.0
+    X = np.column_stack([X[:, :1], alone, X[:, 1:5]])
+    candidates = build_candidates("all", {"a": slice(2, 4), "b": slice(4, 6)},
+                                  [f"c{i}" for i in range(6)], 2)
+    y = X[:, 2] - X[:, 5] + rng.normal(size=40)
+    out = ols_loo_predict(X, y, candidates)
+    assert not out.failed.any()
+    for j, candidate in enumerate(candidates):
+        for i in (7, 8):
+            train = np.arange(40) != i
+            fitted = sm.OLS(y[train], X[train][:, candidate.columns]).fit()
+            assert out.predictions[i, j] == pytest.approx(
+                fitted.predict(X[i:i + 1, candidate.columns])[0], abs=1e-8)
+    assert any(entry.kind == "rank deficient" and not entry.excluded for entry in out.entries)
+
+
 def test_ols_infeasible_candidate_is_recorded_not_fitted():
     rng, X, candidates = _problem(12, 4)
     y = rng.normal(size=12)
