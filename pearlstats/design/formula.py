@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import pickle
 import re
 import types
 from dataclasses import dataclass
@@ -231,6 +232,17 @@ def _picklable_namespace(namespace: dict | None) -> dict:
         else ("object", value)
         for name, value in (namespace or {}).items()
     }
+
+
+def _travels(value) -> bool:
+    """Whether *value* survives a pickle of the namespace (modules travel by name)."""
+    if isinstance(value, types.ModuleType):
+        return True
+    try:
+        pickle.dumps(value)
+    except Exception:  # any object's __reduce__ may raise anything
+        return False
+    return True
 
 
 def _restore_namespace(namespace: dict) -> dict:
@@ -454,16 +466,21 @@ def build_covariates(
         )
     # Other names the terms took from the caller (functions, modules,
     # constants) travel with a pickle; row variables travel as columns.
-    # The response's (np in np.log(y)) too: evaluate() computes it for the test rows. A
-    # one-value-per-row array it took from the caller is the fit's data, never the test rows'.
     names = {name for term in spec.covariate_desc.rhs_termlist for factor in term.factors
-             for name in patsy.eval.ast_names(factor.code)} | set(spec.response_variables)
+             for name in patsy.eval.ast_names(factor.code)}
     namespace = {
         name: eval_env.namespace[name]
         for name in sorted(names - set(frame.columns))
         if name in eval_env.namespace
-        and not _is_row_variable(eval_env.namespace[name], len(frame))
     }
+    # The response's too (np in np.log(y)): evaluate() computes it for the test rows. Not a
+    # one-value-per-row array (the fit's data, never the test rows'), and only what pickles, so
+    # that a response using a lambda does not stop results from pickling (or the bootstrap's
+    # workers from starting); evaluate() then names what it lacks.
+    for name in sorted(set(spec.response_variables) - set(frame.columns) - set(namespace)):
+        value = eval_env.namespace[name] if name in eval_env.namespace else None
+        if value is not None and not _is_row_variable(value, len(frame)) and _travels(value):
+            namespace[name] = value
     numeric = frozenset(name for name in row_variables if frame[name].dtype.kind in "biuf")
     covariates = CovariateSpec(
         matrix.design_info, row_variables, numeric, spec,
