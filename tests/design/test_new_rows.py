@@ -336,3 +336,12 @@ def test_a_series_block_is_aligned_to_the_data_by_index_label():
     np.testing.assert_allclose(res.candidate_params("a"), direct.params, rtol=0, atol=1e-10)
     with pytest.raises(pearl.BlockError, match=r"block 'a' is a Series whose row labels differ"):
         pearl.fit("y ~ block(a)", frame, blocks={"a": column.reset_index(drop=True)}, seed=0)
+
+
+def test_a_result_whose_response_uses_a_lambda_still_pickles():
+    frame, a, _ = _rows()
+    double = lambda values: 2 * values  # noqa: E731, F841 (the formula uses this lambda)
+    res = pearl.fit("double(y) ~ block(a)", frame, blocks={"a": a}, seed=0, honest=False)
+    restored = pickle.loads(pickle.dumps(res))
+    np.testing.assert_array_equal(restored.predict(frame, blocks={"a": a}),
+                                  res.predict(frame, blocks={"a": a}))
