@@ -586,6 +586,9 @@ def test_invalid_n_jobs_is_an_option_error(n_jobs):
 def test_invalid_eval_env_is_an_option_error():
     with pytest.raises(pearl.OptionError, match=r"eval_env='here'"):
         _fit(eval_env="here")
+    # deeper than the stack: a bare "ValueError: call-stack is not that deep!" from patsy
+    with pytest.raises(pearl.OptionError, match=r"eval_env=10000 looks further up than the call"):
+        _fit(eval_env=10_000)
 
 
 @pytest.mark.parametrize(
