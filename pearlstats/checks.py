@@ -93,7 +93,13 @@ def check_eval_env(eval_env: int | EvalEnvironment, depth: int = 1) -> EvalEnvir
     if isinstance(eval_env, EvalEnvironment):
         return eval_env
     if _is_int(eval_env) and eval_env >= 0:
-        return EvalEnvironment.capture(int(eval_env), reference=depth + 1)
+        try:
+            return EvalEnvironment.capture(int(eval_env), reference=depth + 1)
+        except ValueError as err:  # patsy: "call-stack is not that deep!"
+            raise OptionError(
+                f"eval_env={eval_env!r} looks further up than the call stack goes ({err}); use "
+                "0 for the caller's own names, or a patsy EvalEnvironment"
+            ) from err
     raise OptionError(
         f"eval_env={eval_env!r}; use a non-negative int "
         "(frames above the caller) or a patsy EvalEnvironment"

@@ -353,6 +353,13 @@ class Poisson(_GLMFamily):
                 "the poisson family needs non-negative counts; the "
                 f"response is negative at rows {negative[:10].tolist()}"
             )
+        if not y.any():
+            # log(mean) -> -inf: no maximum-likelihood estimate (statsmodels' GLM raises), and
+            # every candidate predicts 0, so there is nothing to weigh.
+            raise ResponseError(
+                "the poisson family needs at least one positive count; the response is 0 in "
+                f"all {len(y)} rows"
+            )
         return EncodedResponse(y)
 
     def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:

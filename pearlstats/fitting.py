@@ -18,6 +18,8 @@ import numpy as np
 
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
+from .design.data import data_index
+from .design.folds import fold_labels_for_rows
 from .design.formula import parse_formula
 from .distributed.data import uses_dask
 from .distributed.results import DaskPearlResults
@@ -162,7 +164,9 @@ def fit(
         sets as tuples of block names (or ``"a+b"`` strings).
     cv : int, "loo" or array-like
         K for K-fold (stratified for classes), ``"loo"`` for leave-one-out
-        (closed form for gaussian), or one fold label per row.
+        (closed form for gaussian), or one fold label per row of *data*
+        (a Series is matched to a DataFrame *data* by index label; the rows
+        ``missing="drop"`` removes lose their labels too).
     seed : int, optional
         Seeds the folds. ``None`` draws one, recorded in ``results.seed``.
     n_jobs : int, optional
@@ -304,6 +308,9 @@ def fit(
 
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)
+    n_given = len(prepared.response.y) + len(prepared.dropped_rows)
+    kept = np.setdiff1d(np.arange(n_given), prepared.dropped_rows)
+    cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     draws = [assign_folds(cv, prepared.response, seed)] + [
         assign_folds(cv, prepared.response, np.random.SeedSequence([seed, r]))
         for r in range(1, cv_repeats)

@@ -31,6 +31,7 @@ from patsy import EvalEnvironment
 from .design.candidates import Candidate, build_candidates
 from .design.data import (
     Block,
+    as_block,
     check_block_information,
     check_block_values,
     data_index,
@@ -38,7 +39,7 @@ from .design.data import (
     split_data,
 )
 from .design.folds import check_class_coverage, make_folds
-from .design.formula import covariate_row_variables, response_values
+from .design.formula import covariate_row_variables, expression_missing_rows, response_values
 from .design.spec import Design, build_design
 from .engines._common import SEPARATION_RIDGES, EngineOutput
 from .exceptions import (
@@ -188,10 +189,21 @@ def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
     return bad
 
 
+def _rows_of(name: str, value, keep: np.ndarray):
+    """Rows *keep* of a block in a dict ``data`` as given (DataFrame, sparse, array, lists).
+
+    A block whose row count is not the data's is left for the row-count check to name.
+    """
+    if isinstance(value, (pd.DataFrame, pd.Series)):
+        return value.iloc[np.flatnonzero(keep)] if len(value) == len(keep) else value
+    values = as_block(name, value).values  # nested lists and coo matrices have no [mask]
+    return values[keep] if len(values) == len(keep) else values
+
+
 def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
     keep = ~bad
     frame = frame.loc[keep].reset_index(drop=True)
-    embedded = {name: value[keep] for name, value in embedded.items()}
+    embedded = {name: _rows_of(name, value, keep) for name, value in embedded.items()}
     blocks = {
         name: Block(b.name, b.values[keep], b.column_names, b.labels) for name, b in blocks.items()
     }
@@ -247,8 +259,12 @@ def prepare_rows(
         bad = _missing_rows(frame, used)
         for block in resolved.values():
             bad |= ~np.isfinite(block.values).all(axis=1)
+        if not bad.all():
+            # np.log(x) of x <= 0: no missing column, but no value either
+            kept_rows = frame.loc[~bad]
+            bad[np.flatnonzero(~bad)[expression_missing_rows(formula, kept_rows, eval_env)]] = True
         if bad.any():
-            frame, embedded, resolved = _drop_rows(frame, embedded, resolved, bad)
+            frame, _, resolved = _drop_rows(frame, {}, resolved, bad)  # embedded: resolved
             kept = kept[~bad]
             n = len(frame)
     for block in resolved.values():

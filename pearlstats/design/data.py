@@ -58,6 +58,37 @@ def _is_representations(obj) -> bool:
     return hasattr(obj, "transform") and hasattr(obj, "names") and not isinstance(obj, Mapping)
 
 
+def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """pandas' nullable columns (``Int64``, ``Float64``, ``boolean``, ``string``) as NumPy columns.
+
+    patsy tests missing values with ``np.isnan`` and ``is None``, and
+    ``pd.NA`` raised a bare ``TypeError`` ("boolean value of NA is
+    ambiguous"). Numbers become floats with NaN where they are missing
+    (integers without NA stay integers); booleans and strings with NA become
+    objects with NaN / None, which patsy reads as the same levels with
+    missing values. Missing values are then reported or dropped like any other.
+    """
+    nullable = [position for position, dtype in enumerate(frame.dtypes)
+                if isinstance(dtype, pd.api.extensions.ExtensionDtype)
+                and (dtype.kind in "biuf" or getattr(dtype, "na_value", None) is pd.NA)]
+    if not nullable:
+        return frame
+    frame = frame.copy()
+    for position in nullable:
+        column = frame.iloc[:, position]
+        kind = column.dtype.kind
+        if not column.isna().any():
+            if kind not in "biuf":
+                continue
+            values = column.to_numpy(dtype=column.dtype.numpy_dtype)
+        elif kind in "iuf":
+            values = column.to_numpy(dtype=float, na_value=np.nan)
+        else:
+            values = column.to_numpy(dtype=object, na_value=np.nan if kind == "b" else None)
+        frame.isetitem(position, values)
+    return frame
+
+
 def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, dict]:
     """Separate ordinary columns from 2-D arrays stored in a dict ``data``.
 
@@ -79,7 +110,7 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
             raise DataError(
                 f"data has more than one column named {repeated}; give each column a unique name"
             )
-        return data.reset_index(drop=True), {}
+        return _numpy_columns(data.reset_index(drop=True)), {}
     if not isinstance(data, Mapping):
         raise DataError(
             "data must be a pandas DataFrame or a dict of "
@@ -101,7 +132,7 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
     lengths = {name: len(value) for name, value in columns.items()}
     if len(set(lengths.values())) > 1:
         raise DataError(f"the columns of data have different lengths: {lengths}")
-    return pd.DataFrame(columns), embedded
+    return _numpy_columns(pd.DataFrame(columns)), embedded
 
 
 def data_index(data: Any) -> pd.Index | None:
@@ -118,8 +149,9 @@ def data_index(data: Any) -> pd.Index | None:
     return None
 
 
-def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.DataFrame:
-    """Put a DataFrame block's rows in the order of the data's index labels.
+def align_rows(name: str, value: pd.DataFrame | pd.Series,
+               index: pd.Index | None) -> pd.DataFrame | pd.Series:
+    """Put a DataFrame (or Series) block's rows in the order of the data's index labels.
 
     pandas objects align by label, arrays by position (as in statsmodels): a
     block whose index is a permutation of the data's is re-ordered; a block
@@ -142,10 +174,10 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
     foreign = value.index.difference(index, sort=False)
     if len(absent) or len(foreign):
         raise BlockError(
-            f"block {name!r} is a DataFrame whose row labels differ from the data's: data rows "
-            f"{list(absent[:5])} are not in the block, block rows {list(foreign[:5])} are not in "
-            "the data. pandas objects are matched by index label; give the block the data's index "
-            "(or pass it as a NumPy array to match rows by position)"
+            f"block {name!r} is a {type(value).__name__} whose row labels differ from the data's: "
+            f"data rows {list(absent[:5])} are not in the block, block rows {list(foreign[:5])} "
+            "are not in the data. pandas objects are matched by index label; give the block the "
+            "data's index (or pass it as a NumPy array to match rows by position)"
         )
     return value.loc[index]
 
@@ -153,6 +185,16 @@ def align_rows(name: str, value: pd.DataFrame, index: pd.Index | None) -> pd.Dat
 def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
     if isinstance(value, pd.DataFrame):
         labels = [str(column) for column in value.columns]
+        # New rows' DataFrame blocks are matched to the fit's columns by label, so two columns
+        # with one label (or labels that print alike, 0 and "0") could not be told apart: the
+        # prediction would silently use one of them twice.
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        if repeated:
+            raise BlockError(
+                f"block {name!r} is a DataFrame with more than one column named {repeated}; "
+                "give its columns unique names (or pass the block as a NumPy array, whose "
+                "columns are matched by position)"
+            )
         non_numeric = [c for c, dtype in zip(labels, value.dtypes) if dtype.kind not in "biuf"]
         if non_numeric:
             raise BlockError(
@@ -305,12 +347,8 @@ def resolve_blocks(
             )
         else:
             raise BlockError(_unknown_block_message(name, available))
-        if isinstance(value, pd.DataFrame):
+        if isinstance(value, (pd.DataFrame, pd.Series)):  # a Series is a pandas object too
             value = align_rows(name, value, index)
-        elif isinstance(value, pd.Series):
-            # A one-column block as a Series: its labels say which row is which too, but its
-            # column stays an array's (name[0]), as np.asarray of it gave before.
-            value = align_rows(name, value.to_frame(), index).to_numpy()
         resolved[name] = as_block(name, value)
     return resolved
 

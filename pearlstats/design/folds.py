@@ -10,6 +10,7 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 
 from ..exceptions import FoldError, OptionError, ResponseError, format_positions
 
-__all__ = ["make_folds", "check_class_coverage"]
+__all__ = ["make_folds", "fold_labels_for_rows", "check_class_coverage"]
 
 
 def _kfold(n: int, k: int, rng: np.random.Generator, strata: np.ndarray | None) -> np.ndarray:
@@ -121,6 +122,59 @@ def make_folds(
             "cross-validation needs at least 2 folds"
         )
     return codes.astype(np.intp)
+
+
+def fold_labels_for_rows(
+    cv: int | str | np.ndarray | Sequence,
+    index: pd.Index | None,
+    kept: np.ndarray,
+    n_given: int,
+) -> int | str | np.ndarray | Sequence:
+    """Given fold labels, one per row of the data, reduced to the rows the fit keeps.
+
+    ``cv`` labels describe the user's rows, so they follow the two rules the
+    blocks follow: a pandas Series is matched to a DataFrame *data* by index
+    label (as statsmodels aligns pandas objects), and the rows
+    ``missing="drop"`` removes are removed from the labels too. Labels
+    already given for the kept rows only are accepted as they are.
+
+    Parameters
+    ----------
+    cv : int, str or array-like
+        The ``cv`` argument; anything but fold labels is returned unchanged.
+    index : pandas Index or None
+        Row labels of a DataFrame *data* (None for a dict).
+    kept : ndarray of int
+        Positions of the data rows the fit keeps.
+    n_given : int
+        Rows of the data before ``missing="drop"``.
+
+    Returns
+    -------
+    The fold labels of the kept rows (an ndarray), or *cv* unchanged.
+
+    Raises
+    ------
+    FoldError
+        A Series whose index labels are not the data's.
+    """
+    if isinstance(cv, (str, numbers.Integral)) or np.ndim(cv) != 1:
+        return cv  # K, "loo" or malformed labels: make_folds says what is wrong
+    if isinstance(cv, pd.Series) and index is not None and not cv.index.equals(index):
+        absent = index.difference(cv.index, sort=False)
+        foreign = cv.index.difference(index, sort=False)
+        if cv.index.has_duplicates or index.has_duplicates or len(absent) or len(foreign):
+            raise FoldError(
+                f"cv is a Series whose index labels differ from the data's (data rows "
+                f"{list(absent[:5])} have no fold, cv labels {list(foreign[:5])} are not data "
+                "rows, or a label repeats); pandas objects are matched by index label, so give cv "
+                "the data's index (or pass a NumPy array to match rows by position)"
+            )
+        cv = cv.loc[index]
+    labels = np.asarray(cv)
+    if len(kept) < n_given and labels.shape[0] == n_given:
+        return labels[kept]
+    return labels
 
 
 def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence) -> None:

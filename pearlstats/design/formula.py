@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import pickle
 import re
 import types
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from ..exceptions import DataError, FormulaError, MissingValueError, ResponseErr
 
 __all__ = [
     "FormulaSpec", "CovariateSpec", "parse_formula", "build_covariates", "covariate_row_variables",
-    "response_values",
+    "response_values", "expression_missing_rows",
 ]
 
 
@@ -74,7 +75,19 @@ def _referenced_names(code: str) -> set[str]:
         tree = ast.parse(code, mode="eval")
     except SyntaxError as err:  # patsy accepted it, so this is defensive only
         raise FormulaError(f"cannot parse the term {code!r}: {err}") from err
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    # Q("my y") reads the column named by its string: that column is what the code uses.
+    quoted = {
+        node.args[0].value for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q"
+        and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    }
+    return names | quoted
+
+
+# patsy's formula functions (I, Q, C, center, ...), which patsy itself provides to every term.
+_PATSY_BUILTINS = {name: getattr(patsy.builtins, name) for name in patsy.builtins.__all__}
 
 
 # block(NAME) with any identifier, Python keywords included: block(class) names a block "class".
@@ -221,6 +234,17 @@ def _picklable_namespace(namespace: dict | None) -> dict:
     }
 
 
+def _travels(value) -> bool:
+    """Whether *value* survives a pickle of the namespace (modules travel by name)."""
+    if isinstance(value, types.ModuleType):
+        return True
+    try:
+        pickle.dumps(value)
+    except Exception:  # any object's __reduce__ may raise anything
+        return False
+    return True
+
+
 def _restore_namespace(namespace: dict) -> dict:
     return {
         name: importlib.import_module(value) if kind == "module" else value
@@ -327,7 +351,8 @@ class CovariateSpec:
         The row variables of the fit's rows: pickling rebuilds the same
         ``DesignInfo`` from them (patsy's own objects do not pickle).
     namespace : dict
-        Other names the terms took from the caller (functions, modules, constants).
+        Other names the terms and the response took from the caller (functions,
+        modules, constants).
     """
 
     design_info: patsy.DesignInfo
@@ -461,12 +486,87 @@ def build_covariates(
         for name in sorted(names - set(frame.columns))
         if name in eval_env.namespace
     }
+    # The response's too (np in np.log(y)): evaluate() computes it for the test rows. Not a
+    # one-value-per-row array (the fit's data, never the test rows'), and only what pickles, so
+    # that a response using a lambda does not stop results from pickling (or the bootstrap's
+    # workers from starting); evaluate() then names what it lacks.
+    for name in sorted(set(spec.response_variables) - set(frame.columns) - set(namespace)):
+        value = eval_env.namespace[name] if name in eval_env.namespace else None
+        if value is not None and not _is_row_variable(value, len(frame)) and _travels(value):
+            namespace[name] = value
     numeric = frozenset(name for name in row_variables if frame[name].dtype.kind in "biuf")
     covariates = CovariateSpec(
         matrix.design_info, row_variables, numeric, spec,
         frame[list(row_variables)].reset_index(drop=True).copy(), namespace,
     )
     return covariates, values
+
+
+def _evaluate_response(spec: FormulaSpec, frame: pd.DataFrame,
+                       eval_env: EvalEnvironment) -> pd.Series:
+    """The response's values (a column, or an expression of columns), missing ones included."""
+    if spec.response.isidentifier():
+        if spec.response not in frame.columns:
+            raise DataError(
+                f"response {spec.response!r} is not a column of "
+                f"the data (columns: {sorted(frame.columns)[:20]})"
+            )
+        values = frame[spec.response]
+    else:
+        # As in statsmodels, a response such as I(y > 0) or Q("my y") may use patsy's functions.
+        env = eval_env.with_outer_namespace(_PATSY_BUILTINS)
+        missing = [name for name in _referenced_names(spec.response) if name not in frame.columns]
+        unknown = [name for name in missing if name not in env.namespace]
+        if unknown:
+            raise DataError(
+                f"response {spec.response!r} refers to {unknown}, which is not a column of the data"
+            )
+        try:
+            result = env.eval(spec.response, inner_namespace=frame)
+        except Exception as err:
+            raise DataError(f"cannot evaluate the response {spec.response!r}: {err}") from err
+        if all(hasattr(result, name) for name in ("data", "contrast", "levels")):
+            # C(g) or C(g, levels=[...]): the classes, in the order of its levels if it gives them
+            data = np.asarray(result.data)
+            result = data if result.levels is None else pd.Categorical(data, result.levels)
+        # A single value (e.g. I(1)) would otherwise be repeated on every row.
+        if np.ndim(result) != 1 or len(result) != len(frame):
+            raise DataError(
+                f"response {spec.response!r} must be one value per row of the data; it evaluates "
+                f"to shape {np.shape(result)}"
+            )
+        values = pd.Series(result if isinstance(result, pd.Categorical) else np.asarray(result),
+                           index=frame.index)
+    if values.ndim != 1 or len(values) != len(frame):
+        raise DataError(f"response {spec.response!r} must be one value per row of the data")
+    return values
+
+
+def expression_missing_rows(spec: FormulaSpec, frame: pd.DataFrame,
+                            eval_env: EvalEnvironment) -> np.ndarray:
+    """Rows whose response or covariate terms evaluate to NaN or inf from finite columns.
+
+    ``np.log(y) ~ np.log(x) + block(a)`` has no missing column where ``y`` or
+    ``x`` is 0 or negative, yet those rows have no value; ``missing="drop"``
+    drops them as statsmodels' ``missing="drop"`` does. Terms that cannot be
+    evaluated are left for the design stage to report.
+
+    Returns
+    -------
+    ndarray of bool (n,)
+    """
+    bad = np.zeros(len(frame), dtype=bool)
+    if not spec.response.isidentifier():
+        bad[_missing_positions(_evaluate_response(spec, frame, eval_env))] = True
+    keep_nan = patsy.NAAction(NA_types=[])
+    try:
+        matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env,
+                               NA_action=keep_nan, return_type="matrix")
+    except PatsyError:
+        return bad
+    with np.errstate(invalid="ignore"):
+        bad |= ~np.isfinite(np.asarray(matrix, dtype=float)).all(axis=1)
+    return bad
 
 
 def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> pd.Series:
@@ -482,28 +582,7 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
         Values of types that cannot be ordered (e.g. ints and strings), or a
         numeric response so large that its squares overflow.
     """
-    if spec.response.isidentifier():
-        if spec.response not in frame.columns:
-            raise DataError(
-                f"response {spec.response!r} is not a column of "
-                f"the data (columns: {sorted(frame.columns)[:20]})"
-            )
-        values = frame[spec.response]
-    else:
-        missing = [name for name in _referenced_names(spec.response) if name not in frame.columns]
-        unknown = [name for name in missing if name not in eval_env.namespace]
-        if unknown:
-            raise DataError(
-                f"response {spec.response!r} refers to {unknown}, which is not a column of the data"
-            )
-        try:
-            values = pd.Series(
-                np.asarray(eval_env.eval(spec.response, inner_namespace=frame)), index=frame.index
-            )
-        except Exception as err:
-            raise DataError(f"cannot evaluate the response {spec.response!r}: {err}") from err
-    if values.ndim != 1 or len(values) != len(frame):
-        raise DataError(f"response {spec.response!r} must be one value per row of the data")
+    values = _evaluate_response(spec, frame, eval_env)
     bad = _missing_positions(values)
     if bad.size:
         raise MissingValueError(

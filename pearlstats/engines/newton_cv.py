@@ -199,6 +199,47 @@ def _ladder_entry(label: str, stage: str, reason: str, ladder: list,
     return LedgerEntry(label, None, stage, "separation", reason, action, excluded)
 
 
+def _seen_by_training_rows(theta: np.ndarray, Z: np.ndarray, train: np.ndarray,
+                           intercept: int | None) -> np.ndarray:
+    """A rank-deficient fold fit's coefficients without the directions its training rows miss.
+
+    The fold fits start from the all-rows optimum, and a Newton step never moves the
+    coefficients along a direction the training rows do not see (the null space of their
+    Hessian). Along such a direction, e.g. a word or a level that occurs only in the held-out
+    rows, the fold fit kept the all-rows value, fitted *with* the held-out rows: their
+    out-of-fold predictions reproduced their own labels. This keeps the fit on the training
+    rows and takes the minimum-norm coefficients, on columns centred on the training rows (a
+    column constant over them gets coefficient 0, as statsmodels' pinv gives a zero column).
+
+    Parameters
+    ----------
+    theta : ndarray (d,)
+        Coefficients on the standardised columns *Z*, ``p`` per linear predictor.
+    Z : ndarray (n, p)
+        The candidate's standardised columns (centred on all rows when it has an intercept).
+    train : ndarray of bool (n,)
+    intercept : int or None
+        Position of the intercept column.
+    """
+    p = Z.shape[1]
+    gamma = theta.reshape(-1, p).T.copy()  # (p, m): one column per linear predictor
+    Z_train = Z[train]
+    shift = np.zeros(p)
+    if intercept is not None:
+        # Centred on the training rows: Z_train - shift; the intercept absorbs the constant.
+        shift = Z_train.mean(axis=0)
+        shift[intercept] = 0.0
+        gamma[intercept] += shift @ gamma / Z[0, intercept]
+        Z_train = Z_train - shift
+    _, singular_values, vt = np.linalg.svd(Z_train, full_matrices=False)
+    tolerance = singular_values.max() * max(Z_train.shape) * np.finfo(float).eps
+    basis = vt[singular_values > tolerance]
+    gamma = basis.T @ (basis @ gamma)
+    if intercept is not None:
+        gamma[intercept] -= shift @ gamma / Z[0, intercept]
+    return gamma.T.reshape(theta.shape)
+
+
 def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weights, ridge):
     """The all-rows fit and the fold fits of one candidate at one ridge."""
     n = len(y)
@@ -299,7 +340,10 @@ def newton_cv_predict(
             failed[j] = True
             continue
         for k, r in enumerate(rows):
-            predictions[r, j] = engine.predict(Z[r], result.theta[k])
+            theta = result.theta[k]
+            if result.singular[k]:
+                theta = _seen_by_training_rows(theta, Z, weights[k] > 0, design.intercept)
+            predictions[r, j] = engine.predict(Z[r], theta)
     return EngineOutput(predictions, failed, entries, used)
 
 

@@ -112,11 +112,34 @@ def _solve_penalised(A: np.ndarray, rhs: np.ndarray, weights: np.ndarray, ridge:
     return solution / d, singular
 
 
+def _min_norm_coefficients(design: ScaledDesign, X_train: np.ndarray,
+                           y_train: np.ndarray) -> np.ndarray:
+    """Minimum-norm least squares of a rank-deficient candidate, in *design*'s coordinates.
+
+    With an intercept the columns are centred on the *training* rows' means, not on
+    *design*'s all-rows means: a column constant over the training rows (the dummy of a
+    level, or a word, seen only in the held-out fold) is then a zero column with
+    coefficient 0, as statsmodels' pinv gives a column of zeros. Centred on the all-rows
+    means it is a non-zero constant aliased with the intercept, and the minimum-norm split
+    between the two moved the held-out rows' predictions by an arbitrary amount.
+    """
+    if design.intercept is None:
+        return np.linalg.lstsq(design.transform(X_train), y_train, rcond=None)[0]
+    train_centre = np.where(design.penalized, X_train.mean(axis=0), 0.0)
+    local = dataclasses.replace(design, center=train_centre)
+    gamma = np.linalg.lstsq(local.transform(X_train), y_train, rcond=None)[0]
+    # Z_local = Z + (centre - train_centre) / scale: a constant the intercept absorbs.
+    shift = ((design.center - train_centre) / design.scale) @ gamma
+    gamma[design.intercept] += shift * design.scale[design.intercept] / design.intercept_value
+    return gamma
+
+
 def _rank_note(label: str, fold) -> LedgerEntry:
     return LedgerEntry(
         label, fold, "cv", "rank deficient",
         "collinear columns in the training rows",
-        "solved by minimum-norm least squares (as statsmodels' pinv)", False,
+        "solved by minimum-norm least squares on the training rows' centred columns (as "
+        "statsmodels' pinv; a column constant over them gets coefficient 0)", False,
     )
 
 
@@ -278,8 +301,8 @@ def _solve_chunk(
                 for k, r in enumerate(chunk):
                     train = np.ones(len(y), dtype=bool)
                     train[r] = False
-                    Z = design.subset(S).transform(Xu[np.ix_(train, S)])
-                    coefs[k, S, i] = np.linalg.lstsq(Z, y[train], rcond=None)[0]
+                    coefs[k, S, i] = _min_norm_coefficients(design.subset(S),
+                                                            Xu[np.ix_(train, S)], y[train])
                 if not any(
                     e.candidate == labels[i] and e.kind == "rank deficient" for e in entries
                 ):
@@ -316,20 +339,15 @@ def ols_loo_predict(
     with one_blas_thread():
         for j in feasible:
             S = np.searchsorted(used, candidates[j].columns)
-            outcome = _loo_one(Xs[:, S], gram[np.ix_(S, S)], y)
-            if isinstance(outcome, LedgerEntry):
-                failed[j] = True
-                entries.append(dataclasses.replace(outcome, candidate=candidates[j].label))
-                continue
-            predictions[:, j], rank_deficient = outcome
+            predictions[:, j], rank_deficient = _loo_one(Xs[:, S], gram[np.ix_(S, S)], y)
             if rank_deficient:
                 entries.append(_rank_note(candidates[j].label, None))
     return EngineOutput(predictions, failed, entries)
 
 
-def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray):
-    """Leave-one-out predictions of one unpenalised candidate and whether it was rank deficient,
-    or a ledger entry (with an empty label) when some row has leverage 1."""
+def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Leave-one-out predictions of one unpenalised candidate and whether it was rank deficient
+    (also when a row has leverage 1, i.e. its fit without it is)."""
     try:
         factor = np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
@@ -347,18 +365,20 @@ def _loo_one(XS: np.ndarray, A: np.ndarray, y: np.ndarray):
         half = np.linalg.solve(factor, XS.T).T  # rows of X_S L^{-T}
         leverage = np.sum(half**2, axis=1)
         fitted = XS @ np.linalg.solve(A, XS.T @ y)
-    if np.any(leverage > 1 - 1e-10):
-        return LedgerEntry(
-            "",
-            None,
-            "cv",
-            "failed",
-            f"leverage 1 at rows {np.flatnonzero(leverage > 1 - 1e-10)[:5].tolist()}: "
-            "leave-one-out undefined",
-            "given weight 0",
-            True,
-        )
-    return y - (y - fitted) / (1 - leverage), rank_deficient
+    alone = leverage > 1 - 1e-10
+    with np.errstate(divide="ignore", invalid="ignore"):
+        predictions = y - (y - fitted) / (1 - leverage)
+    if alone.any():
+        # Only row i informs some direction (a level or a word no other row has): the hat
+        # formula divides by 0 there. Refit without the row, as statsmodels' pinv would, which
+        # gives that direction coefficient 0; the candidate was dropped before.
+        design = ScaledDesign.from_design(XS)
+        for i in np.flatnonzero(alone):
+            train = np.arange(len(y)) != i
+            gamma = _min_norm_coefficients(design, XS[train], y[train])
+            predictions[i] = (design.transform(XS[i:i + 1]) @ gamma)[0]
+        rank_deficient = True
+    return predictions, rank_deficient
 
 
 class _GramCache:

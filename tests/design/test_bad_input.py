@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+import statsmodels.api as sm
 
 import pearlstats as pearl
 
@@ -346,6 +347,13 @@ CASES = [
         r"non-negative counts; the response is negative at rows \[0\]",
         lambda: _fit(data=DATA.with_column(y=np.r_[-1.0, np.ones(N - 1)]), family="poisson"),
     ),
+    Case(
+        # no maximum-likelihood estimate: the intercept was -46 without a word
+        "poisson response of zeros only",
+        pearl.ResponseError,
+        r"at least one positive count; the response is 0 in all 40 rows",
+        lambda: _fit(data=DATA.with_column(y=np.zeros(N)), family="poisson"),
+    ),
     # ---- cross-validation ---------------------------------------------------------------------
     Case(
         "cv larger than n", pearl.FoldError, r"cv=41 folds but only 40 rows", lambda: _fit(cv=N + 1)
@@ -578,6 +586,9 @@ def test_invalid_n_jobs_is_an_option_error(n_jobs):
 def test_invalid_eval_env_is_an_option_error():
     with pytest.raises(pearl.OptionError, match=r"eval_env='here'"):
         _fit(eval_env="here")
+    # deeper than the stack: a bare "ValueError: call-stack is not that deep!" from patsy
+    with pytest.raises(pearl.OptionError, match=r"eval_env=10000 looks further up than the call"):
+        _fit(eval_env=10_000)
 
 
 @pytest.mark.parametrize(
@@ -627,3 +638,100 @@ def test_missing_drop_with_blocks_inside_dict_data():
     res = pearl.fit("y ~ block(a) + block(b)", data, seed=0, missing="drop")
     np.testing.assert_array_equal(res.dropped_rows, [0, 5])
     assert res.nobs == N - 2 and np.isfinite(res.weights).all()
+
+
+@pytest.mark.parametrize("dtype", ["Float64", "Int64"])
+def test_a_nullable_covariate_with_pd_na_is_reported_or_dropped(dtype):
+    # patsy's np.isnan raised a bare "TypeError: boolean value of NA is ambiguous" in both modes.
+    x = np.round(DATA.frame["x"].to_numpy() * 10)
+    with_na = pd.array(np.where(np.arange(N) == 4, None, x), dtype=dtype)
+    frame = DATA.with_column(x=with_na)
+    with pytest.raises(pearl.MissingValueError, match=r"covariate 'x' .* at row 4"):
+        _fit("y ~ x + block(a)", data=frame, blocks={"a": DATA.a})
+    res = _fit("y ~ x + block(a)", data=frame, blocks={"a": DATA.a}, missing="drop")
+    np.testing.assert_array_equal(res.dropped_rows, [4])
+    keep = np.arange(N) != 4
+    direct = sm.OLS(DATA.frame["y"].to_numpy()[keep],
+                    sm.add_constant(np.column_stack([x, DATA.a])[keep])).fit()
+    np.testing.assert_allclose(res.candidate_params("a"), direct.params, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(res.predict(frame.iloc[5:], blocks={"a": DATA.a[5:]}),
+                               direct.predict(sm.add_constant(np.column_stack([x, DATA.a]))[5:]),
+                               rtol=0, atol=1e-10)
+
+
+def test_a_nullable_boolean_covariate_with_pd_na_is_dropped_like_a_plain_one():
+    positive = DATA.frame["x"].to_numpy() > 0
+    frame = DATA.with_column(x=pd.array(np.where(np.arange(N) == 4, None, positive),
+                                        dtype="boolean"))
+    res = _fit("y ~ x + block(a)", data=frame, blocks={"a": DATA.a}, missing="drop")
+    keep = np.arange(N) != 4
+    plain = _fit("y ~ x + block(a)", data=DATA.with_column(x=positive)[keep],
+                 blocks={"a": DATA.a[keep]})
+    np.testing.assert_array_equal(res.dropped_rows, [4])
+    np.testing.assert_allclose(res.candidate_params("a"), plain.candidate_params("a"), rtol=0,
+                               atol=1e-12)
+
+
+def test_missing_drop_drops_rows_whose_response_or_covariate_expression_has_no_value():
+    # np.log of a column <= 0: no column is missing, so these rows were not dropped and the
+    # fit raised anyway, advising missing='drop' (which had been passed).
+    y = np.exp(DATA.frame["y"].to_numpy())
+    y[[3, 8]] = [-1.0, 0.0]
+    x = np.abs(DATA.frame["x"].to_numpy())
+    x[[5, 8, 12]] = [0.0, -2.0, np.exp(1.0)]
+    frame = DATA.with_column(y=y, x=x)
+    res = _fit("np.log(y) ~ np.log(x) + block(a)", data=frame, blocks={"a": DATA.a},
+               missing="drop")
+    np.testing.assert_array_equal(res.dropped_rows, [3, 5, 8])
+    keep = np.setdiff1d(np.arange(N), [3, 5, 8])
+    direct = sm.OLS(np.log(y[keep]), sm.add_constant(np.column_stack([np.log(x[keep]),
+                                                                      DATA.a[keep]]))).fit()
+    np.testing.assert_allclose(res.candidate_params("a"), direct.params, rtol=0, atol=1e-10)
+
+
+def test_a_nullable_string_covariate_with_pd_na_is_reported_or_dropped():
+    # The same bare TypeError from patsy, for C(g) of a pandas "string" column holding pd.NA.
+    levels = DATA.frame["g"].to_numpy()
+    frame = DATA.with_column(g=pd.array(np.where(np.arange(N) == 4, None, levels),
+                                        dtype="string"))
+    with pytest.raises(pearl.MissingValueError, match=r"covariate 'g' .* at row 4"):
+        _fit("y ~ C(g) + block(a)", data=frame, blocks={"a": DATA.a})
+    res = _fit("y ~ C(g) + block(a)", data=frame, blocks={"a": DATA.a}, missing="drop")
+    keep = np.arange(N) != 4
+    plain = _fit("y ~ C(g) + block(a)", data=DATA.frame[keep], blocks={"a": DATA.a[keep]})
+    np.testing.assert_array_equal(res.dropped_rows, [4])
+    np.testing.assert_allclose(res.candidate_params("a"), plain.candidate_params("a"), rtol=0,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("as_given", [lambda v: v.tolist(), sp.coo_matrix],
+                         ids=["nested lists", "coo matrix"])
+def test_missing_drop_with_dict_data_holding_lists_or_coo_blocks(as_given):
+    # Rows were dropped with value[mask], a bare TypeError for nested lists and coo matrices.
+    y = _with_rows(DATA.frame["y"], 3, np.nan)
+    res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": as_given(DATA.a), "b": DATA.b},
+                    seed=0, missing="drop", honest=False)
+    keep = np.arange(N) != 3
+    by_hand = pearl.fit("y ~ block(a) + block(b)",
+                        {"y": y[keep], "a": DATA.a[keep], "b": DATA.b[keep]}, seed=0,
+                        honest=False)
+    np.testing.assert_array_equal(res.dropped_rows, [3])
+    np.testing.assert_allclose(res.cv_predictions, by_hand.cv_predictions, rtol=0, atol=1e-12)
+
+
+def test_missing_drop_with_representations_and_a_list_block_in_dict_data():
+    raw = np.random.default_rng(2).normal(size=(N, 3))
+    raw[6, 1] = np.nan
+    data = {"y": DATA.frame["y"].to_numpy(), "r0": raw[:, 0], "r1": raw[:, 1],
+            "r2": raw[:, 2], "b": DATA.b.tolist()}
+    clean = {name: value for name, value in data.items() if name != "b"}
+    reps = pearl.Representations({"p": pearl.PCA(n_components=2)},
+                                 columns=["r0", "r1", "r2"]).fit(pd.DataFrame(clean).dropna())
+    res = pearl.fit("y ~ block(p) + block(b)", data, blocks=reps, seed=0, missing="drop",
+                    honest=False)
+    np.testing.assert_array_equal(res.dropped_rows, [6])
+    keep = np.arange(N) != 6
+    by_hand = pearl.fit("y ~ block(p) + block(b)",
+                        {name: np.asarray(value)[keep] for name, value in data.items()},
+                        blocks=reps, seed=0, honest=False)
+    np.testing.assert_allclose(res.cv_predictions, by_hand.cv_predictions, rtol=0, atol=1e-12)

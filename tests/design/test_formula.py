@@ -92,3 +92,22 @@ def test_covariate_design_survives_pickling_and_rebuilds_identically():
     restored = pickle.loads(pickle.dumps(design))
     new = pd.DataFrame({"x": [10.0, 0.5], "g": ["c", "a"]})
     np.testing.assert_array_equal(restored.matrix(new), design.matrix(new))
+
+
+def test_a_response_may_use_patsys_own_functions_as_in_statsmodels():
+    # I(), Q() and C() on the left were refused: "refers to ['I'], which is not a column".
+    frame = pd.DataFrame({"y": [0.5, 2.0, 3.0, 0.1], "my y": [1.0, 2.0, 3.0, 4.0],
+                          "g": ["u", "v", "w", "u"]})
+    env = patsy.EvalEnvironment.capture()
+
+    def response(formula):
+        return response_values(parse_formula(formula), frame, env)
+
+    assert response("I(y > 1) ~ block(a)").tolist() == [False, True, True, False]
+    assert response("I(2 * y) ~ block(a)").tolist() == [1.0, 4.0, 6.0, 0.2]
+    assert response("Q('my y') ~ block(a)").tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert parse_formula("Q('my y') ~ block(a)").response_variables >= {"my y"}
+    assert list(response("C(g, levels=['w', 'v', 'u']) ~ block(a)").cat.categories) == \
+        ["w", "v", "u"]
+    with pytest.raises(DataError, match=r"'I\(1\)' must be one value per row .* shape \(\)"):
+        response("I(1) ~ block(a)")

@@ -74,6 +74,53 @@ def test_ols_rank_deficient_candidate_matches_pinv_and_is_noted():
     assert any(entry.kind == "rank deficient" and not entry.excluded for entry in out.entries)
 
 
+@pytest.mark.parametrize("where", ["one held-out row", "one held-out fold"])
+def test_ols_column_zero_in_the_training_rows_matches_pinv(where):
+    """A level (or word) seen only in the held-out rows: its column is 0 over the training rows.
+
+    Centred on the all-rows mean it was a non-zero constant aliased with the intercept, and
+    the minimum-norm split moved those rows' out-of-fold predictions (0.16 for a row whose
+    statsmodels prediction is 1.26).
+    """
+    rng, X, candidates = _problem(60, 4)
+    folds = make_folds(3, 60, seed=0)
+    rare = (np.arange(60) == np.flatnonzero(folds == 1)[0]) if where == "one held-out row" \
+        else (folds == 1)
+    X = np.column_stack([X[:, :1], rare.astype(float), X[:, 1:]])
+    slices = {"a": slice(2, 6), "b": slice(6, 10)}
+    candidates = build_candidates("all", slices, [f"c{i}" for i in range(X.shape[1])], 2)
+    y = X[:, 2] - X[:, 7] + rng.normal(size=60)
+    out = ols_cv_predict(X, y, candidates, folds)
+    for j, candidate in enumerate(candidates):
+        train = folds != 1
+        fitted = sm.OLS(y[train], X[train][:, candidate.columns]).fit()  # pinv: coefficient 0
+        np.testing.assert_allclose(out.predictions[~train, j],
+                                   fitted.predict(X[~train][:, candidate.columns]),
+                                   rtol=0, atol=1e-8)
+    assert any(entry.kind == "rank deficient" for entry in out.entries)
+
+
+def test_ols_leave_one_out_of_the_only_row_of_a_level_matches_pinv():
+    """Leverage 1: without its row, a level's (or word's) column is 0. The candidate was
+    dropped ("leave-one-out undefined"); statsmodels' pinv fit gives the column coefficient 0."""
+    rng, X, _ = _problem(40, 6)
+    alone = np.zeros(40)
+    alone[7] = 1.0
+    X = np.column_stack([X[:, :1], alone, X[:, 1:5]])
+    candidates = build_candidates("all", {"a": slice(2, 4), "b": slice(4, 6)},
+                                  [f"c{i}" for i in range(6)], 2)
+    y = X[:, 2] - X[:, 5] + rng.normal(size=40)
+    out = ols_loo_predict(X, y, candidates)
+    assert not out.failed.any()
+    for j, candidate in enumerate(candidates):
+        for i in (7, 8):
+            train = np.arange(40) != i
+            fitted = sm.OLS(y[train], X[train][:, candidate.columns]).fit()
+            assert out.predictions[i, j] == pytest.approx(
+                fitted.predict(X[i:i + 1, candidate.columns])[0], abs=1e-8)
+    assert any(entry.kind == "rank deficient" and not entry.excluded for entry in out.entries)
+
+
 def test_ols_infeasible_candidate_is_recorded_not_fitted():
     rng, X, candidates = _problem(12, 4)
     y = rng.normal(size=12)
@@ -207,3 +254,40 @@ def test_ridge_penalises_all_zero_columns_to_zero_instead_of_a_singular_newton_s
         rtol=1e-7,
         atol=1e-10,
     )
+
+
+@pytest.mark.parametrize("kind", ["binomial", "poisson", "multinomial"])
+def test_newton_folds_do_not_keep_a_coefficient_fitted_on_the_held_out_rows(kind):
+    """A word seen only in three rows of the held-out fold: no training row informs its
+    coefficient. The fold fits started from the all-rows optimum and kept its value there, so
+    those rows' out-of-fold predictions reproduced their own labels (probability 1.0 for y = 1,
+    0.0 for y = 0). They must be the training rows' fit, which gives the word coefficient 0:
+    the statsmodels fit without that column."""
+    rng = np.random.default_rng(4)
+    n = 90
+    a = rng.normal(size=(n, 3))
+    folds = make_folds(3, n, seed=0)
+    held = np.flatnonzero(folds == 1)[:3]
+    word = np.zeros(n)
+    word[held] = [1.0, 2.0, 1.5]
+    X = np.column_stack([np.ones(n), a, word])
+    candidates = build_candidates("all", {"a": slice(1, 4), "w": slice(4, 5)},
+                                  [f"c{i}" for i in range(5)], 1)
+    train = folds != 1
+    if kind == "multinomial":
+        y = np.digitize(a[:, 0] + rng.normal(size=n), [-0.5, 0.5])
+        y[held] = [0, 1, 2]
+        out = multinomial_cv_predict(X, y, 3, candidates, folds)
+        reference = sm.MNLogit(y[train], X[train][:, :4]).fit(disp=0).predict(X[held][:, :4])
+    else:
+        family = sm.families.Binomial() if kind == "binomial" else sm.families.Poisson()
+        y = (rng.random(n) < 1 / (1 + np.exp(-a[:, 0]))).astype(float)
+        y[held] = [1.0, 0.0, 1.0]
+        if kind == "poisson":
+            y = rng.poisson(np.exp(0.3 * a[:, 0])).astype(float)
+            y[held] = 6.0
+        out = glm_cv_predict(kind, X, y, candidates, folds)
+        reference = sm.GLM(y[train], X[train][:, :4], family=family).fit().predict(X[held][:, :4])
+    both = [c.label for c in candidates].index("a+w")
+    assert not out.failed[both]
+    np.testing.assert_allclose(out.predictions[held, both], reference, rtol=0, atol=1e-7)

@@ -176,6 +176,42 @@ def _evaluations(seed, n_reps, shift):
     return runs
 
 
+SCALE = 3.0
+
+
+def test_evaluate_computes_a_response_expression_with_the_callers_names():
+    # np (or a constant) used only on the left was not kept: evaluate() refused np.log(y), and
+    # I(y / SCALE) met patsy's function scale() instead of a user's constant named scale.
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(80, 2))
+    frame = pd.DataFrame({"y": np.exp(a[:, 0] + rng.normal(scale=0.3, size=80))})
+    train, test = frame.iloc[:60], frame.iloc[60:]
+    for formula, response in [("np.log(y) ~ block(a)", np.log), ("I(y / SCALE) ~ block(a)",
+                                                                   lambda y: y / SCALE)]:
+        res = pearl.fit(formula, train, blocks={"a": a[:60]}, seed=0, honest=False)
+        direct = sm.OLS(response(train["y"].to_numpy()), sm.add_constant(a[:60])).fit()
+        predicted = direct.predict(sm.add_constant(a[60:]))
+        scores = res.evaluate(test, blocks={"a": a[60:]})
+        assert scores.loc["PEARL", "MSE"] == pytest.approx(
+            mean_squared_error(response(test["y"].to_numpy()), predicted), rel=1e-10)
+
+
+def test_evaluate_reads_booleans_as_the_0_1_classes_of_the_fit_and_back():
+    # True == 1 passed the class check, then pd.Categorical coded booleans against int classes as
+    # -1: "multinomial y must be integer class codes 0..1 ... hold [-1.0, ...]".
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(120, 2))
+    label = (a[:, 0] + rng.normal(size=120) > 0)
+    for fitted, tested in [(label.astype(int), label), (label, label.astype(int))]:
+        res = pearl.fit("y ~ block(a)", {"y": fitted[:80], "a": a[:80]}, family="binomial",
+                        seed=0, honest=False)
+        direct = sm.Logit(label[:80].astype(float), sm.add_constant(a[:80])).fit(disp=0)
+        probability = direct.predict(sm.add_constant(a[80:]))
+        scores = res.evaluate({"y": tested[80:], "a": a[80:]})
+        assert scores.loc["PEARL", "cross_entropy"] == pytest.approx(
+            log_loss(label[80:], probability), rel=1e-6)
+
+
 def test_compare_table_means_sds_and_marks(tmp_path):
     groups = {100: _evaluations(0, 5, 0.0), 200: _evaluations(1, 4, -0.5)}
     table = compare_table(groups)
