@@ -107,14 +107,51 @@ def _ledger_frame(entries, where: str) -> pd.DataFrame:
     return frame.assign(where=where)
 
 
-def _inner_folds(state: FitState, response: EncodedResponse, seed) -> np.ndarray:
-    """Inner folds of an outer training set: the fit's K (or LOO), stratified for classes."""
+def _given_fold_labels(state: FitState) -> bool:
+    """Whether the fit's folds were given as labels, which may encode groups of rows."""
+    return not isinstance(state.cv_spec, (str, int, np.integer))
+
+
+def _outer_folds(state: FitState, outer, seed: int) -> np.ndarray:
+    """The outer folds: *outer* as given, or whole given folds dealt to *outer* outer folds.
+
+    Fold labels given to the fit may be groups (patients, documents, sites) whose rows
+    must not be split between training and validation; random outer folds would split
+    them and score a row on models fitted with its own group. So with given labels an
+    int *outer* deals the shuffled labels to ``min(outer, labels)`` outer folds, and
+    ``"loo"`` leaves one given fold out at a time.
+    """
+    response = state.response
+    n = len(response.y)
+    sequence = np.random.SeedSequence([seed, 0])
+    if _given_fold_labels(state) and not isinstance(outer, (np.ndarray, list, tuple, pd.Series)):
+        groups = state.folds
+        n_groups = int(groups.max()) + 1
+        if isinstance(outer, str):  # "loo": one given fold at a time
+            return groups.copy()
+        order = np.random.default_rng(sequence).permutation(n_groups)
+        dealt = np.empty(n_groups, dtype=np.intp)
+        dealt[order] = np.arange(n_groups) % min(int(outer), n_groups)
+        return dealt[groups]
+    strata = response.y.astype(np.intp) if response.classes is not None else None
+    return make_folds(outer, n, seed=sequence, strata=strata)
+
+
+def _inner_folds(state: FitState, response: EncodedResponse, train: np.ndarray,
+                 seed) -> np.ndarray:
+    """Inner folds of an outer training set: the fit's K (or LOO), stratified for classes.
+
+    With fold labels given to the fit, the training rows keep theirs (renumbered), as
+    ``pearlstats.fit`` on those rows with ``cv=`` their labels would use.
+    """
     n = len(response.y)
     if isinstance(state.cv_spec, str):
         return np.arange(n)
-    n_folds = int(state.folds.max()) + 1
     strata = response.y.astype(np.intp) if response.classes is not None else None
-    folds = make_folds(min(n_folds, n), n, seed=seed, strata=strata)
+    if _given_fold_labels(state):
+        folds = make_folds(state.folds[train], n)
+    else:
+        folds = make_folds(min(int(state.folds.max()) + 1, n), n, seed=seed, strata=strata)
     if strata is not None:
         check_class_coverage(strata, folds, response.classes)
     return folds
@@ -199,7 +236,7 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
     everything = state.candidates.everything
     pool = state.candidates.pool
     sub = EncodedResponse(state.response.y[train], state.response.classes)
-    draws = [_inner_folds(state, sub, seed) for seed in seeds]
+    draws = [_inner_folds(state, sub, train, seed) for seed in seeds]
     outputs, family = cross_validate_draws(state.family, state.design.X[train], sub, everything,
                                            draws, loo=isinstance(state.cv_spec, str),
                                            ridge=state.ridge)
@@ -232,7 +269,11 @@ def nested_cross_validation(
     state : FitState
         A fit's stage values (``res.stages``).
     outer : int, "loo" or array-like, default 5
-        Outer folds (stratified for classes).
+        Outer folds (stratified for classes). If the fit was given fold labels
+        (``cv=`` one label per row, which may be groups), whole given folds are
+        dealt to the outer folds (``"loo"``: one given fold at a time) and each
+        outer training set keeps its given labels as its inner folds, so no
+        group is split between fitting and scoring.
     seed : int, optional
         Outer folds are seeded by ``SeedSequence([seed, 0])``, the inner folds
         of outer fold k by ``SeedSequence([seed, 1, k])`` (draw r > 0 of the fit's
@@ -250,11 +291,9 @@ def nested_cross_validation(
     """
     seed = state.seed if seed is None else seed
     response = state.response
-    n = len(response.y)
-    strata = response.y.astype(np.intp) if response.classes is not None else None
-    outer_folds = make_folds(outer, n, seed=np.random.SeedSequence([seed, 0]), strata=strata)
-    if strata is not None:
-        check_class_coverage(strata, outer_folds, response.classes)
+    outer_folds = _outer_folds(state, outer, seed)
+    if response.classes is not None:
+        check_class_coverage(response.y.astype(np.intp), outer_folds, response.classes)
     # The fast path: every candidate over all outer folds at once, with ridges chosen afresh
     # (not the fit's); _held_out_fold refits where an outer fold's own procedure chose otherwise.
     outside = cross_validate(state.family.configured(candidate_ridges={}), state.design.X,

@@ -204,3 +204,33 @@ def test_cv_plus_intervals_cover_new_rows_at_about_the_nominal_level():
         total += len(band)
         np.testing.assert_allclose(band["mean"], res.predict(test), atol=1e-12)
     assert 0.85 <= hits / total <= 0.97
+
+
+def test_given_fold_labels_are_groups_the_nested_cv_never_splits():
+    # Rows come in groups of four that share their block values and nearly their response: a
+    # row scored on a model fitted with its group's other rows looks far better than a new group
+    # would. Given the groups as fold labels, the honest outer folds deal out whole groups, each
+    # outer training set keeps its groups as inner folds, and outer fold k is pearl.fit on its
+    # training rows with cv= their group labels.
+    rng = np.random.default_rng(5)
+    n_groups, size = 12, 4
+    groups = np.repeat(np.arange(n_groups), size)
+    a, b = rng.normal(size=(n_groups, 2))[groups], rng.normal(size=(n_groups, 3))[groups]
+    y = (a[:, 0] + rng.normal(size=n_groups)[groups]) + 0.05 * rng.normal(size=len(groups))
+    labels = np.array([f"g{g:02d}" for g in groups])
+    data = {"y": y, "a": a, "b": b}
+    res = pearl.fit("y ~ block(a) + block(b)", data, cv=labels, seed=2)
+    nested = res.honest_risk()
+    for g in range(n_groups):  # every group in one outer fold
+        assert len(set(nested.outer_folds[groups == g])) == 1
+    assert nested.n_outer == 5
+    for k in range(nested.n_outer):
+        train = np.flatnonzero(nested.outer_folds != k)
+        inner = nested.inner_folds[k]
+        # One inner fold per training group (its rows, and no other).
+        assert len(set(zip(inner, groups[train]))) == len(set(groups[train])) == inner.max() + 1
+        direct = pearl.fit("y ~ block(a) + block(b)", _rows(data, train), cv=labels[train],
+                           seed=0, honest=False)
+        np.testing.assert_allclose(nested.fold_weights.loc[k], direct.weights, atol=1e-10)
+    loo = res.honest_risk(outer="loo")
+    np.testing.assert_array_equal(loo.outer_folds, groups)
