@@ -454,13 +454,16 @@ def _strategies_table(res) -> SimpleTable:
 
 
 def _importance_table(res) -> SimpleTable:
-    counts = res.block_membership.sum(axis=0)
+    # Candidates that failed have weight 0 and no say: counted, they would overstate a block's
+    # presence in the pool the weights were chosen from.
+    counts = res.block_membership[~res.failed].sum(axis=0)
     rows = [
         [format_number(value), str(int(counts[name]))]
         for name, value in res.block_importance.items()
     ]
     return _table(rows, ["importance", "in candidates"], list(res.block_importance.index),
-                  "Block importance (total weight of the candidates with the block)")
+                  "Block importance (total weight of the candidates with the block; "
+                  "candidates that failed not counted)")
 
 
 def _diagnostics_table(res, correct) -> SimpleTable:

@@ -143,6 +143,21 @@ def test_block_importance_section(fitted):
         assert int(count) == 2 ** (len(NAMES) - 1) == len(containing)
 
 
+def test_block_importance_counts_only_candidates_that_did_not_fail():
+    # 16 rows, K = 5: the three candidates with the 9-column block w have more coefficients
+    # than training rows and fail; w is then in one candidate that fitted, not four.
+    rng = np.random.default_rng(4)
+    blocks = {"a": rng.normal(size=(16, 2)), "b": rng.normal(size=(16, 3)),
+              "w": rng.normal(size=(16, 9))}
+    y = blocks["a"][:, 0] + rng.normal(size=16)
+    with pytest.warns(pearl.CandidateFailureWarning):
+        res = pearl.fit("y ~ block(a) + block(b) + block(w)", {"y": y, **blocks}, seed=3,
+                        honest=False)
+    assert sorted(res.failed[res.failed].index) == ["a+b+w", "a+w", "b+w"]
+    rows = _body(_table(res.summary(), "Block importance"))
+    assert {name: int(count) for name, (_, count) in rows.items()} == {"a": 2, "b": 2, "w": 1}
+
+
 def _frank_wolfe_gap(P, y, w):
     gradient = 2 * P.T @ (P @ w - y) / len(y)
     return gradient @ w - gradient.min()
