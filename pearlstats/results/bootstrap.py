@@ -68,7 +68,10 @@ def bootstrap_resample(
     ``rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(b + 1)[b])``
     (independent of how many resamples are drawn): rows ``rng.integers(0, n, n)``,
     then the fold stage (:func:`~pearlstats.stages.assign_folds`, with the same ``rng``) on the
-    distinct drawn rows in increasing order, whose labels the copies share.
+    distinct drawn rows in increasing order, whose labels the copies share. With fold labels
+    given to the fit (which may be groups) it is a cluster bootstrap: G of the G labels are
+    drawn with ``rng.integers(0, G, G)`` (again while fewer than two are distinct) and each
+    brings all its rows, in increasing order, in the order drawn; every row keeps its label.
 
     Copies of an original row share its fold, so no row is ever validated
     by a model trained on a copy of itself: a copy in the training set would
@@ -93,15 +96,39 @@ def bootstrap_resample(
 
     Returns
     -------
-    rows : ndarray of int (n,)
+    rows : ndarray of int (n,; with given labels, the drawn groups' sizes summed)
         Positions of the resample's rows in the fit's rows.
-    folds : ndarray of int (n,)
+    folds : ndarray of int (as *rows*)
         Fold code of each resample row, 0..K-1.
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
-    rows = rng.integers(0, n, size=n)
+    if _given_labels(cv_spec):
+        rows = _whole_groups(state_folds, rng)
+    else:
+        rows = rng.integers(0, n, size=n)
     return rows, _resample_folds(rows, cv_spec, rng, state_folds, y, classes,
                                  f"bootstrap resample {b} (seed {seed})")
+
+
+def _given_labels(cv_spec) -> bool:
+    """Whether the fit's ``cv`` was one fold label per row (which may be groups)."""
+    return not isinstance(cv_spec, (str, numbers.Integral))
+
+
+def _whole_groups(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Rows of a cluster bootstrap: G of the G given folds drawn with replacement, whole.
+
+    Rows that share a given fold label may be one group (a patient, a document, a site),
+    whose rows are alike: resampling single rows would treat them as independent and
+    understate the weights' spread. A draw with fewer than two distinct folds is drawn
+    again (the fold stage needs two).
+    """
+    n_groups = int(labels.max()) + 1
+    members = [np.flatnonzero(labels == g) for g in range(n_groups)]
+    while True:
+        chosen = rng.integers(0, n_groups, size=n_groups)
+        if np.unique(chosen).size >= 2:
+            return np.concatenate([members[g] for g in chosen])
 
 
 def _resample_folds(rows, cv_spec, rng, state_folds, y, classes, where: str) -> np.ndarray:

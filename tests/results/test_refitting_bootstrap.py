@@ -41,10 +41,14 @@ def res(data):
 def _documented_resample(n, seed, b, n_folds=None, strata=None, labels=None):
     """Rows and folds of resample b as the docstring describes them, written out here."""
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(b + 1)[b])
+    if labels is not None:  # a cluster bootstrap: whole label groups, drawn until two differ
+        names = np.unique(labels)
+        while len(set(chosen := rng.integers(0, len(names), len(names)))) < 2:
+            pass
+        rows = np.concatenate([np.flatnonzero(labels == names[g]) for g in chosen])
+        return rows, labels[rows]
     rows = rng.integers(0, n, size=n)
     distinct, position = np.unique(rows, return_inverse=True)
-    if labels is not None:
-        return rows, labels[rows]
     if n_folds is None:  # leave one original row out
         return rows, position
     folds = make_folds(
@@ -149,6 +153,25 @@ def test_loo_leaves_out_every_copy_and_given_labels_are_kept(data):
         rtol=0,
         atol=1e-10,
     )
+
+
+def test_given_labels_resample_whole_groups():
+    # Rows sharing a label are one group: a resample holds each drawn group whole (all its
+    # rows, as often as the group was drawn), and its weights are pearl.fit on those rows
+    # with cv= their labels.
+    frame, blocks = _rows(48, seed=2)
+    labels = np.repeat([f"p{i}" for i in range(8)], 6)
+    grouped = pearl.fit(FORMULA, frame, blocks=blocks, cv=labels, seed=0, honest=False)
+    boot = grouped.resample_weights("bootstrap", n_resamples=6, seed=11, refit=True)
+    for b in range(6):
+        rows, folds = _documented_resample(48, 11, b, labels=labels)
+        counts = pd.Series(rows).value_counts()
+        for name in set(labels[rows]):
+            members = np.flatnonzero(labels == name)
+            assert counts[members].nunique() == 1  # every row of a drawn group, equally often
+        assert len(rows) % 6 == 0 and len(set(labels[rows])) >= 2
+        np.testing.assert_allclose(boot[f"boot {b}"], _refit(frame, blocks, rows, folds),
+                                   rtol=0, atol=1e-10)
 
 
 def test_same_seed_same_weights_and_resample_b_does_not_depend_on_their_number(res):
