@@ -825,6 +825,7 @@ def aps_prediction_sets(
     *,
     randomize: bool = True,
     seed: int | np.random.SeedSequence | None = None,
+    new_uniforms: ArrayLike | None = None,
 ) -> np.ndarray:
     """CV+ adaptive prediction sets for classes (Romano, Sesia & Candès 2020).
 
@@ -853,6 +854,10 @@ def aps_prediction_sets(
         U = 1 (larger, conservative sets).
     seed : int or numpy.random.Generator, optional
         Source of U: n draws for the training rows, then m for the new rows.
+    new_uniforms : array-like of float in [0, 1], shape (m,), optional
+        The new rows' U instead of the m draws from *seed* (with *randomize*):
+        a caller can tie each row's U to the row itself, so that its set does
+        not depend on the other rows predicted with it or their order.
 
     Returns
     -------
@@ -873,7 +878,14 @@ def aps_prediction_sets(
     n, m = codes.size, fold_probs.shape[1]
     rng = np.random.default_rng(seed)
     u_train = rng.uniform(size=n) if randomize else np.ones(n)
-    u_new = rng.uniform(size=m) if randomize else np.ones(m)
+    if not randomize:
+        u_new = np.ones(m)
+    elif new_uniforms is None:
+        u_new = rng.uniform(size=m)
+    else:
+        u_new = np.asarray(new_uniforms, dtype=float)
+        if u_new.shape != (m,):
+            raise DataError(f"new_uniforms has shape {u_new.shape}; give one U per new row ({m},)")
     train = aps_scores(probs, u_train)[np.arange(n), codes]
     beaten = np.zeros((m, probs.shape[1]), dtype=np.int64)
     for k in range(fold_probs.shape[0]):

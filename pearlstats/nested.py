@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -404,11 +405,26 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
     if held_out.ndim == 1:  # binomial: P(y = 1) -> two columns
         held_out = np.column_stack([1.0 - held_out, held_out])
         new = np.stack([1.0 - new, new], axis=-1)
+    seed = state.seed if seed is None else seed
     return aps_prediction_sets(
         np.asarray(y, dtype=np.intp),
         held_out,
         nested.outer_folds,
         new,
         alpha,
-        seed=state.seed if seed is None else seed,
+        seed=seed,
+        new_uniforms=_row_uniforms(X_new, seed),
     )
+
+
+def _row_uniforms(X_new: np.ndarray, seed: int) -> np.ndarray:
+    """One U in [0, 1) per new row, drawn from the row's own design values and *seed*.
+
+    Drawn by position, a row's U (and so its randomised prediction set) would change with
+    the rows predicted alongside it and their order; keyed by the row, the same row gets
+    the same set in any batch.
+    """
+    rows = np.ascontiguousarray(X_new, dtype=np.float64) + 0.0  # + 0.0: -0.0 and 0.0 alike
+    keys = [int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
+            for row in rows]
+    return np.array([np.random.default_rng([seed, key]).uniform() for key in keys])

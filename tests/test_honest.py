@@ -234,3 +234,31 @@ def test_given_fold_labels_are_groups_the_nested_cv_never_splits():
         np.testing.assert_allclose(nested.fold_weights.loc[k], direct.weights, atol=1e-10)
     loo = res.honest_risk(outer="loo")
     np.testing.assert_array_equal(loo.outer_folds, groups)
+
+
+def test_prediction_sets_of_a_row_do_not_depend_on_the_rows_predicted_with_it():
+    # The randomised APS sets draw one U per new row; drawn by position, a labelled row's set
+    # changed when the rows were reordered or predicted in another batch.
+    rng = np.random.default_rng(3)
+    n = 120
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    y = (a[:, 0] + 0.5 * b[:, 1] + rng.normal(size=n) > 0).astype(int)
+    frame = pd.DataFrame({"y": y}, index=[f"r{i}" for i in range(n)])
+    blocks = {"a": pd.DataFrame(a, index=frame.index), "b": pd.DataFrame(b, index=frame.index)}
+    res = pearl.fit("y ~ block(a) + block(b)", frame.iloc[:90],
+                    blocks={k: v.iloc[:90] for k, v in blocks.items()}, family="binomial", seed=4)
+    new = frame.iloc[90:]
+    new_blocks = {k: v.iloc[90:] for k, v in blocks.items()}
+    sets = res.predict(new, blocks=new_blocks, interval="set", alpha=0.3)
+    assert sets.sum(axis=1).nunique() > 1  # sets of different sizes: U matters
+
+    def rows(labels):
+        return new.loc[labels], {k: v.loc[labels] for k, v in new_blocks.items()}
+
+    shuffled_rows, shuffled_blocks = rows(new.index[np.random.default_rng(0).permutation(30)])
+    shuffled = res.predict(shuffled_rows, blocks=shuffled_blocks, interval="set", alpha=0.3)
+    pd.testing.assert_frame_equal(shuffled.loc[sets.index], sets)
+    for label in sets.index[sets.sum(axis=1) != 1][:3]:
+        one_row, one_block = rows([label])
+        one = res.predict(one_row, blocks=one_block, interval="set", alpha=0.3)
+        pd.testing.assert_frame_equal(one, sets.loc[[label]])
