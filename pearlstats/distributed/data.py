@@ -117,8 +117,21 @@ class DaskRows:
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
 
-    def tasks(self, function: Callable[..., Any], *args: Any) -> list:
-        """One delayed ``function(frame, blocks, offset, *args)`` per partition."""
+    def tasks(self, function: Callable[..., Any], *args: Any, keep_empty: bool = False) -> list:
+        """One delayed ``function(frame, blocks, offset, *args)`` per partition.
+
+        Parameters
+        ----------
+        function : callable
+            Called on each partition's frame, blocks and first row position.
+        *args
+            Passed on to *function*.
+        keep_empty : bool, default False
+            Also run on partitions without rows. Sums skip them (a filtered
+            dask DataFrame often has empty partitions, and reductions such as
+            column minima have no value on zero rows); prediction keeps them
+            so its output has the input's partitions.
+        """
         from dask import delayed
 
         run = delayed(_run_partition, pure=True)
@@ -133,6 +146,7 @@ class DaskRows:
                 args,
             )
             for i in range(len(self.lengths))
+            if keep_empty or self.lengths[i] > 0
         ]
 
 
@@ -308,13 +322,14 @@ def check_distributable(design: Design) -> None:
 
 
 def head_design(rows: DaskRows, formula: Any, eval_env: Any) -> Design:
-    """The fit's DesignSpec, built on the first partition (a design of partition size)."""
+    """The fit's DesignSpec, built on the first partition with rows (a design of partition size)."""
     from dask import compute
 
-    frame, blocks = compute(rows.tasks(_head, formula)[0])[0]
+    tasks = rows.tasks(_head, formula)
+    if not tasks:
+        raise DataError("the data has no rows (every partition is empty)")
+    frame, blocks = compute(tasks[0])[0]
     frame, _ = covariate_row_variables(formula, frame, eval_env)
-    if not len(frame):
-        raise DataError("the first partition of the data has no rows; repartition the data")
     design = build_design(formula, frame, blocks, eval_env)
     check_distributable(design)
     return design

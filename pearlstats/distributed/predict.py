@@ -84,7 +84,10 @@ def predict_dask(res: Any, newdata: Any, blocks: Any=None) -> Any:
     B = coefficient_matrix(res, list(weights.index))
     rows = _rows_for(res, newdata, blocks)
     as_series = isinstance(newdata, dd.DataFrame)
-    tasks = rows.tasks(_predict_part, res.design_spec, res.family, B, weights.to_numpy(), as_series)
+    tasks = rows.tasks(
+        _predict_part, res.design_spec, res.family, B, weights.to_numpy(), as_series,
+        keep_empty=True,
+    )
     if as_series:
         meta = pd.Series(dtype=float, name="prediction")
         return dd.from_delayed(tasks, meta=meta, divisions=rows.divisions, verify_meta=False)

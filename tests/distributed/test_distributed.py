@@ -13,7 +13,7 @@ dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is n
 import pearlstats as pearl
 import pearlstats.representations as frl
 from pearlstats.distributed import DaskPearlResults, hash_folds
-from pearlstats.exceptions import BlockError, OptionError
+from pearlstats.exceptions import BlockError, DataError, OptionError
 
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
 
@@ -285,3 +285,32 @@ def test_pass_newton_tries_several_step_lengths_in_one_pass():
     ladders = [r["t"].tolist() for r in requests]
     assert any(len(t) > 1 for t in ladders)  # several lengths of one line search in a pass
     assert passes < state.iterations[0] + sum(len(t) - 1 for t in ladders)
+
+
+def test_empty_partitions_of_a_filtered_dataframe(client):
+    """A filtered dask DataFrame has empty partitions; they hold nothing to sum (was ValueError)."""
+    data = _problem("gaussian", n=600)
+    columns = {f"{k}{i}": data[k][:, i] for k in "abc" for i in range(data[k].shape[1])}
+    keep = np.r_[np.zeros(150), np.ones(300), np.zeros(150)].astype(bool)  # 1st, 4th empty
+    frame = pd.DataFrame({"y": data["y"], "x": data["x"], "keep": keep, **columns})
+    filtered = dd.from_pandas(frame, npartitions=4)
+    filtered = filtered[filtered.keep]
+    groups = {k: [f"{k}{i}" for i in range(data[k].shape[1])] for k in "abc"}
+    res_d = pearl.fit(FORMULA, filtered, blocks=groups, cv=4, seed=2)
+    kept = {k: v[keep] for k, v in data.items()}
+    res_m = pearl.fit(
+        FORMULA, kept, cv=hash_folds(np.arange(300), 4, seed=2), seed=2, honest=False
+    )
+    assert res_d.nobs == 300
+    np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8)
+    prediction = res_d.predict(filtered, blocks=groups)
+    assert prediction.npartitions == filtered.npartitions
+    np.testing.assert_allclose(
+        prediction.compute().to_numpy(), res_m.predict(kept).to_numpy(), rtol=1e-8, atol=1e-10
+    )
+    pd.testing.assert_frame_equal(
+        res_d.evaluate(filtered, blocks=groups), res_m.evaluate(kept), atol=1e-8
+    )
+    with pytest.raises(DataError, match="every partition is empty"):
+        pearl.fit(FORMULA, filtered[filtered.x > 100], blocks=groups, cv=4, seed=2)
