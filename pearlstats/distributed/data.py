@@ -219,7 +219,8 @@ def dask_rows(data: Any, blocks: Any, formula: Any) -> DaskRows:
     elif isinstance(blocks, Mapping):
         for name, value in blocks.items():
             if isinstance(value, da.Array):
-                arrays_in[name] = value
+                # a 1-D block is one feature, as in memory (pearlstats.design.data)
+                arrays_in[name] = value[:, None] if value.ndim == 1 else value
             elif isinstance(value, (list, tuple)) and isinstance(data, dd.DataFrame):
                 missing = [c for c in value if c not in data.columns]
                 if missing:
@@ -239,10 +240,25 @@ def dask_rows(data: Any, blocks: Any, formula: Any) -> DaskRows:
         )
     for name, value in arrays_in.items():
         _check_row_chunks(name, value)
+    arrays_in = {name: _known_chunks(value) for name, value in arrays_in.items()}
+    if isinstance(frame_parts, Mapping):
+        frame_parts = {name: _known_chunks(value) for name, value in frame_parts.items()}
     wanted = set(formula.block_names) - set(arrays_in) - set(groups)
     if wanted and representations is None:
         raise BlockError(f"block(s) {sorted(wanted)} of the formula are in neither data nor blocks")
     return _align(frame_parts, arrays_in, groups, representations, divisions)
+
+
+def _known_chunks(value):
+    """*value* with its row chunk sizes known.
+
+    ``DataFrame.to_dask_array()`` without ``lengths=True`` gives chunks of
+    unknown size (NaN), which cannot be aligned with the data's partitions;
+    their sizes cost one pass over that array.
+    """
+    if np.isnan(value.chunks[0]).any():
+        return value.compute_chunk_sizes()
+    return value
 
 
 def _align(frame_parts, arrays_in, groups, representations, divisions) -> DaskRows:
@@ -255,6 +271,13 @@ def _align(frame_parts, arrays_in, groups, representations, divisions) -> DaskRo
         reference = reference if reference is not None else next(iter(arrays_in.values()))
         lengths = tuple(int(c) for c in reference.chunks[0])
         names = list(frame_parts)
+        uneven = {name: frame_parts[name].shape[0] for name in names
+                  if frame_parts[name].shape[0] != sum(lengths)}
+        if uneven:
+            raise DataError(
+                f"the data's columns have different lengths: {uneven} where "
+                f"{names[0]!r} has {sum(lengths)} rows; give every column one value per row"
+            )
         columns = [frame_parts[name].rechunk((lengths,)).to_delayed().ravel() for name in names]
         frames = (
             [delayed(_frame_of_arrays)(*parts, names=names) for parts in zip(*columns)]

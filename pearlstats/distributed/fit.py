@@ -41,6 +41,17 @@ def _fold_spec(cv, seed: int):
     )
 
 
+def _check_fold_column(fold_spec, data) -> None:
+    """A fold column named by ``cv=`` must be one of the data's columns (not a block)."""
+    kind, name, _ = fold_spec
+    columns = list(data.columns) if hasattr(data, "columns") else list(data)
+    if kind == "column" and name not in columns:
+        raise FoldError(
+            f"cv={name!r} names no column of the data (columns: {columns[:20]}); give K >= 2 or "
+            "the name of a column of fold labels"
+        )
+
+
 def _check_folds(moments, family: str) -> None:
     labels = moments.labels
     if labels != list(range(len(labels))) or len(labels) < 2:
@@ -155,6 +166,7 @@ def fit_distributed(
     _check_supported(family, loss, missing)
     ridge = check_ridge(ridge)
     fold_spec = _fold_spec(cv, seed)
+    _check_fold_column(fold_spec, data)
     rows = dask_rows(data, blocks, formula)
     design = head_design(rows, formula, env)
     pool = build_pool(design, candidates, max_candidates)

@@ -13,7 +13,7 @@ dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is n
 import pearlstats as pearl
 import pearlstats.representations as frl
 from pearlstats.distributed import DaskPearlResults, hash_folds
-from pearlstats.exceptions import BlockError, DataError, OptionError
+from pearlstats.exceptions import BlockError, DataError, FoldError, OptionError
 
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
 
@@ -314,3 +314,48 @@ def test_empty_partitions_of_a_filtered_dataframe(client):
     )
     with pytest.raises(DataError, match="every partition is empty"):
         pearl.fit(FORMULA, filtered[filtered.x > 100], blocks=groups, cv=4, seed=2)
+
+
+def test_blocks_with_unknown_chunk_sizes_and_one_dimensional_blocks(client):
+    """``to_dask_array()`` without lengths (NaN chunks) and a 1-D block: both fitted as in memory.
+
+    Unknown chunk sizes failed with "cannot convert float NaN to integer" (or, chunked unlike the
+    data, claimed the block had ``nan`` rows); a 1-D dask block failed with an IndexError.
+    """
+    data = _problem("gaussian", n=600)
+    frame = dd.from_pandas(pd.DataFrame({"y": data["y"], "x": data["x"]}), npartitions=3)
+    unknown = {
+        k: dd.from_pandas(pd.DataFrame(data[k]), npartitions=m).to_dask_array()
+        for k, m in zip("abc", (3, 3, 5))
+    }
+    assert np.isnan(unknown["a"].chunks[0]).all()
+    folds = hash_folds(np.arange(600), 4, seed=1)
+    res_m = pearl.fit(FORMULA, data, cv=folds, seed=1, honest=False)
+    for dask_data, blocks in [
+        (frame, unknown),
+        ({"y": frame.y.to_dask_array(), "x": frame.x.to_dask_array(), **unknown}, None),
+    ]:
+        res_d = pearl.fit(FORMULA, dask_data, blocks=blocks, cv=4, seed=1)
+        np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8)
+    one = {"a": data["a"], "b": data["b"][:, 1]}
+    rows = {"y": data["y"], "x": data["x"]}
+    res_m = pearl.fit(
+        "y ~ x + block(a) + block(b)", rows, blocks=one, cv=folds, seed=1, honest=False
+    )
+    blocks = {"a": da.from_array(one["a"], chunks=(200, 3)), "b": da.from_array(one["b"], 150)}
+    res_d = pearl.fit("y ~ x + block(a) + block(b)", frame, blocks=blocks, cv=4, seed=1)
+    np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8)
+
+
+def test_mismatched_columns_and_missing_fold_column_are_named(client):
+    """Both failed with bare dask / pandas errors (ValueError on chunks, KeyError 'fold')."""
+    data = _problem("gaussian", n=300)
+    arrays = {k: da.from_array(v, chunks=100) for k, v in data.items() if k in ("y", "x")}
+    arrays.update({k: da.from_array(data[k], chunks=(100, -1)) for k in "abc"})
+    with pytest.raises(DataError, match=r"different lengths: \{'x': 299\} where 'y' has 300"):
+        pearl.fit(FORMULA, dict(arrays, x=arrays["x"][:299]), cv=3, seed=0)
+    frame, blocks = _dask(data, npartitions=2)
+    with pytest.raises(FoldError, match=r"cv='fold' names no column of the data"):
+        pearl.fit(FORMULA, frame, blocks=blocks, cv="fold", seed=0)
