@@ -14,6 +14,7 @@ fit gets from ``cv=hash_folds(np.arange(n), K, seed)``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,14 @@ from patsy import EvalEnvironment
 from ..design.formula import covariate_row_variables, response_values
 from ..design.spec import Design, build_design
 from ..engines._common import one_blas_thread
-from ..exceptions import BlockError, DataError, FoldError, OptionError, ResponseError
+from ..exceptions import (
+    BlockError,
+    DataError,
+    FoldError,
+    MissingValueError,
+    OptionError,
+    ResponseError,
+)
 
 __all__ = ["DaskRows", "dask_rows", "hash_folds", "head_design", "is_dask_collection", "uses_dask"]
 
@@ -157,12 +165,38 @@ def _run_partition(function, frame, arrays, groups, representations, offset, arg
 
 
 def _partition_call(function, frame, arrays, groups, representations, offset, args):
-    blocks = dict(arrays)
-    for name, columns in groups.items():
-        blocks[name] = frame[list(columns)].to_numpy(dtype=float)
-    if representations is not None:
-        blocks.update(representations.transform(frame))
-    return function(frame, blocks, offset, *args)
+    try:
+        blocks = dict(arrays)
+        for name, columns in groups.items():
+            blocks[name] = frame[list(columns)].to_numpy(dtype=float)
+        if representations is not None:
+            blocks.update(representations.transform(frame))
+        return function(frame, blocks, offset, *args)
+    except MissingValueError as err:
+        # the checks count rows within the partition; the user counts them in the whole data
+        raise MissingValueError(
+            f"{_shift_positions(str(err), offset)} (with dask data, drop those rows with dask, "
+            "e.g. ddf.dropna(); missing='drop' is for in-memory data)"
+        ) from err
+
+
+_POSITIONS = re.compile(r"\b(rows?) (\d+(?:, \d+)*)")
+
+
+def _shift_positions(message: str, offset: int) -> str:
+    """*message* with the row positions of :func:`~pearlstats.exceptions.format_positions` moved
+    by *offset*.
+
+    Examples
+    --------
+    >>> _shift_positions("block 'a' has NaN at rows 0, 4 and 2 more; impute", 400)
+    "block 'a' has NaN at rows 400, 404 and 2 more; impute"
+    """
+    def shift(match):
+        positions = ", ".join(str(int(p) + offset) for p in match.group(2).split(", "))
+        return f"{match.group(1)} {positions}"
+
+    return _POSITIONS.sub(shift, message)
 
 
 def _frame_of_arrays(*columns, names):

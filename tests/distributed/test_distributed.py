@@ -13,7 +13,13 @@ dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is n
 import pearlstats as pearl
 import pearlstats.representations as frl
 from pearlstats.distributed import DaskPearlResults, hash_folds
-from pearlstats.exceptions import BlockError, DataError, FoldError, OptionError
+from pearlstats.exceptions import (
+    BlockError,
+    DataError,
+    FoldError,
+    MissingValueError,
+    OptionError,
+)
 
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
 
@@ -359,3 +365,20 @@ def test_mismatched_columns_and_missing_fold_column_are_named(client):
     frame, blocks = _dask(data, npartitions=2)
     with pytest.raises(FoldError, match=r"cv='fold' names no column of the data"):
         pearl.fit(FORMULA, frame, blocks=blocks, cv="fold", seed=0)
+
+
+def test_missing_values_are_reported_at_their_row_of_the_data(client):
+    """Partition checks counted rows within the partition: a NaN in row 400 was "at row 0"."""
+    data = _problem("gaussian", n=600)
+
+    def chunked(values):
+        return {k: da.from_array(v, chunks=(200,) + v.shape[1:]) for k, v in values.items()}
+
+    a = data["a"].copy()
+    a[[400, 455], 1] = np.nan
+    with pytest.raises(MissingValueError, match=r"block 'a' has NaN .* at rows 400, 455; .*dropna"):
+        pearl.fit(FORMULA, chunked(dict(data, a=a)), cv=3, seed=0)
+    x = data["x"].copy()
+    x[520] = np.inf
+    with pytest.raises(MissingValueError, match=r"'x' has missing or infinite values at row 520;"):
+        pearl.fit(FORMULA, chunked(dict(data, x=x)), cv=3, seed=0)
