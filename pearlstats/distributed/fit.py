@@ -19,7 +19,7 @@ from ..exceptions import FoldError, OptionError
 from ..ledger import LedgerEntry
 from ..stages import build_pool
 from .data import dask_rows, head_design
-from .newton import newton_coefficients
+from .newton import newton_with_separation
 from .ols import moment_pass, solve_least_squares
 from .oof import OofPasses
 from .results import DaskPearlResults
@@ -179,8 +179,9 @@ def fit_distributed(
     if family.name == "gaussian":
         coefs, failed, entries = solve_least_squares(moments, everything, ridge)
     else:
-        coefs, failed, entries, newton_passes = newton_coefficients(
-            rows, spec, family.name, fold_spec, moments, everything, ridge, env
+        coefs, failed, entries, newton_passes = newton_with_separation(
+            rows, spec, family.name, fold_spec, moments, everything, ridge, env,
+            family.separation,
         )
         passes += newton_passes
     n_pool = len(pool.pool)

@@ -24,8 +24,11 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
+from ..engines._common import SEPARATION_RIDGES
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
 from ..engines.newton import NewtonResult
+from ..engines.newton_cv import _ladder_entry, ridge_ladder
+from ..exceptions import SeparationError
 from .data import partition_design, partition_folds, partition_response
 from .driver import pass_newton
 from .ols import feasible_candidates, scaled_design, to_original, training_penalty, tree_sum
@@ -308,3 +311,76 @@ def newton_coefficients(
             coefs[k, :, j] = to_original(designs[centre], S, folds.theta[jj * K + k, : S.size], p)
         coefs[K, :, j] = to_original(designs[centre], S, everything.theta[jj, : S.size], p)
     return coefs, failed, entries, passes + fold_passes
+
+
+def newton_with_separation(
+    rows: Any,
+    spec: Any,
+    kind: str,
+    fold_spec: Any,
+    moments: Any,
+    candidates: Any,
+    ridge: float,
+    env: Any,
+    separation: str,
+) -> tuple:
+    """:func:`newton_coefficients` with the in-memory engine's separation policy.
+
+    A binomial candidate without a finite optimum (separated classes, or no
+    convergence) on all rows or in a fold is, as in
+    :func:`~pearlstats.engines.newton_cv.newton_cv_predict`: refitted in every
+    fold and on all rows with the smallest ridge of
+    :func:`~pearlstats.engines.newton_cv.ridge_ladder` that reaches a finite
+    optimum everywhere (``"ridge"``), reported by
+    :class:`~pearlstats.exceptions.SeparationError` (``"raise"``), or given
+    weight 0 (``"drop"``). Each rung is one more set of distributed passes,
+    for the candidates still waiting only.
+
+    Returns
+    -------
+    coefs, failed, entries, passes
+        As :func:`newton_coefficients`.
+    """
+    coefs, failed, entries, passes = newton_coefficients(
+        rows, spec, kind, fold_spec, moments, candidates, ridge, env
+    )
+    if kind != "binomial" or separation == "drop" or not failed.any():
+        return coefs, failed, entries, passes
+    labels = [c.label for c in candidates]
+    if separation == "raise":
+        for entry in entries:
+            if entry.excluded and entry.kind == "separation":
+                raise SeparationError(
+                    f"candidate {entry.candidate!r}: {entry.reason}. Use separation='ridge' "
+                    f"(refit it with the smallest ridge of {list(SEPARATION_RIDGES)} that has a "
+                    "finite optimum) or separation='drop' (give it weight 0)"
+                )
+        return coefs, failed, entries, passes
+    waiting = [int(j) for j in np.flatnonzero(failed)]
+    trouble = {j: [e for e in entries if e.candidate == labels[j]] for j in waiting}
+    entries = [e for e in entries if e.candidate not in {labels[j] for j in waiting}]
+    ladder = ridge_ladder(ridge)
+    for value in ladder[1:]:
+        if not waiting:
+            break
+        rung = newton_coefficients(
+            rows, spec, kind, fold_spec, moments, [candidates[j] for j in waiting], value, env
+        )
+        passes += rung[3]
+        for jj, j in enumerate(waiting):
+            if not rung[1][jj]:
+                coefs[:, :, j] = rung[0][:, :, jj]
+                failed[j] = False
+                entries.append(_ladder_entry(labels[j], "cv", _first_reason(trouble[j]), ladder,
+                                             value))
+                entries.extend(e for e in rung[2] if e.candidate == labels[j])
+        waiting = [j for jj, j in enumerate(waiting) if rung[1][jj]]
+    for j in waiting:
+        entries.append(_ladder_entry(labels[j], "cv", _first_reason(trouble[j]), ladder, None))
+        entries.extend(trouble[j])
+    return coefs, failed, entries, passes
+
+
+def _first_reason(entries: list) -> str:
+    """What kept a candidate from its optimum: the first of its ledger rows that excluded it."""
+    return next((e.reason for e in entries if e.excluded), "no finite optimum")

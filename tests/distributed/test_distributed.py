@@ -19,6 +19,7 @@ from pearlstats.exceptions import (
     FoldError,
     MissingValueError,
     OptionError,
+    SeparationError,
 )
 
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
@@ -382,3 +383,33 @@ def test_missing_values_are_reported_at_their_row_of_the_data(client):
     x[520] = np.inf
     with pytest.raises(MissingValueError, match=r"'x' has missing or infinite values at row 520;"):
         pearl.fit(FORMULA, chunked(dict(data, x=x)), cv=3, seed=0)
+
+
+@pytest.mark.parametrize("separation", ["ridge", "drop"])
+def test_separated_binomial_candidates_follow_the_separation_policy(client, separation):
+    """The dask fit ignored ``separation``: with the default "ridge" a separated candidate got
+    weight 0 (in memory it is refitted up the ridge ladder and here takes all the weight), and
+    "raise" did not raise."""
+    rng = np.random.default_rng(0)
+    n = 400
+    data = {"y": None, "x": rng.normal(size=n), "a": rng.normal(size=(n, 2)),
+            "b": rng.normal(size=(n, 2)), "c": rng.normal(size=(n, 1))}
+    data["y"] = (data["a"][:, 0] > 0).astype(float)  # block a separates the classes
+    frame, blocks = _dask(data, npartitions=4)
+    folds = hash_folds(np.arange(n), 4, seed=1)
+    formula = "y ~ x + block(a) + block(b)"
+    res_d = pearl.fit(formula, frame, blocks=blocks, family="binomial", cv=4, seed=1,
+                      separation=separation)
+    res_m = pearl.fit(formula, data, family="binomial", cv=folds, seed=1, separation=separation,
+                      honest=False)
+    np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-7, atol=1e-10)
+    if separation == "ridge":
+        assert res_d.weights["a"] == pytest.approx(1.0)
+        for label in res_m.candidate_labels:
+            np.testing.assert_allclose(
+                res_d.candidate_params(label), res_m.candidate_params(label), rtol=1e-6, atol=1e-7
+            )
+        with pytest.raises(SeparationError, match="candidate 'a'"):
+            pearl.fit(formula, frame, blocks=blocks, family="binomial", cv=4, seed=1,
+                      separation="raise")
