@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import OptionError
+from ..exceptions import DataError, OptionError
 from ..results.evaluation import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS
 from ..results.strategies import STRATEGIES
-from .data import dask_rows, partition_design, partition_response
+from .data import dask_rows, partition_design, partition_response, uses_dask
 from .newton import mean_of
 from .ols import tree_sum
 
@@ -65,6 +65,13 @@ def _representations(res):
 
 
 def _rows_for(res, newdata, blocks):
+    if not uses_dask(newdata, blocks):
+        # a fit on dask data has no in-memory predict path of its own
+        raise DataError(
+            f"the rows are in memory ({type(newdata).__name__}) but this fit was on dask data and "
+            "predicts and evaluates dask rows; wrap them, e.g. dd.from_pandas(frame, "
+            "npartitions=1) or a dict of da.from_array(...)"
+        )
     source = blocks if blocks is not None else _representations(res)
     return dask_rows(newdata, source, res.design_spec.formula)
 

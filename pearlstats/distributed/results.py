@@ -19,12 +19,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..exceptions import UnknownCandidateError
+from ..exceptions import OptionError, UnknownCandidateError
 from ..ledger import FailureLedger
 from ..results.strategies import STRATEGIES, strategy_weights
 from .data import hash_folds
 
-__all__ = ["DaskPearlResults"]
+__all__ = ["DaskPearlResults", "InMemoryOnlyError"]
+
+
+class InMemoryOnlyError(OptionError, AttributeError):
+    """A :class:`~pearlstats.results.PearlResults` attribute that needs the rows in memory.
+
+    Also an ``AttributeError``, so ``hasattr`` and ``getattr(res, name, default)`` keep
+    answering that a dask result does not have it.
+    """
 
 
 class DaskPearlResults:
@@ -171,6 +179,19 @@ class DaskPearlResults:
         from .predict import evaluate_dask
 
         return evaluate_dask(self, test_data, blocks)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the class lacks: say so for those of the in-memory results
+        # (summary(), honest_risk, cv_predictions, ...) instead of a bare AttributeError.
+        from ..results.core import PearlResults  # results.core imports this package
+
+        if not name.startswith("_") and hasattr(PearlResults, name):
+            raise InMemoryOnlyError(
+                f"{name!r} needs the rows in memory and is not available for a fit on dask data; "
+                "fit an in-memory sample for it, e.g. pearl.fit(formula, ddf.sample(frac=0.1)"
+                ".compute(), ...)"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
         from ..results.core import top_weights  # results.core imports this package

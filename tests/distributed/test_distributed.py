@@ -413,3 +413,22 @@ def test_separated_binomial_candidates_follow_the_separation_policy(client, sepa
         with pytest.raises(SeparationError, match="candidate 'a'"):
             pearl.fit(formula, frame, blocks=blocks, family="binomial", cv=4, seed=1,
                       separation="raise")
+
+
+def test_in_memory_only_results_and_in_memory_rows_are_named(client):
+    """``summary()`` and friends were bare AttributeErrors; predicting a dict of numpy arrays
+    said it "mixes dask arrays with other values" though it held none."""
+    data = _problem("gaussian", n=300)
+    frame, blocks = _dask(data, npartitions=2)
+    res = pearl.fit(FORMULA, frame, blocks=blocks, cv=3, seed=0)
+    for name in ("summary", "honest_risk", "cv_predictions", "resample_weights"):
+        with pytest.raises(OptionError, match=f"'{name}' needs the rows in memory"):
+            getattr(res, name)
+        assert not hasattr(res, name)  # still an AttributeError for hasattr / getattr defaults
+    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
+        res.no_such_thing  # noqa: B018
+    rows = {k: v for k, v in data.items() if k != "y"}
+    with pytest.raises(DataError, match=r"rows are in memory \(dict\) but this fit was on dask"):
+        res.predict(rows)
+    with pytest.raises(DataError, match=r"in memory \(DataFrame\)"):
+        res.evaluate(pd.DataFrame({"y": data["y"], "x": data["x"]}), blocks=data)
