@@ -251,6 +251,12 @@ def dask_rows(data: Any, blocks: Any, formula: Any) -> DaskRows:
     if hasattr(blocks, "transform") and not isinstance(blocks, Mapping):
         representations = blocks
     elif isinstance(blocks, Mapping):
+        # as in memory (pearlstats.design.data): one block may not come from two places
+        both = sorted(set(blocks) & set(arrays_in))
+        if both:
+            raise BlockError(
+                f"block(s) {both} are given both in data and in blocks=; give each block once"
+            )
         for name, value in blocks.items():
             if isinstance(value, da.Array):
                 # a 1-D block is one feature, as in memory (pearlstats.design.data)

@@ -432,3 +432,15 @@ def test_in_memory_only_results_and_in_memory_rows_are_named(client):
         res.predict(rows)
     with pytest.raises(DataError, match=r"in memory \(DataFrame\)"):
         res.evaluate(pd.DataFrame({"y": data["y"], "x": data["x"]}), blocks=data)
+
+
+def test_a_block_given_in_data_and_in_blocks_is_refused_as_in_memory(client):
+    """The dask fit silently used the ``blocks=`` copy; the in-memory fit refuses the pair."""
+    data = _problem("gaussian", n=300)
+    other = np.random.default_rng(9).normal(size=(300, 3))
+    message = r"block\(s\) \['a'\] are given both in data and in blocks="
+    with pytest.raises(BlockError, match=message):
+        pearl.fit(FORMULA, data, blocks={"a": other}, cv=3, seed=0, honest=False)
+    arrays = {k: da.from_array(v, chunks=(100,) + v.shape[1:]) for k, v in data.items()}
+    with pytest.raises(BlockError, match=message):
+        pearl.fit(FORMULA, arrays, blocks={"a": da.from_array(other, chunks=(100, 3))}, cv=3)
