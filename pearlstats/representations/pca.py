@@ -22,6 +22,9 @@ from ._checks import (
 
 __all__ = ["PCA", "Raw"]
 
+# A principal variance below this fraction of the largest is zero: the axis is rounding noise.
+NULL_VARIANCE = 1e-10
+
 
 class PCA:
     """Principal component scores of numeric inputs.
@@ -49,6 +52,9 @@ class PCA:
     -----
     The axes come from a thin SVD of the centred training matrix, so scores
     equal scikit-learn's ``PCA`` up to the sign of each component.
+    ``n_components`` may not exceed the rank of the centred inputs (a
+    direction with variance below ``1e-10`` times the largest is rounding
+    noise), as for :class:`KernelPCA` with the linear kernel.
 
     Examples
     --------
@@ -94,6 +100,19 @@ class PCA:
         mean = Z.mean(axis=0)
         _, singular, axes = svd(Z - mean, full_matrices=False, check_finite=False)
         k = self.n_components
+        # Beyond the rank of the centred inputs an axis is rounding noise and its scores are
+        # ~1e-16 noise, not a component; the same cut-off as KernelPCA's (on variances).
+        # (ratios first: squaring singular values of huge inputs would overflow)
+        rank = int(np.sum((singular / singular[0]) ** 2 > NULL_VARIANCE)) if singular[0] else 0
+        if rank < k:
+            raise BlockError(
+                f"PCA(n_components={k}) found only {rank} direction(s) with non-zero variance "
+                f"in the {'standardised ' if self.standardize else ''}training inputs (their "
+                f"centred rank is {rank}); use n_components <= {rank}"
+                if rank else
+                f"PCA(n_components={k}) got training rows that are all identical; there is no "
+                "direction of variation — use other inputs"
+            )
         self.scaler_, self.mean_ = scaler, mean
         self.components_ = flip_signs(axes[:k].T).T
         self.explained_variance_ = singular[:k] ** 2 / max(n - 1, 1)
