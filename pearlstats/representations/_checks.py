@@ -30,6 +30,10 @@ def float_2d(value: Any, error: type[Exception], not_numbers: str, not_2d: str) 
     """
     if isinstance(value, pd.DataFrame):
         value = value.to_numpy()
+    if np.iscomplexobj(value):
+        # numpy would cast with only a ComplexWarning, silently dropping the imaginary parts
+        raise error(f"{not_numbers} (complex values; pass the real and imaginary parts "
+                    "as separate columns)")
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:

@@ -2,9 +2,12 @@
 
 A learner fitted on a DataFrame read a DataFrame given to transform by position,
 so reordered columns gave every score from the wrong inputs without a word.
+Complex inputs lost their imaginary parts with only a numpy ComplexWarning.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -12,7 +15,7 @@ import pytest
 from sklearn.decomposition import PCA as SklearnPCA
 
 from pearlstats.exceptions import DataError
-from pearlstats.representations import PCA, KernelPCA, Raw
+from pearlstats.representations import PCA, KernelPCA, Raw, Representations
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +71,27 @@ def test_arrays_are_still_read_by_position(frame):
     assert from_frame.fit(frame.to_numpy()).feature_names_in_ is None
 
 
+@pytest.mark.parametrize("make", LEARNERS.values(), ids=LEARNERS.keys())
+def test_complex_inputs_are_refused_not_cast(frame, make):
+    values = frame.to_numpy() + 1j
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # before: a numpy ComplexWarning, then real parts only
+        with pytest.raises(DataError, match="complex values"):
+            make().fit(values)
+        learner = make().fit(frame.to_numpy())
+        with pytest.raises(DataError, match="complex values"):
+            learner.transform(values)
+
+
+def test_representations_refuse_a_complex_column(frame):
+    rows = frame.assign(b=frame["b"] + 1j)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DataError, match="needs numeric columns, but column 'b' has dtype "
+                                            "complex128"):
+            Representations({"pca": PCA(2)}).fit(rows)
+
+
 def test_autoencoder_reads_reordered_dataframe_columns_by_name(frame):
     pytest.importorskip("torch")
     from pearlstats.representations.deep import Autoencoder
@@ -78,3 +102,5 @@ def test_autoencoder_reads_reordered_dataframe_columns_by_name(frame):
                                learner.transform(frame.to_numpy()), rtol=1e-12, atol=1e-12)
     with pytest.raises(DataError, match=r"missing \['b'\], not seen at fit \['B'\]"):
         learner.transform(frame.rename(columns={"b": "B"}))
+    with pytest.raises(DataError, match="complex values"):
+        learner.transform(frame.to_numpy() + 1j)

@@ -179,6 +179,11 @@ class DeepLearner:
                 )
 
     def _as_array(self, X):
+        if np.iscomplexobj(X):  # numpy would drop the imaginary parts with only a warning
+            raise DataError(
+                f"{type(self).__name__} needs real numbers, but got complex values; pass the "
+                "real and imaginary parts as separate columns"
+            )
         try:
             array = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError) as err:
