@@ -130,7 +130,7 @@ class KernelPCA:
     n_iter_ : int
         Iterations of the randomized method (0 otherwise).
     landmark_indices_ : ndarray of int
-        Training rows used as Nyström landmarks (``"nystrom"`` only).
+        Training rows used as Nyström landmarks (``"nystrom"``; None for the other methods).
     feature_names_in_ : list or None
         Columns of the DataFrame fitted on (None for an array); a DataFrame given to
         :meth:`transform` is read by these names.
@@ -223,6 +223,7 @@ class KernelPCA:
         self.feature_names_in_ = names
         self.output_dim_ = self.n_components
         self.n_iter_ = 0
+        self.landmark_indices_ = None  # set by a Nystrom fit; a refit must not keep stale ones
         rng = np.random.default_rng(self.seed)
         method = self.method
         if method == "auto":
