@@ -30,6 +30,10 @@ def float_2d(value: Any, error: type[Exception], not_numbers: str, not_2d: str) 
     """
     if isinstance(value, pd.DataFrame):
         value = value.to_numpy()
+    if np.iscomplexobj(value):
+        # numpy would cast with only a ComplexWarning, silently dropping the imaginary parts
+        raise error(f"{not_numbers} (complex values; pass the real and imaginary parts "
+                    "as separate columns)")
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -58,6 +62,38 @@ def as_float_matrix(X: Any, who: str) -> np.ndarray:
             "drop or impute them first"
         )
     return values
+
+
+def column_names(X: Any) -> list | None:
+    """The column names of a DataFrame input (recorded at fit), or None for other inputs."""
+    return list(X.columns) if isinstance(X, pd.DataFrame) else None
+
+
+def align_columns(X: Any, learner: object, who: str) -> Any:
+    """A DataFrame given to ``learner.transform`` with its columns in the order seen at fit.
+
+    Without this a DataFrame whose columns were reordered would be read by
+    position, and every score would be computed from the wrong inputs. Arrays
+    (and any input when the fit was on an array) are read by position as before.
+
+    Raises
+    ------
+    DataError
+        The DataFrame lacks a fitted column or has one not seen at fit.
+    """
+    # None also for a learner pickled before the names were recorded: read by position
+    fitted = getattr(learner, "feature_names_in_", None)
+    if fitted is None or not isinstance(X, pd.DataFrame) or list(X.columns) == fitted:
+        return X
+    missing = [c for c in fitted if c not in X.columns]
+    unseen = [c for c in X.columns if c not in fitted]
+    if missing or unseen:
+        raise DataError(
+            f"{who} was fitted on a DataFrame with columns {fitted}, but got columns "
+            f"{list(X.columns)} (missing {missing}, not seen at fit {unseen}); give the same "
+            "columns, in any order"
+        )
+    return X[fitted]
 
 
 def check_width(X: np.ndarray, expected: int, who: str) -> None:

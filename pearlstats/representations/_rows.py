@@ -96,7 +96,10 @@ class Rows:
         for name in columns:
             value = self._values[name]
             dtype = value.dtype
-            if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
+            # complex counts as numeric to pandas, but casting it to float drops the imaginary part
+            if pd.api.types.is_complex_dtype(dtype) or not (
+                pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+            ):
                 hint = (
                     " — use a text learner (TfIdf, Word2Vec, ...) for it" if _is_text(value) else ""
                 )

@@ -16,6 +16,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 from ..exceptions import BlockError, ConvergenceWarning, OptionError
 from ._checks import (
     Standardizer,
+    align_columns,
     as_float_matrix,
     check_bool,
     check_choice,
@@ -25,6 +26,7 @@ from ._checks import (
     check_real,
     check_seed,
     check_width,
+    column_names,
     flip_signs,
     largest_entry_signs,
     transactional,
@@ -128,7 +130,10 @@ class KernelPCA:
     n_iter_ : int
         Iterations of the randomized method (0 otherwise).
     landmark_indices_ : ndarray of int
-        Training rows used as Nyström landmarks (``"nystrom"`` only).
+        Training rows used as Nyström landmarks (``"nystrom"``; None for the other methods).
+    feature_names_in_ : list or None
+        Columns of the DataFrame fitted on (None for an array); a DataFrame given to
+        :meth:`transform` is read by these names.
 
     Examples
     --------
@@ -202,6 +207,7 @@ class KernelPCA:
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
         """
+        names = column_names(X)
         X = as_float_matrix(X, "KernelPCA")
         n, d = X.shape
         if self.n_components >= n:
@@ -214,8 +220,10 @@ class KernelPCA:
         Z = self.scaler_(X) if self.standardize else X
         self.gamma_ = 1.0 / d if self.gamma is None else float(self.gamma)
         self.n_features_in_ = d
+        self.feature_names_in_ = names
         self.output_dim_ = self.n_components
         self.n_iter_ = 0
+        self.landmark_indices_ = None  # set by a Nystrom fit; a refit must not keep stale ones
         rng = np.random.default_rng(self.seed)
         method = self.method
         if method == "auto":
@@ -383,9 +391,12 @@ class KernelPCA:
 
     # --------------------------------------------------------------- projection
     def transform(self, X: Any) -> np.ndarray:
-        """Project rows onto the training components, shape (n_rows, n_components)."""
+        """Project rows onto the training components, shape (n_rows, n_components).
+
+        After a fit on a DataFrame, a DataFrame is read by column name (in any order).
+        """
         check_fitted(self, "_weights")
-        X = as_float_matrix(X, "KernelPCA")
+        X = as_float_matrix(align_columns(X, self, "KernelPCA"), "KernelPCA")
         check_width(X, self.n_features_in_, "KernelPCA")
         return self._project(self.scaler_(X) if self.standardize else X)
 

@@ -11,16 +11,21 @@ from scipy.linalg import svd
 from ..exceptions import BlockError
 from ._checks import (
     Standardizer,
+    align_columns,
     as_float_matrix,
     check_bool,
     check_fitted,
     check_int,
     check_width,
+    column_names,
     flip_signs,
     transactional,
 )
 
 __all__ = ["PCA", "Raw"]
+
+# A principal variance below this fraction of the largest is zero: the axis is rounding noise.
+NULL_VARIANCE = 1e-10
 
 
 class PCA:
@@ -44,11 +49,17 @@ class PCA:
         Variance of each score on the training rows (divisor ``N - 1``).
     mean_ : ndarray of shape (n_features,)
         Training means of the (standardised) inputs.
+    feature_names_in_ : list or None
+        Columns of the DataFrame fitted on (None for an array); a DataFrame given to
+        :meth:`transform` is read by these names.
 
     Notes
     -----
     The axes come from a thin SVD of the centred training matrix, so scores
     equal scikit-learn's ``PCA`` up to the sign of each component.
+    ``n_components`` may not exceed the rank of the centred inputs (a
+    direction with variance below ``1e-10`` times the largest is rounding
+    noise), as for :class:`KernelPCA` with the linear kernel.
 
     Examples
     --------
@@ -82,6 +93,7 @@ class PCA:
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
         """
+        names = column_names(X)
         X = as_float_matrix(X, "PCA")
         n, d = X.shape
         if self.n_components > min(n, d):
@@ -94,17 +106,34 @@ class PCA:
         mean = Z.mean(axis=0)
         _, singular, axes = svd(Z - mean, full_matrices=False, check_finite=False)
         k = self.n_components
+        # Beyond the rank of the centred inputs an axis is rounding noise and its scores are
+        # ~1e-16 noise, not a component; the same cut-off as KernelPCA's (on variances).
+        # (ratios first: squaring singular values of huge inputs would overflow)
+        rank = int(np.sum((singular / singular[0]) ** 2 > NULL_VARIANCE)) if singular[0] else 0
+        if rank < k:
+            raise BlockError(
+                f"PCA(n_components={k}) found only {rank} direction(s) with non-zero variance "
+                f"in the {'standardised ' if self.standardize else ''}training inputs (their "
+                f"centred rank is {rank}); use n_components <= {rank}"
+                if rank else
+                f"PCA(n_components={k}) got training rows that are all identical; there is no "
+                "direction of variation — use other inputs"
+            )
         self.scaler_, self.mean_ = scaler, mean
         self.components_ = flip_signs(axes[:k].T).T
         self.explained_variance_ = singular[:k] ** 2 / max(n - 1, 1)
         self.n_features_in_ = d
+        self.feature_names_in_ = names
         self.output_dim_ = k
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Scores of the rows of ``X`` on the training axes, shape (n_rows, n_components)."""
+        """Scores of the rows of ``X`` on the training axes, shape (n_rows, n_components).
+
+        After a fit on a DataFrame, a DataFrame is read by column name (in any order).
+        """
         check_fitted(self, "components_")
-        X = as_float_matrix(X, "PCA")
+        X = as_float_matrix(align_columns(X, self, "PCA"), "PCA")
         check_width(X, self.n_features_in_, "PCA")
         Z = self.scaler_(X) if self.standardize else X
         return (Z - self.mean_) @ self.components_.T
@@ -146,15 +175,19 @@ class Raw:
     @transactional
     def fit(self, X: Any) -> Raw:
         """Record the number of columns and, with ``standardize``, their means and scales."""
+        self.feature_names_in_ = column_names(X)
         X = as_float_matrix(X, "Raw")
         self.scaler_ = Standardizer(X) if self.standardize else None
         self.n_features_in_ = self.output_dim_ = X.shape[1]
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """The inputs as float64, standardised with the training statistics if asked."""
+        """The inputs as float64, standardised with the training statistics if asked.
+
+        After a fit on a DataFrame, a DataFrame is read by column name (in any order).
+        """
         check_fitted(self, "n_features_in_")
-        X = as_float_matrix(X, "Raw")
+        X = as_float_matrix(align_columns(X, self, "Raw"), "Raw")
         check_width(X, self.n_features_in_, "Raw")
         return self.scaler_(X) if self.standardize else X.copy()
 

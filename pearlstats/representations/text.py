@@ -22,7 +22,7 @@ array([[1., 0., 2., 1., 0., 0.]])
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -113,12 +113,16 @@ class TextLearner:
                     f"{name} reads strings, but document {position} is a {type(text).__name__}"
                 )
             tokens = tokenize(text)
-            if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+            # Take a generator's tokens now: checking them would otherwise use them up and
+            # leave an empty document. A str or None (no return statement) is not tokens.
+            if not isinstance(tokens, str) and isinstance(tokens, Iterable):
+                tokens = list(tokens)
+            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
                 raise OptionError(
                     "the tokenizer must return a list of str; for "
                     f"document {position} it returned {tokens!r:.80}"
                 )
-            token_lists.append(list(tokens))
+            token_lists.append(tokens)
         return token_lists
 
 

@@ -178,3 +178,12 @@ def test_input_and_option_errors(rows):
     with pytest.raises(BlockError, match="n_components <= 4"):
         KernelPCA(5).fit(rows["train"][:5])
 
+
+
+def test_refit_with_another_method_forgets_the_landmarks():
+    # a Nystrom fit's landmark indices used to outlive a refit with another method
+    X = np.random.default_rng(4).normal(size=(60, 3))
+    learner = KernelPCA(2, method="nystrom", n_landmarks=20, seed=0).fit(X)
+    assert len(learner.landmark_indices_) == 20
+    learner.method = "exact"
+    assert learner.fit(X).landmark_indices_ is None

@@ -14,7 +14,7 @@ from pearlstats.exceptions import (
     NotFittedError,
     OptionError,
 )
-from pearlstats.representations import PCA, Raw
+from pearlstats.representations import PCA, KernelPCA, Raw
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +80,26 @@ def test_errors_name_the_problem(rows):
         Raw().fit(np.array([[1.0], [np.inf]]))
     with pytest.raises(DataError, match="numeric"):
         PCA(1).fit(np.array([["a"], ["b"]]))
+
+
+# PCA(k) beyond the centred rank of its inputs used to return columns of rounding noise
+# (variance ~1e-30) without a word, while KernelPCA(kernel='linear') refused the same fit.
+def test_pca_beyond_the_rank_of_its_inputs_is_refused():
+    rng = np.random.default_rng(0)
+    rank_one = np.outer(rng.normal(size=30), [1.0, 2.0, 3.0])
+    # scikit-learn's second component has variance ~1e-15: its scores are rounding noise
+    assert SklearnPCA(2).fit(rank_one).explained_variance_[1] < 1e-12
+    with pytest.raises(BlockError, match=r"found only 1 direction\(s\) with non-zero variance.*"
+                                         r"use n_components <= 1"):
+        PCA(2).fit(rank_one)
+    assert PCA(1).fit(rank_one).transform(rank_one).shape == (30, 1)
+    # the same answer as KernelPCA with the linear kernel (documented as ordinary PCA)
+    with pytest.raises(BlockError, match=r"found only 1 direction"):
+        KernelPCA(2, kernel="linear", method="exact").fit(rank_one)
+
+
+def test_pca_of_identical_rows_is_refused():
+    with pytest.raises(BlockError, match="training rows that are all identical"):
+        PCA(1).fit(np.ones((10, 3)))
+    with pytest.raises(BlockError, match="training rows that are all identical"):
+        PCA(1, standardize=True).fit(np.ones((10, 3)))

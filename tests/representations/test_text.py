@@ -135,3 +135,24 @@ def test_errors_name_the_problem(corpus):
         TfIdf().transform(["text"])
     with pytest.raises(BlockError, match="n_components <= 2"):
         LSI(5).fit(["good film", "bad film", "good plot"])
+
+
+def _tokenizer_without_return(text):
+    text.lower().split()  # forgot `return`: the tokenizer returns None
+
+
+def test_a_tokenizer_returning_none_is_named_not_a_bare_type_error():
+    # used to be "TypeError: 'NoneType' object is not iterable" from inside the check
+    with pytest.raises(OptionError, match="the tokenizer must return a list of str; for "
+                                          "document 0 it returned None"):
+        TfIdf(tokenizer=_tokenizer_without_return).fit(["good film", "bad plot"])
+
+
+def test_a_generator_tokenizer_keeps_its_tokens():
+    # the check used to use the generator up, leaving every document empty
+    docs = ["good good film", "bad film", "good plot"]
+    lazy = BagOfWords(tokenizer=lambda text: (word for word in text.split())).fit(docs)
+    reference = CountVectorizer(tokenizer=str.split, lowercase=False, token_pattern=None)
+    counts = reference.fit_transform(docs).toarray()
+    order = [reference.vocabulary_[word] for word in lazy.vocabulary_]
+    np.testing.assert_array_equal(lazy.transform(docs).toarray(), counts[:, order])

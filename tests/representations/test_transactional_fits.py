@@ -222,13 +222,14 @@ def test_pretrained_vectors_failed_refit_is_undone():
 
 def test_representations_failed_refit_keeps_every_learner():
     frame = pd.DataFrame(rows(40), columns=["a", "b", "c"])
-    reps = Representations({"pca": PCA(2), "kpca": KernelPCA(2)}, columns=["a", "b", "c"]).fit(
+    reps = Representations({"pca": PCA(2), "kpca": KernelPCA(4)}, columns=["a", "b", "c"]).fit(
         frame
     )
     before = reps.transform(frame.head(5))
-    constant = pd.DataFrame(np.ones((20, 3)), columns=["a", "b", "c"])  # PCA fits, kernel PCA fails
+    # PCA(2) fits 4 rows; KernelPCA(4) needs more rows than components, so it fails
+    few = frame.tail(4)
     with pytest.raises(BlockError, match="'kpca'"):
-        reps.fit(constant)
+        reps.fit(few)
     after = reps.transform(frame.head(5))
     for name in before:
         np.testing.assert_array_equal(after[name], before[name])

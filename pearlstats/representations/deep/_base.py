@@ -23,7 +23,7 @@ from pearlstats.exceptions import (
     format_positions,
 )
 
-from .._checks import check_seed, transactional
+from .._checks import align_columns, check_seed, column_names, transactional
 from ._torch import import_torch, resolve_device, training_session
 
 ENCODERS = ("mlp", "cnn", "resnet")
@@ -104,6 +104,7 @@ class DeepLearner:
                 f"{self.min_rows} rows to fit, got {len(array)}"
             )
         self._forget()
+        self.feature_names_in_ = column_names(X)
         self.input_shape_ = self._fit_input_shape(array)
         self.n_features_in_ = math.prod(self.input_shape_)
         self._fit_scaling(array.reshape(len(array), -1))
@@ -132,7 +133,7 @@ class DeepLearner:
         self._check_fitted()
         torch = import_torch(type(self).__name__)
         network = self._network(torch)
-        data = self._tensor(torch, self._as_array(X))
+        data = self._tensor(torch, self._as_array(align_columns(X, self, type(self).__name__)))
         device = next(network.parameters()).device
         with torch.no_grad():
             parts = [
@@ -178,6 +179,11 @@ class DeepLearner:
                 )
 
     def _as_array(self, X):
+        if np.iscomplexobj(X):  # numpy would drop the imaginary parts with only a warning
+            raise DataError(
+                f"{type(self).__name__} needs real numbers, but got complex values; pass the "
+                "real and imaginary parts as separate columns"
+            )
         try:
             array = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError) as err:

@@ -62,6 +62,9 @@ class Autoencoder(ReconstructingLearner):
         Shape of one row as the network sees it: ``(c, h, w)`` or ``(n_features,)``.
     n_features_in_ : int
         Number of input values per row.
+    feature_names_in_ : list or None
+        Columns of the DataFrame fitted on (None for an array); a DataFrame given to
+        ``transform`` is read by these names.
     scaling_ : str
         The scaling used (``"auto"`` resolved).
     input_offset_, input_scale_ : numpy.ndarray
