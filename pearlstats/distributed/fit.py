@@ -19,7 +19,7 @@ from ..exceptions import FoldError, OptionError
 from ..ledger import LedgerEntry
 from ..stages import build_pool
 from .data import dask_rows, head_design
-from .newton import newton_with_separation
+from .newton import newton_coefficients, newton_with_separation
 from .ols import moment_pass, solve_least_squares
 from .oof import OofPasses
 from .results import DaskPearlResults
@@ -179,9 +179,12 @@ def fit_distributed(
     if family.name == "gaussian":
         coefs, failed, entries = solve_least_squares(moments, everything, ridge)
     else:
+        def fit_rung(candidates, rung_ridge):
+            return newton_coefficients(rows, spec, family.name, fold_spec, moments, candidates,
+                                       rung_ridge, env)
+
         coefs, failed, entries, newton_passes = newton_with_separation(
-            rows, spec, family.name, fold_spec, moments, everything, ridge, env,
-            family.separation,
+            fit_rung, everything, ridge, family.name, family.separation
         )
         passes += newton_passes
     n_pool = len(pool.pool)

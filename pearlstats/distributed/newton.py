@@ -19,6 +19,7 @@ problems are then not fitted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from .data import partition_design, partition_folds, partition_response
 from .driver import pass_newton
 from .ols import feasible_candidates, scaled_design, to_original, training_penalty, tree_sum
 
-__all__ = ["mean_of", "newton_coefficients"]
+__all__ = ["mean_of", "newton_coefficients", "newton_with_separation"]
 
 _MAX_ETA = 700.0
 
@@ -314,14 +315,10 @@ def newton_coefficients(
 
 
 def newton_with_separation(
-    rows: Any,
-    spec: Any,
-    kind: str,
-    fold_spec: Any,
-    moments: Any,
-    candidates: Any,
+    fit_rung: Callable[[list, float], tuple],
+    candidates: list,
     ridge: float,
-    env: Any,
+    kind: str,
     separation: str,
 ) -> tuple:
     """:func:`newton_coefficients` with the in-memory engine's separation policy.
@@ -336,14 +333,24 @@ def newton_with_separation(
     weight 0 (``"drop"``). Each rung is one more set of distributed passes,
     for the candidates still waiting only.
 
+    Parameters
+    ----------
+    fit_rung : callable
+        ``fit_rung(candidates, ridge)``: :func:`newton_coefficients` of some
+        candidates at one ridge, the data, folds and moments bound.
+    candidates : list of Candidate
+    ridge : float
+        The fit's ridge, the ladder's first rung.
+    kind : str
+        The family; only binomial candidates separate.
+    separation : {"ridge", "raise", "drop"}
+
     Returns
     -------
     coefs, failed, entries, passes
         As :func:`newton_coefficients`.
     """
-    coefs, failed, entries, passes = newton_coefficients(
-        rows, spec, kind, fold_spec, moments, candidates, ridge, env
-    )
+    coefs, failed, entries, passes = fit_rung(candidates, ridge)
     if kind != "binomial" or separation == "drop" or not failed.any():
         return coefs, failed, entries, passes
     labels = [c.label for c in candidates]
@@ -363,9 +370,7 @@ def newton_with_separation(
     for value in ladder[1:]:
         if not waiting:
             break
-        rung = newton_coefficients(
-            rows, spec, kind, fold_spec, moments, [candidates[j] for j in waiting], value, env
-        )
+        rung = fit_rung([candidates[j] for j in waiting], value)
         passes += rung[3]
         for jj, j in enumerate(waiting):
             if not rung[1][jj]:

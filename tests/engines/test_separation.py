@@ -331,22 +331,10 @@ def test_digits_with_small_pca_blocks_fit_with_defaults():
     blocks = {"p1": scores[:, :6], "p2": scores[:, 6:]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
-        res = pearl.fit(
-            "y ~ block(p1) + block(p2)",
-            {"y": y},
-            blocks=blocks,
-            family="multinomial",
-            seed=0,
-            honest=False,
-        )
-        dropped = pearl.fit(
-            "y ~ block(p1) + block(p2)",
-            {"y": y},
-            blocks=blocks,
-            family="multinomial",
-            seed=0,
-            honest=False,
-            separation="drop",
+        res, dropped = (
+            pearl.fit("y ~ block(p1) + block(p2)", {"y": y}, blocks=blocks, family="multinomial",
+                      seed=0, honest=False, separation=separation)
+            for separation in ("ridge", "drop")
         )
     assert not res.failed.any()
     assert set(_ladder_rows(res).candidate) == set(dropped.failed.index[dropped.failed])

@@ -54,34 +54,29 @@ def regression():
     return P, y
 
 
-@pytest.fixture(scope="module")
-def binary():
-    X, y = load_breast_cancer(return_X_y=True)
+def _logistic_out_of_fold(load, sizes, seed):
+    """Out-of-fold class probabilities (n, J, C) of scikit-learn logistic fits on column subsets."""
+    X, y = load(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     folds = StratifiedKFold(5, shuffle=True, random_state=0)
     model = LogisticRegression(C=0.5, max_iter=5000)
-    subsets = _subsets(30, (1, 2, 3, 4, 5, 6, 8, 10, 2, 3), seed=2)
-    P = np.column_stack(
-        [
-            cross_val_predict(model, X[:, s], y, cv=folds, method="predict_proba")[:, 1]
-            for s in subsets
-        ]
-    )
-    return P, y.astype(float)
-
-
-@pytest.fixture(scope="module")
-def multiclass():
-    X, y = load_wine(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    folds = StratifiedKFold(5, shuffle=True, random_state=0)
-    model = LogisticRegression(C=0.5, max_iter=5000)
-    subsets = _subsets(13, (1, 2, 2, 3, 4, 5, 1, 2), seed=3)
+    subsets = _subsets(X.shape[1], sizes, seed=seed)
     P = np.stack(
         [cross_val_predict(model, X[:, s], y, cv=folds, method="predict_proba") for s in subsets],
         axis=1,
     )
     return P, y
+
+
+@pytest.fixture(scope="module")
+def binary():
+    P, y = _logistic_out_of_fold(load_breast_cancer, (1, 2, 3, 4, 5, 6, 8, 10, 2, 3), seed=2)
+    return P[:, :, 1], y.astype(float)
+
+
+@pytest.fixture(scope="module")
+def multiclass():
+    return _logistic_out_of_fold(load_wine, (1, 2, 2, 3, 4, 5, 1, 2), seed=3)
 
 
 @pytest.fixture(scope="module")
