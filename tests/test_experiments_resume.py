@@ -158,3 +158,29 @@ def test_sigint_keeps_the_finished_runs_and_resume_gives_the_uninterrupted_csv(t
     before = kept.set_index(["repetition", "method"])
     pd.testing.assert_series_equal(again["seconds"].sort_index(), before["seconds"].sort_index())
     assert sorted(os.listdir(tmp_path)) == ["resumed.csv", "whole.csv"]
+
+
+def test_rows_written_are_kept_even_if_ctrl_c_lands_before_they_are_counted(tmp_path):
+    out = str(tmp_path / "r.csv")
+    store = PartialResults(out, {"seed": 0}, [{"a": 1}], 3)
+    store.append((0, 2), [{"a": 1, "repetition": 2, "x": 0.5}])
+    store.done.clear()  # the write happened, the bookkeeping did not
+    assert store.close() and store.done == {(0, 2)}
+    assert PartialResults(out, {"seed": 0}, [{"a": 1}], 3, resume=True).done == {(0, 2)}
+    empty = PartialResults(str(tmp_path / "e.csv"), {"seed": 0}, [{"a": 1}], 3)
+    assert not empty.close() and sorted(os.listdir(tmp_path)) == ["r.csv.partial"]
+
+
+def test_a_partial_file_cut_mid_line_or_with_foreign_rows_is_not_resumed(tmp_path):
+    out = str(tmp_path / "r.csv")
+    store = PartialResults(out, {"seed": 0}, [{"a": 1}], 3)
+    store.append((0, 0), [{"a": 1, "repetition": 0, "x": 0.5}])
+    store.close()
+    with open(f"{out}.partial", "a") as file:
+        file.write("1,1,0.2")  # killed while writing
+    with pytest.raises(OptionError, match="last line of .* is incomplete"):
+        PartialResults(out, {"seed": 0}, [{"a": 1}], 3, resume=True)
+    with open(f"{out}.partial", "a") as file:
+        file.write("5\n2,1,0.1\n")  # a = 2 is no setting of this grid
+    with pytest.raises(OptionError, match=r"data row\(s\) \[2\] match no setting"):
+        PartialResults(out, {"seed": 0}, [{"a": 1}], 2, resume=True)

@@ -202,9 +202,15 @@ class PartialResults:
     def close(self) -> bool:
         """Close the partial file, keeping it if any run finished; True if it was kept."""
         self._close()
-        if not self.done and os.path.exists(self.path):
-            os.remove(self.path)
-        return bool(self.done)
+        # Whether rows were written, from the file itself: Ctrl-C may land between a run's write
+        # and its entry in self.done, and those rows must not be deleted.
+        with open(self.path, "rb") as file:
+            rows = file.read().partition(b"\n")[2]
+        if rows.count(b"\n") > 1:  # the CSV header and at least one row
+            self.done = set(map(tuple, self.positions(_read_rows(rows)).tolist()))
+            return True
+        os.remove(self.path)
+        return False
 
     def _close(self) -> None:
         if self._fd is not None:  # close() may follow an interrupted finish()
