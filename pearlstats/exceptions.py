@@ -39,6 +39,7 @@ __all__ = [
     "NotFittedError",
     "AllCandidatesFailedError",
     "MissingDependencyError",
+    "TaskError",
     "PearlWarning",
     "CandidateFailureWarning",
     "SeparationWarning",
@@ -129,6 +130,27 @@ class MissingDependencyError(PearlError, ImportError):
     >>> isinstance(error, ImportError)
     True
     """
+
+
+class TaskError(PearlError, RuntimeError):
+    """A task of a replication grid raised; the message names its setting and repetition.
+
+    The task's own exception is chained as ``__cause__`` (in a process worker,
+    its traceback text). ``setting`` and ``repetition`` say which run failed.
+
+    Examples
+    --------
+    >>> error = TaskError("setting {'n': 5}, repetition 2: ...", setting={"n": 5}, repetition=2)
+    >>> isinstance(error, RuntimeError), error.repetition
+    (True, 2)
+    """
+
+    def __init__(
+        self, message: str, setting: dict | None = None, repetition: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.repetition = repetition
 
 
 class PearlWarning(UserWarning):

@@ -27,7 +27,7 @@ FINISHED = (
     "pearlstats/checks.py",
     "pearlstats/demo.py",
     "pearlstats/exceptions.py",
-    "pearlstats/experiments.py",
+    "pearlstats/experiments/",
     "pearlstats/families.py",
     "pearlstats/fitting.py",
     "pearlstats/inference.py",
