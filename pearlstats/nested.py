@@ -37,6 +37,7 @@ import pandas as pd
 
 from .design.folds import check_class_coverage, make_folds
 from .engines._common import EngineOutput
+from .exceptions import FoldError
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .results.strategies import STRATEGIES, combine, strategy_weights
@@ -113,7 +114,7 @@ def _given_fold_labels(state: FitState) -> bool:
     return not isinstance(state.cv_spec, (str, int, np.integer))
 
 
-def _outer_folds(state: FitState, outer, seed: int) -> np.ndarray:
+def _outer_folds(state: FitState, outer, seed: int, option: str = "outer") -> np.ndarray:
     """The outer folds: *outer* as given, or whole given folds dealt to *outer* outer folds.
 
     Fold labels given to the fit may be groups (patients, documents, sites) whose rows
@@ -124,6 +125,10 @@ def _outer_folds(state: FitState, outer, seed: int) -> np.ndarray:
     """
     response = state.response
     n = len(response.y)
+    if isinstance(outer, (int, np.integer)) and not isinstance(outer, bool) and outer > n:
+        # make_folds would name its own argument, cv, which the user did not set here
+        raise FoldError(f"{option}={outer} outer folds but only {n} rows; use {option} <= {n}"
+                        + (" or 'loo'" if option == "outer" else ""))
     sequence = np.random.SeedSequence([seed, 0])
     if _given_fold_labels(state) and not isinstance(outer, (np.ndarray, list, tuple, pd.Series)):
         groups = state.folds
@@ -136,6 +141,52 @@ def _outer_folds(state: FitState, outer, seed: int) -> np.ndarray:
         return dealt[groups]
     strata = response.y.astype(np.intp) if response.classes is not None else None
     return make_folds(outer, n, seed=sequence, strata=strata)
+
+
+# Rows of each class an outer training set needs: its inner cross-validation keeps the class in
+# every inner training set only if the class has 2 rows there (check_class_coverage).
+_INNER_CLASS_ROWS = 2
+
+
+def _check_outer_training_classes(response: EncodedResponse, outer_folds: np.ndarray) -> None:
+    """Refuse outer folds some of whose training sets hold fewer than 2 rows of a class.
+
+    The stratified outer folds deal a class of m rows round-robin, so no outer fold holds more
+    than ceil(m / K) of them: the fewest any split can leave out. Where even that leaves a
+    training set short, the nested cross-validation cannot re-run the procedure there, and the
+    error says so (``res.honest`` is then unavailable with this reason), instead of the inner
+    folds' "occur in only one row", which describes the training set, not the data.
+
+    Raises
+    ------
+    FoldError
+        Naming the classes, their rows in the data and the outer folds that are short.
+    """
+    codes = response.y.astype(np.intp)
+    n_outer = int(outer_folds.max()) + 1
+    total = np.bincount(codes, minlength=len(response.classes))
+    kept = total[None, :] - np.array(
+        [np.bincount(codes[outer_folds == k], minlength=len(response.classes))
+         for k in range(n_outer)]
+    )
+    short = np.flatnonzero((kept < _INNER_CLASS_ROWS).any(axis=0))
+    if short.size == 0:
+        return
+    # The fewest rows m with m - ceil(m / K) >= 2: what K stratified outer folds need.
+    needed = next(m for m in range(_INNER_CLASS_ROWS, 4 * n_outer + 4)
+                  if m - -(-m // n_outer) >= _INNER_CLASS_ROWS)
+    described = ", ".join(
+        f"{response.classes[c]!r} ({total[c]} rows; outer fold(s) "
+        f"{np.flatnonzero(kept[:, c] < _INNER_CLASS_ROWS).tolist()} keep "
+        f"{kept[kept[:, c] < _INNER_CLASS_ROWS, c].min()} for training)"
+        for c in short
+    )
+    raise FoldError(
+        f"class(es) too rare for {n_outer} outer folds: {described}; the procedure re-run on an "
+        f"outer training set needs {_INNER_CLASS_ROWS} rows of each class for its inner folds, so "
+        f"with {n_outer} stratified outer folds a class needs at least {needed} rows (collect "
+        "more rows of the class, merge it with another, or choose other outer folds)"
+    )
 
 
 def _inner_folds(state: FitState, response: EncodedResponse, train: np.ndarray,
@@ -262,6 +313,7 @@ def nested_cross_validation(
     outer: int | str | np.ndarray = 5,
     seed: int | None = None,
     n_jobs: int | None = None,
+    option: str = "outer",
 ) -> NestedCV:
     """Re-run the whole PEARL procedure inside each outer fold.
 
@@ -282,6 +334,8 @@ def nested_cross_validation(
         The inner weight stage repeats the fit's ``cv_repeats`` and shrinkage.
     n_jobs : int, optional
         Workers for the outer cross-validation of the candidates.
+    option : str, default "outer"
+        The user's name for *outer* in error messages (``"honest"`` for ``pearlstats.fit``'s).
 
     Returns
     -------
@@ -292,9 +346,10 @@ def nested_cross_validation(
     """
     seed = state.seed if seed is None else seed
     response = state.response
-    outer_folds = _outer_folds(state, outer, seed)
+    outer_folds = _outer_folds(state, outer, seed, option)
     if response.classes is not None:
         check_class_coverage(response.y.astype(np.intp), outer_folds, response.classes)
+        _check_outer_training_classes(response, outer_folds)
     # The fast path: every candidate over all outer folds at once, with ridges chosen afresh
     # (not the fit's); _held_out_fold refits where an outer fold's own procedure chose otherwise.
     outside = cross_validate(state.family.configured(candidate_ridges={}), state.design.X,

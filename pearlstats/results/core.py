@@ -354,7 +354,8 @@ class PearlResults(WeightDiagnostics):
     @cached_property
     def _nested(self) -> NestedCV:
         """The nested cross-validation shared by :attr:`honest` and prediction intervals."""
-        return nested_cross_validation(self._state, outer=self._state.honest or 5)
+        return nested_cross_validation(self._state, outer=self._state.honest or 5,
+                                       option="honest")
 
     def _conformal(self, X: np.ndarray, index, alpha: float):
         """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
