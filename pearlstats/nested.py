@@ -37,7 +37,7 @@ import pandas as pd
 
 from .design.folds import check_class_coverage, make_folds
 from .engines._common import EngineOutput
-from .exceptions import FoldError
+from .exceptions import DataError, FoldError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .results.strategies import STRATEGIES, combine, strategy_weights
@@ -453,6 +453,7 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
 
     held_out = nested.held_out_predictions("PEARL", state.loss)
     new = fold_procedure_predictions(state, nested, X_new)
+    _check_finite_fold_predictions(state, nested, X_new, new)
     y = state.response.y
     if state.response.classes is None:
         family = "poisson" if state.family.name == "poisson" else "gaussian"
@@ -483,3 +484,40 @@ def _row_uniforms(X_new: np.ndarray, seed: int) -> np.ndarray:
     keys = [int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
             for row in rows]
     return np.array([np.random.default_rng([seed, key]).uniform() for key in keys])
+
+
+def _check_finite_fold_predictions(state: FitState, nested: NestedCV, X_new: np.ndarray,
+                                   new: np.ndarray) -> None:
+    """Refuse new rows some outer fold's procedure predicts as inf or NaN, naming the culprits.
+
+    Only reached on failure, so the candidates of the first failing fold are refitted again
+    to find which of them made the rows non-finite (a Poisson mean ``exp(eta)`` overflows
+    past eta = 709, e.g. for a row far outside the training rows' values).
+
+    Raises
+    ------
+    DataError
+        Naming the new rows (positions), the outer fold and the candidate(s).
+    """
+    bad = ~np.isfinite(new.reshape(new.shape[0], new.shape[1], -1)).all(axis=2)
+    if not bad.any():
+        return
+    k = int(np.flatnonzero(bad.any(axis=1))[0])
+    rows = np.flatnonzero(bad.any(axis=0))
+    family = state.family.configured(candidate_ridges=nested.fold_ridges[k])
+    train = np.flatnonzero(nested.outer_folds != k)
+    sub = EncodedResponse(state.response.y[train], state.response.classes)
+    everything = state.candidates.everything
+    culprits = [
+        everything[j].label for j in np.flatnonzero(nested.fold_strategy_weights[k]["PEARL"] > 0)
+        if not np.isfinite(_refit_predict(family, state.design.X[train], sub, everything[j],
+                                          state.ridge, X_new[rows])[0]).all()
+    ]
+    why = (" (a Poisson mean exp(linear predictor) overflows past a linear predictor of 709)"
+           if state.family.name == "poisson" else "")
+    raise DataError(
+        f"new {format_positions(rows)} (by position) get a non-finite prediction from "
+        f"candidate(s) {culprits} fitted without outer fold {k}{why}, so no interval can be "
+        "calibrated for them; their covariates or blocks lie far outside the training rows' "
+        "values: check them for entry or unit errors, or leave them out of this prediction"
+    )

@@ -36,3 +36,48 @@ def test_more_outer_folds_than_rows_names_honest_not_cv():
                       match="honest=200 outer folds but only 150 rows; use honest <= 150$"):
         assert res.honest is None
     assert "cv=" not in res.honest_failure
+
+
+def test_honest_with_127_candidates_builds_its_table_without_performance_warnings():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(3)
+    n = 60
+    data = {f"b{i}": rng.normal(size=(n, 1)) for i in range(7)}
+    data["y"] = data["b0"][:, 0] + rng.normal(size=n)
+    formula = "y ~ " + " + ".join(f"block(b{i})" for i in range(7))
+    res = pearl.fit(formula, data, seed=2)
+    assert len(res.candidate_labels) == 127
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a PerformanceWarning per candidate past 100 before
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        nested = res.honest_risk()
+    # a candidate's held-out losses: OLS refitted without each outer fold (statsmodels)
+    X = sm.add_constant(np.column_stack([data["b0"], data["b3"]]))
+    expected = np.empty(n)
+    for k in range(nested.n_outer):
+        test = nested.outer_folds == k
+        fitted = sm.OLS(data["y"][~test], X[~test]).fit()
+        expected[test] = (data["y"][test] - fitted.predict(X[test])) ** 2
+    np.testing.assert_allclose(nested.row_losses["b0+b3"], expected, rtol=1e-9)
+
+
+def test_a_poisson_row_that_overflows_is_named_with_its_candidate():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(100, 2)), rng.normal(size=(100, 2))
+    y = rng.poisson(np.exp(0.5 * a[:, 0])).astype(float)
+    res = pearl.fit(FORMULA, {"y": y, "a": a, "b": b}, family="poisson", seed=0)
+    new_a = a[:4].copy()
+    new_a[2, 0] = 3000.0
+    # statsmodels: candidate a's linear predictor for that row is past exp's overflow at 709
+    glm = sm.GLM(y, sm.add_constant(a), family=sm.families.Poisson()).fit()
+    assert glm.params @ [1.0, *new_a[2]] > 709
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow in exp
+        with pytest.raises(pearl.DataError, match=r"new row 2 \(by position\) get a non-finite "
+                           r"prediction from candidate\(s\) \['a'\] fitted without outer fold"):
+            res.predict({"a": new_a, "b": b[:4]}, interval="prediction")
+        kept = res.predict({"a": new_a[[0, 1, 3]], "b": b[[0, 1, 3]]}, interval="prediction")
+    assert np.isfinite(kept.to_numpy()).all()
