@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import pearlstats as pearl
@@ -81,3 +82,31 @@ def test_a_poisson_row_that_overflows_is_named_with_its_candidate():
             res.predict({"a": new_a, "b": b[:4]}, interval="prediction")
         kept = res.predict({"a": new_a[[0, 1, 3]], "b": b[[0, 1, 3]]}, interval="prediction")
     assert np.isfinite(kept.to_numpy()).all()
+
+
+def test_blocks_longer_than_the_new_rows_are_refused_naming_both_lengths():
+    data = _data(80)
+    res = pearl.fit("y ~ x + block(a) + block(b)", dict(data, x=data["b"][:, 0] ** 2), seed=0)
+    for blocks in ({"a": data["a"][:12], "b": data["b"][:12]},):
+        with pytest.raises(pearl.PearlError, match="block 'a' has 12 rows but the data has 10"):
+            res.predict({"x": np.ones(10)}, blocks=blocks)
+        with pytest.raises(pearl.PearlError, match="block 'a' has 12 rows but the data has 10"):
+            res.predict(pd.DataFrame({"x": np.ones(10)}), blocks=blocks)
+
+
+def test_forgetting_blocks_says_to_pass_blocks():
+    frame = pd.DataFrame({"y": _data(40)["y"]})
+    with pytest.raises(pearl.BlockError, match=r"block 'a' in the formula has no values: no blocks "
+                       r"were given; pass them with blocks=\{'a': array"):
+        pearl.fit(FORMULA, frame)
+
+
+def test_a_missing_covariate_lists_the_data_columns_closest_first():
+    data = dict(_data(40), x=np.ones(40), x1=np.arange(40.0))
+    with pytest.raises(pearl.DataError, match=r"read \['x2'\], which the data has no column for.*"
+                       r"closest first: \['x', 'x1', 'y'\]$"):
+        pearl.fit("y ~ x2 + block(a)", data)
+    # a name the caller defines is a row variable, not a missing column
+    x2 = np.linspace(0, 1, 40)  # noqa: F841 (read by the formula)
+    res = pearl.fit("y ~ x2 + block(a)", data, seed=0)
+    assert "x2" in res.params.index.get_level_values(-1)

@@ -22,6 +22,8 @@ Examples
 from __future__ import annotations
 
 import ast
+import builtins
+import difflib
 import importlib
 import pickle
 import re
@@ -281,6 +283,26 @@ def _is_row_variable(value, n_rows: int) -> bool:
     return isinstance(value, (list, tuple)) and len(value) == n_rows and n_rows > 1
 
 
+def _unknown_names(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> list:
+    """Names in the covariate terms that are not data columns, caller's variables or builtins."""
+    names = [name for term in spec.covariate_desc.rhs_termlist for factor in term.factors
+             for name in patsy.eval.ast_names(factor.code)]
+    return list(dict.fromkeys(
+        name for name in names if name not in frame.columns and name not in eval_env.namespace
+        and not hasattr(builtins, name)
+    ))
+
+
+def columns_by_closeness(names: list, columns, limit: int = 20) -> str:
+    """The columns as a list, those closest to *names* (difflib) first; long lists truncated."""
+    def closeness(column: str) -> float:
+        return max(difflib.SequenceMatcher(None, str(name), column).ratio() for name in names)
+
+    ordered = sorted(dict.fromkeys(str(column) for column in columns), key=closeness, reverse=True)
+    more = f" and {len(ordered) - limit} more" if len(ordered) > limit else ""
+    return f"{ordered[:limit]}{more}"
+
+
 def covariate_row_variables(
     spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment
 ) -> tuple[pd.DataFrame, tuple[str, ...]]:
@@ -311,6 +333,13 @@ def covariate_row_variables(
         patsy.dmatrix(spec.covariate_desc, recorder, eval_env=eval_env, NA_action="drop",
                       return_type="matrix")
     except PatsyError as err:
+        unknown = _unknown_names(spec, frame, eval_env)
+        if unknown:
+            raise DataError(
+                f"the covariate terms of {spec.formula!r} read {unknown}, which the data has no "
+                f"column for (and the caller has no such variable); the data's columns, closest "
+                f"first: {columns_by_closeness(unknown, frame.columns)}"
+            ) from err
         raise DataError(
             f"cannot build the covariate terms of {spec.formula!r}: {err.message}"
         ) from err
@@ -390,6 +419,8 @@ class CovariateSpec:
             raise DataError(
                 f"the new rows lack the column(s) {missing} that the covariate terms of "
                 f"{self.spec.formula!r} read; give every row its own value"
+                + (f" (the new rows' columns, closest first: "
+                   f"{columns_by_closeness(missing, frame.columns)})" if len(frame.columns) else "")
             )
         frame = _numeric_again(frame, self.numeric_variables, self.training_columns)
         _check_finite_columns(frame, self.row_variables, "covariate")
