@@ -427,7 +427,7 @@ class CovariateSpec:
         if not self.names:
             return np.empty((len(frame), 0))
         rows = (
-            frame[list(self.row_variables)]
+            _known_levels(frame[list(self.row_variables)], self.design_info, self.row_variables)
             if self.row_variables
             else pd.DataFrame(index=frame.index)
         )
@@ -439,6 +439,44 @@ class CovariateSpec:
                 f"cannot build the covariate term{term} for the new rows: {err.message}"
             ) from err
         return np.asarray(matrix, dtype=float)
+
+
+def _factor_variable(code: str, row_variables) -> str | None:
+    """The row variable a categorical factor reads as it is (``g``, ``C(g)``, ``C(g, ...)``)."""
+    match = re.fullmatch(r"\s*(?:C\(\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*(?:[,)].*)?", code, re.S)
+    name = match.group(1) if match else None
+    return name if name in row_variables and (name == code.strip() or code.startswith("C(")) \
+        else None
+
+
+def _known_levels(rows: pd.DataFrame, design_info, row_variables) -> pd.DataFrame:
+    """New rows' categorical columns as plain values, refused by name where a level is unknown.
+
+    patsy compares a pandas Categorical's whole category list with the training levels
+    ("mismatching levels"), so a subset or reordering of known levels failed though every
+    value is known. As plain values they are matched to the training levels one by one, as
+    strings are; a value outside those levels is named here, with the levels that are known.
+    """
+    converted = {}
+    for factor, info in design_info.factor_infos.items():
+        name = _factor_variable(factor.code, row_variables)
+        if info.type != "categorical" or name is None:
+            continue
+        column = rows[name]
+        values = column.astype(object) if isinstance(column.dtype, pd.CategoricalDtype) else column
+        known = set(info.categories)
+        unknown = [value for value in pd.unique(values.dropna())
+                   if value not in known]
+        if unknown:
+            raise DataError(
+                f"cannot build the covariate term {factor.code!r} for the new rows: column "
+                f"{name!r} has level(s) {unknown[:10]} that the fit never saw; its known levels "
+                f"are {list(info.categories)}: map the new values to those levels, or refit with "
+                "rows of the new levels"
+            )
+        if values is not column:
+            converted[name] = values
+    return rows.assign(**converted) if converted else rows
 
 
 def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str],
