@@ -27,6 +27,7 @@ from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .results.core import PearlResults, results_from_state
+from .results.identification import warn_unidentified
 from .stages import FitState, WeightOptions, assign_folds, build_pool, prepare_rows
 from .weight_stage import cross_validate_draws, solve_draw_weights
 from .weights.losses import get_loss
@@ -334,6 +335,7 @@ def fit(
         dropped_rows=prepared.dropped_rows, honest=honest, row_labels=prepared.row_labels,
         weight_options=WeightOptions(cv_repeats, shrinkage),
     )
+    warn_unidentified(state)
     return results_from_state(state)
 
 

@@ -28,6 +28,7 @@ import importlib
 import pickle
 import re
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -293,7 +294,7 @@ def _unknown_names(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviron
     ))
 
 
-def columns_by_closeness(names: list, columns, limit: int = 20) -> str:
+def columns_by_closeness(names: list, columns: Iterable, limit: int = 20) -> str:
     """The columns as a list, those closest to *names* (difflib) first; long lists truncated."""
     def closeness(column: str) -> float:
         return max(difflib.SequenceMatcher(None, str(name), column).ratio() for name in names)

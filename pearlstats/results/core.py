@@ -763,7 +763,11 @@ class PearlResults(WeightDiagnostics):
         then the blocks' columns in formula order. A
         DataFrame (terms x classes after the reference) for multinomial fits.
         With ``ridge > 0`` these are penalised (shrunken) coefficients
-        (:attr:`ridge_note`). One candidate's: :meth:`candidate_params`.
+        (:attr:`ridge_note`). A term some weighted candidate cannot identify (its
+        columns linearly dependent on all rows, named at fit by an
+        :class:`~pearlstats.exceptions.UnidentifiedCoefficientWarning`) is NaN,
+        as are its :attr:`bse` and :meth:`conf_int`. One candidate's:
+        :meth:`candidate_params`.
 
         Examples
         --------
