@@ -516,8 +516,8 @@ def _check_finite_fold_predictions(state: FitState, nested: NestedCV, X_new: np.
     why = (" (a Poisson mean exp(linear predictor) overflows past a linear predictor of 709)"
            if state.family.name == "poisson" else "")
     raise DataError(
-        f"new {format_positions(rows)} (by position) get a non-finite prediction from "
-        f"candidate(s) {culprits} fitted without outer fold {k}{why}, so no interval can be "
-        "calibrated for them; their covariates or blocks lie far outside the training rows' "
-        "values: check them for entry or unit errors, or leave them out of this prediction"
+        f"candidate(s) {culprits} fitted without outer fold {k} predict a non-finite value for "
+        f"new {format_positions(rows)} (by position){why}, so no interval can be calibrated "
+        "there; those rows' covariates or blocks lie far outside the training rows' values: "
+        "check them for entry or unit errors, or leave them out of this prediction"
     )

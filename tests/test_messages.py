@@ -77,8 +77,8 @@ def test_a_poisson_row_that_overflows_is_named_with_its_candidate():
     assert glm.params @ [1.0, *new_a[2]] > 709
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow in exp
-        with pytest.raises(pearl.DataError, match=r"new row 2 \(by position\) get a non-finite "
-                           r"prediction from candidate\(s\) \['a'\] fitted without outer fold"):
+        with pytest.raises(pearl.DataError, match=r"candidate\(s\) \['a'\] fitted without outer "
+                           r"fold \d predict a non-finite value for new row 2 \(by position\)"):
             res.predict({"a": new_a, "b": b[:4]}, interval="prediction")
         kept = res.predict({"a": new_a[[0, 1, 3]], "b": b[[0, 1, 3]]}, interval="prediction")
     assert np.isfinite(kept.to_numpy()).all()
