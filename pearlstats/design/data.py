@@ -276,6 +276,12 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
 
 
 def _unknown_block_message(name: str, available: list[str]) -> str:
+    if not available:  # nothing given at all: most likely blocks= was forgotten
+        return (
+            f"block {name!r} in the formula has no values: no blocks were given; pass them with "
+            f"blocks={{{name!r}: array with one row per data row, ...}} (or a fitted "
+            f"pearl.Representations), or put the 2-D array in a dict data under {name!r}"
+        )
     close = difflib.get_close_matches(name, available, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return (

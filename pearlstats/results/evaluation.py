@@ -262,10 +262,14 @@ def honest_risk(
         seed = res.seed if seed is None else check_seed(seed)
         nested = nested_cross_validation(state, outer=outer, seed=seed)
     labels = res.candidate_labels
-    losses = strategy_row_losses(nested, state)
     y = state.response.y
-    for j, label in enumerate(labels):
-        losses[label] = state.loss.pointwise(y, nested.outside.predictions[:, j])
+    # One frame built at once: a column inserted per candidate fragments the frame, and pandas
+    # warns (PerformanceWarning) once per candidate past 100.
+    candidates = pd.DataFrame(
+        {label: state.loss.pointwise(y, nested.outside.predictions[:, j])
+         for j, label in enumerate(labels)}
+    )
+    losses = pd.concat([strategy_row_losses(nested, state), candidates], axis=1)
     return HonestRisk(
         row_losses=losses,
         fold_weights=pd.DataFrame(nested.fold_weights("PEARL")[:, : len(labels)], columns=labels)
