@@ -34,11 +34,12 @@ from .fit import (
     plot_weight_stability,
     plot_weights,
 )
-from .simulation import plot_risk_ratio, plot_simulation
+from .simulation import n_axis, plot_risk_ratio, plot_simulation
 
 __all__ = [
     "PearlFigure",
     "PlotAccessor",
+    "n_axis",
     "plot_block_importance",
     "plot_cv_risk",
     "plot_risk_ratio",

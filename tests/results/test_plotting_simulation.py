@@ -106,3 +106,28 @@ def test_simulation_figure_names_what_is_missing(table):
         plot_simulation(table.drop(columns="sigma"))
     with pytest.raises(pearl.OptionError, match="Oracle"):
         plot_simulation(table, methods=["PEARL", "Oracle"])
+
+
+def test_simulation_figure_with_a_row_per_metric(table):
+    wide = table.assign(cross_entropy=table["MSE"] / 2)
+    figure = plot_simulation(wide, metric=["MSE", "cross_entropy"], panels="sigma",
+                             panel_title="noise {value}", title="Two metrics")
+    assert len(figure.axes) == 4
+    top, bottom = figure.axes[:2], figure.axes[2:]
+    assert [ax.get_title() for ax in top] == ["noise 0.1", "noise 1.5"]
+    assert top[0].get_ylabel() == "test MSE" and bottom[0].get_ylabel() == "test log-loss"
+    lines = {line.get_label(): line for line in bottom[1].get_lines()}
+    part = wide[(wide["sigma"] == 1.5) & (wide["method"] == "MS")]
+    np.testing.assert_allclose(lines["MS"].get_ydata(),
+                               part.groupby("n")["cross_entropy"].mean().to_numpy())
+    assert figure._suptitle.get_text().startswith("Two metrics\n")
+    assert_inside_canvas(figure)
+    assert_colours_in_legend(figure)
+
+
+def test_named_panels_keep_the_table_order_and_their_own_sizes(table):
+    other = table[table["n"] < 800].assign(sigma=0.1, kind="MLP")
+    both = pd.concat([table[table["sigma"] == 0.1].assign(kind="multinomial"), other])
+    figure = plot_simulation(both, panels="kind", panel_title="{value} candidates")
+    assert [ax.get_title() for ax in figure.axes] == ["multinomial candidates", "MLP candidates"]
+    assert [t.get_text() for t in figure.axes[1].get_xticklabels()] == ["100", "200", "400"]
