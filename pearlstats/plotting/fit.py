@@ -146,7 +146,7 @@ def plot_cv_risk(
     ax.grid(axis="x", color="0.9")
     ax.set_axisbelow(True)
     ax.set_xlabel(f"out-of-fold risk: {loss_name(res.loss)}")
-    ax.set_title(f"Cross-validated risk ±1 SE ({len(chosen)} of {len(res.cv_risk)} candidates)")
+    ax.set_title(f"Cross-validated risk ±1 SE\n{len(chosen)} of {len(res.cv_risk)} candidates")
     ax.legend(loc="best", fontsize="small")
     add_key(figure, ax, codes)
     return figure
