@@ -122,16 +122,20 @@ def print_profile(profile: cProfile.Profile, top: int) -> None:
 
 
 def peak_rss_mib(n: int, folds: int, seed: int, fit: bool) -> float:
-    """Peak RSS (MiB) of a fresh process that builds the data and, if *fit*, fits."""
+    """Peak RSS (MiB) of a fresh process that builds the data and, if *fit*, fits.
+
+    Read from VmHWM in /proc/self/status: the high-water mark of the process's own
+    memory (``getrusage``'s ru_maxrss keeps the parent's high-water mark across exec).
+    """
     code = (
-        "import resource, sys; sys.path.insert(0, %r); import bench_scale as b; "
+        "import sys; sys.path.insert(0, %r); import bench_scale as b; "
         "d = b.make_data(%d, %d); "
         "%s"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])"
     ) % (str(Path(__file__).parent), n, seed,
          "b.run_fit(d, %d, %d); " % (folds, seed) if fit else "")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return int(out.stdout.split()[-1]) / 1024  # ru_maxrss is in KiB on Linux
+    return int(out.stdout.split()[-1]) / 1024  # kB
 
 
 def main() -> None:

@@ -36,25 +36,28 @@ T = TypeVar("T")
 CHUNK_ROWS = 65_536
 
 
-def row_chunks(n: int, chunk_rows: int = CHUNK_ROWS) -> list[slice]:
+def row_chunks(n: int, chunk_rows: int | None = None) -> list[slice]:
     """Consecutive row slices covering ``range(n)``, each of at most *chunk_rows* rows.
+
+    *chunk_rows* defaults to :data:`CHUNK_ROWS`, read when called (so a test can set it).
 
     Raises
     ------
     OptionError
         For a chunk size below 1.
     """
+    chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
     if chunk_rows < 1:
         raise OptionError(f"chunk_rows={chunk_rows!r}; use a positive number of rows")
     return [slice(start, min(start + chunk_rows, n)) for start in range(0, n, chunk_rows)]
 
 
-def map_chunks(func: Callable[[slice], T], n: int, chunk_rows: int = CHUNK_ROWS) -> Iterator[T]:
+def map_chunks(func: Callable[[slice], T], n: int, chunk_rows: int | None = None) -> Iterator[T]:
     """``func(rows)`` for each chunk of ``range(n)``, lazily and in row order."""
     return (func(rows) for rows in row_chunks(n, chunk_rows))
 
 
-def sum_chunks(func: Callable[[slice], T], n: int, chunk_rows: int = CHUNK_ROWS) -> T:
+def sum_chunks(func: Callable[[slice], T], n: int, chunk_rows: int | None = None) -> T:
     """The sum (``+``) of ``func(rows)`` over the chunks of ``range(n)``, in row order.
 
     Raises

@@ -6,10 +6,12 @@ the all-rows means and SDs that standardise the columns. All of them follow
 from the same per-fold statistics, accumulated a chunk of rows at a time
 (:func:`pearlstats.backends.chunks.sum_chunks`):
 
+* every value is first shifted by a pilot centre (the column medians of the
+  first rows, known before the pass), so the means that are stored and
+  differenced below are small: a column around 1e8 keeps its digits (an
+  uncentred Gram of it keeps about half of them);
 * each chunk's rows are grouped by fold; each group is centred on its own
-  means before its cross products are formed, so no digits are lost to large
-  column means (an uncentred Gram of columns around 1e8 keeps about half of
-  them);
+  means before its cross products are formed;
 * groups combine by the pairwise update of Chan, Golub and LeVeque (1979):
   counts add, means move by the count-weighted difference, and cross products
   add plus ``n_a n_b / n * d d'`` with ``d`` the difference of the means;
@@ -45,11 +47,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.chunks import CHUNK_ROWS, sum_chunks
+from ..backends.chunks import sum_chunks
 from ._common import ScaledDesign
 
 __all__ = ["FoldMoments", "fold_moments", "design_from_moments", "standardised_systems",
-           "training_penalty_weights", "fold_segments", "fold_groups", "chunk_columns"]
+           "training_penalty_weights", "fold_segments", "fold_groups", "chunk_columns",
+           "pilot_centre"]
+
+# Rows whose column medians are the pilot centre.
+_PILOT_ROWS = 1024
 
 # Exponent range of the per-column units 2**e: their inverses stay finite and normal.
 _EXPONENT_LIMIT = 1020
@@ -63,17 +69,20 @@ class FoldMoments:
     ----------
     count : ndarray (F,)
         Rows in each group.
+    pilot : ndarray (q,)
+        The shift: the moments are those of ``V = (W - pilot) / unit``.
     unit : ndarray (q,)
-        Powers of two; the moments are those of ``W / unit``.
+        Powers of two.
     mean : ndarray (F, q)
-        Column means of ``W / unit`` (0 for an empty group).
+        Column means of ``V`` (0 for an empty group).
     cross : ndarray (F, q, q)
-        Cross products of ``W / unit`` centred on the group's means.
+        Cross products of ``V`` centred on the group's means.
     low, high : ndarray (F, q)
-        Column minima and maxima of ``W`` in its own units (+inf and -inf when empty).
+        Column minima and maxima of ``W`` itself (+inf and -inf when empty).
     """
 
     count: np.ndarray
+    pilot: np.ndarray
     unit: np.ndarray
     mean: np.ndarray
     cross: np.ndarray
@@ -81,10 +90,11 @@ class FoldMoments:
     high: np.ndarray
 
     @classmethod
-    def of_sorted_rows(cls, X: np.ndarray, y: np.ndarray, counts: np.ndarray) -> "FoldMoments":
+    def of_sorted_rows(cls, X: np.ndarray, y: np.ndarray, counts: np.ndarray,
+                       pilot: np.ndarray) -> "FoldMoments":
         """Moments of ``W = [X, y]`` in consecutive groups of rows (group g has ``counts[g]``).
 
-        *X* and *y* are modified (scaled and centred in place).
+        *X* and *y* are modified (shifted, scaled and centred in place).
         """
         F, p = len(counts), X.shape[1]
         starts = np.concatenate([[0], np.cumsum(counts)])
@@ -94,30 +104,34 @@ class FoldMoments:
             rows = slice(starts[g], starts[g + 1])
             low[g, :p], high[g, :p] = X[rows].min(axis=0), X[rows].max(axis=0)
             low[g, p], high[g, p] = y[rows].min(), y[rows].max()
-        unit = _power_of_two_above(np.abs(np.concatenate([low[present], high[present]])).max(
-            axis=0, initial=0.0))
+        X -= pilot[:p]
+        y -= pilot[p]
+        with np.errstate(invalid="ignore"):  # inf - inf of empty groups; not used
+            shifted_low, shifted_high = low - pilot, high - pilot
+        unit = _power_of_two_above(np.maximum(np.abs(shifted_low[present]),
+                                              np.abs(shifted_high[present])).max(axis=0))
         X *= 1.0 / unit[:p]  # exact: powers of two
         y *= 1.0 / unit[p]
         mean = np.zeros((F, p + 1))
         cross = np.zeros((F, p + 1, p + 1))
         for g in present:
             rows = slice(starts[g], starts[g + 1])
-            mean[g] = _centre(X[rows], y[rows], low[g] == high[g], low[g] / unit)
+            mean[g] = _centre(X[rows], y[rows], low[g] == high[g], shifted_low[g] / unit)
             cross[g, :p, :p] = X[rows].T @ X[rows]
             cross[g, :p, p] = cross[g, p, :p] = X[rows].T @ y[rows]
             cross[g, p, p] = y[rows] @ y[rows]
-        return cls(counts.astype(float), unit, mean, cross, low, high)
+        return cls(counts.astype(float), pilot, unit, mean, cross, low, high)
 
     def rescaled(self, unit: np.ndarray) -> "FoldMoments":
         """The same moments in larger units *unit* (powers of two, so the change is exact)."""
         if np.array_equal(unit, self.unit):
             return self
         ratio = self.unit / unit
-        return FoldMoments(self.count, unit, self.mean * ratio,
+        return FoldMoments(self.count, self.pilot, unit, self.mean * ratio,
                            self.cross * np.outer(ratio, ratio), self.low, self.high)
 
     def __add__(self, other: "FoldMoments") -> "FoldMoments":
-        """Group by group, the moments of both sets of rows together."""
+        """Group by group, the moments of both sets of rows together (the same pilot)."""
         unit = np.maximum(self.unit, other.unit)
         a, b = self.rescaled(unit), other.rescaled(unit)
         count = a.count + b.count
@@ -127,7 +141,7 @@ class FoldMoments:
         cross = a.cross + b.cross + (a.count * share)[:, None, None] * (
             delta[:, :, None] * delta[:, None, :])
         low, high = np.minimum(a.low, b.low), np.maximum(a.high, b.high)
-        return _pinned(FoldMoments(count, unit, mean, cross, low, high))
+        return _pinned(FoldMoments(count, self.pilot, unit, mean, cross, low, high))
 
     def total(self) -> "FoldMoments":
         """The moments of all groups' rows together (one group)."""
@@ -135,7 +149,7 @@ class FoldMoments:
         mean = self.count @ self.mean / n
         offset = self.mean - mean
         cross = self.cross.sum(axis=0) + np.einsum("f,fi,fj->ij", self.count, offset, offset)
-        return _pinned(FoldMoments(np.array([n]), self.unit, mean[None], cross[None],
+        return _pinned(FoldMoments(np.array([n]), self.pilot, self.unit, mean[None], cross[None],
                                    self.low.min(axis=0)[None], self.high.max(axis=0)[None]))
 
     def complements(self) -> "FoldMoments":
@@ -156,12 +170,13 @@ class FoldMoments:
         cross = spread - count[:, None, None] * (shift[:, :, None] * shift[:, None, :])
         low = _others(self.low, np.minimum, np.inf)
         high = _others(self.high, np.maximum, -np.inf)
-        return _pinned(FoldMoments(count, self.unit, centre + shift, cross, low, high))
+        return _pinned(FoldMoments(count, self.pilot, self.unit, centre + shift, cross, low,
+                                   high))
 
     def take(self, groups) -> "FoldMoments":
         """Some of the groups."""
-        return FoldMoments(self.count[groups], self.unit, self.mean[groups], self.cross[groups],
-                           self.low[groups], self.high[groups])
+        return FoldMoments(self.count[groups], self.pilot, self.unit, self.mean[groups],
+                           self.cross[groups], self.low[groups], self.high[groups])
 
     @property
     def constant(self) -> np.ndarray:
@@ -188,14 +203,16 @@ def _power_of_two_above(big: np.ndarray) -> np.ndarray:
 
 
 def _pinned(m: FoldMoments) -> FoldMoments:
-    """Columns constant over a group: mean exactly their value, cross products exactly 0."""
+    """Columns constant over a group: mean exactly their (shifted) value, cross products 0."""
     constant = (m.low == m.high)
     if not constant.any():
         return m
-    mean = np.where(constant, m.low / m.unit, m.mean)
+    with np.errstate(invalid="ignore"):  # inf - inf of empty groups, not constant
+        value = (m.low - m.pilot) / m.unit
+    mean = np.where(constant, value, m.mean)
     keep = ~constant
     cross = m.cross * (keep[:, :, None] & keep[:, None, :])
-    return FoldMoments(m.count, m.unit, mean, cross, m.low, m.high)
+    return FoldMoments(m.count, m.pilot, m.unit, mean, cross, m.low, m.high)
 
 
 def _others(values: np.ndarray, combine: np.ufunc = np.add, empty: float = 0.0) -> np.ndarray:
@@ -217,25 +234,38 @@ def fold_moments(
     folds: np.ndarray | None,
     fold_set: np.ndarray,
     columns: np.ndarray | None = None,
-    chunk_rows: int = CHUNK_ROWS,
+    chunk_rows: int | None = None,
 ) -> FoldMoments:
     """Moments of ``[X[:, columns], y]`` per fold of *fold_set*, and of all other rows.
 
-    One pass over row chunks. Group g < len(fold_set) holds the rows of fold
-    ``fold_set[g]``; the last group every other row (empty when *fold_set*
+    One pass over row chunks (of :data:`pearlstats.backends.chunks.CHUNK_ROWS`
+    rows unless *chunk_rows* is given). Group g < len(fold_set) holds the rows of
+    fold ``fold_set[g]``; the last group every other row (empty when *fold_set*
     holds every fold). With ``folds=None`` every row is in the last group.
     *X* is read in place, a chunk of rows at a time.
     """
     lookup = _fold_lookup(folds, fold_set)
+    pilot = pilot_centre(X, y, columns)
 
     def part(rows: slice) -> FoldMoments:
         labels = (np.full(rows.stop - rows.start, len(fold_set)) if folds is None
                   else lookup[folds[rows]])
         order, counts = fold_segments(labels, len(fold_set) + 1)
         return FoldMoments.of_sorted_rows(chunk_columns(X, rows, order, columns),
-                                          y[rows.start + order], counts)
+                                          y[rows.start + order], counts, pilot)
 
     return sum_chunks(part, len(y), chunk_rows)
+
+
+def pilot_centre(X: np.ndarray, y: np.ndarray, columns: np.ndarray | None,
+                 rows: int = _PILOT_ROWS) -> np.ndarray:
+    """Column medians of ``[X[:, columns], y]`` over the first *rows* rows.
+
+    Known before a pass (the first partition's first rows) and near every column's mean
+    (a median: a few outlying rows do not move it).
+    """
+    head = X[:rows] if columns is None else X[:rows, columns]
+    return np.append(np.median(head, axis=0), np.median(y[:rows]))
 
 
 def _fold_lookup(folds: np.ndarray | None, fold_set: np.ndarray) -> np.ndarray:
@@ -265,7 +295,7 @@ def design_from_moments(total: FoldMoments, centre: bool = True) -> ScaledDesign
     p = total.unit.size - 1
     unit, low, high = total.unit[:p], total.low[0, :p], total.high[0, :p]
     constant = low == high
-    mean = total.mean[0, :p] * unit
+    mean = total.pilot[:p] + total.mean[0, :p] * unit
     sd = np.where(constant, 0.0, np.sqrt(np.diagonal(total.cross[0])[:p] / total.count[0]) * unit)
     big = np.maximum(np.abs(low), np.abs(high))
     scale = np.where(sd > 0, sd, np.where(big > 0, big, 1.0))
@@ -284,15 +314,18 @@ def design_from_moments(total: FoldMoments, centre: bool = True) -> ScaledDesign
 def standardised_systems(m: FoldMoments, design: ScaledDesign) -> tuple[np.ndarray, np.ndarray]:
     """``Z'Z`` (F, p, p) and ``Z'y`` (F, p) of each group's rows, ``Z = (X - center) / scale``.
 
-    From the centred moments: ``(X - c)'(X - c) = C + n (m - c)(m - c)'``.
+    From the centred moments: ``(X - c)'(X - c) = C + n (m - c)(m - c)'``, with
+    ``m - c = (m - pilot) - (c - pilot)``: both differences are small and the second
+    is exact when c and the pilot are close, so a large common offset cancels first.
     """
     p = m.unit.size - 1
     a = m.unit[:p] / design.scale
-    shift = m.mean[:, :p] - design.center / m.unit[:p]  # (m - c) in units
+    shift = m.mean[:, :p] - (design.center - m.pilot[:p]) / m.unit[:p]  # (m - c) in units
+    y_mean = m.mean[:, p:] + m.pilot[p] / m.unit[p]
     n = m.count[:, None]
     inner = m.cross[:, :p, :p] + n[:, :, None] * (shift[:, :, None] * shift[:, None, :])
     gram = inner * (a[:, None] * a[None, :])
-    cross = (m.cross[:, :p, p] + n * shift * m.mean[:, p:]) * (a * m.unit[p])
+    cross = (m.cross[:, :p, p] + n * shift * y_mean) * (a * m.unit[p])
     return gram, cross
 
 
