@@ -173,7 +173,7 @@ class FoldMoments:
         return _pinned(FoldMoments(count, self.pilot, self.unit, centre + shift, cross, low,
                                    high))
 
-    def take(self, groups) -> "FoldMoments":
+    def take(self, groups: np.ndarray) -> "FoldMoments":
         """Some of the groups."""
         return FoldMoments(self.count[groups], self.pilot, self.unit, self.mean[groups],
                            self.cross[groups], self.low[groups], self.high[groups])
@@ -252,7 +252,8 @@ def fold_moments(
                   else lookup[folds[rows]])
         order, counts = fold_segments(labels, len(fold_set) + 1)
         return FoldMoments.of_sorted_rows(chunk_columns(X, rows, order, columns),
-                                          y[rows.start + order], counts, pilot)
+                                          y[rows.start + order].astype(float, copy=False),
+                                          counts, pilot)
 
     return sum_chunks(part, len(y), chunk_rows)
 
@@ -265,7 +266,7 @@ def pilot_centre(X: np.ndarray, y: np.ndarray, columns: np.ndarray | None,
     (a median: a few outlying rows do not move it).
     """
     head = X[:rows] if columns is None else X[:rows, columns]
-    return np.append(np.median(head, axis=0), np.median(y[:rows]))
+    return np.append(np.median(head, axis=0), np.median(y[:rows])).astype(float)
 
 
 def _fold_lookup(folds: np.ndarray | None, fold_set: np.ndarray) -> np.ndarray:
@@ -285,9 +286,8 @@ def chunk_columns(X: np.ndarray, rows: slice, order: np.ndarray,
                   columns: np.ndarray | None) -> np.ndarray:
     """A new (contiguous) array of the design's *columns* for the chunk's rows in *order*."""
     index = rows.start + order
-    if columns is None:
-        return np.take(X, index, axis=0)
-    return X[np.ix_(index, columns)]
+    chunk = np.take(X, index, axis=0) if columns is None else X[np.ix_(index, columns)]
+    return chunk.astype(float, copy=False)
 
 
 def design_from_moments(total: FoldMoments, centre: bool = True) -> ScaledDesign:

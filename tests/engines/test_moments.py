@@ -7,12 +7,10 @@ import pytest
 import statsmodels.api as sm
 
 import pearlstats.backends.chunks as chunks
-from pearlstats.backends.chunks import row_chunks, sum_chunks
 from pearlstats.design.candidates import build_candidates
 from pearlstats.design.folds import make_folds
 from pearlstats.engines.moments import design_from_moments, fold_moments, standardised_systems
 from pearlstats.engines.ols import ols_cv_predict, ols_fit
-from pearlstats.exceptions import OptionError
 
 
 def _data(n=90, seed=0, offset=0.0):
@@ -153,12 +151,3 @@ def test_engine_with_chunks_of_seven_rows_equals_one_chunk_and_statsmodels(monke
                                        rtol=0, atol=1e-8)
     refit = sm.OLS(y, X[:, candidates[-1].columns]).fit().params
     np.testing.assert_allclose(ols_fit(X, y, candidates[-1].columns), refit, rtol=1e-9)
-
-
-def test_row_chunks_cover_the_rows_once_and_refuse_a_bad_size():
-    assert [(s.start, s.stop) for s in row_chunks(15, 7)] == [(0, 7), (7, 14), (14, 15)]
-    assert sum_chunks(lambda rows: rows.stop - rows.start, 15, 4) == 15
-    with pytest.raises(OptionError, match="chunk_rows=0"):
-        row_chunks(5, 0)
-    with pytest.raises(OptionError, match="no rows"):
-        sum_chunks(lambda rows: 0, 0)
