@@ -27,38 +27,49 @@ from typing import TypeVar
 
 from ..exceptions import OptionError
 
-__all__ = ["CHUNK_ROWS", "row_chunks", "map_chunks", "sum_chunks"]
+__all__ = ["CHUNK_ROWS", "CHUNK_BYTES", "row_chunks", "map_chunks", "sum_chunks"]
 
 T = TypeVar("T")
 
-# Rows per chunk: 65 536 rows of 51 float64 columns are 26 MiB, large enough that numpy's
-# per-call overhead is negligible, small enough that a chunk's copies stay in cache-friendly sizes.
+# Rows per chunk at most: 65 536 rows of 51 float64 columns are 26 MiB, large enough that
+# numpy's per-call overhead is negligible.
 CHUNK_ROWS = 65_536
 
+# Bytes of float64 a chunk's rows hold at most (so wide rows come in fewer per chunk).
+CHUNK_BYTES = 2**25
 
-def row_chunks(n: int, chunk_rows: int | None = None) -> list[slice]:
+
+def row_chunks(n: int, chunk_rows: int | None = None, width: int = 1) -> list[slice]:
     """Consecutive row slices covering ``range(n)``, each of at most *chunk_rows* rows.
 
-    *chunk_rows* defaults to :data:`CHUNK_ROWS`, read when called (so a test can set it).
+    *chunk_rows* defaults to :data:`CHUNK_ROWS`, or fewer rows when rows of *width*
+    float64 values would exceed :data:`CHUNK_BYTES` (both read when called, so a test
+    can set them).
 
     Raises
     ------
     OptionError
         For a chunk size below 1.
     """
-    chunk_rows = CHUNK_ROWS if chunk_rows is None else chunk_rows
+    if chunk_rows is None:
+        chunk_rows = max(1, min(CHUNK_ROWS, CHUNK_BYTES // (8 * max(width, 1))))
     if chunk_rows < 1:
         raise OptionError(f"chunk_rows={chunk_rows!r}; use a positive number of rows")
     return [slice(start, min(start + chunk_rows, n)) for start in range(0, n, chunk_rows)]
 
 
-def map_chunks(func: Callable[[slice], T], n: int, chunk_rows: int | None = None) -> Iterator[T]:
-    """``func(rows)`` for each chunk of ``range(n)``, lazily and in row order."""
-    return (func(rows) for rows in row_chunks(n, chunk_rows))
+def map_chunks(func: Callable[[slice], T], n: int, chunk_rows: int | None = None,
+               width: int = 1) -> Iterator[T]:
+    """``func(rows)`` for each chunk of ``range(n)`` (see :func:`row_chunks`), lazily, in order."""
+    return (func(rows) for rows in row_chunks(n, chunk_rows, width))
 
 
-def sum_chunks(func: Callable[[slice], T], n: int, chunk_rows: int | None = None) -> T:
-    """The sum (``+``) of ``func(rows)`` over the chunks of ``range(n)``, in row order.
+def sum_chunks(func: Callable[[slice], T], n: int, chunk_rows: int | None = None,
+               width: int = 1) -> T:
+    """The sum of ``func(rows)`` over the chunks of ``range(n)``, in row order.
+
+    The first chunk's value accumulates the others with ``+=`` (in place for numpy
+    arrays and for types with ``__iadd__``; *func* must return a new object each call).
 
     Raises
     ------
@@ -67,4 +78,4 @@ def sum_chunks(func: Callable[[slice], T], n: int, chunk_rows: int | None = None
     """
     if n < 1:
         raise OptionError("no rows to pass over (n = 0)")
-    return functools.reduce(operator.add, map_chunks(func, n, chunk_rows))
+    return functools.reduce(operator.iadd, map_chunks(func, n, chunk_rows, width))

@@ -52,7 +52,7 @@ from ._common import ScaledDesign
 
 __all__ = ["FoldMoments", "fold_moments", "design_from_moments", "standardised_systems",
            "training_penalty_weights", "fold_segments", "fold_groups", "chunk_columns",
-           "pilot_centre"]
+           "pilot_centre", "fold_ranges"]
 
 # Rows whose column medians are the pilot centre.
 _PILOT_ROWS = 1024
@@ -109,7 +109,8 @@ class FoldMoments:
         with np.errstate(invalid="ignore"):  # inf - inf of empty groups; not used
             shifted_low, shifted_high = low - pilot, high - pilot
         unit = _power_of_two_above(np.maximum(np.abs(shifted_low[present]),
-                                              np.abs(shifted_high[present])).max(axis=0))
+                                              np.abs(shifted_high[present])).max(
+            axis=0, initial=0.0))  # a chunk without rows of the groups read: units 1
         X *= 1.0 / unit[:p]  # exact: powers of two
         y *= 1.0 / unit[p]
         mean = np.zeros((F, p + 1))
@@ -143,6 +144,31 @@ class FoldMoments:
         low, high = np.minimum(a.low, b.low), np.maximum(a.high, b.high)
         return _pinned(FoldMoments(count, self.pilot, unit, mean, cross, low, high))
 
+    def __iadd__(self, other: "FoldMoments") -> "FoldMoments":
+        """:meth:`__add__` into this object's arrays (no group-sized temporaries)."""
+        unit = np.maximum(self.unit, other.unit)
+        ratio = self.unit / unit
+        if np.any(ratio != 1):
+            self.mean[...] *= ratio
+            self.cross[...] *= np.outer(ratio, ratio)
+            self.unit[...] = unit
+        other = other.rescaled(unit)
+        for g in np.flatnonzero(other.count):
+            n_a, n_b = self.count[g], other.count[g]
+            delta = other.mean[g] - self.mean[g]
+            self.cross[g] += other.cross[g]
+            self.cross[g] += np.outer(delta, delta * (n_a * n_b / (n_a + n_b)))
+            self.mean[g] += delta * (n_b / (n_a + n_b))
+            self.count[g] = n_a + n_b
+        np.minimum(self.low, other.low, out=self.low)
+        np.maximum(self.high, other.high, out=self.high)
+        constant = self.low == self.high
+        with np.errstate(invalid="ignore"):  # inf - inf of empty groups, not constant
+            np.copyto(self.mean, (self.low - self.pilot) / self.unit, where=constant)
+        self.cross[constant] = 0.0  # rows of the constant columns, then their columns
+        np.moveaxis(self.cross, 1, 2)[constant] = 0.0
+        return self
+
     def total(self) -> "FoldMoments":
         """The moments of all groups' rows together (one group)."""
         n = self.count.sum()
@@ -172,6 +198,26 @@ class FoldMoments:
         high = _others(self.high, np.maximum, -np.inf)
         return _pinned(FoldMoments(count, self.pilot, self.unit, centre + shift, cross, low,
                                    high))
+
+    def removed_from(self, total: "FoldMoments", low: np.ndarray,
+                     high: np.ndarray) -> "FoldMoments":
+        """For each group, the moments of *total*'s rows without the group's rows.
+
+        A downdate (``C_rest = C - C_g - n_rest n_g / n * d d'``): it loses digits
+        only where a group holds almost all of a column's variation. For when
+        the groups' moments cannot all be held at once (:meth:`complements` is
+        exact). *low* and *high* (F, q) are the ranges of the remaining rows,
+        which a downdate cannot give (:func:`fold_ranges`).
+        """
+        unit = np.maximum(self.unit, total.unit)
+        a, b = total.rescaled(unit), self.rescaled(unit)
+        count = a.count - b.count
+        share = np.divide(b.count, count, out=np.zeros_like(count), where=count > 0)
+        mean = a.mean + share[:, None] * (a.mean - b.mean)
+        delta = mean - b.mean
+        cross = a.cross - b.cross - (count * b.count / a.count)[:, None, None] * (
+            delta[:, :, None] * delta[:, None, :])
+        return _pinned(FoldMoments(count, self.pilot, unit, mean, cross, low, high))
 
     def take(self, groups: np.ndarray) -> "FoldMoments":
         """Some of the groups."""
@@ -235,14 +281,16 @@ def fold_moments(
     fold_set: np.ndarray,
     columns: np.ndarray | None = None,
     chunk_rows: int | None = None,
+    rest: bool = True,
 ) -> FoldMoments:
     """Moments of ``[X[:, columns], y]`` per fold of *fold_set*, and of all other rows.
 
     One pass over row chunks (of :data:`pearlstats.backends.chunks.CHUNK_ROWS`
     rows unless *chunk_rows* is given). Group g < len(fold_set) holds the rows of
     fold ``fold_set[g]``; the last group every other row (empty when *fold_set*
-    holds every fold). With ``folds=None`` every row is in the last group.
-    *X* is read in place, a chunk of rows at a time.
+    holds every fold, or with ``rest=False``: those rows are then not read). With
+    ``folds=None`` every row is in the last group. *X* is read in place, a chunk
+    of rows at a time.
     """
     lookup = _fold_lookup(folds, fold_set)
     pilot = pilot_centre(X, y, columns)
@@ -251,11 +299,14 @@ def fold_moments(
         labels = (np.full(rows.stop - rows.start, len(fold_set)) if folds is None
                   else lookup[folds[rows]])
         order, counts = fold_segments(labels, len(fold_set) + 1)
+        if not rest:
+            order, counts = order[:len(order) - counts[-1]], np.append(counts[:-1], 0)
         return FoldMoments.of_sorted_rows(chunk_columns(X, rows, order, columns),
                                           y[rows.start + order].astype(float, copy=False),
                                           counts, pilot)
 
-    return sum_chunks(part, len(y), chunk_rows)
+    width = X.shape[1] if columns is None else len(columns)
+    return sum_chunks(part, len(y), chunk_rows, width + 1)
 
 
 def pilot_centre(X: np.ndarray, y: np.ndarray, columns: np.ndarray | None,
@@ -269,11 +320,47 @@ def pilot_centre(X: np.ndarray, y: np.ndarray, columns: np.ndarray | None,
     return np.append(np.median(head, axis=0), np.median(y[:rows])).astype(float)
 
 
+@dataclass(frozen=True)
+class _Ranges:
+    """Column minima and maxima per group; sums combine them."""
+
+    low: np.ndarray
+    high: np.ndarray
+
+    def __add__(self, other: "_Ranges") -> "_Ranges":
+        return _Ranges(np.minimum(self.low, other.low), np.maximum(self.high, other.high))
+
+
+def fold_ranges(X: np.ndarray, y: np.ndarray, folds: np.ndarray,
+                columns: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Column minima and maxima of ``[X[:, columns], y]`` over each fold's *training* rows.
+
+    One pass over row chunks; (K, q) each (+inf and -inf where no training row).
+    """
+    K = int(folds.max()) + 1
+
+    def part(rows: slice) -> _Ranges:
+        order, counts = fold_segments(folds[rows], K)
+        W = np.column_stack([chunk_columns(X, rows, order, columns), y[rows.start + order]])
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        low, high = np.full((K, W.shape[1]), np.inf), np.full((K, W.shape[1]), -np.inf)
+        for g in np.flatnonzero(counts):
+            rows_g = W[starts[g]:starts[g + 1]]
+            low[g], high[g] = rows_g.min(axis=0), rows_g.max(axis=0)
+        return _Ranges(low, high)
+
+    ranges = sum_chunks(part, len(folds), None, 2 * (X.shape[1] if columns is None
+                                                     else len(columns)) + 2)
+    return _others(ranges.low, np.minimum, np.inf), _others(ranges.high, np.maximum, -np.inf)
+
+
 def _fold_lookup(folds: np.ndarray | None, fold_set: np.ndarray) -> np.ndarray:
     """Group of each fold label: its position in *fold_set*, else ``len(fold_set)``."""
-    size = 0 if folds is None else int(folds.max()) + 1
-    lookup = np.full(max(size, len(fold_set)), len(fold_set))
-    lookup[np.asarray(fold_set, dtype=int)] = np.arange(len(fold_set))
+    fold_set = np.asarray(fold_set, dtype=int)
+    size = max(0 if folds is None or not len(folds) else int(folds.max()) + 1,
+               int(fold_set.max(initial=-1)) + 1)
+    lookup = np.full(size, len(fold_set))
+    lookup[fold_set] = np.arange(len(fold_set))
     return lookup
 
 

@@ -47,6 +47,7 @@ from .moments import (
     design_from_moments,
     fold_groups,
     fold_moments,
+    fold_ranges,
     fold_segments,
     standardised_systems,
     training_penalty_weights,
@@ -250,11 +251,39 @@ def ols_cv_predict(
 
 
 def _fold_sets(K: int, p: int, m: int) -> list[np.ndarray]:
-    """Folds whose moments and systems are held at once (all K unless p is large)."""
-    q = p + 1
-    # the complements of the moments take about six (K, q, q) arrays, the systems one more per m
-    step = max(1, (MAX_SYSTEM_BYTES // 4) // (8 * q * (6 * q + m)))
+    """Folds whose moments and systems are held at once (all K unless p is large).
+
+    All K folds' moments with their exact complements take about eight (K, q, q)
+    arrays; otherwise groups of folds are downdated from the all-rows moments, about
+    two (K, q, q) arrays per fold plus the systems of the m candidates.
+    """
+    q, budget = p + 1, MAX_SYSTEM_BYTES // 4
+    if K * 8 * q * (8 * q + m) <= budget:
+        return [np.arange(K)]
+    step = max(1, budget // (8 * q * (2 * q + m)))
     return [np.arange(first, min(first + step, K)) for first in range(0, K, step)]
+
+
+def _training_moments(X, y, folds, fold_sets, columns):
+    """The all-rows moments and a function giving fold set i's training moments.
+
+    One pass when every fold fits at once (exact complements); otherwise a pass for
+    the all-rows moments, one for the training rows' ranges, and one per fold set
+    (reading its folds' rows only), each fold downdated from the all-rows moments.
+    """
+    if len(fold_sets) == 1:
+        moments = fold_moments(X, y, folds, fold_sets[0], columns)
+        complements = moments.complements().take(np.arange(len(fold_sets[0])))
+        return moments.total(), lambda i: complements
+    total = fold_moments(X, y, None, np.arange(0), columns).total()
+    low, high = fold_ranges(X, y, folds, columns)
+
+    def training(i: int) -> FoldMoments:
+        held = fold_moments(X, y, folds, fold_sets[i], columns, rest=False)
+        return held.take(np.arange(len(fold_sets[i]))).removed_from(
+            total, low[fold_sets[i]], high[fold_sets[i]])
+
+    return total, training
 
 
 def _predict_group(X, y, members, used, folds, ridge, predictions, group, entries) -> None:
@@ -265,15 +294,13 @@ def _predict_group(X, y, members, used, folds, ridge, predictions, group, entrie
     columns = None if used.size == X.shape[1] else used
     local = [np.searchsorted(used, c.columns) for c in members]
     labels = [c.label for c in members]
-    design = None
-    for fold_set in _fold_sets(int(folds.max()) + 1, used.size, len(members)):
-        moments = fold_moments(X, y, folds, fold_set, columns)
-        if design is None:
-            total = moments.total()
-            design = _candidate_design(total, local)
-            if columns is None:
-                _GRAM.store(X, y, total)
-        train = moments.complements().take(np.arange(len(fold_set)))
+    fold_sets = _fold_sets(int(folds.max()) + 1, used.size, len(members))
+    total, training = _training_moments(X, y, folds, fold_sets, columns)
+    design = _candidate_design(total, local)
+    if columns is None:
+        _GRAM.store(X, y, total)
+    for i, fold_set in enumerate(fold_sets):
+        train = training(i)
         gram, cross = standardised_systems(train, design)
         penalty = (train.count[:, None] * training_penalty_weights(train, design) if ridge > 0
                    else np.zeros((len(fold_set), used.size)))
@@ -293,7 +320,7 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
     offset = np.einsum("p,gpm->gm", np.where(near, design.center, 0.0), scaled)
     far = np.where(near, 0.0, design.center)
     every = np.array_equal(group, np.arange(predictions.shape[1]))
-    for rows in row_chunks(len(folds)):
+    for rows in row_chunks(len(folds), None, design.scale.size + len(group)):
         order, counts = fold_segments(fold_groups(folds[rows], fold_set), len(fold_set) + 1)
         inside = len(order) - counts[-1]  # rows of the fold set come first in *order*
         X_rows = chunk_columns(X, rows, order[:inside], columns)

@@ -9,6 +9,7 @@ import statsmodels.api as sm
 import pearlstats.backends.chunks as chunks
 from pearlstats.design.candidates import build_candidates
 from pearlstats.design.folds import make_folds
+from pearlstats.engines import ols
 from pearlstats.engines.moments import design_from_moments, fold_moments, standardised_systems
 from pearlstats.engines.ols import ols_cv_predict, ols_fit
 
@@ -151,3 +152,23 @@ def test_engine_with_chunks_of_seven_rows_equals_one_chunk_and_statsmodels(monke
                                        rtol=0, atol=1e-8)
     refit = sm.OLS(y, X[:, candidates[-1].columns]).fit().params
     np.testing.assert_allclose(ols_fit(X, y, candidates[-1].columns), refit, rtol=1e-9)
+
+
+@pytest.mark.parametrize("ridge", [0.0, 0.5])
+def test_fold_sets_downdated_from_all_rows_equal_the_one_pass_complements(monkeypatch, ridge):
+    # Wide candidates hold a few folds' moments at a time, downdated from the all-rows ones.
+    rng = np.random.default_rng(11)
+    n = 150
+    folds = make_folds(5, n, seed=5)
+    dummy = (folds == 0) * rng.normal(size=n)  # constant (0) over fold 0's training rows
+    X = np.column_stack([np.ones(n), rng.normal(size=(n, 5)) + 30, dummy])
+    y = X[:, 1] - X[:, 6] + rng.normal(size=n)
+    slices = {"a": slice(1, 4), "b": slice(4, 7)}
+    candidates = build_candidates("all", slices, [f"c{i}" for i in range(7)], 1)
+    one_pass = ols_cv_predict(X, y, candidates, folds, ridge)
+    monkeypatch.setattr(ols, "MAX_SYSTEM_BYTES", 4 * 3000)  # folds in sets of two
+    assert [s.tolist() for s in ols._fold_sets(5, 7, 3)] == [[0, 1], [2, 3], [4]]
+    monkeypatch.setattr(chunks, "CHUNK_ROWS", 7)
+    sets = ols_cv_predict(X, y, candidates, folds, ridge)
+    np.testing.assert_allclose(sets.predictions, one_pass.predictions, rtol=1e-10, atol=1e-10)
+    assert [e.kind for e in sets.entries] == [e.kind for e in one_pass.entries]
