@@ -271,7 +271,9 @@ def _others(values: np.ndarray, combine: np.ufunc = np.add, empty: float = 0.0) 
 
 def fold_segments(labels: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray]:
     """Positions that sort *labels* (stable) and the count of each label 0..n_labels-1."""
-    return np.argsort(labels, kind="stable"), np.bincount(labels, minlength=n_labels)
+    # 16-bit labels are sorted by numpy's radix sort: about 3x faster than int64's merge sort
+    keys = labels.astype(np.int16) if n_labels <= np.iinfo(np.int16).max else labels
+    return np.argsort(keys, kind="stable"), np.bincount(labels, minlength=n_labels)
 
 
 def fold_moments(
