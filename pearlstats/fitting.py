@@ -28,7 +28,14 @@ from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .results.core import PearlResults, results_from_state
 from .results.identification import warn_unidentified
-from .stages import FitState, WeightOptions, assign_folds, build_pool, prepare_rows
+from .stages import (
+    FitState,
+    WeightOptions,
+    assign_folds,
+    build_pool,
+    complement_rows,
+    prepare_rows,
+)
 from .weight_stage import cross_validate_draws, solve_draw_weights
 from .weights.losses import get_loss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
@@ -313,7 +320,7 @@ def fit(
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)
     n_given = len(prepared.response.y) + len(prepared.dropped_rows)
-    kept = np.setdiff1d(np.arange(n_given), prepared.dropped_rows)
+    kept = complement_rows(prepared.dropped_rows, n_given)
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     draws = [assign_folds(cv, prepared.response, seed)] + [
         assign_folds(cv, prepared.response, np.random.SeedSequence([seed, r]))

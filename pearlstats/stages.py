@@ -68,6 +68,7 @@ __all__ = [
     "cross_validate",
     "solve_stage_weights",
     "worker_count",
+    "complement_rows",
 ]
 
 
@@ -274,7 +275,14 @@ def prepare_rows(
     design = build_design(formula, frame, resolved, eval_env)
     labels = data_index(data)
     labels = pd.RangeIndex(n_given) if labels is None else labels
-    return Prepared(design, response, np.setdiff1d(np.arange(n_given), kept), labels[kept])
+    return Prepared(design, response, complement_rows(kept, n_given), labels[kept])
+
+
+def complement_rows(rows: np.ndarray, n: int) -> np.ndarray:
+    """Positions in ``range(n)`` not in *rows*, sorted (a mask: np.setdiff1d sorts n values)."""
+    mask = np.ones(n, dtype=bool)
+    mask[rows] = False
+    return np.flatnonzero(mask)
 
 
 def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidate]:

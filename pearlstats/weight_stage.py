@@ -100,9 +100,16 @@ def _combined_outputs(outputs: Sequence[EngineOutput]) -> tuple[EngineOutput, En
     """Draw 0's output (failures of any draw marked) and every draw stacked row-wise."""
     failed = np.logical_or.reduce([out.failed for out in outputs])
     entries = list(dict.fromkeys(entry for out in outputs for entry in out.entries))
+    ridges = outputs[-1].ridges
+    if len(outputs) == 1:
+        # One draw: mark its failures in place (their values mean nothing) rather than copy
+        # the n x J matrix twice.
+        first = stacked = outputs[0].predictions
+        first[:, failed] = np.nan
+        return (EngineOutput(first, failed, entries, ridges),
+                EngineOutput(stacked, failed, entries, ridges))
     first = outputs[0].predictions.copy()
     first[:, failed] = np.nan
-    ridges = outputs[-1].ridges
     stacked = np.concatenate([out.predictions for out in outputs], axis=0)
     return (EngineOutput(first, failed, entries, ridges),
             EngineOutput(stacked, failed, entries, ridges))
