@@ -19,10 +19,11 @@ True
 
 from __future__ import annotations
 
+import inspect
 import os
-import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -48,7 +49,7 @@ def gap_target(objective: float, tol: float = GAP_RTOL) -> float:
     return tol * (1.0 + abs(objective))
 
 
-def is_certified(solution, tol: float = GAP_RTOL) -> bool:
+def is_certified(solution: Any, tol: float = GAP_RTOL) -> bool:
     """Whether a :class:`~pearlstats.WeightSolution`'s gap is at most :func:`gap_target`."""
     return bool(solution.kkt_gap <= gap_target(solution.objective, tol))
 
@@ -70,7 +71,8 @@ def user_stacklevel() -> int:
     code, so the warning points at the user's line (``res.honest``, ``pearl.fit(...)``)
     however deep the re-run that found it.
     """
-    frame = sys._getframe(1)
+    here = inspect.currentframe()
+    frame = here.f_back if here is not None else None
     level = 1
     while frame is not None and _internal(frame.f_code.co_filename):
         frame = frame.f_back

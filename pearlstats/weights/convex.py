@@ -40,6 +40,8 @@ Two Poisson candidates, each too high on half of the rows:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .losses import LogBarrierForm
@@ -154,7 +156,7 @@ def _newton_direction(form, w, g, free) -> tuple[np.ndarray, np.ndarray]:
             entering[alone] = True
 
 
-def solve_smooth(form, w0: np.ndarray, tol: float, max_iter: int,
+def solve_smooth(form: Any, w0: np.ndarray, tol: float, max_iter: int,
                  excluded: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """Minimise a smooth convex *form* over the simplex from the vertex or point *w0*.
 
