@@ -103,6 +103,19 @@ def test_an_uncertified_outer_fold_is_named_pointed_at_the_user_and_marked(quick
     assert not honest.loc["PEARL", "certified"]
     folds = res.last_honest_risk.fold_gaps
     assert not folds["certified"].any() and (folds["kkt_gap"] > 1e-6).all()
+    # the fold complements and the refitting bootstrap record and name theirs too
+    with pytest.warns(ConvergenceWarning) as caught:
+        stability = res.resample_weights("folds")
+        uncertainty = res.weight_uncertainty(n_resamples=2)
+    messages = [str(w.message) for w in caught if w.category is ConvergenceWarning]
+    assert any(f"in re-solve 'fold 3' of the binomial fit of {FORMULA!r}" in message
+               for message in messages)
+    assert any(f"in boot 1 of the refitting bootstrap of the binomial fit of {FORMULA!r}"
+               in message for message in messages)
+    assert {w.filename for w in caught if w.category is ConvergenceWarning} == {__file__}
+    assert stability.attrs["uncertified"] == [f"fold {k}" for k in range(5)]
+    assert uncertainty.attrs["uncertified"] == ["boot 0", "boot 1"]
+    assert min(uncertainty.attrs["kkt_gap"].values()) > 1e-6
 
 
 def test_a_thousand_candidates_at_fewer_rows_reach_a_certified_gap():
