@@ -496,8 +496,9 @@ def solve_weights(
         Candidates allowed a weight. The others (failed ones, whose columns
         may hold NaN) get exactly 0 and are left out of the solve.
     tol : float, default 1e-10
-        Iterative solvers stop when the Frank-Wolfe gap is at most
-        ``tol * |objective|``.
+        A solve is certified when ``kkt_gap <= tol (1 + |objective|)``; the
+        Newton method stops at a quarter of that, column generation at
+        ``tol |objective|``.
     max_iter : int, default 500
         Cap on Newton steps and on column-generation rounds.
     context : str, optional
