@@ -330,8 +330,10 @@ def fit(
     outputs, family_ = cross_validate_draws(family_, prepared.design.X, prepared.response,
                                             candidates_.everything, draws, loo=loo, ridge=ridge,
                                             n_jobs=n_jobs)
-    output, solution, entries = solve_draw_weights(outputs, prepared.response.y, candidates_.pool,
-                                                   draws, loss_, shrinkage)
+    output, solution, entries = solve_draw_weights(
+        outputs, prepared.response.y, candidates_.pool, draws, loss_, shrinkage,
+        context=f"in the {family_.name} fit of {formula_spec.formula!r}",
+    )
     state = FitState(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,

@@ -42,7 +42,8 @@ from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .results.strategies import STRATEGIES, combine, strategy_weights
 from .stages import FitState, cross_validate
-from .weight_stage import cross_validate_draws, solve_draw_weights
+from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
+from .weights.certificate import gap_table
 
 if TYPE_CHECKING:
     from .weights.losses import Loss
@@ -77,6 +78,10 @@ class NestedCV:
         Per outer fold: label -> separation ridge its inner cross-validation
         chose (the family's ``candidate_ridges`` of ``pearlstats.fit`` on
         that fold's training rows).
+    fold_gaps : DataFrame
+        Per outer fold (``"outer fold k"``): the ``kkt_gap``, ``objective``,
+        ``certified`` and ``solver`` of its PEARL weight solve (before any
+        shrinkage; :func:`~pearlstats.weights.certificate.gap_table`).
     """
 
     outer_folds: np.ndarray
@@ -85,6 +90,7 @@ class NestedCV:
     inner_folds: tuple
     failures: pd.DataFrame
     fold_ridges: tuple
+    fold_gaps: pd.DataFrame | None = None
 
     @property
     def n_outer(self) -> int:
@@ -221,6 +227,7 @@ class _OuterFold:
     refitted: list
     refit_entries: list
     ridges: dict
+    solve: object  # the weight solve's WeightSolution (before shrinkage)
 
 
 def _refit_predict(family, X_train: np.ndarray, response: EncodedResponse, candidate, ridge: float,
@@ -297,15 +304,19 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
                                                         failed)
     outputs = [EngineOutput(out.predictions, out.failed | unfit, out.entries, out.ridges)
                for out in outputs]
-    inner, solution, _ = solve_draw_weights(outputs, sub.y, pool, draws, state.loss,
-                                            state.weight_options.shrinkage, warn=False)
+    record: list = []
+    inner, solution, _ = solve_draw_weights(
+        outputs, sub.y, pool, draws, state.loss, state.weight_options.shrinkage,
+        warn_failures=False, record=record,
+        context=f"in outer fold {k} of the honest risk (res.honest) of {fit_name(state)}",
+    )
     risks = np.array([
         np.nan if inner.failed[j] else state.loss.pointwise(sub.y, inner.predictions[:, j]).mean()
         for j in range(len(everything))
     ])
     weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed)
     return _OuterFold(weights, draws[0], inner.entries, held_out, unfit, refitted, entries,
-                      dict(family.candidate_ridges))
+                      dict(family.candidate_ridges), record[0])
 
 
 def nested_cross_validation(
@@ -379,7 +390,9 @@ def nested_cross_validation(
                     tuple(fold.weights for fold in folds),
                     tuple(fold.inner_folds for fold in folds),
                     pd.concat(ledgers, ignore_index=True),
-                    tuple(fold.ridges for fold in folds))
+                    tuple(fold.ridges for fold in folds),
+                    gap_table([fold.solve for fold in folds],
+                              [f"outer fold {k}" for k in range(len(folds))]))
 
 
 def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
