@@ -65,6 +65,13 @@ def _check_no_response_leak(formula, blocks) -> None:
         )
 
 
+def _check_honest(honest) -> int | bool:
+    """Outer folds of the honest risk: True asks for the default 5, False skips it."""
+    if isinstance(honest, (bool, np.bool_)):
+        return 5 if honest else False
+    return check_int("honest", honest, minimum=2)
+
+
 def _check_cv_repeats(cv_repeats, cv) -> int:
     cv_repeats = check_int("cv_repeats", cv_repeats, minimum=1)
     if cv_repeats > 1 and (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)):
@@ -301,9 +308,7 @@ def fit(
     seed = check_seed(seed)
     n_jobs = check_n_jobs(n_jobs)
     env = check_eval_env(eval_env)
-    # True asks for the nested cross-validation with its default 5 outer folds, as False skips it
-    honest = (5 if honest else False) if isinstance(honest, (bool, np.bool_)) \
-        else check_int("honest", honest, minimum=2)
+    honest = _check_honest(honest)
     cv_repeats = _check_cv_repeats(cv_repeats, cv)
     shrinkage = _check_shrinkage(weight_shrinkage, shrinkage_target)
     blocks = _frozen_representations(blocks)
