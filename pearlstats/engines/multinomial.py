@@ -14,6 +14,7 @@ log-odds against its own class beyond ``SEPARATION_ETA``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
@@ -138,12 +139,12 @@ def _make_loss(Xs, onehot, weights, n_train, n_classes, hessian_dtype=np.float64
 
 
 def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None, hessian0=None):
-    if theta0 is None:
-        theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     # theta is class-major: one block of the columns' weights per non-reference class.
     penalty = np.tile(penalty, (1, n_classes - 1)) * np.ones((weights.shape[0], 1))
     if 0 < ridge <= NEWTON_CG_MAX_RIDGE:
         return _solve_penalised(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
+    if theta0 is None:
+        theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     onehot = np.eye(n_classes)[codes]
     n_train = weights.sum(axis=1)
     dtype = PENALISED_HESSIAN_DTYPE if ridge > 0 else np.float64
@@ -219,8 +220,42 @@ def _solve_penalised(Xs, codes, n_classes, weights, penalty, ridge, theta0, hess
     Preconditioners: from zero the exact Hessian there (a Kronecker product); from a given start
     (the fold fits, started at the all-rows optimum) *hessian0*'s first Hessian, or the exact
     Hessian of all rows at the first start, shared by the K problems; later, when conjugate
-    gradients slow down, the exact Hessians of the current point.
+    gradients slow down, the exact Hessians of the current point. An all-rows fit without a
+    start whose problem (design, classes, penalty) was solved before starts at that optimum,
+    where the Kronecker preconditioner suffices to confirm convergence.
     """
+    key = None
+    if weights.shape[0] == 1 and weights.all():
+        key = _problem_key(Xs, codes, penalty, ridge)
+        if theta0 is None and key in _ALL_ROWS_OPTIMA:
+            theta0 = _ALL_ROWS_OPTIMA[key].copy()
+            hessian0 = _start_curvature(Xs, weights, n_classes, 0.0)  # a cheap check suffices
+    if theta0 is None:
+        theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
+    result = _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
+    if key is not None and result.converged.all():
+        _ALL_ROWS_OPTIMA[key] = result.theta.copy()
+        while len(_ALL_ROWS_OPTIMA) > _ALL_ROWS_KEPT:
+            _ALL_ROWS_OPTIMA.pop(next(iter(_ALL_ROWS_OPTIMA)))
+    return result
+
+
+# Optima of the latest penalised all-rows fits, by problem: a candidate's refit on all rows (the
+# results' parameters) solves the problem its cross-validation already solved, and starts there.
+_ALL_ROWS_OPTIMA: dict = {}
+_ALL_ROWS_KEPT = 256
+
+
+def _problem_key(*arrays) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        digest.update(repr((array.shape, str(array.dtype))).encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0):
     onehot = np.eye(n_classes)[codes]
     diagonal = ridge * penalty
     objective = _penalised_objective(Xs, onehot, weights, n_classes, ridge, penalty)

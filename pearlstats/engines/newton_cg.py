@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 from ._common import one_blas_thread
 from .newton import _STALL, NewtonResult
@@ -45,23 +45,27 @@ class Preconditioner:
 
     def __init__(self, M: np.ndarray):
         M = M[None] if M.ndim == 2 else M
-        self.inverse = np.stack([_inverse(one) for one in M])
+        self.inverse = [_inverse(one) for one in M]
 
     def __call__(self, R: np.ndarray) -> np.ndarray:
+        # BLAS symm reads the lower triangle LAPACK potri leaves: no symmetrising copy.
+        R = R.astype(np.float32)
         if len(self.inverse) == 1:
-            return (R.astype(np.float32) @ self.inverse[0]).astype(float)
-        return np.matmul(self.inverse, R.astype(np.float32)[:, :, None])[:, :, 0].astype(float)
+            return blas.ssymm(1.0, self.inverse[0], R.T, side=0, lower=1).T.astype(float)
+        return np.stack([blas.ssymm(1.0, inverse, r[:, None], side=0, lower=1)[:, 0]
+                         for inverse, r in zip(self.inverse, R)]).astype(float)
 
 
 def _inverse(M: np.ndarray) -> np.ndarray:
+    """The inverse of M in single precision; only its lower triangle is meaningful."""
     factor, info = lapack.spotrf(M.astype(np.float32), lower=1)
     if info == 0:
         inverse, info = lapack.spotri(factor, lower=1)
     if info == 0:
-        return np.tril(inverse) + np.tril(inverse, -1).T
+        return inverse
     values, vectors = np.linalg.eigh((M + M.T) / 2)
     values = np.maximum(values, values.max() * 1e-12)
-    return ((vectors / values) @ vectors.T).astype(np.float32)
+    return np.asfortranarray((vectors / values) @ vectors.T, dtype=np.float32)
 
 
 def _conjugate_gradients(hessp: Callable, g: np.ndarray, precondition: Preconditioner,
