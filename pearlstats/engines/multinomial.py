@@ -15,6 +15,7 @@ log-odds against its own class beyond ``SEPARATION_ETA``.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
@@ -224,19 +225,22 @@ def _solve_penalised(Xs, codes, n_classes, weights, penalty, ridge, theta0, hess
     start whose problem (design, classes, penalty) was solved before starts at that optimum,
     where the Kronecker preconditioner suffices to confirm convergence.
     """
-    key = None
+    key = known = None
     if weights.shape[0] == 1 and weights.all():
         key = _problem_key(Xs, codes, penalty, ridge)
-        if theta0 is None and key in _ALL_ROWS_OPTIMA:
-            theta0 = _ALL_ROWS_OPTIMA[key].copy()
-            hessian0 = _start_curvature(Xs, weights, n_classes, 0.0)  # a cheap check suffices
+        with _ALL_ROWS_LOCK:
+            known = _ALL_ROWS_OPTIMA.get(key)
+    if theta0 is None and known is not None:
+        theta0 = known.copy()
+        hessian0 = _start_curvature(Xs, weights, n_classes, 0.0)  # a cheap check suffices
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
     result = _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
     if key is not None and result.converged.all():
-        _ALL_ROWS_OPTIMA[key] = result.theta.copy()
-        while len(_ALL_ROWS_OPTIMA) > _ALL_ROWS_KEPT:
-            _ALL_ROWS_OPTIMA.pop(next(iter(_ALL_ROWS_OPTIMA)))
+        with _ALL_ROWS_LOCK:  # joblib's threading backend runs candidates concurrently
+            _ALL_ROWS_OPTIMA[key] = result.theta.copy()
+            while len(_ALL_ROWS_OPTIMA) > _ALL_ROWS_KEPT:
+                _ALL_ROWS_OPTIMA.pop(next(iter(_ALL_ROWS_OPTIMA)))
     return result
 
 
@@ -244,6 +248,7 @@ def _solve_penalised(Xs, codes, n_classes, weights, penalty, ridge, theta0, hess
 # results' parameters) solves the problem its cross-validation already solved, and starts there.
 _ALL_ROWS_OPTIMA: dict = {}
 _ALL_ROWS_KEPT = 256
+_ALL_ROWS_LOCK = threading.Lock()
 
 
 def _problem_key(*arrays) -> str:

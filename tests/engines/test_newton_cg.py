@@ -49,7 +49,8 @@ def _scipy_probabilities(X_train, codes, X_new, ridge):
         logp = log_softmax(predictors(B, Z), axis=1)
         grad = Z.T @ (np.exp(logp) - onehot)[:, 1:] / len(Z)
         grad[1:] += ridge * B[1:]
-        return -np.mean(np.sum(onehot * logp, axis=1)) + ridge / 2 * np.sum(B[1:] ** 2), grad.ravel()
+        value = -np.mean(np.sum(onehot * logp, axis=1)) + ridge / 2 * np.sum(B[1:] ** 2)
+        return value, grad.ravel()
 
     def hessp(flat, vector):
         p = softmax(predictors(flat.reshape(shape), Z), axis=1)
@@ -106,6 +107,7 @@ def test_the_penalised_fits_use_newton_cg_and_nested_starts(monkeypatch):
         return newton_cg(objective, theta0, *args, **kwargs)
 
     monkeypatch.setattr(multinomial, "newton_cg", recording)
+    monkeypatch.setattr(multinomial, "_ALL_ROWS_OPTIMA", {})  # no optimum known from other tests
     multinomial_cv_predict(X, codes, C, candidates, folds, 1e-2)
     # per candidate: the all-rows fit, then the fold fits (from the all-rows optimum)
     assert len(starts) == 2 * len(candidates)
@@ -113,6 +115,25 @@ def test_the_penalised_fits_use_newton_cg_and_nested_starts(monkeypatch):
     assert [c.label for c in candidates] == ["a", "b", "a+b"]
     assert starts[0::2] == [False, False, True]
     assert all(starts[1::2])
+
+
+def test_a_refit_starts_at_the_optimum_its_cross_validation_found(monkeypatch):
+    X, codes, candidates = _problem(3)
+    columns = candidates[-1].columns
+    monkeypatch.setattr(multinomial, "_ALL_ROWS_OPTIMA", {})
+    fresh, _ = multinomial_fit(X, codes, C, columns, ridge=1e-2)
+    monkeypatch.setattr(multinomial, "_ALL_ROWS_OPTIMA", {})
+    multinomial_cv_predict(X, codes, C, candidates, make_folds(3, N, seed=0), 1e-2)
+    starts = []
+
+    def recording(objective, theta0, *args, **kwargs):
+        starts.append(theta0.copy())
+        return newton_cg(objective, theta0, *args, **kwargs)
+
+    monkeypatch.setattr(multinomial, "newton_cg", recording)
+    known, _ = multinomial_fit(X, codes, C, columns, ridge=1e-2)
+    assert len(starts) == 1 and starts[0].any()  # started at the CV's all-rows optimum
+    np.testing.assert_allclose(known, fresh, rtol=1e-8, atol=1e-10)
 
 
 def test_newton_cg_with_a_poor_preconditioner_still_reaches_the_optimum():
