@@ -265,10 +265,16 @@ def _nested_start(optima: dict, columns: np.ndarray, per_column: int) -> np.ndar
 
 
 def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weights, ridge,
-               start0=None):
-    """The all-rows fit (from *start0*, or the engine's start) and the fold fits of one
-    candidate at one ridge."""
+               nested: tuple | None = None):
+    """The all-rows fit and the fold fits of one candidate at one ridge.
+
+    *nested* is ``(optima, columns)`` for :func:`_nested_start` (engines that use it, penalised
+    fits of designs with an intercept); otherwise the all-rows fit starts at the engine's start.
+    """
     n = len(y)
+    start0 = None
+    if nested is not None and engine.nested_start and ridge > 0 and design.intercept is not None:
+        start0 = _nested_start(*nested, engine.per_column)
     everything = engine.solve(Z, y, np.ones((1, n)), design.penalized[None].astype(float), ridge,
                               design.intercept, start0)
     if everything.stopped[0]:
@@ -348,11 +354,8 @@ def newton_cv_predict(
         Z = np.ascontiguousarray(design.transform(X_S))
         ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
         for value in ladder:
-            start0 = None
-            if engine.nested_start and value > 0 and design.intercept is not None:
-                start0 = _nested_start(optima, S, engine.per_column)
             everything, result = _fit_folds(engine, Z, X_S, y, design, rows, weights, value,
-                                            start0)
+                                            (optima, S))
             if separation == "raise" and engine.separates:
                 _raise_separation(candidate.label, everything, result, value)
             if value == start:
