@@ -14,8 +14,6 @@ log-odds against its own class beyond ``SEPARATION_ETA``.
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING
@@ -221,43 +219,15 @@ def _solve_penalised(Xs, codes, n_classes, weights, penalty, ridge, theta0, hess
     Preconditioners: from zero the exact Hessian there (a Kronecker product); from a given start
     (the fold fits, started at the all-rows optimum) *hessian0*'s first Hessian, or the exact
     Hessian of all rows at the first start, shared by the K problems; later, when conjugate
-    gradients slow down, the exact Hessians of the current point. An all-rows fit without a
-    start whose problem (design, classes, penalty) was solved before starts at that optimum,
-    where the Kronecker preconditioner suffices to confirm convergence.
+    gradients slow down, the exact Hessians of the current point.
+
+    No optimum is remembered between calls: a refit on all rows that started where an earlier
+    call in the same process had stopped would differ from a fresh fit in the last digits
+    (about 1e-11), so the same seed would not give the same numbers in every process.
     """
-    key = known = None
-    if weights.shape[0] == 1 and weights.all():
-        key = _problem_key(Xs, codes, penalty, ridge)
-        with _ALL_ROWS_LOCK:
-            known = _ALL_ROWS_OPTIMA.get(key)
-    if theta0 is None and known is not None:
-        theta0 = known.copy()
-        hessian0 = _start_curvature(Xs, weights, n_classes, 0.0)  # a cheap check suffices
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
-    result = _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
-    if key is not None and result.converged.all():
-        with _ALL_ROWS_LOCK:  # joblib's threading backend runs candidates concurrently
-            _ALL_ROWS_OPTIMA[key] = result.theta.copy()
-            while len(_ALL_ROWS_OPTIMA) > _ALL_ROWS_KEPT:
-                _ALL_ROWS_OPTIMA.pop(next(iter(_ALL_ROWS_OPTIMA)))
-    return result
-
-
-# Optima of the latest penalised all-rows fits, by problem: a candidate's refit on all rows (the
-# results' parameters) solves the problem its cross-validation already solved, and starts there.
-_ALL_ROWS_OPTIMA: dict = {}
-_ALL_ROWS_KEPT = 256
-_ALL_ROWS_LOCK = threading.Lock()
-
-
-def _problem_key(*arrays) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    for array in arrays:
-        array = np.ascontiguousarray(array)
-        digest.update(repr((array.shape, str(array.dtype))).encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()
+    return _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
 
 
 def _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0):
