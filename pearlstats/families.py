@@ -39,6 +39,7 @@ from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .exceptions import OptionError, ResponseError
+from .weights.losses import check_response_variation
 
 if TYPE_CHECKING:
     from .design.candidates import Candidate
@@ -239,7 +240,10 @@ class Gaussian(Family):
     sensitivity_losses = ("squared", "absolute")
 
     def encode(self, values: pd.Series) -> EncodedResponse:
-        return EncodedResponse(_require_numeric(values, self.name))
+        y = _require_numeric(values, self.name)
+        if np.isfinite(y).all():  # missing values get their own error from the row checks
+            check_response_variation(y)
+        return EncodedResponse(y)
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)

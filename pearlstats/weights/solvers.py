@@ -3,16 +3,18 @@
 ``solve_weights(P, y, loss)`` returns ``w >= 0, sum(w) = 1`` minimising
 ``mean V(y, P @ w)``:
 
-* ``qp`` (squared loss): on the simplex ``||y - P w||^2 = ||E w||^2`` with the
-  residual columns ``E = y 1' - P``, so quadprog solves ``min w'(E'E/n)w``.
-  The loss builds ``E`` from centred and scaled data (the weights cannot
-  depend on the units or origin of ``y``), the Gram matrix is scaled to unit
-  diagonal, and ``(1'w)^2`` (constant on the simplex, entries at most 1) is
-  added to make it positive definite. quadprog never receives a matrix whose
-  eigenvalue ratio exceeds 1e10 (near-duplicate candidates, one outlying row
-  dominating every residual): those problems go to a primal active-set method
-  that solves least-squares problems on ``E`` itself (``solver="active-set"``);
-  no ridge perturbs the squared-loss weights.
+* ``qp`` (squared loss): on the simplex ``||y - P w||^2 = ||E w||^2`` with
+  the residual columns ``E = y 1' - P``, so the problem is ``min w'(E'E/n)w``
+  on the J x J Gram matrix, built once by one pass over row chunks and never
+  from n-row matrices inside the solver (:mod:`pearlstats.weights.gram`).
+  ``E`` is divided by a power of two near the spread of ``y`` (the weights
+  cannot depend on the units or origin of ``y``; no centre is needed since
+  ``y 1' - P`` ignores a common shift). quadprog solves well-conditioned
+  problems (unit-diagonal Gram matrix plus ``(1'w)^2``, eigenvalue ratio at
+  most 1e10) when its answer's gap on the Gram matrix is at round-off; every
+  other problem -- near-duplicate candidates, an exact fit, a singular Gram
+  matrix -- goes to an active-set method on the Gram matrix, exact and
+  without a ridge (``solver="active-set"``).
 * ``convex`` (cross-entropy, Poisson deviance): sequential quadratic
   programming. Each step solves the Newton model on the simplex with
   quadprog and backtracks (Armijo) along the step; Newton converges
@@ -28,12 +30,26 @@
 With more candidates than rows (or than ``DENSE_LIMIT``) the smooth problems
 are solved by column generation: solve on a working set, compute the full
 gradient with one pass over the (n, J) matrix, add the most violating
-candidates, drop those at zero weight; the J x J matrix is never formed.
+candidates, drop those at zero weight; the J x J matrix is never formed (the
+squared loss's restricted problems are solved on their working set's Gram
+matrix).
 
 Candidates whose predictions agree to 1e-9 of their spread (or to a few ulps
 of their size) are merged before solving and share their weight equally, so
 permuting candidates permutes the weights; a large common offset does not make
 distinct candidates look identical.
+
+**Ties: the minimum-norm optimum.** Where the squared-loss optimum is not
+unique -- two candidates that both reproduce ``y``, duplicates, a mix of
+candidates that reproduces another -- the weights are the point of minimum
+Euclidean norm of the optimal face (counting each merged duplicate's share),
+e.g. equal shares for exact duplicates and a third each for candidates 1, 2,
+3 when ``(P_1 + P_2) / 2 = P_3 = y``. Candidates count as tied when their
+reduced gradients agree to ``1e-12`` of the largest single-candidate loss and
+the directions between them change the residual by at most ``1e-6`` of the
+largest residual norm (eigenvalues ``1e-12`` of the largest); see
+:mod:`pearlstats.weights.gram`. Column generation applies the rule to the
+candidates tied with its final optimum.
 
 Every solution carries a certified bound ``kkt_gap >= objective - optimum``:
 for the smooth losses the Frank-Wolfe gap ``g'w - min_j g_j`` (g the gradient;
@@ -42,14 +58,20 @@ the gap to the dual bound built from HiGHS' multipliers, made exactly dual
 feasible before use.
 
 Every path (quadprog, the active-set and column-generation fallbacks, SQP,
-HiGHS, the distributed solver) returns its weights through one function,
-:func:`snap_to_simplex`: a weight at most ``ZERO_WEIGHT_RTOL = 1e-10`` times
-the largest is solver residue (quadprog leaves about 1e-13 on candidates whose
-gradient shows them inactive) and becomes exactly 0, and the rest is rescaled
-to sum to exactly 1. The objective and the gap are computed on
-the snapped weights. Zeroing a residue on an inactive candidate can only lower
-the objective (to first order); zeroing a genuine weight ``delta`` of an active
-candidate raises it by ``O(delta^2)``, far below the solver's tolerance.
+HiGHS, the distributed solver) returns its weights through one check,
+:func:`snap_to_simplex` and ``_expand``: a weight at most ``ZERO_WEIGHT_RTOL =
+1e-10`` times the largest is solver residue (quadprog leaves about 1e-13 on
+candidates whose gradient shows them inactive) and becomes exactly 0, the
+rest is rescaled to sum to exactly 1, and the result must be finite,
+non-negative and sum to 1. Weights with a NaN or without a positive entry
+raise :class:`InvalidWeightsError` there instead of being rescaled;
+:func:`solve_weights` then returns the best single candidate with a
+``ConvergenceWarning`` (no known problem gets there). The objective and the
+gap are computed on the snapped weights, from the problem itself (the
+squared loss's from its Gram matrix). Zeroing a residue on an inactive
+candidate can only lower the objective (to first order); zeroing a genuine
+weight ``delta`` of an active candidate raises it by ``O(delta^2)``, far
+below the solver's tolerance.
 
 Examples
 --------
@@ -64,6 +86,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -73,7 +96,8 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
-from .losses import LeastSquaresForm, LogBarrierForm, Loss, PiecewiseLinearForm
+from .gram import _TIE, frank_wolfe_gap, simplex_least_squares
+from .losses import LogBarrierForm, Loss, PiecewiseLinearForm, check_response_variation
 
 __all__ = ["WeightSolution", "solve_weights", "snap_to_simplex", "DENSE_LIMIT", "ZERO_WEIGHT_RTOL"]
 
@@ -82,8 +106,19 @@ _BATCH = 50  # candidates added per column-generation round
 ZERO_WEIGHT_RTOL = 1e-10  # weights at most this times the largest are residue: exactly 0
 _GRID = 2**53  # weights are returned as multiples of 1 / _GRID (see snap_to_simplex)
 _MAX_CONDITION = 1e10  # largest eigenvalue ratio of a matrix handed to quadprog
+# quadprog's squared-loss answer is kept if its Frank-Wolfe gap is at most this times the largest
+# single-candidate loss (it leaves about 4e-13 on the demo's nested pool); else the active set
+_QUADPROG_GAP = 1e-12
 _ARMIJO, _MIN_STEP = 1e-4, 1e-12
 _ROUNDOFF = 1e-12  # relative size below which changes of f are lost in its round-off
+
+
+class InvalidWeightsError(ArithmeticError):
+    """A solver produced weights that are not a point of the simplex (NaN, none positive).
+
+    Internal: :func:`solve_weights` never returns such weights (it falls back to
+    the best single candidate and warns).
+    """
 
 
 @dataclass(frozen=True)
@@ -102,10 +137,10 @@ class WeightSolution:
     kkt_gap : float
         Certified bound on ``objective - optimum`` (see the module notes).
     solver : str
-        ``"quadprog"``, ``"active-set"`` (the least-squares active-set method
-        for an ill-conditioned Gram matrix, or column generation for many
-        candidates), ``"sqp"``, ``"sqp-active-set"``, ``"highs"`` or
-        ``"single candidate"``.
+        ``"quadprog"``, ``"active-set"`` (the active-set method on the Gram
+        matrix for an ill-conditioned or singular squared-loss problem, or
+        column generation for many candidates), ``"sqp"``,
+        ``"sqp-active-set"``, ``"highs"`` or ``"single candidate"``.
     ridge : float
         Always 0: ill-conditioned squared-loss problems go to the active-set
         method instead of a ridge, and a ridge in an SQP subproblem only damps
@@ -173,60 +208,6 @@ def _quadprog_simplex(Hs: np.ndarray, d: np.ndarray, linear: np.ndarray, *, damp
     return u / d, ridge
 
 
-def _affine_minimiser(W: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """The minimiser of ``||W z||`` subject to ``sum(z) = 1`` nearest to ``start`` (summing to 1).
-
-    ``z = start + N u`` with ``N`` an orthonormal basis of ``{sum = 0}``;
-    the minimum-norm least-squares ``u`` (SVD) copes with rank deficiency.
-    """
-    k = W.shape[1]
-    if k == 1:
-        return np.ones(1)
-    N = np.linalg.qr(np.ones((k, 1)), mode="complete")[0][:, 1:]
-    u = np.linalg.lstsq(W @ N, -(W @ start), rcond=None)[0]
-    return start + N @ u
-
-
-def _active_set_least_squares(W: np.ndarray, w0: np.ndarray, max_iter: int) -> np.ndarray:
-    """Primal active-set method for ``min ||W w||^2`` over the simplex.
-
-    The fallback for Gram matrices too ill-conditioned for quadprog (near
-    duplicates, one outlying row that dominates every residual): each step
-    minimises over the affine hull of the free candidates by least squares
-    on ``W`` itself, never forming ``W'W``; a step that would leave the
-    simplex stops at its boundary and frees the blocking candidate; at a
-    face optimum the candidate with the most negative reduced gradient
-    enters. Starts from the vertex ``w0``.
-    """
-    w = w0.copy()
-    free = w > 0
-    for _ in range(max_iter + 2 * w.size):
-        F = np.flatnonzero(free)
-        target = _affine_minimiser(W[:, F], w[F])
-        step = target - w[F]
-        ratios = np.full(F.size, np.inf)
-        shrinking = step < 0
-        ratios[shrinking] = w[F][shrinking] / -step[shrinking]
-        blocking = int(np.argmin(ratios))
-        if ratios[blocking] < 1.0:  # the face's minimiser is outside the simplex: stop at the edge
-            moved = np.maximum(w[F] + ratios[blocking] * step, 0.0)
-            moved[blocking] = 0.0
-            w[F] = moved
-            free = w > 0
-            continue
-        w[F] = np.maximum(target, 0.0)
-        w /= w.sum()
-        g = W.T @ (W @ w)
-        outside = np.flatnonzero(~free)
-        if outside.size == 0:
-            break
-        entering = outside[np.argmin(g[outside])]
-        if g[entering] >= g @ w - _ROUNDOFF * max(float(np.abs(g).max()), np.finfo(float).tiny):
-            break
-        free[entering] = True
-    return w
-
-
 def _negligible(w: np.ndarray) -> np.ndarray:
     """Mask of the weights that are zero to within the solvers' accuracy (see the module notes)."""
     return w <= ZERO_WEIGHT_RTOL * w.max()
@@ -254,12 +235,23 @@ def snap_to_simplex(w: np.ndarray) -> np.ndarray:
     ndarray (J,)
         Non-negative (no ``-0.0``), summing to 1.0 exactly (ties aside, see above).
 
+    Raises
+    ------
+    InvalidWeightsError
+        ``w`` has a NaN or infinite entry, or no positive one: a solver failed,
+        and rescaling would only hide it.
+
     Examples
     --------
     >>> w = snap_to_simplex(np.array([0.6, 3e-13, 0.4, -1e-17]))
     >>> w.tolist(), float(w.sum())
     ([0.6, 0.0, 0.4, 0.0], 1.0)
     """
+    w = np.asarray(w, dtype=float)
+    if not (np.isfinite(w).all() and w.max(initial=0.0) > 0):
+        raise InvalidWeightsError(
+            f"a weight solver returned {w[:10]}: not finite or without a positive entry"
+        )
     w = np.where(_negligible(w), 0.0, w)
     # Weights on the grid of multiples of 2**-53 add up exactly in any order (every partial sum
     # is such a multiple in [0, 1], which a double holds exactly), so "sums to 1" holds for
@@ -286,21 +278,53 @@ def _fw_gap(g: np.ndarray, w: np.ndarray) -> float:
     return float(g @ w - g.min())
 
 
-def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter):
-    """quadprog on the unit-diagonal residual Gram matrix, the active-set method if ill-conditioned.
+def _gram_quadprog(H: np.ndarray, d: np.ndarray) -> np.ndarray | None:
+    """quadprog on the unit-diagonal form of ``D H D`` if well-conditioned, else None."""
+    norms = np.sqrt(np.maximum(np.diagonal(H), 0.0))
+    if not (norms > 0).all():
+        return None  # a candidate reproducing y exactly: a singular problem for the active set
+    Hs = H / norms[:, None] / norms[None, :]
+    solved = _quadprog_simplex(Hs, d * norms, np.zeros(d.size), damp=False)
+    return None if solved is None else solved[0]
 
-    Returns ``(w, ridge, converged, fallback)``; the ridge is always 0 now that
-    ill-conditioned problems go to the active-set method instead of being perturbed.
+
+def _solve_least_squares(form, w0, tol, max_iter):
+    """The squared loss on the J x J Gram of its residual columns (:mod:`.gram`).
+
+    quadprog solves well-conditioned problems (as it always has, so their
+    weights do not move); the others, and any quadprog answer whose
+    Frank-Wolfe gap on the Gram is not at round-off, go to the active-set
+    method; tied optima are then resolved to the minimum-norm point.
+    Returns ``(w, ridge, converged, fallback)``; the ridge is always 0.
     """
-    W = form.hessian_factor()
-    Hs, d = _unit_gram(W)
-    solved = _quadprog_simplex(Hs, d, np.zeros(form.size), damp=False)
-    if solved is not None:
-        return snap_to_simplex(solved[0]), 0.0, True, False
-    scaled = W / float(np.abs(W).max() or 1.0)  # steps are scale-free; this keeps g near 1
-    start = np.zeros(form.size)
-    start[int(np.argmin(d))] = 1.0  # the best single candidate: ||W e_j|| = d_j
-    return snap_to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
+    H, d = form.gram()
+    w = _gram_quadprog(H, d)
+    if w is not None and np.isfinite(w).all():
+        w = np.maximum(w, 0.0)
+        top = float(np.max(np.diagonal(H) * d**2))
+        if w.sum() > 0 and frank_wolfe_gap(H, d, w / w.sum()) <= _QUADPROG_GAP * top:
+            return snap_to_simplex(w), 0.0, True, False
+    w = simplex_least_squares(H, d, max_iter, getattr(form, "multiplicity", None))
+    return snap_to_simplex(w), 0.0, True, True
+
+
+def _widen_ties(form, w: np.ndarray, max_iter: int) -> np.ndarray:
+    """Column generation's squared-loss optimum re-solved over every candidate tied with it.
+
+    The minimum-norm rule needs the whole optimal face, and column generation
+    only saw its working set: candidates outside it whose reduced gradient is
+    zero (within ``_TIE`` of the largest single-candidate loss) may share the
+    optimum. Their Gram matrix is formed and solved as a dense problem when
+    they are few enough (at most ``DENSE_LIMIT`` and the number of rows).
+    """
+    g = form.gradient(w)
+    tied = np.flatnonzero((g - g @ w <= _TIE * float(form.vertex_values().max())) | (w > 0))
+    if tied.size <= np.count_nonzero(w) or tied.size > min(DENSE_LIMIT, form.n_rows):
+        return w
+    sub = _solve_least_squares(form.restrict(tied), None, None, max_iter)[0]
+    out = np.zeros(form.size)
+    out[tied] = sub
+    return out
 
 
 def _newton_point(form: LogBarrierForm, w: np.ndarray, g: np.ndarray) -> np.ndarray | None:
@@ -464,23 +488,27 @@ def _column(P: np.ndarray, j: int) -> np.ndarray:
     return P[:, j]
 
 
-def _duplicate_tolerance(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Per-candidate distance (max norm) below which another candidate counts as its duplicate.
+def _column_summaries(sub: np.ndarray, direction: np.ndarray, classes: np.ndarray | None):
+    """``(score, tolerance)`` of every column of ``sub``, from three passes over it.
 
-    Relative to the column's spread around its mean, not to its size: adding
-    1e10 to ``y`` (and so to every prediction) must not make distinct
-    candidates look identical. The floor of a few ulps of the column's size
-    covers predictions that agree in exact arithmetic but were rounded at a
+    ``score`` is the random projection ``direction' P_j`` (times ``classes``
+    for class probabilities) that orders the columns; ``tolerance`` the
+    distance (max norm) below which another candidate counts as a duplicate:
+    relative to the column's spread around its mean, not to its size (adding
+    1e10 to ``y``, and so to every prediction, must not make distinct
+    candidates look identical), with a floor of a few ulps of the column's
+    size for predictions that agree in exact arithmetic but were rounded at a
     large offset.
     """
-    tolerance = np.empty(candidates.size)
-    for position, j in enumerate(candidates):
-        column = _column(P, j)
-        spread = np.abs(column - column.mean(axis=0)).max()
-        tolerance[position] = _DUPLICATE_RTOL * spread + _DUPLICATE_ULPS * np.spacing(
-            np.abs(column).max()
-        )
-    return tolerance
+    # one matrix product gives the projections and the means; min and max one pass each
+    both = np.tensordot(np.stack([direction, np.full(sub.shape[0], 1.0 / sub.shape[0])]), sub,
+                        axes=(1, 0))
+    score, mean, low, high = both[0], both[1], sub.min(axis=0), sub.max(axis=0)
+    spread = np.maximum(high - mean, mean - low)
+    top = np.maximum(np.abs(high), np.abs(low))
+    if sub.ndim == 3:  # classes: the largest over a candidate's probability columns
+        score, spread, top = score @ classes, spread.max(axis=1), top.max(axis=1)
+    return score, _DUPLICATE_RTOL * spread + _DUPLICATE_ULPS * np.spacing(top)
 
 
 def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -495,14 +523,10 @@ def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """
     rng = np.random.default_rng(0)
     direction = rng.standard_normal(P.shape[0])
-    if P.ndim == 2:
-        score = (direction @ np.nan_to_num(P))[candidates]
-        reach_factor = np.abs(direction).sum()
-    else:
-        classes = rng.standard_normal(P.shape[2])
-        score = np.einsum("n,njc,c->j", direction, np.nan_to_num(P), classes)[candidates]
-        reach_factor = np.abs(direction).sum() * np.abs(classes).sum()
-    tolerance = _duplicate_tolerance(P, candidates)
+    classes = rng.standard_normal(P.shape[2]) if P.ndim == 3 else None
+    sub = P if candidates.size == P.shape[1] else P[:, candidates]  # active: no NaN
+    score, tolerance = _column_summaries(sub, direction, classes)
+    reach_factor = np.abs(direction).sum() * (1.0 if classes is None else np.abs(classes).sum())
     reach = reach_factor * tolerance
     label = np.arange(candidates.size)
     window: list[int] = []  # positions (into candidates) of group leaders near the current score
@@ -547,6 +571,8 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
     dense = _solve_least_squares if kind == "qp" else _solve_sqp
     if form.size > min(DENSE_LIMIT, form.n_rows):
         w, ridge, converged = _column_generation(form, dense, tol, max_iter)
+        if kind == "qp":
+            w = _widen_ties(form, w, max_iter)
         return w, None, ridge, converged, "active-set" if kind == "qp" else "sqp-active-set"
     w0 = np.full(form.size, 1.0 / form.size)
     if kind != "qp":
@@ -558,6 +584,44 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
     if kind == "qp":
         return w, None, ridge, converged, "active-set" if fallback else "quadprog"
     return w, None, ridge, converged, "sqp"
+
+
+# ---- the one exit: a point of the simplex with a certificate ---------------------------------
+def _expand(w: np.ndarray, columns, group, sizes, J: int) -> np.ndarray:
+    """Merged candidates' weights shared out over all J candidates, snapped and checked."""
+    weights = np.zeros(J)
+    weights[columns] = w[group] / sizes[group]
+    weights = snap_to_simplex(weights)
+    if not (np.isfinite(weights).all() and (weights >= 0).all()
+            and abs(weights.sum() - 1.0) <= J * 2.0**-53):
+        raise InvalidWeightsError(f"snapped weights off the simplex: {weights[:10]}")
+    return weights
+
+
+def _best_vertex(form) -> np.ndarray:
+    w = np.zeros(form.size)
+    w[int(np.nanargmin(form.vertex_values()))] = 1.0
+    return w
+
+
+def _certified_gap(form, kind: str, w: np.ndarray, lower, n_leaders: int) -> float:
+    """``objective - optimum <= gap``, computed from the problem at the returned weights.
+
+    The forms of the squared and absolute losses are standardised: ``unit``
+    converts back. The squared loss's dense problems are certified on their
+    Gram matrix (no pass over the rows); column generation uses the gradient.
+    """
+    if n_leaders == 1:
+        return 0.0
+    if kind == "lp":
+        gap = max(form.value(w) - lower, 0.0) if lower is not None else np.inf
+    elif kind == "qp" and form.size <= min(DENSE_LIMIT, form.n_rows):
+        gap = frank_wolfe_gap(*form.gram(), w)
+    else:
+        gap = max(_fw_gap(form.gradient(w), w), 0.0)
+    if not np.isfinite(gap):  # an overflowed gradient certifies nothing; say so
+        return float("inf")
+    return gap * form.unit
 
 
 # ---- public entry point ------------------------------------------------------------------------
@@ -640,24 +704,25 @@ def solve_weights(
         allow_nan=False,
     )
 
+    if loss.family == "gaussian":
+        check_response_variation(y, " of the rows the weights are fitted on")
     group = _duplicate_groups(P, columns)
     sizes = np.bincount(group)
     leaders = columns[np.unique(group, return_index=True)[1]]
     reduced = P if leaders.size == J else P[:, leaders]
     form = loss.form(y, reduced)
-    w, lower, ridge, converged, solver = _solve_reduced(form, loss.solver, tol, max_iter)
-
-    weights = np.zeros(J)
-    weights[columns] = w[group] / sizes[group]
-    weights = snap_to_simplex(weights)
+    if loss.solver == "qp":  # the minimum-norm rule counts every merged duplicate
+        form = dataclasses.replace(form, multiplicity=sizes)
+    try:
+        w, lower, ridge, converged, solver = _solve_reduced(form, loss.solver, tol, max_iter)
+        weights = _expand(w, columns, group, sizes, J)
+    except InvalidWeightsError as err:
+        # never reached on any problem we know of: a solver bug must not become invalid weights
+        w, lower, ridge, converged = _best_vertex(form), None, 0.0, False
+        solver = f"best single candidate ({err})"
+        weights = _expand(w, columns, group, sizes, J)
     w = np.bincount(group, weights[columns], minlength=sizes.size)
-    # the forms of the squared and absolute losses are standardised: unit converts back
-    if leaders.size == 1:
-        gap = 0.0
-    elif loss.solver == "lp":
-        gap = max(form.value(w) - lower, 0.0) * form.unit
-    else:
-        gap = max(_fw_gap(form.gradient(w), w), 0.0) * form.unit
+    gap = _certified_gap(form, loss.solver, w, lower, leaders.size)
     objective = loss.objective(y, P, weights)
     if not converged:
         warnings.warn(

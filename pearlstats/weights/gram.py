@@ -1,0 +1,267 @@
+"""Squared-loss simplex weights from the J x J Gram matrix of the residual columns.
+
+On the simplex ``y - P w = E w`` with ``E = y 1' - P``, so the squared loss
+``mean (y - P w)^2 = w' (E'E / n) w`` depends on the rows only through the
+J x J matrix ``E'E``. :func:`residual_gram` builds it in one pass over row
+chunks; everything after that -- the active-set method, the minimum-norm
+choice among tied optima, the certificate -- works on the J x J matrix, so the
+solve costs the same at n = 100 and n = 10^6.
+
+* **Accuracy.** ``E`` is formed chunk by chunk as ``y/s - P/s`` (``s`` a power
+  of two, so the division is exact) and each chunk's ``E'E`` is accumulated:
+  entry ``(i, j)`` is accurate to about ``eps ||E_i|| ||E_j||``, also when a
+  candidate fits ``y`` exactly (its column is then rounding noise and its row
+  of the Gram matrix is tiny, not the difference of two large moments).
+  A column whose squares would overflow is scaled by a power of two first
+  (the matrix is returned as ``D H D``, ``D = diag(d)``).
+* **Stage 1: the optimum.** A primal active-set method on ``H``: on the face
+  of the free candidates it moves to a minimiser of ``u'Hu`` over the face's
+  affine hull (a least-squares solve of at most J x J, minimum-norm when the
+  face is singular, so exact duplicates and collinear candidates need no
+  ridge); a step that would leave the simplex stops at its boundary and frees
+  the blocking candidate; at a face optimum the candidate with the most
+  negative reduced gradient enters. It stops when the Frank-Wolfe gap is at
+  round-off (``_STOP * max_j G_jj``).
+* **Stage 2: the minimum-norm optimum.** The optimum of a singular problem is
+  a face, not a point (two candidates that both fit exactly, a mix of two that
+  reproduces a third). The weights returned are then the point of minimum
+  Euclidean norm of that optimal face: with ``w*`` the stage-1 optimum, the
+  optimal face is ``{w in simplex: w_j = 0 off T, E (w - w*) = 0}`` where
+  ``T`` are the candidates whose reduced gradient is zero (within ``_TIE *
+  max_j G_jj``) and ``E (w - w*) = 0`` holds for ``w - w*`` in the null space
+  of ``G_TT`` (eigenvalues at most ``_NULL`` times its largest). Minimising
+  ``||w||^2`` over it is a small strictly convex QP (identity Hessian) that
+  quadprog solves exactly. Equal shares for duplicates, a third each for
+  ``{e_3, (e_1 + e_2)/2}``-type ties: the rule is invariant to permuting the
+  candidates.
+
+:func:`simplex_least_squares` returns the weights; the caller certifies them
+(finite, non-negative, sum 1, Frank-Wolfe gap from ``G``).
+
+Examples
+--------
+>>> import numpy as np
+>>> y = np.array([1.0, 2.0, 3.0, 4.0])
+>>> P = np.column_stack([y, y, y + 1.0])  # two exact fits: a tie, split equally
+>>> H, d = residual_gram(P, y, 1.0, 4)
+>>> simplex_least_squares(H, d).round(12).tolist()
+[0.5, 0.5, 0.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import quadprog
+
+__all__ = ["residual_gram", "residual_products", "simplex_least_squares", "frank_wolfe_gap"]
+
+_CHUNK_ELEMENTS = 1 << 16  # rows per chunk times columns: a chunk of E stays in cache
+_SAFE = 1e200  # a column sum of squares above this (in units of scale^2) is rescaled
+_STOP = 64 * np.finfo(float).eps  # stage 1 stops at a Frank-Wolfe gap this relative to max G_jj
+_TIE = 1e-12  # reduced gradients this relative to max G_jj are zero: the candidate may share
+_NULL = 1e-12  # eigenvalues of G_TT this relative to its largest are zero: a tie direction
+
+
+def _chunks(m: int, J: int):
+    step = max(1, _CHUNK_ELEMENTS // max(J, 1))
+    for start in range(0, m, step):
+        yield slice(start, min(start + step, m))
+
+
+def _residual_chunk(X: np.ndarray, t: np.ndarray, rows: slice, inv_scale: np.ndarray):
+    """``E[rows] = (t 1' - X)[rows] * inv_scale`` (per-column powers of two: exact scalings)."""
+    return (t[rows, None] - X[rows]) * inv_scale
+
+
+def _gram_pass(X: np.ndarray, t: np.ndarray, inv: np.ndarray | None) -> np.ndarray:
+    """``E'E`` summed over row chunks; ``E = t 1' - X``, times ``inv`` (per column) if given."""
+    m, J = X.shape
+    H = np.zeros((J, J))
+    buffer = np.empty((max(1, _CHUNK_ELEMENTS // max(J, 1)), J))
+    for rows in _chunks(m, J):
+        E = buffer[: rows.stop - rows.start]
+        if inv is None:
+            np.subtract(t[rows, None], X[rows], out=E)
+        else:  # scaled before subtracting: no overflow
+            np.subtract(t[rows, None] * inv, X[rows] * inv, out=E)
+        H += E.T @ E  # numpy's A.T @ A is a symmetric rank-k update
+    return H
+
+
+def residual_gram(X: np.ndarray, t: np.ndarray, scale: float, n_obs: int):
+    """``(H, d)`` with ``E'E / n_obs = D H D``, ``E = (t 1' - X) / scale``, one pass over chunks.
+
+    The pass forms ``t 1' - X`` unscaled and divides the sums by ``scale^2``
+    (a power of two: exact) when the squares of entries of the size of
+    ``scale`` neither overflow nor lose digits to underflow. ``d`` is 1 for
+    every column unless an entry is so large that the sums overflow (or the
+    scale itself is extreme): a second pass then scales every column by
+    ``1 / scale`` and such columns by a further power of two before their
+    products, so ``H`` stays finite (``D H D`` itself may not be representable).
+
+    Parameters
+    ----------
+    X : ndarray (m, J)
+    t : ndarray (m,)
+    scale : float
+        A power of two (exact division), e.g. the spread of ``t``.
+    n_obs : int
+        The divisor of the mean.
+    """
+    m, J = X.shape
+    d = np.ones(J)
+    if 1e-100 < scale < 1e100:
+        with np.errstate(over="ignore", invalid="ignore"):
+            H = _gram_pass(X, t, None)
+        diagonal = np.diagonal(H) / scale**2
+        if np.isfinite(H).all() and diagonal.max(initial=0.0) < _SAFE:
+            return H / scale**2 / n_obs, d
+    inv = np.full(J, 1.0 / scale)
+    # a power of two at least half of each column's largest possible entry (no overflow)
+    half = 0.5 * np.abs(X).max(axis=0, initial=0.0) + 0.5 * float(np.abs(t).max(initial=0.0))
+    big = half * inv > 1e100
+    d[big] = 2.0 ** (1 + np.ceil(np.log2(half[big]) + np.log2(inv[big])))
+    return _gram_pass(X, t, inv / d) / n_obs, d
+
+
+def residual_products(X: np.ndarray, t: np.ndarray, scale: float, v: np.ndarray) -> np.ndarray:
+    """``E'v`` (J,) with ``E = (t 1' - X) / scale``, chunk by chunk (no (m, J) copy)."""
+    m, J = X.shape
+    inv = np.full(J, 1.0 / scale)
+    out = np.zeros(J)
+    for rows in _chunks(m, J):
+        out += v[rows] @ _residual_chunk(X, t, rows, inv)
+    return out
+
+
+def frank_wolfe_gap(H: np.ndarray, d: np.ndarray, w: np.ndarray) -> float:
+    """``g'w - min_j g_j`` with ``g = 2 G w`` the gradient of ``w'Gw``, ``G = D H D``."""
+    u = d * w
+    g = 2.0 * d * (H @ u)
+    return max(float(g @ w - g.min()), 0.0)
+
+
+# ---- stage 1: active set on the Gram matrix ---------------------------------------------------
+def _face_minimiser(H: np.ndarray, a: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """A minimiser of ``z'Hz`` subject to ``a'z = a'start``, the one nearest to ``start``.
+
+    ``z = start + N v`` with ``N`` an orthonormal basis of ``{a'x = 0}``; the
+    minimum-norm least-squares ``v`` of ``(N'HN) v = -N'H start`` (SVD) copes
+    with a singular face and leaves a residual at round-off (backward stable),
+    so the gradient on the face is constant to round-off however ill-conditioned.
+    """
+    k = a.size
+    if k == 1:
+        return start.copy()
+    N = np.linalg.qr(a[:, None], mode="complete")[0][:, 1:]
+    HN = H @ N
+    v = np.linalg.lstsq(N.T @ HN, -(HN.T @ start), rcond=None)[0]
+    return start + N @ v
+
+
+def _active_set(H: np.ndarray, a: np.ndarray, max_iter: int) -> np.ndarray:
+    """Minimise ``u'Hu`` subject to ``a'u = 1``, ``u >= 0`` (``a > 0``), from the best vertex."""
+    J = a.size
+    vertex = np.diagonal(H) / a**2  # u'Hu at the vertex u = e_j / a_j
+    stop = _STOP * float(vertex.max())
+    u = np.zeros(J)
+    first = int(np.argmin(vertex))
+    u[first] = 1.0 / a[first]
+    free = u > 0
+    for _ in range(max_iter + 3 * J):
+        F = np.flatnonzero(free)
+        target = _face_minimiser(H[np.ix_(F, F)], a[F], u[F])
+        step = target - u[F]
+        shrinking = step < 0
+        ratios = np.full(F.size, np.inf)
+        ratios[shrinking] = u[F][shrinking] / -step[shrinking]
+        blocking = int(np.argmin(ratios))
+        if ratios[blocking] < 1.0:  # the face's minimiser is outside the simplex: stop at the edge
+            moved = np.maximum(u[F] + ratios[blocking] * step, 0.0)
+            moved[blocking] = 0.0
+            u[F] = moved
+            free = u > 0
+            continue
+        u[F] = np.maximum(target, 0.0)
+        u /= a @ u
+        g = 2.0 * (H @ u)
+        reduced = (g - (g @ u) * a) / a  # in weight units: the Frank-Wolfe gap is -min(reduced)
+        outside = np.flatnonzero(~free)
+        if outside.size == 0:
+            break
+        entering = outside[np.argmin(reduced[outside])]
+        if reduced[entering] >= -stop:
+            break
+        free[entering] = True
+    return u
+
+
+# ---- stage 2: minimum norm over the optimal face ----------------------------------------------
+def _minimum_norm_face(H: np.ndarray, d: np.ndarray, w: np.ndarray,
+                       multiplicity: np.ndarray) -> np.ndarray:
+    """The minimum-norm point of the optimal face through the optimum ``w`` (see the module notes).
+
+    Column j stands for ``multiplicity[j]`` merged duplicates sharing its weight
+    equally, so its part of the norm of the full weight vector is ``w_j^2 / k_j``.
+    """
+    u = d * w
+    g = 2.0 * d * (H @ u)  # the gradient in weight coordinates
+    scale = float((np.diagonal(H) * d**2).max())
+    tied = np.flatnonzero(g - g @ w <= _TIE * scale)
+    if tied.size < 2:
+        return w
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = d[tied, None] * H[np.ix_(tied, tied)] * d[None, tied]
+    if not np.isfinite(G).all():
+        return w
+    values, vectors = np.linalg.eigh(G)
+    N = vectors[:, values <= _NULL * max(float(values[-1]), 0.0)]
+    if N.shape[1] == 0:
+        return w
+    # min ||w_T + N z||_M^2 (M = diag(1 / k)) subject to w_T + N z >= 0 and 1'N z = 0; z = 0
+    # is feasible and N'MN is positive definite (N has orthonormal columns, M > 0)
+    ones = N.sum(axis=0)
+    equality = np.linalg.norm(ones) > 1e-12 * np.sqrt(tied.size)
+    C = np.column_stack([ones, N.T]) if equality else N.T
+    b = np.r_[0.0, -w[tied]] if equality else -w[tied]
+    MN = N / multiplicity[tied, None]
+    try:
+        z = quadprog.solve_qp(N.T @ MN, -(MN.T @ w[tied]), C, b, meq=int(equality))[0]
+    except ValueError:  # quadprog's degeneracy tests: keep the stage-1 optimum
+        return w
+    out = w.copy()
+    out[tied] = np.maximum(w[tied] + N @ z, 0.0)
+    return out / out.sum()
+
+
+def simplex_least_squares(H: np.ndarray, d: np.ndarray, max_iter: int = 500,
+                          multiplicity: np.ndarray | None = None) -> np.ndarray:
+    """Weights minimising ``w' D H D w`` on the simplex; the minimum-norm one where tied.
+
+    Parameters
+    ----------
+    H : ndarray (J, J)
+        Symmetric positive semi-definite (from :func:`residual_gram`).
+    d : ndarray (J,)
+        Positive column scales.
+    max_iter : int
+        Cap on the active-set iterations beyond ``3 J``.
+    multiplicity : ndarray of int (J,), optional
+        How many merged duplicates each column stands for (they share its
+        weight equally); the norm minimised over a tied optimum is that of
+        the weights of all of them. Default 1 each.
+
+    Returns
+    -------
+    ndarray (J,)
+        Non-negative, summing to 1 up to rounding (the caller snaps and certifies).
+    """
+    multiplicity = np.ones(d.size) if multiplicity is None else np.asarray(multiplicity, float)
+    top = float(np.abs(np.diagonal(H)).max(initial=0.0))
+    if not top > 0:  # every candidate reproduces y exactly: all tied, equal full weights
+        return multiplicity / multiplicity.sum()
+    Hs = H / top  # entries at most 1: the tolerances above are relative to this
+    u = _active_set(Hs, 1.0 / d, max_iter)
+    w = u / d
+    w = np.maximum(w, 0.0) / np.maximum(w, 0.0).sum()
+    return _minimum_norm_face(Hs, d, w, multiplicity)
