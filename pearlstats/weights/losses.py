@@ -56,7 +56,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -65,7 +64,7 @@ from scipy import sparse
 from scipy.special import expit, xlogy
 
 from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
-from .gram import residual_gram, residual_products
+from .gram import LeastSquaresForm
 
 __all__ = [
     "EPS",
@@ -96,79 +95,6 @@ def _times(M: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 # ---- solver forms --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LeastSquaresForm:
-    """Objective ``f(w) = ||E w||^2 / n_obs`` on the simplex, ``E = (t 1' - X) / scale`` (m, J).
-
-    On the simplex ``E w = (t - X w) / scale``, so ``f`` is the mean squared
-    error of ``X w`` divided by ``scale^2``; ``unit = scale^2`` converts back
-    (``mean loss = unit * f(w)``). ``scale`` is a power of two (exact
-    division) set by the loss to the spread of the response, so the weights
-    do not depend on its units, and no centre is needed: ``t 1' - X`` does
-    not change when the same constant is subtracted from ``t`` and ``X``.
-    Every method works on ``E`` chunk by chunk, formed from differences of
-    ``t`` and ``X`` (accurate at any offset); the (m, J) matrix ``E`` is never
-    stored. The methods assume ``w`` on the simplex.
-    """
-
-    X: np.ndarray
-    t: np.ndarray
-    n_obs: int
-    scale: float = 1.0
-    multiplicity: np.ndarray | None = None  # merged duplicates per column (the tie rule's norm)
-
-    @property
-    def unit(self) -> float:
-        return self.scale**2
-
-    @property
-    def size(self) -> int:
-        return self.X.shape[1]
-
-    @property
-    def n_rows(self) -> int:
-        return self.X.shape[0]
-
-    def restrict(self, columns: np.ndarray) -> LeastSquaresForm:
-        multiplicity = None if self.multiplicity is None else self.multiplicity[columns]
-        return LeastSquaresForm(self.X[:, columns], self.t, self.n_obs, self.scale, multiplicity)
-
-    def residual(self, w: np.ndarray) -> np.ndarray:
-        """``E w`` (m,), from the columns with non-zero weight."""
-        used = np.flatnonzero(w)
-        return ((self.t[:, None] - self.X[:, used]) / self.scale) @ w[used]
-
-    def value(self, w: np.ndarray) -> float:
-        r = self.residual(w)
-        return float(r @ r) / self.n_obs
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        """``2 E'E w / n_obs``: on the simplex the gradient up to a constant vector."""
-        return (2.0 / self.n_obs) * residual_products(self.X, self.t, self.scale, self.residual(w))
-
-    def vertex_values(self) -> np.ndarray:
-        """``f(e_j)`` for every j, without forming the (m, J) residual matrix."""
-        X, t = self.X, self.t
-        out = np.zeros(self.size)
-        step = max(1, (1 << 16) // max(self.size, 1))
-        for start in range(0, self.n_rows, step):
-            E = (t[start:start + step, None] - X[start:start + step]) / self.scale
-            out += np.einsum("ij,ij->j", E, E)
-        return out / self.n_obs
-
-    def gram(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(H, d)`` with ``E'E / n_obs = D H D`` (:func:`~pearlstats.weights.gram.residual_gram`).
-
-        Computed once per form (one pass over the rows); the solver and the
-        certificate share it.
-        """
-        return self._gram
-
-    @cached_property
-    def _gram(self) -> tuple[np.ndarray, np.ndarray]:
-        return residual_gram(self.X, self.t, self.scale, self.n_obs)
-
-
 @dataclass(frozen=True)
 class LogBarrierForm:
     """Objective ``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs``, ``A > 0``, ``c > 0``.

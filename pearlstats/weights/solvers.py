@@ -99,7 +99,10 @@ from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionErr
 from .gram import _TIE, frank_wolfe_gap, simplex_least_squares
 from .losses import LogBarrierForm, Loss, PiecewiseLinearForm, check_response_variation
 
-__all__ = ["WeightSolution", "solve_weights", "snap_to_simplex", "DENSE_LIMIT", "ZERO_WEIGHT_RTOL"]
+__all__ = [
+    "WeightSolution", "solve_weights", "snap_to_simplex", "check_on_simplex", "InvalidWeightsError",
+    "DENSE_LIMIT", "ZERO_WEIGHT_RTOL",
+]
 
 DENSE_LIMIT = 500  # above this many candidates (or more candidates than rows): column generation
 _BATCH = 50  # candidates added per column-generation round
@@ -591,10 +594,28 @@ def _expand(w: np.ndarray, columns, group, sizes, J: int) -> np.ndarray:
     """Merged candidates' weights shared out over all J candidates, snapped and checked."""
     weights = np.zeros(J)
     weights[columns] = w[group] / sizes[group]
-    weights = snap_to_simplex(weights)
+    return check_on_simplex(snap_to_simplex(weights))
+
+
+def check_on_simplex(weights: np.ndarray) -> np.ndarray:
+    """``weights`` if finite, non-negative and summing to 1 (to ``4 J eps``); else raise.
+
+    The check every weight vector passes before it leaves the weight stage
+    (solver results and shrunk weights alike).
+
+    Raises
+    ------
+    InvalidWeightsError
+
+    Examples
+    --------
+    >>> check_on_simplex(np.array([0.25, 0.75])).tolist()
+    [0.25, 0.75]
+    """
+    weights = np.asarray(weights, dtype=float)
     if not (np.isfinite(weights).all() and (weights >= 0).all()
-            and abs(weights.sum() - 1.0) <= J * 2.0**-53):
-        raise InvalidWeightsError(f"snapped weights off the simplex: {weights[:10]}")
+            and abs(weights.sum() - 1.0) <= 4 * weights.size * np.finfo(float).eps):
+        raise InvalidWeightsError(f"weights off the simplex: {weights[:10]}")
     return weights
 
 
