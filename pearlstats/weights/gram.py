@@ -30,8 +30,9 @@ solve costs the same at n = 100 and n = 10^6.
   ``T`` are the candidates whose reduced gradient is zero (within ``_TIE *
   max_j G_jj``) and ``E (w - w*) = 0`` holds for ``w - w*`` in the null space
   of ``G_TT`` (eigenvalues at most ``_NULL`` times its largest). Minimising
-  ``||w||^2`` over it is a small strictly convex QP (identity Hessian) that
-  quadprog solves exactly. Equal shares for duplicates, a third each for
+  ``||w||^2`` over it is a small strictly convex least-distance programme,
+  solved exactly by its reduction to non-negative least squares (Lawson and
+  Hanson; scipy's ``nnls``). Equal shares for duplicates, a third each for
   ``{e_3, (e_1 + e_2)/2}``-type ties: the rule is invariant to permuting the
   candidates.
 
@@ -56,7 +57,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import quadprog
+from scipy.optimize import nnls
 
 __all__ = [
     "LeastSquaresForm", "residual_gram", "residual_products", "simplex_least_squares",
@@ -226,20 +227,102 @@ def _minimum_norm_face(H: np.ndarray, d: np.ndarray, w: np.ndarray,
     N = vectors[:, values <= _NULL * max(float(values[-1]), 0.0)]
     if N.shape[1] == 0:
         return w
-    # min ||w_T + N z||_M^2 (M = diag(1 / k)) subject to w_T + N z >= 0 and 1'N z = 0; z = 0
-    # is feasible and N'MN is positive definite (N has orthonormal columns, M > 0)
-    ones = N.sum(axis=0)
-    equality = np.linalg.norm(ones) > 1e-12 * np.sqrt(tied.size)
-    C = np.column_stack([ones, N.T]) if equality else N.T
-    b = np.r_[0.0, -w[tied]] if equality else -w[tied]
-    MN = N / multiplicity[tied, None]
+    k, current = multiplicity[tied], w[tied]
+    best, top = float(current @ G @ current), float(values[-1])
+    for attempt in (_least_distance_point, _support_point):
+        point = attempt(G, N, current, k, top)
+        if point is not None and _acceptable(G, point, current, k, best + _TIE * scale):
+            out = np.zeros_like(w)
+            out[tied] = point
+            return out
+    return w
+
+
+def _acceptable(G, point, current, k, objective_bound: float) -> bool:
+    """A candidate minimum-norm optimum: feasible, as good as ``current``, not of larger norm."""
+    return bool(
+        np.isfinite(point).all() and point.min() >= 0.0 and abs(point.sum() - 1.0) <= 1e-12
+        and float(point @ G @ point) <= objective_bound
+        and float(point @ (point / k)) <= float(current @ (current / k)) * (1 + 1e-12)
+    )
+
+
+def _feasible_point(raw: np.ndarray) -> np.ndarray | None:
+    """``raw`` with round-off negatives zeroed and renormalised, or None if it is not near the
+    simplex (a failed reduction)."""
+    if not (np.isfinite(raw).all() and raw.min() >= -1e-9 and abs(raw.sum() - 1.0) <= 1e-9):
+        return None
+    point = np.maximum(raw, 0.0)
+    return point / point.sum()
+
+
+def _least_distance_point(G, N, current, k, top) -> np.ndarray | None:
+    """The minimum-norm optimum as ``current + N z`` (:func:`_least_norm_shift`)."""
+    z = _least_norm_shift(N, current, k)
+    return None if z is None else _feasible_point(current + N @ z)
+
+
+def _support_point(G, N, current, k, top) -> np.ndarray | None:
+    """The minimum-norm optimum from its support, for problems that defeat the reduction.
+
+    The support is that of the optimum of ``w'(G + eps diag(1/k))w`` (``eps =
+    1e-10`` of the largest eigenvalue: strictly convex, its optimum tends to
+    the minimum-norm optimum as ``eps -> 0``), solved by the active set; on
+    that support the minimiser of ``z'G z`` over ``{sum z = 1}`` of least
+    norm (null directions as in the module notes) is computed exactly.
+    """
+    regularised = (G + 1e-10 * top * np.diag(1.0 / k)) / top
+    u = _active_set(regularised, np.ones(k.size), 500)
+    S = np.flatnonzero(u > 1e-8 * u.max())
+    root = np.sqrt(k[S])  # z = root * x turns the norm sum z^2 / k into ||x||^2
+    Gx = root[:, None] * G[np.ix_(S, S)] * root[None, :]
+    start = root / (root @ root)  # the least-norm x with root'x = 1
+    basis = np.linalg.qr(root[:, None], mode="complete")[0][:, 1:]
+    values, vectors = np.linalg.eigh(basis.T @ Gx @ basis)
+    keep = values > _NULL * top
+    rhs = vectors.T @ (basis.T @ (Gx @ start))
+    v = -vectors[:, keep] @ (rhs[keep] / values[keep])
+    point = np.zeros(k.size)
+    point[S] = root * (start + basis @ v)
+    return _feasible_point(point)
+
+
+def _least_norm_shift(N: np.ndarray, w: np.ndarray, k: np.ndarray) -> np.ndarray | None:
+    """``z`` minimising ``sum_j (w + N z)_j^2 / k_j`` subject to ``w + N z >= 0``, ``1'N z = 0``.
+
+    ``z = 0`` is feasible. With ``Q = N' diag(1/k) N = L L'`` (positive
+    definite: ``N`` has orthonormal columns) and ``z = z0 + L'^{-1} x``, ``z0``
+    the unconstrained minimiser, this is a least-distance programme ``min ||x||
+    subject to G x >= h`` (the equality as two inequalities), solved exactly by
+    Lawson and Hanson's reduction to non-negative least squares (scipy's
+    ``nnls``): robust where many constraints are active and dependent at the
+    start, as in an exact fit among more candidates than rows, which defeats
+    quadprog's dual method. None if the reduction fails (the caller keeps ``w``).
+    """
+    Q = N.T @ (N / k[:, None])
+    L = np.linalg.cholesky(Q)
+    z0 = -np.linalg.solve(Q, N.T @ (w / k))
+    back = np.linalg.inv(L.T)
+    ones = N.sum(axis=0) @ back
+    G = np.vstack([N @ back, ones, -ones])
+    s = float(N.sum(axis=0) @ z0)
+    h = np.r_[-w - N @ z0, -s, s]
+    # unit normals; a candidate the null directions do not move (a row of N at round-off)
+    # keeps its weight and would only wreck the scaling of the reduction
+    norms = np.linalg.norm(G, axis=1)
+    moved = norms > 1e-9 * norms.max()
+    G, h = G[moved] / norms[moved, None], h[moved] / norms[moved]
+    E = np.vstack([G.T, h])
+    f = np.zeros(E.shape[0])
+    f[-1] = 1.0
     try:
-        z = quadprog.solve_qp(N.T @ MN, -(MN.T @ w[tied]), C, b, meq=int(equality))[0]
-    except ValueError:  # quadprog's degeneracy tests: keep the stage-1 optimum
-        return w
-    out = w.copy()
-    out[tied] = np.maximum(w[tied] + N @ z, 0.0)
-    return out / out.sum()
+        u = nnls(E, f, maxiter=50 * E.shape[1])[0]
+    except RuntimeError:  # iteration limit
+        return None
+    r = E @ u - f
+    if not abs(r[-1]) > 0:
+        return None
+    return z0 + back @ (-r[:-1] / r[-1])
 
 
 def simplex_least_squares(H: np.ndarray, d: np.ndarray, max_iter: int = 500,

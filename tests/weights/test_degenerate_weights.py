@@ -45,9 +45,10 @@ def _face_solutions(P: np.ndarray, y: np.ndarray):
             # an orthonormal basis of {sum = 0} within S (orthogonal to the uniform start)
             N = scipy.linalg.null_space(np.ones((1, size))) if size > 1 else np.zeros((1, 0))
             if size > 1:
-                # minimum-norm least squares, singular values below 1e-12 of E_S's norm dropped
+                # minimum-norm least squares, singular values below 1e-12 of the response's
+                # norm dropped (rounding: differences of that size are ties)
                 U, sv, Vt = scipy.linalg.svd(E[:, S] @ N, full_matrices=False)
-                keep = sv > 1e-12 * np.linalg.norm(E[:, S])
+                keep = sv > 1e-12 * np.linalg.norm(y)
                 v = Vt[keep].T @ ((U[:, keep].T @ -(E[:, S] @ start)) / sv[keep])
                 z = start + N @ v
             else:
@@ -61,8 +62,7 @@ def _reference(P: np.ndarray, y: np.ndarray):
     """``(optimum, minimum-norm optimal weights)`` by brute force (small J only)."""
     feasible = [(w, f) for w, f in _face_solutions(P, y) if w.min() >= -1e-9]
     best = min(f for _, f in feasible)
-    scale = float(np.mean((y[:, None] - P) ** 2, axis=0).max())
-    optimal = [w for w, f in feasible if f <= best * (1 + 1e-9) + 1e-13 * scale]
+    optimal = [w for w, f in feasible if f <= best * (1 + 1e-9) + 1e-20 * np.mean(y**2)]
     return best, min(optimal, key=lambda w: float(w @ w))
 
 
@@ -241,3 +241,20 @@ def test_a_mix_that_reproduces_y_and_an_exact_candidate_split_by_minimum_norm():
     sol = solve_weights(P, y, SQUARED)
     np.testing.assert_allclose(sol.weights, [1 / 3, 1 / 3, 1 / 3, 0.0], atol=1e-12)
     assert sol.objective <= 1e-30
+
+
+def test_column_generation_applies_the_minimum_norm_rule():
+    # more candidates than rows: column generation, whose working set first holds only the
+    # exact candidate; the tied mirrored pair outside it must still share the optimum
+    rng = np.random.default_rng(0)
+    n = 30
+    y, noise = rng.normal(size=n), rng.normal(size=n)
+    others = rng.normal(size=(n, 40)) + y[:, None]
+    P = np.column_stack([others[:, :20], y + noise, y - noise, y, others[:, 20:]])
+    sol = solve_weights(P, y, SQUARED)
+    assert sol.solver == "active-set"
+    _assert_simplex(sol.weights)
+    expected = np.zeros(P.shape[1])
+    expected[20:23] = 1 / 3
+    np.testing.assert_allclose(sol.weights, expected, atol=1e-12)
+    assert sol.objective <= 1e-28
