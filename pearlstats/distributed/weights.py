@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import AllCandidatesFailedError, OptionError
-from ..weights.solvers import DENSE_LIMIT, WeightSolution, _expand, _fw_gap, _solve_reduced
+from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_checked
 
 __all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form"]
 
@@ -171,8 +171,8 @@ def solve_from_form(
     reduced = sub.restrict(leaders) if leaders.size < columns.size else sub
     if isinstance(reduced, GramLeastSquaresForm):
         reduced = GramLeastSquaresForm(reduced.EtE, reduced.n_rows, sizes)
-    w, _, _, _, solver = _solve_reduced(reduced, kind, tol, max_iter)
-    weights = _expand(w, columns, group, sizes, J)
+    weights, _, _, _, solver = _solve_checked(reduced, kind, columns, group, sizes, J, tol,
+                                              max_iter)
     if leaders.size == 1:
         gap = 0.0
     else:

@@ -147,7 +147,8 @@ class WeightSolution:
         ``"quadprog"``, ``"active-set"`` (the active-set method on the Gram
         matrix for an ill-conditioned or singular squared-loss problem, or
         column generation for many candidates), ``"sqp"``,
-        ``"sqp-active-set"``, ``"highs"`` or ``"single candidate"``.
+        ``"sqp-active-set"``, ``"highs"``, ``"single candidate"`` or ``"single candidate
+        (solver failed)"`` (a solver bug caught by the final check, with a warning).
     ridge : float
         Always 0: ill-conditioned squared-loss problems go to the active-set
         method instead of a ridge, and a ridge in an SQP subproblem only damps
@@ -625,8 +626,13 @@ def check_on_simplex(weights: np.ndarray) -> np.ndarray:
 
 
 def _best_vertex(form) -> np.ndarray:
+    """The best single candidate: always a valid point of the simplex."""
+    if hasattr(form, "vertex_values"):
+        values = form.vertex_values()
+    else:
+        values = np.array([form.value(np.eye(form.size)[j]) for j in range(form.size)])
     w = np.zeros(form.size)
-    w[int(np.nanargmin(form.vertex_values()))] = 1.0
+    w[int(np.nanargmin(values))] = 1.0
     return w
 
 
@@ -648,6 +654,30 @@ def _certified_gap(form, kind: str, w: np.ndarray, lower, n_leaders: int) -> flo
     if not np.isfinite(gap):  # an overflowed gradient certifies nothing; say so
         return float("inf")
     return gap * form.unit
+
+
+def _solve_checked(form, kind: str, columns, group, sizes, n_all: int, tol: float,
+                   max_iter: int):
+    """The solver's weights over all ``n_all`` candidates, through the final check.
+
+    Weights failing the check (a solver bug) become the best single candidate, with a warning.
+    Returns ``(weights, lower bound or None, ridge, converged, solver name)``.
+    """
+    try:
+        w, lower, ridge, converged, solver = _solve_reduced(form, kind, tol, max_iter)
+        weights = _expand(w, columns, group, sizes, n_all)
+    except InvalidWeightsError as err:
+        # never reached on any problem we know of: a solver bug must not become invalid weights
+        w, lower, ridge, converged = _best_vertex(form), None, 0.0, True
+        solver = "single candidate (solver failed)"
+        weights = _expand(w, columns, group, sizes, n_all)
+        warnings.warn(
+            f"the {kind} weight solver failed ({err}); the weights are the best single "
+            "candidate instead, with the gap to the optimum reported in kkt_gap",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return weights, lower, ridge, converged, solver
 
 
 # ---- public entry point ------------------------------------------------------------------------
@@ -739,14 +769,8 @@ def solve_weights(
     form = loss.form(y, reduced)
     if loss.solver == "qp":  # the minimum-norm rule counts every merged duplicate
         form = dataclasses.replace(form, multiplicity=sizes)
-    try:
-        w, lower, ridge, converged, solver = _solve_reduced(form, loss.solver, tol, max_iter)
-        weights = _expand(w, columns, group, sizes, J)
-    except InvalidWeightsError as err:
-        # never reached on any problem we know of: a solver bug must not become invalid weights
-        w, lower, ridge, converged = _best_vertex(form), None, 0.0, False
-        solver = f"best single candidate ({err})"
-        weights = _expand(w, columns, group, sizes, J)
+    weights, lower, ridge, converged, solver = _solve_checked(
+        form, loss.solver, columns, group, sizes, J, tol, max_iter)
     w = np.bincount(group, weights[columns], minlength=sizes.size)
     gap = _certified_gap(form, loss.solver, w, lower, leaders.size)
     objective = loss.objective(y, P, weights)

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pearlstats as pearl
-from pearlstats.exceptions import PearlWarning, ResponseError
-from pearlstats.weights import solve_weights
+from pearlstats.exceptions import ConvergenceWarning, PearlWarning, ResponseError
+from pearlstats.weights import solve_weights, solvers
 from pearlstats.weights.losses import check_response_variation, get_loss
 
 SQUARED = get_loss("squared", "gaussian")
@@ -258,3 +258,24 @@ def test_column_generation_applies_the_minimum_norm_rule():
     expected[20:23] = 1 / 3
     np.testing.assert_allclose(sol.weights, expected, atol=1e-12)
     assert sol.objective <= 1e-28
+
+
+@pytest.mark.parametrize("name", ["squared", "absolute"])
+def test_a_solver_returning_nan_never_reaches_the_caller(name, monkeypatch):
+    # a solver bug (NaN weights) becomes the best single candidate with a warning, never NaN
+    rng = np.random.default_rng(4)
+    y = rng.normal(size=40)
+    P = y[:, None] + rng.normal(scale=[0.5, 1.0, 2.0], size=(40, 3))
+    loss = get_loss(name, "gaussian")
+
+    def broken(form, *args):
+        raise solvers.InvalidWeightsError("NaN from a broken solver")
+
+    monkeypatch.setattr(solvers, "_solve_least_squares" if name == "squared" else "_solve_lp",
+                        broken)
+    with pytest.warns(ConvergenceWarning, match="best single candidate"):
+        sol = solve_weights(P, y, loss)
+    np.testing.assert_array_equal(sol.weights, [1.0, 0.0, 0.0])
+    risks = [float(np.mean(loss.pointwise(y, P[:, j]))) for j in range(3)]
+    assert sol.objective == pytest.approx(min(risks), rel=1e-12)
+    assert sol.kkt_gap >= 0
