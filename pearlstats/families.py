@@ -127,6 +127,11 @@ class Family:
     def encode(self, values: pd.Series) -> EncodedResponse:
         raise NotImplementedError
 
+    def check_fit_response(self, response: EncodedResponse) -> None:
+        """Raise ResponseError if the rows a fit is given leave nothing to fit (new rows to
+        evaluate or predict are not checked); the classification families check their classes
+        in :meth:`encode` already."""
+
     # The public methods below state the contract (types, meaning) once; each family supplies
     # the underscore hook of the same name.
 
@@ -240,10 +245,11 @@ class Gaussian(Family):
     sensitivity_losses = ("squared", "absolute")
 
     def encode(self, values: pd.Series) -> EncodedResponse:
-        y = _require_numeric(values, self.name)
-        if np.isfinite(y).all():  # missing values get their own error from the row checks
-            check_response_variation(y)
-        return EncodedResponse(y)
+        return EncodedResponse(_require_numeric(values, self.name))
+
+    def check_fit_response(self, response: EncodedResponse) -> None:
+        """A response without variance leaves nothing to fit (``check_response_variation``)."""
+        check_response_variation(response.y)
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)

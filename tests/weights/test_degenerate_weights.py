@@ -136,6 +136,18 @@ def test_a_constant_gaussian_response_is_refused(value):
         solve_weights(rng.normal(size=(50, 3)), data["y"], SQUARED)
 
 
+def test_new_rows_with_a_constant_response_can_still_be_evaluated():
+    # the refusal is for the rows a fit learns from, not for test rows
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+    res = pearl.fit("y ~ block(a) + block(b)", {"y": a[:, 0] + rng.normal(size=60), "a": a,
+                                                "b": b}, seed=0, honest=False)
+    test = {"y": np.full(5, 2.0), "a": a[:5], "b": b[:5]}
+    table = res.evaluate(test)
+    expected = np.mean((2.0 - np.asarray(res.predict(test), dtype=float)) ** 2)
+    assert table.loc["PEARL"].iloc[0] == pytest.approx(expected, rel=1e-12)
+
+
 def test_rounding_level_variation_is_constant_and_more_is_not():
     y = np.full(40, 1.0)
     y[::2] += 8 * np.finfo(float).eps  # 8 ulps of 1: rounding
