@@ -7,8 +7,9 @@ chunks; everything after that -- the active-set method, the minimum-norm
 choice among tied optima, the certificate -- works on the J x J matrix, so the
 solve costs the same at n = 100 and n = 10^6.
 
-* **Accuracy.** ``E`` is formed chunk by chunk as ``y/s - P/s`` (``s`` a power
-  of two, so the division is exact) and each chunk's ``E'E`` is accumulated:
+* **Accuracy.** ``E`` is formed chunk by chunk as ``y - P`` and each chunk's
+  ``E'E`` is accumulated, then divided by ``s^2`` (``s`` a power of two near
+  the spread of ``y``, so the division is exact):
   entry ``(i, j)`` is accurate to about ``eps ||E_i|| ||E_j||``, also when a
   candidate fits ``y`` exactly (its column is then rounding noise and its row
   of the Gram matrix is tiny, not the difference of two large moments).
@@ -32,9 +33,12 @@ solve costs the same at n = 100 and n = 10^6.
   of ``G_TT`` (eigenvalues at most ``_NULL`` times its largest). Minimising
   ``||w||^2`` over it is a small strictly convex least-distance programme,
   solved exactly by its reduction to non-negative least squares (Lawson and
-  Hanson; scipy's ``nnls``). Equal shares for duplicates, a third each for
-  ``{e_3, (e_1 + e_2)/2}``-type ties: the rule is invariant to permuting the
-  candidates.
+  Hanson; scipy's ``nnls``), checked (feasible, no worse, no larger norm),
+  with an exact solve on the support of a slightly regularised optimum as a
+  second route and the stage-1 optimum as the last. Equal shares for
+  duplicates, a third each for ``{e_3, (e_1 + e_2)/2}``-type ties: the rule is
+  invariant to permuting the candidates. Merged duplicates count with their
+  multiplicity (the norm is that of the weights of all candidates).
 
 :func:`simplex_least_squares` returns the weights; the caller certifies them
 (finite, non-negative, sum 1, Frank-Wolfe gap from ``G``).

@@ -103,7 +103,10 @@ def test_an_exact_fit_gives_simplex_weights_that_reproduce_y(options):
         prediction = np.asarray(res.predict(data), dtype=float)
         np.testing.assert_allclose(prediction, data["y"], rtol=0, atol=1e-12)
         assert res.kkt_gap <= 1e-10
-    assert "PEARL" in str(res.summary())
+    with warnings.catch_warnings():
+        # the honest table's remark that the exact candidate alone beats a shrunk average
+        warnings.simplefilter("ignore", PearlWarning)
+        assert "PEARL" in str(res.summary())
 
 
 def test_tied_exact_candidates_share_the_weight_equally():
