@@ -147,11 +147,20 @@ def residual_products(X: np.ndarray, t: np.ndarray, scale: float, v: np.ndarray)
     return out
 
 
+def largest_vertex(H: np.ndarray, d: np.ndarray) -> float:
+    """The largest finite single-candidate value ``G_jj = H_jj d_j^2`` (the tolerances' scale)."""
+    with np.errstate(over="ignore"):
+        vertex = np.diagonal(H) * d**2
+    return float(vertex[np.isfinite(vertex)].max(initial=0.0))
+
+
 def frank_wolfe_gap(H: np.ndarray, d: np.ndarray, w: np.ndarray) -> float:
     """``g'w - min_j g_j`` with ``g = 2 G w`` the gradient of ``w'Gw``, ``G = D H D``."""
     u = d * w
-    g = 2.0 * d * (H @ u)
-    return max(float(g @ w - g.min()), 0.0)
+    with np.errstate(over="ignore"):  # a column of 1e250 has an infinite gradient, weight 0
+        g = 2.0 * d * (H @ u)
+    used = w > 0
+    return max(float(g[used] @ w[used] - g.min()), 0.0)
 
 
 # ---- stage 1: active set on the Gram matrix ---------------------------------------------------
@@ -175,7 +184,8 @@ def _face_minimiser(H: np.ndarray, a: np.ndarray, start: np.ndarray) -> np.ndarr
 def _active_set(H: np.ndarray, a: np.ndarray, max_iter: int) -> np.ndarray:
     """Minimise ``u'Hu`` subject to ``a'u = 1``, ``u >= 0`` (``a > 0``), from the best vertex."""
     J = a.size
-    vertex = np.diagonal(H) / a**2  # u'Hu at the vertex u = e_j / a_j
+    with np.errstate(over="ignore", divide="ignore"):  # a column of 1e250: inf, never chosen
+        vertex = np.diagonal(H) / a**2  # u'Hu at the vertex u = e_j / a_j
     stop = _STOP * float(vertex.max())
     u = np.zeros(J)
     first = int(np.argmin(vertex))
@@ -218,9 +228,12 @@ def _minimum_norm_face(H: np.ndarray, d: np.ndarray, w: np.ndarray,
     equally, so its part of the norm of the full weight vector is ``w_j^2 / k_j``.
     """
     u = d * w
-    g = 2.0 * d * (H @ u)  # the gradient in weight coordinates
-    scale = float((np.diagonal(H) * d**2).max())
-    tied = np.flatnonzero(g - g @ w <= _TIE * scale)
+    with np.errstate(over="ignore", invalid="ignore"):  # a column of 1e250 is never tied
+        g = 2.0 * d * (H @ u)  # the gradient in weight coordinates
+    scale = largest_vertex(H, d)
+    with np.errstate(over="ignore"):
+        ordinary = np.isfinite(np.diagonal(H) * d**2)  # a 1e250 column cannot share an optimum
+    tied = np.flatnonzero((g - g[w > 0] @ w[w > 0] <= _TIE * scale) & ordinary)
     if tied.size < 2:
         return w
     with np.errstate(over="ignore", invalid="ignore"):

@@ -96,7 +96,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
-from .gram import _TIE, frank_wolfe_gap, simplex_least_squares
+from .gram import _TIE, frank_wolfe_gap, largest_vertex, simplex_least_squares
 from .losses import LogBarrierForm, Loss, PiecewiseLinearForm, check_response_variation
 
 __all__ = [
@@ -309,7 +309,7 @@ def _solve_least_squares(form, w0, tol, max_iter):
     w = _gram_quadprog(H, d) if form.size <= _QUADPROG_MAX else None
     if w is not None and np.isfinite(w).all():
         w = np.maximum(w, 0.0)
-        top = float(np.max(np.diagonal(H) * d**2))
+        top = largest_vertex(H, d)
         if w.sum() > 0 and frank_wolfe_gap(H, d, w / w.sum()) <= _QUADPROG_GAP * top:
             return snap_to_simplex(w), 0.0, True, False
     w = simplex_least_squares(H, d, max_iter, getattr(form, "multiplicity", None))

@@ -294,3 +294,19 @@ def test_a_solver_returning_nan_never_reaches_the_caller(name, monkeypatch):
     risks = [float(np.mean(loss.pointwise(y, P[:, j]))) for j in range(3)]
     assert sol.objective == pytest.approx(min(risks), rel=1e-12)
     assert sol.kkt_gap >= 0
+
+
+@pytest.mark.parametrize("wild", ["constant 1e250", "noise 1e250", "noise 1e-200"])
+def test_an_astronomical_candidate_beside_an_exact_fit_changes_nothing(wild):
+    # its Gram column is scaled by a power of two; its overflowing gradient never makes it tied
+    rng = np.random.default_rng(0)
+    n = 50
+    y, noise = rng.normal(size=n), rng.normal(size=n)
+    extra = {"constant 1e250": np.full(n, 1e250), "noise 1e250": 1e250 * rng.normal(size=n),
+             "noise 1e-200": 1e-200 * rng.normal(size=n)}[wild]
+    P = np.column_stack([y + noise, y - noise, y, y + rng.normal(size=n), extra])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or division warnings either
+        sol = solve_weights(P, y, SQUARED)
+    np.testing.assert_allclose(sol.weights, [1 / 3, 1 / 3, 1 / 3, 0, 0], atol=1e-12)
+    assert sol.kkt_gap >= 0
