@@ -169,11 +169,18 @@ def fit(
         (re-ordered columns are re-aligned; missing or extra ones are an error).
     family : {"gaussian", "binomial", "multinomial", "poisson"}
         Downstream model: ``OLS``, ``Logit``, ``MNLogit`` or Poisson ``GLM``.
+        A gaussian response without variance (all values within 16 ulps of
+        each other at its largest magnitude) is a ``ResponseError``.
     loss : str, optional
         Surrogate loss the weights minimise. Defaults: squared error
         (gaussian), cross-entropy of the averaged probabilities (binomial,
         multinomial), Poisson deviance (poisson). Also ``"squared"`` (Brier
         for classes), ``"cross_entropy"``, ``"hinge"``, ``"absolute"``.
+        Where the squared loss's optimum is not unique (candidates that fit
+        exactly, duplicates, a mix that reproduces another candidate), the
+        weights are the minimum-norm point of the optimal face: tied
+        candidates share the weight as evenly as the optimum allows
+        (:mod:`pearlstats.weights.solvers`).
     candidates : {"all", "single", "nested", "columns"} or list
         How candidate sets are built from the blocks; a list gives explicit
         sets as tuples of block names (or ``"a+b"`` strings).
