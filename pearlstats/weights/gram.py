@@ -101,7 +101,8 @@ def _gram_pass(X: np.ndarray, t: np.ndarray, inv: np.ndarray | None) -> np.ndarr
     return H
 
 
-def residual_gram(X: np.ndarray, t: np.ndarray, scale: float, n_obs: int):
+def residual_gram(X: np.ndarray, t: np.ndarray, scale: float,
+                  n_obs: int) -> tuple[np.ndarray, np.ndarray]:
     """``(H, d)`` with ``E'E / n_obs = D H D``, ``E = (t 1' - X) / scale``, one pass over chunks.
 
     The pass forms ``t 1' - X`` unscaled and divides the sums by ``scale^2``
