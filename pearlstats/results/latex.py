@@ -32,7 +32,10 @@ __all__ = ["LATEX_PREAMBLE", "PANELS", "latex_float", "latex_number", "latex_pai
 LATEX_PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{array}\n\\usepackage{dcolumn}"
 PANELS = ("main", "candidates", "importance", "diagnostics", "stability", "uncertainty",
           "coefficients", "failures", "refits")
-MAX_ROWS = 30  # rows of a float beyond the main table; more are counted in one row
+# lines a float beyond the main table may take (a page at \small holds about 48); rows past
+# them are counted in one row
+MAX_LINES = 36
+_WRAP_EM = 12.0  # a wrapped column is at least this wide, so a cell takes at most so many lines
 LEADING = 5  # candidates the main table lists by name
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _DECIMALS = 4
@@ -309,12 +312,16 @@ def leading_rows(headers: list, rows: list[list], top: int) -> tuple[list, list[
     return [headers[i] for i in keep], shown
 
 
-def _capped(rows: list[list], what: str) -> list[list]:
-    if len(rows) <= MAX_ROWS:
-        return rows
-    extra = len(rows) - MAX_ROWS + 1
-    return rows[: MAX_ROWS - 1] + [[f"{extra} more {what} (in the text summary)"]
-                                   + [""] * (len(rows[0]) - 1)]
+def _capped(rows: list[list]) -> list[list]:
+    """The rows that fit :data:`MAX_LINES` (long labels wrap), the rest counted in one row."""
+    used = 0
+    for position, row in enumerate(rows):
+        used += max(math.ceil(text_em(cell) / _WRAP_EM) for cell in row)
+        if used > MAX_LINES - 1 and position < len(rows) - 1:
+            rest = len(rows) - position
+            return rows[:position] + [[f"{rest} more rows (in the text summary)"]
+                                      + [""] * (len(row) - 1)]
+    return rows
 
 
 def check_panels(panels: str | Sequence[str], available: Sequence[str]) -> list[str]:
@@ -348,6 +355,6 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
                                  sections["strategies"][2])]
         else:
             headers, rows, title = sections[name]
-            parts = [latex_panel(_capped(rows, "rows"), headers, None if captions else title)]
+            parts = [latex_panel(_capped(rows), headers, None if captions else title)]
         out.append(latex_float(parts, title if captions else None, notes.get(name, ()), suffix))
     return "\n\n".join(out)

@@ -84,15 +84,20 @@ def _set(tmp_path, body: str, name: str = "tables") -> tuple[str, list[str]]:
     return log, problems
 
 
+SHRUNK = re.compile(r"\\resizebox|\\scalebox|\\(footnotesize|scriptsize|tiny)\b")
+
+
 def _check_summary(res, tmp_path):
-    summary = res.summary()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)  # e.g. PEARL's honest risk above MS's
+        summary = res.summary()
     main = summary.as_latex(caption="PEARL on the simulation", label="tab:pearl")
     assert main.count(r"\begin{table}") == 1 and r"\label{tab:pearl}" in main
-    assert not re.search(r"\\resizebox|\\scalebox|\\(footnotesize|scriptsize|tiny)\b", main)
     log, problems = _set(tmp_path, main, "main")
     assert not problems, problems
     assert re.search(r"Output written on main\.pdf \(1 page,", log), log[-500:]
     everything = summary.as_latex("all")
+    assert not SHRUNK.search(everything)  # fits by layout: nothing scaled, nothing below \small
     assert everything.count(r"\begin{table}") == len(summary.tables) - 1  # header and strategies
     _, problems = _set(tmp_path, everything, "all")        # are in the main table
     assert not problems, problems
@@ -221,3 +226,23 @@ def test_nbconvert_exports_a_notebook_showing_a_summary_to_pdf(tmp_path, monkeyp
         text = subprocess.run(["pdftotext", "summary.pdf", "-"], cwd=tmp_path,
                               capture_output=True, text=True).stdout
         assert "Strategies" in text and "Consistency diagnostics" in text
+
+
+def test_a_long_section_is_cut_to_a_page_with_the_rest_counted(fits_31, tmp_path):
+    from statsmodels.iolib.table import SimpleTable
+
+    from pearlstats.results.formatting import number_cell
+
+    summary = fits_31["gaussian"].summary()
+    labels = ["+".join(LONG_NAMES[: 2 + k % 7]) + f"_{k}" for k in range(200)]
+    rows = [[number_cell(0.001 * k), number_cell(0.5), number_cell(0.25)] for k in range(200)]
+    summary.panels["stability"] = SimpleTable(rows, headers=["weight", "mean", "spread"],
+                                              stubs=labels, title="Weights re-solved")
+    latex = summary.as_latex(["stability"])
+    shown = re.search(r"(\d+) more rows \(in the text summary\)", latex)
+    assert shown and 0 < int(shown.group(1)) < 200
+    # the header row, the rows shown and the row counting the rest
+    assert latex.count(r"\\") == 1 + (200 - int(shown.group(1))) + 1
+    log, problems = _set(tmp_path, latex)
+    assert not problems, problems
+    assert "(1 page" in log
