@@ -246,3 +246,31 @@ def test_a_long_section_is_cut_to_a_page_with_the_rest_counted(fits_31, tmp_path
     log, problems = _set(tmp_path, latex)
     assert not problems, problems
     assert "(1 page" in log
+
+
+def test_numbers_in_small_units_keep_their_digits_under_a_power_of_ten(paper_data, tmp_path):
+    # y in units 1000 times larger: squared-error risks are 1e-6 times theirs. Each column is
+    # shown as the same digits times a power of ten in its header, never as 0.0000.
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:3]}
+    y = paper_data["frame"]["y"].to_numpy()
+    tables = []
+    for scale in (1.0, 1e-3):
+        res = pearl.fit("y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", {"y": y * scale},
+                        blocks=blocks, seed=4, honest=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pearl.PearlWarning)
+            full = res.summary().as_latex()
+        tables.append(full.split(r"\emph{Notes:}")[0])
+    powers = re.findall(r"\(\$\\times10\^\{(-?\d+)\}\$\)", tables[1])
+    assert powers and all(int(power) <= -4 for power in powers)
+    assert not re.findall(r"\\times10", tables[0])
+    numbers = [re.findall(r"-?\d+\.\d{4}", table) for table in tables]
+    assert len(numbers[0]) == len(numbers[1])
+    # a number is 0.0000 in small units only where it is 0.0000 in large ones (PEARL's own
+    # ratio SE, zero weights), and weights are the same
+    assert [a == "0.0000" for a in numbers[0]] == [b == "0.0000" for b in numbers[1]]
+    weights = [re.findall(r"^[^&\n]+& (\d\.\d{4}) &", table.split("leading candidates")[1]
+                          .split("Strategies")[0], flags=re.MULTILINE) for table in tables]
+    assert weights[0] and weights[0] == weights[1]
+    _, problems = _set(tmp_path, full)
+    assert not problems, problems
