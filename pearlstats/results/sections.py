@@ -187,7 +187,9 @@ def _ridge_note(res: PearlResults) -> str | None:
     if not penalised:
         return None
     values = ", ".join(sorted({format_ridge(ridges[label]) for label in penalised}))
-    note = (f"Candidates {', '.join(penalised)} were fitted with a ridge penalty ({values}): "
+    which = (f"Candidate {penalised[0]} was" if len(penalised) == 1
+             else f"Candidates {', '.join(penalised)} were")
+    note = (f"{which} fitted with a ridge penalty ({values}): "
             "their coefficients are shrunk towards 0, and the standard errors describe the "
             "spread of the penalised estimator, not its bias, so the intervals need not cover "
             "the true coefficients.")
@@ -303,7 +305,8 @@ def _ledger_notes(res: PearlResults) -> list[str]:
     if refit.any():
         count = len(set(failures.loc[refit, "candidate"]))
         notes.append(f"Refits: {count} candidate(s) whose classes separate refitted with a "
-                     "larger ridge (see Ridge above); they keep their weights.")
+                     "larger ridge (see Ridge above); they take part in the weights as the "
+                     "others do.")
     return notes
 
 
