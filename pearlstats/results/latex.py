@@ -36,6 +36,8 @@ PANELS = ("main", "candidates", "importance", "diagnostics", "stability", "uncer
 # them are counted in one row
 MAX_LINES = 36
 _WRAP_EM = 12.0  # a wrapped column is at least this wide, so a cell takes at most so many lines
+_LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
+_PAGE_LINES = 48  # lines of \small text on a page of a default article
 LEADING = 5  # candidates the main table lists by name
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _DECIMALS = 4
@@ -296,20 +298,51 @@ def latex_float(panels: list[str], caption: str | None, notes: Sequence[str] = (
     return "\n".join(lines)
 
 
-def leading_rows(headers: list, rows: list[list], top: int) -> tuple[list, list[list]]:
+def leading_rows(headers: list, rows: list[list], top: int, lines: float | None = None
+                 ) -> tuple[list, list[list]]:
     """Weight, CV risk, SE and rank of the first *top* candidates; the rest counted in one row.
 
-    The row of the rest gives their number and total weight.
+    The row of the rest gives their number and total weight. With *lines*, fewer
+    candidates are named (at least one) where their wrapped labels would take more.
     """
     keep = [0] + [headers.index(name) for name in ("weight", "CV risk", "SE", "rank")]
     shown = [[row[i] for i in keep] for row in rows]
+    if len(shown) > top or lines is not None:
+        top = _rows_within(shown, top, lines)
     if len(shown) > top:
         rest = shown[top:]
         total = sum(_value(row[1]) or 0.0 for row in rest)
         summed = Number(f"{total:.4f}", total)
-        shown = shown[:top] + [[f"{len(rest)} other candidates with non-zero weight", summed,
+        which = "candidate" if len(rest) == 1 else "candidates"
+        shown = shown[:top] + [[f"{len(rest)} other {which} with non-zero weight", summed,
                                 "", "", ""]]
     return [headers[i] for i in keep], shown
+
+
+def _rows_within(rows: list[list], top: int, lines: float | None) -> int:
+    """How many of the first *top* rows fit *lines*, a label wrapping at ``_LABEL_EM``."""
+    if lines is None:
+        return top
+    used = 1.0  # the row counting the rest
+    for count, row in enumerate(rows[:top]):
+        used += math.ceil(text_em(row[0]) / _LABEL_EM)
+        if used > lines:
+            return max(count, 1)
+    return top
+
+
+def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
+    """Lines of \\small text a page leaves for the main table's candidate rows (an estimate).
+
+    The formula and the blocks wrap over the line less a label, "uses" in its
+    column, the notes over the whole line; titles, headers and rules take about
+    four lines a panel.
+    """
+    pairs = [row[i + 1] for row in sections["header"][1] for i in (0, 2)]
+    header = 4 + sum(math.ceil(1.15 * text_em(value) / (_LINE_EM - 10)) for value in pairs[:2])
+    uses = sum(math.ceil(text_em(row[-1]) / 9.0) for row in sections["strategies"][1])
+    words = sum(text_em(note) for note in notes)
+    return _PAGE_LINES - 2 - header - 12 - uses - math.ceil(words / _LINE_EM)
 
 
 def _capped(rows: list[list]) -> list[list]:
@@ -347,7 +380,8 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
     for name in check_panels(panels, list(sections)):
         suffix = f"{label}:{name}" if label and name != "main" else label
         if name == "main":
-            headers, rows = leading_rows(*sections["candidates"][:2], top)
+            headers, rows = leading_rows(*sections["candidates"][:2], top,
+                                         main_table_lines(sections, notes.get("main", ())))
             title = caption or sections["header"][2]
             parts = [latex_pairs(sections["header"][1], None if captions else title),
                      latex_panel(rows, headers, "Weights of the leading candidates"),

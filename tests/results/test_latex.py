@@ -274,3 +274,20 @@ def test_numbers_in_small_units_keep_their_digits_under_a_power_of_ten(paper_dat
     assert weights[0] and weights[0] == weights[1]
     _, problems = _set(tmp_path, full)
     assert not problems, problems
+
+
+def test_the_main_table_names_fewer_candidates_when_their_labels_are_long():
+    from pearlstats.results.formatting import number_cell
+    from pearlstats.results.latex import leading_rows
+
+    headers = ["", "blocks", "parameters", "weight", "CV risk", "SE", "rank"]
+    labels = ["+".join(LONG_NAMES)] * 4 + ["pca"] * 2  # 8 long names: about 3 lines each
+    rows = [[label, "8", "17", number_cell(w), number_cell(1.0), number_cell(0.1), str(k)]
+            for k, (label, w) in enumerate(zip(labels, [0.4, 0.3, 0.1, 0.1, 0.06, 0.04]))]
+    _, short = leading_rows(headers, rows, top=5)
+    assert len(short) == 6 and short[-1][0] == "1 other candidate with non-zero weight"
+    _, cut = leading_rows(headers, rows, top=5, lines=12)
+    assert len(cut) == 4 and cut[-1][0] == "3 other candidates with non-zero weight"
+    assert float(cut[-1][1]) == pytest.approx(0.2)  # their total weight
+    _, one = leading_rows(headers, rows, top=5, lines=2)
+    assert len(one) == 2  # always at least one named
