@@ -38,6 +38,7 @@ MAX_LINES = 36
 _WRAP_EM = 12.0  # a wrapped column is at least this wide, so a cell takes at most so many lines
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
 _PAGE_LINES = 48  # lines of \small text on a page of a default article
+_USES_EM = 20.0  # a strategy's candidate label longer than this goes on a line of its own
 LEADING = 5  # candidates the main table lists by name
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _DECIMALS = 4
@@ -214,7 +215,8 @@ def _title_row(title: str, columns: int) -> str:
     return rf"\multicolumn{{{columns}}}{{{box}}}{{\emph{{{cell_latex(title)}}}}} \\"
 
 
-def latex_panel(rows: list[list], headers: list | None, title: str | None = None) -> str:
+def latex_panel(rows: list[list], headers: list | None, title: str | None = None,
+                below: dict[int, str] | None = None) -> str:
     """One panel: a ``tabular*`` as wide as the line, its title above the rules.
 
     Parameters
@@ -226,7 +228,11 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
         key-value panel, whose values are text.
     title : str, optional
         Shown in italics above the panel.
+    below : dict, optional
+        Row number -> text set on a line of its own under that row, the whole
+        width (a label too long for its column).
     """
+    below = below or {}
     columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in headers or []]
     kinds, numbers, widths, stack = _layout(columns, headers)
     spec = _column_spec(kinds, widths, numbers)
@@ -248,6 +254,10 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
             else:
                 cells.append(rf"\multicolumn{{1}}{{c}}{{{cell_latex(str(cell).strip())}}}")
         lines.append(" & ".join(cells) + r" \\")
+        if r in below:
+            box = r"@{\quad}>{\raggedright\arraybackslash}p{\dimexpr\linewidth-1em-1pt\relax}@{}"
+            lines.append(rf"\multicolumn{{{len(kinds)}}}{{{box}}}{{{breakable(cell_latex(below[r]))}}}"
+                         r" \\")
     lines += [r"\bottomrule", r"\end{tabular*}"]
     return "\n".join(lines)
 
@@ -340,9 +350,26 @@ def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
     """
     pairs = [row[i + 1] for row in sections["header"][1] for i in (0, 2)]
     header = 4 + sum(math.ceil(1.15 * text_em(value) / (_LINE_EM - 10)) for value in pairs[:2])
-    uses = sum(math.ceil(text_em(row[-1]) / 9.0) for row in sections["strategies"][1])
+    uses = sum(1 + math.ceil(_shown_em(row[-1]) / _LINE_EM) if _shown_em(row[-1]) > _USES_EM
+               else math.ceil(_shown_em(row[-1]) / 9.0) for row in sections["strategies"][1])
     words = sum(text_em(note) for note in notes)
     return _PAGE_LINES - 2 - header - 12 - uses - math.ceil(words / _LINE_EM)
+
+
+def _shown_em(cell: object) -> float:
+    """Estimated width of a cell as LaTeX shows it (a :class:`Label` by its own form)."""
+    return text_em(cell.latex) if isinstance(cell, Label) else text_em(cell)
+
+
+def _strategies_panel(headers: list, rows: list[list], title: str) -> str:
+    """The strategies; a candidate label too long for the "uses" column on a line of its own."""
+    below, shown = {}, []
+    for position, row in enumerate(rows):
+        if _shown_em(row[-1]) > _USES_EM:
+            below[position] = Label(f"uses: {row[-1]}")
+            row = [*row[:-1], ""]
+        shown.append(row)
+    return latex_panel(shown, headers, title, below)
 
 
 def _capped(rows: list[list]) -> list[list]:
@@ -385,8 +412,7 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
             title = caption or sections["header"][2]
             parts = [latex_pairs(sections["header"][1], None if captions else title),
                      latex_panel(rows, headers, "Weights of the leading candidates"),
-                     latex_panel(sections["strategies"][1], sections["strategies"][0],
-                                 sections["strategies"][2])]
+                     _strategies_panel(*sections["strategies"])]
         else:
             headers, rows, title = sections[name]
             parts = [latex_panel(_capped(rows), headers, None if captions else title)]

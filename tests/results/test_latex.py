@@ -291,3 +291,18 @@ def test_the_main_table_names_fewer_candidates_when_their_labels_are_long():
     assert float(cut[-1][1]) == pytest.approx(0.2)  # their total weight
     _, one = leading_rows(headers, rows, top=5, lines=2)
     assert len(one) == 2  # always at least one named
+
+
+@pytest.mark.slow
+def test_main_table_fits_with_long_labels_everywhere(tmp_path):
+    # every block matters, so the leading candidates and MS hold all eight blocks, whose names
+    # are 19 to 23 characters long: a 260-character formula and 190-character labels
+    names = ["pca_whitened_components", "kpca_rbf_wide_bandwidth", "kpca_polynomial_degree2",
+             "kpca_sigmoid_kernel", "kpca_cosine_similarity", "tfidf_bigrams_sublinear",
+             "word2vec_mean_pooled", "doc2vec_distributed_bow"]
+    rng = np.random.default_rng(5)
+    blocks = {name: rng.normal(size=(300, 2)) for name in names}
+    y = sum(0.3 * block[:, 0] for block in blocks.values()) + rng.normal(size=300)
+    res = _fit("gaussian", pd.DataFrame({"y": y}), blocks, honest=3)
+    assert len(res.baselines.loc["MS", "candidate"]) > 150
+    _check_summary(res, tmp_path)
