@@ -45,6 +45,7 @@ __all__ = [
     "SeparationWarning",
     "ConvergenceWarning",
     "UnknownTokensWarning",
+    "UnidentifiedCoefficientWarning",
     "format_positions",
 ]
 
@@ -171,6 +172,15 @@ class ConvergenceWarning(PearlWarning):
 
 class UnknownTokensWarning(PearlWarning):
     """Most tokens of the documents have no word vector, so the block is mostly zeros."""
+
+
+class UnidentifiedCoefficientWarning(PearlWarning):
+    """A candidate's design is rank deficient on all rows: some coefficients are not identified.
+
+    Typically a covariate that a block makes redundant (``x1`` beside a PCA of ``x1, x2``).
+    The averaged coefficients of those terms are NaN in ``params`` (see
+    :meth:`~pearlstats.PearlResults.unidentified`).
+    """
 
 
 def format_positions(positions: Sequence[int], limit: int = 10) -> str:

@@ -33,7 +33,7 @@ FINISHED = (
     "pearlstats/inference.py",
     "pearlstats/ledger.py",
     "pearlstats/nested.py",
-    "pearlstats/plotting.py",
+    "pearlstats/plotting/",
     "pearlstats/stages.py",
     "pearlstats/datasets/__init__.py",
     "pearlstats/datasets/simulation.py",

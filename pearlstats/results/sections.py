@@ -16,7 +16,7 @@ import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
 from ..exceptions import OptionError, PearlWarning
-from .averaging import active_labels, candidate_ridge
+from .averaging import active_labels, candidate_ridge, unidentified
 from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
 from .strategies import DEFINITIONS
 
@@ -224,6 +224,12 @@ def coefficients_table(res: PearlResults, show_blocks: bool | None
     ridge = _ridge_note(res)
     if ridge:
         note += f" {ridge}"
+    missing = unidentified(res)
+    if missing:
+        note += (" Not identified (shown as --): " + "; ".join(
+            f"{term} in {', '.join(map(str, labels))}" for term, labels in missing.items())
+            + ": those candidates' columns are linearly dependent on all rows, so the split of "
+            "the effect between these terms is arbitrary.")
     if not shown:
         return None, note
     rows = [[number_cell(params[name]), number_cell(bse[name]),

@@ -57,7 +57,7 @@ def wrap_text(text: str, width: int) -> list[str]:
             continue
         if line.strip():
             lines.append(line.rstrip())
-        line = piece
+        line = piece.lstrip()
         while len(line.rstrip()) > width:
             lines.append(line[:width])
             line = line[width:]
