@@ -262,6 +262,28 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
     return "\n".join(lines)
 
 
+def _value_em(value: object) -> float:
+    """Estimated width of a header value; the formula is typewriter, wider than its text."""
+    if isinstance(value, Label) and r"\texttt" in value.latex:
+        return 0.55 * len(value)
+    return text_em(value)
+
+
+def _two_columns(short: list[tuple]) -> list[tuple]:
+    """Pairs in two columns read down, as a flat list of (left, right) alternating pairs."""
+    half = (len(short) + 1) // 2
+    return [pair for row in zip(short[:half], short[half:] + [("", "")]) for pair in row]
+
+
+def _pairs_em(short: list[tuple]) -> float:
+    """Estimated width of the two columns of pairs: widest label and value of each, gaps."""
+    if not short:
+        return 0.0
+    columns = [short[0::2], short[1::2]]
+    return sum(max(text_em(label) for label, _ in column) + max(_value_em(v) for _, v in column)
+               for column in columns if column) + 3 * 0.9
+
+
 def latex_pairs(rows: list[list], title: str | None = None) -> str:
     """A key-value panel: long values (the formula, the blocks) on rows of their own.
 
@@ -270,10 +292,12 @@ def latex_pairs(rows: list[list], title: str | None = None) -> str:
     their label, so a long formula wraps over the whole width.
     """
     pairs = [(row[i], row[i + 1]) for i in (0, 2) for row in rows if str(row[i]).strip()]
-    long = [pair for pair in pairs if text_em(pair[1]) > 16]
-    short = [pair for pair in pairs if text_em(pair[1]) <= 16]
-    half = (len(short) + 1) // 2  # the short pairs in two columns, read down
-    short = [pair for row in zip(short[:half], short[half:] + [("", "")]) for pair in row]
+    long = [pair for pair in pairs if _value_em(pair[1]) > 16]
+    short = _two_columns([pair for pair in pairs if pair not in long])
+    while _pairs_em(short) > _LINE_EM - 1:  # the widest value to a row of its own
+        widest = max((pair for pair in short if pair[0]), key=lambda pair: _value_em(pair[1]))
+        long = [pair for pair in pairs if pair in long or pair == widest]
+        short = _two_columns([pair for pair in pairs if pair not in long])
     label_em = 1.0 + max(text_em(label) for label, _ in long + short[::2] or [("", "")])
     span = (rf"\multicolumn{{3}}{{>{{\raggedright\arraybackslash}}p{{\dimexpr\linewidth"
             rf"-{label_em:.1f}em-2\tabcolsep\relax}}}}")

@@ -131,10 +131,11 @@ def test_numbers_of_a_column_are_formatted_one_way(fits_31):
 
 def test_header_ridge_is_the_ridge_the_refits_used(tmp_path):
     y, blocks = separated_binomial(60)
+    blocks["c"] = np.random.default_rng(2).normal(size=(60, 3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
-        res = pearl.fit("y ~ block(a) + block(s)", {"y": y}, blocks=blocks, family="binomial",
-                        seed=1, honest=False, separation="ridge")
+        res = pearl.fit("y ~ block(a) + block(s) + block(c)", {"y": y}, blocks=blocks,
+                        family="binomial", seed=1, honest=False, separation="ridge")
     chosen = res.stages.family.candidate_ridges
     assert chosen and res.ridge == 0
     summary = res.summary()
@@ -149,6 +150,8 @@ def test_header_ridge_is_the_ridge_the_refits_used(tmp_path):
     assert "refits" in summary.panels and "failures" not in summary.panels
     latex = summary.as_latex("all")
     assert "Refits" in latex and "Failure ledger" not in latex
+    assert f"{pairs['Ridge:']}" in latex
+    # the long ridge text and the typewriter formula do not push the header's pairs too wide
     _, problems = _set(tmp_path, latex)
     assert not problems, problems
 
