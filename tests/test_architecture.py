@@ -56,8 +56,12 @@ FINISHED = (
     "pearlstats/results/core.py",
     "pearlstats/results/diagnostics.py",
     "pearlstats/results/evaluation.py",
+    "pearlstats/results/formatting.py",
+    "pearlstats/results/latex.py",
+    "pearlstats/results/sections.py",
     "pearlstats/results/strategies.py",
     "pearlstats/results/summary.py",
+    "pearlstats/results/text_layout.py",
     "pearlstats/weights/",
 )
 BEING_EDITED = (

@@ -281,7 +281,7 @@ def test_summary_renders_as_text_latex_and_html(gaussian_fit):
         "MS",
     ):
         assert fragment in text
-    assert "\\begin{tabularx}" in summary.as_latex()
+    assert "\\begin{tabular*}" in summary.as_latex()
     assert "<table" in gaussian_fit._repr_html_()
 
 

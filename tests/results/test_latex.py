@@ -1,10 +1,13 @@
-"""The LaTeX of summaries and comparison tables compiles cleanly with pdflatex.
+"""The LaTeX of summaries and comparison tables, set by pdflatex in a default article.
 
-A gaussian, a binomial and a multinomial summary and a comparison table are
-set in one article (the preamble of :data:`pearlstats.results.summary.LATEX_PREAMBLE`,
-2.5 cm margins as in a typical paper); the log must show no error, no
-overfull box and no float too large for the page. Skipped when pdflatex is
-not installed.
+Gaussian, binomial and multinomial summaries at J = 31 and J = 255 are set in
+``\\documentclass{article}`` with the default margins and only
+:data:`pearlstats.results.summary.LATEX_PREAMBLE`: the main table must be one
+page with no overfull box and no float too large for the page; every panel
+(``panels="all"``) must set without an overfull box. The notes must say things
+in words, the header's ridge must be the ridges the refits used, and a
+notebook showing a summary must export to PDF with nbconvert. Skipped when
+pdflatex is not installed.
 """
 
 from __future__ import annotations
@@ -12,58 +15,297 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import pearlstats as pearl
+from conftest import separated_binomial
 from pearlstats.results.evaluation import compare_table
 from pearlstats.results.summary import LATEX_PREAMBLE
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None,
                                 reason="pdflatex is not installed")
 
-NAMES = ["pca", "kpca_rbf", "kpca_poly"]
+NAMES = ["pca", "kpca_rbf", "kpca_poly", "kpca_sigmoid", "kpca_cosine"]
+# eight blocks with long names: 255 candidates, a formula of 200 characters
+LONG_NAMES = ["pca_whitened", "kpca_rbf_wide", "kpca_polynomial", "kpca_sigmoid_kernel",
+              "kpca_cosine_sim", "tfidf_bigrams", "word2vec_mean", "doc2vec_dbow"]
+FAMILIES = {"gaussian": "y", "binomial": "hit", "multinomial": "level"}
+PYTHON = re.compile(r"\bres\.|\(\)|[A-Za-z0-9]_[A-Za-z0-9]|\.failures|\bsummary\(")
 
 
-def _summaries(paper_data) -> list[str]:
+def _responses(frame: pd.DataFrame, signal: np.ndarray) -> pd.DataFrame:
+    levels = pd.cut(signal, [-np.inf, -0.3, 0.6, np.inf], labels=["low", "mid", "high"])
+    return frame.assign(hit=np.where(signal > 0, "yes", "no"), level=levels)
+
+
+def _fit(family: str, frame, blocks, **options):
+    formula = f"{FAMILIES[family]} ~ " + " + ".join(f"block({name})" for name in blocks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        return pearl.fit(formula, frame, blocks=blocks, family=family, seed=1, **options)
+
+
+@pytest.fixture(scope="module")
+def fits_31(paper_data):
     frame = paper_data["frame"]
+    frame = _responses(frame, frame["y"].to_numpy())
     blocks = {name: paper_data["blocks"][name] for name in NAMES}
-    formula = " + ".join(f"block({name})" for name in NAMES)
-    y = frame["y"].to_numpy()
-    levels = pd.cut(y, [-np.inf, -0.3, 0.6, np.inf], labels=["low", "mid", "high"])
-    frame = frame.assign(hit=np.where(y > 0, "yes", "no"), level=levels)
-    gaussian = pearl.fit("y ~ " + formula, frame, blocks=blocks, seed=1)
-    binomial = pearl.fit("hit ~ " + formula, frame, blocks=blocks, family="binomial", seed=1)
-    multinomial = pearl.fit("level ~ " + formula, frame, blocks=blocks, family="multinomial",
-                            seed=1)
-    return [gaussian.summary(correct=["pca"]).as_latex(), binomial.summary().as_latex(),
-            multinomial.summary().as_latex()]
+    return {family: _fit(family, frame, blocks) for family in FAMILIES}
 
 
-def _comparison() -> str:
+@pytest.fixture(scope="module")
+def fits_255():
+    rng = np.random.default_rng(7)
+    n = 200
+    blocks = {name: rng.normal(size=(n, 2)) for name in LONG_NAMES}
+    signal = blocks[LONG_NAMES[0]][:, 0] + 0.5 * blocks[LONG_NAMES[1]][:, 1]
+    frame = _responses(pd.DataFrame({"y": signal + rng.normal(size=n)}),
+                       signal + rng.normal(scale=0.5, size=n))
+    return {family: _fit(family, frame, blocks, honest=3) for family in FAMILIES}
+
+
+def _set(tmp_path, body: str, name: str = "tables") -> tuple[str, list[str]]:
+    """pdflatex's log of *body* in a default article, and its errors and bad boxes."""
+    document = "\n".join([r"\documentclass{article}", LATEX_PREAMBLE, r"\begin{document}", body,
+                          r"\end{document}", ""])
+    (tmp_path / f"{name}.tex").write_text(document, encoding="utf-8")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                           f"{name}.tex"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    log = (tmp_path / f"{name}.log").read_text(encoding="latin-1")
+    problems = [line for line in log.splitlines()
+                if line.startswith("!") or re.search(r"Overfull|Float too large|Undefined", line)]
+    if done.returncode:
+        problems.append(done.stdout[-2000:])
+    return log, problems
+
+
+SHRUNK = re.compile(r"\\resizebox|\\scalebox|\\(footnotesize|scriptsize|tiny)\b")
+
+
+def _check_summary(res, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)  # e.g. PEARL's honest risk above MS's
+        summary = res.summary()
+    main = summary.as_latex(caption="PEARL on the simulation", label="tab:pearl")
+    assert main.count(r"\begin{table}") == 1 and r"\label{tab:pearl}" in main
+    log, problems = _set(tmp_path, main, "main")
+    assert not problems, problems
+    assert re.search(r"Output written on main\.pdf \(1 page,", log), log[-500:]
+    everything = summary.as_latex("all")
+    assert not SHRUNK.search(everything)  # fits by layout: nothing scaled, nothing below \small
+    assert everything.count(r"\begin{table}") == len(summary.tables) - 1  # header and strategies
+    _, problems = _set(tmp_path, everything, "all")        # are in the main table
+    assert not problems, problems
+    notes = " ".join(summary.notes)
+    for name in res.block_dims:  # block names may hold underscores; the rest may not
+        notes = notes.replace(name, "block")
+    assert not PYTHON.findall(notes), notes
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_main_table_is_one_page_at_31_candidates(fits_31, family, tmp_path):
+    _check_summary(fits_31[family], tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_main_table_is_one_page_at_255_candidates(fits_255, family, tmp_path):
+    res = fits_255[family]
+    assert len(res.weights) == 255
+    _check_summary(res, tmp_path)
+
+
+def test_numbers_of_a_column_are_formatted_one_way(fits_31):
+    latex = fits_31["gaussian"].summary().as_latex("all")
+    # the KKT gap (about 1e-16) beside weights: never a power of ten beside 0.0000
+    assert r"\times10" not in latex.split("Consistency diagnostics")[1].split(r"\end{table}")[0]
+    assert "{<}0.0001" in latex
+    tiny = fits_31["gaussian"].summary()
+    assert "e-" in str(tiny.panels["diagnostics"][5][1].data)  # the text shows it as it is
+
+
+def test_header_ridge_is_the_ridge_the_refits_used(tmp_path):
+    y, blocks = separated_binomial(60)
+    blocks["c"] = np.random.default_rng(2).normal(size=(60, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit("y ~ block(a) + block(s) + block(c)", {"y": y}, blocks=blocks,
+                        family="binomial", seed=1, honest=False, separation="ridge")
+    chosen = res.stages.family.candidate_ridges
+    assert chosen and res.ridge == 0
+    summary = res.summary()
+    pairs = {str(row[i].data).strip(): str(row[i + 1].data).strip()
+             for row in summary.panels["header"] for i in (0, 2)}
+    refit_ridges = {float(ridge) for ridge in re.findall(r"ridge=([0-9.e-]+)",
+                                                         " ".join(res.failures["action"]))}
+    shown = {float(value) for value in re.findall(r"(?:^|; )([0-9.e-]+)", pairs["Ridge:"])}
+    assert shown == {0.0} | refit_ridges == {0.0} | set(chosen.values())
+    assert f"for {len(chosen)} candidate" in pairs["Ridge:"]
+    # routine refits have their own heading; the failure ledger is for failures
+    assert "refits" in summary.panels and "failures" not in summary.panels
+    latex = summary.as_latex("all")
+    assert "Refits" in latex and "Failure ledger" not in latex
+    assert f"{pairs['Ridge:']}" in latex
+    # the long ridge text and the typewriter formula do not push the header's pairs too wide
+    _, problems = _set(tmp_path, latex)
+    assert not problems, problems
+
+
+def test_comparison_table_compiles_without_overfull_boxes(tmp_path):
     rng = np.random.default_rng(0)
     methods = ["PEARL", "Best", "Fusion", "SA-FRL", "SA-cand", "MS"]
+
     def run():
         return pd.DataFrame({"MSE": rng.uniform(1, 20, 6), "MAE": rng.uniform(0, 1, 6)},
                             index=methods)
 
     runs = {n: [run() for _ in range(3)] for n in (100, 200)}
-    return compare_table(runs).to_latex(caption="Test error of the simulation")
+    log, problems = _set(tmp_path, compare_table(runs).to_latex(caption="Test error"))
+    assert not problems, problems
+    assert "(1 page" in log
 
 
-def test_summaries_and_comparison_compile_without_overfull_boxes(paper_data, tmp_path):
-    body = "\n\\clearpage\n".join(_summaries(paper_data) + [_comparison()])
-    document = "\n".join([r"\documentclass{article}",
-                          r"\usepackage[a4paper,margin=2.5cm]{geometry}", LATEX_PREAMBLE,
-                          r"\begin{document}", body, r"\end{document}", ""])
-    (tmp_path / "tables.tex").write_text(document, encoding="utf-8")
-    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "tables.tex"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    log = (tmp_path / "tables.log").read_text(encoding="latin-1")
-    problems = [line for line in log.splitlines()
-                if line.startswith("!") or re.search(r"Overfull|Float too large|Undefined", line)]
-    assert done.returncode == 0 and not problems, problems or done.stdout[-2000:]
-    assert (tmp_path / "tables.pdf").stat().st_size > 1000
-    assert log.count(r"Output written") == 1 and "(4 pages" in log
+def test_unknown_panels_are_option_errors(fits_31):
+    summary = fits_31["gaussian"].summary()
+    with pytest.raises(pearl.OptionError, match=r"panels=\['weights'\]: \['weights'\] not known"):
+        summary.as_latex(["weights"])
+    with pytest.raises(pearl.OptionError, match="top"):
+        summary.as_latex(top=0)
+    assert summary.as_latex(["importance"]).count(r"\begin{table}") == 1
+    assert summary.as_latex(["failures"]) == ""  # nothing failed: nothing to set
+
+
+NOTEBOOK_CELL = """\
+import numpy as np, pearlstats as pearl
+rng = np.random.default_rng(0)
+data = {"y": rng.normal(size=80), "a_1": rng.normal(size=(80, 2)), "b": rng.normal(size=(80, 2))}
+res = pearl.fit("y ~ block(a_1) + block(b)", data, seed=0)
+res.summary()
+"""
+
+
+def _template_packages_missing() -> list[str]:
+    """Style files nbconvert's LaTeX template loads that this TeX installation lacks."""
+    kpsewhich = shutil.which("kpsewhich")
+    wanted = ["eurosym.sty", "soul.sty", "ucs.sty", "adjustbox.sty"]
+    if kpsewhich is None:
+        return wanted
+    return [name for name in wanted
+            if subprocess.run([kpsewhich, name], capture_output=True).returncode]
+
+
+@pytest.mark.slow
+def test_nbconvert_exports_a_notebook_showing_a_summary_to_pdf(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nbconvert = pytest.importorskip("nbconvert", reason="nbconvert is in the test extra")
+    pytest.importorskip("ipykernel")
+    missing = _template_packages_missing()
+    if missing:
+        pytest.skip(f"nbconvert's template needs {missing} (Debian: texlive-fonts-recommended, "
+                    "texlive-plain-generic)")
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PYTHONPATH", str(root))  # the kernel imports this checkout
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(NOTEBOOK_CELL)])
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = notebook.cells[0].outputs[-1]["data"]
+    assert "text/latex" in shown and r"\begin{table}" in shown["text/latex"]
+    # `jupyter nbconvert --to pdf` runs xelatex; where only pdflatex is installed, that
+    latex = ["xelatex"] if shutil.which("xelatex") else ["pdflatex"]
+    exporter = nbconvert.PDFExporter(latex_command=[*latex, "-interaction=nonstopmode",
+                                                    "{filename}"])
+    pdf, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"path": str(tmp_path)}})
+    assert pdf.startswith(b"%PDF")
+    (tmp_path / "summary.pdf").write_bytes(pdf)
+    if shutil.which("pdftotext"):  # poppler-utils: the PDF shows the summary's numbers
+        text = subprocess.run(["pdftotext", "summary.pdf", "-"], cwd=tmp_path,
+                              capture_output=True, text=True).stdout
+        assert "Strategies" in text and "Consistency diagnostics" in text
+
+
+def test_a_long_section_is_cut_to_a_page_with_the_rest_counted(fits_31, tmp_path):
+    from statsmodels.iolib.table import SimpleTable
+
+    from pearlstats.results.formatting import number_cell
+
+    summary = fits_31["gaussian"].summary()
+    labels = ["+".join(LONG_NAMES[: 2 + k % 7]) + f"_{k}" for k in range(200)]
+    rows = [[number_cell(0.001 * k), number_cell(0.5), number_cell(0.25)] for k in range(200)]
+    summary.panels["stability"] = SimpleTable(rows, headers=["weight", "mean", "spread"],
+                                              stubs=labels, title="Weights re-solved")
+    latex = summary.as_latex(["stability"])
+    shown = re.search(r"(\d+) more rows \(in the text summary\)", latex)
+    assert shown and 0 < int(shown.group(1)) < 200
+    # the header row, the rows shown and the row counting the rest
+    assert latex.count(r"\\") == 1 + (200 - int(shown.group(1))) + 1
+    log, problems = _set(tmp_path, latex)
+    assert not problems, problems
+    assert "(1 page" in log
+
+
+def test_numbers_in_small_units_keep_their_digits_under_a_power_of_ten(paper_data, tmp_path):
+    # y in units 1000 times larger: squared-error risks are 1e-6 times theirs. Each column is
+    # shown as the same digits times a power of ten in its header, never as 0.0000.
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:3]}
+    y = paper_data["frame"]["y"].to_numpy()
+    tables = []
+    for scale in (1.0, 1e-3):
+        res = pearl.fit("y ~ block(pca) + block(kpca_rbf) + block(kpca_poly)", {"y": y * scale},
+                        blocks=blocks, seed=4, honest=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pearl.PearlWarning)
+            full = res.summary().as_latex()
+        tables.append(full.split(r"\emph{Notes:}")[0])
+    powers = re.findall(r"\(\$\\times10\^\{(-?\d+)\}\$\)", tables[1])
+    assert powers and all(int(power) <= -4 for power in powers)
+    assert not re.findall(r"\\times10", tables[0])
+    numbers = [re.findall(r"-?\d+\.\d{4}", table) for table in tables]
+    assert len(numbers[0]) == len(numbers[1])
+    # a number is 0.0000 in small units only where it is 0.0000 in large ones (PEARL's own
+    # ratio SE, zero weights), and weights are the same
+    assert [a == "0.0000" for a in numbers[0]] == [b == "0.0000" for b in numbers[1]]
+    weights = [re.findall(r"^[^&\n]+& (\d\.\d{4}) &", table.split("leading candidates")[1]
+                          .split("Strategies")[0], flags=re.MULTILINE) for table in tables]
+    assert weights[0] and weights[0] == weights[1]
+    _, problems = _set(tmp_path, full)
+    assert not problems, problems
+
+
+def test_the_main_table_names_fewer_candidates_when_their_labels_are_long():
+    from pearlstats.results.formatting import number_cell
+    from pearlstats.results.latex import leading_rows
+
+    headers = ["", "blocks", "parameters", "weight", "CV risk", "SE", "rank"]
+    labels = ["+".join(LONG_NAMES)] * 4 + ["pca"] * 2  # 8 long names: about 3 lines each
+    rows = [[label, "8", "17", number_cell(w), number_cell(1.0), number_cell(0.1), str(k)]
+            for k, (label, w) in enumerate(zip(labels, [0.4, 0.3, 0.1, 0.1, 0.06, 0.04]))]
+    _, short = leading_rows(headers, rows, top=5)
+    assert len(short) == 6 and short[-1][0] == "1 other candidate with non-zero weight"
+    _, cut = leading_rows(headers, rows, top=5, lines=12)
+    assert len(cut) == 4 and cut[-1][0] == "3 other candidates with non-zero weight"
+    assert float(cut[-1][1]) == pytest.approx(0.2)  # their total weight
+    _, one = leading_rows(headers, rows, top=5, lines=2)
+    assert len(one) == 2  # always at least one named
+
+
+@pytest.mark.slow
+def test_main_table_fits_with_long_labels_everywhere(tmp_path):
+    # every block matters, so the leading candidates and MS hold all eight blocks, whose names
+    # are 19 to 23 characters long: a 260-character formula and 190-character labels
+    names = ["pca_whitened_components", "kpca_rbf_wide_bandwidth", "kpca_polynomial_degree2",
+             "kpca_sigmoid_kernel", "kpca_cosine_similarity", "tfidf_bigrams_sublinear",
+             "word2vec_mean_pooled", "doc2vec_distributed_bow"]
+    rng = np.random.default_rng(5)
+    blocks = {name: rng.normal(size=(300, 2)) for name in names}
+    y = sum(0.3 * block[:, 0] for block in blocks.values()) + rng.normal(size=300)
+    res = _fit("gaussian", pd.DataFrame({"y": y}), blocks, honest=3)
+    assert len(res.baselines.loc["MS", "candidate"]) > 150
+    _check_summary(res, tmp_path)

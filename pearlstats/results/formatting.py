@@ -1,0 +1,185 @@
+"""Number and label formatting for the summary and the comparison tables, in one place.
+
+Text, LaTeX and HTML read the same cells: a number cell is a :class:`Number`
+(its text as the summary prints it, and the value, which LaTeX formats per
+column); a :class:`Label` carries its own LaTeX and HTML forms.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "Label",
+    "Number",
+    "cell_html",
+    "cell_latex",
+    "format_fixed",
+    "format_mean_sd",
+    "format_number",
+    "format_ridge",
+    "html_escape",
+    "latex_escape",
+    "number_cell",
+]
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
+_LATEX_PATTERN = re.compile("|".join(re.escape(char) for char in _LATEX_SPECIALS))
+
+
+def format_number(value: float | None, digits: int = 4) -> str:
+    """Format a number for a summary cell (NaN shown as ``--``).
+
+    Examples
+    --------
+    >>> format_number(0.123456), format_number(float("nan")), format_number(12345.6)
+    ('0.1235', '--', '1.235e+04')
+    """
+    if value is None or pd.isna(value):
+        return "--"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    value = float(value)
+    if value != 0 and (abs(value) >= 1e4 or abs(value) < 1e-4):
+        return f"{value:.{digits - 1}e}"
+    return f"{value:.{digits}f}"
+
+
+def format_fixed(value: float | None, digits: int = 3) -> str:
+    """Fixed-point text with *digits* decimals, as in the paper's tables (NaN as ``--``).
+
+    Examples
+    --------
+    >>> format_fixed(0.12345), format_fixed(float("nan"))
+    ('0.123', '--')
+    """
+    if value is None or pd.isna(value):
+        return "--"
+    return f"{float(value):.{digits}f}"
+
+
+def format_mean_sd(mean: float, sd: float, digits: int = 3) -> str:
+    """``"mean (SD)"`` as in the paper's tables.
+
+    Examples
+    --------
+    >>> format_mean_sd(95.3901, 0.3851)
+    '95.390 (0.385)'
+    """
+    return f"{format_fixed(mean, digits)} ({format_fixed(sd, digits)})"
+
+
+def latex_escape(text: object) -> str:
+    r"""Escape LaTeX's special characters in one pass (so escapes are never re-escaped).
+
+    Examples
+    --------
+    >>> print(latex_escape("y ~ block(kpca_rbf) & 50%"))
+    y \textasciitilde{} block(kpca\_rbf) \& 50\%
+    """
+    return _LATEX_PATTERN.sub(lambda match: _LATEX_SPECIALS[match.group(0)], str(text))
+
+
+def html_escape(text: object) -> str:
+    """Escape ``<``, ``>``, ``&`` and quotes for HTML.
+
+    Examples
+    --------
+    >>> html_escape("I(x < 3)")
+    'I(x &lt; 3)'
+    """
+    return html.escape(str(text))
+
+
+class Label(str):
+    r"""Text for a summary cell with its own LaTeX and HTML forms (mathematics, say).
+
+    Behaves as the plain text everywhere (``as_text``, comparisons); the LaTeX
+    and HTML renderers use :attr:`latex` and :attr:`html` unescaped.
+
+    Examples
+    --------
+    >>> label = Label("1/sum w^2", latex=r"$1/\sum_j w_j^2$")
+    >>> label == "1/sum w^2", cell_latex(label)
+    (True, '$1/\\sum_j w_j^2$')
+    """
+
+    latex: str
+    html: str
+
+    def __new__(cls, text: str, *, latex: str | None = None, html: str | None = None) -> Label:
+        label = super().__new__(cls, text)
+        label.latex = latex_escape(text) if latex is None else latex
+        label.html = html_escape(text) if html is None else html
+        return label
+
+    def __reduce__(self):
+        return Label, (str(self),), {"latex": self.latex, "html": self.html}
+
+
+def cell_latex(cell: object) -> str:
+    """A cell's LaTeX: a :class:`Label`'s own form, else the escaped text."""
+    return cell.latex if isinstance(cell, Label) else latex_escape(cell)
+
+
+def cell_html(cell: object) -> str:
+    """A cell's HTML: a :class:`Label`'s own form, else the escaped text."""
+    return cell.html if isinstance(cell, Label) else html_escape(cell)
+
+
+class Number(str):
+    """A number cell: the text the summary prints, with the value kept for LaTeX.
+
+    Examples
+    --------
+    >>> cell = number_cell(2.5e-14)
+    >>> cell, cell.value
+    ('2.500e-14', 2.5e-14)
+    """
+
+    value: float
+
+    def __new__(cls, text: str, value: float) -> Number:
+        cell = super().__new__(cls, text)
+        cell.value = float(value)
+        return cell
+
+    def __reduce__(self):
+        return Number, (str(self), self.value)
+
+
+def number_cell(value: float | None, digits: int = 4) -> str:
+    """:func:`format_number`'s text as a :class:`Number` (NaN stays the text ``--``)."""
+    text = format_number(value, digits)
+    if text == "--" or isinstance(value, (int, np.integer)):
+        return text
+    return Number(text, float(value))
+
+
+def format_ridge(value: float) -> str:
+    """A ridge as the fit was given it: ``0`` or ``0.0001``, never ``0.0000``.
+
+    Examples
+    --------
+    >>> format_ridge(0.0), format_ridge(1e-4), format_ridge(2.5e-7)
+    ('0', '0.0001', '2.5e-07')
+    """
+    return f"{float(value):g}"

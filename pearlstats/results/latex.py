@@ -1,0 +1,444 @@
+r"""LaTeX for papers: the summary's sections as booktabs floats that fit the text width.
+
+The main table (the fit, the weights of the leading candidates, the strategies
+and the notes) fits one page of a default ``article``; the other sections are
+floats of their own. Panels are ``tabular*`` environments as wide as the line:
+text columns wrap in ``p{}`` columns whose widths are the line less the
+estimated widths of the number columns, so nothing is scaled, shrunk below
+``\small`` or cut. Numbers sit in dcolumn ``D`` columns aligned on the point,
+every number of a column formatted one way: four decimals (a non-zero value
+below 0.00005 as ``<0.0001``), or, when the column's largest magnitude is below
+1e-4 or at least 1e4, four decimals of a power of ten stated in the header.
+
+The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn).
+nbconvert's LaTeX template loads booktabs and array but not dcolumn: each float
+defines ``D`` as a right-aligned math column when dcolumn is absent (the
+numbers of a column have the same decimals, so they still align on the point),
+which lets ``jupyter nbconvert --to pdf`` set a notebook's summaries.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from ..exceptions import OptionError
+from .formatting import Label, Number, cell_latex, latex_escape
+
+__all__ = ["LATEX_PREAMBLE", "PANELS", "latex_float", "latex_number", "latex_pairs",
+           "latex_panel", "summary_latex"]
+
+LATEX_PREAMBLE = "\\usepackage{booktabs}\n\\usepackage{array}\n\\usepackage{dcolumn}"
+PANELS = ("main", "candidates", "importance", "diagnostics", "stability", "uncertainty",
+          "coefficients", "failures", "refits")
+# lines a float beyond the main table may take (a page at \small holds about 48); rows past
+# them are counted in one row
+MAX_LINES = 36
+_WRAP_EM = 12.0  # a wrapped column is at least this wide, so a cell takes at most so many lines
+_LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
+_PAGE_LINES = 48  # lines of \small text on a page of a default article
+_USES_EM = 20.0  # a strategy's candidate label longer than this goes on a line of its own
+LEADING = 5  # candidates the main table lists by name
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
+_DECIMALS = 4
+_LINE_EM = 37.0  # a default article's text width (345pt) in em at \small
+# dcolumn's D where the preamble loaded it, else the same cells right-aligned in math mode
+_D_FALLBACK = (r"\expandafter\ifx\csname NC@find@D\endcsname\relax"
+               r"\newcolumntype{D}[3]{>{$}r<{$}}\fi")
+# estimated widths at \small, in em: generous, since \extracolsep{\fill} absorbs the excess
+_EM = {"digit": 0.5, "upper": 0.75, "lower": 0.47, "space": 0.33}
+
+
+def latex_number(text: str) -> str:
+    r"""A number's text in math mode: exponents as powers of ten.
+
+    Examples
+    --------
+    >>> latex_number("1.235e-05"), latex_number("-0.5")
+    ('1.235\\times10^{-5}', '-0.5')
+    """
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return rf"{mantissa}\times10^{{{int(exponent)}}}"
+
+
+def _value(cell) -> float | None:
+    if isinstance(cell, Number):
+        return cell.value
+    if not isinstance(cell, Label) and _NUMBER.match(str(cell).strip()):
+        return float(str(cell))
+    return None
+
+
+def _fixed(value: float) -> str:
+    text = f"{value:.{_DECIMALS}f}"
+    if value != 0 and float(text) == 0:  # never a bare 0.0000 for a value that is not zero
+        return "{<}0.0001" if value > 0 else "{>}{-}0.0001"
+    return text
+
+
+def column_numbers(cells: list) -> tuple[list[str | None], int]:
+    """Every number of a column formatted one way, and the power of ten it is shown in.
+
+    Integers (counts, ranks) stay integers. Other numbers get four decimals,
+    after division by ``10**power`` when the column's largest magnitude is
+    below 1e-4 or at least 1e4 (``power`` is 0 otherwise). Cells that are not
+    numbers are None.
+
+    Examples
+    --------
+    >>> column_numbers([Number("0.1235", 0.12345), Number("2.5e-14", 2.5e-14), "--"])
+    (['0.1235', '{<}0.0001', None], 0)
+    >>> column_numbers([Number("3.2e-08", 3.2e-8), Number("1.1e-09", 1.1e-9)])
+    (['3.2000', '0.1100'], -8)
+    """
+    values = [_value(cell) for cell in cells]
+    numbers = [v for v in values if v is not None and math.isfinite(v)]
+    largest = max((abs(v) for v in numbers), default=0.0)
+    power = 0
+    if largest and not 1e-4 <= largest < 1e4:
+        power = math.floor(math.log10(largest))
+    texts = []
+    for cell, value in zip(cells, values):
+        if value is None or not math.isfinite(value):
+            texts.append(None)
+        elif not isinstance(cell, Number) and float(value).is_integer() and "." not in str(cell):
+            texts.append(str(int(value)))
+        else:
+            texts.append(_fixed(value / 10.0**power))
+    return texts, power
+
+
+def text_em(text: str) -> float:
+    """Estimated width of *text* at ``\\small`` in em (upper-case and digits wider)."""
+    width = 0.0
+    for char in str(text):
+        kind = ("digit" if char.isdigit() else "upper" if char.isupper()
+                else "space" if char.isspace() else "lower")
+        width += _EM[kind]
+    return width
+
+
+def number_em(text: str) -> float:
+    """Estimated width of a number's text in a ``D`` column at ``\\small``, in em."""
+    shown = text.replace("{<}", "<").replace("{>}", ">").replace("{-}", "-")
+    return sum(0.78 if char in "-<>" else 0.28 if char == "." else 0.5 for char in shown)
+
+
+def header_em(header: object) -> float:
+    """Estimated width of a column header: its widest word (words of number headers stack)."""
+    if isinstance(header, Label):  # mathematics: commands and braces take no room
+        return 0.85 * text_em(re.sub(r"\\[A-Za-z]+|[{}$_^]", "", header.latex))
+    return max([text_em(word) for word in str(header).split()] + [0.0])
+
+
+def breakable(latex: str) -> str:
+    r"""Allow line breaks after ``+`` and ``\_`` (candidate labels, block names) and commas."""
+    return (latex.replace("+", r"+\allowbreak{}").replace(r"\_", r"\_\allowbreak{}")
+            .replace(",", r",\allowbreak{}"))
+
+
+def _header_cell(header, kind: str, power: int, stack: bool) -> str:
+    if kind != "D":
+        return cell_latex(header)
+    words = ([cell_latex(header)] if isinstance(header, Label) or not stack
+             else [latex_escape(word) for word in str(header).split()])
+    if power:
+        words.append(rf"($\times10^{{{power}}}$)")
+    stacked = r"\\".join(words)
+    return rf"\multicolumn{{1}}{{c}}{{\begin{{tabular}}[b]{{@{{}}c@{{}}}}{stacked}\end{{tabular}}}}"
+
+
+def _layout(columns: list[list], headers: list | None) -> tuple[list[str], list, list[float], bool]:
+    """Per column: kind (``D`` numbers, else text), numbers, width in em; whether to stack.
+
+    A number column's header is stacked word by word (so it is no wider than its
+    numbers) only where the columns at their headers' width would crowd the line.
+    """
+    kinds, numbers, widths, flat = [], [], [], []
+    for position, cells in enumerate(columns):
+        texts, power = column_numbers(cells)
+        shown = [t for t in texts if t is not None]
+        header = headers[position] if headers else ""
+        placeholders = sum(str(c).strip() in ("--", "") for c in cells)
+        if headers and shown and len(shown) + placeholders >= 0.5 * len(cells):
+            kinds.append("D")
+            numbers.append((texts, power))
+            words = [text_em(c) for c, t in zip(cells, texts) if t is None]  # e.g. a solver
+            least = max([number_em(t) for t in shown] + words + [4.0 if power else 0.0])
+            widths.append(max(least, header_em(header)))
+            flat.append(max(least, text_em(cell_latex(header)) if not isinstance(header, Label)
+                            else header_em(header)))
+            continue
+        kinds.append("l")
+        numbers.append(([None] * len(cells), 0))
+        widths.append(max([text_em(c) for c in cells] + [text_em(header) if header else 0]))
+        flat.append(min(widths[-1], 12.0))
+    stack = sum(flat) + 0.9 * (len(flat) - 1) > _LINE_EM
+    if not stack:
+        widths = [flat[i] if kind == "D" else widths[i] for i, kind in enumerate(kinds)]
+    return kinds, numbers, widths, stack
+
+
+def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[str]:
+    """Column types: text wider than its share of the line becomes a ``p{}`` column."""
+    fixed = [i for i, kind in enumerate(kinds) if kind == "D"]
+    text = [i for i, kind in enumerate(kinds) if kind != "D"]
+    fixed_em = sum(widths[i] for i in fixed)
+    seps = 2 * (len(kinds) - 1)
+    # short text columns (labels such as "Family:") keep their natural width
+    short = [i for i in text if widths[i] <= 10]
+    fixed_em += sum(widths[i] for i in short)
+    wrapping = [i for i in text if i not in short]
+    total = sum(widths[i] for i in wrapping) or 1.0
+    spec = []
+    for i, kind in enumerate(kinds):
+        if kind == "D":
+            left = max([len(t.split(".")[0]) for t in numbers[i][0] if t] + [1])
+            right = _DECIMALS if any("." in t for t in numbers[i][0] if t) else 0
+            spec.append(rf"D{{.}}{{.}}{{{left}.{right}}}")
+        elif i in wrapping:
+            share = max(1, round(100 * widths[i] / total))
+            # 1em to spare: the estimates are not exact, and \extracolsep{\fill} takes up slack
+            width = rf"\dimexpr(\linewidth-{fixed_em + 1:.1f}em-{seps}\tabcolsep)*{share}/100\relax"
+            spec.append(rf">{{\raggedright\arraybackslash}}p{{{width}}}")
+        else:
+            spec.append("l")
+    return spec
+
+
+def _title_row(title: str, columns: int) -> str:
+    """A panel's title in italics over all its columns, wrapped if longer than the line."""
+    box = r"@{}>{\raggedright\arraybackslash}p{\dimexpr\linewidth-1pt\relax}@{}"
+    return rf"\multicolumn{{{columns}}}{{{box}}}{{\emph{{{cell_latex(title)}}}}} \\"
+
+
+def latex_panel(rows: list[list], headers: list | None, title: str | None = None,
+                below: dict[int, str] | None = None) -> str:
+    """One panel: a ``tabular*`` as wide as the line, its title above the rules.
+
+    Parameters
+    ----------
+    rows : list of list
+        Body cells, stubs included as the first cell of each row.
+    headers : list, optional
+        One header per column (the stub column's may be empty); None for a
+        key-value panel, whose values are text.
+    title : str, optional
+        Shown in italics above the panel.
+    below : dict, optional
+        Row number -> text set on a line of its own under that row, the whole
+        width (a label too long for its column).
+    """
+    below = below or {}
+    columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in headers or []]
+    kinds, numbers, widths, stack = _layout(columns, headers)
+    spec = _column_spec(kinds, widths, numbers)
+    lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}" + "".join(spec) + "@{}}"]
+    if title:
+        lines.append(_title_row(title, len(kinds)))
+    lines.append(r"\toprule")
+    if headers:
+        cells = [_header_cell(h, kind, power, stack)
+                 for h, kind, (_, power) in zip(headers, kinds, numbers)]
+        lines += [" & ".join(cells) + r" \\", r"\midrule"]
+    for r, row in enumerate(rows):
+        cells = []
+        for cell, kind, (texts, _) in zip(row, kinds, numbers):
+            if kind != "D":
+                cells.append(breakable(cell_latex(cell)))
+            elif texts[r] is not None:
+                cells.append(texts[r])
+            else:
+                cells.append(rf"\multicolumn{{1}}{{c}}{{{cell_latex(str(cell).strip())}}}")
+        lines.append(" & ".join(cells) + r" \\")
+        if r in below:
+            box = r"@{\quad}>{\raggedright\arraybackslash}p{\dimexpr\linewidth-1em-1pt\relax}@{}"
+            lines.append(rf"\multicolumn{{{len(kinds)}}}{{{box}}}{{{breakable(cell_latex(below[r]))}}}"
+                         r" \\")
+    lines += [r"\bottomrule", r"\end{tabular*}"]
+    return "\n".join(lines)
+
+
+def _value_em(value: object) -> float:
+    """Estimated width of a header value; the formula is typewriter, wider than its text."""
+    if isinstance(value, Label) and r"\texttt" in value.latex:
+        return 0.55 * len(value)
+    return text_em(value)
+
+
+def _two_columns(short: list[tuple]) -> list[tuple]:
+    """Pairs in two columns read down, as a flat list of (left, right) alternating pairs."""
+    half = (len(short) + 1) // 2
+    return [pair for row in zip(short[:half], short[half:] + [("", "")]) for pair in row]
+
+
+def _pairs_em(short: list[tuple]) -> float:
+    """Estimated width of the two columns of pairs: widest label and value of each, gaps."""
+    if not short:
+        return 0.0
+    columns = [short[0::2], short[1::2]]
+    return sum(max(text_em(label) for label, _ in column) + max(_value_em(v) for _, v in column)
+               for column in columns if column) + 3 * 0.9
+
+
+def latex_pairs(rows: list[list], title: str | None = None) -> str:
+    """A key-value panel: long values (the formula, the blocks) on rows of their own.
+
+    *rows* hold two ``label, value`` pairs each (as the text summary's header);
+    short values are set two pairs to a row, long ones span the line after
+    their label, so a long formula wraps over the whole width.
+    """
+    pairs = [(row[i], row[i + 1]) for i in (0, 2) for row in rows if str(row[i]).strip()]
+    long = [pair for pair in pairs if _value_em(pair[1]) > 16]
+    short = _two_columns([pair for pair in pairs if pair not in long])
+    while _pairs_em(short) > _LINE_EM - 1:  # the widest value to a row of its own
+        widest = max((pair for pair in short if pair[0]), key=lambda pair: _value_em(pair[1]))
+        long = [pair for pair in pairs if pair in long or pair == widest]
+        short = _two_columns([pair for pair in pairs if pair not in long])
+    label_em = 1.0 + max(text_em(label) for label, _ in long + short[::2] or [("", "")])
+    span = (rf"\multicolumn{{3}}{{>{{\raggedright\arraybackslash}}p{{\dimexpr\linewidth"
+            rf"-{label_em:.1f}em-2\tabcolsep\relax}}}}")
+    lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}llll@{}}"]
+    if title:
+        lines.append(_title_row(title, 4))
+    lines.append(r"\toprule")
+    lines += [rf"{cell_latex(label)} & {span}{{{breakable(cell_latex(value))}}} \\"
+              for label, value in long]
+    for first in range(0, len(short), 2):
+        cells = [cell_latex(cell) for pair in short[first:first + 2] for cell in pair]
+        lines.append(" & ".join(cells + [""] * (4 - len(cells))) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular*}"]
+    return "\n".join(lines)
+
+
+def latex_float(panels: list[str], caption: str | None, notes: Sequence[str] = (),
+                label: str | None = None) -> str:
+    """Panels in one ``table`` float at ``\\small``, the notes below them inside the float."""
+    lines = [r"\begin{table}[htbp]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
+             _D_FALLBACK]
+    if caption:
+        lines.append(rf"\caption{{{cell_latex(caption)}}}")
+    if label:
+        lines.append(rf"\label{{{label}}}")
+    lines.append("\n\\par\\smallskip\n".join(panels))
+    if notes:
+        text = " ".join(breakable(cell_latex(note)) for note in notes)
+        lines += [r"\par\smallskip",
+                  rf"\parbox{{\linewidth}}{{\raggedright\emph{{Notes:}} {text}}}"]
+    lines.append(r"\end{table}")
+    return "\n".join(lines)
+
+
+def leading_rows(headers: list, rows: list[list], top: int, lines: float | None = None
+                 ) -> tuple[list, list[list]]:
+    """Weight, CV risk, SE and rank of the first *top* candidates; the rest counted in one row.
+
+    The row of the rest gives their number and total weight. With *lines*, fewer
+    candidates are named (at least one) where their wrapped labels would take more.
+    """
+    keep = [0] + [headers.index(name) for name in ("weight", "CV risk", "SE", "rank")]
+    shown = [[row[i] for i in keep] for row in rows]
+    if len(shown) > top or lines is not None:
+        top = _rows_within(shown, top, lines)
+    if len(shown) > top:
+        rest = shown[top:]
+        total = sum(_value(row[1]) or 0.0 for row in rest)
+        summed = Number(f"{total:.4f}", total)
+        which = "candidate" if len(rest) == 1 else "candidates"
+        shown = shown[:top] + [[f"{len(rest)} other {which} with non-zero weight", summed,
+                                "", "", ""]]
+    return [headers[i] for i in keep], shown
+
+
+def _rows_within(rows: list[list], top: int, lines: float | None) -> int:
+    """How many of the first *top* rows fit *lines*, a label wrapping at ``_LABEL_EM``."""
+    if lines is None:
+        return top
+    used = 1.0  # the row counting the rest
+    for count, row in enumerate(rows[:top]):
+        used += math.ceil(text_em(row[0]) / _LABEL_EM)
+        if used > lines:
+            return max(count, 1)
+    return top
+
+
+def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
+    """Lines of \\small text a page leaves for the main table's candidate rows (an estimate).
+
+    The formula and the blocks wrap over the line less a label, "uses" in its
+    column, the notes over the whole line; titles, headers and rules take about
+    four lines a panel.
+    """
+    pairs = [row[i + 1] for row in sections["header"][1] for i in (0, 2)]
+    header = 4 + sum(math.ceil(1.15 * text_em(value) / (_LINE_EM - 10)) for value in pairs[:2])
+    uses = sum(1 + math.ceil(_shown_em(row[-1]) / _LINE_EM) if _shown_em(row[-1]) > _USES_EM
+               else math.ceil(_shown_em(row[-1]) / 9.0) for row in sections["strategies"][1])
+    words = sum(text_em(note) for note in notes)
+    return _PAGE_LINES - 2 - header - 12 - uses - math.ceil(words / _LINE_EM)
+
+
+def _shown_em(cell: object) -> float:
+    """Estimated width of a cell as LaTeX shows it (a :class:`Label` by its own form)."""
+    return text_em(cell.latex) if isinstance(cell, Label) else text_em(cell)
+
+
+def _strategies_panel(headers: list, rows: list[list], title: str) -> str:
+    """The strategies; a candidate label too long for the "uses" column on a line of its own."""
+    below, shown = {}, []
+    for position, row in enumerate(rows):
+        if _shown_em(row[-1]) > _USES_EM:
+            below[position] = Label(f"uses: {row[-1]}")
+            row = [*row[:-1], ""]
+        shown.append(row)
+    return latex_panel(shown, headers, title, below)
+
+
+def _capped(rows: list[list]) -> list[list]:
+    """The rows that fit :data:`MAX_LINES` (long labels wrap), the rest counted in one row."""
+    used = 0
+    for position, row in enumerate(rows):
+        used += max(math.ceil(text_em(cell) / _WRAP_EM) for cell in row)
+        if used > MAX_LINES - 1 and position < len(rows) - 1:
+            rest = len(rows) - position
+            return rows[:position] + [[f"{rest} more rows (in the text summary)"]
+                                      + [""] * (len(row) - 1)]
+    return rows
+
+
+def check_panels(panels: str | Sequence[str], available: Sequence[str]) -> list[str]:
+    """The panels asked for, in :data:`PANELS` order, of those this summary has."""
+    asked = [panels] if isinstance(panels, str) else list(panels)
+    if asked == ["all"]:
+        asked = list(PANELS)
+    unknown = [name for name in asked if name not in PANELS]
+    if unknown or not asked:
+        raise OptionError(f"panels={panels!r}: {unknown or 'none given'} not known; use 'main', "
+                          f"'all' or a list of {list(PANELS)}")
+    return [name for name in PANELS if name in asked and (name == "main" or name in available)]
+
+
+def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], caption: str | None,
+                  label: str | None, top: int, captions: bool = True) -> str:
+    """The floats of a summary: *sections* maps a panel name to (headers, rows, title).
+
+    ``captions=False`` sets each title above its panel instead of as a caption
+    (nbconvert's template hides captions).
+    """
+    out = []
+    for name in check_panels(panels, list(sections)):
+        suffix = f"{label}:{name}" if label and name != "main" else label
+        if name == "main":
+            headers, rows = leading_rows(*sections["candidates"][:2], top,
+                                         main_table_lines(sections, notes.get("main", ())))
+            title = caption or sections["header"][2]
+            parts = [latex_pairs(sections["header"][1], None if captions else title),
+                     latex_panel(rows, headers, "Weights of the leading candidates"),
+                     _strategies_panel(*sections["strategies"])]
+        else:
+            headers, rows, title = sections[name]
+            parts = [latex_panel(_capped(rows), headers, None if captions else title)]
+        out.append(latex_float(parts, title if captions else None, notes.get(name, ()), suffix))
+    return "\n\n".join(out)

@@ -1,0 +1,350 @@
+"""The summary's sections as statsmodels ``SimpleTable`` values, and the notes under them.
+
+Each function reads a :class:`~pearlstats.results.PearlResults` and returns one
+section (title, headers, stubs, cells); :mod:`~pearlstats.results.text_layout`
+and :mod:`~pearlstats.results.latex` lay them out. Number cells are
+:class:`~pearlstats.results.formatting.Number` values, so LaTeX can format a
+whole column one way. :func:`summary_notes` builds every note in one place.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from statsmodels.iolib.table import SimpleTable
+
+from ..exceptions import OptionError, PearlWarning
+from .averaging import active_labels, candidate_ridge, unidentified
+from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
+from .strategies import DEFINITIONS
+
+if TYPE_CHECKING:
+    from .core import PearlResults
+
+MAX_LEDGER_ROWS = 20
+# Above this many block columns the coefficient section shows the covariates only.
+MAX_BLOCK_COEFFICIENTS = 12
+# Loss names are options (loss="cross_entropy"); a paper's table says them in words.
+_LOSS_WORDS = {"squared": "squared error", "cross_entropy": "cross-entropy",
+               "absolute": "absolute error"}
+
+
+def _table(rows, headers, stubs, title) -> SimpleTable:
+    table = SimpleTable(rows, headers=headers, stubs=stubs, title=title)
+    # SimpleTable turns headers into plain str; keep Labels for their LaTeX / HTML forms
+    for cell, header in zip(list(table[0])[1:] if stubs else list(table[0]), headers):
+        cell.data = header
+    return table
+
+
+def _words(text: str) -> Label:
+    """An option's name as printed, said in words in LaTeX (``cross_entropy``: cross-entropy)."""
+    return Label(text, latex=latex_escape(_LOSS_WORDS.get(text, text.replace("_", " "))))
+
+
+def separation_ridges(res: PearlResults) -> dict[str, float]:
+    """Candidates refitted with a larger ridge than the fit's because their classes separate."""
+    chosen = getattr(res.stages.family, "candidate_ridges", {})
+    return {label: float(value) for label, value in chosen.items() if value > res.ridge}
+
+
+def ridge_text(res: PearlResults) -> str:
+    """The ridges actually used: the fit's, and the larger ones separation refits needed.
+
+    Examples of the text: ``0``; ``0; 0.0001 for 2 candidates refitted after separation``.
+    """
+    counts = pd.Series(separation_ridges(res), dtype=float).value_counts().sort_index()
+    parts = [format_ridge(res.ridge)]
+    parts += [f"{format_ridge(value)} for {count} candidate{'s' * (count > 1)} refitted after "
+              "separation" for value, count in counts.items()]
+    return "; ".join(parts)
+
+
+def header_table(res: PearlResults) -> SimpleTable:
+    """The fit: formula, family, losses, blocks; observations, folds, J, seed, ridges."""
+    blocks = ", ".join(f"{name} ({dim})" for name, dim in res.block_dims.items())
+    cv = "LOO" if res.n_folds == res.nobs else f"{res.n_folds}-fold"
+    repeats = res.stages.weight_options.cv_repeats
+    if repeats > 1:  # the weights minimise the loss over every draw, not over the folds shown
+        cv += f" x {repeats} draws"
+    left = [
+        ("Formula:", Label(res.formula, latex=rf"\texttt{{{latex_escape(res.formula)}}}")),
+        ("Family:", res.family),
+        ("Surrogate loss:", _words(res.loss)),
+        ("Loss it stands for:", res.original_loss),
+        (f"Blocks (M = {len(res.block_dims)}):", blocks),
+    ]
+    right = [
+        ("No. observations:", str(res.nobs)),
+        ("Cross-validation:", cv),
+        ("Candidates (J):", str(len(res.weights))),
+        ("Seed:", str(res.seed)),
+        ("Ridge:", ridge_text(res)),
+    ]
+    rows = [[a, b, c, d] for (a, b), (c, d) in zip(left, right)]
+    if len(res.dropped_rows):
+        rows.append(["Dropped rows:", str(len(res.dropped_rows)), "", ""])
+    return SimpleTable(rows, title="PEARL model averaging")
+
+
+def weights_table(res: PearlResults) -> SimpleTable:
+    """Every candidate with non-zero weight, largest weight first."""
+    weights = res.weights
+    risk, se = res.cv_risk, res.cv_risk_se
+    rank = risk.rank(method="min")
+    n_blocks = res.candidate_blocks.map(len)
+    order = weights[weights > 0].sort_values(ascending=False, kind="stable").index
+    rows = [
+        [str(n_blocks[label]), str(res.n_params[label]), number_cell(weights[label]),
+         number_cell(risk[label]), number_cell(se[label]), str(int(rank[label]))]
+        for label in order
+    ]
+    headers = ["blocks", "parameters", "weight", "CV risk", "SE", "rank"]
+    return _table(rows, headers, list(order), "Candidates with non-zero weight")
+
+
+def strategies_table(res: PearlResults) -> SimpleTable:
+    """Honest (nested-CV) risks when available; else the in-sample CV risks, labelled optimistic."""
+    honest = res.honest
+    uses = dict(res.baselines["candidate"])
+    every = "+".join(res.block_dims)
+    if uses.get("Fusion") == every:  # in a paper's table, "all M blocks" rather than M names
+        uses["Fusion"] = Label(every, latex=f"all {len(res.block_dims)} blocks")
+    ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
+    if honest is not None:
+        rows = [
+            [*(number_cell(honest.loc[name, column]) for column in ("risk", "se", "ratio",
+                                                                    "ratio_se")),
+             number_cell(res.baselines.loc[name, "cv_risk"]), uses[name]]
+            for name in honest.index
+        ]
+        headers = ["honest risk", "SE", ratio, "ratio SE", "CV risk*", "uses"]
+        title = f"Strategies (honest risk: {res.stages.honest}-fold nested cross-validation)"
+        return _table(rows, headers, list(honest.index), title)
+    table = res.baselines
+    rows = [
+        [*(number_cell(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)),
+         r.candidate]
+        for r in table.itertuples()
+    ]
+    headers = ["CV risk*", "SE", ratio, "ratio SE", "uses"]
+    return _table(rows, headers, list(table.index), "Strategies (in-sample CV risk, optimistic)")
+
+
+def importance_table(res: PearlResults) -> SimpleTable:
+    """Each block's total weight, and the number of candidates (that did not fail) holding it."""
+    # Candidates that failed have weight 0 and no say: counted, they would overstate a block's
+    # presence in the pool the weights were chosen from.
+    counts = res.block_membership[~res.failed].sum(axis=0)
+    rows = [[number_cell(value), str(int(counts[name]))]
+            for name, value in res.block_importance.items()]
+    return _table(rows, ["importance", "in candidates"], list(res.block_importance.index),
+                  "Block importance (total weight of the candidates with the block; "
+                  "candidates that failed not counted)")
+
+
+def diagnostics_table(res: PearlResults, correct: object) -> SimpleTable:
+    """How spread the weights are, whether the solver reached its optimum, and tau-hat."""
+    diagnostics = res.diagnostics
+    rows = [
+        [Label("Effective no. of candidates (1/sum w^2)",
+               latex=r"Effective number of candidates ($1/\sum_j w_j^2$)",
+               html="Effective no. of candidates (1/&sum;<sub>j</sub> w<sub>j</sub><sup>2</sup>)"),
+         number_cell(diagnostics["effective_candidates"])],
+        ["Weight entropy (nats)", number_cell(diagnostics["weight_entropy"])],
+        ["Largest weight", number_cell(diagnostics["max_weight"])],
+        ["Non-zero weights", str(diagnostics["n_nonzero"])],
+        ["Solver KKT gap", number_cell(diagnostics["kkt_gap"])],
+        ["Weight solver", diagnostics["weight_solver"]],
+    ]
+    if correct is not None:
+        labels = res.resolve_candidates(correct)
+        listed = ", ".join(labels)
+        tau = Label(f"tau-hat (weight on {listed})",
+                    latex=rf"$\hat\tau$ (weight on {latex_escape(listed)})",
+                    html=f"&tau;&#770; (weight on {html_escape(listed)})")
+        rows.append([tau, number_cell(res.tau_hat(labels))])
+    return SimpleTable(rows, headers=["", "value"], title="Consistency diagnostics")
+
+
+def stability_table(res: PearlResults) -> SimpleTable:
+    """The weights re-solved on each fold complement: mean and fold-to-fold spread."""
+    stability = res.diagnostics["stability"]
+    shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
+    shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
+    rows = [[number_cell(r.weight), number_cell(r.mean), number_cell(r.spread)]
+            for r in shown.itertuples()]
+    title = f"Weights re-solved on {res.diagnostics['stability_resamples']} (not a standard error)"
+    return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
+
+
+def _ridge_note(res: PearlResults) -> str | None:
+    """The coefficients' ridge caveat in words (the ridges, which candidates, why)."""
+    ridges = {label: candidate_ridge(res, label) for label in active_labels(res)}
+    penalised = [label for label, value in ridges.items() if value > 0]
+    if not penalised:
+        return None
+    values = ", ".join(sorted({format_ridge(ridges[label]) for label in penalised}))
+    which = (f"Candidate {penalised[0]} was" if len(penalised) == 1
+             else f"Candidates {', '.join(penalised)} were")
+    note = (f"{which} fitted with a ridge penalty ({values}): "
+            "their coefficients are shrunk towards 0, and the standard errors describe the "
+            "spread of the penalised estimator, not its bias, so the intervals need not cover "
+            "the true coefficients.")
+    separated = [label for label in penalised if ridges[label] > res.ridge]
+    if separated:
+        return note + (" The ridge was needed because the classes separate: unpenalised "
+                       "estimates do not exist.")
+    return note + " A fit without a ridge gives valid intervals."
+
+
+def coefficients_table(res: PearlResults, show_blocks: bool | None
+                       ) -> tuple[SimpleTable | None, str]:
+    """Model-averaged coefficients: the formula's covariates first, then (if few) block columns."""
+    if res.family == "multinomial":
+        return None, ("Model-averaged coefficients: a multinomial fit has one set per class, "
+                      "not tabulated in this summary.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PearlWarning)  # the ridge caveat is the note below
+        try:
+            params, bse, interval = res.params, res.bse, res.conf_int()
+        except OptionError as err:  # e.g. a downstream without coefficients
+            return None, f"Model-averaged coefficients are not available: {err}"
+    covariates = [name for name in res.design_spec.covariates.names if name in params.index]
+    blocks = [name for name in params.index if name not in covariates]
+    show = len(blocks) <= MAX_BLOCK_COEFFICIENTS if show_blocks is None else show_blocks
+    shown = covariates + (blocks if show else [])
+    note = "Coefficients: the full model average (0 in a candidate without the term), with "
+    note += "Buckland et al.'s unconditional SE, the weights taken as fixed."
+    if not show and blocks:
+        note += (f" {len(blocks)} block columns not shown (the summary's coefficients option "
+                 "shows them).")
+    ridge = _ridge_note(res)
+    if ridge:
+        note += f" {ridge}"
+    missing = unidentified(res)
+    if missing:
+        note += (" Not identified (shown as --): " + "; ".join(
+            f"{term} in {', '.join(map(str, labels))}" for term, labels in missing.items())
+            + ": those candidates' columns are linearly dependent on all rows, so the split of "
+            "the effect between these terms is arbitrary.")
+    if not shown:
+        return None, note
+    rows = [[number_cell(params[name]), number_cell(bse[name]),
+             number_cell(interval.loc[name, "lower"]), number_cell(interval.loc[name, "upper"])]
+            for name in shown]
+    headers = ["coef", "SE", "[0.025", "0.975]"]
+    return _table(rows, headers, shown, "Model-averaged coefficients"), note
+
+
+def uncertainty_table(res: PearlResults, n_resamples: int) -> SimpleTable:
+    """The refitting bootstrap's SD and 95% percentile interval of each non-zero weight."""
+    table = res.weight_uncertainty(n_resamples=n_resamples)
+    shown = table[table["weight"] > 0].sort_values("weight", ascending=False, kind="stable")
+    rows = [[number_cell(value) for value in (r.weight, r.sd, r.lower, r.upper)]
+            for r in shown.itertuples()]
+    title = f"Weight uncertainty (refitting bootstrap, {n_resamples} resamples)"
+    return _table(rows, ["weight", "SD", "[0.025", "0.975]"], list(shown.index), title)
+
+
+def _is_refit(res: PearlResults, failures: pd.DataFrame) -> pd.Series:
+    """Ledger rows of routine refits: a separated candidate kept with a larger ridge."""
+    refitted = set(separation_ridges(res))
+    return ((failures["kind"] == "separation") & ~failures["excluded"]
+            & failures["candidate"].isin(refitted))
+
+
+def _ledger_rows(failures: pd.DataFrame) -> pd.DataFrame:
+    """One row per candidate, stage, kind and action, with the folds where it happened."""
+    folds = failures["fold"].astype(object).where(failures["fold"].notna(), "all")
+    grouped = failures.assign(fold=folds.astype(str)).groupby(
+        ["candidate", "stage", "kind", "action", "excluded"], sort=False
+    )["fold"].agg(", ".join)
+    return grouped.reset_index()
+
+
+def _capped(rows: pd.DataFrame, title: str) -> tuple[pd.DataFrame, str]:
+    shown = rows.head(MAX_LEDGER_ROWS)
+    if len(rows) > len(shown):
+        title += f" (first {MAX_LEDGER_ROWS} of {len(rows)} rows)"
+    return shown, title
+
+
+def ledger_table(res: PearlResults) -> SimpleTable | None:
+    """What failed (or was only noted) for which candidate, and what was done; None if nothing."""
+    failures = res.failures
+    failures = failures[~_is_refit(res, failures)]
+    if not len(failures):
+        return None
+    shown, title = _capped(_ledger_rows(failures), "Failure ledger")
+    body = [[r.fold, r.stage, r.kind, "yes" if r.excluded else "no", r.action]
+            for r in shown.itertuples()]
+    return _table(body, ["folds", "stage", "kind", "weight 0", "action"],
+                  list(shown["candidate"]), title)
+
+
+def refits_table(res: PearlResults) -> SimpleTable | None:
+    """Candidates whose classes separate, kept by a refit with a larger ridge; None if none."""
+    failures = res.failures
+    failures = failures[_is_refit(res, failures)]
+    if not len(failures):
+        return None
+    ridges = separation_ridges(res)
+    shown, title = _capped(_ledger_rows(failures), "Refits")
+    body = [[r.fold, r.stage, format_ridge(ridges[r.candidate]), r.action]
+            for r in shown.itertuples()]
+    return _table(body, ["folds", "stage", "ridge", "action"], list(shown["candidate"]), title)
+
+
+def _ledger_notes(res: PearlResults) -> list[str]:
+    failures = res.failures
+    if not len(failures):
+        return []
+    refit = _is_refit(res, failures)
+    notes = []
+    if (~refit).any():
+        excluded = sorted(set(failures.loc[failures["excluded"], "candidate"]))
+        notes.append(f"Failure ledger: {int((~refit).sum())} event(s); excluded candidates "
+                     f"(weight 0): {', '.join(excluded) or 'none'}.")
+    if refit.any():
+        count = len(set(failures.loc[refit, "candidate"]))
+        notes.append(f"Refits: {count} candidate(s) whose classes separate refitted with a "
+                     "larger ridge (see Ridge above); they take part in the weights as the "
+                     "others do.")
+    return notes
+
+
+def summary_notes(res: PearlResults) -> list[str]:
+    """Every note under the tables, in words (the coefficients' own note comes with them)."""
+    weights = res.weights
+    failed = int(res.failed.sum())
+    notes = [
+        f"{int((weights == 0).sum())} of {len(weights)} candidates have zero weight"
+        + (f" ({failed} of them failed in cross-validation)." if failed else ".")
+    ]
+    notes += _ledger_notes(res)
+    notes.append(
+        "Strategies: "
+        + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
+        + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were "
+        "chosen from, optimistic for PEARL by construction (every baseline is a point of the "
+        "simplex PEARL optimises over)"
+        # Shrunk weights are no longer that optimum: a baseline may show a lower CV risk.
+        + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
+           if res.stages.weight_options.shrinkage is not None else ".")
+    )
+    honest = res.last_honest_risk if res.honest is not None else None
+    if honest is not None:
+        notes.append(
+            "Honest risk: the whole procedure (inner folds, candidates, weights, each baseline's "
+            "choice) re-run inside each outer fold and scored on the held-out rows; PEARL/this is "
+            "a paired ratio on the same rows."
+        )
+        message = honest.warning_against_ms(format_number)
+        if message:
+            notes.append(f"Warning: {message}.")
+    elif res.honest_failure:
+        notes.append(f"Honest risk could not be computed: {res.honest_failure}")
+    return notes
