@@ -297,8 +297,6 @@ def _predict_group(X, y, members, used, folds, ridge, predictions, group, entrie
     fold_sets = _fold_sets(int(folds.max()) + 1, used.size, len(members))
     total, training = _training_moments(X, y, folds, fold_sets, columns)
     design = _candidate_design(total, local)
-    if columns is None:
-        _GRAM.store(X, y, total)
     for i, fold_set in enumerate(fold_sets):
         train = training(i)
         gram, cross = standardised_systems(train, design)
@@ -454,9 +452,11 @@ class _GramCache:
 
     Refitting J candidates on all rows needs ``Z_S'Z_S`` for each column set S;
     slicing one ``Z'Z`` avoids J copies of ``X[:, S]`` (which for a million
-    rows would dominate memory). The cross-validation engine stores the
-    all-rows moments of its pass over the rows here, so the refits of the
-    same fit pass over the rows no more. The key and the value are stored
+    rows would dominate memory). The value is always computed here, by one
+    pass over all rows: the cross-validation engine's all-rows moments are
+    added up from its folds' (an order set by the fold draw), so reusing them
+    made a refit's last digits depend on the folds and, with threads, on
+    which task had filled the cache last. The key and the value are stored
     together as one tuple, replaced by a single (atomic) assignment and read
     once, so threads refitting different designs never pair one's key with
     another's matrix; at worst two threads compute the same value.
@@ -470,9 +470,9 @@ class _GramCache:
         entry = self._entry
         if entry is not None and entry[0] == key and entry[1]() is X and entry[2]() is y:
             return entry[3]
-        return self.store(X, y, fold_moments(X, y, None, np.arange(0)).total())
+        return self._store(X, y, fold_moments(X, y, None, np.arange(0)).total())
 
-    def store(self, X: np.ndarray, y: np.ndarray, total: FoldMoments):
+    def _store(self, X: np.ndarray, y: np.ndarray, total: FoldMoments):
         """Remember ``(Z'Z, Z'y, design)`` of all rows of (X, y) from their moments; return it."""
         design = design_from_moments(total)
         gram, cross = standardised_systems(total, design)
