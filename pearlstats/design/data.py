@@ -19,6 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..exceptions import BlockError, DataError, MissingValueError, format_positions
+from .sparse import as_csr, block_key, column_energy, constant_columns, finite_rows, keeps_sparse
 
 __all__ = [
     "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks",
@@ -205,6 +206,8 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
             [f"{name}[{label}]" for label in labels],
             tuple(value.columns),
         )
+    if keeps_sparse(value):  # wide: kept sparse, never densified (see design/sparse.py)
+        return as_csr(value), [f"{name}[{j}]" for j in range(value.shape[1])], None
     if sp.issparse(value):
         n_rows, n_cols = value.shape
         if n_rows * n_cols * 8 > MAX_DENSE_BYTES:
@@ -257,20 +260,19 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
         )
     if values.shape[1] == 0:
         raise BlockError(f"block {name!r} has no columns; drop it from the formula")
-    bad_rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    bad_rows = np.flatnonzero(~finite_rows(values))
     if bad_rows.size:
         raise MissingValueError(
             f"block {name!r} has NaN or infinite values at {format_positions(bad_rows)}; "
             "impute or remove those rows (or, when fitting, pass missing='drop')"
         )
     # Gram matrices and squared-error risks need the squares; past ~1e154 they overflow to inf.
-    with np.errstate(over="ignore"):
-        energy = np.einsum("ij,ij->j", values, values)
+    energy = column_energy(values)
     huge = np.flatnonzero(~np.isfinite(energy))
     if huge.size:
         raise BlockError(
             f"block {name!r} has values too large for float64 arithmetic in column(s) "
-            f"{huge[:10].tolist()} (largest |value| {np.abs(values).max():.3g}); rescale the "
+            f"{huge[:10].tolist()} (largest |value| {abs(values).max():.3g}); rescale the "
             "block, e.g. divide it by its standard deviation"
         )
 
@@ -389,14 +391,14 @@ def check_block_information(blocks: Mapping[str, Block]) -> None:
             "there are no rows to fit (empty data, or missing='drop' removed every row)"
         )
     for block in blocks.values():
-        if np.all(np.ptp(block.values, axis=0) == 0):
+        if np.all(constant_columns(block.values)):
             raise BlockError(
                 f"block {block.name!r} is constant in every column, so it carries no information "
                 "about the response; check how it was computed"
             )
     seen: dict[tuple, str] = {}
     for block in blocks.values():
-        key = (block.values.shape, block.values.tobytes())
+        key = block_key(block.values)
         if key in seen:
             raise BlockError(
                 f"block {block.name!r} is identical to block {seen[key]!r}; candidates containing "

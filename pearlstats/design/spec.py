@@ -34,6 +34,7 @@ from patsy import EvalEnvironment
 from ..exceptions import BlockError
 from .data import Block, as_block, check_block_values
 from .formula import CovariateSpec, FormulaSpec, build_covariates
+from .sparse import stack_design
 
 __all__ = ["BlockSpec", "DesignSpec", "Design", "build_design"]
 
@@ -159,8 +160,7 @@ class DesignSpec:
         for spec, block_values in zip(self.blocks, values):
             check_block_values(spec.name, block_values, n_rows)
         rows = frame if len(frame.columns) else pd.DataFrame(index=range(n_rows))
-        covariates = self.covariates.matrix(rows)
-        return np.ascontiguousarray(np.hstack([covariates, *values]), dtype=float)
+        return stack_design(self.covariates.matrix(rows), values)
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,5 @@ def build_design(formula: FormulaSpec, frame: pd.DataFrame, blocks: Mapping,
     ]
     covariates, covariate_matrix = build_covariates(formula, frame, eval_env)
     specs = tuple(BlockSpec(b.name, tuple(b.column_names), b.labels) for b in resolved)
-    X = np.ascontiguousarray(
-        np.hstack([covariate_matrix] + [b.values for b in resolved]), dtype=float
-    )
+    X = stack_design(covariate_matrix, [b.values for b in resolved])
     return Design(X, DesignSpec(formula, covariates, specs))
