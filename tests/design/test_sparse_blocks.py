@@ -135,3 +135,18 @@ def test_text_block_sparse_equals_the_same_block_dense(polarity, family):
     np.testing.assert_allclose(
         fits["sparse"].predict(new, blocks={"words": words[:6]}),
         fits["dense"].predict(new, blocks={"words": words[:6].toarray()}), rtol=0, atol=1e-8)
+
+
+def test_a_dense_block_too_wide_for_a_gram_matrix_is_fitted_in_the_row_space_too():
+    """A dense 9 000-column block (a 9 000 x 9 000 Gram matrix is over the memory limit): with
+    a ridge its candidates are fitted, equal to the same block given sparse, not recorded as
+    too wide."""
+    data, small, words = _wide_rows()
+    words = words[:, :9000]
+    fits = [pearl.fit("y ~ block(a) + block(w)", data, blocks={"a": small, "w": block},
+                      ridge=0.2, seed=0, honest=False)
+            for block in (words, words.toarray())]
+    assert sp.issparse(fits[0].stages.design.X) and not sp.issparse(fits[1].stages.design.X)
+    assert not fits[1].failed.any()
+    np.testing.assert_allclose(fits[1].cv_predictions, fits[0].cv_predictions, rtol=0,
+                               atol=1e-8)

@@ -188,3 +188,16 @@ def test_multinomial_wide_candidates_with_a_ridge_are_refused_by_name():
     (entry,) = out.entries
     assert out.failed.all() and entry.kind == "infeasible"
     assert "wide multinomial candidates are not fitted in the row space" in entry.reason
+
+
+def test_dual_is_invariant_to_the_block_scale_and_the_candidate_order():
+    X, y, _ = _problem("binomial")
+    folds = np.arange(N) % K
+    family, response = get_family("binomial"), EncodedResponse(y)
+    candidates = [Candidate("wide", ("b",), np.arange(X.shape[1])),
+                  Candidate("block", ("b",), np.arange(2, X.shape[1]))]
+    out = family.cv_predict(sp.csr_matrix(X), response, candidates, folds, 0.2)
+    scaled = X.copy()
+    scaled[:, 2:] *= 1e3
+    again = family.cv_predict(sp.csr_matrix(scaled), response, candidates[::-1], folds, 0.2)
+    np.testing.assert_allclose(again.predictions[:, ::-1], out.predictions, rtol=0, atol=1e-10)
