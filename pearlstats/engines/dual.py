@@ -17,7 +17,9 @@ plain ridge on ``u`` whose solution is ``u = Z_T' a``:
 
 - gaussian: ``(K + n_T ridge I) a = y_T - mean(y_T)``, ``K = Z_T Z_T'``;
 - logistic and Poisson: Newton on ``(a, c)`` for ``eta = c + K a`` with the
-  penalty ``ridge / 2 * a' K a`` (the same objective, n_T + 1 unknowns).
+  penalty ``ridge / 2 * a' K a`` (the same objective, n_T + 1 unknowns);
+- multinomial: the same for each class but the reference, ``(C - 1)(n_T + 1)``
+  unknowns coupled through the softmax.
 
 Coefficients on the original columns are ``b = diag(1 / w) (X_T - m)' a``.
 The kernel is ``X_T D X_T'`` corrected for the centring by rank-one terms;
@@ -31,14 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import logsumexp, softmax
 
 # the likelihoods of the primal engine: one definition of each family's loss
 from .glm import _mean_and_variance, _row_loss
 
-__all__ = ["DualColumns", "dual_fit", "DUAL_FAMILIES"]
-
-# Families fitted in the row space; multinomial wide candidates are refused by name.
-DUAL_FAMILIES = ("gaussian", "binomial", "poisson")
+__all__ = ["DualColumns", "dual_fit"]
 
 # Columns with more than this share of non-zero rows are centred explicitly (dense).
 _DENSE_SHARE = 0.5
@@ -156,17 +156,21 @@ def _coefficients(cols: DualColumns, kernel: _FoldKernel, train: np.ndarray, a: 
 
 
 def dual_fit(kind: str, cols: DualColumns, y: np.ndarray, train: np.ndarray,
-             ridge: float) -> tuple[np.ndarray, bool]:
+             ridge: float, n_classes: int = 2) -> tuple[np.ndarray, bool]:
     """Coefficients (original columns) of one ridge fit on rows *train*, and whether it converged.
 
     Parameters
     ----------
-    kind : {"gaussian", "binomial", "poisson"}
+    kind : {"gaussian", "binomial", "poisson", "multinomial"}
     cols : DualColumns
     y : ndarray (n,)
+        Class codes 0..C-1 for multinomial.
     train : ndarray of bool (n,)
     ridge : float
         Must be positive.
+    n_classes : int
+        C, for multinomial: the coefficients are then (s, C - 1), class 0 the reference
+        (statsmodels' ``MNLogit``).
     """
     kernel = _fold_kernel(cols, train)
     yT = y[train]
@@ -176,6 +180,11 @@ def dual_fit(kind: str, cols: DualColumns, y: np.ndarray, train: np.ndarray,
         A = kernel.K + n_T * ridge * np.eye(n_T)
         a = np.linalg.solve(A, yT - centre)
         return _coefficients(cols, kernel, train, a, centre), True
+    if kind == "multinomial":
+        A, c, converged = _multinomial_newton(kernel.K, yT, n_classes, ridge,
+                                              cols.intercept is not None)
+        b = [_coefficients(cols, kernel, train, A[:, k], c[k]) for k in range(n_classes - 1)]
+        return np.column_stack(b), converged
     a, c, converged = _newton(kind, kernel.K, yT, ridge, cols.intercept is not None)
     return _coefficients(cols, kernel, train, a, c), converged
 
@@ -222,3 +231,69 @@ def _newton(kind: str, K: np.ndarray, y: np.ndarray, ridge: float, intercept: bo
         if change < 1e-12 * (1.0 + np.max(np.abs(c + K @ a))):
             return a, c, True
     return a, c, False
+
+
+def _multinomial_objective(K, onehot, ridge, A, c) -> float:
+    eta = np.column_stack([np.zeros(K.shape[0]), c + K @ A])
+    log_p = eta - logsumexp(eta, axis=1, keepdims=True)
+    return float(-np.mean(np.sum(onehot * log_p, axis=1)) + 0.5 * ridge * np.sum(A * (K @ A)))
+
+
+def _multinomial_system(K, p, ridge, intercept: bool) -> np.ndarray:
+    """The Newton matrix of the multinomial dual with the factor K of the gradient removed.
+
+    Unknowns: the m = C - 1 columns of A (n each), then the m intercepts. Class pair (c, d)
+    has the weights ``W_cd = p_c (delta_cd - p_d)`` of the softmax Hessian.
+    """
+    n, m = p.shape
+    size = m * (n + 1) if intercept else m * n
+    M = np.zeros((size, size))
+    for c in range(m):
+        rows = slice(c * n, (c + 1) * n)
+        for d in range(m):
+            w = p[:, c] * ((c == d) - p[:, d]) / n
+            cols = slice(d * n, (d + 1) * n)
+            M[rows, cols] = w[:, None] * K
+            if intercept:
+                M[rows, m * n + d] = w
+                M[m * n + c, cols] = w @ K
+                M[m * n + c, m * n + d] = w.sum()
+        M[rows, rows] += ridge * np.eye(n)
+    return M
+
+
+def _multinomial_newton(K: np.ndarray, codes: np.ndarray, n_classes: int, ridge: float,
+                        intercept: bool):
+    """Minimise the mean softmax loss of ``[0, c + K A]`` + ridge / 2 sum_c A_c' K A_c.
+
+    The same damped Newton as :func:`_newton`, with the m = C - 1 classes' systems coupled
+    through the softmax weights.
+    """
+    n, m = codes.size, n_classes - 1
+    onehot = np.eye(n_classes)[codes]
+    share = np.clip(onehot.mean(axis=0), 1e-8, None)
+    c = np.log(share[1:] / share[0]) if intercept else np.zeros(m)
+    A = np.zeros((n, m))
+    value = _multinomial_objective(K, onehot, ridge, A, c)
+    for _ in range(_MAX_ITER):
+        eta = np.column_stack([np.zeros(n), c + K @ A])
+        p = softmax(eta, axis=1)[:, 1:]
+        G = p - onehot[:, 1:]
+        rhs = -(G / n + ridge * A).ravel(order="F")
+        if intercept:
+            rhs = np.append(rhs, -G.sum(axis=0) / n)
+        step = np.linalg.solve(_multinomial_system(K, p, ridge, intercept), rhs)
+        dA = step[:m * n].reshape((n, m), order="F")
+        dc = step[m * n:] if intercept else np.zeros(m)
+        t = 1.0
+        while True:
+            trial = _multinomial_objective(K, onehot, ridge, A + t * dA, c + t * dc)
+            if trial <= value or t < 1e-10:
+                break
+            t /= 2
+        A, c = A + t * dA, c + t * dc
+        value = min(value, trial)
+        change = np.max(np.abs(t * (K @ dA + dc)))
+        if change < 1e-12 * (1.0 + np.max(np.abs(c + K @ A))):
+            return A, c, True
+    return A, c, False

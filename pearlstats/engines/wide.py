@@ -6,15 +6,15 @@ matrix. Its candidates are split by shape, before any product is formed:
 
 - a candidate with at least as many columns as the smallest fold's training
   rows (or too many for its dense systems) is *wide*. Without a ridge it is
-  recorded as infeasible from its shape alone; with ``ridge > 0`` gaussian,
-  logistic and Poisson candidates are fitted in the row space
-  (:mod:`pearlstats.engines.dual`), and multinomial ones are refused by name;
+  recorded as infeasible from its shape alone; with ``ridge > 0`` it is fitted
+  in the row space (:mod:`pearlstats.engines.dual`), except MLP candidates
+  (``downstream=``), which are recorded as infeasible;
 - the other candidates go to the family's dense engine on a dense copy of the
   columns they use (all rows x at most a few hundred columns).
 
-Logistic wide candidates under ``separation="ridge"`` with no ridge start on
-the first rung of the separation ladder, as the dense engine does (p >= n
-classes are separable); the ledger says so.
+Logistic (binomial, multinomial) wide candidates under ``separation="ridge"``
+with no ridge start on the first rung of the separation ladder, as the dense
+engine does (p >= n classes are separable); the ledger says so.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ._common import (
     infeasible_entry,
     too_wide_entry,
 )
-from .dual import DUAL_FAMILIES, DualColumns, dual_fit
+from .dual import DualColumns, dual_fit
 
 __all__ = [
     "is_wide_design", "wide_cv_predict", "wide_fit_params", "candidate_exog", "design_intercept",
@@ -98,8 +98,9 @@ def wide_cv_predict(family, X, response, candidates: Sequence, folds: np.ndarray
         if ridges is not None and out.ridges is not None:
             ridges[~wide] = out.ridges
     intercept = design_intercept(X) if wide.any() else None
+    n_classes = response.n_classes if family.name == "multinomial" else 2
     for j in np.flatnonzero(wide):
-        value, notes = _wide_ridge(family, candidates[j], ridge, n_train, len(rows))
+        value, notes = _wide_ridge(family, candidates[j], ridge, n_train, len(rows), n_classes)
         entries.extend(notes)
         if value is None:
             failed[j] = True
@@ -110,7 +111,7 @@ def wide_cv_predict(family, X, response, candidates: Sequence, folds: np.ndarray
         for r in rows:
             train = np.ones(n, dtype=bool)
             train[r] = False
-            b, converged = dual_fit(family.name, cols, response.y, train, value)
+            b, converged = dual_fit(family.name, cols, response.y, train, value, n_classes)
             if not converged:
                 failed[j] = True
                 entries.append(_not_converged(candidates[j].label, "cv"))
@@ -119,13 +120,22 @@ def wide_cv_predict(family, X, response, candidates: Sequence, folds: np.ndarray
     return EngineOutput(predictions, failed, entries, ridges)
 
 
-def _wide_ridge(family, candidate, ridge: float, n_train: int,
-                n_folds: int) -> tuple[float | None, list[LedgerEntry]]:
+def _is_mlp(family) -> bool:
+    return getattr(family, "mlp", None) is not None
+
+
+def _ladder(family) -> bool:
+    """Whether a wide candidate without a ridge starts on the separation ladder (logistic)."""
+    return family.name in ("binomial", "multinomial") and family.separation == "ridge"
+
+
+def _wide_ridge(family, candidate, ridge: float, n_train: int, n_folds: int,
+                n_classes: int) -> tuple[float | None, list[LedgerEntry]]:
     """The ridge a wide candidate is fitted with in the row space, or None (screened), and notes."""
     label, size = candidate.label, candidate.columns.size
     value = family.candidate_ridge(label, ridge)
     notes: list[LedgerEntry] = []
-    if value <= 0 and family.name == "binomial" and family.separation == "ridge":
+    if value <= 0 and _ladder(family):
         value = SEPARATION_RIDGES[0]
         notes.append(LedgerEntry(
             label, None, "cv", "separation",
@@ -133,15 +143,14 @@ def _wide_ridge(family, candidate, ridge: float, n_train: int,
             "classes are separable and the maximum-likelihood estimate does not exist",
             f"refitted with ridge={value:g} in every fold and on all rows (the smallest of "
             f"{list(SEPARATION_RIDGES)}; fitted in the row space, the n x n dual)", False))
-    entry = infeasible_entry(label, size, n_train, value)
-    if entry is None and family.name not in DUAL_FAMILIES:
+    systems = n_folds * (n_classes - 1) ** 2  # the Newton matrices are m (n + 1) square
+    entry = infeasible_entry(label, size, n_train, value) or too_wide_entry(label, n_train, systems)
+    if entry is None and _is_mlp(family):
         entry = LedgerEntry(
             label, None, "cv", "infeasible",
-            f"{size} coefficients per class but only {n_train} training rows in the smallest "
-            f"fold: wide {family.name} candidates are not fitted in the row space",
-            "given weight 0; reduce the block (e.g. pearl.LSI, or fewer TF-IDF features) "
-            "below the number of training rows", True)
-    entry = entry or too_wide_entry(label, n_train, n_folds)
+            f"{size} inputs of a wide sparse block but only {n_train} training rows in the "
+            "smallest fold: MLP candidates are not fitted on wide sparse blocks",
+            "given weight 0; reduce the block (e.g. pearl.LSI) to fit MLPs on it", True)
     return (None, notes + [entry]) if entry is not None else (value, notes)
 
 
@@ -165,23 +174,18 @@ def wide_fit_params(family, X, response, columns: np.ndarray, ridge: float, labe
     if not _is_wide(columns.size, n):
         return refit(_dense_columns(X, columns), np.arange(columns.size))
     value = family.candidate_ridge(label, ridge)
-    if value <= 0 and family.name == "binomial" and family.separation == "ridge":
+    if value <= 0 and _ladder(family):
         value = SEPARATION_RIDGES[0]
-    if value <= 0 or family.name not in DUAL_FAMILIES:
+    if value <= 0 or _is_mlp(family):
+        how = "as an MLP;" if _is_mlp(family) else "without a ridge; fit with ridge > 0 or"
         raise CandidateError(
             f"candidate {label!r} has {columns.size} columns of a wide sparse design and only {n} "
-            f"rows: it cannot be refitted {_refit_obstacle(family.name, value)}; "
-            "fit with ridge > 0 (gaussian, binomial, poisson) or reduce the block (pearl.LSI)"
+            f"rows: it cannot be refitted {how} reduce the block (e.g. pearl.LSI)"
         )
+    n_classes = response.n_classes if family.name == "multinomial" else 2
     b, converged = dual_fit(family.name, DualColumns.of(X, columns, design_intercept(X)),
-                            response.y, np.ones(n, dtype=bool), value)
+                            response.y, np.ones(n, dtype=bool), value, n_classes)
     return b, [] if converged else [_not_converged(label, "refit")]
-
-
-def _refit_obstacle(family: str, ridge: float) -> str:
-    if ridge <= 0:
-        return "without a ridge"
-    return f"in the row space for the {family} family"
 
 
 def candidate_exog(X, columns: np.ndarray, label: str) -> np.ndarray:

@@ -55,14 +55,16 @@ def _wide_rows(seed=0):
     small = rng.normal(size=(N, 2))
     eta = small[:, 0] + 3 * np.asarray(words[:, :300].sum(axis=1)).ravel()
     data = pd.DataFrame({"y": eta + rng.normal(size=N), "c": (eta > np.median(eta)) * 1.0})
+    data["k"] = np.digitize(eta, np.quantile(eta, [1 / 3, 2 / 3]))  # three classes
     return data, small, words
 
 
 @pytest.mark.parametrize("family,ridge", [("gaussian", 0.0), ("gaussian", 0.1),
-                                          ("binomial", 0.0), ("binomial", 0.1)])
+                                          ("binomial", 0.0), ("binomial", 0.1),
+                                          ("multinomial", 0.1)])
 def test_a_wide_sparse_block_is_never_densified(no_wide_densify, family, ridge):
     data, small, words = _wide_rows()
-    response = "y" if family == "gaussian" else "c"
+    response = {"gaussian": "y", "binomial": "c", "multinomial": "k"}[family]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the candidate failure / separation warnings
         res = pearl.fit(f"{response} ~ block(a) + block(w)", data,
@@ -78,9 +80,11 @@ def test_a_wide_sparse_block_is_never_densified(no_wide_densify, family, ridge):
     else:
         assert not res.failed.any()
         params = res.candidate_params("a+w")
-        assert params.shape == (WIDE + 3,) and np.isfinite(params).all()
+        assert params.shape[0] == WIDE + 3 and np.isfinite(params.to_numpy()).all()
     predicted = res.predict(data.head(5), blocks={"a": small[:5], "w": words[:5]})
-    assert np.isfinite(predicted).all()
+    assert np.isfinite(predicted.to_numpy()).all()
+    if family == "multinomial":
+        return  # its honest re-runs take the same route as the others', at 10x the time
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # PEARL vs MS honest-risk advice
         assert np.isfinite(res.honest.to_numpy(dtype=float)).any()

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.special import expit
+from scipy.special import expit, logsumexp, softmax
 
 from pearlstats.design.candidates import Candidate
 from pearlstats.engines.glm import glm_cv_predict, glm_fit
+from pearlstats.engines.multinomial import class_probabilities, multinomial_cv_predict
 from pearlstats.engines.ols import ols_cv_predict, ols_fit
 from pearlstats.families import EncodedResponse, get_family
 
@@ -178,16 +179,66 @@ def test_logistic_separation_ridge_starts_wide_candidates_on_the_ladder():
     np.testing.assert_allclose(out.predictions, primal.predictions, rtol=0, atol=1e-8)
 
 
-def test_multinomial_wide_candidates_with_a_ridge_are_refused_by_name():
-    X, y, _ = _problem("binomial")
-    codes = (y + (X[:, 2] > 0.5)).astype(np.intp)
-    response = EncodedResponse(codes, [0, 1, 2])
+def _direct_multinomial(X, codes, n_classes, ridge):
+    """The primal multinomial ridge optimum (class 0 the reference) by scipy's trust-exact,
+    polished by full Newton steps: mean softmax loss + ridge/2 sum_j sd_j^2 sum_c b_jc^2."""
+    n, s = X.shape
+    m = n_classes - 1
+    onehot = np.eye(n_classes)[codes]
+    sd2 = X.var(axis=0)
+    sd2[0] = 0.0
+    penalty = np.tile(sd2, m)  # coefficients stacked class by class
+
+    def probabilities(theta):
+        eta = np.column_stack([np.zeros(n), X @ theta.reshape(m, s).T])
+        return softmax(eta, axis=1)
+
+    def value(theta):
+        eta = np.column_stack([np.zeros(n), X @ theta.reshape(m, s).T])
+        loss = logsumexp(eta, axis=1) - np.sum(onehot * eta, axis=1)
+        return loss.mean() + 0.5 * ridge * np.sum(penalty * theta**2)
+
+    def gradient(theta):
+        G = probabilities(theta)[:, 1:] - onehot[:, 1:]
+        return (X.T @ G / n).T.ravel() + ridge * penalty * theta
+
+    def hessian(theta):
+        P = probabilities(theta)[:, 1:]
+        H = np.empty((m * s, m * s))
+        for c in range(m):
+            for d in range(m):
+                w = P[:, c] * ((c == d) - P[:, d]) / n
+                H[c * s:(c + 1) * s, d * s:(d + 1) * s] = (X.T * w) @ X
+        return H + ridge * np.diag(penalty)
+
+    theta = minimize(value, np.zeros(m * s), jac=gradient, hess=hessian, method="trust-exact",
+                     options={"gtol": 1e-12, "maxiter": 500}).x
+    for _ in range(5):
+        theta = theta - np.linalg.solve(hessian(theta), gradient(theta))
+    assert np.max(np.abs(gradient(theta))) < 1e-12
+    return theta.reshape(m, s).T
+
+
+@pytest.mark.parametrize("ridge", [0.05, 1.0])
+def test_multinomial_dual_equals_the_primal_ridge(ridge):
+    X, y, X_new = _problem("binomial")
+    codes = (y + (X[:, 2] > 0.3)).astype(np.intp)
+    folds = np.arange(N) % K
     wide = Candidate("wide", ("b",), np.arange(X.shape[1]))
-    out = get_family("multinomial").cv_predict(sp.csr_matrix(X), response, [wide],
-                                               np.arange(N) % K, 0.1)
-    (entry,) = out.entries
-    assert out.failed.all() and entry.kind == "infeasible"
-    assert "wide multinomial candidates are not fitted in the row space" in entry.reason
+    family, response = get_family("multinomial"), EncodedResponse(codes, [0, 1, 2])
+    out = family.cv_predict(sp.csr_matrix(X), response, [wide], folds, ridge)
+    primal = multinomial_cv_predict(X, codes, 3, [wide], folds, ridge)
+    assert not out.failed.any() and out.predictions.shape == (N, 1, 3)
+    np.testing.assert_allclose(out.predictions, primal.predictions, rtol=0, atol=1e-8)
+    direct = np.empty((N, 3))
+    for k in range(K):
+        b = _direct_multinomial(X[folds != k], codes[folds != k], 3, ridge)
+        direct[folds == k] = class_probabilities(b, X[folds == k])
+    np.testing.assert_allclose(out.predictions[:, 0], direct, rtol=0, atol=1e-8)
+    params, _ = family.fit_params(sp.csr_matrix(X), response, wide.columns, ridge, wide.label)
+    np.testing.assert_allclose(family.predict(params, sp.csr_matrix(X_new)),
+                               class_probabilities(_direct_multinomial(X, codes, 3, ridge), X_new),
+                               rtol=0, atol=1e-8)
 
 
 def test_dual_is_invariant_to_the_block_scale_and_the_candidate_order():
