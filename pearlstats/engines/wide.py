@@ -38,7 +38,7 @@ from .dual import DualColumns, dual_fit
 
 __all__ = [
     "is_wide_design", "wide_cv_predict", "wide_fit_params", "candidate_exog", "design_intercept",
-    "dense_candidate_columns", "column_rank",
+    "dense_candidate_columns", "column_rank", "candidate_rows",
 ]
 
 
@@ -223,3 +223,10 @@ def column_rank(X) -> int:
     # rank X = rank X X'; singular values are the square roots of its eigenvalues.
     singular = np.sqrt(np.maximum(np.linalg.eigvalsh((X @ X.T).toarray()), 0.0))
     return int(np.sum(singular > singular.max(initial=0.0) * max(X.shape) * np.finfo(float).eps))
+
+
+def candidate_rows(family, X, columns: np.ndarray):
+    """A candidate's columns of design rows *X* for ``family.predict``: sparse stays sparse for
+    the linear families; an MLP (whose candidates are narrow) gets them dense."""
+    part = X[:, columns]
+    return part.toarray() if sp.issparse(part) and _is_mlp(family) else part

@@ -28,7 +28,7 @@ from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
 from ..engines._common import ridge_penalty_weights
-from ..engines.wide import candidate_exog
+from ..engines.wide import candidate_exog, candidate_rows
 from ..exceptions import (
     AllCandidatesFailedError,
     CandidateError,
@@ -539,7 +539,8 @@ class PearlResults(WeightDiagnostics):
     def _candidate_predictions(self, X: np.ndarray, labels) -> dict:
         return {
             label: self._family.predict(
-                self._candidate_params(label), X[:, self._find(label).columns]
+                self._candidate_params(label),
+                candidate_rows(self._family, X, self._find(label).columns),
             )
             for label in labels
         }

@@ -154,3 +154,20 @@ def test_a_dense_block_too_wide_for_a_gram_matrix_is_fitted_in_the_row_space_too
     assert not fits[1].failed.any()
     np.testing.assert_allclose(fits[1].cv_predictions, fits[0].cv_predictions, rtol=0,
                                atol=1e-8)
+
+
+def test_mlp_candidates_of_a_wide_sparse_block_are_recorded_as_infeasible():
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(120, 2))
+    words = sp.random(120, 1500, density=0.01, format="csr", random_state=1)
+    data = pd.DataFrame({"y": a[:, 0] + rng.normal(size=120)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pearl.fit("y ~ block(a) + block(w)", data, blocks={"a": a, "w": words},
+                        downstream=pearl.MLP(), ridge=0.1, seed=0, honest=False)
+    failures = res.failures.set_index("candidate")
+    assert res.failed.to_dict() == {"a": False, "w": True, "a+w": True}
+    assert "MLP candidates are not fitted on wide sparse blocks" in failures.loc["w", "reason"]
+    predicted = res.predict(data.head(3), blocks={"a": a[:3], "w": words[:3]})
+    assert np.isfinite(predicted.to_numpy()).all()
