@@ -11,24 +11,29 @@ code path applies unchanged).
 
 from __future__ import annotations
 
+from typing import Any, Union
+
 import numpy as np
 import scipy.sparse as sp
 
+# A block's or a design's values: dense, or (a wide sparse block) a scipy sparse matrix.
+Values = Union[np.ndarray, sp.spmatrix]
+
 __all__ = [
     "SPARSE_MIN_COLUMNS", "keeps_sparse", "as_csr", "finite_rows", "column_energy",
-    "constant_columns", "block_key", "stack_design",
+    "constant_columns", "block_key", "stack_design", "Values",
 ]
 
 # Sparse blocks wider than this stay sparse (narrower ones are densified as before).
 SPARSE_MIN_COLUMNS = 1000
 
 
-def keeps_sparse(value) -> bool:
+def keeps_sparse(value: Any) -> bool:
     """Whether a block value is a sparse matrix kept sparse (over SPARSE_MIN_COLUMNS columns)."""
     return sp.issparse(value) and value.ndim == 2 and value.shape[1] > SPARSE_MIN_COLUMNS
 
 
-def as_csr(value) -> sp.csr_matrix:
+def as_csr(value: Any) -> sp.csr_matrix:
     """A float64 CSR copy with sorted indices and no explicit zeros (never densified)."""
     csr = sp.csr_matrix(value, dtype=float, copy=True)
     csr.sum_duplicates()
@@ -37,7 +42,7 @@ def as_csr(value) -> sp.csr_matrix:
     return csr
 
 
-def finite_rows(values) -> np.ndarray:
+def finite_rows(values: Values) -> np.ndarray:
     """Boolean (n,): rows whose values are all finite (dense or sparse)."""
     if not sp.issparse(values):
         return np.isfinite(values).all(axis=1)
@@ -48,7 +53,7 @@ def finite_rows(values) -> np.ndarray:
     return ~bad
 
 
-def column_energy(values) -> np.ndarray:
+def column_energy(values: Values) -> np.ndarray:
     """Sum of squares per column (inf where it overflows), dense or sparse."""
     with np.errstate(over="ignore"):
         if sp.issparse(values):
@@ -56,7 +61,7 @@ def column_energy(values) -> np.ndarray:
         return np.einsum("ij,ij->j", values, values)
 
 
-def constant_columns(values) -> np.ndarray:
+def constant_columns(values: Values) -> np.ndarray:
     """Boolean (p,): columns whose values are all equal, dense or sparse."""
     if not sp.issparse(values):
         return np.ptp(values, axis=0) == 0
@@ -65,7 +70,7 @@ def constant_columns(values) -> np.ndarray:
     return high == low
 
 
-def block_key(values) -> tuple:
+def block_key(values: Values) -> tuple:
     """Hashable content key (two blocks with equal keys hold equal values)."""
     if not sp.issparse(values):
         return (values.shape, values.tobytes())
@@ -73,7 +78,7 @@ def block_key(values) -> tuple:
     return (csr.shape, csr.indptr.tobytes(), csr.indices.tobytes(), csr.data.tobytes())
 
 
-def stack_design(covariates: np.ndarray, values: list):
+def stack_design(covariates: np.ndarray, values: list) -> Values:
     """The design matrix ``[covariates, *blocks]``: CSR if a block is sparse, else dense."""
     if any(sp.issparse(v) for v in values):
         parts = [sp.csr_matrix(np.asarray(covariates, dtype=float))]

@@ -35,6 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
+from ..design.sparse import Values
+
 # the likelihoods of the primal engine: one definition of each family's loss
 from .glm import _mean_and_variance, _row_loss
 
@@ -70,7 +72,7 @@ class DualColumns:
     dense: np.ndarray
 
     @classmethod
-    def of(cls, X, columns: np.ndarray, intercept: int | None) -> DualColumns:
+    def of(cls, X: Values, columns: np.ndarray, intercept: int | None) -> DualColumns:
         """The columns *columns* of *X*; *intercept* is the design's intercept position or None."""
         columns = np.asarray(columns)
         Xs = sp.csr_matrix(X[:, columns]) if sp.issparse(X) else np.asarray(X[:, columns])

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from ..design.sparse import Values
 from ..exceptions import CandidateError, OptionError
 from ..ledger import LedgerEntry
 from ._common import (
@@ -36,13 +38,16 @@ from ._common import (
 )
 from .dual import DualColumns, dual_fit
 
+if TYPE_CHECKING:
+    from ..families import EncodedResponse, Family
+
 __all__ = [
     "is_wide_design", "wide_cv_predict", "wide_fit_params", "candidate_exog", "design_intercept",
     "dense_candidate_columns", "column_rank", "candidate_rows",
 ]
 
 
-def is_wide_design(X) -> bool:
+def is_wide_design(X: Values) -> bool:
     """Whether *X* is sparse or too wide for one dense Gram matrix (then candidates are routed)."""
     return sp.issparse(X) or too_wide_entry("", X.shape[1], 1) is not None
 
@@ -57,7 +62,7 @@ def _dense_columns(X, columns: np.ndarray) -> np.ndarray:
     return part.toarray() if sp.issparse(part) else np.ascontiguousarray(part, dtype=float)
 
 
-def design_intercept(X) -> int | None:
+def design_intercept(X: Values) -> int | None:
     """The design's intercept: the first column constant and non-zero over all rows."""
     if X.shape[0] == 0:
         return None
@@ -71,7 +76,8 @@ def design_intercept(X) -> int | None:
     return int(constant[0]) if constant.size else None
 
 
-def wide_cv_predict(family, X, response, candidates: Sequence, folds: np.ndarray, ridge: float,
+def wide_cv_predict(family: Family, X: Values, response: EncodedResponse, candidates: Sequence,
+                    folds: np.ndarray, ridge: float,
                     engine: Callable[[np.ndarray, list], EngineOutput]) -> EngineOutput:
     """Out-of-fold predictions of every candidate of a wide design.
 
@@ -161,8 +167,9 @@ def _not_converged(label: str, stage: str) -> LedgerEntry:
         "given weight 0; use a larger ridge", stage == "cv")
 
 
-def wide_fit_params(family, X, response, columns: np.ndarray, ridge: float, label: str,
-                    refit: Callable[[np.ndarray, np.ndarray], tuple]):
+def wide_fit_params(family: Family, X: Values, response: EncodedResponse, columns: np.ndarray,
+                    ridge: float, label: str,
+                    refit: Callable[[np.ndarray, np.ndarray], tuple]) -> tuple[Any, list]:
     """Coefficients on all rows of one candidate of a wide design, and ledger notes.
 
     A narrow candidate is refitted by *refit(X_dense, local_columns)* on a dense
@@ -188,7 +195,7 @@ def wide_fit_params(family, X, response, columns: np.ndarray, ridge: float, labe
     return b, [] if converged else [_not_converged(label, "refit")]
 
 
-def candidate_exog(X, columns: np.ndarray, label: str) -> np.ndarray:
+def candidate_exog(X: Values, columns: np.ndarray, label: str) -> np.ndarray:
     """A candidate's columns for statsmodels (dense); refused for a wide sparse candidate."""
     if sp.issparse(X) and _is_wide(len(columns), X.shape[0]):
         raise OptionError(
@@ -199,7 +206,8 @@ def candidate_exog(X, columns: np.ndarray, label: str) -> np.ndarray:
     return _dense_columns(X, np.asarray(columns))
 
 
-def dense_candidate_columns(X, columns: np.ndarray, label: str, what: str) -> np.ndarray:
+def dense_candidate_columns(X: Values, columns: np.ndarray, label: str,
+                            what: str) -> np.ndarray:
     """A candidate's columns as a dense array for a p x p computation *what*, if that fits.
 
     Raises
@@ -216,7 +224,7 @@ def dense_candidate_columns(X, columns: np.ndarray, label: str, what: str) -> np
     return _dense_columns(X, columns)
 
 
-def column_rank(X) -> int:
+def column_rank(X: Values) -> int:
     """Numerical rank of the columns *X* (dense, or sparse through the n x n row kernel)."""
     if not sp.issparse(X) or X.shape[1] <= X.shape[0]:
         return int(np.linalg.matrix_rank(_dense_columns(X, np.arange(X.shape[1]))))
@@ -225,7 +233,7 @@ def column_rank(X) -> int:
     return int(np.sum(singular > singular.max(initial=0.0) * max(X.shape) * np.finfo(float).eps))
 
 
-def candidate_rows(family, X, columns: np.ndarray):
+def candidate_rows(family: Family, X: Values, columns: np.ndarray) -> Values:
     """A candidate's columns of design rows *X* for ``family.predict``: sparse stays sparse for
     the linear families; an MLP (whose candidates are narrow) gets them dense."""
     part = X[:, columns]
