@@ -139,6 +139,12 @@ def _wide_ridge(family, candidate, ridge: float, n_train: int, n_folds: int,
                 n_classes: int) -> tuple[float | None, list[LedgerEntry]]:
     """The ridge a wide candidate is fitted with in the row space, or None (screened), and notes."""
     label, size = candidate.label, candidate.columns.size
+    if _is_mlp(family):
+        return None, [LedgerEntry(
+            label, None, "cv", "infeasible",
+            f"{size} inputs of a wide sparse block but only {n_train} training rows in the "
+            "smallest fold: MLP candidates are not fitted on wide sparse blocks",
+            "given weight 0; reduce the block (e.g. pearl.LSI) to fit MLPs on it", True)]
     value = family.candidate_ridge(label, ridge)
     notes: list[LedgerEntry] = []
     if value <= 0 and _ladder(family):
@@ -151,12 +157,6 @@ def _wide_ridge(family, candidate, ridge: float, n_train: int, n_folds: int,
             f"{list(SEPARATION_RIDGES)}; fitted in the row space, the n x n dual)", False))
     systems = n_folds * (n_classes - 1) ** 2  # the Newton matrices are m (n + 1) square
     entry = infeasible_entry(label, size, n_train, value) or too_wide_entry(label, n_train, systems)
-    if entry is None and _is_mlp(family):
-        entry = LedgerEntry(
-            label, None, "cv", "infeasible",
-            f"{size} inputs of a wide sparse block but only {n_train} training rows in the "
-            "smallest fold: MLP candidates are not fitted on wide sparse blocks",
-            "given weight 0; reduce the block (e.g. pearl.LSI) to fit MLPs on it", True)
     return (None, notes + [entry]) if entry is not None else (value, notes)
 
 
