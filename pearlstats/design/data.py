@@ -39,6 +39,8 @@ class Block:
     ----------
     name : str
     values : ndarray of shape (n, p)
+        Or a float CSR matrix, for a sparse block wider than
+        :data:`~pearlstats.design.sparse.SPARSE_MIN_COLUMNS` (kept sparse).
     column_names : list of str
         ``name[0]``, ``name[1]``, ... or ``name[col]`` for DataFrame columns.
     labels : tuple or None

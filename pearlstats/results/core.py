@@ -524,7 +524,8 @@ class PearlResults(WeightDiagnostics):
         Returns
         -------
         ndarray (m, p)
-            Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`.
+            Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`;
+            a CSR matrix when a block is a sparse matrix of more than 1 000 columns.
         """
         return self._design_for(newdata, blocks)[0]
 
