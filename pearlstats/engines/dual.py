@@ -72,23 +72,28 @@ class DualColumns:
     dense: np.ndarray
 
     @classmethod
-    def of(cls, X: Values, columns: np.ndarray, intercept: int | None) -> DualColumns:
-        """The columns *columns* of *X*; *intercept* is the design's intercept position or None."""
+    def of(cls, X: Values, columns: np.ndarray) -> DualColumns:
+        """The columns *columns* of *X*.
+
+        The intercept is the first of them constant and non-zero over all rows, as for
+        the primal engines (:class:`~pearlstats.engines._common.ScaledDesign`).
+        """
         columns = np.asarray(columns)
         Xs = sp.csr_matrix(X[:, columns]) if sp.issparse(X) else np.asarray(X[:, columns])
         mean, var, high, low = _moments(Xs, np.ones(Xs.shape[0], dtype=bool))
         big = np.maximum(np.abs(high), np.abs(low))
         scale = np.where(high > low, np.sqrt(var), np.where(big > 0, big, 1.0))
-        where = np.flatnonzero(columns == intercept) if intercept is not None else []
-        local = int(where[0]) if len(where) else None
-        value = float(_column(Xs, local)[0]) if local is not None else 1.0
+        first = _row(Xs, 0) if Xs.shape[0] else np.zeros(columns.size)
+        constant = np.flatnonzero((high == low) & (first != 0))
+        local = int(constant[0]) if constant.size else None
+        value = float(first[local]) if local is not None else 1.0
         nonzero = Xs.getnnz(axis=0) if sp.issparse(Xs) else np.count_nonzero(Xs, axis=0)
         dense = np.flatnonzero(nonzero > _DENSE_SHARE * Xs.shape[0])
         return cls(Xs, local, value, scale, dense)
 
 
-def _column(X, j: int) -> np.ndarray:
-    return X[:, [j]].toarray().ravel() if sp.issparse(X) else X[:, j]
+def _row(X, i: int) -> np.ndarray:
+    return X[[i]].toarray().ravel() if sp.issparse(X) else X[i]
 
 
 def _moments(X, rows: np.ndarray):

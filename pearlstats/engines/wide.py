@@ -103,7 +103,6 @@ def wide_cv_predict(family: Family, X: Values, response: EncodedResponse, candid
         entries.extend(out.entries)
         if ridges is not None and out.ridges is not None:
             ridges[~wide] = out.ridges
-    intercept = design_intercept(X) if wide.any() else None
     n_classes = response.n_classes if family.name == "multinomial" else 2
     for j in np.flatnonzero(wide):
         value, notes = _wide_ridge(family, candidates[j], ridge, n_train, len(rows), n_classes)
@@ -113,7 +112,7 @@ def wide_cv_predict(family: Family, X: Values, response: EncodedResponse, candid
             continue
         if ridges is not None:
             ridges[j] = value
-        cols = DualColumns.of(X, candidates[j].columns, intercept)
+        cols = DualColumns.of(X, candidates[j].columns)
         for r in rows:
             train = np.ones(n, dtype=bool)
             train[r] = False
@@ -190,7 +189,7 @@ def wide_fit_params(family: Family, X: Values, response: EncodedResponse, column
             f"rows: it cannot be refitted {how} reduce the block (e.g. pearl.LSI)"
         )
     n_classes = response.n_classes if family.name == "multinomial" else 2
-    b, converged = dual_fit(family.name, DualColumns.of(X, columns, design_intercept(X)),
+    b, converged = dual_fit(family.name, DualColumns.of(X, columns),
                             response.y, np.ones(n, dtype=bool), value, n_classes)
     return b, [] if converged else [_not_converged(label, "refit")]
 
