@@ -18,6 +18,8 @@ Examples
 from __future__ import annotations
 
 from . import datasets, exceptions, representations
+from ._version import __version__ as __version__
+from .citation import cite
 from .design.candidates import Candidate
 from .engines.mlp import MLP
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
@@ -28,8 +30,6 @@ from .results.core import PearlResults
 from .results.evaluation import ComparisonTable, HonestRisk, compare_table
 from .weights.losses import Loss, get_loss
 from .weights.solvers import WeightSolution, solve_weights
-
-__version__ = "0.1.0"
 
 _REPRESENTATION_HELPERS = ("load_word_vectors", "default_tokenizer", "cased_tokenizer")
 
@@ -48,6 +48,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "fit",
+    "cite",
     "PearlResults",
     "Candidate",
     "compare_table",

@@ -39,11 +39,13 @@ __all__ = [
     "NotFittedError",
     "AllCandidatesFailedError",
     "MissingDependencyError",
+    "TaskError",
     "PearlWarning",
     "CandidateFailureWarning",
     "SeparationWarning",
     "ConvergenceWarning",
     "UnknownTokensWarning",
+    "UnidentifiedCoefficientWarning",
     "format_positions",
 ]
 
@@ -131,6 +133,27 @@ class MissingDependencyError(PearlError, ImportError):
     """
 
 
+class TaskError(PearlError, RuntimeError):
+    """A task of a replication grid raised; the message names its setting and repetition.
+
+    The task's own exception is chained as ``__cause__`` (in a process worker,
+    its traceback text). ``setting`` and ``repetition`` say which run failed.
+
+    Examples
+    --------
+    >>> error = TaskError("setting {'n': 5}, repetition 2: ...", setting={"n": 5}, repetition=2)
+    >>> isinstance(error, RuntimeError), error.repetition
+    (True, 2)
+    """
+
+    def __init__(
+        self, message: str, setting: dict | None = None, repetition: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.repetition = repetition
+
+
 class PearlWarning(UserWarning):
     """Base class of the warnings issued by pearlstats."""
 
@@ -149,6 +172,15 @@ class ConvergenceWarning(PearlWarning):
 
 class UnknownTokensWarning(PearlWarning):
     """Most tokens of the documents have no word vector, so the block is mostly zeros."""
+
+
+class UnidentifiedCoefficientWarning(PearlWarning):
+    """A candidate's design is rank deficient on all rows: some coefficients are not identified.
+
+    Typically a covariate that a block makes redundant (``x1`` beside a PCA of ``x1, x2``).
+    The averaged coefficients of those terms are NaN in ``params`` (see
+    :meth:`~pearlstats.PearlResults.unidentified`).
+    """
 
 
 def format_positions(positions: Sequence[int], limit: int = 10) -> str:

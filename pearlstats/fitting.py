@@ -27,7 +27,15 @@ from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .results.core import PearlResults, results_from_state
-from .stages import FitState, WeightOptions, assign_folds, build_pool, prepare_rows
+from .results.identification import warn_unidentified
+from .stages import (
+    FitState,
+    WeightOptions,
+    assign_folds,
+    build_pool,
+    complement_rows,
+    prepare_rows,
+)
 from .weight_stage import cross_validate_draws, solve_draw_weights
 from .weights.losses import get_loss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
@@ -195,15 +203,16 @@ def fit(
         with the family interface (``cv_predict``, ``fit_params``, ``predict``,
         ``statsmodels_results``); the response coding and the weights' loss
         stay the family's.
-    honest : int or False, default 5
+    honest : int or bool, default 5
         Outer folds of the nested cross-validation that gives ``res.honest``
         and the summary's Strategies table: the whole procedure (inner
         folds, candidates, weights, each baseline's choice) is re-run inside
         each outer fold and scored on the held-out rows, as R's
         ``CV.SuperLearner`` reports it. It runs on first use of
         ``res.honest`` or the summary and costs about *honest* times the
-        cross-validation; ``False`` skips it (the summary then shows the
-        optimistic in-sample CV risks, labelled as such).
+        cross-validation; ``True`` is the default 5 outer folds, ``False``
+        skips it (the summary then shows the optimistic in-sample CV risks,
+        labelled as such).
     separation : {"ridge", "drop", "raise"}, default "ridge"
         What to do with a logistic (binomial or multinomial) candidate whose
         classes are (quasi-)separated, on all rows or in some fold, so that
@@ -297,7 +306,9 @@ def fit(
     seed = check_seed(seed)
     n_jobs = check_n_jobs(n_jobs)
     env = check_eval_env(eval_env)
-    honest = False if honest is False else check_int("honest", honest, minimum=2)
+    # True asks for the nested cross-validation with its default 5 outer folds, as False skips it
+    honest = (5 if honest else False) if isinstance(honest, (bool, np.bool_)) \
+        else check_int("honest", honest, minimum=2)
     cv_repeats = _check_cv_repeats(cv_repeats, cv)
     shrinkage = _check_shrinkage(weight_shrinkage, shrinkage_target)
     blocks = _frozen_representations(blocks)
@@ -314,7 +325,7 @@ def fit(
     prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
     candidates_ = build_pool(prepared.design, candidates, max_candidates)
     n_given = len(prepared.response.y) + len(prepared.dropped_rows)
-    kept = np.setdiff1d(np.arange(n_given), prepared.dropped_rows)
+    kept = complement_rows(prepared.dropped_rows, n_given)
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     draws = [assign_folds(cv, prepared.response, seed)] + [
         assign_folds(cv, prepared.response, np.random.SeedSequence([seed, r]))
@@ -324,8 +335,10 @@ def fit(
     outputs, family_ = cross_validate_draws(family_, prepared.design.X, prepared.response,
                                             candidates_.everything, draws, loo=loo, ridge=ridge,
                                             n_jobs=n_jobs)
-    output, solution, entries = solve_draw_weights(outputs, prepared.response.y, candidates_.pool,
-                                                   draws, loss_, shrinkage)
+    output, solution, entries = solve_draw_weights(
+        outputs, prepared.response.y, candidates_.pool, draws, loss_, shrinkage,
+        context=f"in the {family_.name} fit of {formula_spec.formula!r}",
+    )
     state = FitState(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
@@ -336,6 +349,7 @@ def fit(
         dropped_rows=prepared.dropped_rows, honest=honest, row_labels=prepared.row_labels,
         weight_options=WeightOptions(cv_repeats, shrinkage),
     )
+    warn_unidentified(state)
     return results_from_state(state)
 
 

@@ -37,11 +37,13 @@ import pandas as pd
 
 from .design.folds import check_class_coverage, make_folds
 from .engines._common import EngineOutput
+from .exceptions import DataError, FoldError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .results.strategies import STRATEGIES, combine, strategy_weights
 from .stages import FitState, cross_validate
-from .weight_stage import cross_validate_draws, solve_draw_weights
+from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
+from .weights.certificate import gap_table
 
 if TYPE_CHECKING:
     from .weights.losses import Loss
@@ -76,6 +78,10 @@ class NestedCV:
         Per outer fold: label -> separation ridge its inner cross-validation
         chose (the family's ``candidate_ridges`` of ``pearlstats.fit`` on
         that fold's training rows).
+    fold_gaps : DataFrame
+        Per outer fold (``"outer fold k"``): the ``kkt_gap``, ``objective``,
+        ``certified`` and ``solver`` of its PEARL weight solve (before any
+        shrinkage; :func:`~pearlstats.weights.certificate.gap_table`).
     """
 
     outer_folds: np.ndarray
@@ -84,6 +90,7 @@ class NestedCV:
     inner_folds: tuple
     failures: pd.DataFrame
     fold_ridges: tuple
+    fold_gaps: pd.DataFrame | None = None
 
     @property
     def n_outer(self) -> int:
@@ -113,7 +120,7 @@ def _given_fold_labels(state: FitState) -> bool:
     return not isinstance(state.cv_spec, (str, int, np.integer))
 
 
-def _outer_folds(state: FitState, outer, seed: int) -> np.ndarray:
+def _outer_folds(state: FitState, outer, seed: int, option: str = "outer") -> np.ndarray:
     """The outer folds: *outer* as given, or whole given folds dealt to *outer* outer folds.
 
     Fold labels given to the fit may be groups (patients, documents, sites) whose rows
@@ -124,6 +131,10 @@ def _outer_folds(state: FitState, outer, seed: int) -> np.ndarray:
     """
     response = state.response
     n = len(response.y)
+    if isinstance(outer, (int, np.integer)) and not isinstance(outer, bool) and outer > n:
+        # make_folds would name its own argument, cv, which the user did not set here
+        raise FoldError(f"{option}={outer} outer folds but only {n} rows; use {option} <= {n}"
+                        + (" or 'loo'" if option == "outer" else ""))
     sequence = np.random.SeedSequence([seed, 0])
     if _given_fold_labels(state) and not isinstance(outer, (np.ndarray, list, tuple, pd.Series)):
         groups = state.folds
@@ -136,6 +147,52 @@ def _outer_folds(state: FitState, outer, seed: int) -> np.ndarray:
         return dealt[groups]
     strata = response.y.astype(np.intp) if response.classes is not None else None
     return make_folds(outer, n, seed=sequence, strata=strata)
+
+
+# Rows of each class an outer training set needs: its inner cross-validation keeps the class in
+# every inner training set only if the class has 2 rows there (check_class_coverage).
+_INNER_CLASS_ROWS = 2
+
+
+def _check_outer_training_classes(response: EncodedResponse, outer_folds: np.ndarray) -> None:
+    """Refuse outer folds some of whose training sets hold fewer than 2 rows of a class.
+
+    The stratified outer folds deal a class of m rows round-robin, so no outer fold holds more
+    than ceil(m / K) of them: the fewest any split can leave out. Where even that leaves a
+    training set short, the nested cross-validation cannot re-run the procedure there, and the
+    error says so (``res.honest`` is then unavailable with this reason), instead of the inner
+    folds' "occur in only one row", which describes the training set, not the data.
+
+    Raises
+    ------
+    FoldError
+        Naming the classes, their rows in the data and the outer folds that are short.
+    """
+    codes = response.y.astype(np.intp)
+    n_outer = int(outer_folds.max()) + 1
+    total = np.bincount(codes, minlength=len(response.classes))
+    kept = total[None, :] - np.array(
+        [np.bincount(codes[outer_folds == k], minlength=len(response.classes))
+         for k in range(n_outer)]
+    )
+    short = np.flatnonzero((kept < _INNER_CLASS_ROWS).any(axis=0))
+    if short.size == 0:
+        return
+    # The fewest rows m with m - ceil(m / K) >= 2: what K stratified outer folds need.
+    needed = next(m for m in range(_INNER_CLASS_ROWS, 4 * n_outer + 4)
+                  if m - -(-m // n_outer) >= _INNER_CLASS_ROWS)
+    described = ", ".join(
+        f"{response.classes[c]!r} ({total[c]} rows; outer fold(s) "
+        f"{np.flatnonzero(kept[:, c] < _INNER_CLASS_ROWS).tolist()} keep "
+        f"{kept[kept[:, c] < _INNER_CLASS_ROWS, c].min()} for training)"
+        for c in short
+    )
+    raise FoldError(
+        f"class(es) too rare for {n_outer} outer folds: {described}; the procedure re-run on an "
+        f"outer training set needs {_INNER_CLASS_ROWS} rows of each class for its inner folds, so "
+        f"with {n_outer} stratified outer folds a class needs at least {needed} rows (collect "
+        "more rows of the class, merge it with another, or choose other outer folds)"
+    )
 
 
 def _inner_folds(state: FitState, response: EncodedResponse, train: np.ndarray,
@@ -170,6 +227,7 @@ class _OuterFold:
     refitted: list
     refit_entries: list
     ridges: dict
+    solve: object  # the weight solve's WeightSolution (before shrinkage)
 
 
 def _refit_predict(family, X_train: np.ndarray, response: EncodedResponse, candidate, ridge: float,
@@ -246,15 +304,19 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
                                                         failed)
     outputs = [EngineOutput(out.predictions, out.failed | unfit, out.entries, out.ridges)
                for out in outputs]
-    inner, solution, _ = solve_draw_weights(outputs, sub.y, pool, draws, state.loss,
-                                            state.weight_options.shrinkage, warn=False)
+    record: list = []
+    inner, solution, _ = solve_draw_weights(
+        outputs, sub.y, pool, draws, state.loss, state.weight_options.shrinkage,
+        warn_failures=False, record=record,
+        context=f"in outer fold {k} of the honest risk (res.honest) of {fit_name(state)}",
+    )
     risks = np.array([
         np.nan if inner.failed[j] else state.loss.pointwise(sub.y, inner.predictions[:, j]).mean()
         for j in range(len(everything))
     ])
     weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed)
     return _OuterFold(weights, draws[0], inner.entries, held_out, unfit, refitted, entries,
-                      dict(family.candidate_ridges))
+                      dict(family.candidate_ridges), record[0])
 
 
 def nested_cross_validation(
@@ -262,6 +324,7 @@ def nested_cross_validation(
     outer: int | str | np.ndarray = 5,
     seed: int | None = None,
     n_jobs: int | None = None,
+    option: str = "outer",
 ) -> NestedCV:
     """Re-run the whole PEARL procedure inside each outer fold.
 
@@ -282,6 +345,8 @@ def nested_cross_validation(
         The inner weight stage repeats the fit's ``cv_repeats`` and shrinkage.
     n_jobs : int, optional
         Workers for the outer cross-validation of the candidates.
+    option : str, default "outer"
+        The user's name for *outer* in error messages (``"honest"`` for ``pearlstats.fit``'s).
 
     Returns
     -------
@@ -292,9 +357,10 @@ def nested_cross_validation(
     """
     seed = state.seed if seed is None else seed
     response = state.response
-    outer_folds = _outer_folds(state, outer, seed)
+    outer_folds = _outer_folds(state, outer, seed, option)
     if response.classes is not None:
         check_class_coverage(response.y.astype(np.intp), outer_folds, response.classes)
+        _check_outer_training_classes(response, outer_folds)
     # The fast path: every candidate over all outer folds at once, with ridges chosen afresh
     # (not the fit's); _held_out_fold refits where an outer fold's own procedure chose otherwise.
     outside = cross_validate(state.family.configured(candidate_ridges={}), state.design.X,
@@ -324,7 +390,9 @@ def nested_cross_validation(
                     tuple(fold.weights for fold in folds),
                     tuple(fold.inner_folds for fold in folds),
                     pd.concat(ledgers, ignore_index=True),
-                    tuple(fold.ridges for fold in folds))
+                    tuple(fold.ridges for fold in folds),
+                    gap_table([fold.solve for fold in folds],
+                              [f"outer fold {k}" for k in range(len(folds))]))
 
 
 def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
@@ -398,6 +466,7 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
 
     held_out = nested.held_out_predictions("PEARL", state.loss)
     new = fold_procedure_predictions(state, nested, X_new)
+    _check_finite_fold_predictions(state, nested, X_new, new)
     y = state.response.y
     if state.response.classes is None:
         family = "poisson" if state.family.name == "poisson" else "gaussian"
@@ -428,3 +497,40 @@ def _row_uniforms(X_new: np.ndarray, seed: int) -> np.ndarray:
     keys = [int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8).digest(), "little")
             for row in rows]
     return np.array([np.random.default_rng([seed, key]).uniform() for key in keys])
+
+
+def _check_finite_fold_predictions(state: FitState, nested: NestedCV, X_new: np.ndarray,
+                                   new: np.ndarray) -> None:
+    """Refuse new rows some outer fold's procedure predicts as inf or NaN, naming the culprits.
+
+    Only reached on failure, so the candidates of the first failing fold are refitted again
+    to find which of them made the rows non-finite (a Poisson mean ``exp(eta)`` overflows
+    past eta = 709, e.g. for a row far outside the training rows' values).
+
+    Raises
+    ------
+    DataError
+        Naming the new rows (positions), the outer fold and the candidate(s).
+    """
+    bad = ~np.isfinite(new.reshape(new.shape[0], new.shape[1], -1)).all(axis=2)
+    if not bad.any():
+        return
+    k = int(np.flatnonzero(bad.any(axis=1))[0])
+    rows = np.flatnonzero(bad.any(axis=0))
+    family = state.family.configured(candidate_ridges=nested.fold_ridges[k])
+    train = np.flatnonzero(nested.outer_folds != k)
+    sub = EncodedResponse(state.response.y[train], state.response.classes)
+    everything = state.candidates.everything
+    culprits = [
+        everything[j].label for j in np.flatnonzero(nested.fold_strategy_weights[k]["PEARL"] > 0)
+        if not np.isfinite(_refit_predict(family, state.design.X[train], sub, everything[j],
+                                          state.ridge, X_new[rows])[0]).all()
+    ]
+    why = (" (a Poisson mean exp(linear predictor) overflows past a linear predictor of 709)"
+           if state.family.name == "poisson" else "")
+    raise DataError(
+        f"candidate(s) {culprits} fitted without outer fold {k} predict a non-finite value for "
+        f"new {format_positions(rows)} (by position){why}, so no interval can be calibrated "
+        "there; those rows' covariates or blocks lie far outside the training rows' values: "
+        "check them for entry or unit errors, or leave them out of this prediction"
+    )

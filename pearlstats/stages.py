@@ -69,6 +69,7 @@ __all__ = [
     "cross_validate",
     "solve_stage_weights",
     "worker_count",
+    "complement_rows",
 ]
 
 
@@ -275,7 +276,14 @@ def prepare_rows(
     design = build_design(formula, frame, resolved, eval_env)
     labels = data_index(data)
     labels = pd.RangeIndex(n_given) if labels is None else labels
-    return Prepared(design, response, np.setdiff1d(np.arange(n_given), kept), labels[kept])
+    return Prepared(design, response, complement_rows(kept, n_given), labels[kept])
+
+
+def complement_rows(rows: np.ndarray, n: int) -> np.ndarray:
+    """Positions in ``range(n)`` not in *rows*, sorted (a mask: np.setdiff1d sorts n values)."""
+    mask = np.ones(n, dtype=bool)
+    mask[rows] = False
+    return np.flatnonzero(mask)
 
 
 def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidate]:
@@ -424,8 +432,9 @@ def solve_stage_weights(
     loss: Loss,
     labels: Sequence[str],
     *,
-    warn: bool = True,
+    warn_failures: bool = True,
     stacklevel: int = 3,
+    context: str | None = None,
 ) -> tuple[WeightSolution, list[LedgerEntry]]:
     """The weight stage: simplex weights over the pool's out-of-fold predictions.
 
@@ -438,11 +447,15 @@ def solve_stage_weights(
     loss : Loss
     labels : sequence of str
         Pool labels, for warnings and the ledger.
-    warn : bool
+    warn_failures : bool
         Warn once per candidate that failed, and once for all candidates
-        refitted with a ridge because their classes separate (nested fits stay quiet).
+        refitted with a ridge because their classes separate (nested fits stay quiet:
+        their failures are in their ledgers). A weight solve that is not certified
+        warns whatever this says, naming *context*, and its gap is in the solution.
     stacklevel : int
         Of those warnings: 3 points at the caller of the function that calls this one.
+    context : str, optional
+        Where this weight stage runs, for :func:`~pearlstats.weights.solvers.solve_weights`.
 
     Returns
     -------
@@ -456,7 +469,7 @@ def solve_stage_weights(
         When no candidate could be fitted.
     """
     failed = output.failed[:n_pool]
-    if warn:
+    if warn_failures:
         _warn_ridge_refits(output, labels, stacklevel + 1)
         for label in [label for label, bad in zip(labels, failed) if bad]:
             warnings.warn(
@@ -475,7 +488,8 @@ def solve_stage_weights(
             f"{first.reason}; {first.action})",
             ledger.to_frame(),
         )
-    solution = solve_weights(output.predictions[:, :n_pool], y, loss, active=~failed)
+    solution = solve_weights(output.predictions[:, :n_pool], y, loss, active=~failed,
+                             context=context)
     entries = list(output.entries)
     for group in solution.merged:
         members = [labels[i] for i in group]

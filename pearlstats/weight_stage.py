@@ -38,6 +38,7 @@ __all__ = [
     "cross_validate_draws",
     "solve_draw_weights",
     "solve_stored_weights",
+    "fit_name",
     "with_candidate_ridges",
 ]
 
@@ -100,9 +101,16 @@ def _combined_outputs(outputs: Sequence[EngineOutput]) -> tuple[EngineOutput, En
     """Draw 0's output (failures of any draw marked) and every draw stacked row-wise."""
     failed = np.logical_or.reduce([out.failed for out in outputs])
     entries = list(dict.fromkeys(entry for out in outputs for entry in out.entries))
+    ridges = outputs[-1].ridges
+    if len(outputs) == 1:
+        # One draw: mark its failures in place (their values mean nothing) rather than copy
+        # the n x J matrix twice.
+        first = stacked = outputs[0].predictions
+        first[:, failed] = np.nan
+        return (EngineOutput(first, failed, entries, ridges),
+                EngineOutput(stacked, failed, entries, ridges))
     first = outputs[0].predictions.copy()
     first[:, failed] = np.nan
-    ridges = outputs[-1].ridges
     stacked = np.concatenate([out.predictions for out in outputs], axis=0)
     return (EngineOutput(first, failed, entries, ridges),
             EngineOutput(stacked, failed, entries, ridges))
@@ -116,8 +124,10 @@ def solve_draw_weights(
     loss: Loss,
     shrinkage: tuple | None,
     *,
-    warn: bool = True,
+    warn_failures: bool = True,
     stacklevel: int = 3,
+    context: str | None = None,
+    record: list | None = None,
 ) -> tuple[EngineOutput, WeightSolution, list[LedgerEntry]]:
     """The weight stage over the fold draws (stacked rows), optionally shrunk to a target.
 
@@ -134,8 +144,11 @@ def solve_draw_weights(
     loss : Loss
     shrinkage : tuple or None
         ``(amount, target)``, see :class:`~pearlstats.stages.WeightOptions`.
-    warn, stacklevel
+    warn_failures, stacklevel, context
         As for :func:`~pearlstats.stages.solve_stage_weights`.
+    record : list, optional
+        Receives the simplex solve's own WeightSolution (before any shrinkage), whose
+        ``kkt_gap`` certifies it (:mod:`pearlstats.weights.certificate`).
 
     Returns
     -------
@@ -148,7 +161,10 @@ def solve_draw_weights(
     labels = [candidate.label for candidate in pool]
     y_stacked = np.tile(y, len(draws))
     solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss, labels,
-                                            warn=warn, stacklevel=stacklevel + 1)
+                                            warn_failures=warn_failures,
+                                            stacklevel=stacklevel + 1, context=context)
+    if record is not None:
+        record.append(solution)
     if shrinkage is not None:
         K = int(draws[0].max()) + 1
         groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
@@ -158,7 +174,13 @@ def solve_draw_weights(
     return output, solution, entries
 
 
-def solve_stored_weights(state: FitState, rows: np.ndarray) -> np.ndarray:
+def fit_name(state: FitState) -> str:
+    """How warnings name a fit: ``"the binomial fit of 'high ~ block(pca)'"``."""
+    return f"the {state.family.name} fit of {state.design.spec.formula.formula!r}"
+
+
+def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = None,
+                         record: list | None = None) -> np.ndarray:
     """The fit's weight stage re-run on the stored out-of-fold predictions of some rows.
 
     The weights of the pool on the rows *rows* (a fold's complement, a bootstrap
@@ -174,6 +196,10 @@ def solve_stored_weights(state: FitState, rows: np.ndarray) -> np.ndarray:
         Row positions; repeats allowed (a bootstrap resample's copies share
         their fold, so the shrinkage's cross-validation never scores a row on
         weights fitted with its copy).
+    name : str, optional
+        The re-solve's name (``"fold 2"``), for a convergence warning.
+    record : list, optional
+        Receives the solve's WeightSolution (see :func:`solve_draw_weights`).
 
     Returns
     -------
@@ -185,7 +211,9 @@ def solve_stored_weights(state: FitState, rows: np.ndarray) -> np.ndarray:
     sample = EngineOutput(output.predictions[rows], output.failed, [], output.ridges)
     _, solution, _ = solve_draw_weights([sample], state.response.y[rows], pool,
                                         [state.folds[rows]], state.loss,
-                                        state.weight_options.shrinkage, warn=False)
+                                        state.weight_options.shrinkage, warn_failures=False,
+                                        context=f"in re-solve {name!r} of {fit_name(state)}",
+                                        record=record)
     return solution.weights[:len(pool)]
 
 

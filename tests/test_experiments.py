@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from joblib import parallel_config
@@ -155,6 +157,8 @@ def test_grid_treats_strings_and_other_scalars_as_single_values():
     (["simulation", "--n", "60", "--sigma", "nan"], "--sigma: nan is not a finite"),
     (["simulation", "--n", "5"], "--n: 5 is out of range"),
     (["simulation", "--n", "60", "--repetitions", "0"], "--repetitions: 0 is out of range"),
+    (["simulation", "--n", "60", "60"], "--n 60 60 repeats a value; give each once"),
+    (["simulation", "--n", "60", "--sigma", "0.5", "0.5"], "--sigma 0.5 0.5 repeats a value"),
 ])
 def test_the_command_line_rejects_bad_arguments_before_running(argv, message, capsys):
     from pearlstats.experiments import main
@@ -167,17 +171,24 @@ def test_the_command_line_rejects_bad_arguments_before_running(argv, message, ca
 
 
 def test_an_unwritable_out_path_fails_before_any_run(tmp_path, capsys, monkeypatch):
-    from pearlstats import experiments
+    from pearlstats.experiments import cli
 
     def never(*args, **kwargs):
         raise AssertionError("the grid ran although --out is unusable")
 
-    monkeypatch.setattr(experiments, "run_grid", never)
-    cases = [(tmp_path / "no" / "such" / "x.csv", "does not exist"), (tmp_path, "is a directory")]
+    monkeypatch.setattr(cli, "iter_runs", never)
+    cases = [
+        (tmp_path / "no" / "such" / "x.csv", "does not exist"),
+        (tmp_path, "is a directory"),
+        # /proc passes os.access(W_OK) but no file can be created there: found before any run
+        ("/proc/x.csv", "cannot create the results file '/proc/x.csv.partial'"),
+    ]
     for out, message in cases:
-        with pytest.raises(SystemExit):
-            experiments.main(["simulation", "--n", "60", "--repetitions", "1", "--out", str(out)])
-        assert message in capsys.readouterr().err
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["simulation", "--n", "60", "--repetitions", "1", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_help_shows_the_defaults(capsys):
@@ -188,3 +199,79 @@ def test_help_shows_the_defaults(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "root seed (default: 2025)" in out and "unlabeled rows (default: 2000)" in out
     assert "default: the paper's [100, 200, 400, 800]" in out
+
+
+# ------------------------------------------------------------------ issue 26, item 3: the runner
+def constant_task(setting, seed):
+    return {"value": 1.0}
+
+
+@pytest.mark.parametrize("settings, reserved", [
+    ([{"repetition": 7}, {"repetition": 8}], "['repetition']"),
+    ([{"seconds": 60, "n": 1}], "['seconds']"),
+    ([{"n": 1}, {"seconds": 60, "repetition": 1}], "['repetition', 'seconds']"),
+])
+def test_settings_named_like_the_runner_columns_are_refused_by_name(settings, reserved):
+    # before: both repetition settings became 0 and seconds=60 became the run time
+    with pytest.raises(OptionError, match=r"setting name\(s\) " + re.escape(reserved)) as info:
+        run_grid(constant_task, settings, 1, progress=False)
+    assert "are reserved" in str(info.value) and "rename them" in str(info.value)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"settings": [1, 2]}, r"settings\[0\] is 1 \(int\); each setting must be a dict"),
+    ({"settings": [{"n": 1}, "n=2"]}, r"settings\[1\] is 'n=2' \(str\)"),
+    ({"settings": {"n": 1}}, r"settings is one dict \(\{'n': 1\}\); give a list"),
+    ({"settings": 5}, r"settings=5 is not a list of setting dicts"),
+    ({"settings": iter([])}, "settings is empty"),
+    ({"seed": -1}, r"seed=-1; use an integer >= 0"),
+    ({"seed": 1.5}, r"seed=1.5; use an integer >= 0"),
+    ({"seed": None}, r"seed=None; use an integer >= 0"),
+    ({"seed": True}, r"seed=True; use an integer >= 0"),
+    ({"repetitions": 2.0}, r"repetitions=2.0; use a positive integer"),
+    ({"repetitions": -3}, r"repetitions=-3; use a positive integer"),
+    ({"n_jobs": 0}, r"n_jobs=0; use None .* not 0"),
+    ({"n_jobs": "2"}, r"n_jobs='2'; use None"),
+    ({"progress": "no"}, r"progress='no'; use True or False"),
+    ({"task": "constant_task"}, r"task='constant_task' is not callable"),
+])
+def test_every_bad_argument_is_an_option_error_naming_it(change, message):
+    arguments = {"task": constant_task, "settings": [{"n": 1}], "repetitions": 2, "seed": 0,
+                 "n_jobs": None, "progress": False, **change}
+    task, settings, repetitions = (arguments.pop(k) for k in ("task", "settings", "repetitions"))
+    with pytest.raises(OptionError, match=message):
+        run_grid(task, settings, repetitions, **arguments)
+
+
+def failing_task(setting, seed):
+    """Fails on the second repetition of the setting mu=2 only."""
+    if setting["mu"] == 2 and seed.spawn_key == (1 * 3 + 1,):
+        raise ZeroDivisionError("the third run divided by zero")
+    return {"value": setting["mu"]}
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_a_failing_task_names_its_setting_and_repetition(n_jobs):
+    from pearlstats.exceptions import TaskError
+
+    with pytest.raises(TaskError) as info:
+        run_grid(failing_task, grid(mu=[1, 2], k="a"), 3, n_jobs=n_jobs, progress=False)
+    message = str(info.value)
+    assert "setting {'mu': 2, 'k': 'a'} (settings[1]), repetition 1" in message
+    assert "ZeroDivisionError: the third run divided by zero" in message
+    assert info.value.setting == {"mu": 2, "k": "a"} and info.value.repetition == 1
+    if n_jobs is None:  # in-process, the task's own exception is chained
+        assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_iter_runs_skips_the_given_positions_and_keeps_the_others_seeds():
+    from pearlstats.experiments import iter_runs
+
+    full = run_grid(draw_task, grid(mu=[0.0, 1.0]), 3, seed=5, progress=False)
+    rest = dict(iter_runs(draw_task, grid(mu=[0.0, 1.0]), 3, seed=5, skip={(0, 1), (1, 0)}))
+    assert sorted(rest) == [(0, 0), (0, 2), (1, 1), (1, 2)]
+    for (i, r), records in rest.items():
+        expected = full[(full["mu"] == [0.0, 1.0][i]) & (full["repetition"] == r)]
+        assert [record["draw"] for record in records] == expected["draw"].tolist()
+    with pytest.raises(OptionError, match=r"skip has position\(s\) \[\(0, 3\)\] outside"):
+        iter_runs(draw_task, grid(mu=[0.0]), 3, skip=[(0, 3)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 VIGNETTES = sorted((Path(__file__).resolve().parents[1] / "vignettes").glob("[0-9][0-9]_*.py"))
+# Runs a vignette with each figure it saves checked first (a title, no text outside the canvas).
+CHECKING_RUNNER = Path(__file__).resolve().parent / "results" / "run_checking_figures.py"
 
 
 def _missing_data(path: Path) -> str | None:
@@ -39,7 +42,7 @@ def test_vignette_runs_quickly(path, tmp_path):
     root = path.parents[1]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, str(path)],
+        [sys.executable, str(CHECKING_RUNNER), str(path)],
         cwd=path.parent,
         env=env,
         capture_output=True,
@@ -48,6 +51,8 @@ def test_vignette_runs_quickly(path, tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "VIGNETTE OK" in done.stdout
+    saved = re.findall(r"^[^#\n]*\.savefig\(", path.read_text(encoding="utf-8"), re.MULTILINE)
+    assert done.stdout.count("FIGURE CHECKED") == len(saved)
 
 
 def test_quick_mode_writes_outside_the_committed_results():

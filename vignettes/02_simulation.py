@@ -32,10 +32,10 @@
 # ```
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from pearlstats.experiments import SimulationSweep, run_grid
+from pearlstats.plotting import plot_simulation
 
 from _common import N_JOBS, QUICK, RESULTS, write_summary
 
@@ -137,27 +137,14 @@ write_summary(
 
 # %% [markdown]
 # ## Figure: test MSE against n, one panel per noise level (as the paper's Figure)
+# Each line is the mean over the repetitions, its band ±1 standard error of that mean. The figure
+# is drawn from the table alone, so it can be redrawn from the saved CSV without rerunning the
+# grid: `plot_simulation(pd.read_csv("vignettes/results/simulation.csv"), methods=methods)`.
 
 # %%
-sigmas = sorted(table["sigma"].unique())
-fig, axes = plt.subplots(1, len(sigmas), figsize=(4 * len(sigmas), 3.5), squeeze=False)
-for ax, sigma in zip(axes[0], sigmas):
-    part = means.loc[sigma]
-    for method in methods:
-        ax.plot(
-            part.index,
-            part[method],
-            marker="o",
-            label=method,
-            linewidth=2.5 if method == "PEARL" else 1,
-        )
-    ax.set_title(f"sigma = {sigma}")
-    ax.set_xlabel("labeled n")
-    ax.set_xscale("log", base=2)
-axes[0][0].set_ylabel("test MSE")
-axes[0][-1].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(RESULTS / "simulation.png", dpi=120)
+fig = plot_simulation(table, methods=methods)
+fig.savefig(RESULTS / "simulation.png", dpi=150)
+fig
 
 # %%
 assert set(table["method"]) == set(methods) and table["MSE"].notna().all()

@@ -81,22 +81,29 @@ write_summary(
 )
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-axes[0].plot(tau.index, tau["mean"], marker="o", label="mean")
-axes[0].plot(tau.index, tau["median"], marker="s", label="median")
-axes[0].axhline(1.0, color="grey", linewidth=0.8)
-axes[0].set(
-    xscale="log", xlabel="labeled n", ylabel="tau-hat", title="weight on correct candidates"
-)
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+sizes = list(tau.index)
+tau_se = with_oracle.groupby("n")["tau_hat"].sem()
+axes[0].plot(sizes, tau["mean"], marker="o", label="mean ± 1 SE")
+axes[0].fill_between(sizes, tau["mean"] - tau_se, tau["mean"] + tau_se, alpha=0.2, linewidth=0)
+axes[0].plot(sizes, tau["median"], marker="s", label="median")
+axes[0].axhline(1.0, color="grey", linewidth=0.8, label="1 (Theorem 2's limit)")
+axes[0].set(ylabel=r"$\hat\tau$: weight on the correct candidates",
+            title="With the oracle block: weight on correct candidates")
 axes[0].legend(fontsize=8)
+without_se = table[table["pool"] == "without oracle"].groupby("n")[blocks].sem()
 for block in blocks:
-    axes[1].plot(without.index, without[block], marker="o", label=block)
-axes[1].set(
-    xscale="log", xlabel="labeled n", ylabel="block importance", title="no correct candidate"
-)
+    line, = axes[1].plot(without.index, without[block], marker="o", label=block)
+    axes[1].fill_between(without.index, without[block] - without_se[block],
+                         without[block] + without_se[block], color=line.get_color(), alpha=0.15,
+                         linewidth=0)
+axes[1].set(ylabel="block importance (mean ± 1 SE)",
+            title="Without a correct candidate: block importance")
 axes[1].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(RESULTS / "theorem2.png", dpi=120)
+for ax in axes:
+    pearl.plotting.n_axis(ax, sizes)  # n as plain numbers on a log scale
+fig.suptitle(f"Theorem 2: weight consistency over {repetitions} repetitions per n")
+fig.savefig(RESULTS / "theorem2.png", dpi=150)
 
 # %%
 assert with_oracle["tau_hat"].between(0, 1 + 1e-12).all()

@@ -35,7 +35,6 @@ import importlib.util
 import itertools
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
@@ -284,26 +283,17 @@ print(
 )
 
 # %% [markdown]
-# ## 7. Figure: test accuracy and cross-entropy against n
+# ## 7. Figure: test accuracy and log-loss (cross-entropy) against n
 
 # %%
 methods = ["PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best", "Oracle block"]
-fig, axes = plt.subplots(len(tables), 2, figsize=(10, 3.6 * len(tables)), squeeze=False)
-for row, (kind, comparison) in enumerate(tables.items()):
-    for ax, metric in zip(axes[row], ("accuracy", "cross_entropy")):
-        part = comparison.mean.loc[metric]
-        for method in methods:
-            ax.plot(part.index, part[method], marker="o", label=method,
-                    linewidth=2.5 if method == "PEARL" else 1)
-        ax.set_title(f"{kind} candidates: test {metric}")
-        ax.set_xlabel("labeled n")
-        if len(part) > 1:
-            ax.set_xscale("log", base=2)
-        ax.set_xticks(list(part.index), [str(n) for n in part.index])
-        ax.minorticks_off()
-axes[0][0].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(RESULTS / "digits.png", dpi=120)
+wide = table.pivot_table(index=["downstream", "n", "repetition", "method"], columns="metric",
+                        values="value", sort=False).reset_index()
+fig = pearl.plotting.plot_simulation(
+    wide, metric=["accuracy", "cross_entropy"], methods=methods, panels="downstream",
+    panel_title="{value} candidates", title="Digits: test accuracy and log-loss against n",
+)
+fig.savefig(RESULTS / "digits.png", dpi=150)
 print("wrote", sorted(p.name for p in RESULTS.glob("digits*")))
 
 # %%

@@ -323,29 +323,35 @@ print(accuracy[["mean", "se"]].round(3).to_string())
 # $\sqrt{R}$) are noise.
 
 # %% [markdown]
-# ## Figure: test cross-entropy and block importance against n
+# ## Figure: test log-loss (cross-entropy) and block importance against n
 
 # %%
-methods = list(comparison.mean.columns)
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-ce = comparison.mean.xs("cross_entropy", level="metric")
-for method in methods:
-    axes[0].plot(
-        ce.index, ce[method], marker="o", label=method, linewidth=2.5 if method == "PEARL" else 1
-    )
+methods = list(dict.fromkeys(table["method"]))
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+ce = table.groupby(["method", "n"])["cross_entropy"].agg(["mean", "sem"])
+for colour, method in enumerate(methods):
+    part = ce.loc[method]
+    axes[0].plot(part.index, part["mean"], marker="o", color=f"C{colour}", label=method,
+                 linewidth=2.5 if method == "PEARL" else 1.2)
+    axes[0].fill_between(part.index, part["mean"] - part["sem"], part["mean"] + part["sem"],
+                         color=f"C{colour}", alpha=0.15, linewidth=0)
 axes[0].axhline(np.log(2), color="0.5", linestyle=":", linewidth=1, label="chance (log 2)")
-axes[0].set_xlabel("labeled n")
-axes[0].set_ylabel("test cross-entropy")
+axes[0].set(ylabel="test log-loss (mean ± 1 SE)", title="Test log-loss of the methods")
 axes[0].legend(fontsize=8)
-mean_importance = importance.groupby("n")[reps.names].mean()
-for name in reps.names:
-    axes[1].plot(mean_importance.index, mean_importance[name], marker="o", label=name)
-axes[1].set_xlabel("labeled n")
-axes[1].set_ylabel("mean block importance")
-axes[1].set_ylim(0, 1.05)
+block_names = [c for c in importance.columns if c not in ("repetition", "n")]
+block_stats = importance.groupby("n")[block_names].agg(["mean", "sem"])
+for colour, name in enumerate(block_names):
+    mean, se = block_stats[(name, "mean")], block_stats[(name, "sem")]
+    axes[1].plot(mean.index, mean, marker="o", color=f"C{colour}", label=name)
+    axes[1].fill_between(mean.index, mean - se, mean + se, color=f"C{colour}", alpha=0.15,
+                         linewidth=0)
+axes[1].set(ylabel="block importance (mean ± 1 SE)", ylim=(0, 1.05),
+            title="Where PEARL's weight goes")
 axes[1].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(RESULTS / "text_polarity.png", dpi=120)
+for ax in axes:
+    pearl.plotting.n_axis(ax, sorted(table["n"].unique()))  # n as plain numbers on a log scale
+fig.suptitle(f"Sentence polarity: {table['repetition'].nunique()} splits per n")
+fig.savefig(RESULTS / "text_polarity.png", dpi=150)
 
 # %%
 assert abs(res.weights.sum() - 1) < 1e-8 and (res.weights >= 0).all()

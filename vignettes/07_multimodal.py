@@ -358,31 +358,35 @@ print(comparison.as_text())
 (RESULTS / "multimodal.tex").write_text(comparison.as_latex() + "\n", encoding="utf-8")
 
 # %% [markdown]
-# ## Figure: test cross-entropy by modality set, and block importance
+# ## Figure: test log-loss (cross-entropy) by modality set, and block importance
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-width = 0.8 / len(SIZES)
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+shift = 0.12 * (np.arange(len(SIZES)) - (len(SIZES) - 1) / 2)  # dots of each n side by side
 for k, n in enumerate(SIZES):
     part = by_set.loc[n, "cross_entropy"].reindex(order)
     errors = part["std"] / np.sqrt(REPETITIONS) if REPETITIONS > 1 else None
-    axes[0].bar(np.arange(len(order)) + k * width, part["mean"], width, yerr=errors, capsize=3,
-                label=f"n = {n}")
+    axes[0].errorbar(np.arange(len(order)) + shift[k], part["mean"], yerr=errors, fmt="o",
+                     capsize=3, color=f"C{k}", label=f"n = {n} (mean ± 1 SE)")
 axes[0].axhline(np.log(2), color="0.5", linestyle=":", linewidth=1, label="chance (log 2)")
-axes[0].set_xticks(np.arange(len(order)) + width * (len(SIZES) - 1) / 2, order)
-axes[0].set_ylabel("PEARL test cross-entropy")
+axes[0].set_xticks(np.arange(len(order)), order)
+axes[0].set_xlim(-0.5, len(order) - 0.5)
+axes[0].set(ylabel="PEARL test log-loss", title="PEARL's test log-loss by modality set")
 axes[0].legend(fontsize=8)
 mean_importance = importance.groupby("n")[MODALITIES["text + numeric"]].mean()
 slots = np.arange(mean_importance.shape[1])
+width = 0.8 / len(SIZES)
 for k, n in enumerate(SIZES):
-    axes[1].barh(slots + k * width, mean_importance.loc[n], width, label=f"n = {n}")
+    bars = axes[1].barh(slots + k * width, mean_importance.loc[n], width, color=f"C{k}",
+                        label=f"n = {n}")
+    axes[1].bar_label(bars, fmt="%.2f", padding=2, fontsize=7)
 axes[1].set_yticks(slots + width * (len(SIZES) - 1) / 2, mean_importance.columns)
 axes[1].invert_yaxis()
-axes[1].set_xlim(0, 1.05)
-axes[1].set_xlabel("mean block importance (combined fit)")
-axes[1].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(RESULTS / "multimodal.png", dpi=120)
+axes[1].set_xlim(0, 1.15)
+axes[1].set(xlabel="mean block importance", title="Where the combined fit's weight goes")
+axes[1].legend(fontsize=8, loc="lower right")
+fig.suptitle(f"Text + numbers: {REPETITIONS} splits per n")
+fig.savefig(RESULTS / "multimodal.png", dpi=150)
 
 # %%
 assert abs(res.weights.sum() - 1) < 1e-8

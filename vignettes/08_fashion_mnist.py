@@ -39,7 +39,6 @@ import sys
 import time
 import warnings
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
@@ -338,25 +337,16 @@ print("\ncandidates refitted with a separation ridge (mean over splits):")
 print(ridged_mean.to_string())
 
 # %% [markdown]
-# ## 7. Figure: test accuracy and cross-entropy against n
+# ## 7. Figure: test accuracy and log-loss (cross-entropy) against n
 
 # %%
-fig, axes = plt.subplots(len(tables), 2, figsize=(10, 3.6 * len(tables)), squeeze=False)
-for row, (kind, comparison) in enumerate(tables.items()):
-    for ax, metric in zip(axes[row], ("accuracy", "cross_entropy")):
-        part = comparison.mean.loc[metric]
-        for method in STRATEGY_ROWS:
-            ax.plot(part.index, part[method], marker="o", label=method,
-                    linewidth=2.5 if method == "PEARL" else 1)
-        ax.set_title(f"Fashion-MNIST, {kind} candidates: test {metric}")
-        ax.set_xlabel("labeled n")
-        if len(part) > 1:
-            ax.set_xscale("log")
-        ax.set_xticks(list(part.index), [str(n) for n in part.index])
-        ax.minorticks_off()
-axes[0][0].legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(RESULTS / "fashion_mnist.png", dpi=120)
+wide = table.pivot_table(index=["downstream", "n", "split", "method"], columns="metric",
+                        values="value", sort=False).reset_index()
+fig = pearl.plotting.plot_simulation(
+    wide, metric=["accuracy", "cross_entropy"], methods=STRATEGY_ROWS, panels="downstream",
+    panel_title="{value} candidates", title="Fashion-MNIST: test accuracy and log-loss against n",
+)
+fig.savefig(RESULTS / "fashion_mnist.png", dpi=150)
 
 total_minutes = (time.perf_counter() - STARTED) / 60
 label = "quick run" if QUICK else "REDUCED grid" if REDUCED else "full grid"

@@ -22,10 +22,13 @@ Examples
 from __future__ import annotations
 
 import ast
+import builtins
+import difflib
 import importlib
 import pickle
 import re
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -281,6 +284,26 @@ def _is_row_variable(value, n_rows: int) -> bool:
     return isinstance(value, (list, tuple)) and len(value) == n_rows and n_rows > 1
 
 
+def _unknown_names(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> list:
+    """Names in the covariate terms that are not data columns, caller's variables or builtins."""
+    names = [name for term in spec.covariate_desc.rhs_termlist for factor in term.factors
+             for name in patsy.eval.ast_names(factor.code)]
+    return list(dict.fromkeys(
+        name for name in names if name not in frame.columns and name not in eval_env.namespace
+        and not hasattr(builtins, name)
+    ))
+
+
+def columns_by_closeness(names: list, columns: Iterable, limit: int = 20) -> str:
+    """The columns as a list, those closest to *names* (difflib) first; long lists truncated."""
+    def closeness(column: str) -> float:
+        return max(difflib.SequenceMatcher(None, str(name), column).ratio() for name in names)
+
+    ordered = sorted(dict.fromkeys(str(column) for column in columns), key=closeness, reverse=True)
+    more = f" and {len(ordered) - limit} more" if len(ordered) > limit else ""
+    return f"{ordered[:limit]}{more}"
+
+
 def covariate_row_variables(
     spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment
 ) -> tuple[pd.DataFrame, tuple[str, ...]]:
@@ -311,6 +334,13 @@ def covariate_row_variables(
         patsy.dmatrix(spec.covariate_desc, recorder, eval_env=eval_env, NA_action="drop",
                       return_type="matrix")
     except PatsyError as err:
+        unknown = _unknown_names(spec, frame, eval_env)
+        if unknown:
+            raise DataError(
+                f"the covariate terms of {spec.formula!r} read {unknown}, which the data has no "
+                f"column for (and the caller has no such variable); the data's columns, closest "
+                f"first: {columns_by_closeness(unknown, frame.columns)}"
+            ) from err
         raise DataError(
             f"cannot build the covariate terms of {spec.formula!r}: {err.message}"
         ) from err
@@ -390,13 +420,15 @@ class CovariateSpec:
             raise DataError(
                 f"the new rows lack the column(s) {missing} that the covariate terms of "
                 f"{self.spec.formula!r} read; give every row its own value"
+                + (f" (the new rows' columns, closest first: "
+                   f"{columns_by_closeness(missing, frame.columns)})" if len(frame.columns) else "")
             )
         frame = _numeric_again(frame, self.numeric_variables, self.training_columns)
         _check_finite_columns(frame, self.row_variables, "covariate")
         if not self.names:
             return np.empty((len(frame), 0))
         rows = (
-            frame[list(self.row_variables)]
+            _known_levels(frame[list(self.row_variables)], self.design_info, self.row_variables)
             if self.row_variables
             else pd.DataFrame(index=frame.index)
         )
@@ -408,6 +440,44 @@ class CovariateSpec:
                 f"cannot build the covariate term{term} for the new rows: {err.message}"
             ) from err
         return np.asarray(matrix, dtype=float)
+
+
+def _factor_variable(code: str, row_variables) -> str | None:
+    """The row variable a categorical factor reads as it is (``g``, ``C(g)``, ``C(g, ...)``)."""
+    match = re.fullmatch(r"\s*(?:C\(\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*(?:[,)].*)?", code, re.S)
+    name = match.group(1) if match else None
+    return name if name in row_variables and (name == code.strip() or code.startswith("C(")) \
+        else None
+
+
+def _known_levels(rows: pd.DataFrame, design_info, row_variables) -> pd.DataFrame:
+    """New rows' categorical columns as plain values, refused by name where a level is unknown.
+
+    patsy compares a pandas Categorical's whole category list with the training levels
+    ("mismatching levels"), so a subset or reordering of known levels failed though every
+    value is known. As plain values they are matched to the training levels one by one, as
+    strings are; a value outside those levels is named here, with the levels that are known.
+    """
+    converted = {}
+    for factor, info in design_info.factor_infos.items():
+        name = _factor_variable(factor.code, row_variables)
+        if info.type != "categorical" or name is None:
+            continue
+        column = rows[name]
+        values = column.astype(object) if isinstance(column.dtype, pd.CategoricalDtype) else column
+        known = set(info.categories)
+        unknown = [value for value in pd.unique(values.dropna())
+                   if value not in known]
+        if unknown:
+            raise DataError(
+                f"cannot build the covariate term {factor.code!r} for the new rows: column "
+                f"{name!r} has level(s) {unknown[:10]} that the fit never saw; its known levels "
+                f"are {list(info.categories)}: map the new values to those levels, or refit with "
+                "rows of the new levels"
+            )
+        if values is not column:
+            converted[name] = values
+    return rows.assign(**converted) if converted else rows
 
 
 def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str],

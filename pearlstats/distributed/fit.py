@@ -5,7 +5,7 @@
 (hashed row positions, or a fold column) -> moments and Gram matrices (one
 pass) -> coefficients (client solves for gaussian, distributed Newton for
 binomial / Poisson) -> out-of-fold statistics (one pass) -> weights (client
-QP from ``E'E``, or distributed SQP: one pass per step).
+QP from ``E'E``, or distributed Newton: one pass per step).
 """
 
 from __future__ import annotations

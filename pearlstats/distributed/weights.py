@@ -9,12 +9,12 @@ offers the solver interface of
 and the active-set fallback of :mod:`pearlstats.weights.solvers` only use
 ``W'W`` and least-squares problems on ``W``, which ``R`` reproduces.
 
-Cross-entropy and Poisson deviance: the sequential quadratic programme of
-:mod:`pearlstats.weights.solvers` runs unchanged on a
+Cross-entropy and Poisson deviance: the active-set Newton method of
+:mod:`pearlstats.weights.convex` runs unchanged on a
 :class:`DistributedBarrierForm`, whose value, gradient and Hessian factor at
 a weight vector come from one pass over the partitions (the out-of-fold
 predictions are recomputed from the fold coefficients in each pass; the
-(n, J) matrix is never stored). Each SQP step costs one pass.
+(n, J) matrix is never stored). Each Newton step costs one pass.
 
 Candidates whose out-of-fold residuals agree to 1e-9 of their norm (in the
 Euclidean norm, where the in-memory solver compares maximum norms) are merged

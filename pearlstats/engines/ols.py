@@ -1,10 +1,11 @@
 """Least-squares candidates: out-of-fold predictions from fold Gram matrices.
 
 The naive approach refits ``sm.OLS`` for every candidate in every fold. Here
-the Gram matrix ``Z'Z`` and ``Z'y`` of the standardised columns ``Z`` are
-formed once, each fold's training Gram matrix is the full one minus the fold's
-own rows (a downdate), and each candidate solves a small system on its index
-set for all K folds at once. Predictions for all candidates of a fold are then
+one pass over row chunks gives every fold's moments (counts, means, centred
+cross products of the columns and y; :mod:`pearlstats.engines.moments`), each
+fold's training Gram matrix ``Z'Z`` and ``Z'y`` of the standardised columns
+``Z`` follow from the other folds' moments, and each candidate solves a small
+system on its index set for all K folds at once. Predictions for all candidates of a fold are then
 a single matrix product. For leave-one-out without ridge the hat-matrix
 diagonal gives the exact jackknife predictions from one fit per candidate.
 
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..backends.chunks import row_chunks
 from ..ledger import LedgerEntry
 from ._common import (
     MAX_SYSTEM_BYTES,
@@ -35,11 +37,20 @@ from ._common import (
     EngineOutput,
     ScaledDesign,
     check_ridge,
-    fold_penalty_weights,
-    fold_rows,
     one_blas_thread,
     too_wide_entry,
     unfit_entry,
+)
+from .moments import (
+    FoldMoments,
+    chunk_columns,
+    design_from_moments,
+    fold_groups,
+    fold_moments,
+    fold_ranges,
+    fold_segments,
+    standardised_systems,
+    training_penalty_weights,
 )
 
 if TYPE_CHECKING:
@@ -48,6 +59,9 @@ if TYPE_CHECKING:
 __all__ = ["ols_cv_predict", "ols_loo_predict", "ols_fit"]
 
 
+
+# Columns centred within this many SDs of 0 are predicted without subtracting their centre.
+_NEAR_CENTRE = 8.0
 
 # Elements of the stacked normal-equation matrices solved in one call (16 MB of float64).
 BATCH_ELEMENTS = 2_000_000
@@ -143,23 +157,11 @@ def _rank_note(label: str, fold) -> LedgerEntry:
     )
 
 
-def _gram(design: ScaledDesign, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``Z'Z`` and ``Z'y`` of the standardised columns, a block of rows at a time (never all Z)."""
-    n, p = X.shape
-    gram, cross = np.zeros((p, p)), np.zeros(p)
-    step = max(1, BATCH_ELEMENTS // max(p, 1))
-    for start in range(0, n, step):
-        Z = design.transform(X[start:start + step])
-        gram += Z.T @ Z
-        cross += Z.T @ y[start:start + step]
-    return gram, cross
-
-
-def _candidate_design(X: np.ndarray, local: list[np.ndarray]) -> ScaledDesign:
+def _candidate_design(total: FoldMoments, local: list[np.ndarray]) -> ScaledDesign:
     """Standardisation of the group's columns, centred only if every candidate has the intercept."""
-    design = ScaledDesign.from_design(X)
+    design = design_from_moments(total)
     if design.intercept is not None and not all(design.intercept in S for S in local):
-        design = ScaledDesign.from_design(X, centre=False)
+        design = design_from_moments(total, centre=False)
     return design
 
 
@@ -225,69 +227,136 @@ def ols_cv_predict(
 
     Notes
     -----
-    The standardised design is never formed in full: the Gram matrix is
-    accumulated a block of rows at a time and each fold's rows are
-    standardised when its Gram matrix is downdated and when it is predicted.
+    Two passes over row chunks (:mod:`pearlstats.engines.moments`): one gives
+    every fold's moments, hence the all-rows standardisation, each fold's
+    training Gram matrix and its ridge weights; the other predicts each fold's
+    rows. The design is read in place; neither pass forms an n-row copy of it.
+    Folds whose systems would not fit in memory at once take a pair of passes
+    per group of folds.
     """
     ridge = check_ridge(ridge)
-    rows = fold_rows(folds)
     n = len(y)
-    n_train = np.array([n - r.size for r in rows])
+    n_train = n - np.bincount(folds, minlength=int(folds.max()) + 1)
     J = len(candidates)
     # Recorded before any Gram matrix exists, so infeasible wide blocks are never formed.
     feasible, failed, entries = _screen(candidates, int(n_train.min()), ridge)
-    predictions = np.full((n, J), np.nan)
+    # Every row is in a fold, so each feasible column is written in full; no n x J fill.
+    predictions = np.empty((n, J))
+    predictions[:, failed] = np.nan
     with one_blas_thread():
         for group, used in _column_groups(candidates, feasible, X.shape[1]):
-            _predict_group(
-                X, y, [candidates[j] for j in group], used, rows, ridge, predictions, group, entries
-            )
+            _predict_group(X, y, [candidates[j] for j in group], used, folds, ridge, predictions,
+                           group, entries)
     return EngineOutput(predictions, failed, entries)
 
 
-def _predict_group(X, y, members, used, rows, ridge, predictions, group, entries) -> None:
+def _fold_sets(K: int, p: int, m: int) -> list[np.ndarray]:
+    """Folds whose moments and systems are held at once (all K unless p is large).
+
+    All K folds' moments with their exact complements take about eight (K, q, q)
+    arrays; otherwise groups of folds are downdated from the all-rows moments, about
+    two (K, q, q) arrays per fold plus the systems of the m candidates.
+    """
+    q, budget = p + 1, MAX_SYSTEM_BYTES // 4
+    if K * 8 * q * (8 * q + m) <= budget:
+        return [np.arange(K)]
+    step = max(1, budget // (8 * q * (2 * q + m)))
+    return [np.arange(first, min(first + step, K)) for first in range(0, K, step)]
+
+
+def _training_moments(X, y, folds, fold_sets, columns):
+    """The all-rows moments and a function giving fold set i's training moments.
+
+    One pass when every fold fits at once (exact complements); otherwise a pass for
+    the all-rows moments, one for the training rows' ranges, and one per fold set
+    (reading its folds' rows only), each fold downdated from the all-rows moments.
+    """
+    if len(fold_sets) == 1:
+        moments = fold_moments(X, y, folds, fold_sets[0], columns)
+        complements = moments.complements().take(np.arange(len(fold_sets[0])))
+        return moments.total(), lambda i: complements
+    total = fold_moments(X, y, None, np.arange(0), columns).total()
+    low, high = fold_ranges(X, y, folds, columns)
+
+    def training(i: int) -> FoldMoments:
+        held = fold_moments(X, y, folds, fold_sets[i], columns, rest=False)
+        return held.take(np.arange(len(fold_sets[i]))).removed_from(
+            total, low[fold_sets[i]], high[fold_sets[i]])
+
+    return total, training
+
+
+def _predict_group(X, y, members, used, folds, ridge, predictions, group, entries) -> None:
     """Out-of-fold predictions of candidates sharing one Gram matrix over *used*.
 
     Written into *predictions*.
     """
-    n = len(y)
-    Xu = X if used.size == X.shape[1] else X[:, used]
+    columns = None if used.size == X.shape[1] else used
     local = [np.searchsorted(used, c.columns) for c in members]
-    design = _candidate_design(Xu, local)
-    gram, cross = _gram(design, Xu, y)
-    weights = (
-        fold_penalty_weights(design, Xu, rows) if ridge > 0 else np.zeros((len(rows), used.size))
-    )
-    p = used.size
-    fold_step = max(1, (MAX_SYSTEM_BYTES // 4) // (8 * p * (p + len(members))))
-    for first in range(0, len(rows), fold_step):
-        chunk = rows[first:first + fold_step]
-        n_train = np.array([n - r.size for r in chunk], dtype=float)
-        fold_gram = np.empty((len(chunk), p, p))
-        fold_cross = np.empty((len(chunk), p))
-        for k, r in enumerate(chunk):
-            held = design.transform(Xu[r])
-            fold_gram[k] = gram - held.T @ held
-            fold_cross[k] = cross - held.T @ y[r]
-        penalty = n_train[:, None] * weights[first:first + fold_step]
-        coefs = _solve_chunk(design, Xu, y, chunk, local, fold_gram, fold_cross, penalty, ridge,
-                             [c.label for c in members], entries)
-        for k, r in enumerate(chunk):
-            predictions[np.ix_(r, group)] = design.transform(Xu[r]) @ coefs[k]
+    labels = [c.label for c in members]
+    fold_sets = _fold_sets(int(folds.max()) + 1, used.size, len(members))
+    total, training = _training_moments(X, y, folds, fold_sets, columns)
+    design = _candidate_design(total, local)
+    if columns is None:
+        _GRAM.store(X, y, total)
+    for i, fold_set in enumerate(fold_sets):
+        train = training(i)
+        gram, cross = standardised_systems(train, design)
+        penalty = (train.count[:, None] * training_penalty_weights(train, design) if ridge > 0
+                   else np.zeros((len(fold_set), used.size)))
+        coefs = _solve_folds(design, X, y, (folds, fold_set, used), local, gram, cross, penalty,
+                             ridge, labels, entries)
+        _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, np.asarray(group))
 
 
-def _solve_chunk(
-    design, Xu, y, chunk, local, fold_gram, fold_cross, penalty, ridge, labels, entries
-):
-    """Standardised coefficients (K_chunk, p, m) of the m candidates in the chunk's folds."""
-    coefs = np.zeros((len(chunk), fold_gram.shape[1], len(local)))
+def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, group) -> None:
+    """Write ``Z @ coefs[g]`` for the rows of fold ``fold_set[g]``, a chunk of rows at a time."""
+    # (X - center) @ (coefs / scale): the division moves to the small coefficient matrices.
+    # Columns whose centre is within a few SDs of 0 need no subtraction either: X @ b - c'b
+    # then loses at most a few bits (the rounding of X @ b is relative to |c| + sd, the
+    # predictions vary by sd); farther centres are subtracted row by row.
+    scaled = coefs / design.scale[:, None]
+    near = np.abs(design.center) <= _NEAR_CENTRE * design.scale
+    offset = np.einsum("p,gpm->gm", np.where(near, design.center, 0.0), scaled)
+    far = np.where(near, 0.0, design.center)
+    every = np.array_equal(group, np.arange(predictions.shape[1]))
+    for rows in row_chunks(len(folds), None, design.scale.size + len(group)):
+        order, counts = fold_segments(fold_groups(folds[rows], fold_set), len(fold_set) + 1)
+        inside = len(order) - counts[-1]  # rows of the fold set come first in *order*
+        X_rows = chunk_columns(X, rows, order[:inside], columns)
+        if np.any(far):
+            X_rows -= far
+        out = np.empty((inside, len(group)))
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        for g in np.flatnonzero(counts[:-1]):
+            segment = slice(starts[g], starts[g + 1])
+            np.matmul(X_rows[segment], scaled[g], out=out[segment])
+            out[segment] -= offset[g]
+        if every and inside == len(order):
+            # Back to row order within the chunk, then one contiguous copy: scattering
+            # straight into the n x J matrix took 4x as long (random first writes to its pages).
+            rows_out = np.empty_like(out)
+            rows_out[order] = out
+            predictions[rows] = rows_out
+        else:
+            predictions[np.ix_(rows.start + order[:inside], group)] = out
+
+
+def _solve_folds(design, X, y, where, local, fold_gram, fold_cross, penalty, ridge, labels,
+                 entries):
+    """Standardised coefficients (F, p, m) of the m candidates in the folds of *where*.
+
+    *where* is ``(folds, fold_set, used)``: the fold labels, the folds solved, the columns.
+    """
+    folds, fold_set, used = where
+    coefs = np.zeros((len(fold_set), fold_gram.shape[1], len(local)))
     same_size: dict[int, list[int]] = {}
     for i, S in enumerate(local):
         same_size.setdefault(S.size, []).append(i)
     # Candidates with the same number of columns are solved together, in one batched
     # Cholesky over (fold, candidate): a few large calls instead of J small ones.
     for size, members in same_size.items():
-        step = max(1, BATCH_ELEMENTS // (len(chunk) * size * size))
+        step = max(1, BATCH_ELEMENTS // (len(fold_set) * size * size))
         for start in range(0, len(members), step):
             batch = members[start:start + step]
             index = np.stack([local[i] for i in batch])  # (m, size)
@@ -298,11 +367,10 @@ def _solve_chunk(
                 if not singular[b]:
                     coefs[:, S, i] = beta[:, b]
                     continue
-                for k, r in enumerate(chunk):
-                    train = np.ones(len(y), dtype=bool)
-                    train[r] = False
-                    coefs[k, S, i] = _min_norm_coefficients(design.subset(S),
-                                                            Xu[np.ix_(train, S)], y[train])
+                for g, k in enumerate(fold_set):
+                    train = folds != k
+                    coefs[g, S, i] = _min_norm_coefficients(
+                        design.subset(S), X[np.ix_(train, used[S])], y[train])
                 if not any(
                     e.candidate == labels[i] and e.kind == "rank deficient" for e in entries
                 ):
@@ -386,10 +454,12 @@ class _GramCache:
 
     Refitting J candidates on all rows needs ``Z_S'Z_S`` for each column set S;
     slicing one ``Z'Z`` avoids J copies of ``X[:, S]`` (which for a million
-    rows would dominate memory). The key and the value are stored together as
-    one tuple, replaced by a single (atomic) assignment and read once, so
-    threads refitting different designs never pair one's key with another's
-    matrix; at worst two threads compute the same value.
+    rows would dominate memory). The cross-validation engine stores the
+    all-rows moments of its pass over the rows here, so the refits of the
+    same fit pass over the rows no more. The key and the value are stored
+    together as one tuple, replaced by a single (atomic) assignment and read
+    once, so threads refitting different designs never pair one's key with
+    another's matrix; at worst two threads compute the same value.
     """
 
     def __init__(self):
@@ -400,10 +470,16 @@ class _GramCache:
         entry = self._entry
         if entry is not None and entry[0] == key and entry[1]() is X and entry[2]() is y:
             return entry[3]
-        design = ScaledDesign.from_design(X)
-        value = (*_gram(design, X, y), design)
+        return self.store(X, y, fold_moments(X, y, None, np.arange(0)).total())
+
+    def store(self, X: np.ndarray, y: np.ndarray, total: FoldMoments):
+        """Remember ``(Z'Z, Z'y, design)`` of all rows of (X, y) from their moments; return it."""
+        design = design_from_moments(total)
+        gram, cross = standardised_systems(total, design)
+        value = (gram[0], cross[0], design)
         if _weakrefable(X) and _weakrefable(y):
             # Weak references make a reused id() of a freed array a cache miss.
+            key = (id(X), id(y), X.shape, y.shape)
             self._entry = (key, weakref.ref(X), weakref.ref(y), value)
         return value
 
@@ -430,8 +506,9 @@ def ols_fit(X: np.ndarray, y: np.ndarray, columns: np.ndarray, ridge: float = 0.
     gram, cross, design = _GRAM.get(X, y)
     if design.intercept is not None and design.intercept not in S and np.any(design.center):
         # The cached Gram matrix is centred, which only an intercept can absorb.
-        design = ScaledDesign.from_design(X[:, S])
-        gram, cross = _gram(design, X[:, S], y)
+        total = fold_moments(X, y, None, np.arange(0), S).total()
+        design = design_from_moments(total)
+        gram, cross = (value[0] for value in standardised_systems(total, design))
         S_local = np.arange(S.size)
     else:
         design = design.subset(S)

@@ -42,11 +42,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from .. import inference
 from ..engines._common import ridge_penalty_weights
 from ..engines.wide import column_rank, dense_candidate_columns, design_intercept
 from ..exceptions import OptionError, PearlWarning
+from .identification import unidentified_terms
 
 if TYPE_CHECKING:  # core imports this module
     from .core import PearlResults
@@ -54,7 +56,7 @@ if TYPE_CHECKING:  # core imports this module
 __all__ = [
     "active_labels", "candidate_bse", "candidate_cov", "params", "bse", "conf_int",
     "fittedvalues", "residuals", "candidate_table", "confidence_interval", "prediction_name",
-    "ridge_note",
+    "ridge_note", "unidentified",
 ]
 
 ParamsLike = pd.Series | pd.DataFrame
@@ -186,23 +188,66 @@ def _inputs(res: PearlResults):
     return labels, coefs, [name for name in res.stages.design.column_names if name in terms]
 
 
+def unidentified(res: PearlResults) -> dict[str, list]:
+    """Term -> the candidates with positive weight whose design does not identify it.
+
+    See :mod:`pearlstats.results.identification`: their averaged coefficients are NaN.
+    """
+    active = set(active_labels(res))
+    terms: dict[str, list] = {}
+    for label, names in unidentified_terms(res.stages).items():
+        if label in active:
+            for name in names:
+                terms.setdefault(name, []).append(label)
+    return terms
+
+
+def _not_identified(res: PearlResults, table: ParamsLike) -> ParamsLike:
+    """*table* with the rows of unidentified terms set to NaN (term level for (class, term))."""
+    terms = unidentified(res)
+    if not terms:
+        return table
+    index = table.index
+    rows = index.isin(list(terms), level=-1) if index.nlevels > 1 else index.isin(list(terms))
+    table = table.copy()
+    table[rows] = np.nan
+    return table
+
+
+def _candidate_ses(res: PearlResults, labels: list) -> dict:
+    """Each candidate's SEs; statsmodels' SingularMatrixWarning is silenced where the fit's
+    UnidentifiedCoefficientWarning already named the candidate's unidentified terms."""
+    known = set(unidentified_terms(res.stages))
+    ses = {}
+    for label in labels:
+        with warnings.catch_warnings():
+            if label in known:
+                warnings.simplefilter("ignore", SingularMatrixWarning)
+            ses[label] = candidate_bse(res, label)
+    return ses
+
+
 def params(res: PearlResults) -> ParamsLike:
     """Full-average coefficients ``sum_j w_j b_j`` (0 where a candidate lacks the term).
 
     Terms in the design's order: the formula's covariates (in every candidate),
     then each block's columns in formula order. A DataFrame (terms x classes
-    after the reference) for multinomial fits.
+    after the reference) for multinomial fits. A term that some candidate with
+    positive weight cannot identify (its columns are linearly dependent on all
+    rows, e.g. a covariate beside a block that reproduces it; the fit warns with
+    :class:`~pearlstats.exceptions.UnidentifiedCoefficientWarning`) is NaN, as are
+    its SE and interval: the candidate's minimum-norm split is no estimate.
     """
     _, coefs, order = _inputs(res)
-    return inference.averaged_params(coefs, res.weights).reindex(order)
+    return _not_identified(res, inference.averaged_params(coefs, res.weights).reindex(order))
 
 
 def bse(res: PearlResults) -> ParamsLike:
     """Unconditional standard errors (Burnham & Anderson 2002, eq. 4.9), weights as fixed."""
     labels, coefs, order = _inputs(res)
-    ses = {label: candidate_bse(res, label) for label in labels}
+    ses = _candidate_ses(res, labels)
     _warn_ridge(res)  # after candidate_bse, which raises for ridge multinomial fits
-    return inference.unconditional_se(coefs, ses, res.weights).reindex(order)
+    return _not_identified(res, inference.unconditional_se(coefs, ses, res.weights).reindex(order))
 
 
 def conf_int(res: PearlResults, alpha: float = 0.05) -> pd.DataFrame:
@@ -211,7 +256,7 @@ def conf_int(res: PearlResults, alpha: float = 0.05) -> pd.DataFrame:
     Columns ``lower`` and ``upper``; rows terms, or (class, term) for multinomial.
     """
     labels, coefs, order = _inputs(res)
-    ses = {label: candidate_bse(res, label) for label in labels}
+    ses = _candidate_ses(res, labels)
     _warn_ridge(res)  # after candidate_bse, which raises for ridge multinomial fits
     df_resid = None
     if res.family == "gaussian":
@@ -219,8 +264,8 @@ def conf_int(res: PearlResults, alpha: float = 0.05) -> pd.DataFrame:
     table = inference.averaged_conf_int(coefs, ses, res.weights, alpha, df_resid=df_resid)
     if res.family == "multinomial":
         rows = pd.MultiIndex.from_product([res.classes[1:], order])
-        return table.reindex(rows)
-    return table.reindex(order)
+        return _not_identified(res, table.reindex(rows))
+    return _not_identified(res, table.reindex(order))
 
 
 def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:

@@ -28,6 +28,7 @@ True
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,10 +36,11 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
-from ..exceptions import FoldError, OptionError, ResponseError
+from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
 from ..stages import FitState, assign_folds, worker_count
-from ..weight_stage import cross_validate_draws, solve_draw_weights
+from ..weight_stage import cross_validate_draws, fit_name, solve_draw_weights
+from ..weights.certificate import gap_table, user_stacklevel
 
 __all__ = ["bootstrap_resample", "refit_weights", "refitting_bootstrap", "uncertainty_table"]
 
@@ -157,7 +159,8 @@ def _repeated_draws(state: FitState, rows: np.ndarray, folds: np.ndarray, seed: 
 
 
 def refit_weights(state: FitState, rows: np.ndarray,
-                  folds: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
+                  folds: np.ndarray | Sequence[np.ndarray], *, name: str = "a resample",
+                  record: list | None = None) -> np.ndarray:
     """PEARL's weights fitted on the given rows with the given folds, through the fit's stages.
 
     The weight stage runs as the fit's did: over every fold draw given (``cv_repeats``) and
@@ -171,6 +174,10 @@ def refit_weights(state: FitState, rows: np.ndarray,
         Positions in the fit's rows (repeats allowed).
     folds : ndarray of int, or a sequence of them
         Fold code of each of *rows*; one array per fold draw for ``cv_repeats > 1``.
+    name : str
+        The re-run's name (``"boot 3"``), for a convergence warning.
+    record : list, optional
+        Receives the weight solve's WeightSolution, whose ``kkt_gap`` certifies it.
 
     Returns
     -------
@@ -183,8 +190,11 @@ def refit_weights(state: FitState, rows: np.ndarray,
     # Only the pool: the baseline extras do not enter the weights.
     outputs, _ = cross_validate_draws(state.family, state.design.X[rows], response, pool, draws,
                                       loo=False, ridge=state.ridge)
-    _, solution, _ = solve_draw_weights(outputs, response.y, pool, draws, state.loss,
-                                        state.weight_options.shrinkage, warn=False)
+    _, solution, _ = solve_draw_weights(
+        outputs, response.y, pool, draws, state.loss, state.weight_options.shrinkage,
+        warn_failures=False, record=record,
+        context=f"in {name} of the refitting bootstrap of {fit_name(state)}",
+    )
     return np.asarray(solution.weights, dtype=float)
 
 
@@ -197,13 +207,16 @@ def _run_resamples(state: FitState, share: list, seed: int) -> list:
             n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
             y=state.response.y, classes=state.response.classes,
         )
-        out.append(refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b)))
+        record: list = []
+        weights = refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b),
+                                name=f"boot {b}", record=record)
+        out.append((weights, record[0]))
     return out
 
 
 def refitting_bootstrap(
     state: FitState, n_resamples: int, seed: int, n_jobs: int | None = None
-) -> tuple[np.ndarray, list[str]]:
+) -> tuple[np.ndarray, list[str], pd.DataFrame]:
     """Weights re-fitted on *n_resamples* bootstrap resamples (see :func:`bootstrap_resample`).
 
     Parameters
@@ -220,6 +233,15 @@ def refitting_bootstrap(
     weights : ndarray (n_resamples, J)
     names : list of str
         ``"boot b"``.
+    gaps : DataFrame
+        Per resample: the certified ``kkt_gap`` of its weight solve, ``objective``,
+        ``certified`` and ``solver`` (:func:`~pearlstats.weights.certificate.gap_table`).
+
+    Warns
+    -----
+    ConvergenceWarning
+        A resample's solve was not certified. In-process solves warn themselves; those of
+        parallel workers (whose warnings do not reach this process) are reported here.
     """
     workers = worker_count(n_jobs, n_resamples)
     # A few shares per worker balance the load; every resample keeps its own seed.
@@ -231,8 +253,18 @@ def refitting_bootstrap(
         results = Parallel(n_jobs=workers)(
             delayed(_run_resamples)(state, share, seed) for share in shares
         )
-    weights = np.vstack([w for share in results for w in share])
-    return weights, [f"boot {b}" for b in range(n_resamples)]
+    weights = np.vstack([w for share in results for w, _ in share])
+    names = [f"boot {b}" for b in range(n_resamples)]
+    gaps = gap_table([solve for share in results for _, solve in share], names)
+    uncertified = gaps.index[~gaps["certified"]].tolist()
+    if workers > 1 and uncertified:
+        warnings.warn(
+            f"the weight solves of {uncertified} in the refitting bootstrap of "
+            f"{fit_name(state)} were not certified (largest gap "
+            f"{gaps['kkt_gap'].max():.3g}); see the result's attrs['kkt_gap']",
+            ConvergenceWarning, stacklevel=user_stacklevel(),
+        )
+    return weights, names, gaps
 
 
 def check_alpha(alpha: Any) -> float:

@@ -355,7 +355,8 @@ class PearlResults(WeightDiagnostics):
     @cached_property
     def _nested(self) -> NestedCV:
         """The nested cross-validation shared by :attr:`honest` and prediction intervals."""
-        return nested_cross_validation(self._state, outer=self._state.honest or 5)
+        return nested_cross_validation(self._state, outer=self._state.honest or 5,
+                                       option="honest")
 
     def _conformal(self, X: np.ndarray, index, alpha: float):
         """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
@@ -765,7 +766,11 @@ class PearlResults(WeightDiagnostics):
         then the blocks' columns in formula order. A
         DataFrame (terms x classes after the reference) for multinomial fits.
         With ``ridge > 0`` these are penalised (shrunken) coefficients
-        (:attr:`ridge_note`). One candidate's: :meth:`candidate_params`.
+        (:attr:`ridge_note`). A term some weighted candidate cannot identify (its
+        columns linearly dependent on all rows, named at fit by an
+        :class:`~pearlstats.exceptions.UnidentifiedCoefficientWarning`) is NaN,
+        as are its :attr:`bse` and :meth:`conf_int`. One candidate's:
+        :meth:`candidate_params`.
 
         Examples
         --------

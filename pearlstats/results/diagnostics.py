@@ -34,7 +34,8 @@ import pandas as pd
 
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
 from ..exceptions import CandidateError, OptionError, PearlWarning
-from ..weight_stage import solve_draw_weights, solve_stored_weights
+from ..weight_stage import fit_name, solve_draw_weights, solve_stored_weights
+from ..weights.certificate import gap_table
 from ..weights.losses import get_loss
 from ..weights.solvers import solve_weights
 from . import bootstrap, evaluation
@@ -130,8 +131,8 @@ def resampled_weights(
     folds: np.ndarray | None = None,
     n_boot: int = 50,
     seed: int | np.random.SeedSequence | None = None,
-    solve: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> tuple[np.ndarray, list[str]]:
+    solve: Callable[..., np.ndarray] | None = None,
+) -> tuple[np.ndarray, list[str], pd.DataFrame]:
     """Weights re-solved on each fold's complement, or on bootstrap resamples of the rows.
 
     Parameters
@@ -148,7 +149,8 @@ def resampled_weights(
     n_boot : int
     seed : int, optional
     solve : callable, optional
-        ``solve(rows)`` returns the weights of the row positions *rows*; default
+        ``solve(rows, name, record)`` returns the weights of the row positions
+        *rows* and appends its WeightSolution to the list *record*; default
         the simplex minimum of *loss* over *P*'s rows (no shrinkage). A fit
         passes its own weight stage
         (:func:`~pearlstats.weight_stage.solve_stored_weights`).
@@ -158,6 +160,9 @@ def resampled_weights(
     weights : ndarray (R, J)
     names : list of str
         ``"fold k"`` or ``"boot b"``.
+    gaps : DataFrame
+        Per re-solve: its certified ``kkt_gap``, ``objective``, ``certified``
+        and ``solver`` (:func:`~pearlstats.weights.certificate.gap_table`).
     """
     n = len(y)
     if folds is not None:
@@ -167,9 +172,24 @@ def resampled_weights(
         samples = list(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
         names = [f"boot {b}" for b in range(n_boot)]
     if solve is None:
-        def solve(rows):
-            return solve_weights(P[rows], y[rows], loss, active=active).weights
-    return np.vstack([solve(rows) for rows in samples]), names
+        def solve(rows, name, record):
+            record.append(solve_weights(P[rows], y[rows], loss, active=active,
+                                        context=f"in re-solve {name!r}"))
+            return record[-1].weights
+    record: list = []
+    weights = np.vstack([solve(rows, name, record) for rows, name in zip(samples, names)])
+    return weights, names, gap_table(record, names)
+
+
+def _gap_attrs(gaps: pd.DataFrame) -> dict:
+    """``attrs`` of a table of re-solved weights: each solve's gap, and those not certified.
+
+    Plain dicts and lists of floats and strings, which pandas can compare and copy.
+    """
+    return {
+        "kkt_gap": {str(name): float(gap) for name, gap in gaps["kkt_gap"].items()},
+        "uncertified": [str(name) for name in gaps.index[~gaps["certified"]]],
+    }
 
 
 def stability_table(weights: pd.Series, resampled: pd.DataFrame) -> pd.DataFrame:
@@ -288,6 +308,9 @@ class WeightDiagnostics:
         -------
         DataFrame
             Candidates x resamples (columns ``"fold k"`` or ``"boot b"``).
+            ``attrs["kkt_gap"]`` maps each resample to the certified gap of its
+            weight solve (before any shrinkage), ``attrs["uncertified"]`` lists
+            those above ``1e-10 (1 + objective)``.
         """
         if not isinstance(refit, (bool, np.bool_)):
             raise OptionError(f"refit={refit!r}; use True (refit the candidates) or False")
@@ -307,10 +330,10 @@ class WeightDiagnostics:
         state = self.stages
         J = len(state.candidates.pool)
         if refit:
-            values, names = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
+            values, names, gaps = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
         else:
             # The fit's own weight stage, so shrunk weights are re-solved shrunk.
-            values, names = resampled_weights(
+            values, names, gaps = resampled_weights(
                 state.output.predictions[:, :J],
                 state.response.y,
                 state.loss,
@@ -320,7 +343,9 @@ class WeightDiagnostics:
                 seed=seed,
                 solve=partial(solve_stored_weights, state),
             )
-        return pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
+        table = pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
+        table.attrs.update(_gap_attrs(gaps))
+        return table
 
     def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05,
                            seed: int | None = None, n_jobs: int | None = None) -> pd.DataFrame:
@@ -348,13 +373,17 @@ class WeightDiagnostics:
             Per candidate: ``weight`` (full sample), ``sd`` (bootstrap SD,
             ddof=1), ``lower`` and ``upper`` (percentile interval: the
             ``alpha/2`` and ``1 - alpha/2`` quantiles of the resampled weights).
-            ``attrs`` records ``n_resamples``, ``alpha`` and ``seed``.
+            ``attrs`` records ``n_resamples``, ``alpha``, ``seed``, ``kkt_gap``
+            (each resample's certified gap) and ``uncertified`` (as for
+            :meth:`resample_weights`).
         """
         alpha = bootstrap.check_alpha(alpha)
         seed = self.seed if seed is None else check_seed(seed)
         resampled = self.resample_weights("bootstrap", n_resamples, seed, refit=True, n_jobs=n_jobs)
         table = bootstrap.uncertainty_table(self.weights, resampled, alpha)
-        table.attrs.update(n_resamples=resampled.shape[1], alpha=alpha, seed=seed)
+        table.attrs.update(n_resamples=resampled.shape[1], alpha=alpha, seed=seed,
+                           kkt_gap=dict(resampled.attrs["kkt_gap"]),
+                           uncertified=list(resampled.attrs["uncertified"]))
         self._last_weight_uncertainty = table
         return table
 
@@ -451,7 +480,8 @@ class WeightDiagnostics:
         # unshrunk weights, so reweight(res.loss) differed from res.weights.
         _, solution, entries = solve_draw_weights(
             [state.output], state.response.y, state.candidates.pool, [state.folds], new_loss,
-            state.weight_options.shrinkage, warn=False,
+            state.weight_options.shrinkage, warn_failures=False,
+            context=f"re-solving the weights of {fit_name(state)} with loss={loss!r}",
         )
         return results_from_state(
             replace(state, loss=new_loss, solution=solution, ledger=tuple(entries))

@@ -175,6 +175,10 @@ class HonestRisk:
     inner_folds : tuple of ndarray
     failures : DataFrame
         Ledger rows of the inner and outer fits, with ``where`` they happened.
+    fold_gaps : DataFrame
+        Per outer fold: ``kkt_gap`` (certified bound on the suboptimality of
+        its PEARL weight solve), ``objective``, ``certified`` (gap at most
+        ``1e-10 (1 + objective)``) and ``solver``.
     """
 
     row_losses: pd.DataFrame
@@ -182,6 +186,7 @@ class HonestRisk:
     outer_folds: np.ndarray
     inner_folds: tuple
     failures: pd.DataFrame
+    fold_gaps: pd.DataFrame | None = None
 
     @property
     def n_outer(self) -> int:
@@ -189,11 +194,21 @@ class HonestRisk:
 
     @property
     def table(self) -> pd.DataFrame:
-        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns risk, se, ratio, ratio_se.
+        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns risk, se, ratio, ratio_se,
+        kkt_gap and certified.
 
-        ``ratio`` is PEARL's risk over the row's.
+        ``ratio`` is PEARL's risk over the row's. ``kkt_gap`` is, for PEARL, the
+        largest certified gap of its weight solves over the outer folds (NaN for
+        the baselines, which solve nothing); ``certified`` is False on the PEARL row
+        when some outer fold's solve was not certified (see :attr:`fold_gaps`).
         """
-        return paired_ratio_table(self.row_losses[list(STRATEGIES)])
+        table = paired_ratio_table(self.row_losses[list(STRATEGIES)])
+        table["kkt_gap"] = np.nan
+        table["certified"] = True
+        if self.fold_gaps is not None and len(self.fold_gaps):
+            table.loc["PEARL", "kkt_gap"] = float(self.fold_gaps["kkt_gap"].max())
+            table.loc["PEARL", "certified"] = bool(self.fold_gaps["certified"].all())
+        return table
 
     @property
     def risk(self) -> pd.DataFrame:
@@ -264,10 +279,14 @@ def honest_risk(
         seed = res.seed if seed is None else check_seed(seed)
         nested = nested_cross_validation(state, outer=outer, seed=seed)
     labels = res.candidate_labels
-    losses = strategy_row_losses(nested, state)
     y = state.response.y
-    for j, label in enumerate(labels):
-        losses[label] = state.loss.pointwise(y, nested.outside.predictions[:, j])
+    # One frame built at once: a column inserted per candidate fragments the frame, and pandas
+    # warns (PerformanceWarning) once per candidate past 100.
+    candidates = pd.DataFrame(
+        {label: state.loss.pointwise(y, nested.outside.predictions[:, j])
+         for j, label in enumerate(labels)}
+    )
+    losses = pd.concat([strategy_row_losses(nested, state), candidates], axis=1)
     return HonestRisk(
         row_losses=losses,
         fold_weights=pd.DataFrame(nested.fold_weights("PEARL")[:, : len(labels)], columns=labels)
@@ -275,6 +294,7 @@ def honest_risk(
         outer_folds=nested.outer_folds,
         inner_folds=nested.inner_folds,
         failures=nested.failures,
+        fold_gaps=nested.fold_gaps,
     )
 
 

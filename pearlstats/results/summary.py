@@ -35,6 +35,7 @@ from statsmodels.iolib.table import SimpleTable, default_txt_fmt
 
 from ..checks import check_int
 from ..exceptions import OptionError, PearlWarning
+from .averaging import unidentified
 from .strategies import DEFINITIONS
 
 if TYPE_CHECKING:
@@ -527,6 +528,12 @@ def _coefficients_table(
         note += f" {len(blocks)} block columns not shown (summary(coefficients=True); res.params)."
     if res.ridge_note:
         note += f" {res.ridge_note}"
+    missing = unidentified(res)
+    if missing:
+        note += (" Not identified (shown as --, NaN in res.params): " + "; ".join(
+            f"{term} in {labels}" for term, labels in missing.items())
+            + ": those candidates' columns are linearly dependent on all rows, so the split of "
+            "the effect between these terms is arbitrary (UnidentifiedCoefficientWarning).")
     if not shown:
         return None, note
     rows = [

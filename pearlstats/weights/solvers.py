@@ -13,20 +13,19 @@
   dominating every residual): those problems go to a primal active-set method
   that solves least-squares problems on ``E`` itself (``solver="active-set"``);
   no ridge perturbs the squared-loss weights.
-* ``convex`` (cross-entropy, Poisson deviance): sequential quadratic
-  programming. Each step solves the Newton model on the simplex with
-  quadprog and backtracks (Armijo) along the step; Newton converges
-  quadratically near the optimum, so the gap goes to round-off. The model is
-  built from a factor of the Hessian with columns scaled separately, so a
-  candidate with out-of-fold means of 1e256 cannot overflow it; a model
-  weight below 1e-13 is dropped and the model re-solved (such a candidate
-  then keeps weight 0 and its gradient can leave a large, honest ``kkt_gap``).
+* ``convex`` (cross-entropy, Poisson deviance): an active-set Newton method
+  on the simplex (:mod:`pearlstats.weights.convex`, ``solver="newton"``):
+  Newton steps on the face of the positive weights, candidates entering by
+  their gradient at the face's optimum; only the face's Hessian is formed, so
+  it serves thousands of candidates too. Its certificate is the dual bound
+  at its own (unrounded) point: rounding a weight on a candidate with huge
+  predictions moves that candidate's gradient far more than the objective.
 * ``lp`` (hinge, absolute): a linear programme in ``(w, t)`` with one slack
-  ``t_i`` per row, solved by HiGHS (absolute loss on centred and scaled data,
-  since HiGHS' tolerances are absolute).
+  ``t_i`` per row, solved by HiGHS (:mod:`pearlstats.weights.linear`;
+  absolute loss on centred and scaled data, since HiGHS' tolerances are absolute).
 
-With more candidates than rows (or than ``DENSE_LIMIT``) the smooth problems
-are solved by column generation: solve on a working set, compute the full
+With more candidates than rows (or than ``DENSE_LIMIT``) the squared loss
+is solved by column generation: solve on a working set, compute the full
 gradient with one pass over the (n, J) matrix, add the most violating
 candidates, drop those at zero weight; the J x J matrix is never formed.
 
@@ -41,7 +40,7 @@ convexity gives ``f(w) - f* <= g'(w - w*) <= g'w - min_j g_j``), for the LPs
 the gap to the dual bound built from HiGHS' multipliers, made exactly dual
 feasible before use.
 
-Every path (quadprog, the active-set and column-generation fallbacks, SQP,
+Every path (quadprog, the active-set and column-generation fallbacks, Newton,
 HiGHS, the distributed solver) returns its weights through one function,
 :func:`snap_to_simplex`: a weight at most ``ZERO_WEIGHT_RTOL = 1e-10`` times
 the largest is solver residue (quadprog leaves about 1e-13 on candidates whose
@@ -69,11 +68,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import quadprog
-from scipy import sparse
-from scipy.optimize import linprog
 
 from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
-from .losses import LeastSquaresForm, LogBarrierForm, Loss, PiecewiseLinearForm
+from .certificate import gap_target, user_stacklevel, warn_uncertified
+from .convex import solve_smooth
+from .linear import solve_lp
+from .losses import LeastSquaresForm, Loss
 
 __all__ = ["WeightSolution", "solve_weights", "snap_to_simplex", "DENSE_LIMIT", "ZERO_WEIGHT_RTOL"]
 
@@ -82,7 +82,6 @@ _BATCH = 50  # candidates added per column-generation round
 ZERO_WEIGHT_RTOL = 1e-10  # weights at most this times the largest are residue: exactly 0
 _GRID = 2**53  # weights are returned as multiples of 1 / _GRID (see snap_to_simplex)
 _MAX_CONDITION = 1e10  # largest eigenvalue ratio of a matrix handed to quadprog
-_ARMIJO, _MIN_STEP = 1e-4, 1e-12
 _ROUNDOFF = 1e-12  # relative size below which changes of f are lost in its round-off
 
 
@@ -104,12 +103,12 @@ class WeightSolution:
     solver : str
         ``"quadprog"``, ``"active-set"`` (the least-squares active-set method
         for an ill-conditioned Gram matrix, or column generation for many
-        candidates), ``"sqp"``, ``"sqp-active-set"``, ``"highs"`` or
+        candidates), ``"newton"`` (cross-entropy, Poisson deviance), ``"highs"`` or
         ``"single candidate"``.
     ridge : float
         Always 0: ill-conditioned squared-loss problems go to the active-set
-        method instead of a ridge, and a ridge in an SQP subproblem only damps
-        the Newton step. Kept for callers that record it.
+        method instead of a ridge, and the Newton method needs none. Kept for
+        callers that record it.
     merged : tuple of tuple of int
         Groups of candidate indices with identical predictions, merged before
         solving; each member gets an equal share of the group's weight.
@@ -303,73 +302,6 @@ def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter):
     return snap_to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
 
 
-def _newton_point(form: LogBarrierForm, w: np.ndarray, g: np.ndarray) -> np.ndarray | None:
-    """Minimiser of the Newton model at ``w`` over the simplex, or None if quadprog cannot solve it.
-
-    A candidate whose model weight is positive but negligible (a 1e257
-    Poisson candidate wants about 1e-259) would be rounded to 0 by
-    :func:`snap_to_simplex` after the model had already spent that weight;
-    the model is then solved again without it, so the iteration converges to
-    the optimum of what is returned rather than stalling between the two.
-    """
-    keep = np.ones(form.size, dtype=bool)
-    W = form.hessian_factor(w)
-    while True:
-        Hs, d = _unit_gram(W[:, keep])
-        solved = _quadprog_simplex(Hs, d, Hs @ (d * w[keep]) - g[keep] / d, damp=True)
-        if solved is None:
-            return None
-        tiny = (solved[0] > 0) & _negligible(solved[0])
-        if not tiny.any() or tiny.all():
-            break
-        keep[np.flatnonzero(keep)[tiny]] = False
-    v = np.zeros(form.size)
-    v[keep] = solved[0]
-    return snap_to_simplex(v)
-
-
-def _solve_sqp(form: LogBarrierForm, w0, tol, max_iter) -> tuple[np.ndarray, float, bool, bool]:
-    """Newton steps on the simplex (quadprog subproblems) with Armijo backtracking.
-
-    Each Newton model is solved in column-scaled coordinates built from the
-    Hessian's factor (see :func:`_unit_gram`), so a wildly overfitted candidate
-    cannot overflow it. A ridge that an ill-conditioned model needs only damps
-    the step, so the returned ridge is 0: the optimum is that of the
-    unperturbed objective.
-    """
-    w, f = w0, form.value(w0)
-    g = form.gradient(w)
-    for _ in range(max_iter):
-        gap = _fw_gap(g, w)
-        if gap <= _target(f, tol):
-            return w, 0.0, True, False
-        v = _newton_point(form, w, g)
-        if v is None:
-            break
-        step = v - w
-        slope = g @ step
-        if -slope <= _ROUNDOFF * abs(f):
-            # f cannot resolve the predicted decrease; the (accurate) gradient judges the full
-            # Newton step
-            g_v = form.gradient(v)
-            if not _fw_gap(g_v, v) < gap:
-                break
-            w, f, g = v, form.value(v), g_v
-            continue
-        alpha = 1.0
-        while alpha >= _MIN_STEP:
-            trial = v if alpha == 1.0 else w + alpha * step
-            f_trial = form.value(trial)
-            if f_trial <= f + _ARMIJO * alpha * slope:
-                break
-            alpha /= 2
-        else:
-            break
-        w, f = trial, f_trial
-        g = form.gradient(w)
-    return w, 0.0, _fw_gap(g, w) <= _target(f, tol), False
-
-
 def _column_generation(form, restricted_solver, tol, max_iter) -> tuple[np.ndarray, float, bool]:
     """Solve on a working set, add the candidates whose gradient is below ``g'w``, repeat.
 
@@ -400,47 +332,6 @@ def _column_generation(form, restricted_solver, tol, max_iter) -> tuple[np.ndarr
         w = np.zeros(form.size)
         w[working] = sub
     return w, ridge, done(form.gradient(w))
-
-
-# ---- linear programme --------------------------------------------------------------------------
-def _solve_lp(form: PiecewiseLinearForm) -> tuple[np.ndarray, float]:
-    """Weights and a valid lower bound on the optimum, from HiGHS' primal and dual solutions."""
-    J, n = form.size, form.n_obs
-    # t_{rows[k]} >= intercepts[k] + slopes[k] @ w   for every piece k
-    A_ub = sparse.hstack([sparse.csr_matrix(form.slopes), -form.row_indicator()], format="csr")
-    A_eq = np.r_[np.ones(J), np.zeros(n)][None, :]
-    cost = np.r_[np.zeros(J), np.full(n, 1.0 / n)]
-    bounds = [(0, None)] * J + [(None, None)] * n
-    result = linprog(
-        cost, A_ub=A_ub, b_ub=-form.intercepts, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs"
-    )
-    if result.status != 0:
-        warnings.warn(
-            "HiGHS stopped without an optimal weight LP "
-            f"({result.message}); using the best single candidate",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-        values = np.full((n, J), -np.inf)
-        np.maximum.at(values, form.rows, form.intercepts[:, None] + form.slopes)
-        w = np.zeros(J)
-        w[int(np.argmin(values.mean(axis=0)))] = 1.0
-        return w, -np.inf
-    w = snap_to_simplex(result.x[:J])
-    # Any multipliers lam >= 0 summing to 1/n over each row's pieces give
-    # f* >= lam'intercepts + min_j (lam'slopes)_j; rescale HiGHS' duals to be exactly such.
-    lam = np.maximum(-result.ineqlin.marginals, 0.0)
-    per_row = np.bincount(form.rows, lam, minlength=n)
-    if (
-        per_row == 0
-    ).any():  # a row without dual mass: put it on the row's piece that is active at w
-        order = np.lexsort((form.intercepts + form.slopes @ w, form.rows))
-        top = order[np.r_[np.diff(form.rows[order]) != 0, True]]  # the largest piece of each row
-        lam[top[per_row == 0]] = 1.0
-        per_row = np.bincount(form.rows, lam, minlength=n)
-    lam = lam / (n * per_row[form.rows])
-    lower = float(lam @ form.intercepts + (lam @ form.slopes).min())
-    return w, lower
 
 
 # ---- input handling ----------------------------------------------------------------------------
@@ -542,22 +433,41 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
     if form.size == 1:
         return np.ones(1), None, 0.0, True, "single candidate"
     if kind == "lp":
-        w, lower = _solve_lp(form)
-        return w, lower, 0.0, True, "highs"
-    dense = _solve_least_squares if kind == "qp" else _solve_sqp
-    if form.size > min(DENSE_LIMIT, form.n_rows):
-        w, ridge, converged = _column_generation(form, dense, tol, max_iter)
-        return w, None, ridge, converged, "active-set" if kind == "qp" else "sqp-active-set"
-    w0 = np.full(form.size, 1.0 / form.size)
+        w, lower, failure = solve_lp(form)
+        if failure is not None:
+            warnings.warn(
+                f"HiGHS stopped without an optimal weight LP ({failure}); "
+                "using the best single candidate",
+                ConvergenceWarning,
+                stacklevel=user_stacklevel(),
+            )
+        return snap_to_simplex(w), lower, 0.0, True, "highs"
     if kind != "qp":
-        # Start at the best vertex: an overfitted candidate with wild
-        # predictions would otherwise dominate the uniform start.
-        vertex_values = [form.value(np.eye(form.size)[j]) for j in range(form.size)]
-        w0 = np.eye(form.size)[int(np.nanargmin(vertex_values))]
-    w, ridge, converged, fallback = dense(form, w0, tol, max_iter)
-    if kind == "qp":
-        return w, None, ridge, converged, "active-set" if fallback else "quadprog"
-    return w, None, ridge, converged, "sqp"
+        # the active-set Newton method of .convex, from the best vertex: an overfitted
+        # candidate with wild predictions would dominate the uniform start
+        w0 = np.zeros(form.size)
+        w0[int(np.nanargmin(form.vertex_values()))] = 1.0
+        w, converged = solve_smooth(form, w0, tol, max_iter)
+        # the dual bound at the solver's own point: a weight rounded by snap_to_simplex can move
+        # the gradient of a candidate with huge predictions far more than the objective
+        lower = form.value(w) - _fw_gap(form.gradient(w), w)
+        excluded = (w > 0) & _negligible(w)
+        while excluded.any() and converged:
+            # snap_to_simplex will zero these weights (a 1e257 Poisson candidate wants about
+            # 1e-259): the weights returned are the optimum without them
+            w = np.where(excluded, 0.0, w)
+            w, converged = solve_smooth(form, w / w.sum(), tol, max_iter, excluded)
+            tiny = (w > 0) & _negligible(w)
+            if not tiny.any():
+                break
+            excluded |= tiny
+        return snap_to_simplex(w), lower, 0.0, converged, "newton"
+    if form.size > min(DENSE_LIMIT, form.n_rows):
+        w, ridge, converged = _column_generation(form, _solve_least_squares, tol, max_iter)
+        return w, None, ridge, converged, "active-set"
+    w0 = np.full(form.size, 1.0 / form.size)
+    w, ridge, converged, fallback = _solve_least_squares(form, w0, tol, max_iter)
+    return w, None, ridge, converged, "active-set" if fallback else "quadprog"
 
 
 # ---- public entry point ------------------------------------------------------------------------
@@ -569,6 +479,7 @@ def solve_weights(
     active: np.ndarray | None = None,
     tol: float = 1e-10,
     max_iter: int = 500,
+    context: str | None = None,
 ) -> WeightSolution:
     """Simplex weights minimising the mean surrogate loss of ``P @ w``.
 
@@ -585,10 +496,13 @@ def solve_weights(
         Candidates allowed a weight. The others (failed ones, whose columns
         may hold NaN) get exactly 0 and are left out of the solve.
     tol : float, default 1e-10
-        Iterative solvers stop when the Frank-Wolfe gap is at most
-        ``tol * |objective|``.
+        A solve is certified when ``kkt_gap <= tol (1 + |objective|)``; the
+        Newton method stops at a quarter of that, column generation at
+        ``tol |objective|``.
     max_iter : int, default 500
-        Cap on SQP steps and on column-generation rounds.
+        Cap on Newton steps and on column-generation rounds.
+    context : str, optional
+        Where the solve runs (``"in outer fold 2 of the honest risk of ..."``), for the warning.
 
     Returns
     -------
@@ -605,8 +519,9 @@ def solve_weights(
     Warns
     -----
     ConvergenceWarning
-        An iterative solver stopped above its gap target (the reported
-        ``kkt_gap`` still bounds the suboptimality).
+        The certified gap is above ``tol (1 + |objective|)`` (the reported
+        ``kkt_gap`` still bounds the suboptimality); it names *context* and
+        points at the first caller outside pearlstats.
 
     Examples
     --------
@@ -616,7 +531,7 @@ def solve_weights(
     >>> P = np.array([[0.2, 0.4], [0.9, 0.5], [0.3, 0.8], [0.4, 0.1]])
     >>> sol = solve_weights(P, y, get_loss("cross_entropy", "binomial"))
     >>> bool(abs(sol.weights.sum() - 1) < 1e-12), sol.solver, bool(sol.kkt_gap < 1e-9)
-    (True, 'sqp', True)
+    (True, 'newton', True)
     """
     if not isinstance(loss, Loss):
         raise OptionError(
@@ -658,14 +573,10 @@ def solve_weights(
         gap = max(form.value(w) - lower, 0.0) * form.unit
     else:
         gap = max(_fw_gap(form.gradient(w), w), 0.0) * form.unit
+        if lower is not None:  # the better of two valid bounds (see _solve_reduced)
+            gap = min(gap, max(form.value(w) - lower, 0.0) * form.unit)
     objective = loss.objective(y, P, weights)
-    if not converged:
-        warnings.warn(
-            f"the {solver} weight solver stopped with Frank-Wolfe gap {gap:.3g} above its target "
-            f"{_target(objective, tol):.3g} (tol={tol:g}); "
-            f"the weights are within {gap:.3g} of optimal",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+    if not converged or gap > gap_target(objective, tol):
+        warn_uncertified(solver, gap, objective, tol, context, user_stacklevel())
     merged = tuple(tuple(int(j) for j in columns[group == g]) for g in np.flatnonzero(sizes > 1))
     return WeightSolution(weights, float(objective), float(gap), solver, float(ridge), merged)

@@ -1,8 +1,8 @@
 """Every plot renders to PNG (Agg), draws the numbers it claims to draw, and stays readable.
 
-Readability is checked at J = 31 and J = 255 (8 tiny blocks, candidates="all"):
-at most ~40 tick labels, and every drawn text inside the canvas, measured
-through the Agg renderer's text extents.
+Readability is checked at J = 7, 31 and 255 (3, 5 and 8 tiny blocks, candidates="all"):
+a title, at most ~40 tick labels, every drawn text inside the canvas (measured through the
+Agg renderer's text extents), every colour named in the legend, every bar's value written.
 """
 
 from __future__ import annotations
@@ -16,16 +16,20 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from figure_checks import (  # noqa: E402
+    assert_colours_in_legend,
+    assert_inside_canvas,
+    assert_titled,
+)
+from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
 
 import pearlstats as pearl  # noqa: E402
-from pearlstats.plotting import (  # noqa: E402  # noqa: E402
+from pearlstats.plotting import (  # noqa: E402
     PearlFigure,
     PlotAccessor,
     plot_block_importance,
     plot_cv_risk,
-    plot_risk_ratio,
     plot_weight_stability,
     plot_weights,
 )
@@ -71,7 +75,17 @@ def test_weights_bar_chart(res):
     assert len(plot_weights(res, include_zero=True).axes[0].patches) == len(res.weights)
 
 
-def test_cv_risk_with_standard_errors(res, paper_data):
+def _dots(ax) -> dict:
+    """Row -> (risk, interval half-width, colour) of the cv_risk dot plot's error bars."""
+    rows = {}
+    for container in ax.containers:
+        line, _, (bars,) = container.lines
+        for x, y, segment in zip(line.get_xdata(), line.get_ydata(), bars.get_segments()):
+            rows[int(y)] = (x, (segment[1, 0] - segment[0, 0]) / 2, to_rgba(line.get_color()))
+    return rows
+
+
+def test_cv_risk_dots_with_standard_errors(res, paper_data):
     figure = plot_cv_risk(res)
     _png(figure)
     ax = figure.axes[0]
@@ -79,15 +93,23 @@ def test_cv_risk_with_standard_errors(res, paper_data):
     labels = _ticks(ax)
     assert sorted(labels) == sorted(res.candidate_labels)
     losses = (y[:, None] - res.cv_predictions[labels].to_numpy()) ** 2
-    np.testing.assert_allclose(_bar_heights(ax), losses.mean(axis=0))
-    # error bars span risk +- SE
-    segments = ax.collections[0].get_segments()
-    spans = np.array([seg[1, 0] - seg[0, 0] for seg in segments])
-    np.testing.assert_allclose(spans, 2 * losses.std(axis=0, ddof=1) / np.sqrt(len(y)))
+    dots = _dots(ax)
+    assert sorted(dots) == list(range(len(labels)))
+    np.testing.assert_allclose([dots[i][0] for i in range(len(labels))], losses.mean(axis=0))
+    # intervals span risk +- SE
+    np.testing.assert_allclose([dots[i][1] for i in range(len(labels))],
+                               losses.std(axis=0, ddof=1) / np.sqrt(len(y)))
+    # blue for a non-zero weight, grey for weight 0
+    for i, label in enumerate(labels):
+        assert (dots[i][2] == to_rgba("C0")) == (res.weights[label] > 0), label
     pearl_line = next(line for line in ax.get_lines() if line.get_label() == "PEARL").get_xdata()[0]
     assert pearl_line == pytest.approx(
         np.mean((y - res.cv_predictions.to_numpy() @ res.weights.to_numpy()) ** 2)
     )
+    # a dot plot: the axis spans the risks, it does not start at 0
+    low = (losses.mean(axis=0) - losses.std(axis=0, ddof=1) / np.sqrt(len(y))).min()
+    assert 0 < ax.get_xlim()[0] <= low
+    assert ax.get_xlabel() == "out-of-fold risk: squared error"
 
 
 def test_block_importance_bars(res):
@@ -99,6 +121,7 @@ def test_block_importance_bars(res):
         for name in NAMES
     ]
     np.testing.assert_allclose(widths, expected)
+    assert figure.axes[0].get_title() == "Block importance"
 
 
 def test_weight_stability_boxes(res):
@@ -112,33 +135,14 @@ def test_weight_stability_boxes(res):
         line.get_xdata()[0] for line in ax.get_lines() if line.get_color() in ("C1", "#ff7f0e")
     ]
     np.testing.assert_allclose(medians, resamples.loc[labels].median(axis=1))
+    # the summary's words: fold complements, and their spread is no standard error
+    assert ax.get_title() == f"Weights re-solved on {resamples.shape[1]} fold complements"
+    assert res.diagnostics["stability_resamples"] in ax.get_title()
+    assert "not a standard error" in ax.get_xlabel()
     boot = res.resample_weights("bootstrap", n_resamples=5)
-    _png(plot_weight_stability(res, resamples=boot))
-
-
-def test_risk_ratio_curve_against_n():
-    rng = np.random.default_rng(0)
-    methods = ["PEARL", "Best", "MS"]
-    evaluations = {
-        n: [pd.DataFrame({"MSE": rng.uniform(1, 2, 3)}, index=methods) for _ in range(4)]
-        for n in (100, 200, 400)
-    }
-    figure = plot_risk_ratio(evaluations)
-    _png(figure)
-    by_label = {
-        container.get_label(): container.lines[0] for container in figure.axes[0].containers
-    }
-    for method in ("Best", "MS"):
-        expected = [
-            np.mean([run.loc["PEARL", "MSE"] / run.loc[method, "MSE"] for run in evaluations[n]])
-            for n in (100, 200, 400)
-        ]
-        np.testing.assert_allclose(
-            np.asarray(by_label[method].get_xdata(), dtype=float), [100, 200, 400]
-        )
-        np.testing.assert_allclose(np.asarray(by_label[method].get_ydata(), dtype=float), expected)
-    with pytest.raises(pearl.OptionError, match="accuracy"):
-        plot_risk_ratio(evaluations, metric="accuracy")
+    boot_figure = plot_weight_stability(res, resamples=boot)
+    _png(boot_figure)
+    assert boot_figure.axes[0].get_title() == "Weights re-solved on 5 bootstrap resamples"
 
 
 def test_plots_draw_on_a_given_axes(res):
@@ -158,44 +162,49 @@ def _many_blocks(n_blocks: int, name: str = "representation_block_{}"):
     return pearl.fit(formula, data, candidates="all", cv=5, seed=0)
 
 
-@pytest.fixture(scope="module", params=[5, 8], ids=["J31", "J255"])
+@pytest.fixture(scope="module", params=[3, 5, 8], ids=["J7", "J31", "J255"])
 def large_res(request):
     return _many_blocks(request.param)
 
 
-def _drawn_texts(figure: Figure) -> list:
-    """Text artists the renderer draws: visible, non-empty, tick labels only for ticks in view."""
-    texts, tick_texts = [], set()
-    for ax in figure.axes:
-        for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
-            low, high = min(low, high), max(low, high)
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                tick_texts.update((tick.label1, tick.label2))
-                if low - 1e-9 <= tick.get_loc() <= high + 1e-9:
-                    texts += [tick.label1, tick.label2]
-    texts += [t for t in figure.findobj(Text) if t not in tick_texts]
-    return [t for t in texts if t.get_visible() and t.get_text()]
-
-
 @pytest.mark.parametrize("kind", ["weights", "cv_risk", "block_importance", "weight_stability"])
-def test_figures_of_large_fits_are_readable(large_res, kind):
+def test_figures_read_at_a_glance_at_every_size(large_res, kind):
     figure = getattr(large_res.plot, kind)()
-    figure.canvas.draw()
+    name = f"{kind} at J = {len(large_res.weights)}"
+    assert_titled(figure, name)
+    assert_inside_canvas(figure, name)
+    assert_colours_in_legend(figure, name)
     ax = figure.axes[0]
     ticks = [t for t in ax.get_yticklabels() if t.get_text()]
     assert len(ticks) <= 40
-    box = figure.bbox
-    for text in _drawn_texts(figure):
-        extent = text.get_window_extent()
-        assert (
-            extent.x0 >= box.x0 - 1
-            and extent.y0 >= box.y0 - 1
-            and extent.x1 <= box.x1 + 1
-            and extent.y1 <= box.y1 + 1
-        ), (kind, text.get_text(), extent)
     # labels do not overlap one another
     extents = sorted((t.get_window_extent() for t in ticks), key=lambda e: e.y0)
     assert all(upper.y0 >= lower.y1 - 1 for lower, upper in zip(extents, extents[1:]))
+    # no identifiers on the axes
+    assert "_" not in ax.get_xlabel() and "(squared)" not in ax.get_xlabel()
+
+
+@pytest.mark.parametrize("kind", ["weights", "block_importance"])
+def test_every_bar_carries_its_value_so_small_weights_are_read(large_res, kind):
+    figure = getattr(large_res.plot, kind)()
+    figure.canvas.draw()
+    ax = figure.axes[0]
+    bars = list(ax.patches)
+    expected = large_res.weights if kind == "weights" else large_res.block_importance
+    smallest = expected[expected > 0].min()
+    assert any(bar.get_width() == pytest.approx(smallest) for bar in bars)
+    labels = [t for t in ax.texts if t.get_text()]
+    assert len(labels) == len(bars)
+    for bar in bars:
+        row = bar.get_y() + bar.get_height() / 2
+        label = min(labels, key=lambda t: abs(ax.transData.inverted().transform(
+            t.get_window_extent().get_points().mean(axis=0))[1] - row))
+        text = label.get_text()
+        value = 0.0 if text == "<0.001" else float(text)
+        assert value == pytest.approx(bar.get_width(), abs=5e-4), (kind, text, bar.get_width())
+        # the label starts at the end of its bar, inside the axes
+        left = ax.transData.inverted().transform(label.get_window_extent().get_points())[0, 0]
+        assert left >= bar.get_width() and label.get_window_extent().x1 <= ax.bbox.x1 + 1
 
 
 def test_many_candidates_are_aggregated_and_abbreviated():

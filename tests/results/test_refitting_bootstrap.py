@@ -214,7 +214,12 @@ def test_weight_uncertainty_is_sd_and_percentiles_of_the_refitting_bootstrap(res
     np.testing.assert_allclose(
         table["upper"], ordered[:, 18] + 0.05 * (ordered[:, 19] - ordered[:, 18]), atol=1e-14
     )
-    assert table.attrs == {"n_resamples": 20, "alpha": 0.1, "seed": 5}
+    assert {key: table.attrs[key] for key in ("n_resamples", "alpha", "seed")} == {
+        "n_resamples": 20, "alpha": 0.1, "seed": 5,
+    }
+    # every re-run's weight solve recorded its certified gap
+    assert sorted(table.attrs["kkt_gap"]) == sorted(f"boot {b}" for b in range(20))
+    assert table.attrs["uncertified"] == []
     assert res.last_weight_uncertainty is table
 
 

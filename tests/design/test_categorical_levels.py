@@ -1,0 +1,58 @@
+"""Categorical covariates at prediction (issue 26, item 7): a pandas Categorical whose categories
+are a subset or a reordering of the training levels predicts as the same rows with the training
+categories; a value outside the training levels is refused by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pearlstats as pearl
+
+LEVELS = ["lo", "mid", "hi"]
+
+
+def _fit(term: str, categorical: bool):
+    rng = np.random.default_rng(0)
+    n = 90
+    a = rng.normal(size=(n, 2))
+    g = rng.choice(LEVELS, n)
+    frame = pd.DataFrame({
+        "y": a[:, 0] + (g == "hi") - 0.5 * (g == "mid") + rng.normal(size=n),
+        "g": pd.Categorical(g, categories=LEVELS) if categorical else g,
+    })
+    res = pearl.fit(f"y ~ {term} + block(a)", frame, blocks={"a": a}, seed=0)
+    return res, frame, a
+
+
+@pytest.mark.parametrize("term", ["g", "C(g)", "C(g, Treatment('hi'))"])
+@pytest.mark.parametrize("categorical", [True, False])
+@pytest.mark.parametrize("categories",
+                         [["hi", "lo"], ["hi", "mid", "lo"], ["mid", "lo", "hi", "unused"]])
+def test_subset_and_reordered_categories_predict_as_the_training_categories(term, categorical,
+                                                                            categories):
+    res, frame, a = _fit(term, categorical)
+    rows = frame.iloc[:8].copy()
+    values = rows["g"].astype(str).to_numpy()
+    keep = np.isin(values, categories)
+    rows, values, blocks = rows[keep], values[keep], {"a": a[:8][keep]}
+    assert len(rows) >= 4
+    expected = res.predict(rows.assign(g=pd.Categorical(values, categories=LEVELS)), blocks=blocks)
+    given = res.predict(rows.assign(g=pd.Categorical(values, categories=categories)),
+                        blocks=blocks)
+    np.testing.assert_array_equal(given.to_numpy(), expected.to_numpy())
+    # and as the same rows given as plain strings
+    np.testing.assert_array_equal(res.predict(rows.assign(g=values), blocks=blocks).to_numpy(),
+                                  expected.to_numpy())
+
+
+@pytest.mark.parametrize("categorical_new", [True, False])
+def test_an_unknown_level_is_refused_by_name(categorical_new):
+    res, frame, a = _fit("C(g)", True)
+    values = ["lo", "zzz", "hi", "lo"]
+    rows = frame.iloc[:4].assign(g=pd.Categorical(values) if categorical_new else values)
+    with pytest.raises(pearl.DataError, match=r"covariate term 'C\(g\)' for the new rows: "
+                       r"column 'g' has level\(s\) \['zzz'\] that the fit never saw; "
+                       r"its known levels are \['lo', 'mid', 'hi'\]"):
+        res.predict(rows, blocks={"a": a[:4]})

@@ -1,0 +1,95 @@
+"""A covariate that a block makes redundant (issue 26, item 6): named at fit, NaN in params.
+
+``x1`` beside a block holding the principal components of ``(x1, x2)``: in every candidate with
+that block, ``x1`` is the intercept plus a combination of the block's columns, so the candidate's
+coefficients of the intercept, ``x1`` and the block are not identified (statsmodels fits it with
+pinv and warns only later, anonymously). The other block's coefficients stay identified.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import statsmodels.api as sm
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
+import pearlstats as pearl
+
+FORMULA = "y ~ x1 + block(p) + block(b)"
+
+
+def _data(n: int = 120, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    x1, x2 = rng.normal(size=n) + 0.3, rng.normal(size=n)
+    centred = np.column_stack([x1, x2]) - [x1.mean(), x2.mean()]
+    pcs = centred @ np.linalg.svd(centred, full_matrices=False)[2].T
+    b = rng.normal(size=(n, 2))
+    return {"y": x1 + 0.5 * x2 + b[:, 0] + rng.normal(size=n), "x1": x1, "p": pcs, "b": b}
+
+
+def _fit(data):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pearl.fit(FORMULA, data, seed=0)
+    return res, [w for w in caught if issubclass(w.category, pearl.UnidentifiedCoefficientWarning)]
+
+
+def test_the_redundant_covariate_is_named_at_fit_once_with_its_candidates():
+    data = _data()
+    # numpy's own rank: x1 adds nothing to the intercept and p, which are independent
+    ones = np.ones((120, 1))
+    assert np.linalg.matrix_rank(np.column_stack([ones, data["x1"], data["p"]])) == 3
+    assert np.linalg.matrix_rank(np.column_stack([ones, data["p"]])) == 3
+    res, caught = _fit(data)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    for label in ("p", "p+b"):
+        assert f"candidate {label!r}: covariate(s) ['Intercept', 'x1'] with ['p[0]', 'p[1]']" \
+            in message
+    assert "candidate 'b'" not in message
+
+
+def test_unidentified_terms_are_nan_and_the_rest_match_statsmodels():
+    data = _data()
+    res, _ = _fit(data)
+    w = res.weights
+    assert (w[["p", "p+b"]] > 0).all()
+    y, ones = data["y"], np.ones((120, 1))
+    designs = {"p": np.column_stack([ones, data["x1"], data["p"]]),
+               "b": np.column_stack([ones, data["x1"], data["b"]]),
+               "p+b": np.column_stack([ones, data["x1"], data["p"], data["b"]])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularMatrixWarning)  # statsmodels' pinv, anonymous
+        fits = {label: sm.OLS(y, X).fit() for label, X in designs.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SingularMatrixWarning)  # no anonymous warning any more
+        params, bse, interval = res.params, res.bse, res.conf_int()
+        text = str(res.summary())
+    unidentified = ["Intercept", "x1", "p[0]", "p[1]"]
+    assert params[unidentified].isna().all() and bse[unidentified].isna().all()
+    assert interval.loc[unidentified].isna().all().all()
+    # b's columns: identified in b and p+b (statsmodels' pinv gives the unique values there)
+    expected = w["b"] * fits["b"].params[2:] + w["p+b"] * fits["p+b"].params[4:]
+    np.testing.assert_allclose(params[["b[0]", "b[1]"]], expected, rtol=1e-8)
+    # predictions do not depend on the split
+    predicted = sum(w[label] * fits[label].fittedvalues for label in designs)
+    np.testing.assert_allclose(res.fittedvalues, predicted, rtol=1e-8)
+    assert "Not identified (shown as --, NaN in res.params): Intercept in ['p', 'p+b']" in \
+        text.replace("\n", " ")
+
+
+def test_a_fit_with_identified_coefficients_does_not_warn():
+    data = _data()
+    data["x1"] = np.random.default_rng(5).normal(size=120)  # no longer in p's span
+    res, caught = _fit(data)
+    assert caught == []
+    assert res.params.notna().all()
+
+
+def test_a_ridge_identifies_every_coefficient():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pearl.fit(FORMULA, _data(), seed=0, ridge=0.1)
+    assert not [w for w in caught if w.category is pearl.UnidentifiedCoefficientWarning]
+    assert res.params.notna().all()
