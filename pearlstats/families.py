@@ -40,6 +40,7 @@ from .engines.multinomial import class_probabilities, multinomial_cv_predict, mu
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
 from .exceptions import OptionError, ResponseError
+from .weights.losses import check_response_variation
 
 if TYPE_CHECKING:
     from .design.candidates import Candidate
@@ -126,6 +127,11 @@ class Family:
 
     def encode(self, values: pd.Series) -> EncodedResponse:
         raise NotImplementedError
+
+    def check_fit_response(self, response: EncodedResponse) -> None:
+        """Raise ResponseError if the rows a fit is given leave nothing to fit (new rows to
+        evaluate or predict are not checked); the classification families check their classes
+        in :meth:`encode` already."""
 
     # The public methods below state the contract (types, meaning) once; each family supplies
     # the underscore hook of the same name.
@@ -250,6 +256,10 @@ class Gaussian(Family):
 
     def encode(self, values: pd.Series) -> EncodedResponse:
         return EncodedResponse(_require_numeric(values, self.name))
+
+    def check_fit_response(self, response: EncodedResponse) -> None:
+        """A response without variance leaves nothing to fit (``check_response_variation``)."""
+        check_response_variation(response.y)
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)

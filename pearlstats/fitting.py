@@ -65,6 +65,13 @@ def _check_no_response_leak(formula, blocks) -> None:
         )
 
 
+def _check_honest(honest) -> int | bool:
+    """Outer folds of the honest risk: True asks for the default 5, False skips it."""
+    if isinstance(honest, (bool, np.bool_)):
+        return 5 if honest else False
+    return check_int("honest", honest, minimum=2)
+
+
 def _check_cv_repeats(cv_repeats, cv) -> int:
     cv_repeats = check_int("cv_repeats", cv_repeats, minimum=1)
     if cv_repeats > 1 and (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)):
@@ -162,11 +169,18 @@ def fit(
         (re-ordered columns are re-aligned; missing or extra ones are an error).
     family : {"gaussian", "binomial", "multinomial", "poisson"}
         Downstream model: ``OLS``, ``Logit``, ``MNLogit`` or Poisson ``GLM``.
+        A gaussian response without variance (all values within 16 ulps of
+        each other at its largest magnitude) is a ``ResponseError``.
     loss : str, optional
         Surrogate loss the weights minimise. Defaults: squared error
         (gaussian), cross-entropy of the averaged probabilities (binomial,
         multinomial), Poisson deviance (poisson). Also ``"squared"`` (Brier
         for classes), ``"cross_entropy"``, ``"hinge"``, ``"absolute"``.
+        Where the squared loss's optimum is not unique (candidates that fit
+        exactly, duplicates, a mix that reproduces another candidate), the
+        weights are the minimum-norm point of the optimal face: tied
+        candidates share the weight as evenly as the optimum allows
+        (:mod:`pearlstats.weights.solvers`).
     candidates : {"all", "single", "nested", "columns"} or list
         How candidate sets are built from the blocks; a list gives explicit
         sets as tuples of block names (or ``"a+b"`` strings).
@@ -306,9 +320,7 @@ def fit(
     seed = check_seed(seed)
     n_jobs = check_n_jobs(n_jobs)
     env = check_eval_env(eval_env)
-    # True asks for the nested cross-validation with its default 5 outer folds, as False skips it
-    honest = (5 if honest else False) if isinstance(honest, (bool, np.bool_)) \
-        else check_int("honest", honest, minimum=2)
+    honest = _check_honest(honest)
     cv_repeats = _check_cv_repeats(cv_repeats, cv)
     shrinkage = _check_shrinkage(weight_shrinkage, shrinkage_target)
     blocks = _frozen_representations(blocks)

@@ -273,6 +273,7 @@ def prepare_rows(
         check_block_values(block.name, block.values, n)
     check_block_information(resolved)
     response = family.encode(response_values(formula, frame, eval_env))
+    family.check_fit_response(response)
     design = build_design(formula, frame, resolved, eval_env)
     labels = data_index(data)
     labels = pd.RangeIndex(n_given) if labels is None else labels

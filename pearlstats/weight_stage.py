@@ -26,7 +26,7 @@ from .weights.shrinkage import (
     size_shrinkage,
     target_weights,
 )
-from .weights.solvers import WeightSolution
+from .weights.solvers import WeightSolution, check_on_simplex
 
 if TYPE_CHECKING:
     from .design.candidates import Candidate
@@ -233,7 +233,7 @@ def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
         J, n = int(active.sum()), int(rows.max()) + 1
         amount = size_shrinkage(J, n)
         how = f"min(1, {SIZE_RULE_CONSTANT:g} J / n) with J = {J} candidates, n = {n} rows"
-    weights = shrink_toward(solution.weights, u, amount)
+    weights = check_on_simplex(shrink_toward(solution.weights, u, amount))
     objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
     gap = objective - solution.objective + solution.kkt_gap
     shrunk = dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,

@@ -27,7 +27,7 @@ def test_honest_true_is_the_default_number_of_outer_folds():
         as_true = pearl.fit(FORMULA, data, seed=1, honest=True)
         as_five = pearl.fit(FORMULA, data, seed=1, honest=5)
         assert as_true.stages.honest == 5
-        np.testing.assert_array_equal(as_true.honest.to_numpy(), as_five.honest.to_numpy())
+        pd.testing.assert_frame_equal(as_true.honest, as_five.honest)
     assert pearl.fit(FORMULA, data, seed=1, honest=np.False_).honest is None
 
 

@@ -4,10 +4,11 @@ Squared loss: on the simplex ``mean (y - P w)^2 = w'(E'E / n)w`` with
 ``E = y 1' - P``, so the weights depend on the data only through the J x J
 matrix ``E'E``, which one pass accumulates. :class:`GramLeastSquaresForm`
 offers the solver interface of
-:class:`~pearlstats.weights.losses.LeastSquaresForm` with a J x J factor
-``R`` (``R'R = 2 E'E / n``) in place of the (n, J) residual matrix: quadprog
-and the active-set fallback of :mod:`pearlstats.weights.solvers` only use
-``W'W`` and least-squares problems on ``W``, which ``R`` reproduces.
+:class:`~pearlstats.weights.losses.LeastSquaresForm` from that matrix: the
+in-memory squared-loss solver (:mod:`pearlstats.weights.gram`: quadprog when
+well-conditioned, else the active-set method, and the minimum-norm point of a
+tied optimum) only ever reads the Gram matrix, so both paths give the same
+weights from the same ``E'E``.
 
 Cross-entropy and Poisson deviance: the active-set Newton method of
 :mod:`pearlstats.weights.convex` runs unchanged on a
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import AllCandidatesFailedError, OptionError
-from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_reduced, snap_to_simplex
+from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_checked
 
 __all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form"]
 
@@ -47,16 +48,18 @@ class GramLeastSquaresForm:
 
     unit = 1.0
 
-    def __init__(self, EtE: np.ndarray, n: int):
+    def __init__(self, EtE: np.ndarray, n: int, multiplicity: np.ndarray | None = None):
         self.EtE = np.asarray(EtE, dtype=float)
         self.n_rows = int(n)
+        self.multiplicity = multiplicity  # merged duplicates per column (the tie rule's norm)
 
     @property
     def size(self) -> int:
         return self.EtE.shape[0]
 
     def restrict(self, columns: Any) -> GramLeastSquaresForm:
-        return GramLeastSquaresForm(self.EtE[np.ix_(columns, columns)], self.n_rows)
+        multiplicity = None if self.multiplicity is None else self.multiplicity[columns]
+        return GramLeastSquaresForm(self.EtE[np.ix_(columns, columns)], self.n_rows, multiplicity)
 
     def value(self, w: np.ndarray) -> float:
         return float(w @ self.EtE @ w) / self.n_rows
@@ -67,8 +70,9 @@ class GramLeastSquaresForm:
     def vertex_values(self) -> np.ndarray:
         return np.diagonal(self.EtE) / self.n_rows
 
-    def hessian_factor(self, w: np.ndarray | None = None) -> np.ndarray:
-        return _factor(2.0 * self.EtE / self.n_rows)
+    def gram(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(H, d)`` with ``E'E / n = D H D`` as the in-memory form gives it (here ``d = 1``)."""
+        return self.EtE / self.n_rows, np.ones(self.size)
 
     def duplicate_groups(self) -> np.ndarray:
         """Group number of each candidate (numbered by first member), from residual distances."""
@@ -165,10 +169,10 @@ def solve_from_form(
     sizes = np.bincount(group)
     leaders = np.unique(group, return_index=True)[1]
     reduced = sub.restrict(leaders) if leaders.size < columns.size else sub
-    w, _, _, _, solver = _solve_reduced(reduced, kind, tol, max_iter)
-    weights = np.zeros(J)
-    weights[columns] = w[group] / sizes[group]
-    weights = snap_to_simplex(weights)
+    if isinstance(reduced, GramLeastSquaresForm):
+        reduced = GramLeastSquaresForm(reduced.EtE, reduced.n_rows, sizes)
+    weights, _, _, _, solver = _solve_checked(reduced, kind, columns, group, sizes, J, tol,
+                                              max_iter)
     if leaders.size == 1:
         gap = 0.0
     else:

@@ -334,7 +334,8 @@ class PearlResults(WeightDiagnostics):
             return None
         try:
             result = evaluation.honest_risk(self, nested=self._nested)
-        except (FoldError, AllCandidatesFailedError) as err:
+        except (FoldError, AllCandidatesFailedError, ResponseError) as err:
+            # ResponseError: an outer training set's gaussian response is constant
             self._honest_failure = str(err)
             warnings.warn(
                 f"the nested cross-validation for res.honest could not run: {err}",

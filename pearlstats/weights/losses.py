@@ -64,6 +64,7 @@ from scipy import sparse
 from scipy.special import expit, xlogy
 
 from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
+from .gram import LeastSquaresForm
 
 __all__ = [
     "EPS",
@@ -73,6 +74,7 @@ __all__ = [
     "LogBarrierForm",
     "Loss",
     "PiecewiseLinearForm",
+    "check_response_variation",
     "get_loss",
     "linear_predictor",
     "mean_squared_error",
@@ -83,6 +85,7 @@ EPS = 1e-15
 LOGIT_LIMIT = 53 * np.log(2.0)  # logit(1 - 2**-53): float64 probabilities resolve no larger logit
 FAMILIES = ("gaussian", "binomial", "multinomial", "poisson")
 _SUM_TOLERANCE = 1e-6  # how far multinomial probability rows may stray from summing to 1
+CONSTANT_RESPONSE_ULPS = 16  # a gaussian response spreading over fewer ulps of its size is constant
 
 
 def _times(M: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -92,56 +95,6 @@ def _times(M: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 # ---- solver forms --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LeastSquaresForm:
-    """Objective ``f(w) = ||t - X w||^2 / n_obs`` over candidate columns ``X`` (m, J).
-
-    ``unit`` converts back to the loss: ``mean loss = unit * f(w)`` (the loss
-    builds the form on centred and scaled data, see :meth:`SquaredLoss.form`).
-    """
-
-    X: np.ndarray
-    t: np.ndarray
-    n_obs: int
-    unit: float = 1.0
-
-    @property
-    def size(self) -> int:
-        return self.X.shape[1]
-
-    @property
-    def n_rows(self) -> int:
-        return self.X.shape[0]
-
-    def restrict(self, columns: np.ndarray) -> LeastSquaresForm:
-        return LeastSquaresForm(self.X[:, columns], self.t, self.n_obs, self.unit)
-
-    def value(self, w: np.ndarray) -> float:
-        r = self.t - _times(self.X, w)
-        return float(r @ r) / self.n_obs
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        return (2.0 / self.n_obs) * (self.X.T @ (_times(self.X, w) - self.t))
-
-    def vertex_values(self) -> np.ndarray:
-        """``f(e_j)`` for every j, without forming the (m, J) residual matrix."""
-        X, t = self.X, self.t
-        return (t @ t - 2.0 * (t @ X) + np.einsum("ij,ij->j", X, X)) / self.n_obs
-
-    def residuals(self) -> np.ndarray:
-        """``E = t 1' - X`` (m, J): on simplex ``t - X w = E w``, so ``f = ||E w||^2 / n_obs``."""
-        return self.t[:, None] - self.X
-
-    def residual_gram(self) -> np.ndarray:
-        """``E'E / n_obs``: on the simplex ``f(w) = w' (E'E / n_obs) w``."""
-        E = self.residuals()
-        return (E.T @ E) / self.n_obs
-
-    def hessian_factor(self, w: np.ndarray | None = None) -> np.ndarray:
-        """``W`` with ``W'W`` the Hessian of ``f`` on the simplex (``2 E'E / n_obs``)."""
-        return self.residuals() * np.sqrt(2.0 / self.n_obs)
-
-
 @dataclass(frozen=True)
 class LogBarrierForm:
     """Objective ``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs``, ``A > 0``, ``c > 0``.
@@ -263,6 +216,38 @@ def _check_response(family: str, y, n_classes: int | None) -> np.ndarray:
     return y
 
 
+def check_response_variation(y: np.ndarray, where: str = "") -> None:
+    """Refuse a gaussian response without variance: nothing for the weights to fit.
+
+    ``y`` is constant when ``max(y) - min(y) <= CONSTANT_RESPONSE_ULPS * eps *
+    max|y|`` (16 units of rounding at its largest magnitude; all zeros
+    included): such differences are rounding, and weights fitted to them
+    would be arbitrary. A response that varies by more, however little
+    (``1 + 1e-12 * noise``), is fitted.
+
+    Raises
+    ------
+    ResponseError
+
+    Examples
+    --------
+    >>> check_response_variation(np.array([1.0, 1.0 + 1e-12]))
+    >>> check_response_variation(np.array([2.5, 2.5]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.ResponseError: the gaussian response is constant (every value is 2.5 ...
+    """
+    y = np.asarray(y, dtype=float)
+    if y.size == 0:
+        return
+    top = float(np.abs(y).max())
+    if float(y.max() - y.min()) <= CONSTANT_RESPONSE_ULPS * np.finfo(float).eps * top:
+        raise ResponseError(
+            f"the gaussian response{where} is constant (every value is {float(y[0]):.17g} to "
+            f"within {CONSTANT_RESPONSE_ULPS} ulps); there is nothing for the candidates to predict"
+        )
+
+
 def _where(bad: np.ndarray, labels) -> str:
     """Name the rows (and candidate columns, given ``labels``) where ``bad`` (n, J, ...) holds."""
     if labels is None:
@@ -280,12 +265,13 @@ def _where(bad: np.ndarray, labels) -> str:
 
 def _check_values(family: str, values: np.ndarray, labels, allow_nan: bool) -> None:
     """Range checks; ``labels`` names the candidate axis (None for one prediction)."""
-    if not allow_nan and np.isnan(values).any():
+    finite = np.isfinite(values).all()  # one pass; the messages below look closer if not
+    if not finite and not allow_nan and np.isnan(values).any():
         raise MissingValueError(
             f"predictions have NaN values at {_where(np.isnan(values), labels)}; "
             "a failed candidate must be left out (active=False)"
         )
-    if np.isinf(values).any():
+    if not finite and np.isinf(values).any():
         raise DataError(f"predictions have infinite values at {_where(np.isinf(values), labels)}")
     if family == "poisson":
         bad, kind = values < 0, "Poisson means must be >= 0"
@@ -422,7 +408,8 @@ class Loss:
         decision functions.
         """
         used = np.flatnonzero(weights > 0)
-        return np.tensordot(P[:, used], weights[used], axes=([1], [0]))
+        # np.take copies the used columns about twice as fast as fancy indexing
+        return np.tensordot(np.take(P, used, axis=1), weights[used], axes=([1], [0]))
 
     def objective(self, y: np.ndarray, P: np.ndarray, weights: np.ndarray) -> float:
         """Mean loss of ``combine(P, weights)``: the quantity the weights minimise."""
@@ -472,6 +459,21 @@ def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return (y[:, None] == np.arange(n_classes)).astype(float)
 
 
+def _spread(y: np.ndarray, P: np.ndarray) -> tuple[float, float]:
+    """``(c, s)``: the median ``c`` of ``y`` and ``s = max |y - c|`` (the candidates' spread
+    around ``c`` if ``y`` is constant, 1 if everything is)."""
+    centre = float(np.median(y))
+    spread = float(np.max(np.abs(y - centre)))
+    if not spread > 0:
+        spread = float(np.max(np.abs(P - centre)))
+    return centre, spread if 0 < spread < np.inf else 1.0
+
+
+def _power_of_two(value: float) -> float:
+    """The power of two nearest ``value`` (> 0): dividing by it is exact."""
+    return float(2.0 ** np.round(np.log2(value)))
+
+
 def _standardise(y: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """``((y - c) / s, (P - c) / s, s)`` for a centre ``c`` and spread ``s > 0`` of ``y``.
 
@@ -484,11 +486,7 @@ def _standardise(y: np.ndarray, P: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     median and ``s`` the largest ``|y - c|`` (the candidates' spread if ``y``
     is constant, 1 if everything is).
     """
-    centre = float(np.median(y))
-    spread = float(np.max(np.abs(y - centre)))
-    if not spread > 0:
-        spread = float(np.max(np.abs(P - centre)))
-    spread = spread if 0 < spread < np.inf else 1.0
+    centre, spread = _spread(y, P)
     return (y - centre) / spread, (P - centre) / spread, spread
 
 
@@ -519,8 +517,8 @@ class SquaredLoss(Loss):
             C = P.shape[2]
             X = P.transpose(0, 2, 1).reshape(n * C, -1)
             return LeastSquaresForm(X, _one_hot(y, C).ravel(), n * C)
-        t, X, spread = _standardise(y, P)
-        return LeastSquaresForm(X, t, n, spread**2)
+        # no copy of P: the form forms y - P chunk by chunk, divided by a power of two
+        return LeastSquaresForm(P, y, n, _power_of_two(_spread(y, P)[1]))
 
 
 @dataclass(frozen=True)

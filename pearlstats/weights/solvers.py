@@ -3,16 +3,18 @@
 ``solve_weights(P, y, loss)`` returns ``w >= 0, sum(w) = 1`` minimising
 ``mean V(y, P @ w)``:
 
-* ``qp`` (squared loss): on the simplex ``||y - P w||^2 = ||E w||^2`` with the
-  residual columns ``E = y 1' - P``, so quadprog solves ``min w'(E'E/n)w``.
-  The loss builds ``E`` from centred and scaled data (the weights cannot
-  depend on the units or origin of ``y``), the Gram matrix is scaled to unit
-  diagonal, and ``(1'w)^2`` (constant on the simplex, entries at most 1) is
-  added to make it positive definite. quadprog never receives a matrix whose
-  eigenvalue ratio exceeds 1e10 (near-duplicate candidates, one outlying row
-  dominating every residual): those problems go to a primal active-set method
-  that solves least-squares problems on ``E`` itself (``solver="active-set"``);
-  no ridge perturbs the squared-loss weights.
+* ``qp`` (squared loss): on the simplex ``||y - P w||^2 = ||E w||^2`` with
+  the residual columns ``E = y 1' - P``, so the problem is ``min w'(E'E/n)w``
+  on the J x J Gram matrix, built once by one pass over row chunks and never
+  from n-row matrices inside the solver (:mod:`pearlstats.weights.gram`).
+  ``E`` is divided by a power of two near the spread of ``y`` (the weights
+  cannot depend on the units or origin of ``y``; no centre is needed since
+  ``y 1' - P`` ignores a common shift). quadprog solves well-conditioned
+  problems (unit-diagonal Gram matrix plus ``(1'w)^2``, eigenvalue ratio at
+  most 1e10) when its answer's gap on the Gram matrix is at round-off; every
+  other problem -- near-duplicate candidates, an exact fit, a singular Gram
+  matrix -- goes to an active-set method on the Gram matrix, exact and
+  without a ridge (``solver="active-set"``).
 * ``convex`` (cross-entropy, Poisson deviance): an active-set Newton method
   on the simplex (:mod:`pearlstats.weights.convex`, ``solver="newton"``):
   Newton steps on the face of the positive weights, candidates entering by
@@ -27,12 +29,26 @@
 With more candidates than rows (or than ``DENSE_LIMIT``) the squared loss
 is solved by column generation: solve on a working set, compute the full
 gradient with one pass over the (n, J) matrix, add the most violating
-candidates, drop those at zero weight; the J x J matrix is never formed.
+candidates, drop those at zero weight; the J x J matrix is never formed (the
+squared loss's restricted problems are solved on their working set's Gram
+matrix).
 
 Candidates whose predictions agree to 1e-9 of their spread (or to a few ulps
 of their size) are merged before solving and share their weight equally, so
 permuting candidates permutes the weights; a large common offset does not make
 distinct candidates look identical.
+
+**Ties: the minimum-norm optimum.** Where the squared-loss optimum is not
+unique -- two candidates that both reproduce ``y``, duplicates, a mix of
+candidates that reproduces another -- the weights are the point of minimum
+Euclidean norm of the optimal face (counting each merged duplicate's share),
+e.g. equal shares for exact duplicates and a third each for candidates 1, 2,
+3 when ``(P_1 + P_2) / 2 = P_3 = y``. Candidates count as tied when their
+reduced gradients agree to ``1e-12`` of the largest single-candidate loss and
+the directions between them change the residual by at most ``1e-6`` of the
+largest residual norm (eigenvalues ``1e-12`` of the largest); see
+:mod:`pearlstats.weights.gram`. Column generation applies the rule to the
+candidates tied with its final optimum.
 
 Every solution carries a certified bound ``kkt_gap >= objective - optimum``:
 for the smooth losses the Frank-Wolfe gap ``g'w - min_j g_j`` (g the gradient;
@@ -41,14 +57,20 @@ the gap to the dual bound built from HiGHS' multipliers, made exactly dual
 feasible before use.
 
 Every path (quadprog, the active-set and column-generation fallbacks, Newton,
-HiGHS, the distributed solver) returns its weights through one function,
-:func:`snap_to_simplex`: a weight at most ``ZERO_WEIGHT_RTOL = 1e-10`` times
-the largest is solver residue (quadprog leaves about 1e-13 on candidates whose
-gradient shows them inactive) and becomes exactly 0, and the rest is rescaled
-to sum to exactly 1. The objective and the gap are computed on
-the snapped weights. Zeroing a residue on an inactive candidate can only lower
-the objective (to first order); zeroing a genuine weight ``delta`` of an active
-candidate raises it by ``O(delta^2)``, far below the solver's tolerance.
+HiGHS, the distributed solver) returns its weights through one check,
+:func:`snap_to_simplex` and ``_expand``: a weight at most ``ZERO_WEIGHT_RTOL =
+1e-10`` times the largest is solver residue (quadprog leaves about 1e-13 on
+candidates whose gradient shows them inactive) and becomes exactly 0, the
+rest is rescaled to sum to exactly 1, and the result must be finite,
+non-negative and sum to 1. Weights with a NaN or without a positive entry
+raise :class:`InvalidWeightsError` there instead of being rescaled;
+:func:`solve_weights` then returns the best single candidate with a
+``ConvergenceWarning`` (no known problem gets there). The objective and the
+gap are computed on the snapped weights, from the problem itself (the
+squared loss's from its Gram matrix). Zeroing a residue on an inactive
+candidate can only lower the objective (to first order); zeroing a genuine
+weight ``delta`` of an active candidate raises it by ``O(delta^2)``, far
+below the solver's tolerance.
 
 Examples
 --------
@@ -63,6 +85,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -72,17 +95,35 @@ import quadprog
 from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
 from .certificate import gap_target, user_stacklevel, warn_uncertified
 from .convex import solve_smooth
+from .gram import _TIE, frank_wolfe_gap, largest_vertex, simplex_least_squares
 from .linear import solve_lp
-from .losses import LeastSquaresForm, Loss
+from .losses import Loss, check_response_variation
 
-__all__ = ["WeightSolution", "solve_weights", "snap_to_simplex", "DENSE_LIMIT", "ZERO_WEIGHT_RTOL"]
+__all__ = [
+    "WeightSolution", "solve_weights", "snap_to_simplex", "check_on_simplex", "InvalidWeightsError",
+    "DENSE_LIMIT", "ZERO_WEIGHT_RTOL",
+]
 
 DENSE_LIMIT = 500  # above this many candidates (or more candidates than rows): column generation
 _BATCH = 50  # candidates added per column-generation round
 ZERO_WEIGHT_RTOL = 1e-10  # weights at most this times the largest are residue: exactly 0
 _GRID = 2**53  # weights are returned as multiples of 1 / _GRID (see snap_to_simplex)
 _MAX_CONDITION = 1e10  # largest eigenvalue ratio of a matrix handed to quadprog
-_ROUNDOFF = 1e-12  # relative size below which changes of f are lost in its round-off
+# quadprog's squared-loss answer is kept if its Frank-Wolfe gap is at most this times the largest
+# single-candidate loss (it leaves about 4e-13 on the demo's nested pool); else the active set
+_QUADPROG_GAP = 1e-12
+# ... and only up to this many candidates: quadprog's dense O(J^3) steps lose to the active set
+# beyond (0.2 ms against 4.6 ms at J = 31, 47 ms against 51 ms at J = 200, 0.82 s against
+# 0.26 s at J = 500 on random pools)
+_QUADPROG_MAX = 200
+
+
+class InvalidWeightsError(ArithmeticError):
+    """A solver produced weights that are not a point of the simplex (NaN, none positive).
+
+    Internal: :func:`solve_weights` never returns such weights (it falls back to
+    the best single candidate and warns).
+    """
 
 
 @dataclass(frozen=True)
@@ -101,10 +142,11 @@ class WeightSolution:
     kkt_gap : float
         Certified bound on ``objective - optimum`` (see the module notes).
     solver : str
-        ``"quadprog"``, ``"active-set"`` (the least-squares active-set method
-        for an ill-conditioned Gram matrix, or column generation for many
-        candidates), ``"newton"`` (cross-entropy, Poisson deviance), ``"highs"`` or
-        ``"single candidate"``.
+        ``"quadprog"``, ``"active-set"`` (the active-set method on the Gram
+        matrix for an ill-conditioned or singular squared-loss problem, or
+        column generation for many candidates), ``"newton"`` (cross-entropy,
+        Poisson deviance), ``"highs"``, ``"single candidate"`` or ``"single candidate
+        (solver failed)"`` (a solver bug caught by the final check, with a warning).
     ridge : float
         Always 0: ill-conditioned squared-loss problems go to the active-set
         method instead of a ridge, and the Newton method needs none. Kept for
@@ -123,25 +165,8 @@ class WeightSolution:
 
 
 # ---- quadprog on the simplex -----------------------------------------------------------------
-def _unit_gram(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(Hs, d)`` with ``W'W = D Hs D``, ``d`` the column norms of ``W`` and ``Hs`` unit-diagonal.
-
-    Columns are divided by their largest entry before any product, so a
-    candidate whose predictions reach 1e256 (its ``W'W`` entry would be
-    1e512) or 1e-160 (1e-320) neither overflows nor underflows. A zero column
-    keeps a zero row in ``Hs`` and gets ``d = max(d)``.
-    """
-    top = np.abs(W).max(axis=0)
-    V = W / np.where(top > 0, top, 1.0)
-    norms = np.sqrt(np.einsum("ij,ij->j", V, V))
-    V = V / np.where(norms > 0, norms, 1.0)
-    d = top * norms
-    d = np.where(d > 0, d, d.max() if d.size and d.max() > 0 else 1.0)
-    return V.T @ V, d
-
-
-def _quadprog_simplex(Hs: np.ndarray, d: np.ndarray, linear: np.ndarray, *, damp: bool):
-    """``min 1/2 v'(D Hs D)v - (D linear)'v`` over the simplex, as ``v``; or None.
+def _quadprog_simplex(Hs: np.ndarray, d: np.ndarray) -> np.ndarray | None:
+    """``min v'(D Hs D)v`` over the simplex, as ``v``; or None if ill-conditioned.
 
     quadprog solves in ``u = D v`` (unit-diagonal Hessian ``Hs``), where the
     simplex is ``sum_j u_j (d_min / d_j) = d_min, u >= 0``. The added
@@ -149,81 +174,23 @@ def _quadprog_simplex(Hs: np.ndarray, d: np.ndarray, linear: np.ndarray, *, damp
     minimiser is unchanged while the matrix becomes positive definite for
     affinely independent columns; its entries are at most 1, so it cannot
     swamp ``Hs`` whatever the units. quadprog never sees a matrix with an
-    eigenvalue ratio above ``_MAX_CONDITION``: with ``damp`` (an SQP step, where
-    a ridge only shortens the step) a ridge brings it down to that, otherwise
-    None is returned for the caller's fallback. Returns ``(v, ridge)``.
+    eigenvalue ratio above ``_MAX_CONDITION``: None is returned instead, for
+    the active-set method on the Gram matrix.
     """
     k = len(d)
     a = d.min() / d
     G = Hs + np.outer(a, a)
     eigenvalues = np.linalg.eigvalsh(G)
     low, high = eigenvalues[0], eigenvalues[-1]
-    ridge = 0.0
     if not (np.isfinite(high) and low > high / _MAX_CONDITION):
-        if not (damp and np.isfinite(high)):
-            return None
-        ridge = high / _MAX_CONDITION - low
+        return None
     constraints = np.column_stack([a, np.eye(k)])
     try:
         bounds = np.r_[d.min(), np.zeros(k)]
-        u = quadprog.solve_qp(G + ridge * np.eye(k), linear, constraints, bounds, meq=1)[0]
+        u = quadprog.solve_qp(G, np.zeros(k), constraints, bounds, meq=1)[0]
     except ValueError:  # quadprog's own tests disagree with the eigenvalues: leave it to the caller
         return None
-    return u / d, ridge
-
-
-def _affine_minimiser(W: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """The minimiser of ``||W z||`` subject to ``sum(z) = 1`` nearest to ``start`` (summing to 1).
-
-    ``z = start + N u`` with ``N`` an orthonormal basis of ``{sum = 0}``;
-    the minimum-norm least-squares ``u`` (SVD) copes with rank deficiency.
-    """
-    k = W.shape[1]
-    if k == 1:
-        return np.ones(1)
-    N = np.linalg.qr(np.ones((k, 1)), mode="complete")[0][:, 1:]
-    u = np.linalg.lstsq(W @ N, -(W @ start), rcond=None)[0]
-    return start + N @ u
-
-
-def _active_set_least_squares(W: np.ndarray, w0: np.ndarray, max_iter: int) -> np.ndarray:
-    """Primal active-set method for ``min ||W w||^2`` over the simplex.
-
-    The fallback for Gram matrices too ill-conditioned for quadprog (near
-    duplicates, one outlying row that dominates every residual): each step
-    minimises over the affine hull of the free candidates by least squares
-    on ``W`` itself, never forming ``W'W``; a step that would leave the
-    simplex stops at its boundary and frees the blocking candidate; at a
-    face optimum the candidate with the most negative reduced gradient
-    enters. Starts from the vertex ``w0``.
-    """
-    w = w0.copy()
-    free = w > 0
-    for _ in range(max_iter + 2 * w.size):
-        F = np.flatnonzero(free)
-        target = _affine_minimiser(W[:, F], w[F])
-        step = target - w[F]
-        ratios = np.full(F.size, np.inf)
-        shrinking = step < 0
-        ratios[shrinking] = w[F][shrinking] / -step[shrinking]
-        blocking = int(np.argmin(ratios))
-        if ratios[blocking] < 1.0:  # the face's minimiser is outside the simplex: stop at the edge
-            moved = np.maximum(w[F] + ratios[blocking] * step, 0.0)
-            moved[blocking] = 0.0
-            w[F] = moved
-            free = w > 0
-            continue
-        w[F] = np.maximum(target, 0.0)
-        w /= w.sum()
-        g = W.T @ (W @ w)
-        outside = np.flatnonzero(~free)
-        if outside.size == 0:
-            break
-        entering = outside[np.argmin(g[outside])]
-        if g[entering] >= g @ w - _ROUNDOFF * max(float(np.abs(g).max()), np.finfo(float).tiny):
-            break
-        free[entering] = True
-    return w
+    return u / d
 
 
 def _negligible(w: np.ndarray) -> np.ndarray:
@@ -253,12 +220,23 @@ def snap_to_simplex(w: np.ndarray) -> np.ndarray:
     ndarray (J,)
         Non-negative (no ``-0.0``), summing to 1.0 exactly (ties aside, see above).
 
+    Raises
+    ------
+    InvalidWeightsError
+        ``w`` has a NaN or infinite entry, or no positive one: a solver failed,
+        and rescaling would only hide it.
+
     Examples
     --------
     >>> w = snap_to_simplex(np.array([0.6, 3e-13, 0.4, -1e-17]))
     >>> w.tolist(), float(w.sum())
     ([0.6, 0.0, 0.4, 0.0], 1.0)
     """
+    w = np.asarray(w, dtype=float)
+    if not (np.isfinite(w).all() and w.max(initial=0.0) > 0):
+        raise InvalidWeightsError(
+            f"a weight solver returned {w[:10]}: not finite or without a positive entry"
+        )
     w = np.where(_negligible(w), 0.0, w)
     # Weights on the grid of multiples of 2**-53 add up exactly in any order (every partial sum
     # is such a multiple in [0, 1], which a double holds exactly), so "sums to 1" holds for
@@ -285,21 +263,53 @@ def _fw_gap(g: np.ndarray, w: np.ndarray) -> float:
     return float(g @ w - g.min())
 
 
-def _solve_least_squares(form: LeastSquaresForm, w0, tol, max_iter):
-    """quadprog on the unit-diagonal residual Gram matrix, the active-set method if ill-conditioned.
+def _gram_quadprog(H: np.ndarray, d: np.ndarray) -> np.ndarray | None:
+    """quadprog on the unit-diagonal form of ``D H D`` if well-conditioned, else None."""
+    norms = np.sqrt(np.maximum(np.diagonal(H), 0.0))
+    if not (norms > 0).all():
+        return None  # a candidate reproducing y exactly: a singular problem for the active set
+    Hs = H / norms[:, None] / norms[None, :]
+    return _quadprog_simplex(Hs, d * norms)
 
-    Returns ``(w, ridge, converged, fallback)``; the ridge is always 0 now that
-    ill-conditioned problems go to the active-set method instead of being perturbed.
+
+def _solve_least_squares(form, w0, tol, max_iter):
+    """The squared loss on the J x J Gram of its residual columns (:mod:`.gram`).
+
+    quadprog solves well-conditioned problems (as it always has, so their
+    weights do not move); the others, and any quadprog answer whose
+    Frank-Wolfe gap on the Gram is not at round-off, go to the active-set
+    method; tied optima are then resolved to the minimum-norm point.
+    Returns ``(w, ridge, converged, fallback)``; the ridge is always 0.
     """
-    W = form.hessian_factor()
-    Hs, d = _unit_gram(W)
-    solved = _quadprog_simplex(Hs, d, np.zeros(form.size), damp=False)
-    if solved is not None:
-        return snap_to_simplex(solved[0]), 0.0, True, False
-    scaled = W / float(np.abs(W).max() or 1.0)  # steps are scale-free; this keeps g near 1
-    start = np.zeros(form.size)
-    start[int(np.argmin(d))] = 1.0  # the best single candidate: ||W e_j|| = d_j
-    return snap_to_simplex(_active_set_least_squares(scaled, start, max_iter)), 0.0, True, True
+    H, d = form.gram()
+    w = _gram_quadprog(H, d) if form.size <= _QUADPROG_MAX else None
+    if w is not None and np.isfinite(w).all():
+        w = np.maximum(w, 0.0)
+        top = largest_vertex(H, d)
+        if w.sum() > 0 and frank_wolfe_gap(H, d, w / w.sum()) <= _QUADPROG_GAP * top:
+            return snap_to_simplex(w), 0.0, True, False
+    w = simplex_least_squares(H, d, max_iter, getattr(form, "multiplicity", None))
+    return snap_to_simplex(w), 0.0, True, True
+
+
+def _widen_ties(form, w: np.ndarray, max_iter: int) -> np.ndarray:
+    """Column generation's squared-loss optimum re-solved over every candidate tied with it.
+
+    The minimum-norm rule needs the whole optimal face, and column generation
+    only saw its working set: candidates outside it whose reduced gradient is
+    zero (within ``_TIE`` of the largest single-candidate loss) may share the
+    optimum. Their Gram matrix is formed and solved as a dense problem (singular
+    if they outnumber the rows, which the active-set method handles) when they
+    are at most ``DENSE_LIMIT``.
+    """
+    g = form.gradient(w)
+    tied = np.flatnonzero((g - g @ w <= _TIE * float(form.vertex_values().max())) | (w > 0))
+    if tied.size <= np.count_nonzero(w) or tied.size > DENSE_LIMIT:
+        return w
+    sub = _solve_least_squares(form.restrict(tied), None, None, max_iter)[0]
+    out = np.zeros(form.size)
+    out[tied] = sub
+    return out
 
 
 def _column_generation(form, restricted_solver, tol, max_iter) -> tuple[np.ndarray, float, bool]:
@@ -355,23 +365,27 @@ def _column(P: np.ndarray, j: int) -> np.ndarray:
     return P[:, j]
 
 
-def _duplicate_tolerance(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Per-candidate distance (max norm) below which another candidate counts as its duplicate.
+def _column_summaries(sub: np.ndarray, direction: np.ndarray, classes: np.ndarray | None):
+    """``(score, tolerance)`` of every column of ``sub``, from three passes over it.
 
-    Relative to the column's spread around its mean, not to its size: adding
-    1e10 to ``y`` (and so to every prediction) must not make distinct
-    candidates look identical. The floor of a few ulps of the column's size
-    covers predictions that agree in exact arithmetic but were rounded at a
+    ``score`` is the random projection ``direction' P_j`` (times ``classes``
+    for class probabilities) that orders the columns; ``tolerance`` the
+    distance (max norm) below which another candidate counts as a duplicate:
+    relative to the column's spread around its mean, not to its size (adding
+    1e10 to ``y``, and so to every prediction, must not make distinct
+    candidates look identical), with a floor of a few ulps of the column's
+    size for predictions that agree in exact arithmetic but were rounded at a
     large offset.
     """
-    tolerance = np.empty(candidates.size)
-    for position, j in enumerate(candidates):
-        column = _column(P, j)
-        spread = np.abs(column - column.mean(axis=0)).max()
-        tolerance[position] = _DUPLICATE_RTOL * spread + _DUPLICATE_ULPS * np.spacing(
-            np.abs(column).max()
-        )
-    return tolerance
+    # one matrix product gives the projections and the means; min and max one pass each
+    both = np.tensordot(np.stack([direction, np.full(sub.shape[0], 1.0 / sub.shape[0])]), sub,
+                        axes=(1, 0))
+    score, mean, low, high = both[0], both[1], sub.min(axis=0), sub.max(axis=0)
+    spread = np.maximum(high - mean, mean - low)
+    top = np.maximum(np.abs(high), np.abs(low))
+    if sub.ndim == 3:  # classes: the largest over a candidate's probability columns
+        score, spread, top = score @ classes, spread.max(axis=1), top.max(axis=1)
+    return score, _DUPLICATE_RTOL * spread + _DUPLICATE_ULPS * np.spacing(top)
 
 
 def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -386,14 +400,10 @@ def _duplicate_groups(P: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """
     rng = np.random.default_rng(0)
     direction = rng.standard_normal(P.shape[0])
-    if P.ndim == 2:
-        score = (direction @ np.nan_to_num(P))[candidates]
-        reach_factor = np.abs(direction).sum()
-    else:
-        classes = rng.standard_normal(P.shape[2])
-        score = np.einsum("n,njc,c->j", direction, np.nan_to_num(P), classes)[candidates]
-        reach_factor = np.abs(direction).sum() * np.abs(classes).sum()
-    tolerance = _duplicate_tolerance(P, candidates)
+    classes = rng.standard_normal(P.shape[2]) if P.ndim == 3 else None
+    sub = P if candidates.size == P.shape[1] else P[:, candidates]  # active: no NaN
+    score, tolerance = _column_summaries(sub, direction, classes)
+    reach_factor = np.abs(direction).sum() * (1.0 if classes is None else np.abs(classes).sum())
     reach = reach_factor * tolerance
     label = np.arange(candidates.size)
     window: list[int] = []  # positions (into candidates) of group leaders near the current score
@@ -464,10 +474,97 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
         return snap_to_simplex(w), lower, 0.0, converged, "newton"
     if form.size > min(DENSE_LIMIT, form.n_rows):
         w, ridge, converged = _column_generation(form, _solve_least_squares, tol, max_iter)
-        return w, None, ridge, converged, "active-set"
+        return _widen_ties(form, w, max_iter), None, ridge, converged, "active-set"
     w0 = np.full(form.size, 1.0 / form.size)
     w, ridge, converged, fallback = _solve_least_squares(form, w0, tol, max_iter)
     return w, None, ridge, converged, "active-set" if fallback else "quadprog"
+
+
+# ---- the one exit: a point of the simplex with a certificate ---------------------------------
+def _expand(w: np.ndarray, columns, group, sizes, J: int) -> np.ndarray:
+    """Merged candidates' weights shared out over all J candidates, snapped and checked."""
+    weights = np.zeros(J)
+    weights[columns] = w[group] / sizes[group]
+    return check_on_simplex(snap_to_simplex(weights))
+
+
+def check_on_simplex(weights: np.ndarray) -> np.ndarray:
+    """``weights`` if finite, non-negative and summing to 1 (to ``4 J eps``); else raise.
+
+    The check every weight vector passes before it leaves the weight stage
+    (solver results and shrunk weights alike).
+
+    Raises
+    ------
+    InvalidWeightsError
+
+    Examples
+    --------
+    >>> check_on_simplex(np.array([0.25, 0.75])).tolist()
+    [0.25, 0.75]
+    """
+    weights = np.asarray(weights, dtype=float)
+    if not (np.isfinite(weights).all() and (weights >= 0).all()
+            and abs(weights.sum() - 1.0) <= 4 * weights.size * np.finfo(float).eps):
+        raise InvalidWeightsError(f"weights off the simplex: {weights[:10]}")
+    return weights
+
+
+def _best_vertex(form) -> np.ndarray:
+    """The best single candidate: always a valid point of the simplex."""
+    if hasattr(form, "vertex_values"):
+        values = form.vertex_values()
+    else:
+        values = np.array([form.value(np.eye(form.size)[j]) for j in range(form.size)])
+    w = np.zeros(form.size)
+    w[int(np.nanargmin(values))] = 1.0
+    return w
+
+
+def _certified_gap(form, kind: str, w: np.ndarray, lower, n_leaders: int) -> float:
+    """``objective - optimum <= gap``, computed from the problem at the returned weights.
+
+    The forms of the squared and absolute losses are standardised: ``unit``
+    converts back. The squared loss's dense problems are certified on their
+    Gram matrix (no pass over the rows); column generation uses the gradient.
+    """
+    if n_leaders == 1:
+        return 0.0
+    if kind == "lp":
+        gap = max(form.value(w) - lower, 0.0) if lower is not None else np.inf
+    elif kind == "qp" and form.size <= min(DENSE_LIMIT, form.n_rows):
+        gap = frank_wolfe_gap(*form.gram(), w)
+    else:
+        gap = max(_fw_gap(form.gradient(w), w), 0.0)
+        if lower is not None:  # the Newton method's dual bound: the better of two valid bounds
+            gap = min(gap, max(form.value(w) - lower, 0.0))
+    if not np.isfinite(gap):  # an overflowed gradient certifies nothing; say so
+        return float("inf")
+    return gap * form.unit
+
+
+def _solve_checked(form, kind: str, columns, group, sizes, n_all: int, tol: float,
+                   max_iter: int):
+    """The solver's weights over all ``n_all`` candidates, through the final check.
+
+    Weights failing the check (a solver bug) become the best single candidate, with a warning.
+    Returns ``(weights, lower bound or None, ridge, converged, solver name)``.
+    """
+    try:
+        w, lower, ridge, converged, solver = _solve_reduced(form, kind, tol, max_iter)
+        weights = _expand(w, columns, group, sizes, n_all)
+    except InvalidWeightsError as err:
+        # never reached on any problem we know of: a solver bug must not become invalid weights
+        w, lower, ridge, converged = _best_vertex(form), None, 0.0, True
+        solver = "single candidate (solver failed)"
+        weights = _expand(w, columns, group, sizes, n_all)
+        warnings.warn(
+            f"the {kind} weight solver failed ({err}); the weights are the best single "
+            "candidate instead, with the gap to the optimum reported in kkt_gap",
+            ConvergenceWarning,
+            stacklevel=user_stacklevel(),
+        )
+    return weights, lower, ridge, converged, solver
 
 
 # ---- public entry point ------------------------------------------------------------------------
@@ -555,26 +652,19 @@ def solve_weights(
         allow_nan=False,
     )
 
+    if loss.family == "gaussian":
+        check_response_variation(y, " of the rows the weights are fitted on")
     group = _duplicate_groups(P, columns)
     sizes = np.bincount(group)
     leaders = columns[np.unique(group, return_index=True)[1]]
     reduced = P if leaders.size == J else P[:, leaders]
     form = loss.form(y, reduced)
-    w, lower, ridge, converged, solver = _solve_reduced(form, loss.solver, tol, max_iter)
-
-    weights = np.zeros(J)
-    weights[columns] = w[group] / sizes[group]
-    weights = snap_to_simplex(weights)
+    if loss.solver == "qp":  # the minimum-norm rule counts every merged duplicate
+        form = dataclasses.replace(form, multiplicity=sizes)
+    weights, lower, ridge, converged, solver = _solve_checked(
+        form, loss.solver, columns, group, sizes, J, tol, max_iter)
     w = np.bincount(group, weights[columns], minlength=sizes.size)
-    # the forms of the squared and absolute losses are standardised: unit converts back
-    if leaders.size == 1:
-        gap = 0.0
-    elif loss.solver == "lp":
-        gap = max(form.value(w) - lower, 0.0) * form.unit
-    else:
-        gap = max(_fw_gap(form.gradient(w), w), 0.0) * form.unit
-        if lower is not None:  # the better of two valid bounds (see _solve_reduced)
-            gap = min(gap, max(form.value(w) - lower, 0.0) * form.unit)
+    gap = _certified_gap(form, loss.solver, w, lower, leaders.size)
     objective = loss.objective(y, P, weights)
     if not converged or gap > gap_target(objective, tol):
         warn_uncertified(solver, gap, objective, tol, context, user_stacklevel())

@@ -267,7 +267,9 @@ def test_simulation_sweep_passes_fit_options():
     )
     mse = {r["method"]: r["MSE"] for r in plain}
     mse_repeated = {r["method"]: r["MSE"] for r in repeated}
-    assert mse["SA-cand"] == mse_repeated["SA-cand"]  # same data, blocks and candidates
+    # Same data, blocks and candidates: the same refits. Equal to rounding only, since the OLS
+    # engine forms the all-rows Gram by adding up the folds' moments, in an order set by the draw.
+    assert mse["SA-cand"] == pytest.approx(mse_repeated["SA-cand"], rel=1e-12)
     assert mse["PEARL"] != mse_repeated["PEARL"]  # other weights
     with pytest.raises(pearl.OptionError, match=r"fit_options \['seed'\] are set by the sweep"):
         SimulationSweep(n=[60], sigma=[0.5], fit_options={"seed": 1})
