@@ -38,6 +38,7 @@ from statsmodels.base.model import LikelihoodModel
 from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
+from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
 from .exceptions import OptionError, ResponseError
 from .weights.losses import check_response_variation
 
@@ -144,6 +145,9 @@ class Family:
         ridge: float,
     ) -> EngineOutput:
         """Out-of-fold predictions of every candidate: fold k's rows from fits without them."""
+        if is_wide_design(X):  # sparse or very wide: wide candidates screened or fitted dual
+            return wide_cv_predict(self, X, response, candidates, folds, ridge,
+                                   lambda Xd, cs: self._cv_predict(Xd, response, cs, folds, ridge))
         return self._cv_predict(X, response, candidates, folds, ridge)
 
     def loo_predict(
@@ -154,6 +158,9 @@ class Family:
         ridge: float,
     ) -> EngineOutput:
         """Leave-one-out predictions; families without a closed form use n folds."""
+        if is_wide_design(X):
+            return wide_cv_predict(self, X, response, candidates, np.arange(X.shape[0]), ridge,
+                                   lambda Xd, cs: self._loo_predict(Xd, response, cs, ridge))
         return self._loo_predict(X, response, candidates, ridge)
 
     def fit_params(
@@ -165,6 +172,9 @@ class Family:
         label: str,
     ) -> tuple[Any, list[LedgerEntry]]:
         """Coefficients on all rows and ledger notes for the refit."""
+        if is_wide_design(X):
+            return wide_fit_params(self, X, response, columns, ridge, label,
+                                   lambda Xd, cs: self._fit_params(Xd, response, cs, ridge, label))
         return self._fit_params(X, response, columns, ridge, label)
 
     def predict(self, params: Any, X_candidate: np.ndarray) -> np.ndarray:

@@ -196,7 +196,12 @@ def fit(
         ``joblib.parallel_config``, including a dask backend).
     ridge : float, default 0
         L2 penalty on the (standardised, non-intercept) coefficients of every
-        candidate; use it when classes separate or blocks are wide.
+        candidate; use it when classes separate or blocks are wide. A sparse
+        block (e.g. :class:`~pearlstats.representations.TfIdf`) with more than
+        1 000 columns stays sparse: its candidates with at least as many
+        columns as training rows are recorded as infeasible without a ridge,
+        and with ``ridge > 0`` are fitted in the row space (the n x n dual),
+        never forming a p x p matrix.
     max_candidates : int, default 32767
         Refuse candidate specifications larger than this.
     missing : {"raise", "drop"}

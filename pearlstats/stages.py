@@ -40,6 +40,7 @@ from .design.data import (
 )
 from .design.folds import check_class_coverage, make_folds
 from .design.formula import covariate_row_variables, expression_missing_rows, response_values
+from .design.sparse import finite_rows
 from .design.spec import Design, build_design
 from .engines._common import SEPARATION_RIDGES, EngineOutput
 from .exceptions import (
@@ -198,7 +199,7 @@ def _rows_of(name: str, value, keep: np.ndarray):
     if isinstance(value, (pd.DataFrame, pd.Series)):
         return value.iloc[np.flatnonzero(keep)] if len(value) == len(keep) else value
     values = as_block(name, value).values  # nested lists and coo matrices have no [mask]
-    return values[keep] if len(values) == len(keep) else values
+    return values[keep] if values.shape[0] == len(keep) else values
 
 
 def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
@@ -251,7 +252,7 @@ def prepare_rows(
         frame, embedded, _ = _drop_rows(frame, embedded, {}, bad)
         kept = kept[~bad]
     resolved = resolve_blocks(formula.block_names, frame, embedded, blocks, index=data_index(data))
-    n = len(frame) if len(frame.columns) else len(next(iter(resolved.values())).values)
+    n = len(frame) if len(frame.columns) else next(iter(resolved.values())).values.shape[0]
     for block in resolved.values():
         if block.values.shape[0] != n:
             check_block_values(block.name, block.values, n)  # raises the row-count error
@@ -259,7 +260,7 @@ def prepare_rows(
         used = [c for c in (*row_variables, *formula.response_variables) if c in frame.columns]
         bad = _missing_rows(frame, used)
         for block in resolved.values():
-            bad |= ~np.isfinite(block.values).all(axis=1)
+            bad |= ~finite_rows(block.values)
         if not bad.all():
             # np.log(x) of x <= 0: no missing column, but no value either
             kept_rows = frame.loc[~bad]

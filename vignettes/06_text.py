@@ -82,13 +82,15 @@ print(f"pool {len(pool)} sentences, test {len(test)}, unlabeled rows {len(unlabe
 # ## 1. The representations
 #
 # **TF-IDF or LSI?** A `pearl.TfIdf` block is a sparse matrix with one column per vocabulary word.
-# `pearlstats` makes a dense copy of every block for the downstream models (`pearlstats/data.py`; it
-# refuses only copies above 2 GiB), so TF-IDF *can* enter a formula, but each candidate containing
-# it then has thousands of coefficients for at most 140 labeled rows. Without a ridge penalty such a
-# candidate cannot be fitted and is given weight 0; with one, every Newton step of every candidate
-# solves a system of the vocabulary's size. We therefore use **LSI**: the same TF-IDF matrix
-# projected on its top 20 singular directions (learned on the unlabeled rows only), a dense
-# 20-column block. The next cell shows what happens with the raw TF-IDF block.
+# `pearlstats` keeps a sparse block of more than 1 000 columns sparse, so TF-IDF can enter a
+# formula, but each candidate containing it then has thousands of coefficients for at most 140
+# labeled rows. Without a ridge penalty such a candidate has no unique fit: a gaussian one is given
+# weight 0, and a logistic one (whose classes are then separable) is refitted with the smallest
+# ridge of the separation ladder, as the next cell's ledger says. With a ridge it is fitted in the
+# row space (an n x n problem, never a vocabulary-sized one), but its fit then rests entirely on
+# the penalty. We therefore use **LSI**: the same TF-IDF matrix projected on its top 20 singular
+# directions (learned on the unlabeled rows only), a dense 20-column block.
+# The next cell shows what happens with the raw TF-IDF block.
 #
 # The other learners: mean **Word2Vec** vectors (skip-gram, 20 dimensions) and **Doc2Vec** (PV-DBOW,
 # 20 dimensions), trained from scratch on the unlabeled rows, and the pretrained **MiniLM** sentence

@@ -19,6 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ..exceptions import BlockError, DataError, MissingValueError, format_positions
+from .sparse import as_csr, block_key, column_energy, constant_columns, finite_rows, keeps_sparse
 
 __all__ = [
     "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks",
@@ -38,6 +39,8 @@ class Block:
     ----------
     name : str
     values : ndarray of shape (n, p)
+        Or a float CSR matrix, for a sparse block wider than
+        :data:`~pearlstats.design.sparse.SPARSE_MIN_COLUMNS` (kept sparse).
     column_names : list of str
         ``name[0]``, ``name[1]``, ... or ``name[col]`` for DataFrame columns.
     labels : tuple or None
@@ -205,6 +208,8 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
             [f"{name}[{label}]" for label in labels],
             tuple(value.columns),
         )
+    if keeps_sparse(value):  # wide: kept sparse, never densified (see design/sparse.py)
+        return as_csr(value), [f"{name}[{j}]" for j in range(value.shape[1])], None
     if sp.issparse(value):
         n_rows, n_cols = value.shape
         if n_rows * n_cols * 8 > MAX_DENSE_BYTES:
@@ -260,12 +265,10 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
     # Gram matrices and squared-error risks need the squares; past ~1e154 they overflow to inf.
     # A NaN or inf value makes its column's sum of squares non-finite too, so the rows are
     # searched only then (one pass over the block, not two, when all is well).
-    with np.errstate(over="ignore", invalid="ignore"):
-        energy = np.einsum("ij,ij->j", values, values)
-    huge = np.flatnonzero(~np.isfinite(energy))
+    huge = np.flatnonzero(~np.isfinite(column_energy(values)))
     if not huge.size:
         return
-    bad_rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    bad_rows = np.flatnonzero(~finite_rows(values))
     if bad_rows.size:
         raise MissingValueError(
             f"block {name!r} has NaN or infinite values at {format_positions(bad_rows)}; "
@@ -273,7 +276,7 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
         )
     raise BlockError(
         f"block {name!r} has values too large for float64 arithmetic in column(s) "
-        f"{huge[:10].tolist()} (largest |value| {np.abs(values).max():.3g}); rescale the "
+        f"{huge[:10].tolist()} (largest |value| {abs(values).max():.3g}); rescale the "
         "block, e.g. divide it by its standard deviation"
     )
 
@@ -407,10 +410,9 @@ def check_block_information(blocks: Mapping[str, Block]) -> None:
     for block in blocks.values():
         # A sample of rows tells most blocks apart; only blocks that agree on it are compared
         # byte for byte (np.tobytes of every block copied all the data, 0.4-0.8 s at 10^6 rows).
-        values = block.values
-        key = (values.shape, values[:: max(1, len(values) // 1024)].tobytes(), values[-1].tobytes())
+        key = _sample_key(block.values)
         for other in seen.get(key, []):
-            if values.tobytes() == other.values.tobytes():
+            if _identical(block.values, other.values):
                 raise BlockError(
                     f"block {block.name!r} is identical to block {other.name!r}; candidates "
                     "containing either would be duplicates — remove one of them from the formula"
@@ -418,8 +420,23 @@ def check_block_information(blocks: Mapping[str, Block]) -> None:
         seen.setdefault(key, []).append(block)
 
 
+def _sample_key(values) -> tuple:
+    """Shape and a sample of rows (a sparse block: its full content key, see block_key)."""
+    if sp.issparse(values):
+        return block_key(values)
+    return (values.shape, values[:: max(1, len(values) // 1024)].tobytes(), values[-1].tobytes())
+
+
+def _identical(a, b) -> bool:
+    if sp.issparse(a) or sp.issparse(b):
+        return sp.issparse(a) and sp.issparse(b) and block_key(a) == block_key(b)
+    return a.tobytes() == b.tobytes()
+
+
 def _rows_all_equal(values: np.ndarray) -> bool:
     """Whether every row equals the first (every column constant), looking at most rows once."""
+    if sp.issparse(values):
+        return bool(np.all(constant_columns(values)))
     first = values[0]
     for start in range(1, len(values), 65_536):
         if np.any(values[start:start + 65_536] != first):

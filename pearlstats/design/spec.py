@@ -34,6 +34,7 @@ from patsy import EvalEnvironment
 from ..exceptions import BlockError
 from .data import Block, as_block, check_block_values
 from .formula import CovariateSpec, FormulaSpec, build_covariates
+from .sparse import stack_design
 
 __all__ = ["BlockSpec", "DesignSpec", "Design", "build_design"]
 
@@ -159,8 +160,7 @@ class DesignSpec:
         for spec, block_values in zip(self.blocks, values):
             check_block_values(spec.name, block_values, n_rows)
         rows = frame if len(frame.columns) else pd.DataFrame(index=range(n_rows))
-        covariates = self.covariates.matrix(rows)
-        return np.ascontiguousarray(np.hstack([covariates, *values]), dtype=float)
+        return stack_design(self.covariates.matrix(rows), values)
 
 
 @dataclass(frozen=True)
@@ -212,12 +212,5 @@ def build_design(formula: FormulaSpec, frame: pd.DataFrame, blocks: Mapping,
     ]
     covariates, covariate_matrix = build_covariates(formula, frame, eval_env)
     specs = tuple(BlockSpec(b.name, tuple(b.column_names), b.labels) for b in resolved)
-    parts = [np.asarray(covariate_matrix)] + [b.values for b in resolved]
-    # Written part by part into one C-ordered array: np.hstack of (n, p_m) blocks into an
-    # (n, p) result took 1.0-1.4 s at n = 10^6, p = 51, against 0.15-0.3 s for this.
-    X = np.empty((len(parts[0]), sum(part.shape[1] for part in parts)))
-    start = 0
-    for part in parts:
-        X[:, start:start + part.shape[1]] = part
-        start += part.shape[1]
+    X = stack_design(covariate_matrix, [b.values for b in resolved])
     return Design(X, DesignSpec(formula, covariates, specs))

@@ -93,7 +93,7 @@ def _log_probabilities(theta: np.ndarray, XsT: np.ndarray, n_classes: int) -> np
 def class_probabilities(params: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Class probabilities (n, C) from MNLogit-shaped params (p, C - 1)."""
     eta = X @ params
-    return softmax(np.column_stack([np.zeros(len(X)), eta]), axis=1)
+    return softmax(np.column_stack([np.zeros(X.shape[0]), eta]), axis=1)
 
 
 def _make_loss(Xs, onehot, weights, n_train, n_classes, hessian_dtype=np.float64):

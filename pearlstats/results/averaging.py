@@ -46,6 +46,7 @@ from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from .. import inference
 from ..engines._common import ridge_penalty_weights
+from ..engines.wide import column_rank, dense_candidate_columns, design_intercept
 from ..exceptions import OptionError, PearlWarning
 from .identification import unidentified_terms
 
@@ -118,7 +119,8 @@ def _columns(res: PearlResults, label: Hashable) -> np.ndarray:
 
 def _penalised_cov(res: PearlResults, label: Hashable) -> tuple[np.ndarray, float | None]:
     """Sandwich covariance of a ridge candidate and (gaussian) its residual df."""
-    X = res.stages.design.X[:, _columns(res, label)]
+    X = dense_candidate_columns(res.stages.design.X, _columns(res, label), label,
+                                "the ridge covariance")
     b = res.candidate_params(label).to_numpy()
     n = len(X)
     mu = res.candidate_predictions_for(res.stages.design.X, [label])[label]
@@ -303,8 +305,8 @@ def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
 
 def _df_model(X: np.ndarray) -> int:
     """Statsmodels' ``df_model``: rank of the design less one for a constant column."""
-    has_constant = bool(np.any((np.ptp(X, axis=0) == 0) & (X[0] != 0))) if len(X) else False
-    return int(np.linalg.matrix_rank(X)) - int(has_constant)
+    has_constant = design_intercept(X) is not None
+    return column_rank(X) - int(has_constant)
 
 
 def candidate_table(res: PearlResults) -> pd.DataFrame:
@@ -333,7 +335,8 @@ def confidence_interval(
     _warn_ridge(res)
     covs = {label: candidate_cov(res, label) for label in labels}
     out = inference.averaged_mean_se(
-        {label: X[:, _columns(res, label)] for label in labels},
+        {label: dense_candidate_columns(X, _columns(res, label), label, "the confidence interval")
+         for label in labels},
         {label: covs[label][0].to_numpy() for label in labels},
         {label: res.candidate_params(label).to_numpy() for label in labels},
         res.weights, alpha=alpha, df_resid={label: covs[label][1] for label in labels},

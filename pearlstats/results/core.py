@@ -28,6 +28,7 @@ from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
 from ..engines._common import ridge_penalty_weights
+from ..engines.wide import candidate_exog, candidate_rows
 from ..exceptions import (
     AllCandidatesFailedError,
     CandidateError,
@@ -484,7 +485,7 @@ class PearlResults(WeightDiagnostics):
     def _statsmodels_results(self, label: str):
         candidate = self._find(label)
         names = [self._design.column_names[i] for i in candidate.columns]
-        exog = pd.DataFrame(self._design.X[:, candidate.columns], columns=names)
+        exog = pd.DataFrame(candidate_exog(self._design.X, candidate.columns, label), columns=names)
         # A separated candidate may have been fitted with a larger ridge than the fit's.
         ridge = getattr(self._family, "candidate_ridge", lambda _, value: value)(label, self._ridge)
         # the penalty of the engines, on statsmodels' unscaled coefficients
@@ -506,7 +507,7 @@ class PearlResults(WeightDiagnostics):
             self.block_names, frame, embedded, source, index=data_index(newdata)
         )
         X = self._design.spec.design_matrix(frame, resolved)
-        if len(X) == 0:
+        if X.shape[0] == 0:
             raise DataError("the new data has no rows; give at least one row to predict")
         # A dict's rows are identified by its DataFrame blocks' labels, if it has any.
         index = data_index(newdata)
@@ -525,7 +526,8 @@ class PearlResults(WeightDiagnostics):
         Returns
         -------
         ndarray (m, p)
-            Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`.
+            Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`;
+            a CSR matrix when a block is a sparse matrix of more than 1 000 columns.
         """
         return self._design_for(newdata, blocks)[0]
 
@@ -540,7 +542,8 @@ class PearlResults(WeightDiagnostics):
     def _candidate_predictions(self, X: np.ndarray, labels) -> dict:
         return {
             label: self._family.predict(
-                self._candidate_params(label), X[:, self._find(label).columns]
+                self._candidate_params(label),
+                candidate_rows(self._family, X, self._find(label).columns),
             )
             for label in labels
         }

@@ -120,8 +120,10 @@ def evaluate(
     """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`)."""
     X = res.design_matrix(test_data, blocks)
     y = _test_response(res, test_data)
-    if len(y) != len(X):
-        raise DataError(f"the test data has {len(y)} responses but its blocks have {len(X)} rows")
+    if len(y) != X.shape[0]:
+        raise DataError(
+            f"the test data has {len(y)} responses but its blocks have {X.shape[0]} rows"
+        )
     strategies = res.strategy_weights
     everything = res.stages.candidates.everything
     failed = dict(zip(strategies.columns, res.stages.output.failed))
