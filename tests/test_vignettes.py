@@ -51,6 +51,7 @@ def test_vignette_runs_quickly(path, tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "VIGNETTE OK" in done.stdout
+    assert "ConvergenceWarning" not in done.stderr, done.stderr[-3000:]  # every solve certified
     saved = re.findall(r"^[^#\n]*\.savefig\(", path.read_text(encoding="utf-8"), re.MULTILINE)
     assert done.stdout.count("FIGURE CHECKED") == len(saved)
 
