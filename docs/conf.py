@@ -89,6 +89,14 @@ html_theme_options = {
 # Math without the network: MathJax 2 from the jupyter-server-mathjax package, copied into the
 # site (Sphinx's default loads MathJax from a CDN).
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+# That package ships the STIX-Web fonts only (configured as Jupyter does); myst-nb marks notebook
+# pages tex2jax_ignore and their math spans "math" (its settings are for MathJax 3).
+mathjax2_config = {
+    "HTML-CSS": {"availableFonts": [], "preferredFont": None, "webFont": "STIX-Web",
+                 "imageFont": None},
+    "tex2jax": {"processClass": "math|output_area|tex2jax_process|mathjax_process",
+                "ignoreClass": "tex2jax_ignore|mathjax_ignore"},
+}
 # The vignettes and the summary print 100-column tables: their pages use the whole width.
 html_static_path = ["_static"]
 html_css_files = ["pearlstats.css"]

@@ -151,6 +151,7 @@ def _screenshot(page: Path, png: Path, profile: Path) -> np.ndarray:
     command = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
                "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+               "--virtual-time-budget=10000",  # let the scripts (MathJax) finish first
                f"--screenshot={png}", "--window-size=1280,2000", page.as_uri()]
     subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert png.is_file(), f"chromium wrote no screenshot of {page}"
