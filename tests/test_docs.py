@@ -70,9 +70,20 @@ def site(tmp_path_factory) -> Path:
     env = dict(os.environ, PEARLSTATS_RESULTS=str(out / "quick-results"))
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
                "docs", str(out / "html")]
+    before = _git_status()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-6000:]
+    assert _git_status() == before, "the docs build changed files git sees"
     return out / "html"
+
+
+def _git_status() -> str | None:
+    """``git status --porcelain`` of the repository (None outside a git checkout)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        return None
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                          capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
 
 
 def test_help_of_fit_points_to_the_docs_not_to_an_unshipped_file():
@@ -144,7 +155,7 @@ def test_no_broken_local_link_and_nothing_from_the_network(site):
     assert not remote, remote[:20]
 
 
-def _screenshot(page: Path, png: Path, profile: Path) -> np.ndarray:
+def _chromium(page: Path, profile: Path, *options: str) -> subprocess.CompletedProcess:
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("needs Debian's chromium package (apt-get install chromium; .ci/run does)")
@@ -152,8 +163,12 @@ def _screenshot(page: Path, png: Path, profile: Path) -> np.ndarray:
                "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
                "--virtual-time-budget=10000",  # let the scripts (MathJax) finish first
-               f"--screenshot={png}", "--window-size=1280,2000", page.as_uri()]
-    subprocess.run(command, capture_output=True, text=True, timeout=120)
+               *options, page.as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def _screenshot(page: Path, png: Path, profile: Path) -> np.ndarray:
+    _chromium(page, profile, f"--screenshot={png}", "--window-size=1280,2000")
     assert png.is_file(), f"chromium wrote no screenshot of {page}"
     from matplotlib.image import imread
 
@@ -172,3 +187,12 @@ def test_page_renders_in_headless_chromium(site, page, tmp_path):
     assert all(path.is_file() for path in images)
     if page.startswith("vignettes/"):
         assert images
+
+
+@pytest.mark.slow
+def test_math_is_typeset_from_the_site_itself(site, tmp_path):
+    # vignette 09 writes $1 - 2\alpha$ and more; MathJax (copied into _static) typesets it
+    page = site / "vignettes" / "09_prediction_intervals.html"
+    assert "\\alpha" in page.read_text(encoding="utf-8")
+    dom = _chromium(page, tmp_path / "profile", "--dump-dom").stdout
+    assert 'class="MathJax' in dom, "no typeset math in the rendered page"
