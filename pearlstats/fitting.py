@@ -272,7 +272,8 @@ def fit(
         test MSE in all 16 cells of the paper's simulation grid, but it is a
         prior, not a free lunch: where the target predicts poorly (digits,
         movie reviews) it is worse than no shrinkage, while ``"cv"`` then
-        stays near 0 (``benchmarks/RESULTS.md``, "Small samples"); compare
+        stays near 0 (the documentation's "Benchmark results" page, section
+        "Small samples"); compare
         ``res.honest`` of the fits to choose. The
         amount is recorded in ``results.failures`` (stage ``"weights"``, kind
         ``"shrinkage"``); ``res.kkt_gap`` then bounds how far the shrunk
@@ -282,7 +283,8 @@ def fit(
         weights over the candidates that did not fail (the SA-cand
         baseline); ``"single-block"``, equal weights over the single-block
         candidates that did not fail (the SA-FRL baseline), which suits few
-        rows and wide blocks (``benchmarks/RESULTS.md``, "Small samples"); or
+        rows and wide blocks (the documentation's "Benchmark results" page,
+        section "Small samples"); or
         a mapping of candidate labels to weights >= 0 (normalised to sum 1
         over the candidates that did not fail). Needs *weight_shrinkage*.
 

@@ -38,5 +38,5 @@ def test_readme_keeps_two_setup_commands():
     setup = text[text.index("## Set up"):text.index("## What `fit` does")]
     assert re.findall(r"^```bash\n(.*?)\n```", setup, flags=re.MULTILINE) == [
         "python3 -m pip install . && python3 -m pearlstats.demo",
-        'python3 -m pip install ".[test,deep]" && python3 -m pytest',
+        'python3 -m pip install ".[test,deep,docs]" && python3 -m pytest',
     ]

@@ -295,6 +295,7 @@ fig = pearl.plotting.plot_simulation(
 )
 fig.savefig(RESULTS / "digits.png", dpi=150)
 print("wrote", sorted(p.name for p in RESULTS.glob("digits*")))
+fig
 
 # %%
 assert len(table) == len(downstreams) * len(SIZES) * REPETITIONS * 7 * 3

@@ -352,6 +352,7 @@ total_minutes = (time.perf_counter() - STARTED) / 60
 label = "quick run" if QUICK else "REDUCED grid" if REDUCED else "full grid"
 print(f"{label}: n = {done} x {SPLITS} splits, {total_minutes:.1f} minutes in all "
       f"(representations {learn_seconds / 60:.1f} min)")
+fig
 
 # %% [markdown]
 # ## 8. The record

@@ -172,7 +172,8 @@ def size_shrinkage(n_candidates: int, n_rows: int,
     target predicts well (the cross-validated amount is too small at
     n = 100 and too large at n = 800 on the paper's grid), and harmful when
     the target predicts poorly, which it cannot see (digits and movie
-    reviews toward SA-FRL; ``benchmarks/RESULTS.md``, "Small samples").
+    reviews toward SA-FRL; the documentation's "Benchmark results" page,
+    section "Small samples").
 
     Parameters
     ----------

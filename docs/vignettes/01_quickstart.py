@@ -1,0 +1,1 @@
+../../vignettes/01_quickstart.py

@@ -1,0 +1,1 @@
+../../vignettes/02_simulation.py

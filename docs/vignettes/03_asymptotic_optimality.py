@@ -1,0 +1,1 @@
+../../vignettes/03_asymptotic_optimality.py

@@ -1,0 +1,1 @@
+../../vignettes/04_weight_consistency.py

@@ -1,0 +1,1 @@
+../../vignettes/05_digits.py

@@ -1,0 +1,1 @@
+../../vignettes/06_text.py

@@ -1,0 +1,1 @@
+../../vignettes/07_multimodal.py

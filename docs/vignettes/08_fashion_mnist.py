@@ -1,0 +1,1 @@
+../../vignettes/08_fashion_mnist.py

@@ -1,0 +1,1 @@
+../../vignettes/09_prediction_intervals.py

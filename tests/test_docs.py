@@ -1,0 +1,198 @@
+"""The documentation site (docs/): it builds with warnings as errors, every public name has a
+page, every vignette page shows a figure, no local link is broken, nothing is fetched from the
+network, and the index and a vignette page render in headless Chromium.
+
+The build (Sphinx, myst-nb executing the vignettes in quick mode) takes about two minutes on two
+cores; it goes to tmp_path, so the repository stays clean (autosummary's stubs go to the
+git-ignored docs/api/).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import pydoc
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import numpy as np
+import pytest
+
+import pearlstats as pearl
+
+ROOT = Path(__file__).resolve().parents[1]
+VIGNETTES = sorted(path.stem for path in (ROOT / "vignettes").glob("[0-9][0-9]_*.py"))
+BUILD_COMMAND = "python -m sphinx -W --keep-going -b html docs docs/_build/html"
+
+
+class _Links(HTMLParser):
+    """Every href and src of a page, with the tag and (for <link>) its rel."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for name in ("href", "src"):
+            if attrs.get(name):
+                self.links.append((tag, attrs.get("rel") or "", attrs[name]))
+
+
+def _links(page: Path) -> list[tuple[str, str, str]]:
+    parser = _Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.links
+
+
+def _local_target(page: Path, url: str) -> Path | None:
+    """The file a relative URL of *page* points to; None for external or in-page links."""
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or not parts.path:
+        return None
+    return (page.parent / unquote(parts.path)).resolve()
+
+
+def _images(page: Path) -> list[Path]:
+    return [_local_target(page, url) for tag, _, url in _links(page)
+            if tag == "img" and _local_target(page, url) is not None]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    for module in ("sphinx", "myst_nb", "numpydoc", "pydata_sphinx_theme", "jupytext"):
+        pytest.importorskip(module, reason='the docs build needs pip install ".[docs]"')
+    out = tmp_path_factory.mktemp("docs")
+    env = dict(os.environ, PEARLSTATS_RESULTS=str(out / "quick-results"))
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+               "docs", str(out / "html")]
+    before = _git_status()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-6000:]
+    assert _git_status() == before, "the docs build changed files git sees"
+    return out / "html"
+
+
+def _git_status() -> str | None:
+    """``git status --porcelain`` of the repository (None outside a git checkout)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        return None
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                          capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def test_help_of_fit_points_to_the_docs_not_to_an_unshipped_file():
+    text = pydoc.render_doc(pearl.fit)
+    assert "benchmarks/RESULTS.md" not in text
+    assert '"Benchmark results" page' in text
+    # the section it names exists on that page (docs/benchmarks.md includes RESULTS.md)
+    assert "Small samples" in (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+
+
+def test_readme_gives_the_build_command_and_ci_installs_the_docs_extra():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "## Documentation" in readme and BUILD_COMMAND in readme
+    test_command = 'python3 -m pip install ".[test,deep,docs]" && python3 -m pytest'
+    assert test_command in readme and test_command in ci
+    assert "chromium" in ci.split("PACKAGES=", 1)[1].split('"', 2)[1]
+
+
+@pytest.mark.slow
+def test_every_public_name_has_a_page(site):
+    api = (site / "api.html").read_text(encoding="utf-8")
+    for name in pearl.__all__:
+        page = site / "api" / f"pearlstats.{name}.html"
+        assert page.exists(), name
+        assert f"api/pearlstats.{name}.html" in api, name
+        text = page.read_text(encoding="utf-8")
+        if inspect.ismodule(getattr(pearl, name)):
+            assert f"<h1>pearlstats.{name}<" in text, name
+        else:  # the object's own description, generated from its docstring
+            assert f'id="pearlstats.{name}"' in text, name
+
+
+@pytest.mark.slow
+def test_every_vignette_page_shows_a_figure_that_exists(site):
+    for name in VIGNETTES:
+        page = site / "vignettes" / f"{name}.html"
+        images = _images(page)
+        assert images, f"{name}: no figure"
+        missing = [str(path) for path in images if not path.is_file()]
+        assert not missing, (name, missing)
+
+
+@pytest.mark.slow
+def test_summary_page_defines_every_heading_of_a_real_summary(site):
+    text = (site / "summary.html").read_text(encoding="utf-8")
+    for term in ("rank", "in candidates", "Loss it stands for", "PEARL/this", "honest risk",
+                 "ratio SE", "CV risk*", "uses", "Consistency diagnostics", "fold complements",
+                 "Refits", "Failure ledger", "Model-averaged coefficients", "fold-to-fold spread",
+                 "Solver KKT gap", "Block importance"):
+        assert term in text, term
+    assert "PEARL model averaging" in text and "Strategies (honest risk" in text  # its output
+
+
+@pytest.mark.slow
+def test_no_broken_local_link_and_nothing_from_the_network(site):
+    broken, remote = [], []
+    # the site's pages (_static holds the theme's own Jinja templates, not pages)
+    pages = [page for page in site.rglob("*.html") if "_static" not in page.parts]
+    for page in pages:
+        for tag, rel, url in _links(page):
+            target = _local_target(page, url)
+            if target is not None and not target.exists():
+                broken.append(f"{page.relative_to(site)} -> {url}")
+            loads = tag in ("img", "script", "iframe") or (tag == "link" and rel != "")
+            if loads and urlsplit(url).netloc:  # http(s):// or protocol-relative //host/...
+                remote.append(f"{page.relative_to(site)} loads {url}")
+    assert not broken, broken[:20]
+    assert not remote, remote[:20]
+
+
+def _chromium(page: Path, profile: Path, *options: str) -> subprocess.CompletedProcess:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium package (apt-get install chromium; .ci/run does)")
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+               "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+               "--virtual-time-budget=10000",  # let the scripts (MathJax) finish first
+               *options, page.as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def _screenshot(page: Path, png: Path, profile: Path) -> np.ndarray:
+    _chromium(page, profile, f"--screenshot={png}", "--window-size=1280,2000")
+    assert png.is_file(), f"chromium wrote no screenshot of {page}"
+    from matplotlib.image import imread
+
+    return imread(png)[..., :3]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["index.html", "vignettes/01_quickstart.html"])
+def test_page_renders_in_headless_chromium(site, page, tmp_path):
+    pixels = _screenshot(site / page, tmp_path / "page.png", tmp_path / "profile")
+    assert pixels.shape[:2] == (2000, 1280)
+    background = np.median(pixels.reshape(-1, 3), axis=0)
+    drawn = np.abs(pixels - background).max(axis=2) > 0.1
+    assert pixels.std() > 0.05 and drawn.mean() > 0.02, (pixels.std(), drawn.mean())
+    images = _images(site / page)
+    assert all(path.is_file() for path in images)
+    if page.startswith("vignettes/"):
+        assert images
+
+
+@pytest.mark.slow
+def test_math_is_typeset_from_the_site_itself(site, tmp_path):
+    # vignette 09 writes $1 - 2\alpha$ and more; MathJax (copied into _static) typesets it
+    page = site / "vignettes" / "09_prediction_intervals.html"
+    assert "\\alpha" in page.read_text(encoding="utf-8")
+    dom = _chromium(page, tmp_path / "profile", "--dump-dom").stdout
+    assert 'class="MathJax' in dom, "no typeset math in the rendered page"
