@@ -209,8 +209,11 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
     pool = state.candidates.pool
     output = state.output
     sample = EngineOutput(output.predictions[rows], output.failed, [], output.ridges)
+    loss = state.loss
+    if hasattr(loss, "restricted"):  # observation weights: those of the rows re-solved
+        loss = loss.restricted(rows)
     _, solution, _ = solve_draw_weights([sample], state.response.y[rows], pool,
-                                        [state.folds[rows]], state.loss,
+                                        [state.folds[rows]], loss,
                                         state.weight_options.shrinkage, warn_failures=False,
                                         context=f"in re-solve {name!r} of {fit_name(state)}",
                                         record=record)

@@ -36,7 +36,14 @@ import pandas as pd
 import patsy
 from patsy import EvalEnvironment, ModelDesc, PatsyError
 
-from ..exceptions import DataError, FormulaError, MissingValueError, ResponseError, format_positions
+from ..exceptions import (
+    DataError,
+    FormulaError,
+    MissingValueError,
+    OptionError,
+    ResponseError,
+    format_positions,
+)
 
 __all__ = [
     "FormulaSpec", "CovariateSpec", "parse_formula", "build_covariates", "covariate_row_variables",
@@ -189,6 +196,11 @@ def parse_formula(formula: str) -> FormulaSpec:
                 )
             block_names.append(named[0])
             continue
+        if any(code.replace(" ", "").startswith("offset(") for code in codes):
+            raise OptionError(
+                f"term {term.name()!r} in {formula!r}: offset() in the formula is not yet "
+                "supported; pass offset=<one value per row> (or exposure= for poisson) to fit"
+            )
         if any(_mentions_block(code) for code in codes):
             raise FormulaError(
                 f"term {term.name()!r} in {formula!r} uses block() inside an interaction or a "

@@ -278,7 +278,8 @@ def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:
 def fittedvalues(res: PearlResults) -> ParamsLike:
     """The averaged prediction on the fit's rows, combined as :meth:`predict` combines."""
     labels = active_labels(res)
-    parts = res.candidate_predictions_for(res.stages.design.X, labels)
+    parts = res.candidate_predictions_for(res.stages.design.X, labels,
+                                          res.stages.response.offset)
     stacked = np.stack([parts[label] for label in labels], axis=1)
     combined = res.stages.loss.combine(stacked, res.weights[labels].to_numpy())
     return _format(res, np.asarray(combined, dtype=float))

@@ -41,6 +41,7 @@ from ..exceptions import (
 )
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
+from ..observation_weights import check_new_offset
 from ..stages import FitState
 from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
@@ -531,15 +532,26 @@ class PearlResults(WeightDiagnostics):
         """
         return self._design_for(newdata, blocks)[0]
 
-    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str]) -> dict:
+    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str],
+                                  offset: np.ndarray | None = None) -> dict:
         """Each named candidate's prediction on design rows *X* (see :meth:`design_matrix`).
 
         Candidates are refitted on all labeled rows on first use; the
         baseline-only candidates (single blocks, fusion) may be named too.
+        *offset* (one per row of *X*) is needed by, and only by, a fit with an offset.
         """
-        return self._candidate_predictions(X, labels)
+        return self._candidate_predictions(X, labels, offset)
 
-    def _candidate_predictions(self, X: np.ndarray, labels) -> dict:
+    def _candidate_predictions(self, X: np.ndarray, labels, offset=None) -> dict:
+        if (offset is None) != (self._response.offset is None):
+            check_new_offset(None if offset is None else offset, None, X.shape[0],
+                             self._response.offset is not None)
+        if offset is not None:
+            return {
+                label: self._family.predict_with_offset(
+                    self._candidate_params(label), X[:, self._find(label).columns], offset)
+                for label in labels
+            }
         return {
             label: self._family.predict(
                 self._candidate_params(label),
@@ -548,13 +560,20 @@ class PearlResults(WeightDiagnostics):
             for label in labels
         }
 
+    def _refuse_weighted(self, what: str) -> None:
+        """Raise OptionError if this fit has observation weights/offsets (*what* unsupported)."""
+        if self._response.weighted:
+            raise OptionError(f"{what} is not yet supported with observation weights/offsets/"
+                              "exposure")
+
     def _format(self, values: np.ndarray, index) -> pd.Series | pd.DataFrame:
         if values.ndim == 2:
             return pd.DataFrame(values, columns=self.classes, index=index)
         return pd.Series(values, index=index, name=averaging.prediction_name(self))
 
     def predict_candidates(
-        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None
+        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None, *,
+        offset: Any = None, exposure: Any = None,
     ) -> pd.DataFrame:
         """Each candidate's prediction for new rows, refitted on all labeled rows.
 
@@ -570,8 +589,11 @@ class PearlResults(WeightDiagnostics):
         labels : str or list of str, optional
             Candidates to predict with (default: all of them; refits happen
             on first use); one label may be given as a string.
+        offset, exposure : array_like, optional
+            As for :meth:`predict`.
         """
         X, index = self._design_for(newdata, blocks)
+        new_offset = self._new_offset(offset, exposure, X)
         if labels is None:
             labels = self.candidate_labels
         elif isinstance(labels, str):
@@ -583,7 +605,7 @@ class PearlResults(WeightDiagnostics):
                 raise CandidateError(
                     f"labels={given!r}; give candidate labels, e.g. {self.candidate_labels[:3]}"
                 )
-        parts = self._candidate_predictions(X, labels)
+        parts = self._candidate_predictions(X, labels, new_offset)
         if self.family != "multinomial":
             return pd.DataFrame({label: parts[label] for label in labels}, index=index)
         columns = pd.MultiIndex.from_product([labels, self.classes], names=["candidate", "class"])
@@ -591,7 +613,8 @@ class PearlResults(WeightDiagnostics):
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
     def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
-                alpha: float = 0.05) -> pd.Series | pd.DataFrame:
+                alpha: float = 0.05, *, offset: Any = None,
+                exposure: Any = None) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
         Parameters
@@ -621,6 +644,11 @@ class PearlResults(WeightDiagnostics):
             (unconditional SE, t quantiles), conditional on the weights.
         alpha : float, default 0.05
             Intervals and sets at level ``1 - alpha``.
+        offset, exposure : array_like, optional
+            Needed by a fit with ``offset=`` or ``exposure=`` (and refused
+            without one): one value per new row, added to the linear predictor
+            (``log(exposure)`` for exposure). Intervals are not yet supported
+            with weights/offsets.
 
         Returns
         -------
@@ -641,8 +669,10 @@ class PearlResults(WeightDiagnostics):
         if uses_dask(newdata, blocks):  # a lazy dask Series / array, partition by partition
             return predict_dask(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
+        new_offset = self._new_offset(offset, exposure, X)
         if interval is None:
-            return self._format(np.asarray(self._combined_prediction(X)), index)
+            return self._format(np.asarray(self._combined_prediction(X, new_offset)), index)
+        self._refuse_weighted(f"predict(interval={interval!r})")
         if interval == "confidence":
             return averaging.confidence_interval(self, X, index, alpha)
         if interval == "prediction" and self.classes is None:
@@ -654,10 +684,13 @@ class PearlResults(WeightDiagnostics):
             f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
         )
 
-    def _combined_prediction(self, X: np.ndarray) -> np.ndarray:
+    def _new_offset(self, offset, exposure, X) -> np.ndarray | None:
+        return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None)
+
+    def _combined_prediction(self, X: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
         """The weighted combination of the refitted candidates on design rows *X*."""
         active = self.weights[self.weights > 0]
-        parts = self._candidate_predictions(X, active.index)
+        parts = self._candidate_predictions(X, active.index, offset)
         stacked = np.stack([parts[label] for label in active.index], axis=1)
         return self._loss.combine(stacked, active.to_numpy())
 
@@ -699,6 +732,8 @@ class PearlResults(WeightDiagnostics):
             best on these test rows (named in ``.attrs["best_candidate"]``), a
             reference in hindsight that no strategy could have picked.
 
+        Not yet supported with observation weights/offsets (OptionError).
+
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
@@ -709,6 +744,7 @@ class PearlResults(WeightDiagnostics):
         >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
         ['MSE', 'MAE']
         """
+        self._refuse_weighted("evaluate()")
         if uses_dask(test_data, blocks):  # scored partition by partition
             return evaluate_dask(self, test_data, blocks)
         return evaluation.evaluate(self, test_data, blocks)

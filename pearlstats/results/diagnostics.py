@@ -324,6 +324,7 @@ class WeightDiagnostics:
                 "refit=True needs method='bootstrap'; fold complements re-solve stored predictions"
             )
         if method == "bootstrap":
+            self._refuse_weighted("the bootstrap (resample_weights(method='bootstrap'))")
             n_resamples = check_int("n_resamples", n_resamples, minimum=2)
         seed = self.seed if seed is None else check_seed(seed)
         n_jobs = check_n_jobs(n_jobs)
@@ -465,6 +466,7 @@ class WeightDiagnostics:
             draw's out-of-fold predictions are stored, and a
             :class:`~pearlstats.exceptions.PearlWarning` says the weights use that draw alone.
         """
+        self._refuse_weighted("reweight()")
         new_loss = get_loss(loss, self.family)
         from .core import results_from_state  # core builds on this module
 
@@ -531,6 +533,7 @@ class WeightDiagnostics:
             ``.risk`` (risk and SE of PEARL, MS and every candidate),
             ``.fold_weights``, ``.best_candidate``, ``.excess``, ``.excess_se``.
         """
+        self._refuse_weighted("honest_risk()")
         self._last_honest_risk = evaluation.honest_risk(self, outer=outer, seed=seed)
         return self._last_honest_risk
 

@@ -1,0 +1,153 @@
+"""Observation weights, offsets and exposure of :func:`pearlstats.fit`: checks and refusals.
+
+``weights=`` with ``weight_type="frequency"`` counts rows (statsmodels' ``freq_weights``:
+a weight of 2 is the row twice); ``weight_type="variance"`` scales each row's variance by
+``1 / w`` (statsmodels' ``var_weights``, R's ``glm(weights=)`` for gaussian and poisson).
+Both give the same candidate fits and PEARL weights; they differ in the statsmodels refits'
+inference (degrees of freedom, scale). R's binomial ``weights`` are numbers of trials (the
+response a proportion), a different thing not offered here. Weights must be positive:
+drop the rows of weight 0. ``offset=`` is added to every candidate's linear predictor;
+``exposure=`` (poisson) adds ``log(exposure)``.
+
+What observation weights do not support yet is refused by name (:func:`refuse_unsupported`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import DataError, OptionError
+
+__all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
+           "check_new_offset", "WEIGHT_TYPES"]
+
+WEIGHT_TYPES = {
+    "frequency": "each row counts w times (statsmodels' freq_weights)",
+    "variance": "each row's variance is scaled by 1/w (statsmodels' var_weights)",
+}
+_FAMILIES = ("gaussian", "binomial", "poisson")
+
+
+@dataclass(frozen=True)
+class ObservationWeights:
+    """Checked per-row weights and offset (None when not given), for the rows given to fit."""
+
+    weights: np.ndarray | None
+    weight_type: str | None
+    offset: np.ndarray | None
+
+    @property
+    def given(self) -> bool:
+        return self.weights is not None or self.offset is not None
+
+    def kept(self, rows: np.ndarray) -> ObservationWeights:
+        """The values of the rows the fit keeps (``missing="drop"`` removes the others)."""
+        def pick(values):
+            return None if values is None else values[rows]
+
+        return ObservationWeights(pick(self.weights), self.weight_type, pick(self.offset))
+
+
+def _values(name: str, values, n: int, index: pd.Index | None) -> np.ndarray:
+    if isinstance(values, pd.Series) and index is not None:
+        unknown = values.index.difference(index)
+        if unknown.size or len(values) != n:
+            raise DataError(f"{name}= is a Series whose index does not match the data's rows "
+                            f"(e.g. {list(unknown[:3])}); give one value per row of the data")
+        values = values.reindex(index)
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise DataError(f"{name}= must be numbers, one per row of the data ({err})") from None
+    if array.ndim != 1 or array.size != n:
+        raise DataError(f"{name}= must be one number per row of the data ({n} rows), "
+                        f"got shape {array.shape}")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise DataError(f"{name}= has NaN or infinite values at rows {bad[:10].tolist()}")
+    return array
+
+
+def _positive(name: str, array: np.ndarray, what: str) -> None:
+    bad = np.flatnonzero(array <= 0)
+    if bad.size:
+        raise DataError(f"{name}= must be > 0; it is {array[bad[0]]:g} at rows "
+                        f"{bad[:10].tolist()} ({what})")
+
+
+def check_observation_weights(weights: Any, weight_type: str | None, offset: Any, exposure: Any,
+                              family: str, n: int,
+                              index: pd.Index | None = None) -> ObservationWeights:
+    """Validate ``weights``, ``weight_type``, ``offset`` and ``exposure`` of ``fit``.
+
+    Raises
+    ------
+    OptionError
+        An unknown *weight_type*, *weight_type* without weights, *exposure* outside the
+        poisson family, or a family that does not take weights/offsets yet (multinomial).
+    DataError
+        Values that are not one finite number per row, weights <= 0, exposure <= 0.
+    """
+    given = weights is not None or offset is not None or exposure is not None
+    if weights is None and weight_type is not None:
+        raise OptionError(f"weight_type={weight_type!r} needs weights=; leave it None without")
+    if not given:
+        return ObservationWeights(None, None, None)
+    if family not in _FAMILIES:
+        raise OptionError(f"observation weights, offset and exposure are not yet supported with "
+                          f"family={family!r}; use one of {list(_FAMILIES)}")
+    w = None
+    if weights is not None:
+        if weight_type not in WEIGHT_TYPES:
+            options = [f"{k!r} ({v})" for k, v in WEIGHT_TYPES.items()]
+            raise OptionError(f"weight_type={weight_type!r}; with weights= use one of {options}")
+        w = _values("weights", weights, n, index)
+        _positive("weights", w, "drop the rows of weight 0")
+    total = None if offset is None else _values("offset", offset, n, index)
+    if exposure is not None:
+        if family != "poisson":
+            raise OptionError(f"exposure= is for family='poisson' (log link), got {family!r}; "
+                              "give offset= instead")
+        t = _values("exposure", exposure, n, index)
+        _positive("exposure", t, "exposure is a time or size at risk")
+        total = np.log(t) if total is None else total + np.log(t)
+    return ObservationWeights(w, weight_type if w is not None else None, total)
+
+
+def refuse_unsupported(*, downstream: Any, ridge: float, honest: int | bool, cv_repeats: int,
+                       shrinkage: tuple | None, dask: bool) -> None:
+    """Raise OptionError naming the options not yet supported with weights/offsets."""
+    named = [name for name, used in (
+        ("downstream (MLP)", downstream is not None),
+        ("ridge > 0", ridge > 0),
+        ("honest (nested re-runs; pass honest=False)", honest is not False),
+        ("cv_repeats > 1", cv_repeats != 1),
+        ("weight_shrinkage", shrinkage is not None),
+        ("dask data", dask),
+    ) if used]
+    if named:
+        raise OptionError(f"{named} are not yet supported with observation weights/offsets/"
+                          "exposure; leave them at their defaults (honest=False)")
+
+
+def check_new_offset(offset: Any, exposure: Any, n: int,
+                     fitted_offset: bool) -> np.ndarray | None:
+    """The offset of *n* new rows (log exposure added), or None for a fit without one."""
+    if not fitted_offset:
+        if offset is not None or exposure is not None:
+            raise OptionError("this fit has no offset or exposure; predict without offset=/"
+                              "exposure=")
+        return None
+    if offset is None and exposure is None:
+        raise OptionError("this fit has an offset (or exposure): give offset= and/or exposure= "
+                          "for the new rows (exposure=1 everywhere is offset 0)")
+    total = np.zeros(n) if offset is None else _values("offset", offset, n, None)
+    if exposure is not None:
+        t = _values("exposure", exposure, n, None)
+        _positive("exposure", t, "exposure is a time or size at risk")
+        total = total + np.log(t)
+    return total

@@ -1,0 +1,235 @@
+"""Observation weights, offsets and exposure (issue 26 item 2) against statsmodels' GLM."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+
+import pearlstats as pearl
+from pearlstats.exceptions import DataError, OptionError
+
+SM_FAMILIES = {"gaussian": sm.families.Gaussian, "binomial": sm.families.Binomial,
+               "poisson": sm.families.Poisson}
+
+
+def _data(family: str, n: int = 90, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 1))
+    offset = rng.normal(scale=0.3, size=n)
+    eta = 0.2 + 0.8 * a[:, 0] - 0.5 * b[:, 0] + offset
+    if family == "gaussian":
+        y = eta + rng.normal(size=n)
+    elif family == "binomial":
+        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
+    else:
+        y = rng.poisson(np.exp(eta)).astype(float)
+    weights = rng.uniform(0.3, 3.0, size=n)  # non-integer
+    return {"y": y, "a": a, "b": b}, weights, offset
+
+
+def _exog(data, columns):
+    return np.column_stack([np.ones(len(data[columns[0]]))] + [data[c] for c in columns])
+
+
+def _sm_fit(family, y, X, weights, weight_type, offset):
+    key = "freq_weights" if weight_type == "frequency" else "var_weights"
+    model = sm.GLM(y, X, family=SM_FAMILIES[family](), offset=offset, **{key: weights})
+    return model.fit(tol=1e-13)
+
+
+def _fit(data, family, **kwargs):
+    kwargs.setdefault("honest", False)
+    kwargs.setdefault("seed", 3)
+    return pearl.fit("y ~ block(a) + block(b)", data, family=family, **kwargs)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+@pytest.mark.parametrize("weight_type", ["frequency", "variance"])
+def test_candidates_on_all_rows_and_per_fold_equal_statsmodels(family, weight_type):
+    data, weights, offset = _data(family)
+    res = _fit(data, family, weights=weights, weight_type=weight_type, offset=offset)
+    for label, blocks in {"a": ["a"], "b": ["b"], "a+b": ["a", "b"]}.items():
+        X = _exog(data, blocks)
+        direct = _sm_fit(family, data["y"], X, weights, weight_type, offset)
+        np.testing.assert_allclose(res.candidate_params(label).to_numpy(), direct.params,
+                                   rtol=1e-8, atol=1e-9)
+        ours = res.candidates[label]
+        np.testing.assert_allclose(ours.params, direct.params, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(ours.bse, direct.bse, rtol=1e-6)
+        # out-of-fold: fold k's rows predicted by the fit on the other rows, with their offsets
+        for k in range(res.n_folds):
+            held = res.folds == k
+            fold = _sm_fit(family, data["y"][~held], X[~held], weights[~held], weight_type,
+                           offset[~held])
+            expected = fold.predict(X[held], offset=offset[held])
+            np.testing.assert_allclose(res.cv_predictions[label].to_numpy()[held], expected,
+                                       rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_weighted_cv_risk_is_the_weighted_mean_and_predict_uses_new_offsets(family):
+    data, weights, offset = _data(family, seed=1)
+    res = _fit(data, family, weights=weights, weight_type="variance", offset=offset)
+    P = res.cv_predictions.to_numpy()
+    y = data["y"]
+    if family == "gaussian":
+        rows = (y[:, None] - P) ** 2
+    elif family == "binomial":
+        rows = -np.log(np.where(y[:, None] == 1, P, 1 - P))
+    else:
+        rows = 2 * (sm.families.Poisson().resid_dev(y[:, None], P) ** 2) / 2
+    np.testing.assert_allclose(res.cv_risk.to_numpy(), weights @ rows / weights.sum(),
+                               rtol=1e-10)
+    # predictions for new rows with their own offsets: the weighted average of statsmodels' means
+    rng = np.random.default_rng(9)
+    new = {"a": rng.normal(size=(4, 2)), "b": rng.normal(size=(4, 1))}
+    new_offset = rng.normal(size=4)
+    expected = sum(
+        w * _sm_fit(family, y, _exog(data, label.split("+")), weights, "variance",
+                    offset).predict(_exog(new, label.split("+")), offset=new_offset)
+        for label, w in res.weights.items() if w > 0)
+    np.testing.assert_allclose(res.predict(new, offset=new_offset).to_numpy(), expected,
+                               rtol=1e-8)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_frequency_weight_two_equals_a_duplicated_row_in_the_same_fold(family):
+    data, _, _ = _data(family, n=80, seed=2)
+    rng = np.random.default_rng(4)
+    counts = rng.integers(1, 3, size=80)  # 1 or 2
+    folds = np.arange(80) % 5
+    res = _fit(data, family, weights=counts, weight_type="frequency", cv=folds)
+    rows = np.repeat(np.arange(80), counts)
+    copied = {name: values[rows] for name, values in data.items()}
+    dup = _fit(copied, family, cv=folds[rows])
+    np.testing.assert_allclose(res.weights.to_numpy(), dup.weights.to_numpy(), atol=1e-7)
+    np.testing.assert_allclose(res.cv_risk.to_numpy(), dup.cv_risk.to_numpy(), rtol=1e-8)
+    np.testing.assert_allclose(res.params.to_numpy(), dup.params.to_numpy(), rtol=1e-7,
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_scaling_all_weights_changes_nothing_and_unit_weights_equal_no_weights(family):
+    data, weights, _ = _data(family, seed=5)
+    res = _fit(data, family, weights=weights, weight_type="variance")
+    scaled = _fit(data, family, weights=7.3 * weights, weight_type="variance")
+    np.testing.assert_allclose(scaled.weights.to_numpy(), res.weights.to_numpy(), atol=1e-9)
+    np.testing.assert_allclose(scaled.cv_risk.to_numpy(), res.cv_risk.to_numpy(), rtol=1e-10)
+    np.testing.assert_allclose(scaled.params.to_numpy(), res.params.to_numpy(), rtol=1e-9)
+    ones = _fit(data, family, weights=np.ones(len(weights)), weight_type="frequency")
+    plain = _fit(data, family)  # the unweighted engines (fold Grams, batched Newton)
+    np.testing.assert_allclose(ones.cv_predictions.to_numpy(), plain.cv_predictions.to_numpy(),
+                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ones.weights.to_numpy(), plain.weights.to_numpy(), atol=1e-7)
+
+
+def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
+    rng = np.random.default_rng(11)
+    n = 3000
+    a, b = rng.normal(size=(n, 1)), rng.normal(size=(n, 1))
+    exposure = rng.uniform(0.5, 20.0, size=n)
+    y = rng.poisson(exposure * np.exp(-1.0 + 0.5 * a[:, 0]))
+    res = _fit({"y": y, "a": a, "b": b}, "poisson", exposure=exposure)
+    fitted = res.candidate_params("a").to_numpy()
+    se = res.candidates["a"].bse
+    assert np.all(np.abs(fitted - [-1.0, 0.5]) < 4 * se)
+    assert res.weights[["a", "a+b"]].sum() > 0.99
+    direct = sm.GLM(y, _exog({"a": a, "y": y}, ["a"]), family=sm.families.Poisson(),
+                    exposure=exposure).fit(tol=1e-13)
+    np.testing.assert_allclose(fitted, direct.params, rtol=1e-9)
+    new = {"a": np.zeros((2, 1)), "b": np.zeros((2, 1))}
+    mean = res.predict(new, exposure=[1.0, 10.0]).to_numpy()
+    np.testing.assert_allclose(mean[1] / mean[0], 10.0, rtol=1e-12)  # a rate times exposure
+
+
+def test_missing_drop_drops_the_rows_weights_and_offsets():
+    data, weights, offset = _data("gaussian", seed=6)
+    data["a"] = data["a"].copy()
+    data["a"][[3, 10], 0] = np.nan
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset,
+               missing="drop")
+    keep = np.setdiff1d(np.arange(len(weights)), [3, 10])
+    kept = {name: values[keep] for name, values in data.items()}
+    direct = _sm_fit("gaussian", kept["y"], _exog(kept, ["a", "b"]), weights[keep], "variance",
+                     offset[keep])
+    np.testing.assert_allclose(res.candidate_params("a+b").to_numpy(), direct.params, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"weights": "w"}, "weight_type"),
+    ({"weights": "w", "weight_type": "survey"}, "weight_type"),
+    ({"weight_type": "frequency"}, "needs weights"),
+    ({"weights": "w", "weight_type": "frequency", "honest": 5}, "honest"),
+    ({"weights": "w", "weight_type": "frequency", "ridge": 0.1}, "ridge"),
+    ({"weights": "w", "weight_type": "frequency", "cv_repeats": 2}, "cv_repeats"),
+    ({"offset": "o", "weight_shrinkage": 0.5}, "weight_shrinkage"),
+    ({"exposure": "t", "family": "gaussian"}, "exposure"),
+    ({"offset": "o", "family": "multinomial"}, "multinomial"),
+    ({"weights": "w", "weight_type": "variance", "loss": "absolute"}, "absolute"),
+])
+def test_unsupported_options_are_refused_by_name(kwargs, words):
+    data, weights, offset = _data("poisson", seed=7)
+    data["y"] = data["y"] if kwargs.get("family") != "multinomial" else data["y"] % 3
+    values = {"w": weights, "o": offset, "t": np.exp(offset)}
+    kwargs = {key: values.get(value, value) if isinstance(value, str) and key != "weight_type"
+              and key != "family" and key != "loss" else value for key, value in kwargs.items()}
+    family = kwargs.pop("family", "poisson")
+    kwargs.setdefault("honest", False)
+    with pytest.raises(OptionError, match=words):
+        pearl.fit("y ~ block(a) + block(b)", data, family=family, seed=0, **kwargs)
+
+
+def test_downstream_and_formula_offset_are_refused_by_name():
+    data, weights, offset = _data("gaussian", seed=8)
+
+    class Downstream:
+        def bind(self, family):
+            return family
+
+    with pytest.raises(OptionError, match="downstream"):
+        _fit(data, "gaussian", weights=weights, weight_type="variance", downstream=Downstream())
+    data["t"] = np.exp(offset)
+    with pytest.raises(OptionError, match="offset\\(\\) in the formula"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", data, honest=False)
+
+
+def test_bad_weight_offset_and_exposure_values_are_data_errors():
+    data, weights, offset = _data("poisson", seed=9)
+    with pytest.raises(DataError, match="one number per row"):
+        _fit(data, "poisson", weights=np.r_[weights, 1.0], weight_type="frequency")
+    with pytest.raises(DataError, match="weights= must be > 0.*\\[4\\]"):
+        _fit(data, "poisson", weights=np.where(np.arange(weights.size) == 4, 0.0, weights),
+             weight_type="frequency")
+    with pytest.raises(DataError, match="offset= has NaN.*\\[2\\]"):
+        _fit(data, "poisson", offset=np.where(np.arange(offset.size) == 2, np.nan, offset))
+    with pytest.raises(DataError, match="exposure= must be > 0"):
+        _fit(data, "poisson", exposure=-np.exp(offset))
+
+
+def test_results_refuse_what_weights_do_not_support_yet():
+    data, weights, offset = _data("gaussian", seed=10)
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset)
+    new = {"a": data["a"][:3], "b": data["b"][:3]}
+    with pytest.raises(OptionError, match="offset"):
+        res.predict(new)
+    with pytest.raises(OptionError, match="not yet supported"):
+        res.predict(new, interval="confidence", offset=np.zeros(3))
+    with pytest.raises(OptionError, match="not yet supported"):
+        res.evaluate(pd.DataFrame({"y": data["y"][:3]}), blocks=new)
+    with pytest.raises(OptionError, match="bootstrap"):
+        res.resample_weights("bootstrap")
+    with pytest.raises(OptionError, match="reweight"):
+        res.loss_sensitivity()
+    with pytest.raises(OptionError, match="honest_risk"):
+        res.honest_risk()
+    plain = _fit(data, "gaussian")
+    with pytest.raises(OptionError, match="no offset"):
+        plain.predict(new, offset=np.zeros(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = str(res.summary())  # the fold-complement stability re-solves use their rows' weights
+    assert "fold complements" in text
