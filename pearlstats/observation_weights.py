@@ -151,3 +151,27 @@ def check_new_offset(offset: Any, exposure: Any, n: int,
         _positive("exposure", t, "exposure is a time or size at risk")
         total = total + np.log(t)
     return total
+
+
+def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
+            weight_type: str | None) -> np.ndarray:
+    """Standard error of the (weighted) mean of per-row terms, along axis 0.
+
+    *values* are the terms as the weighted losses give them: each row's term times its
+    weight normalised to mean 1, so their plain mean is the weighted mean ``m``. Without
+    weights: SD / sqrt(n). Frequency weights count rows: the SE of the data with each row
+    repeated ``w_i`` times, ``sqrt(sum w_i (u_i - m)^2 / ((N - 1) N))`` with ``N = sum w``
+    and ``u_i`` the row's own term. Variance weights: the linearised SE of a weighted mean,
+    ``sqrt(sum v_i^2 (u_i - m)^2 / (n (n - 1)))``.
+    """
+    n = values.shape[0]
+    if row_weights is None:
+        return values.std(axis=0, ddof=1) / np.sqrt(n)
+    shape = (-1,) + (1,) * (values.ndim - 1)
+    v = (row_weights / row_weights.mean()).reshape(shape)
+    deviations = values / v - values.mean(axis=0)
+    if weight_type == "frequency":
+        total = row_weights.sum()
+        return np.sqrt((row_weights.reshape(shape) * deviations**2).sum(axis=0)
+                       / ((total - 1) * total))
+    return np.sqrt(((v * deviations) ** 2).sum(axis=0) / (n * (n - 1)))

@@ -108,6 +108,11 @@ def test_frequency_weight_two_equals_a_duplicated_row_in_the_same_fold(family):
     dup = _fit(copied, family, cv=folds[rows])
     np.testing.assert_allclose(res.weights.to_numpy(), dup.weights.to_numpy(), atol=1e-7)
     np.testing.assert_allclose(res.cv_risk.to_numpy(), dup.cv_risk.to_numpy(), rtol=1e-8)
+    # frequency weights count rows: the SEs are those of the data with the copies
+    np.testing.assert_allclose(res.cv_risk_se.to_numpy(), dup.cv_risk_se.to_numpy(), rtol=1e-7)
+    np.testing.assert_allclose(res.baselines[["cv_risk", "se", "risk_ratio", "ratio_se"]],
+                               dup.baselines[["cv_risk", "se", "risk_ratio", "ratio_se"]],
+                               rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(res.params.to_numpy(), dup.params.to_numpy(), rtol=1e-7,
                                atol=1e-9)
 
@@ -144,6 +149,18 @@ def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
     new = {"a": np.zeros((2, 1)), "b": np.zeros((2, 1))}
     mean = res.predict(new, exposure=[1.0, 10.0]).to_numpy()
     np.testing.assert_allclose(mean[1] / mean[0], 10.0, rtol=1e-12)  # a rate times exposure
+
+
+def test_variance_weighted_se_is_the_linearised_se_of_the_weighted_mean():
+    data, weights, _ = _data("gaussian", seed=12)
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance")
+    rows = (data["y"][:, None] - res.cv_predictions.to_numpy()) ** 2
+    risk = weights @ rows / weights.sum()
+    n = len(weights)
+    # the delta method for sum(w l) / sum(w), computed directly
+    influence = weights[:, None] * (rows - risk) / weights.mean()
+    expected = np.sqrt((influence**2).sum(axis=0) / (n * (n - 1)))
+    np.testing.assert_allclose(res.cv_risk_se.to_numpy(), expected, rtol=1e-10)
 
 
 def test_missing_drop_drops_the_rows_weights_and_offsets():
@@ -226,6 +243,13 @@ def test_results_refuse_what_weights_do_not_support_yet():
         res.loss_sensitivity()
     with pytest.raises(OptionError, match="honest_risk"):
         res.honest_risk()
+    with pytest.raises(OptionError, match="Pearson"):
+        res.resid_pearson
+    fitted = sum(w * _sm_fit("gaussian", data["y"], _exog(data, label.split("+")), weights,
+                             "variance", offset).fittedvalues
+                 for label, w in res.weights.items() if w > 0)
+    np.testing.assert_allclose(res.fittedvalues.to_numpy(), fitted, rtol=1e-9)
+    np.testing.assert_allclose(res.resid.to_numpy(), data["y"] - fitted, rtol=1e-9, atol=1e-12)
     plain = _fit(data, "gaussian")
     with pytest.raises(OptionError, match="no offset"):
         plain.predict(new, offset=np.zeros(3))

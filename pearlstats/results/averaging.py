@@ -290,6 +290,9 @@ def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
 
     Multinomial response residuals are a one-hot matrix minus the probabilities.
     """
+    if kind == "pearson" and res.stages.response.row_weights is not None:
+        raise OptionError("Pearson residuals are not yet supported with observation weights; "
+                          "use kind='response'")
     fitted = fittedvalues(res)
     y = np.asarray(res.stages.response.y)
     if res.family == "multinomial":

@@ -41,7 +41,7 @@ from ..exceptions import (
 )
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
-from ..observation_weights import check_new_offset
+from ..observation_weights import check_new_offset, mean_se
 from ..stages import FitState
 from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
@@ -301,8 +301,12 @@ class PearlResults(WeightDiagnostics):
     def cv_risk_se(self) -> pd.Series:
         """Standard error of each CV risk: SD of the per-row losses / sqrt(n)."""
         J = len(self._pool)
-        se = self._candidate_losses[:, :J].std(axis=0, ddof=1) / np.sqrt(self.nobs)
+        se = self._mean_se(self._candidate_losses[:, :J])
         return pd.Series(se, index=self.candidate_labels, name="cv_risk_se")
+
+    def _mean_se(self, values: np.ndarray) -> np.ndarray:
+        """SE of the mean of per-row (weighted) losses: SD / sqrt(n) without weights."""
+        return mean_se(values, self._response.row_weights, self._response.weight_type)
 
     @property
     def failures(self) -> pd.DataFrame:
@@ -412,10 +416,11 @@ class PearlResults(WeightDiagnostics):
         """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
 
         ``ratio_se`` is a paired (delta-method) standard error of the ratio,
-        from per-row loss differences on the same rows.
+        from per-row loss differences on the same rows. With observation weights the
+        risks are weighted means and the SEs those of
+        :func:`~pearlstats.observation_weights.mean_se`.
         """
         losses = self._strategy_losses
-        n = len(losses)
         pearl = losses["PEARL"].to_numpy()
         rows = {}
         for name in losses.columns:
@@ -426,9 +431,9 @@ class PearlResults(WeightDiagnostics):
             influence = (pearl - ratio * other) / risk
             rows[name] = {
                 "cv_risk": risk,
-                "se": other.std(ddof=1) / np.sqrt(n),
+                "se": float(self._mean_se(other)),
                 "risk_ratio": ratio,
-                "ratio_se": influence.std(ddof=1) / np.sqrt(n),
+                "ratio_se": float(self._mean_se(influence)),
                 "candidate": self._strategy_label(name),
             }
         return pd.DataFrame.from_dict(rows, orient="index")
