@@ -16,12 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from patsy import EvalEnvironment
 
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.data import data_index, split_data
 from .design.folds import fold_labels_for_rows
-from .design.formula import parse_formula
+from .design.formula import FormulaSpec, parse_formula
+from .design.offsets import formula_offset
 from .distributed.data import uses_dask
 from .distributed.results import DaskPearlResults
 from .engines._common import check_ridge
@@ -85,20 +87,25 @@ def _bind_downstream(family, downstream):
     return downstream.bind(family)
 
 
-def _observation_weights(data: Any, blocks: Any, family: str, given: tuple,
-                         options: dict) -> ObservationWeights:
+def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: EvalEnvironment,
+                         family: str, given: tuple, options: dict) -> ObservationWeights:
     """The checked weights/offset of the rows given (before ``missing="drop"``).
 
-    *given* is ``(weights, weight_type, offset, exposure)``; with any of them, the *options*
-    of :func:`~pearlstats.observation_weights.refuse_unsupported` not yet supported are refused.
+    *given* is ``(weights, weight_type, offset, exposure)``; the formula's ``offset()``
+    terms count as *offset*. With any of them, the *options* of
+    :func:`~pearlstats.observation_weights.refuse_unsupported` not yet supported are refused.
     """
-    if all(value is None for value in given):
+    if all(value is None for value in given) and not formula.offset_codes:
         return check_observation_weights(None, None, None, None, family, 0)
+    refuse_unsupported(**options, dask=uses_dask(data, blocks))
+    if formula.offset_codes:
+        if given[2] is not None or given[3] is not None:
+            raise OptionError("give the offset either in the formula (offset(...)) or as "
+                              "offset=/exposure=, not both")
+        given = given[:2] + (formula_offset(formula, split_data(data)[0], env), None)
     index = data_index(data)
     n = len(index) if index is not None else len(split_data(data)[0])
-    observed = check_observation_weights(*given, family, n, index)
-    refuse_unsupported(**options, dask=uses_dask(data, blocks))
-    return observed
+    return check_observation_weights(*given, family, n, index)
 
 
 def with_observation_weights(prepared: Prepared, loss: Loss,
@@ -347,8 +354,12 @@ def fit(
         changes nothing. Not yet supported with them (refused by name):
         ``downstream``, ``ridge > 0``, ``honest`` (pass ``honest=False``),
         ``cv_repeats > 1``, ``weight_shrinkage``, the hinge and absolute
-        losses, sparse wide blocks, dask data, and the results' bootstrap,
-        prediction intervals and sets, ``evaluate`` and stability tables.
+        losses, sparse wide blocks, dask data, multinomial, and the results'
+        bootstrap, ``reweight``/``loss_sensitivity``, ``honest_risk``,
+        prediction intervals and sets, Pearson residuals and ``evaluate``.
+        The fold-complement stability table re-solves with each subset's
+        weights. SEs of CV risks: see
+        :func:`~pearlstats.observation_weights.mean_se`.
     weight_type : {"frequency", "variance"}
         Needed with *weights*: ``"frequency"`` counts rows (statsmodels'
         ``freq_weights``: a weight of 2 is the row twice); ``"variance"``
@@ -361,7 +372,11 @@ def fit(
     offset : array_like, optional
         Added to every candidate's linear predictor, one value per row
         (gaussian, binomial, poisson); ``res.predict`` then needs ``offset=``
-        (and/or ``exposure=``) for the new rows.
+        (and/or ``exposure=``) for the new rows. Alternatively a formula term
+        ``offset(expr)`` (e.g. ``y ~ offset(np.log(t)) + block(a)``, not
+        together with *offset*/*exposure*) is evaluated on the rows and
+        rebuilt from the new rows' columns by ``res.predict``. The same
+        options as with *weights* are not yet supported.
     exposure : array_like, optional
         Poisson only: positive exposures (time or size at risk); adds
         ``log(exposure)`` to the offset, so the candidates model rates.
@@ -399,9 +414,9 @@ def fit(
     shrinkage = _check_shrinkage(weight_shrinkage, shrinkage_target)
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
-    observed = _observation_weights(data, blocks, family_.name, (weights, weight_type, offset,
-                                    exposure), dict(downstream=downstream, ridge=ridge,
-                                    honest=honest, cv_repeats=cv_repeats, shrinkage=shrinkage))
+    observed = _observation_weights(data, blocks, formula_spec, env, family_.name, (
+        weights, weight_type, offset, exposure), dict(downstream=downstream, ridge=ridge,
+        honest=honest, cv_repeats=cv_repeats, shrinkage=shrinkage))
     reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
     if uses_dask(data, blocks):
         # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)

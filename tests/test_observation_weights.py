@@ -200,7 +200,7 @@ def test_unsupported_options_are_refused_by_name(kwargs, words):
         pearl.fit("y ~ block(a) + block(b)", data, family=family, seed=0, **kwargs)
 
 
-def test_downstream_and_formula_offset_are_refused_by_name():
+def test_downstream_and_offset_interactions_are_refused_by_name():
     data, weights, offset = _data("gaussian", seed=8)
 
     class Downstream:
@@ -210,8 +210,8 @@ def test_downstream_and_formula_offset_are_refused_by_name():
     with pytest.raises(OptionError, match="downstream"):
         _fit(data, "gaussian", weights=weights, weight_type="variance", downstream=Downstream())
     data["t"] = np.exp(offset)
-    with pytest.raises(OptionError, match="offset\\(\\) in the formula"):
-        pearl.fit("y ~ offset(np.log(t)) + block(a)", data, honest=False)
+    with pytest.raises(pearl.FormulaError, match="offset\\(\\) inside an interaction"):
+        pearl.fit("y ~ offset(np.log(t)):x + block(a)", data, honest=False)
 
 
 def test_bad_weight_offset_and_exposure_values_are_data_errors():
@@ -257,3 +257,36 @@ def test_results_refuse_what_weights_do_not_support_yet():
         warnings.simplefilter("error")
         text = str(res.summary())  # the fold-complement stability re-solves use their rows' weights
     assert "fold complements" in text
+
+
+def test_offset_in_the_formula_equals_offset_given_and_is_rebuilt_for_new_rows():
+    import pickle
+
+    data, weights, offset = _data("poisson", seed=13)
+    frame = pd.DataFrame({"y": data["y"], "t": np.exp(offset)})
+    blocks = {"a": data["a"], "b": data["b"]}
+    res = pearl.fit("y ~ offset(np.log(t)) + block(a) + block(b)", frame, blocks=blocks,
+                    family="poisson", weights=weights, weight_type="frequency", honest=False,
+                    seed=3)
+    given = _fit(data, "poisson", weights=weights, weight_type="frequency", exposure=frame["t"])
+    np.testing.assert_allclose(res.cv_predictions.to_numpy(), given.cv_predictions.to_numpy(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(res.params.to_numpy(), given.params.to_numpy(), rtol=1e-12)
+    new = pd.DataFrame({"t": [1.0, 4.0]})
+    new_blocks = {"a": np.zeros((2, 2)), "b": np.zeros((2, 1))}
+    expected = given.predict(new_blocks, exposure=new["t"].to_numpy()).to_numpy()
+    np.testing.assert_allclose(res.predict(new, blocks=new_blocks).to_numpy(), expected,
+                               rtol=1e-12)
+    again = pickle.loads(pickle.dumps(res))  # the offset's namespace (np) travels by name
+    np.testing.assert_allclose(again.predict(new, blocks=new_blocks).to_numpy(), expected,
+                               rtol=1e-12)
+    with pytest.raises(OptionError, match="rebuilt from the new rows"):
+        res.predict(new, blocks=new_blocks, exposure=[1.0, 1.0])
+    with pytest.raises(OptionError, match="not both"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson",
+                  offset=offset, honest=False)
+    with pytest.warns(RuntimeWarning), pytest.raises(DataError, match="log\\(t\\)\\) is NaN"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame.assign(t=-frame["t"]),
+                  blocks=blocks, family="poisson", honest=False)
+    with pytest.raises(OptionError, match="honest"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson")

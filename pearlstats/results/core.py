@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..design.data import data_index, first_block_index, resolve_blocks, split_data
+from ..design.offsets import formula_offset
 from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
@@ -598,7 +599,7 @@ class PearlResults(WeightDiagnostics):
             As for :meth:`predict`.
         """
         X, index = self._design_for(newdata, blocks)
-        new_offset = self._new_offset(offset, exposure, X)
+        new_offset = self._new_offset(offset, exposure, X, newdata)
         if labels is None:
             labels = self.candidate_labels
         elif isinstance(labels, str):
@@ -674,7 +675,7 @@ class PearlResults(WeightDiagnostics):
         if uses_dask(newdata, blocks):  # a lazy dask Series / array, partition by partition
             return predict_dask(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
-        new_offset = self._new_offset(offset, exposure, X)
+        new_offset = self._new_offset(offset, exposure, X, newdata)
         if interval is None:
             return self._format(np.asarray(self._combined_prediction(X, new_offset)), index)
         self._refuse_weighted(f"predict(interval={interval!r})")
@@ -689,7 +690,17 @@ class PearlResults(WeightDiagnostics):
             f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
         )
 
-    def _new_offset(self, offset, exposure, X) -> np.ndarray | None:
+    def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
+        """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else
+        *offset* and *exposure* as given (a fit without an offset refuses them)."""
+        spec = self._design.spec
+        if spec.formula.offset_codes:
+            if offset is not None or exposure is not None:
+                raise OptionError("this fit's offset comes from the formula's offset() terms, "
+                                  "which are rebuilt from the new rows; leave offset=/exposure= "
+                                  "None")
+            return formula_offset(spec.formula, split_data(newdata)[0],
+                                  dict(spec.covariates.namespace))
         return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None)
 
     def _combined_prediction(self, X: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
