@@ -118,20 +118,19 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
     return ObservationWeights(w, weight_type if w is not None else None, total)
 
 
-def refuse_unsupported(*, downstream: Any, ridge: float, honest: int | bool, cv_repeats: int,
+def refuse_unsupported(*, downstream: Any, ridge: float, cv_repeats: int,
                        shrinkage: tuple | None, dask: bool) -> None:
     """Raise OptionError naming the options not yet supported with weights/offsets."""
     named = [name for name, used in (
         ("downstream (MLP)", downstream is not None),
         ("ridge > 0", ridge > 0),
-        ("honest (nested re-runs; pass honest=False)", honest is not False),
         ("cv_repeats > 1", cv_repeats != 1),
         ("weight_shrinkage", shrinkage is not None),
         ("dask data", dask),
     ) if used]
     if named:
         raise OptionError(f"{named} are not yet supported with observation weights/offsets/"
-                          "exposure; leave them at their defaults (honest=False)")
+                          "exposure; leave them at their defaults")
 
 
 def check_new_offset(offset: Any, exposure: Any, n: int,

@@ -151,6 +151,38 @@ def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
     np.testing.assert_allclose(mean[1] / mean[0], 10.0, rtol=1e-12)  # a rate times exposure
 
 
+@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+def test_honest_risk_with_frequency_weight_two_equals_duplicated_rows(family):
+    data, _, offset = _data(family, n=60, seed=14)
+    counts = np.random.default_rng(5).integers(1, 3, size=60)
+    folds = np.arange(60) % 6  # given labels: whole folds dealt to the outer folds
+    res = _fit(data, family, weights=counts, weight_type="frequency", offset=offset, cv=folds,
+               honest=3)
+    rows = np.repeat(np.arange(60), counts)
+    copied = {name: values[rows] for name, values in data.items()}
+    dup = _fit(copied, family, offset=offset[rows], cv=folds[rows], honest=3)
+    np.testing.assert_array_equal(res.honest_risk().outer_folds[rows],
+                                  dup.honest_risk().outer_folds)
+    columns = ["risk", "se", "ratio", "ratio_se"]
+    np.testing.assert_allclose(res.honest[columns], dup.honest[columns], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(res.last_honest_risk.risk, dup.last_honest_risk.risk,
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_honest_outer_fold_weights_are_those_of_a_weighted_fit_on_its_rows():
+    data, weights, offset = _data("binomial", n=100, seed=15)
+    res = _fit(data, "binomial", weights=weights, weight_type="variance", offset=offset,
+               honest=3)
+    nested = res.honest_risk(outer=3)
+    for k in range(3):
+        train = nested.outer_folds != k
+        inner = _fit({name: values[train] for name, values in data.items()}, "binomial",
+                     weights=weights[train], weight_type="variance", offset=offset[train],
+                     cv=nested.inner_folds[k])
+        np.testing.assert_allclose(nested.fold_weights.iloc[k].to_numpy(),
+                                   inner.weights.to_numpy(), atol=1e-9)
+
+
 def test_variance_weighted_se_is_the_linearised_se_of_the_weighted_mean():
     data, weights, _ = _data("gaussian", seed=12)
     res = _fit(data, "gaussian", weights=weights, weight_type="variance")
@@ -180,7 +212,6 @@ def test_missing_drop_drops_the_rows_weights_and_offsets():
     ({"weights": "w"}, "weight_type"),
     ({"weights": "w", "weight_type": "survey"}, "weight_type"),
     ({"weight_type": "frequency"}, "needs weights"),
-    ({"weights": "w", "weight_type": "frequency", "honest": 5}, "honest"),
     ({"weights": "w", "weight_type": "frequency", "ridge": 0.1}, "ridge"),
     ({"weights": "w", "weight_type": "frequency", "cv_repeats": 2}, "cv_repeats"),
     ({"offset": "o", "weight_shrinkage": 0.5}, "weight_shrinkage"),
@@ -241,8 +272,6 @@ def test_results_refuse_what_weights_do_not_support_yet():
         res.resample_weights("bootstrap")
     with pytest.raises(OptionError, match="reweight"):
         res.loss_sensitivity()
-    with pytest.raises(OptionError, match="honest_risk"):
-        res.honest_risk()
     with pytest.raises(OptionError, match="Pearson"):
         res.resid_pearson
     fitted = sum(w * _sm_fit("gaussian", data["y"], _exog(data, label.split("+")), weights,
@@ -288,5 +317,6 @@ def test_offset_in_the_formula_equals_offset_given_and_is_rebuilt_for_new_rows()
     with pytest.warns(RuntimeWarning), pytest.raises(DataError, match="log\\(t\\)\\) is NaN"):
         pearl.fit("y ~ offset(np.log(t)) + block(a)", frame.assign(t=-frame["t"]),
                   blocks=blocks, family="poisson", honest=False)
-    with pytest.raises(OptionError, match="honest"):
-        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson")
+    with pytest.raises(OptionError, match="ridge"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson",
+                  ridge=1.0)

@@ -533,7 +533,6 @@ class WeightDiagnostics:
             ``.risk`` (risk and SE of PEARL, MS and every candidate),
             ``.fold_weights``, ``.best_candidate``, ``.excess``, ``.excess_se``.
         """
-        self._refuse_weighted("honest_risk()")
         self._last_honest_risk = evaluation.honest_risk(self, outer=outer, seed=seed)
         return self._last_honest_risk
 

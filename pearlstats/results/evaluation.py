@@ -40,6 +40,7 @@ from ..design.data import split_data
 from ..design.formula import response_values
 from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
+from ..observation_weights import mean_se
 from ..weights.losses import mean_squared_error
 from .strategies import STRATEGIES
 from .summary import format_mean_sd, html_escape, latex_escape
@@ -179,6 +180,11 @@ class HonestRisk:
         Per outer fold: ``kkt_gap`` (certified bound on the suboptimality of
         its PEARL weight solve), ``objective``, ``certified`` (gap at most
         ``1e-10 (1 + objective)``) and ``solver``.
+    row_weights : ndarray or None
+        The fit's observation weights: the row losses are then weighted (their
+        mean is the weighted mean) and every SE is
+        :func:`~pearlstats.observation_weights.mean_se`'s.
+    weight_type : str or None
     """
 
     row_losses: pd.DataFrame
@@ -187,6 +193,11 @@ class HonestRisk:
     inner_folds: tuple
     failures: pd.DataFrame
     fold_gaps: pd.DataFrame | None = None
+    row_weights: np.ndarray | None = None
+    weight_type: str | None = None
+
+    def _se(self, values: np.ndarray) -> np.ndarray:
+        return mean_se(values, self.row_weights, self.weight_type)
 
     @property
     def n_outer(self) -> int:
@@ -202,7 +213,8 @@ class HonestRisk:
         the baselines, which solve nothing); ``certified`` is False on the PEARL row
         when some outer fold's solve was not certified (see :attr:`fold_gaps`).
         """
-        table = paired_ratio_table(self.row_losses[list(STRATEGIES)])
+        table = paired_ratio_table(self.row_losses[list(STRATEGIES)],
+                                   row_weights=self.row_weights, weight_type=self.weight_type)
         table["kkt_gap"] = np.nan
         table["certified"] = True
         if self.fold_gaps is not None and len(self.fold_gaps):
@@ -221,7 +233,8 @@ class HonestRisk:
         losses = self.row_losses
         return pd.DataFrame({
             "risk": losses.mean(skipna=False),
-            "se": losses.std(ddof=1, skipna=False) / np.sqrt(len(losses)),
+            "se": self._se(losses.to_numpy()) if self.row_weights is not None
+            else losses.std(ddof=1, skipna=False) / np.sqrt(len(losses)),
         })
 
     @property
@@ -232,7 +245,10 @@ class HonestRisk:
     def excess_over(self, strategy: str = "MS") -> tuple[float, float]:
         """PEARL's honest risk minus a strategy's, and the paired SE of that difference."""
         difference = self.row_losses["PEARL"] - self.row_losses[strategy]
-        return float(difference.mean()), float(difference.std(ddof=1) / np.sqrt(len(difference)))
+        if self.row_weights is None:
+            return float(difference.mean()), float(difference.std(ddof=1)
+                                                   / np.sqrt(len(difference)))
+        return float(difference.mean()), float(self._se(difference.to_numpy()))
 
     def warning_against_ms(
         self, number: Callable[[float], str] = lambda value: f"{value:.4g}"
@@ -295,6 +311,8 @@ def honest_risk(
         inner_folds=nested.inner_folds,
         failures=nested.failures,
         fold_gaps=nested.fold_gaps,
+        row_weights=state.response.row_weights,
+        weight_type=state.response.weight_type,
     )
 
 
