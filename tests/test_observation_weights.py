@@ -286,6 +286,7 @@ def test_results_refuse_what_weights_do_not_support_yet():
         warnings.simplefilter("error")
         text = str(res.summary())  # the fold-complement stability re-solves use their rows' weights
     assert "fold complements" in text
+    assert "Row weights:  variance" in text and "Offset:  yes" in text
 
 
 def test_offset_in_the_formula_equals_offset_given_and_is_rebuilt_for_new_rows():
@@ -320,3 +321,20 @@ def test_offset_in_the_formula_equals_offset_given_and_is_rebuilt_for_new_rows()
     with pytest.raises(OptionError, match="ridge"):
         pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson",
                   ridge=1.0)
+
+
+def test_sparse_wide_blocks_and_dask_data_are_refused_with_weights():
+    from scipy import sparse
+
+    data, weights, _ = _data("gaussian", n=40, seed=16)
+    wide = sparse.random(40, 1200, density=0.01, format="csr", random_state=0)
+    with pytest.raises(OptionError, match="sparse or wide"):
+        pearl.fit("y ~ block(a) + block(w)", {"y": data["y"]},
+                  blocks={"a": data["a"], "w": wide}, weights=weights, weight_type="variance",
+                  honest=False, seed=0)
+    dd = pytest.importorskip("dask.dataframe")
+    frame = pd.DataFrame({"y": data["y"], "a0": data["a"][:, 0], "b0": data["b"][:, 0]})
+    lazy = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(OptionError, match="dask"):
+        pearl.fit("y ~ block(a) + block(b)", lazy, blocks={"a": lazy[["a0"]], "b": lazy[["b0"]]},
+                  weights=weights, weight_type="variance", honest=False, seed=0)
