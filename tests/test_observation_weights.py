@@ -115,6 +115,10 @@ def test_frequency_weight_two_equals_a_duplicated_row_in_the_same_fold(family):
                                rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(res.params.to_numpy(), dup.params.to_numpy(), rtol=1e-7,
                                atol=1e-9)
+    # the averaged coefficients' inference counts the copies (GLM freq_weights' df and scale)
+    np.testing.assert_allclose(res.bse.to_numpy(), dup.bse.to_numpy(), rtol=1e-6)
+    np.testing.assert_allclose(res.conf_int().to_numpy(), dup.conf_int().to_numpy(), rtol=1e-6,
+                               atol=1e-9)
 
 
 @pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
@@ -130,6 +134,22 @@ def test_scaling_all_weights_changes_nothing_and_unit_weights_equal_no_weights(f
     np.testing.assert_allclose(ones.cv_predictions.to_numpy(), plain.cv_predictions.to_numpy(),
                                rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(ones.weights.to_numpy(), plain.weights.to_numpy(), atol=1e-7)
+
+
+@pytest.mark.parametrize("weight_type", ["frequency", "variance"])
+def test_one_candidate_inference_equals_the_weighted_glm(weight_type):
+    from scipy import stats
+
+    data, weights, offset = _data("gaussian", seed=20)
+    res = _fit(data, "gaussian", candidates=[("a", "b")], weights=weights,
+               weight_type=weight_type, offset=offset)
+    direct = _sm_fit("gaussian", data["y"], _exog(data, ["a", "b"]), weights, weight_type,
+                     offset)
+    np.testing.assert_allclose(res.params.to_numpy(), direct.params, rtol=1e-10)
+    np.testing.assert_allclose(res.bse.to_numpy(), direct.bse, rtol=1e-8)
+    q = stats.t.ppf(0.975, direct.df_resid)  # sum(w) - p rows for frequency, n - p for variance
+    expected = np.column_stack([direct.params - q * direct.bse, direct.params + q * direct.bse])
+    np.testing.assert_allclose(res.conf_int().to_numpy(), expected, rtol=1e-8)
 
 
 def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
