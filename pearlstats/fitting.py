@@ -353,10 +353,10 @@ def fit(
         baselines are weighted means. Scaling all weights by a constant
         changes nothing. The honest re-runs (``res.honest``) fit each outer
         fold's rows with their weights and offsets and score the held-out rows
-        by weighted means. Not yet supported with them (refused by name):
-        ``downstream``, ``ridge > 0``, ``cv_repeats > 1``,
-        ``weight_shrinkage``, the hinge and absolute losses, sparse wide
-        blocks, dask data, multinomial, and the results' bootstrap,
+        by weighted means; ``cv_repeats`` stacks the draws with the rows'
+        weights. Not yet supported with them (refused by name):
+        ``downstream``, ``ridge > 0``, ``weight_shrinkage="cv"``, the hinge
+        and absolute losses, sparse wide blocks, dask data, multinomial, and the results' bootstrap,
         ``reweight``/``loss_sensitivity``, prediction intervals and sets,
         Pearson residuals and ``evaluate``.
         The fold-complement stability table re-solves with each subset's
@@ -418,7 +418,7 @@ def fit(
     _check_no_response_leak(formula_spec, blocks)
     observed = _observation_weights(data, blocks, formula_spec, env, family_.name, (
         weights, weight_type, offset, exposure), dict(downstream=downstream, ridge=ridge,
-        cv_repeats=cv_repeats, shrinkage=shrinkage))
+        shrinkage=shrinkage))
     reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
     if uses_dask(data, blocks):
         # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)

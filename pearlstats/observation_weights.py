@@ -118,14 +118,13 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
     return ObservationWeights(w, weight_type if w is not None else None, total)
 
 
-def refuse_unsupported(*, downstream: Any, ridge: float, cv_repeats: int,
-                       shrinkage: tuple | None, dask: bool) -> None:
+def refuse_unsupported(*, downstream: Any, ridge: float, shrinkage: tuple | None,
+                       dask: bool) -> None:
     """Raise OptionError naming the options not yet supported with weights/offsets."""
     named = [name for name, used in (
         ("downstream (MLP)", downstream is not None),
         ("ridge > 0", ridge > 0),
-        ("cv_repeats > 1", cv_repeats != 1),
-        ("weight_shrinkage", shrinkage is not None),
+        ("weight_shrinkage='cv'", shrinkage is not None and shrinkage[0] == "cv"),
         ("dask data", dask),
     ) if used]
     if named:

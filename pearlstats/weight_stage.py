@@ -160,6 +160,8 @@ def solve_draw_weights(
     output, stacked = _combined_outputs(outputs)
     labels = [candidate.label for candidate in pool]
     y_stacked = np.tile(y, len(draws))
+    if hasattr(loss, "restricted"):  # observation weights: a row's copies keep its weight
+        loss = loss.restricted(np.tile(np.arange(len(y)), len(draws)))
     solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss, labels,
                                             warn_failures=warn_failures,
                                             stacklevel=stacklevel + 1, context=context)

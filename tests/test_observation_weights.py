@@ -152,6 +152,49 @@ def test_one_candidate_inference_equals_the_weighted_glm(weight_type):
     np.testing.assert_allclose(res.conf_int().to_numpy(), expected, rtol=1e-8)
 
 
+def test_repeated_draws_minimise_the_weighted_loss_stacked_over_draws():
+    from scipy.optimize import minimize
+
+    from pearlstats.stages import assign_folds
+
+    data, weights, offset = _data("gaussian", n=70, seed=21)
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset,
+               cv_repeats=3)
+    y = data["y"]
+    response = res.stages.response
+    draws = [assign_folds(5, response, res.seed)] + [
+        assign_folds(5, response, np.random.SeedSequence([res.seed, r])) for r in (1, 2)]
+    np.testing.assert_array_equal(draws[0], res.folds)
+    blocks = [label.split("+") for label in res.candidate_labels]
+    stacked = []
+    for folds in draws:  # out-of-fold predictions of each draw by statsmodels, fold by fold
+        P = np.empty((len(y), len(blocks)))
+        for j, names in enumerate(blocks):
+            X = _exog(data, names)
+            for k in range(5):
+                held = folds == k
+                fit = _sm_fit("gaussian", y[~held], X[~held], weights[~held], "variance",
+                              offset[~held])
+                P[held, j] = fit.predict(X[held], offset=offset[held])
+        stacked.append(P)
+    P, v, t = np.vstack(stacked), np.tile(weights, 3), np.tile(y, 3)
+
+    def objective(w):
+        return v @ (t - P @ w) ** 2 / v.sum()
+
+    J = P.shape[1]
+    direct = minimize(objective, np.full(J, 1 / J), method="SLSQP", bounds=[(0, 1)] * J,
+                      constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
+                      options={"ftol": 1e-15, "maxiter": 500})
+    assert objective(res.weights.to_numpy()) <= direct.fun + 1e-12
+    np.testing.assert_allclose(res.weights.to_numpy(), direct.x, atol=1e-5)
+    np.testing.assert_allclose(res.weight_objective, direct.fun, rtol=1e-9)
+    shrunk = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset,
+                  cv_repeats=3, weight_shrinkage=0.5)
+    np.testing.assert_allclose(shrunk.weights.to_numpy(),
+                               0.5 * res.weights.to_numpy() + 0.5 / J, atol=1e-12)
+
+
 def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
     rng = np.random.default_rng(11)
     n = 3000
@@ -233,8 +276,7 @@ def test_missing_drop_drops_the_rows_weights_and_offsets():
     ({"weights": "w", "weight_type": "survey"}, "weight_type"),
     ({"weight_type": "frequency"}, "needs weights"),
     ({"weights": "w", "weight_type": "frequency", "ridge": 0.1}, "ridge"),
-    ({"weights": "w", "weight_type": "frequency", "cv_repeats": 2}, "cv_repeats"),
-    ({"offset": "o", "weight_shrinkage": 0.5}, "weight_shrinkage"),
+    ({"offset": "o", "weight_shrinkage": "cv"}, "weight_shrinkage='cv'"),
     ({"exposure": "t", "family": "gaussian"}, "exposure"),
     ({"offset": "o", "family": "multinomial"}, "multinomial"),
     ({"weights": "w", "weight_type": "variance", "loss": "absolute"}, "absolute"),
