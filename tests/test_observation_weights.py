@@ -195,6 +195,38 @@ def test_repeated_draws_minimise_the_weighted_loss_stacked_over_draws():
                                0.5 * res.weights.to_numpy() + 0.5 / J, atol=1e-12)
 
 
+@pytest.mark.parametrize("family", ["gaussian", "binomial"])
+def test_evaluate_with_test_weights_and_offsets_is_the_weighted_mean_score(family):
+    data, weights, offset = _data(family, n=120, seed=22)
+    train, test = np.arange(80), np.arange(80, 120)
+    res = _fit({k: v[train] for k, v in data.items()}, family, weights=weights[train],
+               weight_type="variance", offset=offset[train])
+    blocks = {"a": data["a"][test], "b": data["b"][test]}
+    frame = pd.DataFrame({"y": data["y"][test]})
+    table = res.evaluate(frame, blocks=blocks, weights=weights[test], offset=offset[test])
+    p = res.predict(blocks, offset=offset[test]).to_numpy()
+    y, w = data["y"][test], weights[test]
+    if family == "gaussian":
+        np.testing.assert_allclose(table.loc["PEARL", "MSE"], np.average((y - p) ** 2, weights=w),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(table.loc["PEARL", "MAE"], np.average(np.abs(y - p), weights=w),
+                                   rtol=1e-12)
+    else:
+        observed = np.where(y == 1, p, 1 - p)
+        np.testing.assert_allclose(table.loc["PEARL", "cross_entropy"],
+                                   np.average(-np.log(observed), weights=w), rtol=1e-12)
+        np.testing.assert_allclose(table.loc["PEARL", "accuracy"],
+                                   np.average((p > 0.5) == (y == 1), weights=w), rtol=1e-12)
+        np.testing.assert_allclose(table.loc["PEARL", "MSE"], np.average((y - p) ** 2, weights=w),
+                                   rtol=1e-12)
+    unweighted = res.evaluate(frame, blocks=blocks, offset=offset[test])
+    column = "MSE"
+    np.testing.assert_allclose(unweighted.loc["PEARL", column], np.mean((y - p) ** 2),
+                               rtol=1e-12)
+    with pytest.raises(DataError, match="must be > 0"):
+        res.evaluate(frame, blocks=blocks, weights=-w, offset=offset[test])
+
+
 def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
     rng = np.random.default_rng(11)
     n = 3000
@@ -328,7 +360,7 @@ def test_results_refuse_what_weights_do_not_support_yet():
         res.predict(new)
     with pytest.raises(OptionError, match="not yet supported"):
         res.predict(new, interval="confidence", offset=np.zeros(3))
-    with pytest.raises(OptionError, match="not yet supported"):
+    with pytest.raises(OptionError, match="give offset"):
         res.evaluate(pd.DataFrame({"y": data["y"][:3]}), blocks=new)
     with pytest.raises(OptionError, match="bootstrap"):
         res.resample_weights("bootstrap")

@@ -42,7 +42,7 @@ from ..exceptions import (
 )
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
-from ..observation_weights import check_new_offset, mean_se
+from ..observation_weights import check_new_offset, check_observation_weights, mean_se
 from ..stages import FitState
 from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
@@ -728,7 +728,8 @@ class PearlResults(WeightDiagnostics):
         codes = np.array([position[value] for value in given], dtype=np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
-    def evaluate(self, test_data: Any, blocks: Any = None) -> pd.DataFrame:
+    def evaluate(self, test_data: Any, blocks: Any = None, *, weights: Any = None,
+                 offset: Any = None, exposure: Any = None) -> pd.DataFrame:
         """Scores of PEARL and the paper's baselines on held-out rows.
 
         Parameters
@@ -748,7 +749,14 @@ class PearlResults(WeightDiagnostics):
             best on these test rows (named in ``.attrs["best_candidate"]``), a
             reference in hindsight that no strategy could have picked.
 
-        Not yet supported with observation weights/offsets (OptionError).
+        weights : array_like, optional
+            Positive weights of the test rows: every score is then a weighted
+            mean (without them the test rows count equally, whatever the fit's
+            weights were).
+        offset, exposure : array_like, optional
+            The test rows' offset/exposure, needed by (and only by) a fit with
+            an offset, as for :meth:`predict`; ``offset()`` in the formula is
+            rebuilt from the test rows.
 
         Examples
         --------
@@ -760,10 +768,17 @@ class PearlResults(WeightDiagnostics):
         >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
         ['MSE', 'MAE']
         """
-        self._refuse_weighted("evaluate()")
         if uses_dask(test_data, blocks):  # scored partition by partition
+            self._refuse_weighted("evaluate() of dask data")
+            if weights is not None:
+                raise OptionError("evaluate(weights=) is not yet supported for dask test data")
             return evaluate_dask(self, test_data, blocks)
-        return evaluation.evaluate(self, test_data, blocks)
+        X = self.design_matrix(test_data, blocks)
+        new_offset = self._new_offset(offset, exposure, X, test_data)
+        if weights is not None:
+            weights = check_observation_weights(weights, "variance", None, None, self.family,
+                                                X.shape[0]).weights
+        return evaluation.evaluate(self, test_data, blocks, weights, new_offset)
 
     def summary(
         self,

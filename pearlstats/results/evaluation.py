@@ -71,13 +71,19 @@ CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
 _PROBABILITY_FLOOR = 1e-15
 
 
-def regression_metrics(y: np.ndarray, mean: np.ndarray) -> dict:
-    """``MSE`` and ``MAE`` of predicted means."""
+def regression_metrics(y: np.ndarray, mean: np.ndarray, weights: np.ndarray | None = None) -> dict:
+    """``MSE`` and ``MAE`` of predicted means (weighted means with row *weights*)."""
+    if weights is not None:
+        return {"MSE": float(np.average((y - mean) ** 2, weights=weights)),
+                "MAE": float(np.average(np.abs(y - mean), weights=weights))}
     return {"MSE": mean_squared_error(y, mean, "gaussian"), "MAE": float(np.mean(np.abs(y - mean)))}
 
 
-def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict:
+def classification_metrics(codes: np.ndarray, probabilities: np.ndarray,
+                           weights: np.ndarray | None = None) -> dict:
     """``accuracy``, ``cross_entropy`` and one-hot ``MSE`` of class probabilities (n, C).
+
+    With row *weights*, each is the weighted mean over the rows.
 
     Examples
     --------
@@ -88,6 +94,15 @@ def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict
     """
     codes = np.asarray(codes, dtype=np.intp)
     observed = probabilities[np.arange(len(codes)), codes]
+    if weights is not None:
+        squared = ((np.eye(probabilities.shape[1])[codes] - probabilities) ** 2).mean(axis=1)
+        return {
+            "accuracy": float(np.average(np.argmax(probabilities, axis=1) == codes,
+                                         weights=weights)),
+            "cross_entropy": float(np.average(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)),
+                                              weights=weights)),
+            "MSE": float(np.average(squared, weights=weights)),
+        }
     return {
         "accuracy": float(np.mean(np.argmax(probabilities, axis=1) == codes)),
         "cross_entropy": float(np.mean(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)))),
@@ -95,12 +110,12 @@ def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict
     }
 
 
-def _metrics(res, y, prediction) -> dict:
+def _metrics(res, y, prediction, weights=None) -> dict:
     if res.classes is None:
-        return regression_metrics(y, prediction)
+        return regression_metrics(y, prediction, weights)
     if prediction.ndim == 1:
         prediction = np.column_stack([1.0 - prediction, prediction])
-    return classification_metrics(y, prediction)
+    return classification_metrics(y, prediction, weights)
 
 
 def _test_response(res, test_data) -> np.ndarray:
@@ -117,8 +132,14 @@ def evaluate(
     res: PearlResults,
     test_data: pd.DataFrame | Mapping[str, Any],
     blocks: Mapping[str, Any] | None = None,
+    weights: np.ndarray | None = None,
+    offset: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`)."""
+    """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`).
+
+    *weights* (checked, one per test row) make every score a weighted mean; *offset* is the
+    test rows' offset of a fit with one.
+    """
     X = res.design_matrix(test_data, blocks)
     y = _test_response(res, test_data)
     if len(y) != X.shape[0]:
@@ -131,19 +152,21 @@ def evaluate(
     singles = [c.label for c in everything
                if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]]
     used = strategies.columns[(strategies.fillna(0) > 0).any(axis=0).to_numpy()]
-    predictions = res.candidate_predictions_for(X, list(dict.fromkeys([*used, *singles])))
-    single_scores = {label: _metrics(res, y, predictions[label]) for label in singles}
+    predictions = res.candidate_predictions_for(X, list(dict.fromkeys([*used, *singles])),
+                                                offset)
+    single_scores = {label: _metrics(res, y, predictions[label], weights) for label in singles}
     primary = "MSE" if res.classes is None else "cross_entropy"
     best = min(singles, key=lambda label: single_scores[label][primary]) if singles else None
     rows = {}
     for method in METHODS:
-        weights = strategies.loc[method]
-        if weights.isna().any():
+        chosen = strategies.loc[method]
+        if chosen.isna().any():
             rows[method] = {}
             continue
-        active = weights[weights > 0]
+        active = chosen[chosen > 0]
         stacked = np.stack([predictions[label] for label in active.index], axis=1)
-        rows[method] = _metrics(res, y, res.stages.loss.combine(stacked, active.to_numpy()))
+        rows[method] = _metrics(res, y, res.stages.loss.combine(stacked, active.to_numpy()),
+                                weights)
     # The single block best on these very test rows: a hindsight reference no user could pick.
     rows[ORACLE] = single_scores[best] if best is not None else {}
     names = REGRESSION_METRICS if res.classes is None else CLASSIFICATION_METRICS
