@@ -9,7 +9,21 @@ response a proportion), a different thing not offered here. Weights must be posi
 drop the rows of weight 0. ``offset=`` is added to every candidate's linear predictor;
 ``exposure=`` (poisson) adds ``log(exposure)``.
 
-What observation weights do not support yet is refused by name (:func:`refuse_unsupported`).
+Supported (gaussian, binomial, poisson): the candidates' fits in every fold and on all rows
+(:mod:`pearlstats.engines.weighted`), the weight stage's weighted mean loss
+(:mod:`pearlstats.weights.row_weighted`; also over ``cv_repeats`` draws and with a given or
+``"size"`` shrinkage), the statsmodels refits (``GLM`` with ``freq_weights``/``var_weights``
+and ``offset``) and the averaged coefficients' inference built on them, ``predict`` and
+``evaluate`` (new rows' offsets; test weights), the honest re-runs and the fold-complement
+stability table (each subset with its rows' weights), and weighted SEs (:func:`mean_se`).
+
+Not yet supported, and refused by name where it would be reached: multinomial, ``downstream``
+(MLP), ``ridge > 0`` (and so the separation ridge ladder: a separated logistic candidate gets
+weight 0), ``weight_shrinkage="cv"``, dask data, sparse blocks wide enough for the wide engine,
+the hinge and absolute losses, the bootstrap (``resample_weights("bootstrap")``,
+``weight_uncertainty``), ``reweight``/``loss_sensitivity``, prediction intervals and sets,
+``interval="confidence"`` and Pearson residuals (:func:`refuse_unsupported` and the results'
+own checks).
 """
 
 from __future__ import annotations
