@@ -356,11 +356,11 @@ def fit(
         by weighted means; ``cv_repeats`` stacks the draws with the rows'
         weights. Not yet supported with them (refused by name):
         ``downstream``, ``ridge > 0``, ``weight_shrinkage="cv"``, the hinge
-        and absolute losses, sparse wide blocks, dask data, multinomial, and the results' bootstrap,
-        ``reweight``/``loss_sensitivity``, prediction intervals and sets,
-        Pearson residuals and ``evaluate``.
-        The fold-complement stability table re-solves with each subset's
-        weights. SEs of CV risks: see
+        and absolute losses, sparse wide blocks, dask data, multinomial,
+        and the results' bootstrap with frequency weights,
+        ``reweight``/``loss_sensitivity``, prediction intervals and sets and
+        Pearson residuals. The stability re-solves and the bootstrap with
+        variance weights resample rows that keep their weights. SEs of CV risks: see
         :func:`~pearlstats.observation_weights.mean_se`.
     weight_type : {"frequency", "variance"}
         Needed with *weights*: ``"frequency"`` counts rows (statsmodels'

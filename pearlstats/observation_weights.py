@@ -15,15 +15,16 @@ Supported (gaussian, binomial, poisson): the candidates' fits in every fold and 
 ``"size"`` shrinkage), the statsmodels refits (``GLM`` with ``freq_weights``/``var_weights``
 and ``offset``) and the averaged coefficients' inference built on them, ``predict`` and
 ``evaluate`` (new rows' offsets; test weights), the honest re-runs and the fold-complement
-stability table (each subset with its rows' weights), and weighted SEs (:func:`mean_se`).
+stability table (each subset with its rows' weights), the bootstrap with variance weights
+(rows resampled uniformly, each copy keeping its weight), and weighted SEs (:func:`mean_se`).
 
 Not yet supported, and refused by name where it would be reached: multinomial, ``downstream``
 (MLP), ``ridge > 0`` (and so the separation ridge ladder: a separated logistic candidate gets
 weight 0), ``weight_shrinkage="cv"``, dask data, sparse blocks wide enough for the wide engine,
-the hinge and absolute losses, the bootstrap (``resample_weights("bootstrap")``,
-``weight_uncertainty``), ``reweight``/``loss_sensitivity``, prediction intervals and sets,
-``interval="confidence"`` and Pearson residuals (:func:`refuse_unsupported` and the results'
-own checks).
+the hinge and absolute losses, the bootstrap with frequency weights (which should draw rows in
+proportion to their weights: ``resample_weights("bootstrap")``, ``weight_uncertainty``),
+``reweight``/``loss_sensitivity``, prediction intervals and sets, ``interval="confidence"``
+and Pearson residuals (:func:`refuse_unsupported` and the results' own checks).
 """
 
 from __future__ import annotations

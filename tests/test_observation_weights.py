@@ -227,6 +227,32 @@ def test_evaluate_with_test_weights_and_offsets_is_the_weighted_mean_score(famil
         res.evaluate(frame, blocks=blocks, weights=-w, offset=offset[test])
 
 
+def test_bootstrap_with_variance_weights_resamples_rows_with_their_weights():
+    from pearlstats.results.bootstrap import bootstrap_resample
+
+    data, weights, offset = _data("poisson", n=70, seed=23)
+    res = _fit(data, "poisson", weights=weights, weight_type="variance", offset=offset)
+    table = res.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)
+    for b in range(2):  # each resample is a weighted fit on its rows, copies sharing a fold
+        rows, folds = bootstrap_resample(70, 5, seed=4, b=b, state_folds=res.folds,
+                                         y=res.stages.response.y)
+        again = _fit({k: v[rows] for k, v in data.items()}, "poisson", weights=weights[rows],
+                     weight_type="variance", offset=offset[rows], cv=folds)
+        np.testing.assert_allclose(table[f"boot {b}"].to_numpy(), again.weights.to_numpy(),
+                                   atol=1e-9)
+    # unit variance weights: the unweighted fit's bootstrap, resample by resample
+    ones = _fit(data, "poisson", weights=np.ones(70), weight_type="variance")
+    plain = _fit(data, "poisson")
+    for refit in (False, True):
+        np.testing.assert_allclose(
+            ones.resample_weights("bootstrap", n_resamples=3, seed=5, refit=refit).to_numpy(),
+            plain.resample_weights("bootstrap", n_resamples=3, seed=5, refit=refit).to_numpy(),
+            atol=1e-7)
+    counted = _fit(data, "poisson", weights=np.ones(70), weight_type="frequency")
+    with pytest.raises(OptionError, match="frequency weights"):
+        counted.weight_uncertainty(n_resamples=2)
+
+
 def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
     rng = np.random.default_rng(11)
     n = 3000
@@ -362,8 +388,6 @@ def test_results_refuse_what_weights_do_not_support_yet():
         res.predict(new, interval="confidence", offset=np.zeros(3))
     with pytest.raises(OptionError, match="give offset"):
         res.evaluate(pd.DataFrame({"y": data["y"][:3]}), blocks=new)
-    with pytest.raises(OptionError, match="bootstrap"):
-        res.resample_weights("bootstrap")
     with pytest.raises(OptionError, match="reweight"):
         res.loss_sensitivity()
     with pytest.raises(OptionError, match="Pearson"):
