@@ -456,3 +456,18 @@ def test_sparse_wide_blocks_and_dask_data_are_refused_with_weights():
     with pytest.raises(OptionError, match="dask"):
         pearl.fit("y ~ block(a) + block(b)", lazy, blocks={"a": lazy[["a0"]], "b": lazy[["b0"]]},
                   weights=weights, weight_type="variance", honest=False, seed=0)
+
+
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.SingularMatrixWarning")
+def test_collinear_gaussian_candidate_falls_back_to_minimum_norm_least_squares():
+    # a block with a repeated column: its Gram is singular, so the fold solve is lstsq's
+    data, weights, offset = _data("gaussian", seed=24)
+    data["a"] = np.column_stack([data["a"], data["a"][:, 0]])
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset)
+    X = _exog(data, ["a"])
+    for k in range(res.n_folds):
+        held = res.folds == k
+        fold = _sm_fit("gaussian", data["y"][~held], X[~held], weights[~held], "variance",
+                       offset[~held])
+        np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[held],
+                                   fold.predict(X[held], offset=offset[held]), rtol=1e-8)

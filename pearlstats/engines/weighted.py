@@ -7,8 +7,10 @@ weighted log-likelihood ``sum_i w_i l_i(y_i, x_i'b + o_i)``, which is what stats
 only in their inference: degrees of freedom and scale), with the offset ``o`` added to the
 linear predictor:
 
-- gaussian: weighted least squares of ``y - o`` on the candidate's columns (minimum-norm
-  coefficients for collinear columns, as statsmodels' pinv);
+- gaussian: weighted least squares of ``y - o`` on the candidate's columns, from one
+  weighted training Gram per fold shared by all candidates (Cholesky on its unit-diagonal
+  scaling), or by ``lstsq`` (minimum-norm coefficients for collinear columns, as
+  statsmodels' pinv) when that Gram is ill-conditioned;
 - binomial (logit) and poisson (log): iteratively reweighted least squares from
   statsmodels' starting means, until the weighted deviance changes by less than
   ``1e-13 (|deviance| + 0.1)``.
@@ -36,6 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["weighted_cv_predict", "weighted_fit", "inverse_link", "MAX_ITER", "SEPARATION_ETA"]
 
 MAX_ITER = 100
+# Smallest squared Cholesky pivot of a unit-diagonal Gram solved by the normal equations
+# (its condition number is then below about 1e8, so they keep ~8 of least squares' digits
+# beyond float64's 1e-16); worse-conditioned systems go to lstsq.
+_PIVOT_FLOOR = 1e-8
 SEPARATION_ETA = 30.0
 _TOL = 1e-13
 _MAX_ETA = 700.0  # exp overflows past ~709
@@ -53,6 +59,42 @@ def inverse_link(kind: str, eta: np.ndarray) -> np.ndarray:
 def _wls(X: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
     root = np.sqrt(w)
     return np.linalg.lstsq(X * root[:, None], z * root, rcond=None)[0]
+
+
+def _gram_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
+    """``gram^-1 rhs`` by Cholesky on the unit-diagonal scaling, or None when ill-conditioned.
+
+    The scaled Gram's Cholesky pivots bound its conditioning; below ``_PIVOT_FLOOR`` the
+    normal equations would lose the digits least squares keeps, and the caller uses lstsq.
+    """
+    with np.errstate(all="ignore"):  # overflowed moments (columns near 1e154) go to lstsq
+        scale = np.sqrt(np.diag(gram))
+        if not np.all(np.isfinite(scale) & (scale > 0)) or not np.isfinite(rhs).all():
+            return None
+        try:
+            factor = np.linalg.cholesky(gram / np.outer(scale, scale))
+        except np.linalg.LinAlgError:
+            return None
+        if not np.isfinite(factor).all() or np.diag(factor).min() ** 2 < _PIVOT_FLOOR:
+            return None
+        solved = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs / scale)) / scale
+    return solved if np.isfinite(solved).all() else None
+
+
+def _training_moments(X: np.ndarray, z: np.ndarray, w: np.ndarray,
+                      rows: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per fold, the training rows' weighted Gram ``X'WX`` and ``X'Wz`` over every column.
+
+    Formed once per fold from the training rows themselves (no downdating, which loses
+    digits), then shared by every gaussian candidate: its system is a sub-block.
+    """
+    moments = []
+    for held in rows:
+        train = np.ones(len(z), dtype=bool)
+        train[held] = False
+        weighted = X[train] * w[train, None]
+        moments.append((weighted.T @ X[train], weighted.T @ z[train]))
+    return moments
 
 
 def _deviance(kind: str, y: np.ndarray, mu: np.ndarray, w: np.ndarray) -> float:
@@ -133,6 +175,7 @@ def weighted_cv_predict(
     failed = np.zeros(len(candidates), dtype=bool)
     entries: list[LedgerEntry] = []
     n_train_min = n - max(r.size for r in rows)
+    moments = _training_moments(X, y - offset, row_weights, rows) if kind == "gaussian" else None
     for j, candidate in enumerate(candidates):
         entry = infeasible_entry(candidate.label, candidate.columns.size, n_train_min, 0.0)
         if entry is not None:
@@ -143,7 +186,15 @@ def weighted_cv_predict(
         for k, held in enumerate(rows):
             train = np.ones(n, dtype=bool)
             train[held] = False
-            beta, problem = _irls(kind, X_S[train], y[train], row_weights[train], offset[train])
+            beta = None
+            if moments is not None:  # gaussian: the candidate's block of the fold's Gram
+                gram, cross = moments[k]
+                columns = candidate.columns
+                beta = _gram_solve(gram[np.ix_(columns, columns)], cross[columns])
+            problem = None
+            if beta is None:
+                beta, problem = _irls(kind, X_S[train], y[train], row_weights[train],
+                                      offset[train])
             if problem is not None:
                 failed[j] = True
                 entries.append(_entry(candidate.label, k, problem, "cv"))
