@@ -471,3 +471,13 @@ def test_collinear_gaussian_candidate_falls_back_to_minimum_norm_least_squares()
                        offset[~held])
         np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[held],
                                    fold.predict(X[held], offset=offset[held]), rtol=1e-8)
+
+
+def test_weights_are_invariant_to_the_units_and_origin_of_a_gaussian_response():
+    data, weights, offset = _data("gaussian", seed=25)
+    res = _fit(data, "gaussian", weights=weights, weight_type="frequency", offset=offset)
+    moved = _fit({**data, "y": 1000.0 * data["y"] + 5.0}, "gaussian", weights=weights,
+                 weight_type="frequency", offset=1000.0 * offset)
+    np.testing.assert_allclose(moved.weights.to_numpy(), res.weights.to_numpy(), atol=1e-8)
+    np.testing.assert_allclose(moved.cv_risk.to_numpy(), 1e6 * res.cv_risk.to_numpy(),
+                               rtol=1e-8)
