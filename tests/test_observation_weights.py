@@ -456,6 +456,10 @@ def test_sparse_wide_blocks_and_dask_data_are_refused_with_weights():
     with pytest.raises(OptionError, match="dask"):
         pearl.fit("y ~ block(a) + block(b)", lazy, blocks={"a": lazy[["a0"]], "b": lazy[["b0"]]},
                   weights=weights, weight_type="variance", honest=False, seed=0)
+    fitted = _fit(data, "gaussian", offset=np.zeros(40))
+    with pytest.raises(OptionError, match="dask rows with an offset"):
+        fitted.predict({"a": lazy[["a0", "b0"]].to_dask_array(lengths=True),
+                        "b": lazy[["b0"]].to_dask_array(lengths=True)})
 
 
 @pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.SingularMatrixWarning")

@@ -673,6 +673,9 @@ class PearlResults(WeightDiagnostics):
         'P(y=low)'
         """
         if uses_dask(newdata, blocks):  # a lazy dask Series / array, partition by partition
+            if self._response.offset is not None or offset is not None or exposure is not None:
+                raise OptionError("predicting dask rows with an offset/exposure is not yet "
+                                  "supported; predict an in-memory sample with offset=")
             return predict_dask(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
