@@ -38,6 +38,7 @@ from statsmodels.base.model import LikelihoodModel
 from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
+from .engines.weighted import inverse_link, weighted_cv_predict, weighted_fit
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
 from .exceptions import OptionError, ResponseError
 from .weights.losses import check_response_variation
@@ -64,10 +65,37 @@ class EncodedResponse:
 
     y: np.ndarray
     classes: list | None = None
+    row_weights: np.ndarray | None = None
+    offset: np.ndarray | None = None
+    weight_type: str | None = None
 
     @property
     def n_classes(self) -> int:
         return 0 if self.classes is None else len(self.classes)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether observation weights or an offset (exposure) come with the rows."""
+        return self.row_weights is not None or self.offset is not None
+
+    def with_observation_weights(self, row_weights: np.ndarray | None, offset: np.ndarray | None,
+                                 weight_type: str | None) -> EncodedResponse:
+        """The same response carrying observation weights and an offset (either may be None)."""
+        return EncodedResponse(self.y, self.classes, row_weights, offset, weight_type)
+
+    def subset(self, rows: np.ndarray) -> EncodedResponse:
+        """The response of *rows*, with their weights and offsets."""
+        def pick(values):
+            return None if values is None else values[rows]
+
+        return EncodedResponse(self.y[rows], self.classes, pick(self.row_weights),
+                               pick(self.offset), self.weight_type)
+
+    def weights_or_ones(self) -> np.ndarray:
+        return np.ones(len(self.y)) if self.row_weights is None else self.row_weights
+
+    def offset_or_zeros(self) -> np.ndarray:
+        return np.zeros(len(self.y)) if self.offset is None else self.offset
 
 
 def _class_levels(values: pd.Series) -> list:
@@ -76,6 +104,9 @@ def _class_levels(values: pd.Series) -> list:
         return [level for level in values.cat.categories if level in present]
     return sorted(pd.unique(values).tolist())
 
+
+# Families whose candidates take observation weights and offsets (multinomial does not yet).
+WEIGHTED_FAMILIES = ("gaussian", "binomial", "poisson")
 
 SEPARATION_CHOICES = {
     "ridge": "refit a separated candidate with the smallest ladder ridge with a finite optimum",
@@ -145,6 +176,10 @@ class Family:
         ridge: float,
     ) -> EngineOutput:
         """Out-of-fold predictions of every candidate: fold k's rows from fits without them."""
+        if response.weighted:
+            self._check_weighted(X)
+            return weighted_cv_predict(self.name, X, response.y, response.weights_or_ones(),
+                                       response.offset_or_zeros(), candidates, folds)
         if is_wide_design(X):  # sparse or very wide: wide candidates screened or fitted dual
             return wide_cv_predict(self, X, response, candidates, folds, ridge,
                                    lambda Xd, cs: self._cv_predict(Xd, response, cs, folds, ridge))
@@ -158,6 +193,8 @@ class Family:
         ridge: float,
     ) -> EngineOutput:
         """Leave-one-out predictions; families without a closed form use n folds."""
+        if response.weighted:  # the closed form has no row weights: n weighted folds
+            return self.cv_predict(X, response, candidates, np.arange(len(response.y)), ridge)
         if is_wide_design(X):
             return wide_cv_predict(self, X, response, candidates, np.arange(X.shape[0]), ridge,
                                    lambda Xd, cs: self._loo_predict(Xd, response, cs, ridge))
@@ -172,6 +209,10 @@ class Family:
         label: str,
     ) -> tuple[Any, list[LedgerEntry]]:
         """Coefficients on all rows and ledger notes for the refit."""
+        if response.weighted:
+            self._check_weighted(X)
+            return weighted_fit(self.name, X, response.y, response.weights_or_ones(),
+                                response.offset_or_zeros(), columns, label)
         if is_wide_design(X):
             return wide_fit_params(self, X, response, columns, ridge, label,
                                    lambda Xd, cs: self._fit_params(Xd, response, cs, ridge, label))
@@ -179,6 +220,25 @@ class Family:
 
     def predict(self, params: Any, X_candidate: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def predict_with_offset(self, params: np.ndarray, X_candidate: np.ndarray,
+                            offset: np.ndarray) -> np.ndarray:
+        """Means of rows whose linear predictors get *offset* added (not multinomial)."""
+        self._check_weighted(X_candidate)
+        return inverse_link(self.name, X_candidate @ params + offset)
+
+    def _check_weighted(self, X) -> None:
+        """Refuse, by name, what observation weights and offsets do not support yet."""
+        if self.name not in WEIGHTED_FAMILIES:
+            raise OptionError(
+                f"observation weights/offsets are not yet supported with family={self.name!r}; "
+                f"use one of {list(WEIGHTED_FAMILIES)}"
+            )
+        if is_wide_design(X):
+            raise OptionError(
+                "observation weights/offsets are not yet supported with sparse or wide blocks "
+                "(more than 1 000 sparse columns); reduce the block, e.g. with a PCA"
+            )
 
     def statsmodels_model(self, response: EncodedResponse, exog: pd.DataFrame) -> LikelihoodModel:
         raise NotImplementedError
@@ -198,7 +258,20 @@ class Family:
         it states its penalty in the attributes ``penalty`` (in words),
         ``penalty_ridge`` and ``penalty_alpha`` (statsmodels' ``alpha``).
         """
+        if response.weighted:
+            return self._weighted_results(response, exog, params)
         return self._statsmodels_results(response, exog, params, ridge, scale_penalty)
+
+    def _weighted_results(self, response, exog, params):
+        """``GLM(y, exog, family, freq_weights= or var_weights=, offset=)`` fitted from *params*."""
+        kwargs = {"offset": response.offset}
+        if response.row_weights is not None:
+            key = "freq_weights" if response.weight_type == "frequency" else "var_weights"
+            kwargs[key] = response.row_weights
+        glm_family = {"gaussian": sm.families.Gaussian, "binomial": sm.families.Binomial,
+                      "poisson": sm.families.Poisson}[self.name]()
+        model = sm.GLM(response.y, exog, family=glm_family, **kwargs)
+        return model.fit(start_params=np.asarray(params, dtype=float))
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         raise NotImplementedError

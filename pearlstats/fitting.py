@@ -10,26 +10,35 @@ composes them.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from patsy import EvalEnvironment
 
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
-from .design.data import data_index
+from .design.data import data_index, split_data
 from .design.folds import fold_labels_for_rows
-from .design.formula import parse_formula
+from .design.formula import FormulaSpec, parse_formula
+from .design.offsets import formula_offset
 from .distributed.data import uses_dask
 from .distributed.results import DaskPearlResults
 from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
+from .observation_weights import (
+    ObservationWeights,
+    check_observation_weights,
+    refuse_unsupported,
+)
 from .results.core import PearlResults, results_from_state
 from .results.identification import warn_unidentified
 from .stages import (
     FitState,
+    Prepared,
     WeightOptions,
     assign_folds,
     build_pool,
@@ -37,7 +46,8 @@ from .stages import (
     prepare_rows,
 )
 from .weight_stage import cross_validate_draws, solve_draw_weights
-from .weights.losses import get_loss
+from .weights.losses import Loss, get_loss
+from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
 
 if TYPE_CHECKING:
@@ -63,6 +73,51 @@ def _check_no_response_leak(formula, blocks) -> None:
             "response: the blocks would contain the answer. Fit the Representations with columns= "
             "that exclude the response"
         )
+
+
+def _bind_downstream(family, downstream):
+    """The family interface of a *downstream* learner (the family itself without one)."""
+    if downstream is None:
+        return family
+    if not hasattr(downstream, "bind"):
+        raise OptionError(
+            f"downstream={downstream!r} has no bind(family) "
+            "method; use e.g. pearl.MLP() or leave it None"
+        )
+    return downstream.bind(family)
+
+
+def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: EvalEnvironment,
+                         family: str, given: tuple, options: dict) -> ObservationWeights:
+    """The checked weights/offset of the rows given (before ``missing="drop"``).
+
+    *given* is ``(weights, weight_type, offset, exposure)``; the formula's ``offset()``
+    terms count as *offset*. With any of them, the *options* of
+    :func:`~pearlstats.observation_weights.refuse_unsupported` not yet supported are refused.
+    """
+    if all(value is None for value in given) and not formula.offset_codes:
+        return check_observation_weights(None, None, None, None, family, 0)
+    refuse_unsupported(**options, dask=uses_dask(data, blocks))
+    if formula.offset_codes:
+        if given[2] is not None or given[3] is not None:
+            raise OptionError("give the offset either in the formula (offset(...)) or as "
+                              "offset=/exposure=, not both")
+        given = given[:2] + (formula_offset(formula, split_data(data)[0], env), None)
+    index = data_index(data)
+    n = len(index) if index is not None else len(split_data(data)[0])
+    return check_observation_weights(*given, family, n, index)
+
+
+def with_observation_weights(prepared: Prepared, loss: Loss,
+                             observed: ObservationWeights) -> tuple[Prepared, Loss]:
+    """The prepared rows' response carrying *observed*, and the loss weighted by its rows."""
+    if not observed.given:
+        return prepared, loss
+    response = prepared.response.with_observation_weights(observed.weights, observed.offset,
+                                                          observed.weight_type)
+    if observed.weights is not None:
+        loss = RowWeightedLoss(loss.family, loss, observed.weights)
+    return dataclasses.replace(prepared, response=response), loss
 
 
 def _check_honest(honest) -> int | bool:
@@ -139,6 +194,10 @@ def fit(
     cv_repeats: int = 1,
     weight_shrinkage: float | str | None = None,
     shrinkage_target: str | Mapping[str, float] = "candidates",
+    weights: Any = None,
+    weight_type: str | None = None,
+    offset: Any = None,
+    exposure: Any = None,
 ) -> PearlResults | DaskPearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -287,6 +346,44 @@ def fit(
         section "Small samples"); or
         a mapping of candidate labels to weights >= 0 (normalised to sum 1
         over the candidates that did not fail). Needs *weight_shrinkage*.
+    weights : array_like, optional
+        Positive observation weights, one per row of *data* (a Series is
+        matched to a DataFrame *data* by index label), with gaussian, binomial
+        or poisson. Every candidate is fitted with them in every fold and on
+        all rows (the weighted likelihood of statsmodels' GLM), and the
+        PEARL weights minimise the weighted mean surrogate loss; CV risks and
+        baselines are weighted means. Scaling all weights by a constant
+        changes nothing. The honest re-runs (``res.honest``) fit each outer
+        fold's rows with their weights and offsets and score the held-out rows
+        by weighted means; ``cv_repeats`` stacks the draws with the rows'
+        weights. Not yet supported with them (refused by name):
+        ``downstream``, ``ridge > 0``, ``weight_shrinkage="cv"``, the hinge
+        and absolute losses, sparse wide blocks, dask data, multinomial,
+        and the results' bootstrap with frequency weights,
+        ``reweight``/``loss_sensitivity``, prediction intervals and sets and
+        Pearson residuals. The stability re-solves and the bootstrap with
+        variance weights resample rows that keep their weights. SEs of CV risks: see
+        :func:`~pearlstats.observation_weights.mean_se`.
+    weight_type : {"frequency", "variance"}
+        Needed with *weights*: ``"frequency"`` counts rows (statsmodels'
+        ``freq_weights``: a weight of 2 is the row twice); ``"variance"``
+        scales each row's variance by 1/w (``var_weights``, R's
+        ``glm(weights=)`` for gaussian and poisson). The candidate fits and
+        PEARL weights are the same; the statsmodels refits'
+        (``res.candidates[label]``, a ``GLM``) inference differs. R's binomial
+        ``weights`` are numbers of trials (a proportion response), a
+        different thing not offered here.
+    offset : array_like, optional
+        Added to every candidate's linear predictor, one value per row
+        (gaussian, binomial, poisson); ``res.predict`` then needs ``offset=``
+        (and/or ``exposure=``) for the new rows. Alternatively a formula term
+        ``offset(expr)`` (e.g. ``y ~ offset(np.log(t)) + block(a)``, not
+        together with *offset*/*exposure*) is evaluated on the rows and
+        rebuilt from the new rows' columns by ``res.predict``. The same
+        options as with *weights* are not yet supported.
+    exposure : array_like, optional
+        Poisson only: positive exposures (time or size at risk); adds
+        ``log(exposure)`` to the offset, so the candidates model rates.
 
     Returns
     -------
@@ -308,13 +405,7 @@ def fit(
     separation = check_choice("separation", separation, SEPARATION_CHOICES)
     family_ = get_family(family).configured(separation=separation)
     loss_ = get_loss(loss, family_.name)
-    if downstream is not None:
-        if not hasattr(downstream, "bind"):
-            raise OptionError(
-                f"downstream={downstream!r} has no bind(family) "
-                "method; use e.g. pearl.MLP() or leave it None"
-            )
-        family_ = downstream.bind(family_)
+    family_ = _bind_downstream(family_, downstream)
     missing = check_choice(
         "missing", missing, {"raise": "report rows with NaN/inf", "drop": "remove those rows"}
     )
@@ -327,12 +418,15 @@ def fit(
     shrinkage = _check_shrinkage(weight_shrinkage, shrinkage_target)
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
+    observed = _observation_weights(data, blocks, formula_spec, env, family_.name, (
+        weights, weight_type, offset, exposure), dict(downstream=downstream, ridge=ridge,
+        shrinkage=shrinkage))
+    reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
     if uses_dask(data, blocks):
         # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)
         from .distributed.fit import fit_distributed
 
         _check_dask_options(cv_repeats, shrinkage, downstream)
-        reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
         return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed,
                                ridge, max_candidates, missing, env, reps)
 
@@ -340,6 +434,7 @@ def fit(
     candidates_ = build_pool(prepared.design, candidates, max_candidates)
     n_given = len(prepared.response.y) + len(prepared.dropped_rows)
     kept = complement_rows(prepared.dropped_rows, n_given)
+    prepared, loss_ = with_observation_weights(prepared, loss_, observed.kept(kept))
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     draws = [assign_folds(cv, prepared.response, seed)] + [
         assign_folds(cv, prepared.response, np.random.SeedSequence([seed, r]))
@@ -357,9 +452,7 @@ def fit(
         family=family_, loss=loss_, design=prepared.design, response=prepared.response,
         candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
         solution=solution, ledger=tuple(entries),
-        representations=(
-            blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
-        ),
+        representations=reps,
         dropped_rows=prepared.dropped_rows, honest=honest, row_labels=prepared.row_labels,
         weight_options=WeightOptions(cv_repeats, shrinkage),
     )

@@ -40,6 +40,7 @@ from .engines._common import EngineOutput
 from .exceptions import DataError, FoldError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
+from .observation_weights import mean_se
 from .results.strategies import STRATEGIES, combine, strategy_weights
 from .stages import FitState, cross_validate
 from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
@@ -264,7 +265,7 @@ def _held_out_fold(
     predictions = outside.predictions[test].copy()
     if outside.ridges is None:  # no ridge ladder: the fold fits are independent already
         return predictions, outside.failed.copy(), [], []
-    sub = EncodedResponse(state.response.y[train], state.response.classes)
+    sub = state.response.subset(train)
     X_train, X_test = state.design.X[train], state.design.X[test]
     refitted, entries = [], []
     for j, candidate in enumerate(state.candidates.everything):
@@ -294,7 +295,7 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
     train, test = np.flatnonzero(outer_folds != k), np.flatnonzero(outer_folds == k)
     everything = state.candidates.everything
     pool = state.candidates.pool
-    sub = EncodedResponse(state.response.y[train], state.response.classes)
+    sub = state.response.subset(train)
     draws = [_inner_folds(state, sub, train, seed) for seed in seeds]
     outputs, family = cross_validate_draws(state.family, state.design.X[train], sub, everything,
                                            draws, loo=isinstance(state.cv_spec, str),
@@ -305,13 +306,14 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
     outputs = [EngineOutput(out.predictions, out.failed | unfit, out.entries, out.ridges)
                for out in outputs]
     record: list = []
+    loss = rows_loss(state.loss, train)
     inner, solution, _ = solve_draw_weights(
-        outputs, sub.y, pool, draws, state.loss, state.weight_options.shrinkage,
+        outputs, sub.y, pool, draws, loss, state.weight_options.shrinkage,
         warn_failures=False, record=record,
         context=f"in outer fold {k} of the honest risk (res.honest) of {fit_name(state)}",
     )
     risks = np.array([
-        np.nan if inner.failed[j] else state.loss.pointwise(sub.y, inner.predictions[:, j]).mean()
+        np.nan if inner.failed[j] else loss.pointwise(sub.y, inner.predictions[:, j]).mean()
         for j in range(len(everything))
     ])
     weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed)
@@ -406,13 +408,21 @@ def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
     )
 
 
-def paired_ratio_table(losses: pd.DataFrame, reference: str = "PEARL") -> pd.DataFrame:
+def rows_loss(loss: Loss, rows: np.ndarray) -> Loss:
+    """The loss of the rows *rows*: with observation weights, weighted by theirs."""
+    return loss.restricted(rows) if hasattr(loss, "restricted") else loss
+
+
+def paired_ratio_table(losses: pd.DataFrame, reference: str = "PEARL",
+                       row_weights: np.ndarray | None = None,
+                       weight_type: str | None = None) -> pd.DataFrame:
     """Risk, SE, and the paired ratio ``reference / strategy`` with its delta-method SE.
 
     ``ratio_se`` comes from the per-row influence ``(a_i - r b_i) / mean(b)``
-    of ``r = mean(a) / mean(b)`` on the same rows.
+    of ``r = mean(a) / mean(b)`` on the same rows. With observation weights the row
+    losses are weighted ones and the SEs those of
+    :func:`~pearlstats.observation_weights.mean_se`.
     """
-    n = len(losses)
     a = losses[reference].to_numpy()
     rows = {}
     for name in losses.columns:
@@ -420,8 +430,8 @@ def paired_ratio_table(losses: pd.DataFrame, reference: str = "PEARL") -> pd.Dat
         ratio = a.mean() / b.mean()
         influence = (a - ratio * b) / b.mean()
         rows[name] = {
-            "risk": b.mean(), "se": b.std(ddof=1) / np.sqrt(n),
-            "ratio": ratio, "ratio_se": influence.std(ddof=1) / np.sqrt(n),
+            "risk": b.mean(), "se": float(mean_se(b, row_weights, weight_type)),
+            "ratio": ratio, "ratio_se": float(mean_se(influence, row_weights, weight_type)),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -442,7 +452,7 @@ def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndar
     for k, weights in enumerate(nested.fold_strategy_weights):
         family = state.family.configured(candidate_ridges=nested.fold_ridges[k])
         train = np.flatnonzero(nested.outer_folds != k)
-        sub = EncodedResponse(state.response.y[train], state.response.classes)
+        sub = state.response.subset(train)
         active = np.flatnonzero(weights["PEARL"] > 0)
         parts = [_refit_predict(family, state.design.X[train], sub, everything[j], state.ridge,
                                 X_new)[0] for j in active]
@@ -519,7 +529,7 @@ def _check_finite_fold_predictions(state: FitState, nested: NestedCV, X_new: np.
     rows = np.flatnonzero(bad.any(axis=0))
     family = state.family.configured(candidate_ridges=nested.fold_ridges[k])
     train = np.flatnonzero(nested.outer_folds != k)
-    sub = EncodedResponse(state.response.y[train], state.response.classes)
+    sub = state.response.subset(train)
     everything = state.candidates.everything
     culprits = [
         everything[j].label for j in np.flatnonzero(nested.fold_strategy_weights[k]["PEARL"] > 0)

@@ -160,6 +160,8 @@ def solve_draw_weights(
     output, stacked = _combined_outputs(outputs)
     labels = [candidate.label for candidate in pool]
     y_stacked = np.tile(y, len(draws))
+    if hasattr(loss, "restricted"):  # observation weights: a row's copies keep its weight
+        loss = loss.restricted(np.tile(np.arange(len(y)), len(draws)))
     solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss, labels,
                                             warn_failures=warn_failures,
                                             stacklevel=stacklevel + 1, context=context)
@@ -209,8 +211,11 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
     pool = state.candidates.pool
     output = state.output
     sample = EngineOutput(output.predictions[rows], output.failed, [], output.ridges)
+    loss = state.loss
+    if hasattr(loss, "restricted"):  # observation weights: those of the rows re-solved
+        loss = loss.restricted(rows)
     _, solution, _ = solve_draw_weights([sample], state.response.y[rows], pool,
-                                        [state.folds[rows]], state.loss,
+                                        [state.folds[rows]], loss,
                                         state.weight_options.shrinkage, warn_failures=False,
                                         context=f"in re-solve {name!r} of {fit_name(state)}",
                                         record=record)

@@ -60,6 +60,9 @@ class FormulaSpec:
         Right-hand side without the block terms (keeps the intercept).
     response_variables : frozenset of str
         Names the response expression refers to (``y`` in ``np.log(y)``).
+    offset_codes : tuple of str
+        The expressions inside ``offset(...)`` terms (``np.log(t)``), added to every
+        candidate's linear predictor (:mod:`pearlstats.design.offsets`).
     """
 
     formula: str
@@ -67,6 +70,7 @@ class FormulaSpec:
     block_names: tuple[str, ...]
     covariate_desc: ModelDesc
     response_variables: frozenset[str]
+    offset_codes: tuple[str, ...] = ()
 
     def __reduce__(self):
         # patsy objects do not pickle; the formula string rebuilds everything.
@@ -92,6 +96,9 @@ def _referenced_names(code: str) -> set[str]:
 # patsy's formula functions (I, Q, C, center, ...), which patsy itself provides to every term.
 _PATSY_BUILTINS = {name: getattr(patsy.builtins, name) for name in patsy.builtins.__all__}
 
+
+# offset(EXPR): an offset term, pulled out of the covariates (pearlstats.design.offsets)
+_OFFSET = re.compile(r"^\s*offset\s*\((.*)\)\s*$", re.DOTALL)
 
 # block(NAME) with any identifier, Python keywords included: block(class) names a block "class".
 _BARE_BLOCK = re.compile(r"^\s*block\s*\(\s*([A-Za-z_]\w*)\s*\)\s*$")
@@ -179,6 +186,7 @@ def parse_formula(formula: str) -> FormulaSpec:
 
     block_names: list[str] = []
     covariate_terms = []
+    offset_codes: list[str] = []
     for term in desc.rhs_termlist:
         codes = [factor.code for factor in term.factors]
         named = [_block_call_name(code) for code in codes]
@@ -189,6 +197,13 @@ def parse_formula(formula: str) -> FormulaSpec:
                 )
             block_names.append(named[0])
             continue
+        inner = _OFFSET.match(codes[0]) if len(codes) == 1 else None
+        if inner is not None:
+            offset_codes.append(inner.group(1))
+            continue
+        if any(_OFFSET.match(code) for code in codes):
+            raise FormulaError(f"term {term.name()!r} in {formula!r} uses offset() inside an "
+                               "interaction; an offset must stand alone as '+ offset(expr)'")
         if any(_mentions_block(code) for code in codes):
             raise FormulaError(
                 f"term {term.name()!r} in {formula!r} uses block() inside an interaction or a "
@@ -207,6 +222,7 @@ def parse_formula(formula: str) -> FormulaSpec:
         block_names=tuple(block_names),
         covariate_desc=ModelDesc([], covariate_terms),
         response_variables=frozenset(_referenced_names(response)),
+        offset_codes=tuple(offset_codes),
     )
 
 
@@ -551,6 +567,7 @@ def build_covariates(
     # constants) travel with a pickle; row variables travel as columns.
     names = {name for term in spec.covariate_desc.rhs_termlist for factor in term.factors
              for name in patsy.eval.ast_names(factor.code)}
+    names |= {name for code in spec.offset_codes for name in patsy.eval.ast_names(code)}
     namespace = {
         name: eval_env.namespace[name]
         for name in sorted(names - set(frame.columns))

@@ -278,7 +278,8 @@ def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:
 def fittedvalues(res: PearlResults) -> ParamsLike:
     """The averaged prediction on the fit's rows, combined as :meth:`predict` combines."""
     labels = active_labels(res)
-    parts = res.candidate_predictions_for(res.stages.design.X, labels)
+    parts = res.candidate_predictions_for(res.stages.design.X, labels,
+                                          res.stages.response.offset)
     stacked = np.stack([parts[label] for label in labels], axis=1)
     combined = res.stages.loss.combine(stacked, res.weights[labels].to_numpy())
     return _format(res, np.asarray(combined, dtype=float))
@@ -289,6 +290,9 @@ def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
 
     Multinomial response residuals are a one-hot matrix minus the probabilities.
     """
+    if kind == "pearson" and res.stages.response.row_weights is not None:
+        raise OptionError("Pearson residuals are not yet supported with observation weights; "
+                          "use kind='response'")
     fitted = fittedvalues(res)
     y = np.asarray(res.stages.response.y)
     if res.family == "multinomial":

@@ -38,6 +38,7 @@ from joblib import Parallel, delayed
 
 from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
+from ..nested import rows_loss
 from ..stages import FitState, assign_folds, worker_count
 from ..weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from ..weights.certificate import gap_table, user_stacklevel
@@ -185,13 +186,14 @@ def refit_weights(state: FitState, rows: np.ndarray,
         Weights of the pool's candidates (0 for candidates that failed).
     """
     draws = [np.asarray(folds)] if np.ndim(folds[0]) == 0 else [np.asarray(f) for f in folds]
-    response = EncodedResponse(state.response.y[rows], state.response.classes)
+    response = state.response.subset(rows)  # with observation weights: the copies keep theirs
     pool = list(state.candidates.pool)
     # Only the pool: the baseline extras do not enter the weights.
     outputs, _ = cross_validate_draws(state.family, state.design.X[rows], response, pool, draws,
                                       loo=False, ridge=state.ridge)
     _, solution, _ = solve_draw_weights(
-        outputs, response.y, pool, draws, state.loss, state.weight_options.shrinkage,
+        outputs, response.y, pool, draws, rows_loss(state.loss, rows),
+        state.weight_options.shrinkage,
         warn_failures=False, record=record,
         context=f"in {name} of the refitting bootstrap of {fit_name(state)}",
     )

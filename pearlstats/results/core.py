@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..design.data import data_index, first_block_index, resolve_blocks, split_data
+from ..design.offsets import formula_offset
 from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
@@ -41,6 +42,7 @@ from ..exceptions import (
 )
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
+from ..observation_weights import check_new_offset, check_observation_weights, mean_se
 from ..stages import FitState
 from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
@@ -300,8 +302,12 @@ class PearlResults(WeightDiagnostics):
     def cv_risk_se(self) -> pd.Series:
         """Standard error of each CV risk: SD of the per-row losses / sqrt(n)."""
         J = len(self._pool)
-        se = self._candidate_losses[:, :J].std(axis=0, ddof=1) / np.sqrt(self.nobs)
+        se = self._mean_se(self._candidate_losses[:, :J])
         return pd.Series(se, index=self.candidate_labels, name="cv_risk_se")
+
+    def _mean_se(self, values: np.ndarray) -> np.ndarray:
+        """SE of the mean of per-row (weighted) losses: SD / sqrt(n) without weights."""
+        return mean_se(values, self._response.row_weights, self._response.weight_type)
 
     @property
     def failures(self) -> pd.DataFrame:
@@ -411,10 +417,11 @@ class PearlResults(WeightDiagnostics):
         """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
 
         ``ratio_se`` is a paired (delta-method) standard error of the ratio,
-        from per-row loss differences on the same rows.
+        from per-row loss differences on the same rows. With observation weights the
+        risks are weighted means and the SEs those of
+        :func:`~pearlstats.observation_weights.mean_se`.
         """
         losses = self._strategy_losses
-        n = len(losses)
         pearl = losses["PEARL"].to_numpy()
         rows = {}
         for name in losses.columns:
@@ -425,9 +432,9 @@ class PearlResults(WeightDiagnostics):
             influence = (pearl - ratio * other) / risk
             rows[name] = {
                 "cv_risk": risk,
-                "se": other.std(ddof=1) / np.sqrt(n),
+                "se": float(self._mean_se(other)),
                 "risk_ratio": ratio,
-                "ratio_se": influence.std(ddof=1) / np.sqrt(n),
+                "ratio_se": float(self._mean_se(influence)),
                 "candidate": self._strategy_label(name),
             }
         return pd.DataFrame.from_dict(rows, orient="index")
@@ -531,15 +538,26 @@ class PearlResults(WeightDiagnostics):
         """
         return self._design_for(newdata, blocks)[0]
 
-    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str]) -> dict:
+    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str],
+                                  offset: np.ndarray | None = None) -> dict:
         """Each named candidate's prediction on design rows *X* (see :meth:`design_matrix`).
 
         Candidates are refitted on all labeled rows on first use; the
         baseline-only candidates (single blocks, fusion) may be named too.
+        *offset* (one per row of *X*) is needed by, and only by, a fit with an offset.
         """
-        return self._candidate_predictions(X, labels)
+        return self._candidate_predictions(X, labels, offset)
 
-    def _candidate_predictions(self, X: np.ndarray, labels) -> dict:
+    def _candidate_predictions(self, X: np.ndarray, labels, offset=None) -> dict:
+        if (offset is None) != (self._response.offset is None):
+            check_new_offset(None if offset is None else offset, None, X.shape[0],
+                             self._response.offset is not None)
+        if offset is not None:
+            return {
+                label: self._family.predict_with_offset(
+                    self._candidate_params(label), X[:, self._find(label).columns], offset)
+                for label in labels
+            }
         return {
             label: self._family.predict(
                 self._candidate_params(label),
@@ -548,13 +566,20 @@ class PearlResults(WeightDiagnostics):
             for label in labels
         }
 
+    def _refuse_weighted(self, what: str) -> None:
+        """Raise OptionError if this fit has observation weights/offsets (*what* unsupported)."""
+        if self._response.weighted:
+            raise OptionError(f"{what} is not yet supported with observation weights/offsets/"
+                              "exposure")
+
     def _format(self, values: np.ndarray, index) -> pd.Series | pd.DataFrame:
         if values.ndim == 2:
             return pd.DataFrame(values, columns=self.classes, index=index)
         return pd.Series(values, index=index, name=averaging.prediction_name(self))
 
     def predict_candidates(
-        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None
+        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None, *,
+        offset: Any = None, exposure: Any = None,
     ) -> pd.DataFrame:
         """Each candidate's prediction for new rows, refitted on all labeled rows.
 
@@ -570,8 +595,11 @@ class PearlResults(WeightDiagnostics):
         labels : str or list of str, optional
             Candidates to predict with (default: all of them; refits happen
             on first use); one label may be given as a string.
+        offset, exposure : array_like, optional
+            As for :meth:`predict`.
         """
         X, index = self._design_for(newdata, blocks)
+        new_offset = self._new_offset(offset, exposure, X, newdata)
         if labels is None:
             labels = self.candidate_labels
         elif isinstance(labels, str):
@@ -583,7 +611,7 @@ class PearlResults(WeightDiagnostics):
                 raise CandidateError(
                     f"labels={given!r}; give candidate labels, e.g. {self.candidate_labels[:3]}"
                 )
-        parts = self._candidate_predictions(X, labels)
+        parts = self._candidate_predictions(X, labels, new_offset)
         if self.family != "multinomial":
             return pd.DataFrame({label: parts[label] for label in labels}, index=index)
         columns = pd.MultiIndex.from_product([labels, self.classes], names=["candidate", "class"])
@@ -591,7 +619,8 @@ class PearlResults(WeightDiagnostics):
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
     def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
-                alpha: float = 0.05) -> pd.Series | pd.DataFrame:
+                alpha: float = 0.05, *, offset: Any = None,
+                exposure: Any = None) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
         Parameters
@@ -621,6 +650,11 @@ class PearlResults(WeightDiagnostics):
             (unconditional SE, t quantiles), conditional on the weights.
         alpha : float, default 0.05
             Intervals and sets at level ``1 - alpha``.
+        offset, exposure : array_like, optional
+            Needed by a fit with ``offset=`` or ``exposure=`` (and refused
+            without one): one value per new row, added to the linear predictor
+            (``log(exposure)`` for exposure). Intervals are not yet supported
+            with weights/offsets.
 
         Returns
         -------
@@ -639,10 +673,15 @@ class PearlResults(WeightDiagnostics):
         'P(y=low)'
         """
         if uses_dask(newdata, blocks):  # a lazy dask Series / array, partition by partition
+            if self._response.offset is not None or offset is not None or exposure is not None:
+                raise OptionError("predicting dask rows with an offset/exposure is not yet "
+                                  "supported; predict an in-memory sample with offset=")
             return predict_dask(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
+        new_offset = self._new_offset(offset, exposure, X, newdata)
         if interval is None:
-            return self._format(np.asarray(self._combined_prediction(X)), index)
+            return self._format(np.asarray(self._combined_prediction(X, new_offset)), index)
+        self._refuse_weighted(f"predict(interval={interval!r})")
         if interval == "confidence":
             return averaging.confidence_interval(self, X, index, alpha)
         if interval == "prediction" and self.classes is None:
@@ -654,10 +693,23 @@ class PearlResults(WeightDiagnostics):
             f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
         )
 
-    def _combined_prediction(self, X: np.ndarray) -> np.ndarray:
+    def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
+        """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else
+        *offset* and *exposure* as given (a fit without an offset refuses them)."""
+        spec = self._design.spec
+        if spec.formula.offset_codes:
+            if offset is not None or exposure is not None:
+                raise OptionError("this fit's offset comes from the formula's offset() terms, "
+                                  "which are rebuilt from the new rows; leave offset=/exposure= "
+                                  "None")
+            return formula_offset(spec.formula, split_data(newdata)[0],
+                                  dict(spec.covariates.namespace))
+        return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None)
+
+    def _combined_prediction(self, X: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
         """The weighted combination of the refitted candidates on design rows *X*."""
         active = self.weights[self.weights > 0]
-        parts = self._candidate_predictions(X, active.index)
+        parts = self._candidate_predictions(X, active.index, offset)
         stacked = np.stack([parts[label] for label in active.index], axis=1)
         return self._loss.combine(stacked, active.to_numpy())
 
@@ -679,7 +731,8 @@ class PearlResults(WeightDiagnostics):
         codes = np.array([position[value] for value in given], dtype=np.intp)
         return codes.astype(float) if self.family == "binomial" else codes
 
-    def evaluate(self, test_data: Any, blocks: Any = None) -> pd.DataFrame:
+    def evaluate(self, test_data: Any, blocks: Any = None, *, weights: Any = None,
+                 offset: Any = None, exposure: Any = None) -> pd.DataFrame:
         """Scores of PEARL and the paper's baselines on held-out rows.
 
         Parameters
@@ -699,6 +752,15 @@ class PearlResults(WeightDiagnostics):
             best on these test rows (named in ``.attrs["best_candidate"]``), a
             reference in hindsight that no strategy could have picked.
 
+        weights : array_like, optional
+            Positive weights of the test rows: every score is then a weighted
+            mean (without them the test rows count equally, whatever the fit's
+            weights were).
+        offset, exposure : array_like, optional
+            The test rows' offset/exposure, needed by (and only by) a fit with
+            an offset, as for :meth:`predict`; ``offset()`` in the formula is
+            rebuilt from the test rows.
+
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
@@ -710,8 +772,16 @@ class PearlResults(WeightDiagnostics):
         ['MSE', 'MAE']
         """
         if uses_dask(test_data, blocks):  # scored partition by partition
+            self._refuse_weighted("evaluate() of dask data")
+            if weights is not None:
+                raise OptionError("evaluate(weights=) is not yet supported for dask test data")
             return evaluate_dask(self, test_data, blocks)
-        return evaluation.evaluate(self, test_data, blocks)
+        X = self.design_matrix(test_data, blocks)
+        new_offset = self._new_offset(offset, exposure, X, test_data)
+        if weights is not None:
+            weights = check_observation_weights(weights, "variance", None, None, self.family,
+                                                X.shape[0]).weights
+        return evaluation.evaluate(self, test_data, blocks, weights, new_offset)
 
     def summary(
         self,

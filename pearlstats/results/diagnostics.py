@@ -324,6 +324,11 @@ class WeightDiagnostics:
                 "refit=True needs method='bootstrap'; fold complements re-solve stored predictions"
             )
         if method == "bootstrap":
+            if self.stages.response.weight_type == "frequency":
+                # a row of weight w stands for w rows: resampling should draw rows in
+                # proportion to w, which the bootstrap does not do yet
+                self._refuse_weighted("the bootstrap with frequency weights (resample_weights("
+                                      "method='bootstrap'), weight_uncertainty())")
             n_resamples = check_int("n_resamples", n_resamples, minimum=2)
         seed = self.seed if seed is None else check_seed(seed)
         n_jobs = check_n_jobs(n_jobs)
@@ -465,6 +470,7 @@ class WeightDiagnostics:
             draw's out-of-fold predictions are stored, and a
             :class:`~pearlstats.exceptions.PearlWarning` says the weights use that draw alone.
         """
+        self._refuse_weighted("reweight()")
         new_loss = get_loss(loss, self.family)
         from .core import results_from_state  # core builds on this module
 

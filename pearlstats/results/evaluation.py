@@ -40,6 +40,7 @@ from ..design.data import split_data
 from ..design.formula import response_values
 from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
+from ..observation_weights import mean_se
 from ..weights.losses import mean_squared_error
 from .strategies import STRATEGIES
 from .summary import format_mean_sd, html_escape, latex_escape
@@ -70,13 +71,19 @@ CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
 _PROBABILITY_FLOOR = 1e-15
 
 
-def regression_metrics(y: np.ndarray, mean: np.ndarray) -> dict:
-    """``MSE`` and ``MAE`` of predicted means."""
+def regression_metrics(y: np.ndarray, mean: np.ndarray, weights: np.ndarray | None = None) -> dict:
+    """``MSE`` and ``MAE`` of predicted means (weighted means with row *weights*)."""
+    if weights is not None:
+        return {"MSE": float(np.average((y - mean) ** 2, weights=weights)),
+                "MAE": float(np.average(np.abs(y - mean), weights=weights))}
     return {"MSE": mean_squared_error(y, mean, "gaussian"), "MAE": float(np.mean(np.abs(y - mean)))}
 
 
-def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict:
+def classification_metrics(codes: np.ndarray, probabilities: np.ndarray,
+                           weights: np.ndarray | None = None) -> dict:
     """``accuracy``, ``cross_entropy`` and one-hot ``MSE`` of class probabilities (n, C).
+
+    With row *weights*, each is the weighted mean over the rows.
 
     Examples
     --------
@@ -87,6 +94,15 @@ def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict
     """
     codes = np.asarray(codes, dtype=np.intp)
     observed = probabilities[np.arange(len(codes)), codes]
+    if weights is not None:
+        squared = ((np.eye(probabilities.shape[1])[codes] - probabilities) ** 2).mean(axis=1)
+        return {
+            "accuracy": float(np.average(np.argmax(probabilities, axis=1) == codes,
+                                         weights=weights)),
+            "cross_entropy": float(np.average(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)),
+                                              weights=weights)),
+            "MSE": float(np.average(squared, weights=weights)),
+        }
     return {
         "accuracy": float(np.mean(np.argmax(probabilities, axis=1) == codes)),
         "cross_entropy": float(np.mean(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)))),
@@ -94,12 +110,12 @@ def classification_metrics(codes: np.ndarray, probabilities: np.ndarray) -> dict
     }
 
 
-def _metrics(res, y, prediction) -> dict:
+def _metrics(res, y, prediction, weights=None) -> dict:
     if res.classes is None:
-        return regression_metrics(y, prediction)
+        return regression_metrics(y, prediction, weights)
     if prediction.ndim == 1:
         prediction = np.column_stack([1.0 - prediction, prediction])
-    return classification_metrics(y, prediction)
+    return classification_metrics(y, prediction, weights)
 
 
 def _test_response(res, test_data) -> np.ndarray:
@@ -116,8 +132,14 @@ def evaluate(
     res: PearlResults,
     test_data: pd.DataFrame | Mapping[str, Any],
     blocks: Mapping[str, Any] | None = None,
+    weights: np.ndarray | None = None,
+    offset: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`)."""
+    """Scores of PEARL and the baselines on test rows (see :meth:`PearlResults.evaluate`).
+
+    *weights* (checked, one per test row) make every score a weighted mean; *offset* is the
+    test rows' offset of a fit with one.
+    """
     X = res.design_matrix(test_data, blocks)
     y = _test_response(res, test_data)
     if len(y) != X.shape[0]:
@@ -130,19 +152,21 @@ def evaluate(
     singles = [c.label for c in everything
                if len(c.blocks) == 1 and c.label == c.blocks[0] and not failed[c.label]]
     used = strategies.columns[(strategies.fillna(0) > 0).any(axis=0).to_numpy()]
-    predictions = res.candidate_predictions_for(X, list(dict.fromkeys([*used, *singles])))
-    single_scores = {label: _metrics(res, y, predictions[label]) for label in singles}
+    predictions = res.candidate_predictions_for(X, list(dict.fromkeys([*used, *singles])),
+                                                offset)
+    single_scores = {label: _metrics(res, y, predictions[label], weights) for label in singles}
     primary = "MSE" if res.classes is None else "cross_entropy"
     best = min(singles, key=lambda label: single_scores[label][primary]) if singles else None
     rows = {}
     for method in METHODS:
-        weights = strategies.loc[method]
-        if weights.isna().any():
+        chosen = strategies.loc[method]
+        if chosen.isna().any():
             rows[method] = {}
             continue
-        active = weights[weights > 0]
+        active = chosen[chosen > 0]
         stacked = np.stack([predictions[label] for label in active.index], axis=1)
-        rows[method] = _metrics(res, y, res.stages.loss.combine(stacked, active.to_numpy()))
+        rows[method] = _metrics(res, y, res.stages.loss.combine(stacked, active.to_numpy()),
+                                weights)
     # The single block best on these very test rows: a hindsight reference no user could pick.
     rows[ORACLE] = single_scores[best] if best is not None else {}
     names = REGRESSION_METRICS if res.classes is None else CLASSIFICATION_METRICS
@@ -179,6 +203,11 @@ class HonestRisk:
         Per outer fold: ``kkt_gap`` (certified bound on the suboptimality of
         its PEARL weight solve), ``objective``, ``certified`` (gap at most
         ``1e-10 (1 + objective)``) and ``solver``.
+    row_weights : ndarray or None
+        The fit's observation weights: the row losses are then weighted (their
+        mean is the weighted mean) and every SE is
+        :func:`~pearlstats.observation_weights.mean_se`'s.
+    weight_type : str or None
     """
 
     row_losses: pd.DataFrame
@@ -187,6 +216,11 @@ class HonestRisk:
     inner_folds: tuple
     failures: pd.DataFrame
     fold_gaps: pd.DataFrame | None = None
+    row_weights: np.ndarray | None = None
+    weight_type: str | None = None
+
+    def _se(self, values: np.ndarray) -> np.ndarray:
+        return mean_se(values, self.row_weights, self.weight_type)
 
     @property
     def n_outer(self) -> int:
@@ -202,7 +236,8 @@ class HonestRisk:
         the baselines, which solve nothing); ``certified`` is False on the PEARL row
         when some outer fold's solve was not certified (see :attr:`fold_gaps`).
         """
-        table = paired_ratio_table(self.row_losses[list(STRATEGIES)])
+        table = paired_ratio_table(self.row_losses[list(STRATEGIES)],
+                                   row_weights=self.row_weights, weight_type=self.weight_type)
         table["kkt_gap"] = np.nan
         table["certified"] = True
         if self.fold_gaps is not None and len(self.fold_gaps):
@@ -221,7 +256,8 @@ class HonestRisk:
         losses = self.row_losses
         return pd.DataFrame({
             "risk": losses.mean(skipna=False),
-            "se": losses.std(ddof=1, skipna=False) / np.sqrt(len(losses)),
+            "se": self._se(losses.to_numpy()) if self.row_weights is not None
+            else losses.std(ddof=1, skipna=False) / np.sqrt(len(losses)),
         })
 
     @property
@@ -232,7 +268,10 @@ class HonestRisk:
     def excess_over(self, strategy: str = "MS") -> tuple[float, float]:
         """PEARL's honest risk minus a strategy's, and the paired SE of that difference."""
         difference = self.row_losses["PEARL"] - self.row_losses[strategy]
-        return float(difference.mean()), float(difference.std(ddof=1) / np.sqrt(len(difference)))
+        if self.row_weights is None:
+            return float(difference.mean()), float(difference.std(ddof=1)
+                                                   / np.sqrt(len(difference)))
+        return float(difference.mean()), float(self._se(difference.to_numpy()))
 
     def warning_against_ms(
         self, number: Callable[[float], str] = lambda value: f"{value:.4g}"
@@ -295,6 +334,8 @@ def honest_risk(
         inner_folds=nested.inner_folds,
         failures=nested.failures,
         fold_gaps=nested.fold_gaps,
+        row_weights=state.response.row_weights,
+        weight_type=state.response.weight_type,
     )
 
 

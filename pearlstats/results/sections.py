@@ -86,6 +86,11 @@ def header_table(res: PearlResults) -> SimpleTable:
     rows = [[a, b, c, d] for (a, b), (c, d) in zip(left, right)]
     if len(res.dropped_rows):
         rows.append(["Dropped rows:", str(len(res.dropped_rows)), "", ""])
+    response = res.stages.response
+    if response.weighted:  # risks are weighted means, candidates fitted with the offset
+        weights = "none" if response.weight_type is None else response.weight_type
+        rows.append(["Row weights:", weights, "Offset:",
+                     "yes" if response.offset is not None else "none"])
     return SimpleTable(rows, title="PEARL model averaging")
 
 

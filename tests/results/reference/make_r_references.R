@@ -22,22 +22,8 @@ out_dir <- if (length(script) == 1) dirname(normalizePath(script)) else getwd()
 RNGkind(kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
 set.seed(20240601)
 
-fmt <- function(x) sprintf("%.17g", x)
-
-write_numeric_csv <- function(frame, name) {
-  text <- as.data.frame(lapply(frame, function(col) if (is.numeric(col)) fmt(col) else col),
-                        stringsAsFactors = FALSE, check.names = FALSE)
-  write.csv(text, file.path(out_dir, name), row.names = FALSE, quote = TRUE)
-}
-
-blocks <- list(a = c("a1", "a2"), b = c("b1", "b2", "b3"), c = "c1")
+source(file.path(out_dir, "reference_helpers.R"))  # fmt, write_numeric_csv, blocks, labels
 K <- 5
-
-# Candidates: every non-empty subset of the blocks, by size, then in formula order
-# (a, b, c, a+b, a+c, b+c, a+b+c); x and the intercept are in every candidate.
-candidates <- unlist(lapply(seq_along(blocks), function(k) combn(names(blocks), k, simplify = FALSE)),
-                     recursive = FALSE)
-labels <- vapply(candidates, paste, "", collapse = "+")
 
 make_inputs <- function(n) {
   x <- rnorm(n)

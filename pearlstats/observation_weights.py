@@ -1,0 +1,190 @@
+"""Observation weights, offsets and exposure of :func:`pearlstats.fit`: checks and refusals.
+
+``weights=`` with ``weight_type="frequency"`` counts rows (statsmodels' ``freq_weights``:
+a weight of 2 is the row twice); ``weight_type="variance"`` scales each row's variance by
+``1 / w`` (statsmodels' ``var_weights``, R's ``glm(weights=)`` for gaussian and poisson).
+Both give the same candidate fits and PEARL weights; they differ in the statsmodels refits'
+inference (degrees of freedom, scale). R's binomial ``weights`` are numbers of trials (the
+response a proportion), a different thing not offered here. Weights must be positive:
+drop the rows of weight 0. ``offset=`` is added to every candidate's linear predictor;
+``exposure=`` (poisson) adds ``log(exposure)``.
+
+Supported (gaussian, binomial, poisson): the candidates' fits in every fold and on all rows
+(:mod:`pearlstats.engines.weighted`), the weight stage's weighted mean loss
+(:mod:`pearlstats.weights.row_weighted`; also over ``cv_repeats`` draws and with a given or
+``"size"`` shrinkage), the statsmodels refits (``GLM`` with ``freq_weights``/``var_weights``
+and ``offset``) and the averaged coefficients' inference built on them, ``predict`` and
+``evaluate`` (new rows' offsets; test weights), the honest re-runs and the fold-complement
+stability table (each subset with its rows' weights), the bootstrap with variance weights
+(rows resampled uniformly, each copy keeping its weight), and weighted SEs (:func:`mean_se`).
+
+Not yet supported, and refused by name where it would be reached: multinomial, ``downstream``
+(MLP), ``ridge > 0`` (and so the separation ridge ladder: a separated logistic candidate gets
+weight 0), ``weight_shrinkage="cv"``, dask data, sparse blocks wide enough for the wide engine,
+the hinge and absolute losses, the bootstrap with frequency weights (which should draw rows in
+proportion to their weights: ``resample_weights("bootstrap")``, ``weight_uncertainty``),
+``reweight``/``loss_sensitivity``, prediction intervals and sets, ``interval="confidence"``
+and Pearson residuals (:func:`refuse_unsupported` and the results' own checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import DataError, OptionError
+
+__all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
+           "check_new_offset", "WEIGHT_TYPES"]
+
+WEIGHT_TYPES = {
+    "frequency": "each row counts w times (statsmodels' freq_weights)",
+    "variance": "each row's variance is scaled by 1/w (statsmodels' var_weights)",
+}
+_FAMILIES = ("gaussian", "binomial", "poisson")
+
+
+@dataclass(frozen=True)
+class ObservationWeights:
+    """Checked per-row weights and offset (None when not given), for the rows given to fit."""
+
+    weights: np.ndarray | None
+    weight_type: str | None
+    offset: np.ndarray | None
+
+    @property
+    def given(self) -> bool:
+        return self.weights is not None or self.offset is not None
+
+    def kept(self, rows: np.ndarray) -> ObservationWeights:
+        """The values of the rows the fit keeps (``missing="drop"`` removes the others)."""
+        def pick(values):
+            return None if values is None else values[rows]
+
+        return ObservationWeights(pick(self.weights), self.weight_type, pick(self.offset))
+
+
+def _values(name: str, values, n: int, index: pd.Index | None) -> np.ndarray:
+    if isinstance(values, pd.Series) and index is not None:
+        unknown = values.index.difference(index)
+        if unknown.size or len(values) != n:
+            raise DataError(f"{name}= is a Series whose index does not match the data's rows "
+                            f"(e.g. {list(unknown[:3])}); give one value per row of the data")
+        values = values.reindex(index)
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise DataError(f"{name}= must be numbers, one per row of the data ({err})") from None
+    if array.ndim != 1 or array.size != n:
+        raise DataError(f"{name}= must be one number per row of the data ({n} rows), "
+                        f"got shape {array.shape}")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        raise DataError(f"{name}= has NaN or infinite values at rows {bad[:10].tolist()}")
+    return array
+
+
+def _positive(name: str, array: np.ndarray, what: str) -> None:
+    bad = np.flatnonzero(array <= 0)
+    if bad.size:
+        raise DataError(f"{name}= must be > 0; it is {array[bad[0]]:g} at rows "
+                        f"{bad[:10].tolist()} ({what})")
+
+
+def check_observation_weights(weights: Any, weight_type: str | None, offset: Any, exposure: Any,
+                              family: str, n: int,
+                              index: pd.Index | None = None) -> ObservationWeights:
+    """Validate ``weights``, ``weight_type``, ``offset`` and ``exposure`` of ``fit``.
+
+    Raises
+    ------
+    OptionError
+        An unknown *weight_type*, *weight_type* without weights, *exposure* outside the
+        poisson family, or a family that does not take weights/offsets yet (multinomial).
+    DataError
+        Values that are not one finite number per row, weights <= 0, exposure <= 0.
+    """
+    given = weights is not None or offset is not None or exposure is not None
+    if weights is None and weight_type is not None:
+        raise OptionError(f"weight_type={weight_type!r} needs weights=; leave it None without")
+    if not given:
+        return ObservationWeights(None, None, None)
+    if family not in _FAMILIES:
+        raise OptionError(f"observation weights, offset and exposure are not yet supported with "
+                          f"family={family!r}; use one of {list(_FAMILIES)}")
+    w = None
+    if weights is not None:
+        if weight_type not in WEIGHT_TYPES:
+            options = [f"{k!r} ({v})" for k, v in WEIGHT_TYPES.items()]
+            raise OptionError(f"weight_type={weight_type!r}; with weights= use one of {options}")
+        w = _values("weights", weights, n, index)
+        _positive("weights", w, "drop the rows of weight 0")
+    total = None if offset is None else _values("offset", offset, n, index)
+    if exposure is not None:
+        if family != "poisson":
+            raise OptionError(f"exposure= is for family='poisson' (log link), got {family!r}; "
+                              "give offset= instead")
+        t = _values("exposure", exposure, n, index)
+        _positive("exposure", t, "exposure is a time or size at risk")
+        total = np.log(t) if total is None else total + np.log(t)
+    return ObservationWeights(w, weight_type if w is not None else None, total)
+
+
+def refuse_unsupported(*, downstream: Any, ridge: float, shrinkage: tuple | None,
+                       dask: bool) -> None:
+    """Raise OptionError naming the options not yet supported with weights/offsets."""
+    named = [name for name, used in (
+        ("downstream (MLP)", downstream is not None),
+        ("ridge > 0", ridge > 0),
+        ("weight_shrinkage='cv'", shrinkage is not None and shrinkage[0] == "cv"),
+        ("dask data", dask),
+    ) if used]
+    if named:
+        raise OptionError(f"{named} are not yet supported with observation weights/offsets/"
+                          "exposure; leave them at their defaults")
+
+
+def check_new_offset(offset: Any, exposure: Any, n: int,
+                     fitted_offset: bool) -> np.ndarray | None:
+    """The offset of *n* new rows (log exposure added), or None for a fit without one."""
+    if not fitted_offset:
+        if offset is not None or exposure is not None:
+            raise OptionError("this fit has no offset or exposure; predict without offset=/"
+                              "exposure=")
+        return None
+    if offset is None and exposure is None:
+        raise OptionError("this fit has an offset (or exposure): give offset= and/or exposure= "
+                          "for the new rows (exposure=1 everywhere is offset 0)")
+    total = np.zeros(n) if offset is None else _values("offset", offset, n, None)
+    if exposure is not None:
+        t = _values("exposure", exposure, n, None)
+        _positive("exposure", t, "exposure is a time or size at risk")
+        total = total + np.log(t)
+    return total
+
+
+def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
+            weight_type: str | None) -> np.ndarray:
+    """Standard error of the (weighted) mean of per-row terms, along axis 0.
+
+    *values* are the terms as the weighted losses give them: each row's term times its
+    weight normalised to mean 1, so their plain mean is the weighted mean ``m``. Without
+    weights: SD / sqrt(n). Frequency weights count rows: the SE of the data with each row
+    repeated ``w_i`` times, ``sqrt(sum w_i (u_i - m)^2 / ((N - 1) N))`` with ``N = sum w``
+    and ``u_i`` the row's own term. Variance weights: the linearised SE of a weighted mean,
+    ``sqrt(sum v_i^2 (u_i - m)^2 / (n (n - 1)))``.
+    """
+    n = values.shape[0]
+    if row_weights is None:
+        return values.std(axis=0, ddof=1) / np.sqrt(n)
+    shape = (-1,) + (1,) * (values.ndim - 1)
+    v = (row_weights / row_weights.mean()).reshape(shape)
+    deviations = values / v - values.mean(axis=0)
+    if weight_type == "frequency":
+        total = row_weights.sum()
+        return np.sqrt((row_weights.reshape(shape) * deviations**2).sum(axis=0)
+                       / ((total - 1) * total))
+    return np.sqrt(((v * deviations) ** 2).sum(axis=0) / (n * (n - 1)))

@@ -1,0 +1,487 @@
+"""Observation weights, offsets and exposure (issue 26 item 2) against statsmodels' GLM."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+
+import pearlstats as pearl
+from pearlstats.exceptions import DataError, OptionError
+
+SM_FAMILIES = {"gaussian": sm.families.Gaussian, "binomial": sm.families.Binomial,
+               "poisson": sm.families.Poisson}
+
+
+def _data(family: str, n: int = 90, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 1))
+    offset = rng.normal(scale=0.3, size=n)
+    eta = 0.2 + 0.8 * a[:, 0] - 0.5 * b[:, 0] + offset
+    if family == "gaussian":
+        y = eta + rng.normal(size=n)
+    elif family == "binomial":
+        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
+    else:
+        y = rng.poisson(np.exp(eta)).astype(float)
+    weights = rng.uniform(0.3, 3.0, size=n)  # non-integer
+    return {"y": y, "a": a, "b": b}, weights, offset
+
+
+def _exog(data, columns):
+    return np.column_stack([np.ones(len(data[columns[0]]))] + [data[c] for c in columns])
+
+
+def _sm_fit(family, y, X, weights, weight_type, offset):
+    key = "freq_weights" if weight_type == "frequency" else "var_weights"
+    model = sm.GLM(y, X, family=SM_FAMILIES[family](), offset=offset, **{key: weights})
+    return model.fit(tol=1e-13)
+
+
+def _fit(data, family, **kwargs):
+    kwargs.setdefault("honest", False)
+    kwargs.setdefault("seed", 3)
+    return pearl.fit("y ~ block(a) + block(b)", data, family=family, **kwargs)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+@pytest.mark.parametrize("weight_type", ["frequency", "variance"])
+def test_candidates_on_all_rows_and_per_fold_equal_statsmodels(family, weight_type):
+    data, weights, offset = _data(family)
+    res = _fit(data, family, weights=weights, weight_type=weight_type, offset=offset)
+    for label, blocks in {"a": ["a"], "b": ["b"], "a+b": ["a", "b"]}.items():
+        X = _exog(data, blocks)
+        direct = _sm_fit(family, data["y"], X, weights, weight_type, offset)
+        np.testing.assert_allclose(res.candidate_params(label).to_numpy(), direct.params,
+                                   rtol=1e-8, atol=1e-9)
+        ours = res.candidates[label]
+        np.testing.assert_allclose(ours.params, direct.params, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(ours.bse, direct.bse, rtol=1e-6)
+        # out-of-fold: fold k's rows predicted by the fit on the other rows, with their offsets
+        for k in range(res.n_folds):
+            held = res.folds == k
+            fold = _sm_fit(family, data["y"][~held], X[~held], weights[~held], weight_type,
+                           offset[~held])
+            expected = fold.predict(X[held], offset=offset[held])
+            np.testing.assert_allclose(res.cv_predictions[label].to_numpy()[held], expected,
+                                       rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_weighted_cv_risk_is_the_weighted_mean_and_predict_uses_new_offsets(family):
+    data, weights, offset = _data(family, seed=1)
+    res = _fit(data, family, weights=weights, weight_type="variance", offset=offset)
+    P = res.cv_predictions.to_numpy()
+    y = data["y"]
+    if family == "gaussian":
+        rows = (y[:, None] - P) ** 2
+    elif family == "binomial":
+        rows = -np.log(np.where(y[:, None] == 1, P, 1 - P))
+    else:
+        rows = 2 * (sm.families.Poisson().resid_dev(y[:, None], P) ** 2) / 2
+    np.testing.assert_allclose(res.cv_risk.to_numpy(), weights @ rows / weights.sum(),
+                               rtol=1e-10)
+    # predictions for new rows with their own offsets: the weighted average of statsmodels' means
+    rng = np.random.default_rng(9)
+    new = {"a": rng.normal(size=(4, 2)), "b": rng.normal(size=(4, 1))}
+    new_offset = rng.normal(size=4)
+    expected = sum(
+        w * _sm_fit(family, y, _exog(data, label.split("+")), weights, "variance",
+                    offset).predict(_exog(new, label.split("+")), offset=new_offset)
+        for label, w in res.weights.items() if w > 0)
+    np.testing.assert_allclose(res.predict(new, offset=new_offset).to_numpy(), expected,
+                               rtol=1e-8)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_frequency_weight_two_equals_a_duplicated_row_in_the_same_fold(family):
+    data, _, _ = _data(family, n=80, seed=2)
+    rng = np.random.default_rng(4)
+    counts = rng.integers(1, 3, size=80)  # 1 or 2
+    folds = np.arange(80) % 5
+    res = _fit(data, family, weights=counts, weight_type="frequency", cv=folds)
+    rows = np.repeat(np.arange(80), counts)
+    copied = {name: values[rows] for name, values in data.items()}
+    dup = _fit(copied, family, cv=folds[rows])
+    np.testing.assert_allclose(res.weights.to_numpy(), dup.weights.to_numpy(), atol=1e-7)
+    np.testing.assert_allclose(res.cv_risk.to_numpy(), dup.cv_risk.to_numpy(), rtol=1e-8)
+    # frequency weights count rows: the SEs are those of the data with the copies
+    np.testing.assert_allclose(res.cv_risk_se.to_numpy(), dup.cv_risk_se.to_numpy(), rtol=1e-7)
+    np.testing.assert_allclose(res.baselines[["cv_risk", "se", "risk_ratio", "ratio_se"]],
+                               dup.baselines[["cv_risk", "se", "risk_ratio", "ratio_se"]],
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(res.params.to_numpy(), dup.params.to_numpy(), rtol=1e-7,
+                               atol=1e-9)
+    # the averaged coefficients' inference counts the copies (GLM freq_weights' df and scale)
+    np.testing.assert_allclose(res.bse.to_numpy(), dup.bse.to_numpy(), rtol=1e-6)
+    np.testing.assert_allclose(res.conf_int().to_numpy(), dup.conf_int().to_numpy(), rtol=1e-6,
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_scaling_all_weights_changes_nothing_and_unit_weights_equal_no_weights(family):
+    data, weights, _ = _data(family, seed=5)
+    res = _fit(data, family, weights=weights, weight_type="variance")
+    scaled = _fit(data, family, weights=7.3 * weights, weight_type="variance")
+    np.testing.assert_allclose(scaled.weights.to_numpy(), res.weights.to_numpy(), atol=1e-9)
+    np.testing.assert_allclose(scaled.cv_risk.to_numpy(), res.cv_risk.to_numpy(), rtol=1e-10)
+    np.testing.assert_allclose(scaled.params.to_numpy(), res.params.to_numpy(), rtol=1e-9)
+    ones = _fit(data, family, weights=np.ones(len(weights)), weight_type="frequency")
+    plain = _fit(data, family)  # the unweighted engines (fold Grams, batched Newton)
+    np.testing.assert_allclose(ones.cv_predictions.to_numpy(), plain.cv_predictions.to_numpy(),
+                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ones.weights.to_numpy(), plain.weights.to_numpy(), atol=1e-7)
+
+
+@pytest.mark.parametrize("weight_type", ["frequency", "variance"])
+def test_one_candidate_inference_equals_the_weighted_glm(weight_type):
+    from scipy import stats
+
+    data, weights, offset = _data("gaussian", seed=20)
+    res = _fit(data, "gaussian", candidates=[("a", "b")], weights=weights,
+               weight_type=weight_type, offset=offset)
+    direct = _sm_fit("gaussian", data["y"], _exog(data, ["a", "b"]), weights, weight_type,
+                     offset)
+    np.testing.assert_allclose(res.params.to_numpy(), direct.params, rtol=1e-10)
+    np.testing.assert_allclose(res.bse.to_numpy(), direct.bse, rtol=1e-8)
+    q = stats.t.ppf(0.975, direct.df_resid)  # sum(w) - p rows for frequency, n - p for variance
+    expected = np.column_stack([direct.params - q * direct.bse, direct.params + q * direct.bse])
+    np.testing.assert_allclose(res.conf_int().to_numpy(), expected, rtol=1e-8)
+
+
+def test_repeated_draws_minimise_the_weighted_loss_stacked_over_draws():
+    from scipy.optimize import minimize
+
+    from pearlstats.stages import assign_folds
+
+    data, weights, offset = _data("gaussian", n=70, seed=21)
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset,
+               cv_repeats=3)
+    y = data["y"]
+    response = res.stages.response
+    draws = [assign_folds(5, response, res.seed)] + [
+        assign_folds(5, response, np.random.SeedSequence([res.seed, r])) for r in (1, 2)]
+    np.testing.assert_array_equal(draws[0], res.folds)
+    blocks = [label.split("+") for label in res.candidate_labels]
+    stacked = []
+    for folds in draws:  # out-of-fold predictions of each draw by statsmodels, fold by fold
+        P = np.empty((len(y), len(blocks)))
+        for j, names in enumerate(blocks):
+            X = _exog(data, names)
+            for k in range(5):
+                held = folds == k
+                fit = _sm_fit("gaussian", y[~held], X[~held], weights[~held], "variance",
+                              offset[~held])
+                P[held, j] = fit.predict(X[held], offset=offset[held])
+        stacked.append(P)
+    P, v, t = np.vstack(stacked), np.tile(weights, 3), np.tile(y, 3)
+
+    def objective(w):
+        return v @ (t - P @ w) ** 2 / v.sum()
+
+    J = P.shape[1]
+    direct = minimize(objective, np.full(J, 1 / J), method="SLSQP", bounds=[(0, 1)] * J,
+                      constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}],
+                      options={"ftol": 1e-15, "maxiter": 500})
+    assert objective(res.weights.to_numpy()) <= direct.fun + 1e-12
+    np.testing.assert_allclose(res.weights.to_numpy(), direct.x, atol=1e-5)
+    np.testing.assert_allclose(res.weight_objective, direct.fun, rtol=1e-9)
+    shrunk = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset,
+                  cv_repeats=3, weight_shrinkage=0.5)
+    np.testing.assert_allclose(shrunk.weights.to_numpy(),
+                               0.5 * res.weights.to_numpy() + 0.5 / J, atol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial"])
+def test_evaluate_with_test_weights_and_offsets_is_the_weighted_mean_score(family):
+    data, weights, offset = _data(family, n=120, seed=22)
+    train, test = np.arange(80), np.arange(80, 120)
+    res = _fit({k: v[train] for k, v in data.items()}, family, weights=weights[train],
+               weight_type="variance", offset=offset[train])
+    blocks = {"a": data["a"][test], "b": data["b"][test]}
+    frame = pd.DataFrame({"y": data["y"][test]})
+    table = res.evaluate(frame, blocks=blocks, weights=weights[test], offset=offset[test])
+    p = res.predict(blocks, offset=offset[test]).to_numpy()
+    y, w = data["y"][test], weights[test]
+    if family == "gaussian":
+        np.testing.assert_allclose(table.loc["PEARL", "MSE"], np.average((y - p) ** 2, weights=w),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(table.loc["PEARL", "MAE"], np.average(np.abs(y - p), weights=w),
+                                   rtol=1e-12)
+    else:
+        observed = np.where(y == 1, p, 1 - p)
+        np.testing.assert_allclose(table.loc["PEARL", "cross_entropy"],
+                                   np.average(-np.log(observed), weights=w), rtol=1e-12)
+        np.testing.assert_allclose(table.loc["PEARL", "accuracy"],
+                                   np.average((p > 0.5) == (y == 1), weights=w), rtol=1e-12)
+        np.testing.assert_allclose(table.loc["PEARL", "MSE"], np.average((y - p) ** 2, weights=w),
+                                   rtol=1e-12)
+    unweighted = res.evaluate(frame, blocks=blocks, offset=offset[test])
+    column = "MSE"
+    np.testing.assert_allclose(unweighted.loc["PEARL", column], np.mean((y - p) ** 2),
+                               rtol=1e-12)
+    with pytest.raises(DataError, match="must be > 0"):
+        res.evaluate(frame, blocks=blocks, weights=-w, offset=offset[test])
+
+
+def test_bootstrap_with_variance_weights_resamples_rows_with_their_weights():
+    from pearlstats.results.bootstrap import bootstrap_resample
+
+    data, weights, offset = _data("poisson", n=70, seed=23)
+    res = _fit(data, "poisson", weights=weights, weight_type="variance", offset=offset)
+    table = res.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)
+    for b in range(2):  # each resample is a weighted fit on its rows, copies sharing a fold
+        rows, folds = bootstrap_resample(70, 5, seed=4, b=b, state_folds=res.folds,
+                                         y=res.stages.response.y)
+        again = _fit({k: v[rows] for k, v in data.items()}, "poisson", weights=weights[rows],
+                     weight_type="variance", offset=offset[rows], cv=folds)
+        np.testing.assert_allclose(table[f"boot {b}"].to_numpy(), again.weights.to_numpy(),
+                                   atol=1e-9)
+    # unit variance weights: the unweighted fit's bootstrap, resample by resample
+    ones = _fit(data, "poisson", weights=np.ones(70), weight_type="variance")
+    plain = _fit(data, "poisson")
+    for refit in (False, True):
+        np.testing.assert_allclose(
+            ones.resample_weights("bootstrap", n_resamples=3, seed=5, refit=refit).to_numpy(),
+            plain.resample_weights("bootstrap", n_resamples=3, seed=5, refit=refit).to_numpy(),
+            atol=1e-7)
+    counted = _fit(data, "poisson", weights=np.ones(70), weight_type="frequency")
+    with pytest.raises(OptionError, match="frequency weights"):
+        counted.weight_uncertainty(n_resamples=2)
+
+
+def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
+    rng = np.random.default_rng(11)
+    n = 3000
+    a, b = rng.normal(size=(n, 1)), rng.normal(size=(n, 1))
+    exposure = rng.uniform(0.5, 20.0, size=n)
+    y = rng.poisson(exposure * np.exp(-1.0 + 0.5 * a[:, 0]))
+    res = _fit({"y": y, "a": a, "b": b}, "poisson", exposure=exposure)
+    fitted = res.candidate_params("a").to_numpy()
+    se = res.candidates["a"].bse
+    assert np.all(np.abs(fitted - [-1.0, 0.5]) < 4 * se)
+    assert res.weights[["a", "a+b"]].sum() > 0.99
+    direct = sm.GLM(y, _exog({"a": a, "y": y}, ["a"]), family=sm.families.Poisson(),
+                    exposure=exposure).fit(tol=1e-13)
+    np.testing.assert_allclose(fitted, direct.params, rtol=1e-9)
+    new = {"a": np.zeros((2, 1)), "b": np.zeros((2, 1))}
+    mean = res.predict(new, exposure=[1.0, 10.0]).to_numpy()
+    np.testing.assert_allclose(mean[1] / mean[0], 10.0, rtol=1e-12)  # a rate times exposure
+
+
+@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+def test_honest_risk_with_frequency_weight_two_equals_duplicated_rows(family):
+    data, _, offset = _data(family, n=60, seed=14)
+    counts = np.random.default_rng(5).integers(1, 3, size=60)
+    folds = np.arange(60) % 6  # given labels: whole folds dealt to the outer folds
+    res = _fit(data, family, weights=counts, weight_type="frequency", offset=offset, cv=folds,
+               honest=3)
+    rows = np.repeat(np.arange(60), counts)
+    copied = {name: values[rows] for name, values in data.items()}
+    dup = _fit(copied, family, offset=offset[rows], cv=folds[rows], honest=3)
+    np.testing.assert_array_equal(res.honest_risk().outer_folds[rows],
+                                  dup.honest_risk().outer_folds)
+    columns = ["risk", "se", "ratio", "ratio_se"]
+    np.testing.assert_allclose(res.honest[columns], dup.honest[columns], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(res.last_honest_risk.risk, dup.last_honest_risk.risk,
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_honest_outer_fold_weights_are_those_of_a_weighted_fit_on_its_rows():
+    data, weights, offset = _data("binomial", n=100, seed=15)
+    res = _fit(data, "binomial", weights=weights, weight_type="variance", offset=offset,
+               honest=3)
+    nested = res.honest_risk(outer=3)
+    for k in range(3):
+        train = nested.outer_folds != k
+        inner = _fit({name: values[train] for name, values in data.items()}, "binomial",
+                     weights=weights[train], weight_type="variance", offset=offset[train],
+                     cv=nested.inner_folds[k])
+        np.testing.assert_allclose(nested.fold_weights.iloc[k].to_numpy(),
+                                   inner.weights.to_numpy(), atol=1e-9)
+
+
+def test_variance_weighted_se_is_the_linearised_se_of_the_weighted_mean():
+    data, weights, _ = _data("gaussian", seed=12)
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance")
+    rows = (data["y"][:, None] - res.cv_predictions.to_numpy()) ** 2
+    risk = weights @ rows / weights.sum()
+    n = len(weights)
+    # the delta method for sum(w l) / sum(w), computed directly
+    influence = weights[:, None] * (rows - risk) / weights.mean()
+    expected = np.sqrt((influence**2).sum(axis=0) / (n * (n - 1)))
+    np.testing.assert_allclose(res.cv_risk_se.to_numpy(), expected, rtol=1e-10)
+
+
+def test_missing_drop_drops_the_rows_weights_and_offsets():
+    data, weights, offset = _data("gaussian", seed=6)
+    data["a"] = data["a"].copy()
+    data["a"][[3, 10], 0] = np.nan
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset,
+               missing="drop")
+    keep = np.setdiff1d(np.arange(len(weights)), [3, 10])
+    kept = {name: values[keep] for name, values in data.items()}
+    direct = _sm_fit("gaussian", kept["y"], _exog(kept, ["a", "b"]), weights[keep], "variance",
+                     offset[keep])
+    np.testing.assert_allclose(res.candidate_params("a+b").to_numpy(), direct.params, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"weights": "w"}, "weight_type"),
+    ({"weights": "w", "weight_type": "survey"}, "weight_type"),
+    ({"weight_type": "frequency"}, "needs weights"),
+    ({"weights": "w", "weight_type": "frequency", "ridge": 0.1}, "ridge"),
+    ({"offset": "o", "weight_shrinkage": "cv"}, "weight_shrinkage='cv'"),
+    ({"exposure": "t", "family": "gaussian"}, "exposure"),
+    ({"offset": "o", "family": "multinomial"}, "multinomial"),
+    ({"weights": "w", "weight_type": "variance", "loss": "absolute"}, "absolute"),
+])
+def test_unsupported_options_are_refused_by_name(kwargs, words):
+    data, weights, offset = _data("poisson", seed=7)
+    data["y"] = data["y"] if kwargs.get("family") != "multinomial" else data["y"] % 3
+    values = {"w": weights, "o": offset, "t": np.exp(offset)}
+    kwargs = {key: values.get(value, value) if isinstance(value, str) and key != "weight_type"
+              and key != "family" and key != "loss" else value for key, value in kwargs.items()}
+    family = kwargs.pop("family", "poisson")
+    kwargs.setdefault("honest", False)
+    with pytest.raises(OptionError, match=words):
+        pearl.fit("y ~ block(a) + block(b)", data, family=family, seed=0, **kwargs)
+
+
+def test_downstream_and_offset_interactions_are_refused_by_name():
+    data, weights, offset = _data("gaussian", seed=8)
+
+    class Downstream:
+        def bind(self, family):
+            return family
+
+    with pytest.raises(OptionError, match="downstream"):
+        _fit(data, "gaussian", weights=weights, weight_type="variance", downstream=Downstream())
+    data["t"] = np.exp(offset)
+    with pytest.raises(pearl.FormulaError, match="offset\\(\\) inside an interaction"):
+        pearl.fit("y ~ offset(np.log(t)):x + block(a)", data, honest=False)
+
+
+def test_bad_weight_offset_and_exposure_values_are_data_errors():
+    data, weights, offset = _data("poisson", seed=9)
+    with pytest.raises(DataError, match="one number per row"):
+        _fit(data, "poisson", weights=np.r_[weights, 1.0], weight_type="frequency")
+    with pytest.raises(DataError, match="weights= must be > 0.*\\[4\\]"):
+        _fit(data, "poisson", weights=np.where(np.arange(weights.size) == 4, 0.0, weights),
+             weight_type="frequency")
+    with pytest.raises(DataError, match="offset= has NaN.*\\[2\\]"):
+        _fit(data, "poisson", offset=np.where(np.arange(offset.size) == 2, np.nan, offset))
+    with pytest.raises(DataError, match="exposure= must be > 0"):
+        _fit(data, "poisson", exposure=-np.exp(offset))
+
+
+def test_results_refuse_what_weights_do_not_support_yet():
+    data, weights, offset = _data("gaussian", seed=10)
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset)
+    new = {"a": data["a"][:3], "b": data["b"][:3]}
+    with pytest.raises(OptionError, match="offset"):
+        res.predict(new)
+    with pytest.raises(OptionError, match="not yet supported"):
+        res.predict(new, interval="confidence", offset=np.zeros(3))
+    with pytest.raises(OptionError, match="give offset"):
+        res.evaluate(pd.DataFrame({"y": data["y"][:3]}), blocks=new)
+    with pytest.raises(OptionError, match="reweight"):
+        res.loss_sensitivity()
+    with pytest.raises(OptionError, match="Pearson"):
+        res.resid_pearson
+    fitted = sum(w * _sm_fit("gaussian", data["y"], _exog(data, label.split("+")), weights,
+                             "variance", offset).fittedvalues
+                 for label, w in res.weights.items() if w > 0)
+    np.testing.assert_allclose(res.fittedvalues.to_numpy(), fitted, rtol=1e-9)
+    np.testing.assert_allclose(res.resid.to_numpy(), data["y"] - fitted, rtol=1e-9, atol=1e-12)
+    plain = _fit(data, "gaussian")
+    with pytest.raises(OptionError, match="no offset"):
+        plain.predict(new, offset=np.zeros(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = str(res.summary())  # the fold-complement stability re-solves use their rows' weights
+    assert "fold complements" in text
+    assert "Row weights:  variance" in text and "Offset:  yes" in text
+
+
+def test_offset_in_the_formula_equals_offset_given_and_is_rebuilt_for_new_rows():
+    import pickle
+
+    data, weights, offset = _data("poisson", seed=13)
+    frame = pd.DataFrame({"y": data["y"], "t": np.exp(offset)})
+    blocks = {"a": data["a"], "b": data["b"]}
+    res = pearl.fit("y ~ offset(np.log(t)) + block(a) + block(b)", frame, blocks=blocks,
+                    family="poisson", weights=weights, weight_type="frequency", honest=False,
+                    seed=3)
+    given = _fit(data, "poisson", weights=weights, weight_type="frequency", exposure=frame["t"])
+    np.testing.assert_allclose(res.cv_predictions.to_numpy(), given.cv_predictions.to_numpy(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(res.params.to_numpy(), given.params.to_numpy(), rtol=1e-12)
+    new = pd.DataFrame({"t": [1.0, 4.0]})
+    new_blocks = {"a": np.zeros((2, 2)), "b": np.zeros((2, 1))}
+    expected = given.predict(new_blocks, exposure=new["t"].to_numpy()).to_numpy()
+    np.testing.assert_allclose(res.predict(new, blocks=new_blocks).to_numpy(), expected,
+                               rtol=1e-12)
+    again = pickle.loads(pickle.dumps(res))  # the offset's namespace (np) travels by name
+    np.testing.assert_allclose(again.predict(new, blocks=new_blocks).to_numpy(), expected,
+                               rtol=1e-12)
+    with pytest.raises(OptionError, match="rebuilt from the new rows"):
+        res.predict(new, blocks=new_blocks, exposure=[1.0, 1.0])
+    with pytest.raises(OptionError, match="not both"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson",
+                  offset=offset, honest=False)
+    with pytest.warns(RuntimeWarning), pytest.raises(DataError, match="log\\(t\\)\\) is NaN"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame.assign(t=-frame["t"]),
+                  blocks=blocks, family="poisson", honest=False)
+    with pytest.raises(OptionError, match="ridge"):
+        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson",
+                  ridge=1.0)
+
+
+def test_sparse_wide_blocks_and_dask_data_are_refused_with_weights():
+    from scipy import sparse
+
+    data, weights, _ = _data("gaussian", n=40, seed=16)
+    wide = sparse.random(40, 1200, density=0.01, format="csr", random_state=0)
+    with pytest.raises(OptionError, match="sparse or wide"):
+        pearl.fit("y ~ block(a) + block(w)", {"y": data["y"]},
+                  blocks={"a": data["a"], "w": wide}, weights=weights, weight_type="variance",
+                  honest=False, seed=0)
+    dd = pytest.importorskip("dask.dataframe")
+    frame = pd.DataFrame({"y": data["y"], "a0": data["a"][:, 0], "b0": data["b"][:, 0]})
+    lazy = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(OptionError, match="dask"):
+        pearl.fit("y ~ block(a) + block(b)", lazy, blocks={"a": lazy[["a0"]], "b": lazy[["b0"]]},
+                  weights=weights, weight_type="variance", honest=False, seed=0)
+    fitted = _fit(data, "gaussian", offset=np.zeros(40))
+    with pytest.raises(OptionError, match="dask rows with an offset"):
+        fitted.predict({"a": lazy[["a0", "b0"]].to_dask_array(lengths=True),
+                        "b": lazy[["b0"]].to_dask_array(lengths=True)})
+
+
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.SingularMatrixWarning")
+def test_collinear_gaussian_candidate_falls_back_to_minimum_norm_least_squares():
+    # a block with a repeated column: its Gram is singular, so the fold solve is lstsq's
+    data, weights, offset = _data("gaussian", seed=24)
+    data["a"] = np.column_stack([data["a"], data["a"][:, 0]])
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", offset=offset)
+    X = _exog(data, ["a"])
+    for k in range(res.n_folds):
+        held = res.folds == k
+        fold = _sm_fit("gaussian", data["y"][~held], X[~held], weights[~held], "variance",
+                       offset[~held])
+        np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[held],
+                                   fold.predict(X[held], offset=offset[held]), rtol=1e-8)
+
+
+def test_weights_are_invariant_to_the_units_and_origin_of_a_gaussian_response():
+    data, weights, offset = _data("gaussian", seed=25)
+    res = _fit(data, "gaussian", weights=weights, weight_type="frequency", offset=offset)
+    moved = _fit({**data, "y": 1000.0 * data["y"] + 5.0}, "gaussian", weights=weights,
+                 weight_type="frequency", offset=1000.0 * offset)
+    np.testing.assert_allclose(moved.weights.to_numpy(), res.weights.to_numpy(), atol=1e-8)
+    np.testing.assert_allclose(moved.cv_risk.to_numpy(), 1e6 * res.cv_risk.to_numpy(),
+                               rtol=1e-8)
