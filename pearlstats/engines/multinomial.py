@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import softmax
 
 from ..ledger import LedgerEntry
-from ._common import EngineOutput
+from ._common import EngineOutput, one_blas_thread
 from .newton import batched_newton, penalised_newton
 from .newton_cg import Preconditioner, newton_cg
 from .newton_cv import (
@@ -227,7 +227,10 @@ def _solve_penalised(Xs, codes, n_classes, weights, penalty, ridge, theta0, hess
     """
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], (n_classes - 1) * Xs.shape[1]))
-    return _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
+    # The preconditioners (single-precision Cholesky inverses of (C-1)p-square matrices) are
+    # formed here too: with two BLAS threads they took twice as long as with one (pitfall 8).
+    with one_blas_thread():
+        return _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0)
 
 
 def _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0):
