@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pearlstats as pearl
+from conftest import simplex_minimum
 from pearlstats.exceptions import ConvergenceWarning, PearlWarning, ResponseError
 from pearlstats.weights import solve_weights, solvers
 from pearlstats.weights.losses import check_response_variation, get_loss
@@ -310,3 +311,40 @@ def test_an_astronomical_candidate_beside_an_exact_fit_changes_nothing(wild):
         sol = solve_weights(P, y, SQUARED)
     np.testing.assert_allclose(sol.weights, [1 / 3, 1 / 3, 1 / 3, 0, 0], atol=1e-12)
     assert sol.kkt_gap >= 0
+
+
+# ---- the same degenerate pools under every other loss --------------------------------------------
+def _as_family(P: np.ndarray, y: np.ndarray, family: str) -> tuple[np.ndarray, np.ndarray]:
+    """The pool's columns mapped into *family*'s range; an exact column stays exact there."""
+    exact = np.all(np.isclose(P, y[:, None], rtol=0, atol=1e-14), axis=0)
+    if family == "binomial":
+        labels = (y > np.median(y)).astype(float)
+        probabilities = 1.0 / (1.0 + np.exp(-3.0 * (P - np.median(y))))
+        probabilities[:, exact] = labels[:, None]  # certain and right: log-loss 0
+        return probabilities, labels
+    if family == "poisson":
+        counts = np.random.default_rng(0).poisson(np.exp(y)).astype(float)
+        means = np.exp(P)
+        means[:, exact] = counts[:, None]
+        return means, counts
+    return P, y
+
+
+@pytest.mark.parametrize("name, family", [("absolute", "gaussian"), ("cross_entropy", "binomial"),
+                                          ("hinge", "binomial"),
+                                          ("poisson_deviance", "poisson")])
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(pool=pools())
+def test_degenerate_pools_give_certified_simplex_weights_for_every_loss(name, family, pool):
+    P, y = _as_family(*pool, family)
+    loss = get_loss(name, family)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sol = solve_weights(P, y, loss)
+    _assert_simplex(sol.weights)
+    assert 0 <= sol.kkt_gap <= 1e-10 * (1 + sol.objective)
+    # an independent minimum (SLSQP from the centre and every vertex) is not below ours
+    _, reference = simplex_minimum(lambda w: loss.objective(y, P, np.maximum(w, 0) / w.sum()),
+                                   P.shape[1])
+    assert sol.objective <= reference + 1e-8 * (1 + reference)
