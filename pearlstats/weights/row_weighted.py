@@ -28,6 +28,12 @@ __all__ = ["RowWeightedLoss", "WEIGHTED_LOSSES"]
 WEIGHTED_LOSSES = ("squared", "cross_entropy", "poisson_deviance")
 
 
+def _from_base(attribute: str) -> property:
+    """A read-only attribute of the weighted loss that is its base loss's *attribute*."""
+    return property(lambda self: getattr(self.base, attribute),
+                    doc=f"The base loss's ``{attribute}``.")
+
+
 @dataclass(frozen=True, eq=False)
 class RowWeightedLoss(Loss):
     """*base* averaged with row weights *row_weights* (normalised here to mean 1).
@@ -53,21 +59,11 @@ class RowWeightedLoss(Loss):
         v = np.asarray(self.row_weights, dtype=float)
         object.__setattr__(self, "row_weights", v / v.mean())
 
-    @property
-    def name(self) -> str:
-        return self.base.name
-
-    @property
-    def solver(self) -> str:
-        return self.base.solver
-
-    @property
-    def families(self) -> tuple:
-        return self.base.families
-
-    @property
-    def _originals(self) -> dict:
-        return self.base._originals
+    # What the loss is (its name, solver, families, and the loss it stands for) is the base's.
+    name = _from_base("name")
+    solver = _from_base("solver")
+    families = _from_base("families")
+    _originals = _from_base("_originals")
 
     def restricted(self, rows: np.ndarray) -> RowWeightedLoss:
         """The loss of the rows *rows* (positions) with their own weights."""
