@@ -4,8 +4,9 @@ Each design draws a labelled data set of any size from a seed: a DataFrame
 with the response ``y`` and a covariate ``x`` that enters every candidate,
 and a dict of named blocks. The truth is known: ``true_params`` holds the
 coefficients of the terms common to every candidate whose value is known
-(``x``, and the intercept except in the paper's design), which is what ``res.params`` estimates by default. Drawing a large
-sample with another seed gives test rows for the honest risks.
+(``x``, and the intercept except in the paper's design), which is what
+``res.params`` estimates by default. Drawing a large sample with another seed
+gives test rows for the honest risks.
 
 Designs
 -------
