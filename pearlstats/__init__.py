@@ -4,6 +4,15 @@ Fit several representations of the same inputs (PCA, kernel PCA, TF-IDF,
 Word2Vec, ...), write a formula over named blocks, and let cross-validated
 convex weights combine the downstream models built on subsets of the blocks.
 
+The subpackages read top-down (the layers contract in ``pyproject.toml``, checked by
+``tests/test_architecture.py``): ``experiments`` (replication runner) over
+``fitting`` (:func:`fit`) over ``results`` (:class:`PearlResults`) and, beside it,
+``distributed`` (dask data) over ``plotting`` over the stages (``nested``,
+``weight_stage``, ``stages``; ``inference`` beside them) over ``engines``,
+``families`` and ``weights`` (losses, solvers, the paper's baselines) over
+``backends``, ``design``, ``representations`` and ``datasets`` over the ground
+floor (``checks``, ``ledger``, ``exceptions``).
+
 Examples
 --------
 >>> import numpy as np, pearlstats as pearl

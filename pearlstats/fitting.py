@@ -4,7 +4,12 @@ Data flows one way: rows -> blocks -> design (a spec that rebuilds it for any
 rows) -> candidate column sets -> folds -> out-of-fold prediction matrix ->
 simplex weights -> :class:`~pearlstats.results.PearlResults`. Each arrow is a
 function of :mod:`pearlstats.stages`; ``fit`` only checks its arguments and
-composes them.
+composes them (``_fit_in_memory`` lists the stages in order). Dask data goes,
+after :func:`~pearlstats.distributed.supported.refuse_in_memory_only`, to the
+second composition in :mod:`pearlstats.distributed`. This module sits on top
+of the layers (the ``[tool.importlinter]`` contract in ``pyproject.toml``): it
+is the one place that knows both the results and the dask code, and hands the
+results the dask predictor (:data:`~pearlstats.distributed.predict.DASK_ROWS`).
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ from patsy import EvalEnvironment
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.data import data_index, split_data
-from .design.folds import fold_labels_for_rows
+from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
 from .distributed.data import uses_dask
+from .distributed.fit import fit_distributed
+from .distributed.predict import DASK_ROWS
 from .distributed.results import DaskPearlResults
+from .distributed.supported import refuse_in_memory_only
 from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
@@ -97,7 +105,7 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
     """
     if all(value is None for value in given) and not formula.offset_codes:
         return check_observation_weights(None, None, None, None, family, 0)
-    refuse_unsupported(**options, dask=uses_dask(data, blocks))
+    refuse_unsupported(**options)
     if formula.offset_codes:
         if given[2] is not None or given[3] is not None:
             raise OptionError("give the offset either in the formula (offset(...)) or as "
@@ -131,8 +139,8 @@ def _check_cv_repeats(cv_repeats, cv) -> int:
     cv_repeats = check_int("cv_repeats", cv_repeats, minimum=1)
     if cv_repeats > 1 and (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)):
         raise OptionError(
-            f"cv_repeats={cv_repeats} needs cv=K (an int), got cv={cv!r}: leave-one-out and "
-            "given fold labels are the same in every draw"
+            f"cv_repeats={cv_repeats} needs cv=K (an int), got {describe_cv(cv)}: leave-one-out "
+            "and given fold labels are the same in every draw"
         )
     return cv_repeats
 
@@ -160,17 +168,29 @@ def _check_shrinkage(weight_shrinkage, shrinkage_target):
     return None if amount is None else (amount, target)
 
 
-def _check_dask_options(cv_repeats: int, shrinkage: tuple | None,
-                        downstream: MLP | None) -> None:
-    """Raise OptionError naming the options the distributed path does not support yet."""
-    unsupported = [name for name, used in (("cv_repeats", cv_repeats != 1),
-                                           ("weight_shrinkage", shrinkage is not None),
-                                           ("downstream", downstream is not None)) if used]
-    if unsupported:
-        raise OptionError(
-            f"{unsupported} are not available for dask data yet; fit an in-memory sample with "
-            "them, or leave them at their defaults"
-        )
+# The in-memory results' public attributes: those a DaskPearlResults lacks are refused by name.
+IN_MEMORY_ONLY = frozenset(name for name in dir(PearlResults) if not name.startswith("_"))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """The checked options of :func:`fit` that its stages read."""
+
+    missing: str
+    ridge: float
+    seed: int
+    n_jobs: int | None
+    env: EvalEnvironment
+    honest: int | bool
+    cv_repeats: int
+    shrinkage: tuple | None
+    candidates: Any
+    max_candidates: int
+
+
+def _representations(blocks: Any) -> Any:
+    """The fitted Representations among the blocks (None for arrays)."""
+    return blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
 
 
 def fit(
@@ -213,7 +233,9 @@ def fit(
         dict of dask arrays) is fitted where it lives, partition by partition
         (:mod:`pearlstats.distributed`; gaussian, binomial and poisson, numeric
         covariates; ``cv`` is K or a fold-column name, folds hashed from row
-        positions) and gives a :class:`~pearlstats.distributed.DaskPearlResults`.
+        positions) and gives a :class:`~pearlstats.distributed.DaskPearlResults`;
+        what it cannot do yet is refused by name, with the reason
+        (:func:`~pearlstats.distributed.supported.refuse_in_memory_only`).
     blocks : dict or Representations, optional
         Block name -> 2-D array or DataFrame with one row per row of *data*,
         or a fitted :class:`~pearlstats.Representations` applied to *data*.
@@ -243,11 +265,14 @@ def fit(
     candidates : {"all", "single", "nested", "columns"} or list
         How candidate sets are built from the blocks; a list gives explicit
         sets as tuples of block names (or ``"a+b"`` strings).
-    cv : int, "loo" or array-like
+    cv : int, "loo", str or array-like
         K for K-fold (stratified for classes), ``"loo"`` for leave-one-out
-        (closed form for gaussian), or one fold label per row of *data*
-        (a Series is matched to a DataFrame *data* by index label; the rows
-        ``missing="drop"`` removes lose their labels too).
+        (closed form for gaussian), the name of a column of *data* that holds
+        one fold label per row (as R users give fold ids; ``"loo"`` is
+        reserved), or the fold labels themselves (a Series is matched to a
+        DataFrame *data* by index label; the rows ``missing="drop"`` removes
+        lose their labels too). Dask data takes K (folds hashed from row
+        positions) or a column name.
     seed : int, optional
         Seeds the folds. ``None`` draws one, recorded in ``results.seed``.
     n_jobs : int, optional
@@ -406,57 +431,63 @@ def fit(
     family_ = get_family(family).configured(separation=separation)
     loss_ = get_loss(loss, family_.name)
     family_ = _bind_downstream(family_, downstream)
-    missing = check_choice(
-        "missing", missing, {"raise": "report rows with NaN/inf", "drop": "remove those rows"}
+    options = _Options(
+        missing=check_choice("missing", missing, {"raise": "report rows with NaN/inf",
+                                                  "drop": "remove those rows"}),
+        ridge=check_ridge(ridge), seed=check_seed(seed), n_jobs=check_n_jobs(n_jobs),
+        env=check_eval_env(eval_env), honest=_check_honest(honest),
+        cv_repeats=_check_cv_repeats(cv_repeats, cv),
+        shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
+        candidates=candidates, max_candidates=max_candidates,
     )
-    ridge = check_ridge(ridge)
-    seed = check_seed(seed)
-    n_jobs = check_n_jobs(n_jobs)
-    env = check_eval_env(eval_env)
-    honest = _check_honest(honest)
-    cv_repeats = _check_cv_repeats(cv_repeats, cv)
-    shrinkage = _check_shrinkage(weight_shrinkage, shrinkage_target)
+    rule = check_cv(cv, fold_column_names(data))
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
-    observed = _observation_weights(data, blocks, formula_spec, env, family_.name, (
-        weights, weight_type, offset, exposure), dict(downstream=downstream, ridge=ridge,
-        shrinkage=shrinkage))
-    reps = blocks if hasattr(blocks, "transform") and not isinstance(blocks, dict) else None
+    given = (weights, weight_type, offset, exposure)
     if uses_dask(data, blocks):
-        # dask rows: partition-wise sums, computed where the data lives (pearlstats.distributed)
-        from .distributed.fit import fit_distributed
+        refuse_in_memory_only(
+            family=family_.name, loss=loss_.name, missing=options.missing, rule=rule, cv=cv,
+            cv_repeats=options.cv_repeats, shrinkage=options.shrinkage, downstream=downstream,
+            weighted=any(value is not None for value in given) or bool(formula_spec.offset_codes),
+        )
+        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, rule,
+                               options.seed, options.ridge, max_candidates, options.env,
+                               _representations(blocks), in_memory_only=IN_MEMORY_ONLY)
+    observed = _observation_weights(data, blocks, formula_spec, options.env, family_.name, given,
+                                    dict(downstream=downstream, ridge=options.ridge,
+                                         shrinkage=options.shrinkage))
+    return _fit_in_memory(formula_spec, data, blocks, family_, loss_, rule.for_rows(data),
+                          observed, options)
 
-        _check_dask_options(cv_repeats, shrinkage, downstream)
-        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, cv, seed,
-                               ridge, max_candidates, missing, env, reps)
 
-    prepared = prepare_rows(formula_spec, data, blocks, family_, missing, env)
-    candidates_ = build_pool(prepared.design, candidates, max_candidates)
+def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, loss: Loss,
+                   cv: Any, observed: ObservationWeights, options: _Options) -> PearlResults:
+    """The stages of a fit on rows in memory, in order; the results are built from their values."""
+    prepared = prepare_rows(formula, data, blocks, family, options.missing, options.env)
+    candidates = build_pool(prepared.design, options.candidates, options.max_candidates)
     n_given = len(prepared.response.y) + len(prepared.dropped_rows)
     kept = complement_rows(prepared.dropped_rows, n_given)
-    prepared, loss_ = with_observation_weights(prepared, loss_, observed.kept(kept))
+    prepared, loss = with_observation_weights(prepared, loss, observed.kept(kept))
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
-    draws = [assign_folds(cv, prepared.response, seed)] + [
-        assign_folds(cv, prepared.response, np.random.SeedSequence([seed, r]))
-        for r in range(1, cv_repeats)
+    draws = [assign_folds(cv, prepared.response, options.seed)] + [
+        assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
+        for r in range(1, options.cv_repeats)
     ]
     loo = isinstance(cv, str) and cv == "loo"
-    outputs, family_ = cross_validate_draws(family_, prepared.design.X, prepared.response,
-                                            candidates_.everything, draws, loo=loo, ridge=ridge,
-                                            n_jobs=n_jobs)
+    outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
+                                           candidates.everything, draws, loo=loo,
+                                           ridge=options.ridge, n_jobs=options.n_jobs)
     output, solution, entries = solve_draw_weights(
-        outputs, prepared.response.y, candidates_.pool, draws, loss_, shrinkage,
-        context=f"in the {family_.name} fit of {formula_spec.formula!r}",
+        outputs, prepared.response.y, candidates.pool, draws, loss, options.shrinkage,
+        context=f"in the {family.name} fit of {formula.formula!r}",
     )
     state = FitState(
-        family=family_, loss=loss_, design=prepared.design, response=prepared.response,
-        candidates=candidates_, folds=draws[0], cv_spec=cv, seed=seed, ridge=ridge, output=output,
-        solution=solution, ledger=tuple(entries),
-        representations=reps,
-        dropped_rows=prepared.dropped_rows, honest=honest, row_labels=prepared.row_labels,
-        weight_options=WeightOptions(cv_repeats, shrinkage),
+        family=family, loss=loss, design=prepared.design, response=prepared.response,
+        candidates=candidates, folds=draws[0], cv_spec=cv, seed=options.seed,
+        ridge=options.ridge, output=output, solution=solution, ledger=tuple(entries),
+        representations=_representations(blocks), dropped_rows=prepared.dropped_rows,
+        honest=options.honest, row_labels=prepared.row_labels,
+        weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
     )
     warn_unidentified(state)
-    return results_from_state(state)
-
-
+    return results_from_state(state, DASK_ROWS)

@@ -41,9 +41,9 @@ from .exceptions import DataError, FoldError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .observation_weights import mean_se
-from .results.strategies import STRATEGIES, combine, strategy_weights
 from .stages import FitState, cross_validate
 from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
+from .weights.baselines import STRATEGIES, combine, strategy_weights
 from .weights.certificate import gap_table
 
 if TYPE_CHECKING:

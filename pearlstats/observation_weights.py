@@ -133,14 +133,16 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
     return ObservationWeights(w, weight_type if w is not None else None, total)
 
 
-def refuse_unsupported(*, downstream: Any, ridge: float, shrinkage: tuple | None,
-                       dask: bool) -> None:
-    """Raise OptionError naming the options not yet supported with weights/offsets."""
+def refuse_unsupported(*, downstream: Any, ridge: float, shrinkage: tuple | None) -> None:
+    """Raise OptionError naming the options not yet supported with weights/offsets.
+
+    (Dask data with weights/offsets is refused with the other dask refusals, by
+    :func:`pearlstats.distributed.supported.refuse_in_memory_only`.)
+    """
     named = [name for name, used in (
         ("downstream (MLP)", downstream is not None),
         ("ridge > 0", ridge > 0),
         ("weight_shrinkage='cv'", shrinkage is not None and shrinkage[0] == "cv"),
-        ("dask data", dask),
     ) if used]
     if named:
         raise OptionError(f"{named} are not yet supported with observation weights/offsets/"

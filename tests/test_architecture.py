@@ -58,8 +58,10 @@ FINISHED = (
     "pearlstats/results/evaluation.py",
     "pearlstats/results/formatting.py",
     "pearlstats/results/latex.py",
+    "pearlstats/results/prediction.py",
+    "pearlstats/results/refits.py",
+    "pearlstats/results/risks.py",
     "pearlstats/results/sections.py",
-    "pearlstats/results/strategies.py",
     "pearlstats/results/summary.py",
     "pearlstats/results/text_layout.py",
     "pearlstats/weights/",
@@ -231,6 +233,54 @@ def test_pearl_results_is_built_in_exactly_one_place():
         finder.visit(_tree(path))
         places += [(_relative(path), site) for site in finder.sites]
     assert places == [("pearlstats/results/core.py", "results_from_state")], places
+
+
+# ---- layers (import-linter) --------------------------------------------------------------------
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """Run import-linter on the package in *root* with the contracts of its pyproject.toml.
+
+    import-linter puts the working directory first on the path, so the package analysed is the
+    one in *root* (this worktree's), not an installed copy; ``--no-cache`` writes nothing there.
+    """
+    if shutil.which("lint-imports") is None:
+        pytest.skip("import-linter is not installed (pip install 'pearlstats[test]')")
+    return subprocess.run(
+        ["lint-imports", "--no-cache", "--config", "pyproject.toml"],
+        cwd=root, capture_output=True, text=True,
+    )
+
+
+def test_the_package_keeps_its_layers():
+    """pyproject.toml's layers contract: each module imports only from the layers below it."""
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout, result.stdout
+
+
+def test_the_layers_contract_has_no_ignored_imports():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    assert [c["type"] for c in contracts] == ["layers"]
+    assert "ignore_imports" not in contracts[0], "the layers contract must not ignore imports"
+
+
+def test_the_layers_check_names_an_import_that_breaks_them(tmp_path):
+    package = tmp_path / "toy"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("X = 1\n")
+    (package / "low.py").write_text("from toy.high import X\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.importlinter]\nroot_package = "toy"\n\n[[tool.importlinter.contracts]]\n'
+        'name = "toy layers"\ntype = "layers"\nlayers = ["toy.high", "toy.low"]\n'
+    )
+    result = lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "toy.low -> toy.high (l.1)" in result.stdout, result.stdout
 
 
 # ---- the public namespace ----------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """Cross-validation folds: K-fold (stratified for classes), leave-one-out, or given labels.
 
+:func:`check_cv` reads the ``cv`` argument of :func:`pearlstats.fit` once, for
+data in memory and on dask alike, so both accept the same forms with the same
+messages: K, ``"loo"``, the name of a column of fold labels, or the labels.
+
 Examples
 --------
 >>> import numpy as np
@@ -11,14 +15,106 @@ Examples
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..exceptions import FoldError, OptionError, ResponseError, format_positions
 
-__all__ = ["make_folds", "fold_labels_for_rows", "check_class_coverage"]
+__all__ = [
+    "FoldRule", "check_cv", "describe_cv", "fold_column_names", "make_folds",
+    "fold_labels_for_rows", "check_class_coverage",
+]
+
+
+CV_FORMS = ("an int K >= 2, 'loo', the name of a column of fold labels, "
+            "or an array of fold labels")
+
+
+@dataclass(frozen=True)
+class FoldRule:
+    """The checked ``cv`` argument: ``kind`` is ``"kfold"``, ``"loo"``, ``"column"`` or
+    ``"labels"``; ``value`` is K, None, the column's name or the labels as given."""
+
+    kind: str
+    value: Any = None
+
+    def for_rows(self, data: Any) -> int | str | Any:
+        """The ``cv`` the in-memory stages take: K, ``"loo"`` or labels (a column's values)."""
+        if self.kind == "loo":
+            return "loo"
+        if self.kind == "column":
+            return np.asarray(data[self.value])
+        return self.value
+
+
+def describe_cv(cv: Any) -> str:
+    """``cv=...`` for a message: the value itself, or the length of labels (never all of them)."""
+    if isinstance(cv, (str, numbers.Number)) or cv is None or np.ndim(cv) == 0:
+        text = repr(cv)
+        return f"cv={text if len(text) <= 60 else text[:57] + '...'}"
+    return f"cv=<{type(cv).__name__} of {np.size(cv)} fold labels>"
+
+
+def fold_column_names(data: Any) -> list:
+    """The names ``cv`` may give as a column of fold labels: a DataFrame's columns (pandas or
+    dask), or a dict's keys that hold one value per row (not its 2-D blocks)."""
+    if hasattr(data, "columns"):
+        return list(data.columns)
+    if isinstance(data, Mapping):
+        return [name for name, values in data.items() if np.ndim(values) == 1]
+    return []
+
+
+def check_cv(cv: Any, columns: Collection) -> FoldRule:
+    """Check the form of ``cv`` (for data in memory and on dask alike).
+
+    Parameters
+    ----------
+    cv : int, str or array-like
+        K >= 2 for K-fold, ``"loo"`` for leave-one-out (a reserved word, even
+        if a column has that name), the name of a column of *columns* that
+        holds one fold label per row, or the labels themselves.
+    columns : collection of str
+        The data's columns (:func:`fold_column_names`).
+
+    Returns
+    -------
+    FoldRule
+
+    Raises
+    ------
+    FoldError
+        Anything else, named briefly (labels by their number, not their values).
+
+    Examples
+    --------
+    >>> check_cv(5, ["y", "fold"]), check_cv("fold", ["y", "fold"]).kind
+    (FoldRule(kind='kfold', value=5), 'column')
+    >>> check_cv("group", ["y", "fold"])
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.FoldError: cv='group' names no column of the data (columns: ['y', \
+'fold']); use an int K >= 2, 'loo', the name of a column of fold labels, or an array of fold labels
+    """
+    if isinstance(cv, str):
+        if cv == "loo":
+            return FoldRule("loo")
+        if cv in columns:
+            return FoldRule("column", cv)
+        raise FoldError(
+            f"cv={cv!r} names no column of the data (columns: {list(columns)[:20]}); use {CV_FORMS}"
+        )
+    if isinstance(cv, (int, np.integer)) and not isinstance(cv, (bool, np.bool_)):
+        if cv < 2:
+            raise FoldError(f"cv={int(cv)}: cross-validation needs at least 2 folds")
+        return FoldRule("kfold", int(cv))
+    if isinstance(cv, (bool, np.bool_)) or np.ndim(cv) == 0:
+        raise FoldError(f"{describe_cv(cv)} is not understood; use {CV_FORMS}")
+    return FoldRule("labels", cv)
 
 
 def _kfold(n: int, k: int, rng: np.random.Generator, strata: np.ndarray | None) -> np.ndarray:

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..design.folds import FoldRule
 from ..engines._common import check_ridge
-from ..exceptions import FoldError, OptionError
+from ..exceptions import FoldError
 from ..ledger import LedgerEntry
 from ..stages import build_pool
 from .data import dask_rows, head_design
@@ -27,29 +28,11 @@ from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_fo
 
 __all__ = ["fit_distributed"]
 
-FAMILIES = ("gaussian", "binomial", "poisson")
-
-
-def _fold_spec(cv, seed: int):
-    if isinstance(cv, str):
-        return ("column", cv, None)
-    if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool) and cv >= 2:
-        return ("hash", int(cv), seed)
-    raise OptionError(
-        f"cv={cv!r} for dask data; use K >= 2 (folds hashed from row positions) or the name of a "
-        "fold column"
-    )
-
-
-def _check_fold_column(fold_spec, data) -> None:
-    """A fold column named by ``cv=`` must be one of the data's columns (not a block)."""
-    kind, name, _ = fold_spec
-    columns = list(data.columns) if hasattr(data, "columns") else list(data)
-    if kind == "column" and name not in columns:
-        raise FoldError(
-            f"cv={name!r} names no column of the data (columns: {columns[:20]}); give K >= 2 or "
-            "the name of a column of fold labels"
-        )
+def _fold_spec(rule: FoldRule, seed: int):
+    """Hashed row positions for K-fold, or a fold column (the other forms were refused)."""
+    if rule.kind == "column":
+        return ("column", rule.value, None)
+    return ("hash", rule.value, seed)
 
 
 def _check_folds(moments, family: str) -> None:
@@ -119,21 +102,6 @@ def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool,
     )
 
 
-def _check_supported(family, loss, missing: str) -> None:
-    """The families, losses and missing-value policy the distributed path implements."""
-    if family.name not in FAMILIES:
-        raise OptionError(f"the distributed fit supports families {FAMILIES}, not {family.name!r}")
-    if loss.name not in ("squared", "cross_entropy", "poisson_deviance"):
-        raise OptionError(
-            "the distributed fit supports the losses squared, cross_entropy and "
-            f"poisson_deviance, not {loss.name!r}"
-        )
-    if missing != "raise":
-        raise OptionError(
-            "missing='drop' is not supported for dask data; drop incomplete rows with dask first"
-        )
-
-
 def _duplicate_entries(solution, everything) -> list[LedgerEntry]:
     """One ledger row per group of candidates merged for the weight solver."""
     entries = []
@@ -154,19 +122,22 @@ def fit_distributed(
     data: Any,
     blocks: Any,
     candidates: Any,
-    cv: Any,
+    rule: FoldRule,
     seed: int,
     ridge: float,
     max_candidates: int,
-    missing: str,
     env: Any,
     representations: Any=None,
+    in_memory_only: frozenset = frozenset(),
 ) -> DaskPearlResults:
-    """PEARL on dask data (called by :func:`pearlstats.fit`; see its ``data`` and ``blocks``)."""
-    _check_supported(family, loss, missing)
+    """PEARL on dask data (called by :func:`pearlstats.fit`; see its ``data`` and ``blocks``).
+
+    :func:`~pearlstats.distributed.supported.refuse_in_memory_only` has refused what this
+    path cannot do; *rule* is the checked ``cv``. *in_memory_only* names the in-memory
+    results' attributes the returned :class:`DaskPearlResults` lacks.
+    """
     ridge = check_ridge(ridge)
-    fold_spec = _fold_spec(cv, seed)
-    _check_fold_column(fold_spec, data)
+    fold_spec = _fold_spec(rule, seed)
     rows = dask_rows(data, blocks, formula)
     design = head_design(rows, formula, env)
     pool = build_pool(design, candidates, max_candidates)
@@ -216,4 +187,5 @@ def fit_distributed(
         rows=rows,
         representations=representations,
         passes=passes + extra,
+        in_memory_only=in_memory_only,
     )

@@ -6,6 +6,12 @@ each partition's design is rebuilt with the fit's DesignSpec and multiplied by
 the refitted candidates' coefficients. :func:`evaluate_dask` scores PEARL and
 the baselines on dask test rows in one pass and returns the (small) pandas
 score table of :meth:`PearlResults.evaluate`.
+
+:data:`DASK_ROWS` bundles the two as the
+:class:`~pearlstats.results.prediction.LazyRows` that :func:`pearlstats.fit`
+hands to the in-memory results, so that ``res.predict(dask_rows)`` works
+without the results importing this package (nor this package the results:
+both read the results' public attributes only).
 """
 
 from __future__ import annotations
@@ -16,13 +22,13 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataError, OptionError
-from ..results.evaluation import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS
-from ..results.strategies import STRATEGIES
+from ..weights.baselines import STRATEGIES
+from ..weights.metrics import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS
 from .data import dask_rows, partition_design, partition_response, uses_dask
 from .newton import mean_of
 from .ols import tree_sum
 
-__all__ = ["coefficient_matrix", "evaluate_dask", "predict_dask"]
+__all__ = ["DASK_ROWS", "DaskRows", "coefficient_matrix", "evaluate_dask", "predict_dask"]
 
 
 def coefficient_matrix(res: Any, labels: list) -> np.ndarray:
@@ -156,3 +162,19 @@ def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
     frame.attrs["best_candidate"] = best
     frame.attrs["n_test"] = int(total["n"])
     return frame
+
+
+class DaskRows:
+    """Prediction and scoring of dask rows for a results object (a ``LazyRows``)."""
+
+    def holds(self, data: Any, blocks: Any) -> bool:
+        return uses_dask(data, blocks)
+
+    def predict(self, res: Any, newdata: Any, blocks: Any) -> Any:
+        return predict_dask(res, newdata, blocks)
+
+    def evaluate(self, res: Any, test_data: Any, blocks: Any) -> pd.DataFrame:
+        return evaluate_dask(res, test_data, blocks)
+
+
+DASK_ROWS = DaskRows()

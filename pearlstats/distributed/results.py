@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..exceptions import OptionError, UnknownCandidateError
 from ..ledger import FailureLedger
-from ..results.strategies import STRATEGIES, strategy_weights
+from ..weights.baselines import STRATEGIES, strategy_weights
 from .data import hash_folds
 
 __all__ = ["DaskPearlResults", "InMemoryOnlyError"]
@@ -36,7 +36,12 @@ class InMemoryOnlyError(OptionError, AttributeError):
 
 
 class DaskPearlResults:
-    """Results of :func:`pearlstats.fit` on dask data (the module notes say what is available)."""
+    """Results of :func:`pearlstats.fit` on dask data (the module notes say what is available).
+
+    *in_memory_only* names the attributes of the in-memory results this class
+    lacks (given by :func:`pearlstats.fit`, which knows both classes); reading
+    one raises :class:`InMemoryOnlyError` saying why.
+    """
 
     def __init__(
         self,
@@ -60,6 +65,7 @@ class DaskPearlResults:
         rows: Any,
         representations: Any,
         passes: int,
+        in_memory_only: frozenset = frozenset(),
     ):
         self.design_spec = spec
         self._family = family
@@ -80,6 +86,7 @@ class DaskPearlResults:
         self._rows = rows
         self._representations = representations
         self.passes = passes
+        self._in_memory_only = in_memory_only
 
     formula = property(lambda self: self.design_spec.formula.formula)
     family = property(lambda self: self._family.name)
@@ -183,9 +190,7 @@ class DaskPearlResults:
     def __getattr__(self, name: str) -> Any:
         # Only reached for names the class lacks: say so for those of the in-memory results
         # (summary(), honest_risk, cv_predictions, ...) instead of a bare AttributeError.
-        from ..results.core import PearlResults  # results.core imports this package
-
-        if not name.startswith("_") and hasattr(PearlResults, name):
+        if not name.startswith("_") and name in self._in_memory_only:
             raise InMemoryOnlyError(
                 f"{name!r} needs the rows in memory and is not available for a fit on dask data; "
                 "fit an in-memory sample for it, e.g. pearl.fit(formula, ddf.sample(frac=0.1)"
@@ -194,10 +199,9 @@ class DaskPearlResults:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
-        from ..results.core import top_weights  # results.core imports this package
-
+        top = ", ".join(f"{label}: {w:.3f}" for label, w in self.weights.nlargest(3).items())
         return (
             f"<DaskPearlResults {self.family}, n={self.nobs}, K={self.n_folds}, "
             f"J={len(self._pool)} candidates, {self.passes} passes over the data; "
-            f"top weights {top_weights(self.weights)}>"
+            f"top weights {top}>"
         )

@@ -1,53 +1,41 @@
-"""``PearlResults``: what a PEARL fit found, and prediction for new rows.
+"""``PearlResults``: what a PEARL fit found, built once from the fit's stage values.
 
 Everything is computed once in :func:`pearlstats.fit` and read through plain
-properties; derived tables are ``cached_property``. Candidates are refitted on
-all rows only where needed: those with non-zero weight at fit time (prediction
-needs them), any other on first access — so a pool of thousands of candidates
-does not pay thousands of statsmodels fits.
+properties; derived tables are ``cached_property``. The class is assembled
+from one part per job, each in its own module:
 
-The consistency diagnostics (block importance, weight stability, tau-hat,
-re-weighting, honest risk) come from :class:`~pearlstats.results.diagnostics.WeightDiagnostics`,
-the held-out scores from :mod:`pearlstats.results.evaluation`, the summary from
-:mod:`pearlstats.results.summary`.
+- this module: the description of the fit and of its cross-validation stage
+  (``weights``, ``cv_predictions``, ``cv_risk``, ``folds``, ...), the summary,
+  the figures and the averaged model (:mod:`pearlstats.results.averaging`);
+- :mod:`~pearlstats.results.risks`: ``strategy_weights``, ``baselines`` and
+  ``honest``, the risks of PEARL and the paper's baselines;
+- :mod:`~pearlstats.results.refits`: candidates refitted on all rows, on first use;
+- :mod:`~pearlstats.results.prediction`: ``predict``, ``predict_candidates``
+  and ``evaluate`` of new rows;
+- :mod:`~pearlstats.results.diagnostics`: block importance, weight stability,
+  tau-hat, re-weighting, honest risk, the refitting bootstrap.
 """
 
 from __future__ import annotations
 
 import threading
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from ..design.data import data_index, first_block_index, resolve_blocks, split_data
-from ..design.offsets import formula_offset
 from ..design.spec import DesignSpec
-from ..distributed.data import uses_dask
-from ..distributed.predict import evaluate_dask, predict_dask
-from ..engines._common import ridge_penalty_weights
-from ..engines.wide import candidate_exog, candidate_rows
-from ..exceptions import (
-    AllCandidatesFailedError,
-    CandidateError,
-    DataError,
-    FoldError,
-    OptionError,
-    PearlWarning,
-    ResponseError,
-    UnknownCandidateError,
-)
 from ..ledger import FailureLedger
-from ..nested import NestedCV, conformal_prediction, nested_cross_validation
-from ..observation_weights import check_new_offset, check_observation_weights, mean_se
+from ..observation_weights import mean_se
 from ..stages import FitState
-from . import averaging, evaluation
+from . import averaging
 from .diagnostics import WeightDiagnostics
+from .prediction import LazyRows, Prediction
 from .readonly import cached_table
-from .strategies import STRATEGIES, combine, strategy_weights
+from .refits import CandidateRefits, _LazyCandidates
+from .risks import StrategyRisks
 from .summary import build_summary
 
 if TYPE_CHECKING:
@@ -57,32 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["PearlResults", "results_from_state", "top_weights"]
 
 
-class _LazyCandidates(Mapping):
-    """Mapping label -> statsmodels results, each built on first access."""
-
-    def __init__(self, results: "PearlResults"):
-        self._results = results
-        self._cache: dict = {}
-
-    def __getitem__(self, label):
-        if label not in self._cache:
-            self._cache[label] = self._results._statsmodels_results(label)
-        return self._cache[label]
-
-    def __iter__(self):
-        return iter(self._results.candidate_labels)
-
-    def __len__(self):
-        return len(self._results.candidate_labels)
-
-    def __repr__(self):
-        return (
-            f"<{len(self)} candidates, refitted with statsmodels on first access: "
-            f"{list(self)[:5]}...>"
-        )
-
-
-class PearlResults(WeightDiagnostics):
+class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics):
     """Results of :func:`pearlstats.fit`.
 
     Attributes are read-only (tables are returned as copies: editing one
@@ -107,8 +70,9 @@ class PearlResults(WeightDiagnostics):
     1.0
     """
 
-    def __init__(self, state: FitState):
+    def __init__(self, state: FitState, lazy_rows: LazyRows | None = None):
         self._state = state
+        self._lazy_rows = lazy_rows
         self._spec = state.design.spec.formula
         self._family = state.family
         self._loss = state.loss
@@ -321,467 +285,6 @@ class PearlResults(WeightDiagnostics):
             self._failed[: len(self._pool)], index=self.candidate_labels, name="failed"
         )
 
-    # ---- honest (nested) risk of every strategy -------------------------------------
-    @cached_table
-    def honest(self) -> pd.DataFrame | None:
-        """Honest risk of PEARL and every baseline, from nested cross-validation.
-
-        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns ``risk``,
-        ``se``, ``ratio`` (PEARL's risk / the row's, on the same held-out
-        rows) and ``ratio_se`` (paired delta-method SE). Inside each outer fold
-        the whole procedure is re-run on the other rows — PEARL re-solves its
-        weights, MS re-selects, Best re-chooses — so, unlike :attr:`baselines`,
-        a ratio above 1 is possible. Computed on first use (about ``honest``
-        times the cross-validation's cost); None when the fit was made with
-        ``honest=False`` or the nested cross-validation could not run (then
-        :attr:`honest_failure` says why).
-        """
-        if self._state.honest is False:
-            return None
-        try:
-            result = evaluation.honest_risk(self, nested=self._nested)
-        except (FoldError, AllCandidatesFailedError, ResponseError) as err:
-            # ResponseError: an outer training set's gaussian response is constant
-            self._honest_failure = str(err)
-            warnings.warn(
-                f"the nested cross-validation for res.honest could not run: {err}",
-                PearlWarning,
-                stacklevel=2,
-            )
-            return None
-        self._last_honest_risk = result
-        message = result.warning_against_ms()
-        if message:
-            warnings.warn(
-                f"{message}; consider a simpler candidate set or more rows",
-                PearlWarning,
-                stacklevel=2,
-            )
-        return result.table
-
-    @cached_property
-    def _nested(self) -> NestedCV:
-        """The nested cross-validation shared by :attr:`honest` and prediction intervals."""
-        return nested_cross_validation(self._state, outer=self._state.honest or 5,
-                                       option="honest")
-
-    def _conformal(self, X: np.ndarray, index, alpha: float):
-        """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
-        if not (isinstance(alpha, float | int) and 0 < alpha < 1):
-            raise OptionError(
-                f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
-            )
-        result = conformal_prediction(self._state, self._nested, X, float(alpha))
-        if self.classes is None:
-            lower, upper = result
-            mean = self._format(self._combined_prediction(X), index)
-            return pd.DataFrame(
-                {"mean": mean.to_numpy(), "lower": lower, "upper": upper}, index=index
-            )
-        return pd.DataFrame(result, columns=self.classes, index=index)
-
-    @property
-    def honest_failure(self) -> str | None:
-        """Why :attr:`honest` is None although the fit asked for it (else None)."""
-        return getattr(self, "_honest_failure", None)
-
-    # ---- baselines ----------------------------------------------------------------
-    @cached_property
-    def _all_candidates(self) -> list:
-        return self._pool + self._extras
-
-    @cached_table
-    def strategy_weights(self) -> pd.DataFrame:
-        """Weights each strategy (PEARL and the paper's baselines) puts on every candidate.
-
-        Columns index pool candidates first, then the single-block / fusion
-        candidates fitted only for the baselines.
-        """
-        labels = [c.label for c in self._all_candidates]
-        table = strategy_weights(
-            self._solution.weights, self._all_candidates, len(self._pool),
-            self._candidate_losses.mean(axis=0), self._failed,
-        )
-        return pd.DataFrame(table, index=labels).T.loc[list(STRATEGIES)]
-
-    @cached_property
-    def _strategy_losses(self) -> pd.DataFrame:
-        weights = self.strategy_weights.to_numpy()
-        columns = {}
-        for name, w in zip(self.strategy_weights.index, weights):
-            columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
-        return pd.DataFrame(columns)
-
-    @cached_table
-    def baselines(self) -> pd.DataFrame:
-        """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
-
-        ``ratio_se`` is a paired (delta-method) standard error of the ratio,
-        from per-row loss differences on the same rows. With observation weights the
-        risks are weighted means and the SEs those of
-        :func:`~pearlstats.observation_weights.mean_se`.
-        """
-        losses = self._strategy_losses
-        pearl = losses["PEARL"].to_numpy()
-        rows = {}
-        for name in losses.columns:
-            other = losses[name].to_numpy()
-            risk, risk_pearl = other.mean(), pearl.mean()
-            ratio = risk_pearl / risk
-            # delta method for mean(a)/mean(b) with paired rows
-            influence = (pearl - ratio * other) / risk
-            rows[name] = {
-                "cv_risk": risk,
-                "se": float(self._mean_se(other)),
-                "risk_ratio": ratio,
-                "ratio_se": float(self._mean_se(influence)),
-                "candidate": self._strategy_label(name),
-            }
-        return pd.DataFrame.from_dict(rows, orient="index")
-
-    def _strategy_label(self, name: str) -> str:
-        weights = self.strategy_weights.loc[name]
-        if weights.isna().any():
-            return "failed"
-        chosen = weights.index[weights.to_numpy() > 0]
-        return chosen[0] if len(chosen) == 1 else f"{len(chosen)} candidates"
-
-    # ---- refits and prediction ---------------------------------------------------------
-    def _find(self, label: str):
-        for candidate in self._all_candidates:
-            if candidate.label == label:
-                return candidate
-        raise UnknownCandidateError(
-            f"no candidate {label!r}; candidates are {self.candidate_labels[:20]}"
-        )
-
-    def _candidate_params(self, label: str) -> np.ndarray:
-        # Refits happen on first use, possibly from several threads at once.
-        with self._params_lock:
-            if label not in self._params:
-                candidate = self._find(label)
-                params, notes = self._family.fit_params(
-                    self._design.X, self._response, candidate.columns, self._ridge, label
-                )
-                self._ledger.extend(notes)
-                self._params[label] = params
-            return self._params[label]
-
-    @property
-    def candidates(self) -> Mapping:
-        """Mapping label -> statsmodels results of the candidate refitted on all rows."""
-        return self._candidates
-
-    def candidate_params(self, label: str) -> pd.Series | pd.DataFrame:
-        """Coefficients of one candidate refitted on all rows, labelled by design column.
-
-        The averaged model's coefficients are :attr:`params`.
-        """
-        candidate = self._find(label)
-        names = [self._design.column_names[i] for i in candidate.columns]
-        values = self._candidate_params(label)
-        if not isinstance(values, np.ndarray):
-            raise OptionError(
-                f"candidate {label!r} is not a linear model ({type(values).__name__}); "
-                f"inspect it with results.candidates[{label!r}]"
-            )
-        if values.ndim == 2:
-            return pd.DataFrame(values, index=names, columns=self.classes[1:])
-        return pd.Series(values, index=names, name=label)
-
-    def _statsmodels_results(self, label: str):
-        candidate = self._find(label)
-        names = [self._design.column_names[i] for i in candidate.columns]
-        exog = pd.DataFrame(candidate_exog(self._design.X, candidate.columns, label), columns=names)
-        # A separated candidate may have been fitted with a larger ridge than the fit's.
-        ridge = getattr(self._family, "candidate_ridge", lambda _, value: value)(label, self._ridge)
-        # the penalty of the engines, on statsmodels' unscaled coefficients
-        return self._family.statsmodels_results(
-            self._response, exog, self._candidate_params(label), ridge,
-            ridge_penalty_weights(exog.to_numpy()),
-        )
-
-    def _design_for(self, newdata, blocks) -> tuple[np.ndarray, pd.Index | None]:
-        frame, embedded = split_data(newdata)
-        source = blocks
-        if source is None and self._representations is not None and not embedded:
-            needed = getattr(self._representations, "input_columns", [])
-            missing = [column for column in needed if column not in frame.columns]
-            if missing:
-                raise DataError(f"new data lacks column(s) {missing} that the representations read")
-            source = self._representations
-        resolved = resolve_blocks(
-            self.block_names, frame, embedded, source, index=data_index(newdata)
-        )
-        X = self._design.spec.design_matrix(frame, resolved)
-        if X.shape[0] == 0:
-            raise DataError("the new data has no rows; give at least one row to predict")
-        # A dict's rows are identified by its DataFrame blocks' labels, if it has any.
-        index = data_index(newdata)
-        if index is None:
-            index = first_block_index(self.block_names, embedded, source)
-        return X, index
-
-    def design_matrix(self, newdata: Any, blocks: Any = None) -> np.ndarray:
-        """The design matrix of new rows, rebuilt with the fit's :attr:`design_spec`.
-
-        Parameters
-        ----------
-        newdata, blocks
-            As for :meth:`predict`.
-
-        Returns
-        -------
-        ndarray (m, p)
-            Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`;
-            a CSR matrix when a block is a sparse matrix of more than 1 000 columns.
-        """
-        return self._design_for(newdata, blocks)[0]
-
-    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str],
-                                  offset: np.ndarray | None = None) -> dict:
-        """Each named candidate's prediction on design rows *X* (see :meth:`design_matrix`).
-
-        Candidates are refitted on all labeled rows on first use; the
-        baseline-only candidates (single blocks, fusion) may be named too.
-        *offset* (one per row of *X*) is needed by, and only by, a fit with an offset.
-        """
-        return self._candidate_predictions(X, labels, offset)
-
-    def _candidate_predictions(self, X: np.ndarray, labels, offset=None) -> dict:
-        if (offset is None) != (self._response.offset is None):
-            check_new_offset(None if offset is None else offset, None, X.shape[0],
-                             self._response.offset is not None)
-        if offset is not None:
-            return {
-                label: self._family.predict_with_offset(
-                    self._candidate_params(label), X[:, self._find(label).columns], offset)
-                for label in labels
-            }
-        return {
-            label: self._family.predict(
-                self._candidate_params(label),
-                candidate_rows(self._family, X, self._find(label).columns),
-            )
-            for label in labels
-        }
-
-    def _refuse_weighted(self, what: str) -> None:
-        """Raise OptionError if this fit has observation weights/offsets (*what* unsupported)."""
-        if self._response.weighted:
-            raise OptionError(f"{what} is not yet supported with observation weights/offsets/"
-                              "exposure")
-
-    def _format(self, values: np.ndarray, index) -> pd.Series | pd.DataFrame:
-        if values.ndim == 2:
-            return pd.DataFrame(values, columns=self.classes, index=index)
-        return pd.Series(values, index=index, name=averaging.prediction_name(self))
-
-    def predict_candidates(
-        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None, *,
-        offset: Any = None, exposure: Any = None,
-    ) -> pd.DataFrame:
-        """Each candidate's prediction for new rows, refitted on all labeled rows.
-
-        Laid out like :attr:`cv_predictions` (MultiIndex ``(candidate, class)``
-        columns for multinomial). With the candidates' predictions on a large
-        test sample, the best convex combination in hindsight — the ``inf_w R(w)``
-        of the paper's Theorem 1 — is ``solve_weights(P_test, y_test, loss)``.
-
-        Parameters
-        ----------
-        newdata, blocks
-            As for :meth:`predict`.
-        labels : str or list of str, optional
-            Candidates to predict with (default: all of them; refits happen
-            on first use); one label may be given as a string.
-        offset, exposure : array_like, optional
-            As for :meth:`predict`.
-        """
-        X, index = self._design_for(newdata, blocks)
-        new_offset = self._new_offset(offset, exposure, X, newdata)
-        if labels is None:
-            labels = self.candidate_labels
-        elif isinstance(labels, str):
-            labels = [labels]  # list("a+b") would be the characters "a", "+", "b"
-        else:
-            given = labels
-            labels = list(labels) if isinstance(labels, Iterable) else []
-            if not labels:
-                raise CandidateError(
-                    f"labels={given!r}; give candidate labels, e.g. {self.candidate_labels[:3]}"
-                )
-        parts = self._candidate_predictions(X, labels, new_offset)
-        if self.family != "multinomial":
-            return pd.DataFrame({label: parts[label] for label in labels}, index=index)
-        columns = pd.MultiIndex.from_product([labels, self.classes], names=["candidate", "class"])
-        values = np.stack([parts[label] for label in labels], axis=1)
-        return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
-
-    def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
-                alpha: float = 0.05, *, offset: Any = None,
-                exposure: Any = None) -> pd.Series | pd.DataFrame:
-        """PEARL prediction for new rows: the weighted average of the refitted candidates.
-
-        Parameters
-        ----------
-        newdata : DataFrame or dict
-            Covariates (and, in a dict, possibly the blocks). With a
-            ``Representations`` used at fit time, raw rows suffice.
-        blocks : dict or Representations, optional
-            Blocks for the new rows when not in *newdata*. DataFrame blocks
-            are matched to the rows by index label: to a DataFrame
-            *newdata*'s index, or (a dict *newdata*) to the first DataFrame
-            block's, whose labels then index the prediction.
-        interval : {None, "prediction", "set", "confidence"}, optional
-            ``"prediction"`` (gaussian, poisson): a DataFrame ``mean, lower,
-            upper`` of CV+ intervals (Barber, Candès, Ramdas & Tibshirani 2021)
-            over the *whole* PEARL procedure: the weights are re-solved without
-            each outer fold of the nested cross-validation behind
-            :attr:`honest`, so coverage is at least ``1 - 2 alpha`` in theory
-            and about ``1 - alpha`` in practice, whatever the model. Poisson
-            bounds are on the count scale (lower clipped at 0).
-            ``"set"`` (binomial, multinomial): a boolean DataFrame, one column
-            per class, of adaptive prediction sets (Romano, Sesia & Candès
-            2020) calibrated the same way.
-            ``"confidence"`` (gaussian fits): a DataFrame ``mean, mean_se, lower,
-            upper`` for the averaged mean. Per candidate the delta method gives
-            ``x' V x``; the candidates combine as the coefficients do
-            (unconditional SE, t quantiles), conditional on the weights.
-        alpha : float, default 0.05
-            Intervals and sets at level ``1 - alpha``.
-        offset, exposure : array_like, optional
-            Needed by a fit with ``offset=`` or ``exposure=`` (and refused
-            without one): one value per new row, added to the linear predictor
-            (``log(exposure)`` for exposure). Intervals are not yet supported
-            with weights/offsets.
-
-        Returns
-        -------
-        Series or DataFrame
-            Means (gaussian, poisson), probability of ``classes[1]`` (binomial;
-            the Series is named ``P(y=<classes[1]>)``), or class probabilities
-            with one column per class (multinomial).
-
-        Examples
-        --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> data = {"y": rng.choice(["high", "low"], 60), "a": rng.normal(size=(60, 2))}
-        >>> res = pearl.fit("y ~ block(a)", data, family="binomial", seed=0)
-        >>> res.predict({"a": np.zeros((1, 2))}).name
-        'P(y=low)'
-        """
-        if uses_dask(newdata, blocks):  # a lazy dask Series / array, partition by partition
-            if self._response.offset is not None or offset is not None or exposure is not None:
-                raise OptionError("predicting dask rows with an offset/exposure is not yet "
-                                  "supported; predict an in-memory sample with offset=")
-            return predict_dask(self, newdata, blocks)
-        X, index = self._design_for(newdata, blocks)
-        new_offset = self._new_offset(offset, exposure, X, newdata)
-        if interval is None:
-            return self._format(np.asarray(self._combined_prediction(X, new_offset)), index)
-        self._refuse_weighted(f"predict(interval={interval!r})")
-        if interval == "confidence":
-            return averaging.confidence_interval(self, X, index, alpha)
-        if interval == "prediction" and self.classes is None:
-            return self._conformal(X, index, alpha)
-        if interval == "set" and self.classes is not None:
-            return self._conformal(X, index, alpha)
-        usable = "'set'" if self.classes is not None else "'prediction' or 'confidence'"
-        raise OptionError(
-            f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
-        )
-
-    def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
-        """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else
-        *offset* and *exposure* as given (a fit without an offset refuses them)."""
-        spec = self._design.spec
-        if spec.formula.offset_codes:
-            if offset is not None or exposure is not None:
-                raise OptionError("this fit's offset comes from the formula's offset() terms, "
-                                  "which are rebuilt from the new rows; leave offset=/exposure= "
-                                  "None")
-            return formula_offset(spec.formula, split_data(newdata)[0],
-                                  dict(spec.covariates.namespace))
-        return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None)
-
-    def _combined_prediction(self, X: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
-        """The weighted combination of the refitted candidates on design rows *X*."""
-        active = self.weights[self.weights > 0]
-        parts = self._candidate_predictions(X, active.index, offset)
-        stacked = np.stack([parts[label] for label in active.index], axis=1)
-        return self._loss.combine(stacked, active.to_numpy())
-
-    def encode_response(self, values: Any) -> np.ndarray:
-        """Encode response values of new rows with the fit's classes."""
-        values = pd.Series(np.asarray(values))
-        if self.classes is None:
-            return self._family.encode(values).y
-        # One lookup decides both whether a value is a class and which code it gets. Python
-        # equality says 0 is False and 1.0 is 1, as the fit's classes were compared; pandas'
-        # Categorical does not, and coded such values -1 (the last class) without a word.
-        position = {label: code for code, label in enumerate(self.classes)}
-        given = values.tolist()
-        unknown = sorted(set(given) - set(position), key=str)
-        if unknown:
-            raise ResponseError(
-                f"response values {unknown[:10]} were not classes at fit time ({self.classes})"
-            )
-        codes = np.array([position[value] for value in given], dtype=np.intp)
-        return codes.astype(float) if self.family == "binomial" else codes
-
-    def evaluate(self, test_data: Any, blocks: Any = None, *, weights: Any = None,
-                 offset: Any = None, exposure: Any = None) -> pd.DataFrame:
-        """Scores of PEARL and the paper's baselines on held-out rows.
-
-        Parameters
-        ----------
-        test_data : DataFrame or dict
-            Test rows with the response (and, in a dict, possibly the blocks).
-        blocks : dict or Representations, optional
-            Blocks for the test rows when not in *test_data*.
-
-        Returns
-        -------
-        DataFrame
-            Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best (each as the fit chose
-            it from the cross-validation) and ``Oracle block``; columns ``MSE``,
-            ``MAE`` (regression) or ``accuracy``, ``cross_entropy``, ``MSE``
-            (classification). ``Oracle block`` is the single-block candidate
-            best on these test rows (named in ``.attrs["best_candidate"]``), a
-            reference in hindsight that no strategy could have picked.
-
-        weights : array_like, optional
-            Positive weights of the test rows: every score is then a weighted
-            mean (without them the test rows count equally, whatever the fit's
-            weights were).
-        offset, exposure : array_like, optional
-            The test rows' offset/exposure, needed by (and only by) a fit with
-            an offset, as for :meth:`predict`; ``offset()`` in the formula is
-            rebuilt from the test rows.
-
-        Examples
-        --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(120, 2)), rng.normal(size=(120, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=120), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", {k: v[:80] for k, v in data.items()}, seed=0)
-        >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
-        ['MSE', 'MAE']
-        """
-        if uses_dask(test_data, blocks):  # scored partition by partition
-            self._refuse_weighted("evaluate() of dask data")
-            if weights is not None:
-                raise OptionError("evaluate(weights=) is not yet supported for dask test data")
-            return evaluate_dask(self, test_data, blocks)
-        X = self.design_matrix(test_data, blocks)
-        new_offset = self._new_offset(offset, exposure, X, test_data)
-        if weights is not None:
-            weights = check_observation_weights(weights, "variance", None, None, self.family,
-                                                X.shape[0]).weights
-        return evaluation.evaluate(self, test_data, blocks, weights, new_offset)
 
     def summary(
         self,
@@ -826,6 +329,10 @@ class PearlResults(WeightDiagnostics):
 
     def _repr_html_(self) -> str:
         return self.summary().as_html()
+
+    def _with_state(self, state: FitState) -> PearlResults:
+        """Results of another fit state (e.g. re-solved weights), predicting rows as this one."""
+        return results_from_state(state, self._lazy_rows)
 
     # ---- the averaged model (pearlstats.results.averaging) -------------------------------
     @property
@@ -921,6 +428,10 @@ def top_weights(weights: pd.Series, count: int = 3) -> str:
     return ", ".join(f"{label}: {w:.3f}" for label, w in top.items())
 
 
-def results_from_state(state: FitState) -> PearlResults:
-    """The one place a :class:`PearlResults` is built: from a fit's stage values."""
-    return PearlResults(state)
+def results_from_state(state: FitState, lazy_rows: LazyRows | None = None) -> PearlResults:
+    """The one place a :class:`PearlResults` is built: from a fit's stage values.
+
+    *lazy_rows* predicts and scores rows that are not in memory (see
+    :mod:`pearlstats.results.prediction`); without it every row is read in memory.
+    """
+    return PearlResults(state, lazy_rows)

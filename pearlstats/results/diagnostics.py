@@ -255,7 +255,8 @@ class WeightDiagnostics:
     Reads the fit's stored state (candidates, out-of-fold predictions,
     weights, loss); nothing here refits a candidate except
     :meth:`honest_risk` and the refitting bootstrap
-    (``resample_weights(..., refit=True)``, :meth:`weight_uncertainty`).
+    (``resample_weights(..., refit=True)``, :meth:`weight_uncertainty`). :meth:`reweight`
+    builds its results through the results class's ``_with_state``.
     """
 
     @cached_table
@@ -472,8 +473,6 @@ class WeightDiagnostics:
         """
         self._refuse_weighted("reweight()")
         new_loss = get_loss(loss, self.family)
-        from .core import results_from_state  # core builds on this module
-
         state = self.stages
         if state.weight_options.cv_repeats > 1:
             warnings.warn(
@@ -489,7 +488,7 @@ class WeightDiagnostics:
             state.weight_options.shrinkage, warn_failures=False,
             context=f"re-solving the weights of {fit_name(state)} with loss={loss!r}",
         )
-        return results_from_state(
+        return self._with_state(
             replace(state, loss=new_loss, solution=solution, ledger=tuple(entries))
         )
 

@@ -1,14 +1,8 @@
 """Held-out evaluation of PEARL and the paper's baselines, honest (nested) risk, comparison tables.
 
 :func:`evaluate` scores PEARL and every baseline on test rows with the
-paper's metrics:
-
-==============  ==================================================================
-regression      ``MSE`` (mean squared error), ``MAE`` (mean absolute error)
-classification  ``accuracy`` (argmax class), ``cross_entropy`` (mean ``-log p_y``,
-                probabilities floored at 1e-15), ``MSE`` between the one-hot
-                labels and the class probabilities (mean over rows and classes)
-==============  ==================================================================
+paper's metrics (:mod:`pearlstats.weights.metrics`: ``MSE`` and ``MAE`` for
+regression; ``accuracy``, ``cross_entropy`` and the one-hot ``MSE`` for classes).
 
 Every strategy, ``Best`` included (the single-block candidate with the lowest
 CV risk), uses the weights found by cross-validation. The extra row ``Oracle
@@ -41,8 +35,14 @@ from ..design.formula import response_values
 from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
 from ..observation_weights import mean_se
-from ..weights.losses import mean_squared_error
-from .strategies import STRATEGIES
+from ..weights.baselines import STRATEGIES
+from ..weights.metrics import (
+    CLASSIFICATION_METRICS,
+    ORACLE,
+    REGRESSION_METRICS,
+    classification_metrics,
+    regression_metrics,
+)
 from .summary import format_mean_sd, html_escape, latex_escape
 
 if TYPE_CHECKING:
@@ -64,50 +64,7 @@ __all__ = [
 ]
 
 METHODS = STRATEGIES  # one order everywhere
-ORACLE = "Oracle block"
 HIGHER_IS_BETTER = frozenset({"accuracy"})
-REGRESSION_METRICS = ("MSE", "MAE")
-CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
-_PROBABILITY_FLOOR = 1e-15
-
-
-def regression_metrics(y: np.ndarray, mean: np.ndarray, weights: np.ndarray | None = None) -> dict:
-    """``MSE`` and ``MAE`` of predicted means (weighted means with row *weights*)."""
-    if weights is not None:
-        return {"MSE": float(np.average((y - mean) ** 2, weights=weights)),
-                "MAE": float(np.average(np.abs(y - mean), weights=weights))}
-    return {"MSE": mean_squared_error(y, mean, "gaussian"), "MAE": float(np.mean(np.abs(y - mean)))}
-
-
-def classification_metrics(codes: np.ndarray, probabilities: np.ndarray,
-                           weights: np.ndarray | None = None) -> dict:
-    """``accuracy``, ``cross_entropy`` and one-hot ``MSE`` of class probabilities (n, C).
-
-    With row *weights*, each is the weighted mean over the rows.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> m = classification_metrics(np.array([0, 1]), np.array([[0.8, 0.2], [0.4, 0.6]]))
-    >>> m["accuracy"], round(m["MSE"], 2)
-    (1.0, 0.1)
-    """
-    codes = np.asarray(codes, dtype=np.intp)
-    observed = probabilities[np.arange(len(codes)), codes]
-    if weights is not None:
-        squared = ((np.eye(probabilities.shape[1])[codes] - probabilities) ** 2).mean(axis=1)
-        return {
-            "accuracy": float(np.average(np.argmax(probabilities, axis=1) == codes,
-                                         weights=weights)),
-            "cross_entropy": float(np.average(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)),
-                                              weights=weights)),
-            "MSE": float(np.average(squared, weights=weights)),
-        }
-    return {
-        "accuracy": float(np.mean(np.argmax(probabilities, axis=1) == codes)),
-        "cross_entropy": float(np.mean(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)))),
-        "MSE": mean_squared_error(codes, probabilities, "multinomial"),
-    }
 
 
 def _metrics(res, y, prediction, weights=None) -> dict:

@@ -16,9 +16,9 @@ import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
 from ..exceptions import OptionError, PearlWarning
+from ..weights.baselines import DEFINITIONS
 from .averaging import active_labels, candidate_ridge, unidentified
 from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
-from .strategies import DEFINITIONS
 
 if TYPE_CHECKING:
     from .core import PearlResults

@@ -1,4 +1,6 @@
-"""The weight stage: surrogate losses and the simplex solvers that minimise them."""
+"""Weight vectors over candidates: surrogate losses, the simplex solvers that minimise them,
+shrinkage, the paper's baselines (``baselines``: PEARL, MS, SA-FRL, SA-cand, Fusion, Best)
+and the held-out metrics their score tables report (``metrics``)."""
 
 from __future__ import annotations
 

@@ -368,7 +368,7 @@ CASES = [
     Case(
         "cv an unknown string",
         pearl.FoldError,
-        r"cv='kfold' is not understood",
+        r"cv='kfold' names no column of the data",
         lambda: _fit(cv="kfold"),
     ),
     Case(

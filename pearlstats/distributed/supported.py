@@ -1,0 +1,74 @@
+"""What a fit on dask data cannot do yet, refused in one place with the reason.
+
+:func:`refuse_in_memory_only` is called by :func:`pearlstats.fit` before any
+work on dask data. Each option below needs the rows in one process, or has no
+distributed implementation yet; the message names every one the call used.
+What depends on the data rather than the options (stateful transforms such as
+``center(x)``, categorical covariates, blocks chunked along their columns) is
+refused where the partitions are read (:mod:`pearlstats.distributed.data`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..design.folds import FoldRule, describe_cv
+from ..exceptions import OptionError
+
+__all__ = ["FAMILIES", "LOSSES", "refuse_in_memory_only"]
+
+FAMILIES = ("gaussian", "binomial", "poisson")
+LOSSES = ("squared", "cross_entropy", "poisson_deviance")
+
+
+def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_repeats: int,
+             shrinkage: tuple | None, downstream: Any, weighted: bool) -> list[str]:
+    return [reason for used, reason in (
+        (family not in FAMILIES,
+         f"family={family!r} (the distributed fit has {FAMILIES}; multinomial has no "
+         "distributed Newton pass yet)"),
+        (loss not in LOSSES,
+         f"loss={loss!r} (the distributed weights minimise {LOSSES}; the hinge and absolute "
+         "losses solve a linear programme over every row's out-of-fold prediction)"),
+        (missing != "raise",
+         f"missing={missing!r} (the rows to drop are known only after reading every "
+         "partition; drop incomplete rows with dask first)"),
+        (rule.kind == "loo",
+         "cv='loo' (leave-one-out needs the row count and one fold per row; use K-fold or a "
+         "fold column)"),
+        (rule.kind == "labels",
+         f"{describe_cv(cv)} (in-memory fold labels cannot be matched to dask partitions; put "
+         "them in a column of the data and give its name, e.g. cv='fold')"),
+        (cv_repeats != 1, f"cv_repeats={cv_repeats} (repeated fold draws)"),
+        (shrinkage is not None, "weight_shrinkage (shrunk weights)"),
+        (downstream is not None,
+         "downstream (a learner that needs its training rows in one process)"),
+        (weighted, "weights/offset/exposure (observation weights and offsets)"),
+    ) if used]
+
+
+def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRule, cv: Any,
+                          cv_repeats: int, shrinkage: tuple | None, downstream: Any,
+                          weighted: bool) -> None:
+    """Raise OptionError naming, with its reason, every option not available for dask data.
+
+    Examples
+    --------
+    >>> from pearlstats.design.folds import FoldRule
+    >>> refuse_in_memory_only(family="gaussian", loss="squared", missing="raise",
+    ...                       rule=FoldRule("loo"), cv="loo", cv_repeats=1, shrinkage=None,
+    ...                       downstream=None, weighted=False)
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.OptionError: not available for dask data yet: cv='loo' (leave-one-out \
+needs the row count and one fold per row; use K-fold or a fold column). Fit an in-memory sample \
+with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or change them
+    """
+    reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, shrinkage, downstream,
+                       weighted)
+    if reasons:
+        raise OptionError(
+            f"not available for dask data yet: {'; '.join(reasons)}. Fit an in-memory sample "
+            "with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or "
+            "change them"
+        )

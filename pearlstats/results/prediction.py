@@ -1,0 +1,354 @@
+"""Prediction and scoring of new rows with a fit's refitted candidates.
+
+:class:`Prediction` is the part of :class:`~pearlstats.results.PearlResults`
+that rebuilds the design of new rows (:attr:`design_spec`), averages the
+refitted candidates on them (``predict``, with CV+ intervals and prediction
+sets from the nested cross-validation), and scores PEARL and the baselines on
+held-out rows (``evaluate``).
+
+Rows that are not in memory (dask partitions) are predicted and scored by a
+:class:`LazyRows` the results object holds, given by :func:`pearlstats.fit`
+when it builds the results. The results layer therefore never imports the code
+that knows where such rows live: that code (today
+:mod:`pearlstats.distributed`) sits beside the results, not below them, and
+the fit, above both, hands one to the other. Without a ``LazyRows`` every row
+is read in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from ..design.data import data_index, first_block_index, resolve_blocks, split_data
+from ..design.offsets import formula_offset
+from ..engines.wide import candidate_rows
+from ..exceptions import CandidateError, DataError, OptionError, ResponseError
+from ..nested import conformal_prediction
+from ..observation_weights import check_new_offset, check_observation_weights
+from . import averaging, evaluation
+
+__all__ = ["LazyRows", "Prediction"]
+
+
+class LazyRows(Protocol):
+    """Prediction and scoring of rows that live outside this process (e.g. dask partitions).
+
+    ``holds(data, blocks)`` says whether *data*/*blocks* are such rows;
+    ``predict(res, newdata, blocks)`` returns the lazy PEARL prediction of
+    them and ``evaluate(res, test_data, blocks)`` the (small, in-memory)
+    score table of :meth:`Prediction.evaluate`, both from the public
+    attributes of the results *res*.
+    """
+
+    def holds(self, data: Any, blocks: Any) -> bool: ...
+
+    def predict(self, res: Any, newdata: Any, blocks: Any) -> Any: ...
+
+    def evaluate(self, res: Any, test_data: Any, blocks: Any) -> pd.DataFrame: ...
+
+
+class Prediction:
+    """Predictions and held-out scores of new rows (read through ``PearlResults``)."""
+
+    def _conformal(self, X: np.ndarray, index, alpha: float):
+        """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
+        if not (isinstance(alpha, float | int) and 0 < alpha < 1):
+            raise OptionError(
+                f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
+            )
+        result = conformal_prediction(self._state, self._nested, X, float(alpha))
+        if self.classes is None:
+            lower, upper = result
+            mean = self._format(self._combined_prediction(X), index)
+            return pd.DataFrame(
+                {"mean": mean.to_numpy(), "lower": lower, "upper": upper}, index=index
+            )
+        return pd.DataFrame(result, columns=self.classes, index=index)
+
+
+    def _design_for(self, newdata, blocks) -> tuple[np.ndarray, pd.Index | None]:
+        frame, embedded = split_data(newdata)
+        source = blocks
+        if source is None and self._representations is not None and not embedded:
+            needed = getattr(self._representations, "input_columns", [])
+            missing = [column for column in needed if column not in frame.columns]
+            if missing:
+                raise DataError(f"new data lacks column(s) {missing} that the representations read")
+            source = self._representations
+        resolved = resolve_blocks(
+            self.block_names, frame, embedded, source, index=data_index(newdata)
+        )
+        X = self._design.spec.design_matrix(frame, resolved)
+        if X.shape[0] == 0:
+            raise DataError("the new data has no rows; give at least one row to predict")
+        # A dict's rows are identified by its DataFrame blocks' labels, if it has any.
+        index = data_index(newdata)
+        if index is None:
+            index = first_block_index(self.block_names, embedded, source)
+        return X, index
+
+    def design_matrix(self, newdata: Any, blocks: Any = None) -> np.ndarray:
+        """The design matrix of new rows, rebuilt with the fit's :attr:`design_spec`.
+
+        Parameters
+        ----------
+        newdata, blocks
+            As for :meth:`predict`.
+
+        Returns
+        -------
+        ndarray (m, p)
+            Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`;
+            a CSR matrix when a block is a sparse matrix of more than 1 000 columns.
+        """
+        return self._design_for(newdata, blocks)[0]
+
+    def candidate_predictions_for(self, X: np.ndarray, labels: Sequence[str],
+                                  offset: np.ndarray | None = None) -> dict:
+        """Each named candidate's prediction on design rows *X* (see :meth:`design_matrix`).
+
+        Candidates are refitted on all labeled rows on first use; the
+        baseline-only candidates (single blocks, fusion) may be named too.
+        *offset* (one per row of *X*) is needed by, and only by, a fit with an offset.
+        """
+        return self._candidate_predictions(X, labels, offset)
+
+    def _candidate_predictions(self, X: np.ndarray, labels, offset=None) -> dict:
+        if (offset is None) != (self._response.offset is None):
+            check_new_offset(None if offset is None else offset, None, X.shape[0],
+                             self._response.offset is not None)
+        if offset is not None:
+            return {
+                label: self._family.predict_with_offset(
+                    self._candidate_params(label), X[:, self._find(label).columns], offset)
+                for label in labels
+            }
+        return {
+            label: self._family.predict(
+                self._candidate_params(label),
+                candidate_rows(self._family, X, self._find(label).columns),
+            )
+            for label in labels
+        }
+
+    def _refuse_weighted(self, what: str) -> None:
+        """Raise OptionError if this fit has observation weights/offsets (*what* unsupported)."""
+        if self._response.weighted:
+            raise OptionError(f"{what} is not yet supported with observation weights/offsets/"
+                              "exposure")
+
+    def _format(self, values: np.ndarray, index) -> pd.Series | pd.DataFrame:
+        if values.ndim == 2:
+            return pd.DataFrame(values, columns=self.classes, index=index)
+        return pd.Series(values, index=index, name=averaging.prediction_name(self))
+
+    def predict_candidates(
+        self, newdata: Any, blocks: Any = None, labels: Sequence[str] | None = None, *,
+        offset: Any = None, exposure: Any = None,
+    ) -> pd.DataFrame:
+        """Each candidate's prediction for new rows, refitted on all labeled rows.
+
+        Laid out like :attr:`cv_predictions` (MultiIndex ``(candidate, class)``
+        columns for multinomial). With the candidates' predictions on a large
+        test sample, the best convex combination in hindsight — the ``inf_w R(w)``
+        of the paper's Theorem 1 — is ``solve_weights(P_test, y_test, loss)``.
+
+        Parameters
+        ----------
+        newdata, blocks
+            As for :meth:`predict`.
+        labels : str or list of str, optional
+            Candidates to predict with (default: all of them; refits happen
+            on first use); one label may be given as a string.
+        offset, exposure : array_like, optional
+            As for :meth:`predict`.
+        """
+        X, index = self._design_for(newdata, blocks)
+        new_offset = self._new_offset(offset, exposure, X, newdata)
+        if labels is None:
+            labels = self.candidate_labels
+        elif isinstance(labels, str):
+            labels = [labels]  # list("a+b") would be the characters "a", "+", "b"
+        else:
+            given = labels
+            labels = list(labels) if isinstance(labels, Iterable) else []
+            if not labels:
+                raise CandidateError(
+                    f"labels={given!r}; give candidate labels, e.g. {self.candidate_labels[:3]}"
+                )
+        parts = self._candidate_predictions(X, labels, new_offset)
+        if self.family != "multinomial":
+            return pd.DataFrame({label: parts[label] for label in labels}, index=index)
+        columns = pd.MultiIndex.from_product([labels, self.classes], names=["candidate", "class"])
+        values = np.stack([parts[label] for label in labels], axis=1)
+        return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
+
+    def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
+                alpha: float = 0.05, *, offset: Any = None,
+                exposure: Any = None) -> pd.Series | pd.DataFrame:
+        """PEARL prediction for new rows: the weighted average of the refitted candidates.
+
+        Parameters
+        ----------
+        newdata : DataFrame or dict
+            Covariates (and, in a dict, possibly the blocks). With a
+            ``Representations`` used at fit time, raw rows suffice.
+        blocks : dict or Representations, optional
+            Blocks for the new rows when not in *newdata*. DataFrame blocks
+            are matched to the rows by index label: to a DataFrame
+            *newdata*'s index, or (a dict *newdata*) to the first DataFrame
+            block's, whose labels then index the prediction.
+        interval : {None, "prediction", "set", "confidence"}, optional
+            ``"prediction"`` (gaussian, poisson): a DataFrame ``mean, lower,
+            upper`` of CV+ intervals (Barber, Candès, Ramdas & Tibshirani 2021)
+            over the *whole* PEARL procedure: the weights are re-solved without
+            each outer fold of the nested cross-validation behind
+            :attr:`honest`, so coverage is at least ``1 - 2 alpha`` in theory
+            and about ``1 - alpha`` in practice, whatever the model. Poisson
+            bounds are on the count scale (lower clipped at 0).
+            ``"set"`` (binomial, multinomial): a boolean DataFrame, one column
+            per class, of adaptive prediction sets (Romano, Sesia & Candès
+            2020) calibrated the same way.
+            ``"confidence"`` (gaussian fits): a DataFrame ``mean, mean_se, lower,
+            upper`` for the averaged mean. Per candidate the delta method gives
+            ``x' V x``; the candidates combine as the coefficients do
+            (unconditional SE, t quantiles), conditional on the weights.
+        alpha : float, default 0.05
+            Intervals and sets at level ``1 - alpha``.
+        offset, exposure : array_like, optional
+            Needed by a fit with ``offset=`` or ``exposure=`` (and refused
+            without one): one value per new row, added to the linear predictor
+            (``log(exposure)`` for exposure). Intervals are not yet supported
+            with weights/offsets.
+
+        Returns
+        -------
+        Series or DataFrame
+            Means (gaussian, poisson), probability of ``classes[1]`` (binomial;
+            the Series is named ``P(y=<classes[1]>)``), or class probabilities
+            with one column per class (multinomial).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"y": rng.choice(["high", "low"], 60), "a": rng.normal(size=(60, 2))}
+        >>> res = pearl.fit("y ~ block(a)", data, family="binomial", seed=0)
+        >>> res.predict({"a": np.zeros((1, 2))}).name
+        'P(y=low)'
+        """
+        if self._lazy_rows is not None and self._lazy_rows.holds(newdata, blocks):
+            if self._response.offset is not None or offset is not None or exposure is not None:
+                raise OptionError("predicting dask rows with an offset/exposure is not yet "
+                                  "supported; predict an in-memory sample with offset=")
+            return self._lazy_rows.predict(self, newdata, blocks)
+        X, index = self._design_for(newdata, blocks)
+        new_offset = self._new_offset(offset, exposure, X, newdata)
+        if interval is None:
+            return self._format(np.asarray(self._combined_prediction(X, new_offset)), index)
+        self._refuse_weighted(f"predict(interval={interval!r})")
+        if interval == "confidence":
+            return averaging.confidence_interval(self, X, index, alpha)
+        if interval == "prediction" and self.classes is None:
+            return self._conformal(X, index, alpha)
+        if interval == "set" and self.classes is not None:
+            return self._conformal(X, index, alpha)
+        usable = "'set'" if self.classes is not None else "'prediction' or 'confidence'"
+        raise OptionError(
+            f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
+        )
+
+    def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
+        """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else
+        *offset* and *exposure* as given (a fit without an offset refuses them)."""
+        spec = self._design.spec
+        if spec.formula.offset_codes:
+            if offset is not None or exposure is not None:
+                raise OptionError("this fit's offset comes from the formula's offset() terms, "
+                                  "which are rebuilt from the new rows; leave offset=/exposure= "
+                                  "None")
+            return formula_offset(spec.formula, split_data(newdata)[0],
+                                  dict(spec.covariates.namespace))
+        return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None)
+
+    def _combined_prediction(self, X: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
+        """The weighted combination of the refitted candidates on design rows *X*."""
+        active = self.weights[self.weights > 0]
+        parts = self._candidate_predictions(X, active.index, offset)
+        stacked = np.stack([parts[label] for label in active.index], axis=1)
+        return self._loss.combine(stacked, active.to_numpy())
+
+    def encode_response(self, values: Any) -> np.ndarray:
+        """Encode response values of new rows with the fit's classes."""
+        values = pd.Series(np.asarray(values))
+        if self.classes is None:
+            return self._family.encode(values).y
+        # One lookup decides both whether a value is a class and which code it gets. Python
+        # equality says 0 is False and 1.0 is 1, as the fit's classes were compared; pandas'
+        # Categorical does not, and coded such values -1 (the last class) without a word.
+        position = {label: code for code, label in enumerate(self.classes)}
+        given = values.tolist()
+        unknown = sorted(set(given) - set(position), key=str)
+        if unknown:
+            raise ResponseError(
+                f"response values {unknown[:10]} were not classes at fit time ({self.classes})"
+            )
+        codes = np.array([position[value] for value in given], dtype=np.intp)
+        return codes.astype(float) if self.family == "binomial" else codes
+
+    def evaluate(self, test_data: Any, blocks: Any = None, *, weights: Any = None,
+                 offset: Any = None, exposure: Any = None) -> pd.DataFrame:
+        """Scores of PEARL and the paper's baselines on held-out rows.
+
+        Parameters
+        ----------
+        test_data : DataFrame or dict
+            Test rows with the response (and, in a dict, possibly the blocks).
+        blocks : dict or Representations, optional
+            Blocks for the test rows when not in *test_data*.
+
+        Returns
+        -------
+        DataFrame
+            Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best (each as the fit chose
+            it from the cross-validation) and ``Oracle block``; columns ``MSE``,
+            ``MAE`` (regression) or ``accuracy``, ``cross_entropy``, ``MSE``
+            (classification). ``Oracle block`` is the single-block candidate
+            best on these test rows (named in ``.attrs["best_candidate"]``), a
+            reference in hindsight that no strategy could have picked.
+
+        weights : array_like, optional
+            Positive weights of the test rows: every score is then a weighted
+            mean (without them the test rows count equally, whatever the fit's
+            weights were).
+        offset, exposure : array_like, optional
+            The test rows' offset/exposure, needed by (and only by) a fit with
+            an offset, as for :meth:`predict`; ``offset()`` in the formula is
+            rebuilt from the test rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(120, 2)), rng.normal(size=(120, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=120), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {k: v[:80] for k, v in data.items()}, seed=0)
+        >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
+        ['MSE', 'MAE']
+        """
+        if self._lazy_rows is not None and self._lazy_rows.holds(test_data, blocks):
+            self._refuse_weighted("evaluate() of dask data")
+            if weights is not None:
+                raise OptionError("evaluate(weights=) is not yet supported for dask test data")
+            return self._lazy_rows.evaluate(self, test_data, blocks)
+        X = self.design_matrix(test_data, blocks)
+        new_offset = self._new_offset(offset, exposure, X, test_data)
+        if weights is not None:
+            weights = check_observation_weights(weights, "variance", None, None, self.family,
+                                                X.shape[0]).weights
+        return evaluation.evaluate(self, test_data, blocks, weights, new_offset)
+

@@ -1,0 +1,113 @@
+"""Candidates refitted on all labeled rows, each on first use.
+
+:class:`CandidateRefits` is the part of :class:`~pearlstats.results.PearlResults`
+that refits candidates: those with non-zero weight at fit time (prediction
+needs them), any other on first access, so a pool of thousands of candidates
+does not pay thousands of statsmodels fits. It reads the fit's stage values
+that :class:`~pearlstats.results.PearlResults` stores (``_design``,
+``_response``, ``_family``, ``_ridge``, ``_pool``, ``_extras``, ``_ledger``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..engines._common import ridge_penalty_weights
+from ..engines.wide import candidate_exog
+from ..exceptions import OptionError, UnknownCandidateError
+
+__all__ = ["CandidateRefits"]
+
+
+class _LazyCandidates(Mapping):
+    """Mapping label -> statsmodels results, each built on first access."""
+
+    def __init__(self, results: CandidateRefits):
+        self._results = results
+        self._cache: dict = {}
+
+    def __getitem__(self, label):
+        if label not in self._cache:
+            self._cache[label] = self._results._statsmodels_results(label)
+        return self._cache[label]
+
+    def __iter__(self):
+        return iter(self._results.candidate_labels)
+
+    def __len__(self):
+        return len(self._results.candidate_labels)
+
+    def __repr__(self):
+        return (
+            f"<{len(self)} candidates, refitted with statsmodels on first access: "
+            f"{list(self)[:5]}...>"
+        )
+
+
+
+class CandidateRefits:
+    """All-rows refits of the candidates: coefficients and statsmodels results, on first use."""
+
+    @cached_property
+    def _all_candidates(self) -> list:
+        return self._pool + self._extras
+
+
+    def _find(self, label: str):
+        for candidate in self._all_candidates:
+            if candidate.label == label:
+                return candidate
+        raise UnknownCandidateError(
+            f"no candidate {label!r}; candidates are {self.candidate_labels[:20]}"
+        )
+
+    def _candidate_params(self, label: str) -> np.ndarray:
+        # Refits happen on first use, possibly from several threads at once.
+        with self._params_lock:
+            if label not in self._params:
+                candidate = self._find(label)
+                params, notes = self._family.fit_params(
+                    self._design.X, self._response, candidate.columns, self._ridge, label
+                )
+                self._ledger.extend(notes)
+                self._params[label] = params
+            return self._params[label]
+
+    @property
+    def candidates(self) -> Mapping:
+        """Mapping label -> statsmodels results of the candidate refitted on all rows."""
+        return self._candidates
+
+    def candidate_params(self, label: str) -> pd.Series | pd.DataFrame:
+        """Coefficients of one candidate refitted on all rows, labelled by design column.
+
+        The averaged model's coefficients are :attr:`params`.
+        """
+        candidate = self._find(label)
+        names = [self._design.column_names[i] for i in candidate.columns]
+        values = self._candidate_params(label)
+        if not isinstance(values, np.ndarray):
+            raise OptionError(
+                f"candidate {label!r} is not a linear model ({type(values).__name__}); "
+                f"inspect it with results.candidates[{label!r}]"
+            )
+        if values.ndim == 2:
+            return pd.DataFrame(values, index=names, columns=self.classes[1:])
+        return pd.Series(values, index=names, name=label)
+
+    def _statsmodels_results(self, label: str):
+        candidate = self._find(label)
+        names = [self._design.column_names[i] for i in candidate.columns]
+        exog = pd.DataFrame(candidate_exog(self._design.X, candidate.columns, label), columns=names)
+        # A separated candidate may have been fitted with a larger ridge than the fit's.
+        ridge = getattr(self._family, "candidate_ridge", lambda _, value: value)(label, self._ridge)
+        # the penalty of the engines, on statsmodels' unscaled coefficients
+        return self._family.statsmodels_results(
+            self._response, exog, self._candidate_params(label), ridge,
+            ridge_penalty_weights(exog.to_numpy()),
+        )
+

@@ -1,0 +1,134 @@
+"""The risks of PEARL and the paper's baselines: in-sample (cross-validated) and honest.
+
+:class:`StrategyRisks` is the part of :class:`~pearlstats.results.PearlResults`
+that scores the strategies of :mod:`pearlstats.weights.baselines`:
+``strategy_weights`` (each strategy as a weight vector over the candidates),
+``baselines`` (their CV risks, on the out-of-fold predictions the weights
+were chosen from) and ``honest`` (their risks by nested cross-validation, the
+whole procedure re-run inside each outer fold).
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+
+import pandas as pd
+
+from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, ResponseError
+from ..nested import NestedCV, nested_cross_validation
+from ..weights.baselines import STRATEGIES, combine, strategy_weights
+from . import evaluation
+from .readonly import cached_table
+
+__all__ = ["StrategyRisks"]
+
+
+class StrategyRisks:
+    """CV and honest risks of PEARL and every baseline (read through ``PearlResults``)."""
+
+    @cached_table
+    def honest(self) -> pd.DataFrame | None:
+        """Honest risk of PEARL and every baseline, from nested cross-validation.
+
+        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns ``risk``,
+        ``se``, ``ratio`` (PEARL's risk / the row's, on the same held-out
+        rows) and ``ratio_se`` (paired delta-method SE). Inside each outer fold
+        the whole procedure is re-run on the other rows — PEARL re-solves its
+        weights, MS re-selects, Best re-chooses — so, unlike :attr:`baselines`,
+        a ratio above 1 is possible. Computed on first use (about ``honest``
+        times the cross-validation's cost); None when the fit was made with
+        ``honest=False`` or the nested cross-validation could not run (then
+        :attr:`honest_failure` says why).
+        """
+        if self._state.honest is False:
+            return None
+        try:
+            result = evaluation.honest_risk(self, nested=self._nested)
+        except (FoldError, AllCandidatesFailedError, ResponseError) as err:
+            # ResponseError: an outer training set's gaussian response is constant
+            self._honest_failure = str(err)
+            warnings.warn(
+                f"the nested cross-validation for res.honest could not run: {err}",
+                PearlWarning,
+                stacklevel=2,
+            )
+            return None
+        self._last_honest_risk = result
+        message = result.warning_against_ms()
+        if message:
+            warnings.warn(
+                f"{message}; consider a simpler candidate set or more rows",
+                PearlWarning,
+                stacklevel=2,
+            )
+        return result.table
+
+    @cached_property
+    def _nested(self) -> NestedCV:
+        """The nested cross-validation shared by :attr:`honest` and prediction intervals."""
+        return nested_cross_validation(self._state, outer=self._state.honest or 5,
+                                       option="honest")
+
+    @property
+    def honest_failure(self) -> str | None:
+        """Why :attr:`honest` is None although the fit asked for it (else None)."""
+        return getattr(self, "_honest_failure", None)
+
+
+    @cached_table
+    def strategy_weights(self) -> pd.DataFrame:
+        """Weights each strategy (PEARL and the paper's baselines) puts on every candidate.
+
+        Columns index pool candidates first, then the single-block / fusion
+        candidates fitted only for the baselines.
+        """
+        labels = [c.label for c in self._all_candidates]
+        table = strategy_weights(
+            self._solution.weights, self._all_candidates, len(self._pool),
+            self._candidate_losses.mean(axis=0), self._failed,
+        )
+        return pd.DataFrame(table, index=labels).T.loc[list(STRATEGIES)]
+
+    @cached_property
+    def _strategy_losses(self) -> pd.DataFrame:
+        weights = self.strategy_weights.to_numpy()
+        columns = {}
+        for name, w in zip(self.strategy_weights.index, weights):
+            columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
+        return pd.DataFrame(columns)
+
+    @cached_table
+    def baselines(self) -> pd.DataFrame:
+        """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
+
+        ``ratio_se`` is a paired (delta-method) standard error of the ratio,
+        from per-row loss differences on the same rows. With observation weights the
+        risks are weighted means and the SEs those of
+        :func:`~pearlstats.observation_weights.mean_se`.
+        """
+        losses = self._strategy_losses
+        pearl = losses["PEARL"].to_numpy()
+        rows = {}
+        for name in losses.columns:
+            other = losses[name].to_numpy()
+            risk, risk_pearl = other.mean(), pearl.mean()
+            ratio = risk_pearl / risk
+            # delta method for mean(a)/mean(b) with paired rows
+            influence = (pearl - ratio * other) / risk
+            rows[name] = {
+                "cv_risk": risk,
+                "se": float(self._mean_se(other)),
+                "risk_ratio": ratio,
+                "ratio_se": float(self._mean_se(influence)),
+                "candidate": self._strategy_label(name),
+            }
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+    def _strategy_label(self, name: str) -> str:
+        weights = self.strategy_weights.loc[name]
+        if weights.isna().any():
+            return "failed"
+        chosen = weights.index[weights.to_numpy() > 0]
+        return chosen[0] if len(chosen) == 1 else f"{len(chosen)} candidates"
+

@@ -1,0 +1,73 @@
+"""The held-out metrics every score table reports, in memory and on dask rows.
+
+==============  ==================================================================
+regression      ``MSE`` (mean squared error), ``MAE`` (mean absolute error)
+classification  ``accuracy`` (argmax class), ``cross_entropy`` (mean ``-log p_y``,
+                probabilities floored at 1e-15), ``MSE`` between the one-hot
+                labels and the class probabilities (mean over rows and classes)
+==============  ==================================================================
+
+``ORACLE`` names the extra row of those tables: the single-block candidate best
+on the test rows themselves, a weight vector chosen in hindsight. The score
+tables are built by :func:`pearlstats.results.evaluation.evaluate` (rows in
+memory) and :mod:`pearlstats.distributed.predict` (dask rows); both read the
+metric names from here, so that their tables have the same rows and columns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .losses import mean_squared_error
+
+__all__ = [
+    "ORACLE",
+    "REGRESSION_METRICS",
+    "CLASSIFICATION_METRICS",
+    "regression_metrics",
+    "classification_metrics",
+]
+
+ORACLE = "Oracle block"
+REGRESSION_METRICS = ("MSE", "MAE")
+CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
+_PROBABILITY_FLOOR = 1e-15
+
+
+def regression_metrics(y: np.ndarray, mean: np.ndarray, weights: np.ndarray | None = None) -> dict:
+    """``MSE`` and ``MAE`` of predicted means (weighted means with row *weights*)."""
+    if weights is not None:
+        return {"MSE": float(np.average((y - mean) ** 2, weights=weights)),
+                "MAE": float(np.average(np.abs(y - mean), weights=weights))}
+    return {"MSE": mean_squared_error(y, mean, "gaussian"), "MAE": float(np.mean(np.abs(y - mean)))}
+
+
+def classification_metrics(codes: np.ndarray, probabilities: np.ndarray,
+                           weights: np.ndarray | None = None) -> dict:
+    """``accuracy``, ``cross_entropy`` and one-hot ``MSE`` of class probabilities (n, C).
+
+    With row *weights*, each is the weighted mean over the rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = classification_metrics(np.array([0, 1]), np.array([[0.8, 0.2], [0.4, 0.6]]))
+    >>> m["accuracy"], round(m["MSE"], 2)
+    (1.0, 0.1)
+    """
+    codes = np.asarray(codes, dtype=np.intp)
+    observed = probabilities[np.arange(len(codes)), codes]
+    if weights is not None:
+        squared = ((np.eye(probabilities.shape[1])[codes] - probabilities) ** 2).mean(axis=1)
+        return {
+            "accuracy": float(np.average(np.argmax(probabilities, axis=1) == codes,
+                                         weights=weights)),
+            "cross_entropy": float(np.average(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)),
+                                              weights=weights)),
+            "MSE": float(np.average(squared, weights=weights)),
+        }
+    return {
+        "accuracy": float(np.mean(np.argmax(probabilities, axis=1) == codes)),
+        "cross_entropy": float(np.mean(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)))),
+        "MSE": mean_squared_error(codes, probabilities, "multinomial"),
+    }
