@@ -25,7 +25,7 @@ import pandas as pd
 from ..exceptions import FoldError, OptionError, ResponseError, format_positions
 
 __all__ = [
-    "FoldRule", "check_cv", "describe_cv", "fold_column_names", "make_folds",
+    "FoldRule", "check_cv", "describe_cv", "fold_column_names", "fold_levels", "make_folds",
     "fold_labels_for_rows", "check_class_coverage",
 ]
 
@@ -205,6 +205,11 @@ def make_folds(
         raise FoldError(
             f"cv fold labels are missing at {format_positions(missing)}; give every row a fold"
         )
+    return _sorted_levels(labels)[1]
+
+
+def _sorted_levels(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct fold labels in sorted order (fold k is the k-th) and each row's fold."""
     try:
         levels, codes = np.unique(labels, return_inverse=True)
     except TypeError as err:  # labels that do not sort, e.g. ints mixed with strings
@@ -217,7 +222,28 @@ def make_folds(
             f"cv fold labels have a single value {levels.tolist()[0]!r}; "
             "cross-validation needs at least 2 folds"
         )
-    return codes.astype(np.intp)
+    return levels, codes.astype(np.intp)
+
+
+def fold_levels(distinct: Any, column: str) -> np.ndarray:
+    """The sorted fold labels of a fold column read in parts (dask), from its distinct values.
+
+    Fold k is the k-th label in sorted order, as :func:`make_folds` numbers
+    the labels of rows in memory, so both paths give the same folds; the same
+    labels are refused with the same messages (a missing label is named by
+    the column, as its rows are not counted).
+
+    Examples
+    --------
+    >>> fold_levels(np.array(["b", "a", "c"], dtype=object), "fold").tolist()
+    ['a', 'b', 'c']
+    """
+    distinct = np.asarray(distinct)
+    if pd.isna(distinct).any() or (distinct.dtype.kind == "f" and np.isinf(distinct).any()):
+        raise FoldError(
+            f"the fold column {column!r} has missing (or infinite) labels; give every row a fold"
+        )
+    return _sorted_levels(distinct)[0]
 
 
 def fold_labels_for_rows(

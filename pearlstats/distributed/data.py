@@ -29,7 +29,6 @@ from ..engines._common import one_blas_thread
 from ..exceptions import (
     BlockError,
     DataError,
-    FoldError,
     MissingValueError,
     OptionError,
     ResponseError,
@@ -437,13 +436,10 @@ def partition_response(spec: Any, family: str, frame: Any, eval_env: Any=None) -
 
 
 def partition_folds(frame: Any, offset: int, n_rows: int, fold_spec: Any) -> np.ndarray:
-    """Fold labels of a partition's rows: hashed positions, or the user's fold column."""
-    kind, value, seed = fold_spec
+    """Fold of a partition's rows: hashed positions, or the position of each row's label
+    among the fold column's sorted labels (``fold_spec[2]``, from
+    :func:`pearlstats.design.folds.fold_levels`)."""
+    kind, value, extra = fold_spec
     if kind == "hash":
-        return hash_folds(np.arange(offset, offset + n_rows), value, seed)
-    labels = frame[value].to_numpy()
-    if labels.dtype.kind not in "iu" or (labels < 0).any():
-        raise FoldError(
-            f"the fold column {value!r} must hold non-negative integer fold labels 0..K-1"
-        )
-    return labels.astype(np.intp)
+        return hash_folds(np.arange(offset, offset + n_rows), value, extra)
+    return np.searchsorted(extra, frame[value].to_numpy()).astype(np.intp)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..design.folds import FoldRule
+from ..design.folds import FoldRule, fold_levels
 from ..engines._common import check_ridge
 from ..exceptions import FoldError
 from ..ledger import LedgerEntry
@@ -28,11 +28,22 @@ from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_fo
 
 __all__ = ["fit_distributed"]
 
-def _fold_spec(rule: FoldRule, seed: int):
-    """Hashed row positions for K-fold, or a fold column (the other forms were refused)."""
-    if rule.kind == "column":
-        return ("column", rule.value, None)
-    return ("hash", rule.value, seed)
+def _fold_spec(rule: FoldRule, seed: int, data: Any):
+    """Hashed row positions for K-fold, or a fold column (the other forms were refused).
+
+    A fold column costs one pass over it for its distinct labels: fold k is the k-th in
+    sorted order, as in memory, so any labels the in-memory fit takes work here too.
+    """
+    if rule.kind != "column":
+        return ("hash", rule.value, seed)
+    column = data[rule.value]
+    if hasattr(column, "unique"):  # a dask Series
+        distinct = column.unique().compute().to_numpy()
+    else:
+        import dask.array as da
+
+        distinct = da.unique(column).compute()
+    return ("column", rule.value, fold_levels(distinct, rule.value))
 
 
 def _check_folds(moments, family: str) -> None:
@@ -137,7 +148,7 @@ def fit_distributed(
     results' attributes the returned :class:`DaskPearlResults` lacks.
     """
     ridge = check_ridge(ridge)
-    fold_spec = _fold_spec(rule, seed)
+    fold_spec = _fold_spec(rule, seed, data)
     rows = dask_rows(data, blocks, formula)
     design = head_design(rows, formula, env)
     pool = build_pool(design, candidates, max_candidates)

@@ -123,3 +123,34 @@ def test_repeated_folds_refuse_given_labels_without_printing_them():
     kind, message = _message(frame, blocks, cv=np.arange(N) % 4, cv_repeats=2)
     assert kind is OptionError
     assert "got cv=<ndarray of 240 fold labels>" in message
+
+
+@pytest.mark.parametrize("labels", [
+    np.array(["d", "b", "a", "c"], dtype=object),  # strings, not in sorted order
+    np.array([4, 2, 1, 3]),  # integers that are not 0..K-1 (dask took only 0..K-1)
+], ids=["strings", "one-based"])
+def test_any_labels_in_a_fold_column_give_the_in_memory_fit_on_dask(labels):
+    data = _data()
+    data["fold"] = labels[np.arange(N) % 4]
+    frame, blocks = _in_memory(data)
+    res_m = pearl.fit(FORMULA, frame, blocks=blocks, cv="fold", seed=0, honest=False)
+    reference = pearl.fit(FORMULA, frame, blocks=blocks, cv=np.arange(N) % 4, seed=0,
+                          honest=False)
+    lazy, lazy_blocks = _on_dask(data)
+    res_d = pearl.fit(FORMULA, lazy, blocks=lazy_blocks, cv="fold", seed=0)
+    # fold k is the k-th label in sorted order on both paths
+    order = np.argsort(labels)
+    np.testing.assert_array_equal(res_m.folds, np.argsort(order)[np.arange(N) % 4])
+    np.testing.assert_allclose(res_m.cv_risk, reference.cv_risk, rtol=1e-12)
+    np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8)
+
+
+def test_a_fold_column_with_one_label_gets_the_same_error_on_both_paths():
+    data = _data()
+    data["fold"] = np.full(N, 7)
+    frame, blocks = _in_memory(data)
+    in_memory = _message(frame, blocks, cv="fold")
+    assert in_memory == _message(*_on_dask(data), cv="fold")
+    assert in_memory == (FoldError, "cv fold labels have a single value 7; cross-validation "
+                                    "needs at least 2 folds")
