@@ -30,7 +30,7 @@ FINISHED = (
     "pearlstats/experiments/",
     "pearlstats/families.py",
     "pearlstats/fitting.py",
-    "pearlstats/inference.py",
+    "pearlstats/inference/",
     "pearlstats/ledger.py",
     "pearlstats/nested.py",
     "pearlstats/plotting/",

@@ -18,6 +18,7 @@ from scipy import stats
 
 from pearlstats import inference as inf
 from pearlstats.exceptions import DataError, FoldError, OptionError
+from pearlstats.inference import conformal
 
 WEIGHTS = pd.Series({"a": 0.2, "a+b": 0.5, "b": 0.3})
 
@@ -61,9 +62,9 @@ def _fits(family: str, seed: int = 0) -> dict:
     return fits
 
 
-def _direct_full_average(params: dict, bse: dict, weights: pd.Series, revised=False,
+def _direct_full_average(params: dict, bse: dict, weights: pd.Series, revised=True,
                          z_factor=None) -> tuple[dict, dict]:
-    """Buckland et al. (1997) / Burnham & Anderson (2002) by hand, term by term."""
+    """Burnham & Anderson (2002) by hand, term by term: eq. 6.12 (revised) or eq. 4.9."""
     terms = []
     for p in params.values():
         terms += [t for t in p.index if t not in terms]
@@ -106,30 +107,32 @@ def test_full_average_matches_direct_computation(family, revised):
 
 
 @pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
-def test_conf_int_is_mean_plus_minus_normal_quantile_times_se(family):
+@pytest.mark.parametrize("revised", [True, False])
+def test_conf_int_is_mean_plus_minus_normal_quantile_times_se(family, revised):
     fits = _fits(family)
     params = {j: r.params for j, r in fits.items()}
     bse = {j: r.bse for j, r in fits.items()}
-    ci = inf.averaged_conf_int(params, bse, WEIGHTS, alpha=0.1)
-    avg, se = _direct_full_average(params, bse, WEIGHTS)
+    ci = inf.averaged_conf_int(params, bse, WEIGHTS, alpha=0.1, revised=revised)
+    avg, se = _direct_full_average(params, bse, WEIGHTS, revised=revised)
     z = stats.norm.ppf(0.95)
     np.testing.assert_allclose(ci["lower"], [avg[t] - z * se[t] for t in avg], rtol=1e-12)
     np.testing.assert_allclose(ci["upper"], [avg[t] + z * se[t] for t in avg], rtol=1e-12)
 
 
-def test_adjusted_se_inflates_each_candidate_by_its_t_over_z_ratio():
+@pytest.mark.parametrize("revised", [True, False])
+def test_adjusted_se_inflates_each_candidate_by_its_t_over_z_ratio(revised):
     fits = _fits("gaussian")
     params = {j: r.params for j, r in fits.items()}
     bse = {j: r.bse for j, r in fits.items()}
     df = {j: r.df_resid for j, r in fits.items()}
     ratio = {j: stats.t.ppf(0.975, df[j]) / stats.norm.ppf(0.975) for j in fits}
-    avg, se = _direct_full_average(params, bse, WEIGHTS, z_factor=ratio)
-    got = inf.adjusted_se(params, bse, WEIGHTS, df)
+    avg, se = _direct_full_average(params, bse, WEIGHTS, revised=revised, z_factor=ratio)
+    got = inf.adjusted_se(params, bse, WEIGHTS, df, revised=revised)
     np.testing.assert_allclose(got.to_numpy(), list(se.values()), rtol=1e-13)
-    ci = inf.averaged_conf_int(params, bse, WEIGHTS, df_resid=df)
+    ci = inf.averaged_conf_int(params, bse, WEIGHTS, df_resid=df, revised=revised)
     np.testing.assert_allclose(ci["upper"] - ci["lower"],
                                [2 * stats.norm.ppf(0.975) * se[t] for t in avg], rtol=1e-12)
-    assert (got > inf.unconditional_se(params, bse, WEIGHTS)).all()
+    assert (got > inf.unconditional_se(params, bse, WEIGHTS, revised=revised)).all()
 
 
 def test_single_ols_candidate_reproduces_statsmodels():
@@ -180,6 +183,58 @@ def test_multinomial_averages_each_class_column():
     ci = inf.averaged_conf_int({"m": one.params}, {"m": one.bse}, pd.Series({"m": 1.0}))
     np.testing.assert_allclose(ci.to_numpy(), one.conf_int().to_numpy(), rtol=1e-12)
     assert ci.index[0] == (one.params.columns[0], "Intercept")
+
+
+def test_default_formula_is_the_revised_one_and_larger_for_rare_terms():
+    fits = _fits("binomial")
+    params = {j: r.params for j, r in fits.items()}
+    bse = {j: r.bse for j, r in fits.items()}
+    default = inf.unconditional_se(params, bse, WEIGHTS)
+    revised = inf.unconditional_se(params, bse, WEIGHTS, revised=True)
+    eq49 = inf.unconditional_se(params, bse, WEIGHTS, revised=False)
+    pd.testing.assert_series_equal(default, revised)
+    # Jensen: sqrt of a weighted mean >= weighted mean of sqrts, strictly when they differ.
+    assert (revised >= eq49 - 1e-15).all() and revised["block(b)"] > eq49["block(b)"]
+
+
+def _direct_conditional_average(params: dict, bse: dict, weights: pd.Series, revised: bool):
+    """MuMIn's subset average by hand: par.avg over the candidates that have the term."""
+    avg, se, importance = {}, {}, {}
+    for t in ["Intercept", "age", "a[0]", "a[1]", "block(b)"]:
+        having = [j for j in params if t in params[j].index]
+        total = sum(weights[j] for j in having)
+        w = {j: weights[j] / total for j in having}
+        avg[t] = sum(w[j] * float(params[j][t]) for j in having)
+        parts = [float(bse[j][t]) ** 2 + (float(params[j][t]) - avg[t]) ** 2 for j in having]
+        se[t] = (math.sqrt(sum(w[j] * v for j, v in zip(having, parts))) if revised
+                 else sum(w[j] * math.sqrt(v) for j, v in zip(having, parts)))
+        importance[t] = total
+    return avg, se, importance
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial"])
+@pytest.mark.parametrize("revised", [True, False])
+def test_conditional_average_matches_direct_computation(family, revised):
+    fits = _fits(family)
+    params = {j: r.params for j, r in fits.items()}
+    bse = {j: r.bse for j, r in fits.items()}
+    avg, se, importance = _direct_conditional_average(params, bse, WEIGHTS, revised)
+    got = inf.conditional_params(params, WEIGHTS)
+    got_se = inf.conditional_se(params, bse, WEIGHTS, revised=revised)
+    terms = ["Intercept", "age", "a[0]", "a[1]", "block(b)"]
+    np.testing.assert_allclose(got[terms], [avg[t] for t in terms], rtol=1e-13)
+    np.testing.assert_allclose(got_se[terms], [se[t] for t in terms], rtol=1e-13)
+    np.testing.assert_allclose(inf.term_weights(params, WEIGHTS)[terms],
+                               [importance[t] for t in terms], rtol=1e-15)
+    # block(b) is in a+b and b only: their weights 0.5 and 0.3, renormalised.
+    expected = (0.5 * params["a+b"]["block(b)"] + 0.3 * params["b"]["block(b)"]) / 0.8
+    assert got["block(b)"] == pytest.approx(expected, rel=1e-13)
+
+
+def test_conditional_average_of_a_term_only_unweighted_candidates_have_is_nan():
+    params = {j: r.params for j, r in _fits("gaussian").items()}
+    got = inf.conditional_params(params, pd.Series({"a": 1.0, "a+b": 0.0, "b": 0.0}))
+    assert np.isnan(got["block(b)"]) and got["a[0]"] == params["a"]["a[0]"]
 
 
 def test_coefficient_order_puts_shared_covariates_first():
@@ -262,7 +317,7 @@ def test_cv_plus_matches_brute_force(n, k, alpha, ties, monkeypatch):
     folds = rng.permutation(np.arange(n) % k)
     fold_pred = rng.normal(size=(k, 23))
     # Tiny blocks so the selection runs over several column blocks.
-    monkeypatch.setattr(inf, "_BLOCK_ELEMENTS", 3 * n)
+    monkeypatch.setattr(conformal, "_BLOCK_ELEMENTS", 3 * n)
     lower, upper = inf.cv_plus_interval(y, oof, folds, fold_pred, alpha)
     exp_lower, exp_upper = _brute_cv_plus(y, oof, folds, fold_pred, alpha)
     np.testing.assert_array_equal(lower, exp_lower)

@@ -7,12 +7,17 @@ The arithmetic is in :mod:`pearlstats.inference`; this module picks the
 candidates (those with positive weight: a weight of 0 contributes nothing),
 their coefficients, standard errors and degrees of freedom.
 
-Coefficients are MuMIn's *full average* (a candidate without a term contributes
-0), and the standard errors are the unconditional ones of Buckland, Burnham &
-Augustin (1997) / Burnham & Anderson (2002, eq. 4.9), with the weights taken as
-fixed. For OLS candidates the intervals use each candidate's t quantile
-(Burnham & Anderson 2002, section 4.3.3), so a single candidate with weight 1
-reproduces ``sm.OLS(y, X).fit().conf_int()``.
+``params``, ``bse`` and ``conf_int()`` report the terms in every candidate (the
+intercept and the formula's covariates), for which MuMIn's full and conditional
+averages coincide; the standard errors are Burnham & Anderson's (2002)
+unconditional ones, by default the revised eq. 6.12 (MuMIn's ``revised.var =
+TRUE``), eq. 4.9 with ``revised=False``, the weights and the candidate set taken
+as fixed. Block columns are reported per candidate (:func:`candidate_coefficients`)
+or, on request, averaged (:func:`coef_table`), without intervals: a block column
+means different things in different candidates. For OLS candidates the
+intervals use each candidate's t quantile (Burnham & Anderson 2002, section
+4.3.3), so a single candidate with weight 1 reproduces
+``sm.OLS(y, X).fit().conf_int()``.
 
 With ``ridge > 0`` the candidates' coefficients are shrunken. Their standard
 errors are then the sandwich ``H^-1 I H^-1`` (``I`` the Fisher information,
@@ -30,7 +35,9 @@ Examples
 >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
 >>> res.weights.to_dict()  # pure noise: block b alone wins
 {'a': 0.0, 'b': 1.0, 'a+b': 0.0}
->>> list(averaging.params(res).index)  # a's columns come only from weight-0 candidates
+>>> list(averaging.params(res).index)  # the terms in every candidate
+['Intercept']
+>>> list(averaging.coef_table(res, terms="all").index)  # a's columns: weight-0 candidates only
 ['Intercept', 'b[0]']
 """
 
@@ -55,6 +62,7 @@ if TYPE_CHECKING:  # core imports this module
 
 __all__ = [
     "active_labels", "candidate_bse", "candidate_cov", "params", "bse", "conf_int",
+    "coef_table", "candidate_coefficients", "common_terms",
     "fittedvalues", "residuals", "candidate_table", "confidence_interval", "prediction_name",
     "ridge_note", "unidentified",
 ]
@@ -227,31 +235,54 @@ def _candidate_ses(res: PearlResults, labels: list) -> dict:
     return ses
 
 
-def params(res: PearlResults) -> ParamsLike:
-    """Full-average coefficients ``sum_j w_j b_j`` (0 where a candidate lacks the term).
+def common_terms(res: PearlResults) -> list:
+    """The terms in every candidate: the formula's intercept and covariates, in design order."""
+    return list(res.design_spec.covariates.names)
 
-    Terms in the design's order: the formula's covariates (in every candidate),
-    then each block's columns in formula order. A DataFrame (terms x classes
-    after the reference) for multinomial fits. A term that some candidate with
-    positive weight cannot identify (its columns are linearly dependent on all
-    rows, e.g. a covariate beside a block that reproduces it; the fit warns with
-    :class:`~pearlstats.exceptions.UnidentifiedCoefficientWarning`) is NaN, as are
-    its SE and interval: the candidate's minimum-norm split is no estimate.
+
+def _check_choice(name: str, value: object, choices: tuple) -> None:
+    if value not in choices:
+        raise OptionError(f"{name}={value!r} is not known; use one of {list(choices)}")
+
+
+def params(res: PearlResults) -> ParamsLike:
+    """Averaged coefficients of the terms in every candidate (intercept, covariates).
+
+    For those terms the full and the conditional average coincide. A DataFrame
+    (terms x classes after the reference) for multinomial fits. A term that some
+    candidate with positive weight cannot identify (its columns are linearly
+    dependent on all rows, e.g. a covariate beside a block that reproduces it;
+    the fit warns with :class:`~pearlstats.exceptions.UnidentifiedCoefficientWarning`)
+    is NaN, as are its SE and interval: the candidate's minimum-norm split is no
+    estimate.
     """
     _, coefs, order = _inputs(res)
-    return _not_identified(res, inference.averaged_params(coefs, res.weights).reindex(order))
+    shown = [term for term in order if term in set(common_terms(res))]
+    return _not_identified(res, inference.averaged_params(coefs, res.weights).reindex(shown))
 
 
-def bse(res: PearlResults) -> ParamsLike:
-    """Unconditional standard errors (Burnham & Anderson 2002, eq. 4.9), weights as fixed."""
+def _averaged_se(res: PearlResults, coefs: dict, ses: dict, average: str, revised: bool):
+    if average == "conditional":
+        return inference.conditional_se(coefs, ses, res.weights, revised=revised)
+    return inference.unconditional_se(coefs, ses, res.weights, revised=revised)
+
+
+def bse(res: PearlResults, revised: bool = True) -> ParamsLike:
+    """Unconditional SEs of :func:`params`, Burnham & Anderson (2002) eq. 6.12 (or eq. 4.9).
+
+    ``revised=True`` is MuMIn's default ``revised.var = TRUE``. The weights and the
+    candidate set are taken as fixed.
+    """
     labels, coefs, order = _inputs(res)
     ses = _candidate_ses(res, labels)
     _warn_ridge(res)  # after candidate_bse, which raises for ridge multinomial fits
-    return _not_identified(res, inference.unconditional_se(coefs, ses, res.weights).reindex(order))
+    shown = [term for term in order if term in set(common_terms(res))]
+    table = inference.unconditional_se(coefs, ses, res.weights, revised=revised)
+    return _not_identified(res, table.reindex(shown))
 
 
-def conf_int(res: PearlResults, alpha: float = 0.05) -> pd.DataFrame:
-    """Intervals ``b_avg +- z se``, with each OLS candidate's t quantile folded into se.
+def conf_int(res: PearlResults, alpha: float = 0.05, revised: bool = True) -> pd.DataFrame:
+    """Intervals ``b_avg +- z se`` of :func:`params`, each OLS candidate's t quantile folded in.
 
     Columns ``lower`` and ``upper``; rows terms, or (class, term) for multinomial.
     """
@@ -261,11 +292,87 @@ def conf_int(res: PearlResults, alpha: float = 0.05) -> pd.DataFrame:
     df_resid = None
     if res.family == "gaussian":
         df_resid = {label: candidate_cov(res, label)[1] for label in labels}
-    table = inference.averaged_conf_int(coefs, ses, res.weights, alpha, df_resid=df_resid)
+    table = inference.averaged_conf_int(coefs, ses, res.weights, alpha, df_resid=df_resid,
+                                        revised=revised)
+    shown = [term for term in order if term in set(common_terms(res))]
     if res.family == "multinomial":
-        rows = pd.MultiIndex.from_product([res.classes[1:], order])
+        rows = pd.MultiIndex.from_product([res.classes[1:], shown])
         return _not_identified(res, table.reindex(rows))
-    return _not_identified(res, table.reindex(order))
+    return _not_identified(res, table.reindex(shown))
+
+
+BLOCK_CAVEAT = ("block columns: {average} average over the candidates {which}; a block "
+                "column's coefficient means different things in candidates with different "
+                "other blocks, so no interval is given (issue 28: the full average's 95% "
+                "interval covered a block coefficient 0.67-0.82 of the time at n = 100)")
+
+
+def coef_table(res: PearlResults, terms: str = "common", average: str = "full", *,
+               revised: bool = True, alpha: float = 0.05) -> pd.DataFrame:
+    """``coef``, ``std err``, ``lower``, ``upper`` and ``weight`` (sum of w with the term).
+
+    See :meth:`PearlResults.coef_table`. Block columns get no interval.
+    """
+    _check_choice("terms", terms, ("common", "all"))
+    _check_choice("average", average, ("full", "conditional"))
+    labels, coefs, order = _inputs(res)
+    common = [term for term in order if term in set(common_terms(res))]
+    shown = order if terms == "all" else common
+    ses = _candidate_ses(res, labels)
+    _warn_ridge(res)
+    mean = (inference.conditional_params(coefs, res.weights) if average == "conditional"
+            else inference.averaged_params(coefs, res.weights))
+    se = _averaged_se(res, coefs, ses, average, revised)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PearlWarning)  # the ridge caveat was given above
+        interval = conf_int(res, alpha, revised)
+    if res.family == "multinomial":
+        mean, se = mean.T.stack(), se.T.stack()
+        rows = pd.MultiIndex.from_product([res.classes[1:], shown])
+        weight = inference.term_weights(coefs, res.weights).reindex(rows.get_level_values(1))
+    else:
+        rows = pd.Index(shown)
+        weight = inference.term_weights(coefs, res.weights).reindex(shown)
+    table = pd.DataFrame({"coef": mean.reindex(rows), "std err": se.reindex(rows),
+                          "lower": interval["lower"].reindex(rows),
+                          "upper": interval["upper"].reindex(rows),
+                          "weight": weight.to_numpy()}, index=rows)
+    table = _not_identified(res, table)
+    if len(shown) > len(common):
+        which = "that have the term, weights renormalised" if average == "conditional" else (
+            "(0 in a candidate without the term)")
+        table.attrs["note"] = BLOCK_CAVEAT.format(average=average, which=which)
+    return table
+
+
+def candidate_coefficients(res: PearlResults, labels: list | None = None,
+                           alpha: float = 0.05) -> pd.DataFrame:
+    """Each candidate's own coefficients, SEs and statsmodels intervals, one row per term.
+
+    See :meth:`PearlResults.candidate_params`.
+    """
+    from scipy import stats
+
+    labels = active_labels(res) if labels is None else labels
+    ses = _candidate_ses(res, labels)
+    _warn_ridge(res)
+    missing = unidentified_terms(res.stages)
+    frames = []
+    for label in labels:
+        coef, se = res.candidate_params(label), ses[label]
+        if isinstance(coef, pd.DataFrame):  # multinomial: (class, term) rows
+            coef, se = coef.T.stack(), se.T.stack()
+        df_resid = candidate_cov(res, label)[1] if res.family == "gaussian" else None
+        quantile = (stats.t.ppf(1 - alpha / 2, df_resid) if df_resid is not None
+                    else stats.norm.ppf(1 - alpha / 2))
+        frame = pd.DataFrame({"weight": float(res.weights[label]), "coef": coef,
+                              "std err": se, "lower": coef - quantile * se,
+                              "upper": coef + quantile * se})
+        terms = frame.index.get_level_values(-1)
+        frame.loc[terms.isin(list(missing.get(label, ()))), "coef":] = np.nan
+        frames.append(frame)
+    return pd.concat(frames, keys=labels, names=["candidate", "term"] if res.family
+                     != "multinomial" else ["candidate", "class", "term"])
 
 
 def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:

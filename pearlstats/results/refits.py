@@ -10,7 +10,7 @@ that :class:`~pearlstats.results.PearlResults` stores (``_design``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -19,6 +19,7 @@ import pandas as pd
 from ..engines._common import ridge_penalty_weights
 from ..engines.wide import candidate_exog
 from ..exceptions import OptionError, UnknownCandidateError
+from . import averaging
 
 __all__ = ["CandidateRefits"]
 
@@ -82,11 +83,36 @@ class CandidateRefits:
         """Mapping label -> statsmodels results of the candidate refitted on all rows."""
         return self._candidates
 
-    def candidate_params(self, label: str) -> pd.Series | pd.DataFrame:
-        """Coefficients of one candidate refitted on all rows, labelled by design column.
+    def candidate_params(self, label: str | Sequence[str] | None = None, *,
+                         alpha: float = 0.05) -> pd.Series | pd.DataFrame:
+        """Coefficients of candidates refitted on all rows.
 
-        The averaged model's coefficients are :attr:`params`.
+        Parameters
+        ----------
+        label : str, sequence of str, or None
+            One label: that candidate's coefficients, a Series labelled by design
+            column (a terms x classes DataFrame for multinomial). A sequence, or
+            None for the candidates with positive weight: a tidy DataFrame
+            indexed by (candidate, term) -- (candidate, class, term) for
+            multinomial -- with columns ``weight``, ``coef``, ``std err``,
+            ``lower`` and ``upper`` (each candidate's own statsmodels interval).
+        alpha : float, default 0.05
+            Level of the intervals of the tidy table.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"y": rng.normal(size=60), "a": rng.normal(size=(60, 1)),
+        ...         "b": rng.normal(size=(60, 1))}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> table = res.candidate_params()
+        >>> list(table.columns), list(table.index.names)
+        (['weight', 'coef', 'std err', 'lower', 'upper'], ['candidate', 'term'])
         """
+        if label is None or (not isinstance(label, str) and isinstance(label, Sequence)):
+            labels = None if label is None else [self._find(one).label for one in label]
+            return averaging.candidate_coefficients(self, labels, alpha)
         candidate = self._find(label)
         names = [self._design.column_names[i] for i in candidate.columns]
         values = self._candidate_params(label)

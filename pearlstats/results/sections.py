@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 MAX_LEDGER_ROWS = 20
 # Above this many block columns the coefficient section shows the covariates only.
-MAX_BLOCK_COEFFICIENTS = 12
 # Loss names are options (loss="cross_entropy"); a paper's table says them in words.
 _LOSS_WORDS = {"squared": "squared error", "cross_entropy": "cross-entropy",
                "absolute": "absolute error"}
@@ -205,27 +204,56 @@ def _ridge_note(res: PearlResults) -> str | None:
     return note + " A fit without a ridge gives valid intervals."
 
 
-def coefficients_table(res: PearlResults, show_blocks: bool | None
+COEFFICIENT_NOTE = (
+    "Coefficients: the terms in every candidate, averaged over the candidates with their "
+    "weights; SE by Burnham and Anderson's revised formula (2002, eq. 6.12; MuMIn's default), "
+    "the weights and the candidate set taken as fixed. The 95% intervals estimate that "
+    "fixed-weight average, so they do not include the sampling variability of the weights. "
+    "Intervals for new rows are another thing: prediction intervals (CV+) cover a new response "
+    "with about the stated probability on average over new rows, not at each x.")
+BLOCK_NOTE = (
+    " Block columns ({average} average{which}): a block column's coefficient means different "
+    "things in candidates with different other blocks, so this average is a summary, given "
+    "without an interval; each candidate's own estimates and intervals are reported per "
+    "candidate.")
+
+
+def _block_rows(res: PearlResults, average: str) -> tuple[list, list, str]:
+    """Stubs and cells of the block columns' averaged coefficients (no interval), and the note."""
+    table = res.coef_table(terms="all", average=average)
+    blocks = [name for name in table.index if name not in set(res.params.index)]
+    rows = [[number_cell(table.loc[name, "coef"]), number_cell(table.loc[name, "std err"]),
+             "", "", number_cell(table.loc[name, "weight"])] for name in blocks]
+    which = (", over the candidates that have the column, weights renormalised"
+             if average == "conditional" else ", 0 in a candidate without the column")
+    return blocks, rows, BLOCK_NOTE.format(average=average, which=which) if blocks else ""
+
+
+def coefficients_table(res: PearlResults, blocks: bool | str | None
                        ) -> tuple[SimpleTable | None, str]:
-    """Model-averaged coefficients: the formula's covariates first, then (if few) block columns."""
+    """Averaged coefficients of the terms in every candidate; block columns on request.
+
+    *blocks*: None or False for the common terms only; True or ``"conditional"``
+    adds the block columns' conditional (subset) average, ``"full"`` their full
+    average, each without an interval.
+    """
     if res.family == "multinomial":
         return None, ("Model-averaged coefficients: a multinomial fit has one set per class, "
                       "not tabulated in this summary.")
+    average = "conditional" if blocks is True else blocks or None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PearlWarning)  # the ridge caveat is the note below
         try:
             params, bse, interval = res.params, res.bse, res.conf_int()
+            extra = _block_rows(res, average) if average else ([], [], "")
         except OptionError as err:  # e.g. a downstream without coefficients
             return None, f"Model-averaged coefficients are not available: {err}"
-    covariates = [name for name in res.design_spec.covariates.names if name in params.index]
-    blocks = [name for name in params.index if name not in covariates]
-    show = len(blocks) <= MAX_BLOCK_COEFFICIENTS if show_blocks is None else show_blocks
-    shown = covariates + (blocks if show else [])
-    note = "Coefficients: the full model average (0 in a candidate without the term), with "
-    note += "Buckland et al.'s unconditional SE, the weights taken as fixed."
-    if not show and blocks:
-        note += (f" {len(blocks)} block columns not shown (the summary's coefficients option "
-                 "shows them).")
+    shown = list(params.index)
+    note = COEFFICIENT_NOTE + extra[2]
+    if not average and len(res.stages.design.column_names) > len(shown):
+        note += (" Block columns are not shown: each candidate's own coefficients are "
+                 "reported per candidate, and the summary's coefficients option adds their "
+                 "conditional average.")
     ridge = _ridge_note(res)
     if ridge:
         note += f" {ridge}"
@@ -235,13 +263,14 @@ def coefficients_table(res: PearlResults, show_blocks: bool | None
             f"{term} in {', '.join(map(str, labels))}" for term, labels in missing.items())
             + ": those candidates' columns are linearly dependent on all rows, so the split of "
             "the effect between these terms is arbitrary.")
-    if not shown:
+    if not shown and not extra[0]:
         return None, note
     rows = [[number_cell(params[name]), number_cell(bse[name]),
-             number_cell(interval.loc[name, "lower"]), number_cell(interval.loc[name, "upper"])]
-            for name in shown]
-    headers = ["coef", "SE", "[0.025", "0.975]"]
-    return _table(rows, headers, shown, "Model-averaged coefficients"), note
+             number_cell(interval.loc[name, "lower"]), number_cell(interval.loc[name, "upper"]),
+             number_cell(1.0)]
+            for name in shown] + extra[1]
+    headers = ["coef", "SE", "[0.025", "0.975]", "sum w"]
+    return _table(rows, headers, shown + extra[0], "Model-averaged coefficients"), note
 
 
 def uncertainty_table(res: PearlResults, n_resamples: int) -> SimpleTable:

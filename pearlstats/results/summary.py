@@ -52,7 +52,6 @@ from .latex import (
     latex_panel,
     summary_latex,
 )
-from .sections import MAX_BLOCK_COEFFICIENTS
 from .text_layout import WIDTH, layout_text, table_cells
 
 if TYPE_CHECKING:
@@ -60,7 +59,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LATEX_PREAMBLE",
-    "MAX_BLOCK_COEFFICIENTS",
     "PANELS",
     "Label",
     "PearlSummary",
@@ -213,7 +211,7 @@ def build_summary(
     res: PearlResults,
     correct: str | Sequence[str | Sequence[str]] | None = None,
     *,
-    coefficients: bool | None = None,
+    coefficients: bool | str | None = None,
     weight_uncertainty: bool | int = False,
 ) -> PearlSummary:
     """Assemble the summary of a :class:`~pearlstats.results.PearlResults`.
@@ -223,10 +221,11 @@ def build_summary(
     res : PearlResults
     correct : sequence of str, optional
         Correctly specified candidates (labels or block tuples); adds tau-hat.
-    coefficients : bool, optional
-        Show the block columns' averaged coefficients too (default: only when
-        there are at most ``MAX_BLOCK_COEFFICIENTS``); the formula's
-        covariates are always shown first.
+    coefficients : bool or {"conditional", "full"}, optional
+        The coefficients panel shows the terms in every candidate (intercept,
+        covariates) with intervals. ``True`` or ``"conditional"`` adds the block
+        columns' conditional (subset) average, ``"full"`` their full average,
+        without intervals; None or False: the common terms only.
     weight_uncertainty : bool or int, default False
         Add each weight's SD and percentile interval from the refitting
         bootstrap (``True``: 200 resamples; an int >= 2: that many; 0: none);
@@ -237,11 +236,13 @@ def build_summary(
     -------
     PearlSummary
     """
-    if coefficients is not None and not isinstance(coefficients, (bool, np.bool_)):
+    if not (coefficients is None or isinstance(coefficients, (bool, np.bool_))
+            or coefficients in ("conditional", "full")):
         # a truthy string such as "no" would otherwise show every block column
         raise OptionError(
-            f"coefficients={coefficients!r}; use True (every block column), False (the "
-            f"covariates only) or None (block columns when at most {MAX_BLOCK_COEFFICIENTS})"
+            f"coefficients={coefficients!r}; use True or 'conditional' (block columns' "
+            "conditional average too), 'full' (their full average), False or None (the terms "
+            "in every candidate only)"
         )
     n_resamples = _uncertainty_resamples(weight_uncertainty)
     summary = PearlSummary()

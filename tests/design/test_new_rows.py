@@ -163,7 +163,7 @@ def test_one_column_block_given_as_a_series_is_aligned_by_label():
     in_order = pearl.fit("y ~ block(a)", frame, blocks={"a": a[:, :1]}, seed=0)
     np.testing.assert_allclose(reversed_series.cv_predictions, in_order.cv_predictions,
                                rtol=1e-12)
-    assert list(reversed_series.params.index) == ["Intercept", "a[0]"]
+    assert list(reversed_series.candidate_params("a").index) == ["Intercept", "a[0]"]
     new = frame.iloc[:5]
     prediction = in_order.predict(new, blocks={"a": column.iloc[:5].iloc[::-1]})
     direct = _ols_prediction(a[:, :1], frame["y"].to_numpy(), a[:5, :1])

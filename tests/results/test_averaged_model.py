@@ -2,8 +2,10 @@
 
 Expected numbers are computed here, term by term, from ``res.candidates`` (the
 statsmodels refits) and ``res.weights`` with the published formulas (MuMIn's
-full average; Burnham & Anderson 2002, eq. 4.9 and section 4.3.3), or from a
-direct statsmodels fit -- never with pearlstats.inference.
+full and conditional averages; Burnham & Anderson 2002, eq. 6.12, eq. 4.9 and
+section 4.3.3), or from a direct statsmodels fit -- never with
+pearlstats.inference. MuMIn itself is not installed here (Debian has no
+r-cran-mumin), so the formulas are the reference.
 """
 
 from __future__ import annotations
@@ -46,53 +48,105 @@ def fits():
             for family, y in ys.items()}
 
 
-def _direct_average(res):
-    """Full average and eq. 4.9 SE over the positive-weight candidates, term by term."""
+COMMON = ["Intercept", "age"]
+
+
+def _direct_average(res, revised=True, average="full", z_factor=False, alpha=0.05):
+    """Full or conditional average and its SE (eq. 6.12 or 4.9) over the positive-weight
+    candidates, term by term; with *z_factor* each se_j is inflated by t_{df_j} / z."""
     w = {j: float(v) for j, v in res.weights.items() if v > 0}
     refits = {j: res.candidates[j] for j in w}
     terms = []
     for r in refits.values():
         terms += [t for t in r.params.index if t not in terms]
+    z = stats.norm.ppf(1 - alpha / 2)
     avg, se = {}, {}
     for t in terms:
-        b = {j: float(r.params.get(t, 0.0)) for j, r in refits.items()}
-        s = {j: float(r.bse.get(t, 0.0)) for j, r in refits.items()}
-        avg[t] = sum(w[j] * b[j] for j in w)
-        se[t] = sum(w[j] * math.sqrt(s[j] ** 2 + (b[j] - avg[t]) ** 2) for j in w)
+        having = list(w) if average == "full" else [j for j in w if t in refits[j].params]
+        total = sum(w[j] for j in having)
+        v = {j: w[j] / total for j in having}
+        b = {j: float(refits[j].params.get(t, 0.0)) for j in having}
+        s = {j: float(refits[j].bse.get(t, 0.0))
+             * (stats.t.ppf(1 - alpha / 2, refits[j].df_resid) / z if z_factor else 1.0)
+             for j in having}
+        avg[t] = sum(v[j] * b[j] for j in having)
+        parts = {j: s[j] ** 2 + (b[j] - avg[t]) ** 2 for j in having}
+        se[t] = (math.sqrt(sum(v[j] * parts[j] for j in having)) if revised
+                 else sum(v[j] * math.sqrt(parts[j]) for j in having))
     return w, refits, avg, se
 
 
 @pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
-def test_params_and_bse_are_the_full_average_of_the_refits(fits, family):
+def test_params_and_bse_are_the_average_of_the_refits_over_common_terms(fits, family):
     res = fits[family]
     w, refits, avg, se = _direct_average(res)
     assert len(w) >= 2, "the fixture must weight several candidates"
-    assert sorted(res.params.index) == sorted(avg)
-    assert list(res.params.index[:2]) == ["Intercept", "age"]  # covariates first
+    assert list(res.params.index) == COMMON == list(res.bse.index)  # no block columns
     # The engines' coefficients equal statsmodels' to its convergence tolerance.
     tol = {"rtol": 1e-10, "atol": 1e-12} if family == "gaussian" else {"rtol": 1e-6, "atol": 1e-8}
-    np.testing.assert_allclose(res.params[list(avg)], list(avg.values()), **tol)
-    np.testing.assert_allclose(res.bse[list(se)], list(se.values()), **tol)
-    assert res.bse["b[0]"] > min(r.bse.get("b[0]", np.inf) for r in refits.values())
+    np.testing.assert_allclose(res.params, [avg[t] for t in COMMON], **tol)
+    np.testing.assert_allclose(res.bse, [se[t] for t in COMMON], **tol)  # eq. 6.12 by default
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial"])
+@pytest.mark.parametrize("revised", [True, False])
+@pytest.mark.parametrize("average", ["full", "conditional"])
+def test_coef_table_is_mumins_full_or_conditional_average(fits, family, revised, average):
+    res = fits[family]
+    w, refits, avg, se = _direct_average(res, revised=revised, average=average)
+    table = res.coef_table(terms="all", average=average, revised=revised)
+    assert list(table.index) == COMMON + ["a[0]", "a[1]", "b[0]"]
+    tol = {"rtol": 1e-10, "atol": 1e-12} if family == "gaussian" else {"rtol": 1e-6, "atol": 1e-8}
+    np.testing.assert_allclose(table["coef"], [avg[t] for t in table.index], **tol)
+    np.testing.assert_allclose(table["std err"], [se[t] for t in table.index], **tol)
+    importance = [sum(w[j] for j in w if t in refits[j].params) for t in table.index]
+    np.testing.assert_allclose(table["weight"], importance, rtol=1e-12)
+    # Block columns get no interval; the common terms get conf_int's.
+    assert table.loc[["a[0]", "a[1]", "b[0]"], ["lower", "upper"]].isna().all().all()
+    pd.testing.assert_frame_equal(table.loc[COMMON, ["lower", "upper"]],
+                                  res.conf_int(revised=revised), check_names=False)
+    assert "no interval" in table.attrs["note"]
+
+
+def test_eq_4_9_is_available_and_smaller_than_the_default(fits):
+    res = fits["gaussian"]
+    _, _, _, se49 = _direct_average(res, revised=False)
+    old = res.coef_table(revised=False)["std err"]
+    np.testing.assert_allclose(old, [se49[t] for t in COMMON], rtol=1e-10)
+    assert (old <= res.bse + 1e-15).all()
+
+
+def test_candidate_params_table_is_each_candidates_statsmodels_fit(fits):
+    res = fits["gaussian"]
+    table = res.candidate_params()
+    w = {j: float(v) for j, v in res.weights.items() if v > 0}
+    assert list(table.index.get_level_values("candidate").unique()) == list(w)
+    for j in w:
+        direct = res.candidates[j]
+        part = table.loc[j]
+        assert (part["weight"] == w[j]).all()
+        np.testing.assert_allclose(part["coef"], direct.params, rtol=1e-10)
+        np.testing.assert_allclose(part["std err"], direct.bse, rtol=1e-10)
+        np.testing.assert_allclose(part[["lower", "upper"]], direct.conf_int(), rtol=1e-10)
+    one = res.candidate_params(["a"], alpha=0.1)
+    np.testing.assert_allclose(one[["lower", "upper"]], res.candidates["a"].conf_int(0.1),
+                               rtol=1e-10)
+    with pytest.raises(OptionError, match="average='subset'"):
+        res.coef_table(average="subset")
 
 
 @pytest.mark.parametrize("family", ["gaussian", "poisson"])
 def test_conf_int_uses_t_quantiles_for_ols_and_z_otherwise(fits, family):
     res = fits[family]
-    w, refits, avg, se = _direct_average(res)
-    z = stats.norm.ppf(0.95)
-    ci = res.conf_int(alpha=0.1)
-    for t in avg:
-        if family == "gaussian":
-            # Burnham & Anderson (2002, 4.3.3): se_j inflated by t_{df_j} / z.
-            half = z * sum(
-                w[j] * math.sqrt((float(r.bse.get(t, 0.0)) * stats.t.ppf(0.95, r.df_resid) / z) ** 2
-                                 + (float(r.params.get(t, 0.0)) - avg[t]) ** 2)
-                for j, r in refits.items())
-        else:
-            half = z * se[t]
-        assert ci.loc[t, "lower"] == pytest.approx(avg[t] - half, rel=1e-6, abs=1e-8)
-        assert ci.loc[t, "upper"] == pytest.approx(avg[t] + half, rel=1e-6, abs=1e-8)
+    for revised in (True, False):
+        w, refits, avg, se = _direct_average(res, revised=revised, alpha=0.1,
+                                             z_factor=family == "gaussian")
+        z = stats.norm.ppf(0.95)
+        ci = res.conf_int(alpha=0.1, revised=revised)
+        assert list(ci.index) == COMMON
+        for t in COMMON:
+            assert ci.loc[t, "lower"] == pytest.approx(avg[t] - z * se[t], rel=1e-6, abs=1e-8)
+            assert ci.loc[t, "upper"] == pytest.approx(avg[t] + z * se[t], rel=1e-6, abs=1e-8)
 
 
 def test_single_ols_candidate_reproduces_statsmodels():
@@ -103,11 +157,20 @@ def test_single_ols_candidate_reproduces_statsmodels():
     X = pd.DataFrame({"Intercept": 1.0, "x": x, "a[0]": blocks["a"][:, 0],
                       "a[1]": blocks["a"][:, 1]})
     direct = sm.OLS(ys["gaussian"], X).fit()
-    assert list(res.params.index) == list(X.columns)
-    np.testing.assert_allclose(res.params, direct.params, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(res.bse, direct.bse, rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(res.conf_int(), direct.conf_int(), rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(res.conf_int(0.2), direct.conf_int(0.2), rtol=1e-10, atol=1e-10)
+    common = ["Intercept", "x"]
+    assert list(res.params.index) == common
+    np.testing.assert_allclose(res.params, direct.params[common], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.bse, direct.bse[common], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res.conf_int(), direct.conf_int().loc[common], rtol=1e-10,
+                               atol=1e-10)
+    np.testing.assert_allclose(res.conf_int(0.2), direct.conf_int(0.2).loc[common],
+                               rtol=1e-10, atol=1e-10)
+    every = res.candidate_params(alpha=0.2).loc["a"]
+    assert list(every.index) == list(X.columns)
+    np.testing.assert_allclose(every["coef"], direct.params, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(every["std err"], direct.bse, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(every[["lower", "upper"]], direct.conf_int(0.2), rtol=1e-10,
+                               atol=1e-10)
     np.testing.assert_allclose(res.fittedvalues, direct.fittedvalues, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(res.resid, direct.resid, rtol=1e-10, atol=1e-10)
     new = {"x": np.array([0.0, 1.5]), "a": np.array([[0.2, -1.0], [1.0, 0.5]])}
@@ -207,8 +270,9 @@ def test_terms_of_zero_weight_candidates_do_not_enter():
     res = pearl.fit("y ~ age + block(a) + block(c)", {"y": ys["gaussian"], "age": blocks["age"],
                                                      "a": blocks["a"], "c": junk}, seed=0)
     assert res.weights["a"] == 1.0, "the junk block should get weight 0 here"
-    assert list(res.params.index) == ["Intercept", "age", "a[0]", "a[1]"]
-    np.testing.assert_allclose(res.params, res.candidates["a"].params, rtol=1e-10)
+    table = res.coef_table(terms="all")
+    assert list(table.index) == ["Intercept", "age", "a[0]", "a[1]"]
+    np.testing.assert_allclose(table["coef"], res.candidates["a"].params, rtol=1e-10)
 
 
 def test_multinomial_params_average_each_class_equation():
@@ -224,6 +288,17 @@ def test_multinomial_params_average_each_class_equation():
                            for j, p in refit.items())
             assert res.params.loc[t, column] == pytest.approx(expected, rel=1e-6, abs=1e-8)
     assert res.conf_int().index[0] == (1, "Intercept")
+    table = res.coef_table(terms="all", average="conditional")
+    for (column, t), value in table["coef"].items():
+        having = {j: res.candidates[j].params for j in w if t in res.candidates[j].params.index}
+        total = sum(w[j] for j in having)
+        c = list(res.params.columns).index(column)
+        expected = sum(w[j] * float(p.loc[t, c]) for j, p in having.items()) / total
+        assert value == pytest.approx(expected, rel=1e-6, abs=1e-8)
+    tidy = res.candidate_params()
+    assert list(tidy.index.names) == ["candidate", "class", "term"]
+    j = next(iter(w))
+    np.testing.assert_allclose(tidy.loc[(j, 2), "std err"], res.candidates[j].bse[1], rtol=1e-6)
     assert res.resid.shape == (150, 3)
     np.testing.assert_allclose(res.resid.sum(axis=1), 0.0, atol=1e-12)
 
@@ -241,10 +316,14 @@ def test_ridge_sandwich_standard_errors_and_warning():
     inv = np.linalg.inv(A)
     df = n - np.trace(X @ inv @ X.T)
     cov = np.sum((y - X @ b) ** 2) / df * inv @ X.T @ X @ inv
-    np.testing.assert_allclose(res.params, b, rtol=1e-9)
+    np.testing.assert_allclose(res.params, b[:2], rtol=1e-9)
     with pytest.warns(PearlWarning, match="ridge-penalised"):
         se = res.bse
-    np.testing.assert_allclose(se, np.sqrt(np.diag(cov)), rtol=1e-8)
+    np.testing.assert_allclose(se, np.sqrt(np.diag(cov))[:2], rtol=1e-8)
+    with pytest.warns(PearlWarning, match="ridge-penalised"):
+        table = res.coef_table(terms="all")
+    np.testing.assert_allclose(table["coef"], b, rtol=1e-9)
+    np.testing.assert_allclose(table["std err"], np.sqrt(np.diag(cov)), rtol=1e-8)
     with pytest.warns(PearlWarning, match="ridge-penalised"):
         res.conf_int()
     assert "ridge=0.05" in res.ridge_note

@@ -341,16 +341,26 @@ def test_coefficient_section_lists_covariates_first_and_matches_the_averaged_mod
     blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
     formula = f"y ~ age + block({NAMES[0]}) + block({NAMES[1]})"
     res = pearl.fit(formula, frame, blocks=blocks, seed=2, honest=False)
-    rows = _body(_table(res.summary(), "Model-averaged coefficients"))
-    assert list(rows)[:2] == ["Intercept", "age"]
+    summary = res.summary()
+    rows = _body(_table(summary, "Model-averaged coefficients"))
+    assert list(rows) == ["Intercept", "age"]  # the terms in every candidate only
     interval = res.conf_int()
     for term, cells in rows.items():
         _close(cells[0], res.params[term])
         _close(cells[1], res.bse[term])
         _close(cells[2], interval.loc[term, "lower"])
-    hidden = res.summary(coefficients=False)
-    assert list(_body(_table(hidden, "Model-averaged coefficients"))) == ["Intercept", "age"]
-    assert "block columns not shown" in " ".join(str(hidden).split())  # notes wrap
+    text = " ".join(str(summary).split())  # notes wrap
+    assert "Block columns are not shown" in text and "eq. 6.12" in text
+    assert "weights and the candidate set taken as fixed" in text and "CV+" in text
+    shown = res.summary(coefficients="conditional")
+    rows = _body(_table(shown, "Model-averaged coefficients"))
+    table = res.coef_table(terms="all", average="conditional")
+    assert list(rows) == list(table.index) and len(rows) > 2
+    block = list(rows)[2]
+    _close(rows[block][0], table.loc[block, "coef"])
+    _close(rows[block][1], table.loc[block, "std err"])
+    assert rows[block][2] == "" and rows[block][3] == ""  # no interval for a block column
+    assert "conditional average" in " ".join(str(shown).split())
 
 
 def test_weight_uncertainty_section_is_the_refitting_bootstrap(fitted):
@@ -367,7 +377,7 @@ def test_weight_uncertainty_section_is_the_refitting_bootstrap(fitted):
     ("weight_uncertainty", "yes", r"weight_uncertainty='yes'; use an int >= 2"),
     ("weight_uncertainty", 2.7, r"weight_uncertainty=2.7; use an int >= 2"),  # was 2 resamples
     ("weight_uncertainty", 1, r"weight_uncertainty=1; use an int >= 2"),
-    ("coefficients", "no", r"coefficients='no'; use True .*, False .* or None"),  # was True
+    ("coefficients", "no", r"coefficients='no'; use True or 'conditional'"),  # was True
 ])
 def test_summary_options_of_the_wrong_kind_are_option_errors(fitted, option, value, message):
     with pytest.raises(pearl.OptionError, match=message):
