@@ -29,6 +29,7 @@ from ..design.spec import DesignSpec
 from ..distributed.data import uses_dask
 from ..distributed.predict import evaluate_dask, predict_dask
 from ..engines._common import ridge_penalty_weights
+from ..engines.intercept import response_intercept_predictions
 from ..engines.wide import candidate_exog, candidate_rows
 from ..exceptions import (
     AllCandidatesFailedError,
@@ -47,7 +48,7 @@ from ..stages import FitState
 from . import averaging, evaluation
 from .diagnostics import WeightDiagnostics
 from .readonly import cached_table
-from .strategies import STRATEGIES, combine, strategy_weights
+from .strategies import NULL, STRATEGIES, combine, strategy_weights
 from .summary import build_summary
 
 if TYPE_CHECKING:
@@ -326,7 +327,8 @@ class PearlResults(WeightDiagnostics):
     def honest(self) -> pd.DataFrame | None:
         """Honest risk of PEARL and every baseline, from nested cross-validation.
 
-        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns ``risk``,
+        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best and Null (the
+        intercept-only model fitted on each outer training set); columns ``risk``,
         ``se``, ``ratio`` (PEARL's risk / the row's, on the same held-out
         rows) and ``ratio_se`` (paired delta-method SE). Inside each outer fold
         the whole procedure is re-run on the other rows — PEARL re-solves its
@@ -410,11 +412,19 @@ class PearlResults(WeightDiagnostics):
         columns = {}
         for name, w in zip(self.strategy_weights.index, weights):
             columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
+        # The reference row: the intercept-only model on the same folds (no strategy weights it)
+        columns[NULL] = self._pointwise(
+            response_intercept_predictions(self._response, self._family.name, self._folds))
         return pd.DataFrame(columns)
 
     @cached_table
     def baselines(self) -> pd.DataFrame:
         """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
+
+        The last row, Null, is the family's intercept-only model (mean, class
+        frequencies or mean rate, with the fit's offsets and observation
+        weights) on the same folds: the risk of ignoring every input. It is a
+        reference, not a candidate, so its ``risk_ratio`` may exceed 1.
 
         ``ratio_se`` is a paired (delta-method) standard error of the ratio,
         from per-row loss differences on the same rows. With observation weights the
@@ -440,6 +450,8 @@ class PearlResults(WeightDiagnostics):
         return pd.DataFrame.from_dict(rows, orient="index")
 
     def _strategy_label(self, name: str) -> str:
+        if name == NULL:
+            return "intercept only"
         weights = self.strategy_weights.loc[name]
         if weights.isna().any():
             return "failed"
