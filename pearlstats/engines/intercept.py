@@ -19,9 +19,14 @@ array([4.5, 4.5, 1.5, 1.5])
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, logit
+
+if TYPE_CHECKING:
+    from ..families import EncodedResponse
 
 __all__ = ["intercept_fit", "intercept_predict", "intercept_only_predictions"]
 
@@ -47,7 +52,8 @@ def _binomial_intercept(y: np.ndarray, w: np.ndarray, offset: np.ndarray) -> flo
 
 
 def intercept_fit(family: str, y: np.ndarray, row_weights: np.ndarray | None = None,
-                  offset: np.ndarray | None = None, n_classes: int | None = None):
+                  offset: np.ndarray | None = None, n_classes: int | None = None
+                  ) -> float | np.ndarray:
     """The intercept-only model fitted to rows: its mean (or class frequencies) parameter.
 
     Parameters
@@ -82,7 +88,8 @@ def intercept_fit(family: str, y: np.ndarray, row_weights: np.ndarray | None = N
     raise ValueError(f"no intercept-only model for family {family!r}")
 
 
-def intercept_predict(family: str, parameter, n: int, offset: np.ndarray | None = None):
+def intercept_predict(family: str, parameter: float | np.ndarray, n: int,
+                      offset: np.ndarray | None = None) -> np.ndarray:
     """Means (n,) or class probabilities (n, C) of the intercept-only model for *n* rows."""
     if family == "multinomial":
         return np.tile(parameter, (n, 1))
@@ -128,7 +135,8 @@ def intercept_only_predictions(family: str, y: np.ndarray, folds: np.ndarray,
     return out
 
 
-def response_intercept_predictions(response, family: str, folds: np.ndarray) -> np.ndarray:
+def response_intercept_predictions(response: EncodedResponse, family: str,
+                                   folds: np.ndarray) -> np.ndarray:
     """:func:`intercept_only_predictions` of an encoded response (its weights and offset)."""
     return intercept_only_predictions(family, response.y, folds, response.row_weights,
                                       response.offset, response.n_classes or None)

@@ -29,6 +29,10 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["QUICK_VARIABLE", "RESULTS_VARIABLE", "quick_mode", "results_folder",
            "write_result_note", "block_formula"]
@@ -79,7 +83,8 @@ def results_folder(name: str = "results") -> Path:
     return folder
 
 
-def write_result_note(folder: Path, name: str, title: str, command: str, table) -> Path | None:
+def write_result_note(folder: Path, name: str, title: str, command: str,
+                      table: pd.DataFrame) -> Path | None:
     """Record a full run's table as ``folder/name.md`` with the command that made it.
 
     Quick runs write nothing (their numbers are not the ones to cite); returns the
