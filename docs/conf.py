@@ -21,13 +21,12 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE / "_ext"))
 sys.path.insert(0, str(ROOT))
 
-# The vignettes' kernels inherit this environment: quick mode, the vignettes' folder on the path
-# (they import their ``_common`` helper), no GUI; their results go next to the built site
-# (``_set_results_folder``).
+# The vignettes' kernels inherit this environment: quick mode, this checkout's pearlstats on the
+# path, no GUI; their results go next to the built site (``_set_results_folder``).
 os.environ["PEARLSTATS_QUICK"] = "1"
 os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(ROOT / "vignettes"), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
 )
 
 from vignette_source import NOT_EXECUTED  # noqa: E402

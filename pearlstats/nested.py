@@ -37,13 +37,14 @@ import pandas as pd
 
 from .design.folds import check_class_coverage, make_folds
 from .engines._common import EngineOutput
+from .engines.intercept import response_intercept_predictions
 from .exceptions import DataError, FoldError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .observation_weights import mean_se
 from .stages import FitState, cross_validate
 from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
-from .weights.baselines import STRATEGIES, combine, strategy_weights
+from .weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from .weights.certificate import gap_table
 
 if TYPE_CHECKING:
@@ -398,14 +399,19 @@ def nested_cross_validation(
 
 
 def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
-    """Each row's held-out surrogate loss under every strategy (columns in STRATEGIES order)."""
+    """Each row's held-out surrogate loss under every strategy (columns in STRATEGIES order).
+
+    The last column, ``NULL``, is the intercept-only model fitted on each outer
+    fold's training rows: the reference risk of ignoring every input.
+    """
     y = state.response.y
-    return pd.DataFrame(
-        {
-            name: state.loss.pointwise(y, nested.held_out_predictions(name, state.loss))
-            for name in STRATEGIES
-        }
-    )
+    losses = {
+        name: state.loss.pointwise(y, nested.held_out_predictions(name, state.loss))
+        for name in STRATEGIES
+    }
+    null = response_intercept_predictions(state.response, state.family.name, nested.outer_folds)
+    losses[NULL] = state.loss.pointwise(y, null)
+    return pd.DataFrame(losses)
 
 
 def rows_loss(loss: Loss, rows: np.ndarray) -> Loss:

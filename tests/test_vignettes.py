@@ -56,19 +56,33 @@ def test_vignette_runs_quickly(path, tmp_path):
     assert done.stdout.count("FIGURE CHECKED") == len(saved)
 
 
-def test_quick_mode_writes_outside_the_committed_results():
+def test_quick_mode_writes_outside_the_committed_results(tmp_path):
+    # A quick run without PEARLSTATS_RESULTS (a reader's) goes to the system's temporary folder,
+    # never into the repository; a full run's folder is results/ beside the script.
     vignettes = VIGNETTES[0].parent
     env = {key: value for key, value in os.environ.items() if key != "PEARLSTATS_RESULTS"}
-    env["PEARLSTATS_QUICK"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-c", "import _common; print(_common.RESULTS)"],
-        cwd=vignettes,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    assert Path(done.stdout.strip()) == vignettes / "_build" / "quick-results"
+    env["TMPDIR"] = str(tmp_path)
+    root = vignettes.parent
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    script = tmp_path / "where.py"
+    script.write_text("from pearlstats.experiments import results_folder\n"
+                      "print(results_folder())\n", encoding="utf-8")
+
+    def folder(quick: str) -> Path:
+        done = subprocess.run([sys.executable, str(script)], cwd=vignettes,
+                              env={**env, "PEARLSTATS_QUICK": quick}, capture_output=True,
+                              text=True, timeout=60, check=True)
+        return Path(done.stdout.strip())
+
+    assert folder("1") == tmp_path / "pearlstats-quick-results"
+    assert folder("0") == tmp_path / "results"
+
+
+def test_vignettes_are_self_contained_and_say_how_long_they_take():
+    # The rendered page is code a reader runs as shown: no private helper of the folder; and
+    # the first markdown cells say how long the full run takes.
     for path in VIGNETTES:
-        assert 'matplotlib.use("Agg")' not in path.read_text(encoding="utf-8"), path.name
+        text = path.read_text(encoding="utf-8")
+        assert "_common" not in text, path.name
+        assert 'matplotlib.use("Agg")' not in text, path.name
+        assert re.search(r"^# \*\*Full run:\*\* ", text, re.MULTILINE), path.name

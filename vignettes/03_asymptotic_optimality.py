@@ -17,15 +17,29 @@
 # analyst has). Because both contain the noise variance $\sigma^2$, we also show the ratio of
 # *excess* risks, measured against the true regression function $E(y \mid x)$, which is a harder
 # test.
+#
+# **Full run:** about 20 minutes on two cores with `n_jobs=-1` (the committed run's 300 tasks add
+# up to 38.5 minutes of CPU time, `seconds` in `results/theorem1.csv`). Quick mode: under a
+# minute.
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 
 import pearlstats as pearl
-from pearlstats.experiments import grid, run_grid
+from pearlstats.experiments import (
+    block_formula,
+    grid,
+    paper_representations,
+    quick_mode,
+    results_folder,
+    run_grid,
+    write_result_note,
+)
 
-from _common import N_JOBS, QUICK, RESULTS, formula_for, paper_representations, write_summary
+QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
+RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
+N_JOBS = 1 if QUICK else -1  # every core for the full run
 
 SQUARED = pearl.get_loss("squared", "gaussian")
 
@@ -36,7 +50,7 @@ def optimality_task(setting, seed):
         setting["n"], N=setting["N"], n_test=setting["n_test"], sigma=0.5, seed=data_seed
     )
     reps = paper_representations(learner_seed).fit(data.unlabeled)
-    res = pearl.fit(formula_for(reps.names), data.labeled, blocks=reps, seed=fold_seed)
+    res = pearl.fit(block_formula(reps.names), data.labeled, blocks=reps, seed=fold_seed)
     P = res.predict_candidates(data.test).to_numpy()
     y, mean = data.test["y"].to_numpy(), data.conditional_mean(data.test)
     w = res.weights.to_numpy()
@@ -63,8 +77,9 @@ summary = table.groupby("n")[
     ["risk_ratio", "excess_ratio", "ms_excess_ratio", "sa_excess_ratio"]
 ].agg(["mean", "median"])
 print(summary.round(4).to_string())
-write_summary("theorem1", f"Theorem 1: risk ratios over {repetitions} repetitions per n",
-              "python vignettes/03_asymptotic_optimality.py", summary.round(4))
+write_result_note(RESULTS, "theorem1",
+                  f"Theorem 1: risk ratios over {repetitions} repetitions per n",
+                  "python vignettes/03_asymptotic_optimality.py", summary.round(4))
 
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")

@@ -16,15 +16,28 @@
 # specified (32 of the 63 candidates). Theorem 2 says $\hat\tau$, the total weight on those
 # candidates, tends to 1. Without the oracle block no candidate is correct; we show where the weight
 # goes instead.
+#
+# **Full run:** about 4 minutes on two cores with `n_jobs=-1` (the committed run's 350 tasks add
+# up to 7.2 minutes of CPU time, `results/theorem2.csv`). Quick mode: under a minute.
 
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
 
 import pearlstats as pearl
-from pearlstats.experiments import grid, run_grid
+from pearlstats.experiments import (
+    block_formula,
+    grid,
+    paper_representations,
+    quick_mode,
+    results_folder,
+    run_grid,
+    write_result_note,
+)
 
-from _common import N_JOBS, QUICK, RESULTS, formula_for, paper_representations, write_summary
+QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
+RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
+N_JOBS = 1 if QUICK else -1  # every core for the full run
 
 
 def consistency_task(setting, seed):
@@ -36,12 +49,12 @@ def consistency_task(setting, seed):
     blocks = reps.transform(data.labeled)
     records = []
     with_oracle = {**blocks, "oracle": pearl.datasets.paper_features(data.labeled).to_numpy()}
-    res = pearl.fit(formula_for(with_oracle), data.labeled, blocks=with_oracle, seed=fold_seed)
+    res = pearl.fit(block_formula(with_oracle), data.labeled, blocks=with_oracle, seed=fold_seed)
     correct = [label for label in res.candidate_labels if "oracle" in label.split("+")]
     records.append(
         {"pool": "with oracle", "tau_hat": res.tau_hat(correct), **res.block_importance.to_dict()}
     )
-    res = pearl.fit(formula_for(blocks), data.labeled, blocks=blocks, seed=fold_seed)
+    res = pearl.fit(block_formula(blocks), data.labeled, blocks=blocks, seed=fold_seed)
     records.append(
         {"pool": "without oracle", "tau_hat": float("nan"), **res.block_importance.to_dict()}
     )
@@ -72,7 +85,8 @@ print(tau.round(4).to_string())
 blocks = ["pca", "kpca_rbf", "kpca_poly", "kpca_sigmoid", "kpca_cosine"]
 without = table[table["pool"] == "without oracle"].groupby("n")[blocks].mean()
 print(without.round(3).to_string())
-write_summary(
+write_result_note(
+    RESULTS,
     "theorem2",
     "Theorem 2: tau-hat with the oracle block, block importance without it "
     f"({repetitions} repetitions per n)",

@@ -26,9 +26,10 @@
 #   repetitions each (as the paper, which draws its labeled subsets from the training images the
 #   representations were learned on).
 #
-# The full version takes about 9 minutes on two (shared) CPU cores. The quick version
-# (`PEARLSTATS_QUICK=1`, used by the tests) trains the networks for a couple of epochs and fits one
-# small n with fewer candidates; its numbers only show that the code runs.
+# The quick version (`PEARLSTATS_QUICK=1`, used by the tests) trains the networks for a couple of
+# epochs and fits one small n with fewer candidates; its numbers only show that the code runs.
+#
+# **Full run:** about 9 minutes on two shared cores. Quick mode: about a minute.
 
 # %%
 import importlib.util
@@ -40,8 +41,10 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 import pearlstats as pearl
+from pearlstats.experiments import quick_mode, results_folder
 
-from _common import QUICK, RESULTS
+QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
+RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
 
 N_JOBS = 1
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -69,10 +69,22 @@ def _risks(stats, n: int):
     return risk, se
 
 
-def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool, env, n):
-    """CV risks of every candidate and the weight solution over the pool."""
+def _null_means(moments) -> np.ndarray:
+    """The intercept-only model of each fold: the mean response of the other folds' rows.
+
+    Without offsets or weights (which the distributed fit does not take) this is the
+    maximum-likelihood fit of every family it supports (mean, class frequency, mean rate).
+    """
+    return np.array([moments.training("sy", k) / moments.training("n", k)
+                     for k in moments.labels])
+
+
+def _weights(rows, spec, family, loss, fold_spec, moments, coefs, failed, n_pool, env):
+    """CV risks of every candidate (and of the intercept-only model), and the pool's weights."""
+    labels, n = moments.labels, moments.n
     K = len(labels)
-    oof = OofPasses(rows, spec, family.name, fold_spec, labels, coefs[:K], env)
+    oof = OofPasses(rows, spec, family.name, fold_spec, labels, coefs[:K], env,
+                    _null_means(moments))
     if loss.solver == "qp" and loss.name == "squared":
         stats = oof.residuals()
         EtE = stats["EtE"]
@@ -105,11 +117,13 @@ def _weights(rows, spec, family, loss, fold_spec, labels, coefs, failed, n_pool,
         merged = tuple(tuple(int(active[j]) for j in group) for group in merged)
         extra = 1 + form.passes
     risk = np.where(failed, np.nan, risk)
+    null = _risks({"risk": stats["null"], "risk2": stats["null2"]}, n)
     return (
         weight_solution(w, objective, gap, solver, merged),
         risk,
         np.where(failed, np.nan, se),
         extra,
+        null,
     )
 
 
@@ -174,8 +188,8 @@ def fit_distributed(
         from ..exceptions import AllCandidatesFailedError
 
         raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation", None)
-    solution, risk, se, extra = _weights(
-        rows, spec, family, loss, fold_spec, moments.labels, coefs, failed, n_pool, env, moments.n
+    solution, risk, se, extra, null = _weights(
+        rows, spec, family, loss, fold_spec, moments, coefs, failed, n_pool, env
     )
     entries.extend(_duplicate_entries(solution, everything))
     return DaskPearlResults(
@@ -190,6 +204,7 @@ def fit_distributed(
         solution=solution,
         risks=risk,
         risks_se=se,
+        null_risk=null,
         n=moments.n,
         labels=moments.labels,
         fold_spec=fold_spec,

@@ -34,18 +34,32 @@ def oof_predictions(
     return P if kind == "gaussian" else mean_of(kind, P)
 
 
-def _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env):
+def _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, with_folds=False):
     X = partition_design(spec, frame, blocks)
     y = partition_response(spec, kind, frame, env)
     folds = partition_folds(frame, offset, len(y), fold_spec)
-    return y, oof_predictions(X, folds, labels, coefs, kind)
+    P = oof_predictions(X, folds, labels, coefs, kind)
+    return (y, P, folds) if with_folds else (y, P)
 
 
-def _residual_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env):
-    y, P = _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env)
+def _null_sums(row_losses, y: np.ndarray, folds: np.ndarray, null: np.ndarray | None) -> dict:
+    """The intercept-only model's summed row losses and their squares (for its risk and SE)."""
+    if null is None:
+        return {}
+    losses = row_losses(y, null[folds])
+    return {"null": float(losses.sum()), "null2": float(losses @ losses)}
+
+
+def _squared(y: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    return (y - prediction) ** 2
+
+
+def _residual_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, null):
+    y, P, folds = _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, True)
     E = y[:, None] - P
     E2 = E * E
-    return {"EtE": E.T @ E, "n": len(y), "E4": np.sum(E2 * E2, axis=0)}
+    out = {"EtE": E.T @ E, "n": len(y), "E4": np.sum(E2 * E2, axis=0)}
+    return out | _null_sums(_squared, y, folds, null)
 
 
 def _barrier_rows(loss_name, y, P):
@@ -58,10 +72,11 @@ def _barrier_rows(loss_name, y, P):
     return np.maximum(P[counted], EPS), 2.0 * y[counted], 2.0 * P.sum(axis=0), const
 
 
-def _risk_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, loss):
-    y, P = _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env)
+def _risk_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, loss, null):
+    y, P, folds = _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, True)
     pointwise = loss.row_losses(y[:, None], P)
     out = {"n": len(y), "risk": pointwise.sum(axis=0), "risk2": np.sum(pointwise**2, axis=0)}
+    out |= _null_sums(loss.row_losses, y, folds, null)
     if loss.solver == "convex":
         A, c, b, const = _barrier_rows(loss.name, y, P)
         out["vertex"] = -(c @ np.log(A)) + b + const
@@ -95,6 +110,9 @@ class OofPasses:
         Each fold's coefficients of every candidate.
     env : None
         The formula's namespace on the workers (None: the spec's own).
+    null : ndarray (K,), optional
+        The intercept-only model's mean in each fold (from the other folds' rows): the
+        residual and risk passes also sum its losses (``null``, ``null2``).
     """
 
     rows: Any
@@ -104,6 +122,7 @@ class OofPasses:
     labels: list
     coefs: np.ndarray
     env: Any = None
+    null: np.ndarray | None = None
 
     def _sum(self, part, *extra) -> dict:
         return tree_sum(self.rows.tasks(
@@ -115,12 +134,14 @@ class OofPasses:
         return replace(self, coefs=self.coefs[:, :, candidates])
 
     def residuals(self) -> dict:
-        """``E'E`` (J x J) of the residuals ``E = y 1' - P``, the row count and ``sum E^4``."""
-        return self._sum(_residual_part)
+        """``E'E`` (J x J) of the residuals ``E = y 1' - P``, the row count, ``sum E^4`` and
+        the intercept-only model's ``null`` and ``null2`` sums."""
+        return self._sum(_residual_part, self.null)
 
     def risks(self, loss: Any) -> dict:
-        """Each candidate's summed out-of-fold loss (and square), and the form's vertex values."""
-        return self._sum(_risk_part, loss)
+        """Each candidate's summed out-of-fold loss (and square), the form's vertex values, and
+        the intercept-only model's ``null`` and ``null2`` sums."""
+        return self._sum(_risk_part, loss, self.null)
 
     def barrier(self, loss: Any, w: np.ndarray, n: int) -> tuple:
         """The weight objective at *w*, its gradient, Hessian (row means) and the loss of P w."""

@@ -4,7 +4,7 @@ A distributed fit keeps only small things on the client: the fold and
 all-rows coefficients of every candidate, the J x J statistics the weights
 came from, the weights and the CV risks. It offers the cross-validation
 description of :class:`~pearlstats.results.PearlResults` (``weights``,
-``cv_risk``, ``cv_risk_se``, ``strategy_weights``, ``params``,
+``cv_risk``, ``cv_risk_se``, ``null_risk``, ``strategy_weights``, ``params``,
 ``weight_objective``, ``kkt_gap``, ``failures``), lazy ``folds`` and
 ``predict`` of dask rows, and ``evaluate`` of dask test rows. What needs the
 rows in memory (statsmodels refits, ``cv_predictions``, the honest nested
@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..exceptions import OptionError, UnknownCandidateError
 from ..ledger import FailureLedger
-from ..weights.baselines import STRATEGIES, strategy_weights
+from ..weights.baselines import NULL, STRATEGIES, strategy_weights
 from .data import hash_folds
 
 __all__ = ["DaskPearlResults", "InMemoryOnlyError"]
@@ -57,6 +57,7 @@ class DaskPearlResults:
         solution: Any,
         risks: np.ndarray,
         risks_se: np.ndarray,
+        null_risk: tuple,
         n: int,
         labels: list,
         fold_spec: Any,
@@ -78,6 +79,7 @@ class DaskPearlResults:
         self._solution = solution
         self._risks = risks
         self._risks_se = risks_se
+        self._null_risk = null_risk
         self.nobs = int(n)
         self._labels = labels
         self._fold_spec = fold_spec
@@ -116,6 +118,18 @@ class DaskPearlResults:
         return pd.Series(
             self._risks_se[: len(self._pool)], index=self.candidate_labels, name="cv_risk_se"
         )
+
+    @property
+    def null_risk(self) -> pd.Series:
+        """CV risk and SE of the intercept-only model on the fit's folds (the Null row).
+
+        The mean response (gaussian), frequency of 1 (binomial) or mean rate
+        (Poisson) of the other folds' rows predicts each fold: the risk of
+        ignoring every input, the row ``Null`` of an in-memory fit's
+        ``baselines`` at the same fold labels. A reference, not a candidate.
+        """
+        risk, se = self._null_risk
+        return pd.Series({"cv_risk": float(risk), "se": float(se)}, name=NULL)
 
     @property
     def failures(self) -> pd.DataFrame:

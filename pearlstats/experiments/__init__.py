@@ -19,8 +19,9 @@ keeps them, and ``--resume`` runs only the rest (see :mod:`.cli`)::
         --out vignettes/results/simulation.csv
 
 Modules: :mod:`.runner` (grid, run_grid, iter_runs), :mod:`.simulation` (the
-paper's simulation task), :mod:`.partial` (the incremental results file) and
-:mod:`.cli` (the command line).
+paper's simulation task), :mod:`.partial` (the incremental results file),
+:mod:`.cli` (the command line) and :mod:`.vignettes` (the vignettes' quick mode and
+results folder).
 
 Examples
 --------
@@ -36,15 +37,20 @@ from __future__ import annotations
 from .cli import main
 from .runner import RUNNER_FIELDS, grid, iter_runs, run_grid
 from .simulation import PAPER_GRID, SimulationSweep, cell_seed, paper_representations
+from .vignettes import block_formula, quick_mode, results_folder, write_result_note
 
 __all__ = [
     "PAPER_GRID",
     "RUNNER_FIELDS",
     "SimulationSweep",
+    "block_formula",
     "cell_seed",
     "grid",
     "iter_runs",
     "main",
     "paper_representations",
+    "quick_mode",
+    "results_folder",
     "run_grid",
+    "write_result_note",
 ]

@@ -10,6 +10,7 @@ ordered by setting, then repetition.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -260,14 +261,27 @@ def _finished_runs(
     """The runs as they finish; closing this generator stops the workers (e.g. after Ctrl-C)."""
     results = runner(jobs)
     try:
-        if progress:
-            from tqdm.auto import tqdm
-
-            yield from tqdm(results, total=total, desc="runs")
-        else:
-            yield from results
+        yield from (_progress_bar(results, total) if progress else results)
     finally:
         results.close()
+
+
+def _progress_bar(results: Iterable, total: int) -> Iterable:
+    """*results* behind a tqdm bar where one can be drawn, else as they are.
+
+    Jupyter's widget bar needs ipywidgets; without it tqdm's notebook bar warns
+    "IProgress not found" and its text fallback prints every redraw into the cell's
+    output (about 200 lines in an executed vignette). So tqdm.auto is asked only
+    with ipywidgets, and a text bar is drawn only on a terminal (``disable=None``):
+    an executed notebook without widgets, or a log file, gets no bar.
+    """
+    if importlib.util.find_spec("ipywidgets") is not None:
+        # tqdm.auto picks the widget bar in Jupyter, the text bar elsewhere (importing it
+        # without ipywidgets in a kernel is what warns "IProgress not found")
+        from tqdm.auto import tqdm as bar
+    else:
+        from tqdm import tqdm as bar
+    return bar(results, total=total, desc="runs", disable=None)
 
 
 def run_grid(

@@ -35,7 +35,7 @@ from ..design.formula import response_values
 from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
 from ..observation_weights import mean_se
-from ..weights.baselines import STRATEGIES
+from ..weights.baselines import STRATEGIES, TABLE_ROWS
 from ..weights.metrics import (
     CLASSIFICATION_METRICS,
     ORACLE,
@@ -147,9 +147,10 @@ class HonestRisk:
 
     Attributes
     ----------
-    row_losses : DataFrame (n, 6 + J)
+    row_losses : DataFrame (n, 7 + J)
         Surrogate loss of each row when it was held out: the strategies
-        (PEARL, MS, SA-FRL, SA-cand, Fusion, Best), then every pool candidate.
+        (PEARL, MS, SA-FRL, SA-cand, Fusion, Best), the intercept-only model
+        (Null) fitted on each outer training set, then every pool candidate.
     fold_weights : DataFrame (outer folds, J)
         The PEARL weights solved inside each outer training set.
     outer_folds : ndarray of int (n,)
@@ -185,15 +186,17 @@ class HonestRisk:
 
     @property
     def table(self) -> pd.DataFrame:
-        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns risk, se, ratio, ratio_se,
-        kkt_gap and certified.
+        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best and Null; columns risk, se, ratio,
+        ratio_se, kkt_gap and certified.
 
+        Null is the intercept-only model (the risk of ignoring every input), a
+        reference that no strategy weights.
         ``ratio`` is PEARL's risk over the row's. ``kkt_gap`` is, for PEARL, the
         largest certified gap of its weight solves over the outer folds (NaN for
         the baselines, which solve nothing); ``certified`` is False on the PEARL row
         when some outer fold's solve was not certified (see :attr:`fold_gaps`).
         """
-        table = paired_ratio_table(self.row_losses[list(STRATEGIES)],
+        table = paired_ratio_table(self.row_losses[list(TABLE_ROWS)],
                                    row_weights=self.row_weights, weight_type=self.weight_type)
         table["kkt_gap"] = np.nan
         table["certified"] = True
@@ -220,7 +223,7 @@ class HonestRisk:
     @property
     def best_candidate(self) -> str:
         """The pool candidate with the lowest honest risk (in hindsight: no user could pick it)."""
-        return str(self.risk["risk"].iloc[len(STRATEGIES):].idxmin())
+        return str(self.risk["risk"].iloc[len(TABLE_ROWS):].idxmin())
 
     def excess_over(self, strategy: str = "MS") -> tuple[float, float]:
         """PEARL's honest risk minus a strategy's, and the paired SE of that difference."""

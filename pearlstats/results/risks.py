@@ -15,9 +15,10 @@ from functools import cached_property
 
 import pandas as pd
 
+from ..engines.intercept import response_intercept_predictions
 from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, ResponseError
 from ..nested import NestedCV, nested_cross_validation
-from ..weights.baselines import STRATEGIES, combine, strategy_weights
+from ..weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from . import evaluation
 from .readonly import cached_table
 
@@ -31,7 +32,8 @@ class StrategyRisks:
     def honest(self) -> pd.DataFrame | None:
         """Honest risk of PEARL and every baseline, from nested cross-validation.
 
-        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best; columns ``risk``,
+        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best and Null (the
+        intercept-only model fitted on each outer training set); columns ``risk``,
         ``se``, ``ratio`` (PEARL's risk / the row's, on the same held-out
         rows) and ``ratio_se`` (paired delta-method SE). Inside each outer fold
         the whole procedure is re-run on the other rows — PEARL re-solves its
@@ -75,7 +77,6 @@ class StrategyRisks:
         """Why :attr:`honest` is None although the fit asked for it (else None)."""
         return getattr(self, "_honest_failure", None)
 
-
     @cached_table
     def strategy_weights(self) -> pd.DataFrame:
         """Weights each strategy (PEARL and the paper's baselines) puts on every candidate.
@@ -96,11 +97,19 @@ class StrategyRisks:
         columns = {}
         for name, w in zip(self.strategy_weights.index, weights):
             columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
+        # The reference row: the intercept-only model on the same folds (no strategy weights it)
+        columns[NULL] = self._pointwise(
+            response_intercept_predictions(self._response, self._family.name, self._folds))
         return pd.DataFrame(columns)
 
     @cached_table
     def baselines(self) -> pd.DataFrame:
         """CV risk of PEARL and each baseline, its SE, and the risk ratio PEARL / baseline.
+
+        The last row, Null, is the family's intercept-only model (mean, class
+        frequencies or mean rate, with the fit's offsets and observation
+        weights) on the same folds: the risk of ignoring every input. It is a
+        reference, not a candidate, so its ``risk_ratio`` may exceed 1.
 
         ``ratio_se`` is a paired (delta-method) standard error of the ratio,
         from per-row loss differences on the same rows. With observation weights the
@@ -126,6 +135,8 @@ class StrategyRisks:
         return pd.DataFrame.from_dict(rows, orient="index")
 
     def _strategy_label(self, name: str) -> str:
+        if name == NULL:
+            return "intercept only"
         weights = self.strategy_weights.loc[name]
         if weights.isna().any():
             return "failed"

@@ -16,7 +16,7 @@ import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
 from ..exceptions import OptionError, PearlWarning
-from ..weights.baselines import DEFINITIONS
+from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
 from .averaging import active_labels, candidate_ridge, unidentified
 from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
 
@@ -109,6 +109,9 @@ def weights_table(res: PearlResults) -> SimpleTable:
     return _table(rows, headers, list(order), "Candidates with non-zero weight")
 
 
+_LONG_LABEL = 40  # characters: a longer label of MS is not repeated in the LaTeX table
+
+
 def strategies_table(res: PearlResults) -> SimpleTable:
     """Honest (nested-CV) risks when available; else the in-sample CV risks, labelled optimistic."""
     honest = res.honest
@@ -116,6 +119,8 @@ def strategies_table(res: PearlResults) -> SimpleTable:
     every = "+".join(res.block_dims)
     if uses.get("Fusion") == every:  # in a paper's table, "all M blocks" rather than M names
         uses["Fusion"] = Label(every, latex=f"all {len(res.block_dims)} blocks")
+    if len(uses["MS"]) > _LONG_LABEL:  # MS is the rank-1 candidate, named in the panel above
+        uses["MS"] = Label(uses["MS"], latex="the rank-1 candidate")
     ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
     if honest is not None:
         rows = [
@@ -362,9 +367,9 @@ def summary_notes(res: PearlResults) -> list[str]:
     notes.append(
         "Strategies: "
         + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
-        + ". *CV risk: each strategy's risk on the out-of-fold predictions its own weights were "
-        "chosen from, optimistic for PEARL by construction (every baseline is a point of the "
-        "simplex PEARL optimises over)"
+        + f"; {NULL} = {NULL_DEFINITION}"
+        + ". *CV risk: on the out-of-fold predictions the weights were chosen from, optimistic "
+        "for PEARL by construction (each baseline is a point of the simplex it optimises over)"
         # Shrunk weights are no longer that optimum: a baseline may show a lower CV risk.
         + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
            if res.stages.weight_options.shrinkage is not None else ".")
@@ -372,9 +377,9 @@ def summary_notes(res: PearlResults) -> list[str]:
     honest = res.last_honest_risk if res.honest is not None else None
     if honest is not None:
         notes.append(
-            "Honest risk: the whole procedure (inner folds, candidates, weights, each baseline's "
-            "choice) re-run inside each outer fold and scored on the held-out rows; PEARL/this is "
-            "a paired ratio on the same rows."
+            "Honest risk: the whole procedure (inner folds, weights, each baseline's choice) "
+            "re-run inside each outer fold and scored on its held-out rows; PEARL/this is a "
+            "paired ratio on the same rows."
         )
         message = honest.warning_against_ms(format_number)
         if message:

@@ -15,6 +15,11 @@ Best       weight 1 on the single-block candidate with the lowest CV risk
 
 Failed candidates never get weight; a strategy whose candidates all failed
 has NaN weights (and so NaN risk), which the summary shows.
+
+The tables of risks (``res.baselines``, ``res.honest``) end with one more
+row, :data:`NULL`: the family's intercept-only model, a reference for the
+risk of ignoring every input. It is not a candidate, so no strategy weights
+it (:mod:`pearlstats.engines.intercept` fits it).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ if TYPE_CHECKING:
     from ..design.candidates import Candidate
     from ..weights.losses import Loss
 
-__all__ = ["STRATEGIES", "DEFINITIONS", "strategy_weights", "combine"]
+__all__ = ["STRATEGIES", "DEFINITIONS", "NULL", "NULL_DEFINITION", "TABLE_ROWS",
+           "strategy_weights", "combine"]
 
 DEFINITIONS = {
     "PEARL": "the cross-validated simplex weights over all candidates",
@@ -39,6 +45,9 @@ DEFINITIONS = {
     "Best": "the single-block candidate with the lowest CV risk",
 }
 STRATEGIES = tuple(DEFINITIONS)  # the one order of the strategies in every table
+NULL = "Null"  # the reference row below the strategies: not a weight vector over candidates
+NULL_DEFINITION = "intercept-only model: the risk of ignoring every input"
+TABLE_ROWS = (*STRATEGIES, NULL)  # the rows of every table of strategy risks
 
 
 def _one_hot(size: int, index) -> np.ndarray:

@@ -79,6 +79,9 @@ def test_same_numbers_as_in_memory(client, family, ridge):
     np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(res_d.cv_risk_se, res_m.cv_risk_se, rtol=1e-7, atol=1e-10)
     assert res_d.weight_objective == pytest.approx(res_m.weight_objective, rel=1e-8, abs=1e-10)
+    # the intercept-only reference (in memory: the Null row, checked against statsmodels)
+    null = res_m.baselines.loc["Null", ["cv_risk", "se"]].to_numpy(dtype=float)
+    np.testing.assert_allclose(res_d.null_risk.to_numpy(), null, rtol=1e-9)
     for label in res_m.candidate_labels:
         np.testing.assert_allclose(
             res_d.candidate_params(label), res_m.candidate_params(label), rtol=1e-7, atol=1e-8

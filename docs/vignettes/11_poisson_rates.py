@@ -1,0 +1,1 @@
+../../vignettes/11_poisson_rates.py
