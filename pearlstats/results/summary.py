@@ -228,8 +228,9 @@ def build_summary(
         there are at most ``MAX_BLOCK_COEFFICIENTS``); the formula's
         covariates are always shown first.
     weight_uncertainty : bool or int, default False
-        Add each weight's SD and percentile interval from the refitting
-        bootstrap (``True``: 200 resamples; an int >= 2: that many; 0: none);
+        Add the bootstrap distribution of each weight (mean, spread and
+        quantiles of the refitting bootstrap of the procedure; not standard
+        errors) (``True``: 200 resamples; an int >= 2: that many; 0: none);
         it re-runs the whole procedure per resample, so it costs about that
         many fits.
 
