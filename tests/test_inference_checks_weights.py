@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import minimize
 
@@ -106,3 +107,9 @@ def test_the_designs_are_those_the_issue_names():
         res = design.fit(np.random.SeedSequence(0), fit_seed=0)
         counts[name] = (design.n, len(res.weights))
     assert counts == {"paper": (200, 31), "blocks-3": (100, 3), "blocks": (200, 7)}
+
+
+def test_the_table_does_not_depend_on_n_jobs(table):
+    parallel = check_weight_uncertainty(designs=("blocks-3",), schemes=SCHEMES,
+                                        n_datasets=N_DATASETS, n_boot=N_BOOT, seed=4, n_jobs=2)
+    pd.testing.assert_frame_equal(parallel, table)
