@@ -308,7 +308,9 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
             block columns' conditional average, ``"full"`` their full average
             (:meth:`coef_table`), without intervals.
         weight_uncertainty : bool or int, default False
-            Add the refitting bootstrap's SD and 95% interval of each weight
+            Add the bootstrap distribution of each weight under the refitting
+            bootstrap of the procedure: its mean, spread and 2.5 % and 97.5 %
+            quantiles, which are not standard errors or a confidence interval
             (``True``: 200 resamples; an int >= 2: that many; 0: none).
 
         Raises

@@ -279,13 +279,18 @@ def coefficients_table(res: PearlResults, blocks: bool | str | None
 
 
 def uncertainty_table(res: PearlResults, n_resamples: int) -> SimpleTable:
-    """The refitting bootstrap's SD and 95% percentile interval of each non-zero weight."""
+    """The refitting bootstrap's distribution of each non-zero weight: mean, spread, quantiles.
+
+    Not standard errors or confidence intervals (see :meth:`PearlResults.weight_uncertainty`).
+    """
     table = res.weight_uncertainty(n_resamples=n_resamples)
     shown = table[table["weight"] > 0].sort_values("weight", ascending=False, kind="stable")
-    rows = [[number_cell(value) for value in (r.weight, r.sd, r.lower, r.upper)]
+    rows = [[number_cell(value) for value in (r.weight, r.mean, r.spread, r.q_lower, r.q_upper)]
             for r in shown.itertuples()]
-    title = f"Weight uncertainty (refitting bootstrap, {n_resamples} resamples)"
-    return _table(rows, ["weight", "SD", "[0.025", "0.975]"], list(shown.index), title)
+    title = (f"Bootstrap distribution of the weights (refitting bootstrap of the procedure, "
+             f"{n_resamples} resamples; not standard errors)")
+    return _table(rows, ["weight", "boot mean", "boot spread", "q0.025", "q0.975"],
+                  list(shown.index), title)
 
 
 def _is_refit(res: PearlResults, failures: pd.DataFrame) -> pd.Series:

@@ -227,8 +227,9 @@ def build_summary(
         columns' conditional (subset) average, ``"full"`` their full average,
         without intervals; None or False: the common terms only.
     weight_uncertainty : bool or int, default False
-        Add each weight's SD and percentile interval from the refitting
-        bootstrap (``True``: 200 resamples; an int >= 2: that many; 0: none);
+        Add the bootstrap distribution of each weight (mean, spread and
+        quantiles of the refitting bootstrap of the procedure; not standard
+        errors) (``True``: 200 resamples; an int >= 2: that many; 0: none);
         it re-runs the whole procedure per resample, so it costs about that
         many fits.
 

@@ -200,19 +200,22 @@ def test_weights_do_not_depend_on_n_jobs(res):
     )
 
 
-def test_weight_uncertainty_is_sd_and_percentiles_of_the_refitting_bootstrap(res):
+def test_weight_uncertainty_is_the_refitting_bootstraps_distribution_not_an_se(res):
     table = res.weight_uncertainty(n_resamples=20, alpha=0.1, seed=5)
     boot = res.resample_weights("bootstrap", n_resamples=20, seed=5, refit=True).to_numpy()
-    assert list(table.columns) == ["weight", "sd", "lower", "upper"]
+    # named for what they are: no sd / se column, no "interval" (issue 28)
+    assert list(table.columns) == ["weight", "mean", "spread", "q_lower", "q_upper"]
     pd.testing.assert_series_equal(table["weight"], res.weights, check_names=False)
+    np.testing.assert_allclose(table["mean"], boot.sum(axis=1) / 20, rtol=1e-12)
     centred = boot - boot.mean(axis=1, keepdims=True)
-    np.testing.assert_allclose(table["sd"], np.sqrt((centred**2).sum(axis=1) / 19), rtol=1e-12)
+    np.testing.assert_allclose(table["spread"], np.sqrt((centred**2).sum(axis=1) / 19),
+                               rtol=1e-12)
     ordered = np.sort(boot, axis=1)  # 5 % and 95 % of 20 values: positions 0.95 and 18.05
     np.testing.assert_allclose(
-        table["lower"], ordered[:, 0] + 0.95 * (ordered[:, 1] - ordered[:, 0]), atol=1e-14
+        table["q_lower"], ordered[:, 0] + 0.95 * (ordered[:, 1] - ordered[:, 0]), atol=1e-14
     )
     np.testing.assert_allclose(
-        table["upper"], ordered[:, 18] + 0.05 * (ordered[:, 19] - ordered[:, 18]), atol=1e-14
+        table["q_upper"], ordered[:, 18] + 0.05 * (ordered[:, 19] - ordered[:, 18]), atol=1e-14
     )
     assert {key: table.attrs[key] for key in ("n_resamples", "alpha", "seed")} == {
         "n_resamples": 20, "alpha": 0.1, "seed": 5,

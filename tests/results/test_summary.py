@@ -363,14 +363,17 @@ def test_coefficient_section_lists_covariates_first_and_matches_the_averaged_mod
     assert "conditional average" in " ".join(str(shown).split())
 
 
-def test_weight_uncertainty_section_is_the_refitting_bootstrap(fitted):
+def test_weight_uncertainty_section_is_the_refitting_bootstraps_distribution(fitted):
     summary = fitted.summary(weight_uncertainty=12)
-    rows = _body(_table(summary, "Weight uncertainty (refitting bootstrap, 12 resamples)"))
+    title = ("Bootstrap distribution of the weights (refitting bootstrap of the procedure, "
+             "12 resamples; not standard errors)")
+    rows = _body(_table(summary, title))
     expected = fitted.weight_uncertainty(n_resamples=12)
     for label, cells in rows.items():
-        _close(cells[1], expected.loc[label, "sd"])
-        _close(cells[3], expected.loc[label, "upper"])
-    assert "Weight uncertainty" not in str(fitted.summary())
+        _close(cells[1], expected.loc[label, "mean"])
+        _close(cells[2], expected.loc[label, "spread"])
+        _close(cells[4], expected.loc[label, "q_upper"])
+    assert "Bootstrap distribution of the weights" not in str(fitted.summary())
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [
