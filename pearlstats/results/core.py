@@ -40,6 +40,7 @@ from ..exceptions import (
     ResponseError,
     UnknownCandidateError,
 )
+from ..honest_se import nested_se
 from ..ledger import FailureLedger
 from ..nested import NestedCV, conformal_prediction, nested_cross_validation
 from ..observation_weights import check_new_offset, check_observation_weights, mean_se
@@ -340,6 +341,10 @@ class PearlResults(WeightDiagnostics):
             return None
         try:
             result = evaluation.honest_risk(self, nested=self._nested)
+            table = result.table
+            if self._state.honest_se != "naive":  # Bates et al.'s nested CV (honest_se.py)
+                estimate = nested_se(self._state, self._nested, self._state.honest_se)
+                table = estimate.table.join(table[["kkt_gap", "certified"]])
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
             self._honest_failure = str(err)
@@ -357,7 +362,7 @@ class PearlResults(WeightDiagnostics):
                 PearlWarning,
                 stacklevel=2,
             )
-        return result.table
+        return table
 
     @cached_property
     def _nested(self) -> NestedCV:
