@@ -52,7 +52,7 @@ from .results.strategies import STRATEGIES, combine
 from .stages import FitState, cross_validate
 
 __all__ = ["HONEST_SE_CHOICES", "NestedSE", "NestedSEEstimate", "check_honest_se",
-           "nested_se", "ncv_moments"]
+           "honest_se_note", "nested_se", "ncv_moments"]
 
 HONEST_SE_CHOICES = {
     "naive": "SD / sqrt(n) of the held-out row losses, rows treated as independent",
@@ -113,6 +113,18 @@ def check_honest_se(honest_se, honest, cv, weighted: bool, dask: bool) -> Nested
         raise OptionError(f"honest_se='nested' is not available with {'; '.join(refused)}; "
                           "use honest_se='naive'")
     return options
+
+
+def honest_se_note(options) -> str:
+    """The summary's words on what the honest SEs are."""
+    if options == "naive":
+        return ("SE (naive): SD / sqrt(n) of the held-out row losses, which treats rows as "
+                "independent (they are not: each trains the models that score the others) and "
+                "under-covers the test risk at small n; honest_se='nested' gives Bates, Hastie & "
+                "Tibshirani's nested-CV SE.")
+    return (f"Honest risk and SE (nested CV): Bates, Hastie & Tibshirani (2023)'s nested "
+            f"cross-validation over {options.repeats} split{'s' if options.repeats > 1 else ''} "
+            "of the rows into the outer folds, risk bias-corrected to n rows.")
 
 
 @dataclass(frozen=True)
