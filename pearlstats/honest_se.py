@@ -34,7 +34,12 @@ same treatment through its linearisation ``(a_i - r b_i) / B`` on each row.
 
 Split 0 is the fit's own outer folds (its ``e_out`` are ``res.honest``'s row
 losses), so the cost is about ``3 R`` times that of ``res.honest`` for K = 5
-(K + K(K - 1)/2 procedure runs per split instead of K).
+(K + K(K - 1)/2 procedure runs per split instead of K). Measured at n = 100
+(one thread, loaded machine): with R = 5, ``res.honest`` took 0.35 CPU-s
+instead of 0.029 (12x) on the 7-candidate ``"blocks"`` design and 0.50 instead
+of 0.035 (15x) on the 31-candidate ``"paper"`` design of
+:mod:`pearlstats.experiments.inference_checks.designs`; the default R = 50
+costs ten times that.
 """
 
 from __future__ import annotations

@@ -335,7 +335,12 @@ class PearlResults(WeightDiagnostics):
         a ratio above 1 is possible. Computed on first use (about ``honest``
         times the cross-validation's cost); None when the fit was made with
         ``honest=False`` or the nested cross-validation could not run (then
-        :attr:`honest_failure` says why).
+        :attr:`honest_failure` says why). With ``honest_se="naive"`` (default)
+        ``se`` is SD / sqrt(n) of the held-out row losses, which treats rows as
+        independent and under-covers at small n; with ``honest_se="nested"``
+        ``risk``, ``se``, ``ratio`` and ``ratio_se`` are Bates, Hastie &
+        Tibshirani's nested-CV estimates (:mod:`pearlstats.honest_se`; columns
+        ``bias`` and ``mse`` added).
         """
         if self._state.honest is False:
             return None
