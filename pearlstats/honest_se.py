@@ -31,6 +31,9 @@ bounded below by the naive SE of the inner losses and above by sqrt(K) times
 it, as the paper does (no CV estimate is more precise than n independent
 losses, nor less than one fold's). The paired ratio PEARL / strategy gets the
 same treatment through its linearisation ``(a_i - r b_i) / B`` on each row.
+This is the arithmetic of mlr3inferr's ``ci.ncv``; the authors' R package
+``nestedcv`` raises (K - 2)/K to the power 1.5 in the bias factor, a later
+change not in the paper, which is not followed here.
 
 Split 0 is the fit's own outer folds (its ``e_out`` are ``res.honest``'s row
 losses), so the cost is about ``3 R`` times that of ``res.honest`` for K = 5
