@@ -33,6 +33,7 @@ from .design.candidates import Candidate
 from .engines.mlp import MLP
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .fitting import fit
+from .honest_se import NestedSE
 from .representations import *  # noqa: F403  (the learners, exported below)
 from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
 from .results.core import PearlResults
@@ -63,6 +64,7 @@ __all__ = [
     "compare_table",
     "ComparisonTable",
     "HonestRisk",
+    "NestedSE",
     "get_loss",
     "Loss",
     "solve_weights",

@@ -159,6 +159,8 @@ class FitState:
         Labels of the fit's rows (:attr:`Prepared.row_labels`); None means positions.
     weight_options : WeightOptions
         Fold draws and shrinkage of the weight stage, which re-runs of the procedure repeat.
+    honest_se : "naive" or NestedSE
+        How ``res.honest``'s SEs are estimated (:mod:`pearlstats.honest_se`).
     """
 
     family: object
@@ -178,6 +180,7 @@ class FitState:
     honest: int | bool = 5
     row_labels: pd.Index | None = None
     weight_options: WeightOptions = WeightOptions()
+    honest_se: object = "naive"
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..engines.intercept import response_intercept_predictions
 from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, ResponseError
+from ..honest_se import nested_se
 from ..nested import NestedCV, nested_cross_validation
 from ..weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from . import evaluation
@@ -41,12 +42,21 @@ class StrategyRisks:
         a ratio above 1 is possible. Computed on first use (about ``honest``
         times the cross-validation's cost); None when the fit was made with
         ``honest=False`` or the nested cross-validation could not run (then
-        :attr:`honest_failure` says why).
+        :attr:`honest_failure` says why). With ``honest_se="naive"`` (default)
+        ``se`` is SD / sqrt(n) of the held-out row losses, which treats rows as
+        independent and under-covers at small n; with ``honest_se="nested"``
+        ``risk``, ``se``, ``ratio`` and ``ratio_se`` are Bates, Hastie &
+        Tibshirani's nested-CV estimates (:mod:`pearlstats.honest_se`; columns
+        ``bias`` and ``mse`` added).
         """
         if self._state.honest is False:
             return None
         try:
             result = evaluation.honest_risk(self, nested=self._nested)
+            table = result.table
+            if self._state.honest_se != "naive":  # Bates et al.'s nested CV (honest_se.py)
+                estimate = nested_se(self._state, self._nested, self._state.honest_se)
+                table = estimate.table.join(table[["kkt_gap", "certified"]])
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
             self._honest_failure = str(err)
@@ -64,7 +74,7 @@ class StrategyRisks:
                 PearlWarning,
                 stacklevel=2,
             )
-        return result.table
+        return table
 
     @cached_property
     def _nested(self) -> NestedCV:

@@ -16,6 +16,7 @@ import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
 from ..exceptions import OptionError, PearlWarning
+from ..honest_se import honest_se_note
 from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
 from .averaging import active_labels, candidate_ridge, unidentified
 from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
@@ -129,7 +130,9 @@ def strategies_table(res: PearlResults) -> SimpleTable:
              number_cell(res.baselines.loc[name, "cv_risk"]), uses[name]]
             for name in honest.index
         ]
-        headers = ["honest risk", "SE", ratio, "ratio SE", "CV risk*", "uses"]
+        nested = res.stages.honest_se != "naive"
+        headers = ["honest risk", "SE (nested CV)" if nested else "SE (naive)", ratio,
+                   "ratio SE", "CV risk*", "uses"]
         title = f"Strategies (honest risk: {res.stages.honest}-fold nested cross-validation)"
         return _table(rows, headers, list(honest.index), title)
     table = res.baselines
@@ -384,7 +387,7 @@ def summary_notes(res: PearlResults) -> list[str]:
         notes.append(
             "Honest risk: the whole procedure (inner folds, weights, each baseline's choice) "
             "re-run inside each outer fold and scored on its held-out rows; PEARL/this is a "
-            "paired ratio on the same rows."
+            "paired ratio on the same rows. " + honest_se_note(res.stages.honest_se)
         )
         message = honest.warning_against_ms(format_number)
         if message:

@@ -56,6 +56,7 @@ import pearlstats as pearl
 
 from ...exceptions import OptionError
 from ...results import bootstrap
+from ...results.core import PearlResults
 from .designs import get_design
 
 __all__ = ["SCHEMES", "WEIGHT_DESIGNS", "WeightDesign", "check_weight_uncertainty",
@@ -81,7 +82,7 @@ class WeightDesign:
             return formula
         return "y ~ x + " + " + ".join(f"block({name})" for name in self.blocks)
 
-    def fit(self, seed_sequence: np.random.SeedSequence, fit_seed: int):
+    def fit(self, seed_sequence: np.random.SeedSequence, fit_seed: int) -> PearlResults:
         sample = get_design(self.design).sample(self.n, int(seed_sequence.generate_state(1)[0]))
         blocks = sample.blocks
         if self.blocks is not None:
@@ -96,7 +97,8 @@ WEIGHT_DESIGNS = {
 }
 
 
-def scheme_draws(res, scheme: str, n_boot: int, seed: int) -> tuple[np.ndarray, float]:
+def scheme_draws(res: PearlResults, scheme: str, n_boot: int,
+                 seed: int) -> tuple[np.ndarray, float]:
     """Resampled weights of *res* under *scheme* (J x n_boot) and the factor for their spread."""
     if scheme == "refit":
         return res.resample_weights("bootstrap", n_boot, seed, refit=True).to_numpy(), 1.0

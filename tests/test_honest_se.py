@@ -1,0 +1,141 @@
+"""honest_se="nested": Bates, Hastie & Tibshirani's nested CV against a hand-written one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import pearlstats as pearl
+from pearlstats.exceptions import OptionError
+from pearlstats.experiments.inference_checks.designs import DESIGNS, get_design
+from pearlstats.experiments.inference_checks.honest import check_honest_se
+from pearlstats.honest_se import check_honest_se as check_option
+from pearlstats.honest_se import nested_se
+from pearlstats.weights.baselines import STRATEGIES, TABLE_ROWS
+
+
+def _one_block_data(n: int = 40, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    x, a = rng.normal(size=n), rng.normal(size=(n, 2))
+    return {"y": x + a[:, 0] + rng.standard_t(4, size=n), "x": x, "a": a}
+
+
+def _ols_losses(X, y, train, test) -> np.ndarray:
+    beta = np.linalg.lstsq(X[train], y[train], rcond=None)[0]
+    return (y[test] - X[test] @ beta) ** 2
+
+
+def _hand_ncv(X, y, splits) -> tuple[float, float]:
+    """Algorithm 1 of Bates et al. with OLS as the fitting algorithm, bias-corrected, + its SE."""
+    n, K = len(y), int(splits[0].max()) + 1
+    a_terms, b_terms, inner_all, outer_means = [], [], [], []
+    for folds in splits:
+        outer_rows = []
+        for k in range(K):
+            out_k = _ols_losses(X, y, folds != k, folds == k)
+            in_k = np.concatenate([
+                _ols_losses(X, y, (folds != k) & (folds != j), folds == j)
+                for j in range(K) if j != k
+            ])
+            a_terms.append((in_k.mean() - out_k.mean()) ** 2)
+            b_terms.append(out_k.var(ddof=1) / len(out_k))
+            inner_all.append(in_k)
+            outer_rows.append(out_k)
+        outer_means.append(np.concatenate(outer_rows).mean())
+    inner = np.concatenate(inner_all)
+    err_ncv, err_cv = inner.mean(), np.mean(outer_means)
+    mse = np.mean(a_terms) - np.mean(b_terms)
+    naive = inner.std(ddof=1) / np.sqrt(n)
+    se = min(max(np.sqrt((K - 1) / K * max(mse, 0.0)), naive), np.sqrt(K) * naive)
+    return err_ncv - (1 + (K - 2) / K) * (err_ncv - err_cv), se
+
+
+def test_nested_se_equals_hand_written_ncv_with_one_ols_candidate():
+    # One candidate: every strategy is OLS on y ~ 1 + x + a, whatever the inner folds, so the
+    # procedure is a plain least-squares fit that numpy can redo on each training set.
+    data = _one_block_data()
+    options = pearl.NestedSE(repeats=3)
+    res = pearl.fit("y ~ x + block(a)", data, seed=4, honest_se=options, honest=4)
+    estimate = nested_se(res.stages, res._nested, options)
+    X = np.column_stack([np.ones(40), data["x"], data["a"]])
+    risk, se = _hand_ncv(X, data["y"], estimate.folds)
+    table = res.honest
+    assert table.loc["PEARL", "risk"] == pytest.approx(risk, rel=1e-10)
+    assert table.loc["PEARL", "se"] == pytest.approx(se, rel=1e-10)
+    # the Null row is the same estimator with the intercept-only model as the procedure
+    null_risk, null_se = _hand_ncv(np.ones((40, 1)), data["y"], estimate.folds)
+    assert table.loc["Null", "risk"] == pytest.approx(null_risk, rel=1e-10)
+    assert table.loc["Null", "se"] == pytest.approx(null_se, rel=1e-10)
+    assert len(estimate.folds) == 3 and all(int(f.max()) == 3 for f in estimate.folds)
+    # split 0 is res.honest's own outer folds; the others are new splits
+    np.testing.assert_array_equal(estimate.folds[0], res.last_honest_risk.outer_folds)
+    assert not np.array_equal(estimate.folds[1], estimate.folds[0])
+
+
+@pytest.mark.parametrize("family", ["binomial", "poisson", "multinomial"])
+def test_nested_se_runs_for_every_family_and_is_deterministic(family):
+    rng = np.random.default_rng(1)
+    n = 60
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    eta = 0.8 * a[:, 0] - 0.5 * b[:, 1]
+    y = {"binomial": (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float),
+         "poisson": rng.poisson(np.exp(0.3 * eta)).astype(float),
+         "multinomial": np.array(["u", "v", "w"])[(eta > -0.4).astype(int) + (eta > 0.4)]}[family]
+    data = {"y": y, "a": a, "b": b}
+
+    def table():
+        return pearl.fit("y ~ block(a) + block(b)", data, family=family, seed=2,
+                         honest_se=pearl.NestedSE(repeats=1)).honest
+
+    first = table()
+    assert list(first.index) == list(TABLE_ROWS)  # the strategies, then the Null row
+    assert np.isfinite(first[["risk", "se", "ratio", "ratio_se"]].to_numpy()).all()
+    assert (first["se"] > 0).all()
+    pd.testing.assert_frame_equal(first, table())
+
+
+def test_honest_se_refuses_what_it_cannot_do():
+    data = _one_block_data()
+    with pytest.raises(OptionError, match="honest_se='bogus'; use 'naive'"):
+        pearl.fit("y ~ x + block(a)", data, honest_se="bogus")
+    with pytest.raises(OptionError, match="honest=False"):
+        pearl.fit("y ~ x + block(a)", data, honest_se="nested", honest=False)
+    with pytest.raises(OptionError, match="fold labels"):
+        pearl.fit("y ~ x + block(a)", data, honest_se="nested", cv=np.arange(40) % 4)
+    with pytest.raises(OptionError, match="observation weights"):
+        pearl.fit("y ~ x + block(a)", data, honest_se="nested", weights=np.ones(40))
+    with pytest.raises(OptionError, match="dask data"):
+        check_option("nested", 5, 5, weighted=False, dask=True)
+    with pytest.raises(OptionError, match="repeats"):
+        pearl.NestedSE(repeats=0)
+
+
+def test_summary_names_the_se():
+    data = _one_block_data()
+    naive = " ".join(pearl.fit("y ~ x + block(a)", data, seed=0).summary().as_text().split())
+    assert "SE (naive)" in naive and "treats the held-out rows as independent" in naive
+    assert "under-covers at small n" in naive
+    nested = " ".join(pearl.fit("y ~ x + block(a)", data, seed=0,
+                                honest_se=pearl.NestedSE(repeats=2)).summary().as_text().split())
+    assert "SE (nested CV)" in nested and "over 2 splits of the rows" in nested
+    assert "treats rows as independent" not in nested
+
+
+def test_check_honest_se_quick_mode():
+    table = check_honest_se(designs=("blocks",), n=60, n_datasets=2, n_test=300, seed=5,
+                            repeats=1)
+    assert len(table) == 2 * len(STRATEGIES)
+    assert set(table["se_method"]) == {"naive", "nested"}
+    assert table["coverage"].between(0, 1).all() and (table["n_datasets"] == 2).all()
+    assert table.loc[table["strategy"] == "PEARL", "ratio_coverage"].isna().all()
+    # data set 0's PEARL test risk, recomputed by hand from a refit and its predictions
+    draws = table.attrs["draws"]
+    design = get_design("blocks")
+    key = [5, DESIGNS.index("blocks"), 0]
+    sample, test = design.sample(60, seed=key), design.sample(300, seed=key + [1])
+    res = pearl.fit(design.formula, sample.data, blocks=sample.blocks, seed=0)
+    predicted = res.predict(test.data, blocks=test.blocks)
+    expected = np.mean((test.data["y"].to_numpy() - np.asarray(predicted)) ** 2)
+    row = draws[(draws["data_set"] == 0) & (draws["strategy"] == "PEARL")]
+    assert row["test_risk"].to_numpy() == pytest.approx(expected, rel=1e-10)
