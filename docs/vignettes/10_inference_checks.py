@@ -1,0 +1,1 @@
+../../vignettes/10_inference_checks.py
