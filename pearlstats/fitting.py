@@ -365,12 +365,17 @@ def fit(
         candidates that did not fail and the n labeled rows
         (:func:`~pearlstats.weights.shrinkage.size_shrinkage`); with
         ``shrinkage_target="single-block"`` it beats every baseline's mean
-        test MSE in all 16 cells of the paper's simulation grid, but it is a
-        prior, not a free lunch: where the target predicts poorly (digits,
-        movie reviews) it is worse than no shrinkage, while ``"cv"`` then
-        stays near 0 (the documentation's "Benchmark results" page, section
-        "Small samples"); compare
-        ``res.honest`` of the fits to choose. The
+        test MSE in all 16 cells of the paper's simulation grid (on which its
+        constant was chosen), but it is a prior, not a free lunch: where the
+        target predicts poorly (digits, movie reviews) it is worse than no
+        shrinkage, and on heteroscedastic and t3 designs it did not beat the
+        best baseline in 3 of 4 cells. ``"cv"`` is not a safe default either:
+        on those designs it chose a mean amount of 0.21-0.51 toward a poor
+        target and lost to the best baseline in 5 of 6 cells; its out-of-fold
+        predictions for a held-out fold come from candidates that saw that
+        fold's rows (a second-order leak, measured in the documentation's
+        "Benchmark results" page, section "Shrinkage off the paper's design").
+        Compare ``res.honest`` of the fits to choose. The
         amount is recorded in ``results.failures`` (stage ``"weights"``, kind
         ``"shrinkage"``); ``res.kkt_gap`` then bounds how far the shrunk
         weights' objective is above the optimum.
