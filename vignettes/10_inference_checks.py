@@ -59,8 +59,9 @@ def verdict(met) -> str:
 # point).
 
 # %%
+ALL_DESIGNS = ("paper", "blocks", "heteroscedastic", "t3")
 coefficients = check_coefficients(
-    designs=("blocks", "heteroscedastic") if QUICK else ("paper", "blocks", "heteroscedastic", "t3"),
+    designs=("blocks", "heteroscedastic") if QUICK else ALL_DESIGNS,
     sizes=(100,) if QUICK else (100, 400),
     n_datasets=10 if QUICK else 400,
     seed=28,
