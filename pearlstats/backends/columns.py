@@ -110,9 +110,12 @@ class ColumnStack:
         return self._read(rows, columns)
 
     def take(self, indices, axis=None, out=None, mode="raise"):
-        """``np.take`` along the rows (axis 0) without a stacked copy; otherwise as numpy's."""
-        if axis == 0 and out is None and mode == "raise":
-            return self._read(np.asarray(indices), slice(None))
+        """``np.take`` along rows or columns without a stacked copy (C-ordered, as numpy's)."""
+        if axis in (0, 1) and out is None and mode == "raise":
+            index = np.asarray(indices)
+            if axis == 0:
+                return self._read(index, slice(None))
+            return self._read(slice(None), index, order="C")
         return self.__array__().take(indices, axis=axis, out=out, mode=mode)
 
     def __array__(self, dtype=None, copy=None):
@@ -134,8 +137,11 @@ class ColumnStack:
             return np.flatnonzero(rows)
         return rows
 
-    def _read(self, rows, columns) -> np.ndarray:
-        """The rows *rows* (an int, slice or index array) of the columns *columns*, a new array."""
+    def _read(self, rows, columns, order: str | None = None) -> np.ndarray:
+        """The rows *rows* (an int, slice or index array) of the columns *columns*, a new array.
+
+        Laid out as numpy lays out ``stacked[rows, columns]``, unless *order* is given.
+        """
         scalar_column = isinstance(columns, (int, np.integer))
         index = np.atleast_1d(np.arange(self.shape[1])[columns])
         if isinstance(rows, (int, np.integer)):
@@ -145,7 +151,9 @@ class ColumnStack:
             count = len(range(self.shape[0])[rows]) if isinstance(rows, slice) else len(rows)
         # Laid out as numpy lays out the same indexing of one array (column-major for
         # X[:, columns] with an index array), so reductions over it round alike.
-        order = "F" if isinstance(rows, slice) and isinstance(columns, (list, np.ndarray)) else "C"
+        if order is None:
+            fancy = isinstance(columns, (list, np.ndarray))
+            order = "F" if isinstance(rows, slice) and fancy else "C"
         out = np.empty((index.size,) if count is None else (count, index.size), order=order)
         owner = np.searchsorted(self._bounds, index, side="right") - 1
         for m in np.unique(owner):

@@ -267,16 +267,17 @@ def _nested_start(optima: dict, columns: np.ndarray, per_column: int) -> np.ndar
 def _standardised_columns(X, S: np.ndarray) -> tuple[np.ndarray, ScaledDesign]:
     """``Z = (X[:, S] - center) / scale`` (C-ordered) and its standardisation.
 
-    Standardised in place in a C-ordered copy of ``X[:, S]`` (the new array that indexing
-    gives): the values of ``design.transform`` without holding the candidate's columns
-    twice (n x p each) while its folds are fitted. The standardisation is read from
-    ``X[:, S]`` as indexing lays it out (column-major for an array *X*), so its rounding
-    is that of the column reductions numpy makes on that layout.
+    The standardisation is read from ``X[:, S]`` as indexing lays it out (column-major
+    for an array *X*), so its rounding is that of the column reductions numpy makes on
+    that layout; that copy is freed before the C-ordered one (``np.take``) is made and
+    standardised in place: the values of ``design.transform`` with never more than one
+    n x p copy of the candidate's columns.
     """
+    S = np.flatnonzero(S) if S.dtype == bool else S  # np.take reads a mask as 0s and 1s
     columns = X[:, S]
     design = ScaledDesign.from_design(columns)
-    Z = np.ascontiguousarray(columns)
-    del columns  # a column-major copy is freed before the folds are fitted
+    del columns
+    Z = np.take(X, S, axis=1)  # C-ordered for an array and a ColumnStack alike
     Z -= design.center
     Z /= design.scale
     return Z, design
