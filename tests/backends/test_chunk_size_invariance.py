@@ -7,8 +7,8 @@ predictions, the refits' Gram matrix) reads it. The fit with chunks of 7 rows, o
 size that does not divide n, must give the numbers of the fit whose single chunk holds
 every row: the per-fold moments are combined by Chan-Golub-LeVeque updates, so only
 the last digits may differ (for gaussian they do, by about 1e-15). The binomial engine
-sums its Hessians over blocks of rows of a fixed size
-(:data:`pearlstats.engines.glm._HESSIAN_ROWS`), not the backend's chunks: a Newton fit
+sums its likelihood, gradients and Hessians over blocks of rows of a fixed size
+(:data:`pearlstats.engines.glm._BLOCK_ROWS`), not the backend's chunks: a Newton fit
 stops anywhere within its tolerance, and Hessians summed in another order moved
 out-of-fold probabilities by 1.6e-11 (one step more or less). The weight stage's
 squared-loss Gram (:mod:`pearlstats.weights.gram`) has its own cache-sized chunks,
