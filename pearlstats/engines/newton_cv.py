@@ -371,6 +371,7 @@ def newton_cv_predict(
             failed[j] = True
             entries.append(entry)
             continue
+        Z = None  # the previous candidate's columns go before this one's are read
         Z, design = _standardised_columns(X, S)
         ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
         for value in ladder:
