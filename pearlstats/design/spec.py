@@ -29,8 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from patsy import EvalEnvironment
 
+from ..backends.columns import ColumnStack
 from ..exceptions import BlockError
 from .data import Block, as_block, check_block_values
 from .formula import CovariateSpec, FormulaSpec, build_covariates
@@ -169,11 +171,13 @@ class Design:
 
     Attributes
     ----------
-    X : ndarray (n, p)
+    X : ColumnStack, ndarray or sparse matrix (n, p)
+        Dense blocks are read in place (:class:`~pearlstats.backends.columns.ColumnStack`:
+        indexing gives arrays); a wide sparse block makes it CSR.
     spec : DesignSpec
     """
 
-    X: np.ndarray
+    X: ColumnStack | np.ndarray
     spec: DesignSpec
 
     @property
@@ -212,5 +216,9 @@ def build_design(formula: FormulaSpec, frame: pd.DataFrame, blocks: Mapping,
     ]
     covariates, covariate_matrix = build_covariates(formula, frame, eval_env)
     specs = tuple(BlockSpec(b.name, tuple(b.column_names), b.labels) for b in resolved)
-    X = stack_design(covariate_matrix, [b.values for b in resolved])
+    values = [b.values for b in resolved]
+    if any(sp.issparse(v) for v in values):
+        X = stack_design(covariate_matrix, values)
+    else:  # the blocks read in place (a stacked copy would double the fit's memory)
+        X = ColumnStack([np.asarray(covariate_matrix, dtype=float), *values])
     return Design(X, DesignSpec(formula, covariates, specs))

@@ -264,9 +264,31 @@ def _nested_start(optima: dict, columns: np.ndarray, per_column: int) -> np.ndar
     return start.reshape(1, -1)
 
 
-def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weights, ridge,
+def _standardised_columns(X, S: np.ndarray) -> tuple[np.ndarray, ScaledDesign]:
+    """``Z = (X[:, S] - center) / scale`` (C-ordered) and its standardisation.
+
+    The standardisation is read from ``X[:, S]`` as indexing lays it out (column-major
+    for an array *X*), so its rounding is that of the column reductions numpy makes on
+    that layout; that copy is freed before the C-ordered one (``np.take``) is made and
+    standardised in place: the values of ``design.transform`` with never more than one
+    n x p copy of the candidate's columns.
+    """
+    S = np.flatnonzero(S) if S.dtype == bool else S  # np.take reads a mask as 0s and 1s
+    columns = X[:, S]
+    design = ScaledDesign.from_design(columns)
+    del columns
+    Z = np.take(X, S, axis=1)  # C-ordered for an array and a ColumnStack alike
+    Z -= design.center
+    Z /= design.scale
+    return Z, design
+
+
+def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, weights, ridge,
                nested: tuple | None = None):
     """The all-rows fit and the fold fits of one candidate at one ridge.
+
+    *columns* gives the candidate's original columns ``X[:, S]`` (read again only for a
+    ridge's fold penalty weights).
 
     *nested* is ``(optima, columns)`` for :func:`_nested_start` (engines that use it, penalised
     fits of designs with an intercept); otherwise the all-rows fit starts at the engine's start.
@@ -280,9 +302,9 @@ def _fit_folds(engine: NewtonEngine, Z, X_S, y, design: ScaledDesign, rows, weig
     if everything.stopped[0]:
         return everything, separated_in_every_fold(everything, len(rows))
     if ridge > 0:
-        penalty = fold_penalty_weights(design, X_S, rows)
+        penalty = fold_penalty_weights(design, columns(), rows)
     else:
-        penalty = np.zeros((len(rows), X_S.shape[1]))
+        penalty = np.zeros((len(rows), Z.shape[1]))
     theta0 = fold_start(everything, len(rows))
     start = {}
     if engine.warm_hessian and theta0 is not None and everything.hessian is not None:
@@ -349,13 +371,12 @@ def newton_cv_predict(
             failed[j] = True
             entries.append(entry)
             continue
-        X_S = X[:, S]
-        design = ScaledDesign.from_design(X_S)
-        Z = np.ascontiguousarray(design.transform(X_S))
+        Z = None  # the previous candidate's columns go before this one's are read
+        Z, design = _standardised_columns(X, S)
         ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
         for value in ladder:
-            everything, result = _fit_folds(engine, Z, X_S, y, design, rows, weights, value,
-                                            (optima, S))
+            everything, result = _fit_folds(engine, Z, lambda S=S: X[:, S], y, design, rows,
+                                            weights, value, (optima, S))
             if separation == "raise" and engine.separates:
                 _raise_separation(candidate.label, everything, result, value)
             if value == start:
@@ -399,9 +420,7 @@ def newton_fit(
     so); ``"raise"`` raises :class:`~pearlstats.exceptions.SeparationError` instead.
     """
     ridge = check_ridge(ridge)
-    X_S = X[:, np.asarray(columns)]
-    design = ScaledDesign.from_design(X_S)
-    Z = np.ascontiguousarray(design.transform(X_S))
+    Z, design = _standardised_columns(X, np.asarray(columns))
     penalty = design.penalized[None].astype(float)
     ladder = ridge_ladder(ridge) if separation == "ridge" and engine.separates else [ridge]
     for value in ladder:

@@ -235,8 +235,10 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         """
         J = len(self._pool)
         values = self._predictions[:, :J]
+        # copy=False: the cached table shares the stored predictions (readers get copies).
         if values.ndim == 2:
-            return pd.DataFrame(values, columns=self.candidate_labels, index=self.row_labels)
+            return pd.DataFrame(values, columns=self.candidate_labels, index=self.row_labels,
+                                copy=False)
         columns = pd.MultiIndex.from_product(
             [self.candidate_labels, self.classes], names=["candidate", "class"]
         )
