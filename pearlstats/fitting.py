@@ -244,7 +244,11 @@ def fit(
         or a fitted :class:`~pearlstats.Representations` applied to *data*.
         The result keeps a private copy of a ``Representations``: refitting
         yours later does not change this fit's predictions. The
-        representations must not read the response column.
+        representations must not read the response column. Block arrays of
+        float64 are read in place, not copied (as statsmodels holds ``exog``),
+        so that a fit needs less memory than its data: modifying such an
+        array in place after the fit changes what is computed later from it
+        (refits on first use, ``res.honest``); pass a copy if you will.
 
         Rows are matched as statsmodels users expect: pandas objects by index
         label (a DataFrame block whose index is a permutation of *data*'s is

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -109,7 +110,8 @@ class ColumnStack:
             return self.__array__()[key]
         return self._read(rows, columns)
 
-    def take(self, indices, axis=None, out=None, mode="raise"):
+    def take(self, indices: Any, axis: int | None = None, out: np.ndarray | None = None,
+             mode: str = "raise") -> np.ndarray:
         """``np.take`` along rows or columns without a stacked copy (C-ordered, as numpy's)."""
         if axis in (0, 1) and out is None and mode == "raise":
             index = np.asarray(indices)
