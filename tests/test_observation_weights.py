@@ -277,7 +277,7 @@ def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
 
 
 @pytest.mark.parametrize("family", ["gaussian", "poisson"])
-def test_honest_risk_with_frequency_weight_two_equals_duplicated_rows(family):
+def test_honest_risk_and_cv_plus_with_frequency_weight_two_equal_duplicated_rows(family):
     data, _, offset = _data(family, n=60, seed=14)
     counts = np.random.default_rng(5).integers(1, 3, size=60)
     folds = np.arange(60) % 6  # given labels: whole folds dealt to the outer folds
@@ -292,6 +292,15 @@ def test_honest_risk_with_frequency_weight_two_equals_duplicated_rows(family):
     np.testing.assert_allclose(res.honest[columns], dup.honest[columns], rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(res.last_honest_risk.risk, dup.last_honest_risk.risk,
                                rtol=1e-6, atol=1e-9)
+    # CV+ counts a row of weight 2 twice in its quantiles; every outer fold's procedure
+    # predicts the new rows with their offset
+    new_data, _, new_offset = _data(family, n=8, seed=40)
+    new = {"a": new_data["a"], "b": new_data["b"]}
+    mine = res.predict(new, interval="prediction", alpha=0.2, offset=new_offset)
+    theirs = dup.predict(new, interval="prediction", alpha=0.2, offset=new_offset)
+    np.testing.assert_allclose(mine.to_numpy(), theirs.to_numpy(), rtol=1e-7, atol=1e-9)
+    shifted = res.predict(new, interval="prediction", alpha=0.2, offset=new_offset + 1.0)
+    assert not np.allclose(shifted["upper"], mine["upper"])
 
 
 def test_honest_outer_fold_weights_are_those_of_a_weighted_fit_on_its_rows():
