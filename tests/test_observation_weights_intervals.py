@@ -195,5 +195,5 @@ def test_interval_refusals_with_weights_name_the_option():
     varied = _fit(gdata, "gaussian", weights=gweights, weight_type="variance", honest=3)
     with pytest.raises(OptionError, match="leave it None"):
         varied.predict(new, weights=np.ones(3))
-    with pytest.raises(OptionError, match="not yet supported"):
-        varied.predict(new, interval="confidence")
+    with pytest.raises(OptionError, match="leave it None"):
+        varied.predict(new, interval="confidence", weights=np.ones(3))

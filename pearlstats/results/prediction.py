@@ -250,7 +250,9 @@ class Prediction:
             by ``sqrt(weights)``. With frequency weights the training rows count
             ``w_i`` times in the CV+ quantiles and in the prediction sets' counts
             (a new row has no weight). Prediction sets are refused with variance
-            weights, and ``interval="confidence"`` with any weights/offsets.
+            weights. ``interval="confidence"`` uses the refits' weighted
+            covariances (statsmodels' GLM with ``freq_weights``/``var_weights``)
+            and adds the new rows' offset to the mean and both bounds.
 
         Returns
         -------
@@ -281,8 +283,12 @@ class Prediction:
             raise OptionError(f"predict(weights=) is each new row's variance weight for "
                               f"interval='prediction'; with interval={interval!r} leave it None")
         if interval == "confidence":
-            self._refuse_weighted("predict(interval='confidence')")
-            return averaging.confidence_interval(self, X, index, alpha)
+            # The refits are GLMs with the fit's weights and offset, so their covariances are
+            # the weighted ones; an offset shifts every candidate's mean, not its SE.
+            out = averaging.confidence_interval(self, X, index, alpha)
+            if new_offset is not None:
+                out[["mean", "lower", "upper"]] += new_offset[:, None]
+            return out
         if interval == "prediction" and self.classes is None:
             return self._conformal(X, index, alpha, new_offset, weights)
         if interval == "set" and self.classes is not None:
