@@ -269,6 +269,15 @@ def test_bootstrap_with_frequency_weights_resamples_the_expanded_data():
                      cv=folds)
         np.testing.assert_allclose(table[f"boot {b}"].to_numpy(), again.weights.to_numpy(),
                                    atol=1e-9)
+    # given fold labels (groups): whole groups drawn, their rows keeping their weights
+    groups = np.arange(50) % 10
+    grouped = _fit(data, "poisson", weights=counts, weight_type="frequency", offset=offset,
+                   cv=groups)
+    boot = grouped.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)
+    rows, folds = bootstrap_resample(50, groups, seed=4, b=1, state_folds=grouped.folds)
+    again = _fit({k: v[rows] for k, v in data.items()}, "poisson", weights=counts[rows],
+                 weight_type="frequency", offset=offset[rows], cv=folds)
+    np.testing.assert_allclose(boot["boot 1"].to_numpy(), again.weights.to_numpy(), atol=1e-9)
     # weight_uncertainty summarises the same resamples (resample b whatever their number)
     spread = res.weight_uncertainty(n_resamples=3, seed=4)
     third = res.resample_weights("bootstrap", n_resamples=3, seed=4, refit=True)

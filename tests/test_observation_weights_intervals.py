@@ -197,3 +197,35 @@ def test_interval_refusals_with_weights_name_the_option():
         varied.predict(new, weights=np.ones(3))
     with pytest.raises(OptionError, match="leave it None"):
         varied.predict(new, interval="confidence", weights=np.ones(3))
+
+
+def test_variance_weighted_intervals_cover_rows_of_each_variance_at_about_the_level():
+    # Rows of variance 4 and 1/4 (variance weights 1/4 and 4): unweighted CV+ gives every row
+    # the same width, too narrow for the noisy rows and too wide for the quiet ones; scaled by
+    # their variance weights both groups are covered at about 1 - alpha.
+    import pearlstats as pearl
+
+    def draw(n, seed):
+        rng = np.random.default_rng(seed)
+        a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+        w = rng.choice([0.25, 4.0], size=n)
+        return {"y": a[:, 0] + rng.normal(size=n) / np.sqrt(w), "a": a, "b": b}, w
+
+    hits = {"weighted": np.zeros(2), "plain": np.zeros(2)}
+    total = np.zeros(2)
+    for seed in range(6):
+        (train, w), (test, new_w) = draw(150, seed), draw(200, 100 + seed)
+        new = {"a": test["a"], "b": test["b"]}
+        weighted = pearl.fit("y ~ block(a) + block(b)", train, weights=w,
+                             weight_type="variance", seed=seed, honest=5)
+        plain = pearl.fit("y ~ block(a) + block(b)", train, seed=seed, honest=5)
+        bands = {"weighted": weighted.predict(new, interval="prediction", alpha=0.1,
+                                              weights=new_w),
+                 "plain": plain.predict(new, interval="prediction", alpha=0.1)}
+        for name, band in bands.items():
+            inside = ((test["y"] >= band["lower"]) & (test["y"] <= band["upper"])).to_numpy()
+            hits[name] += [inside[new_w == 0.25].sum(), inside[new_w == 4.0].sum()]
+        total += [(new_w == 0.25).sum(), (new_w == 4.0).sum()]
+    weighted, plain = hits["weighted"] / total, hits["plain"] / total
+    assert np.all((weighted >= 0.84) & (weighted <= 0.97)), weighted  # measured 0.936, 0.885
+    assert plain[0] < 0.88 and plain[1] > 0.97, plain  # measured 0.855, 1.000
