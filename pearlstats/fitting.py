@@ -405,10 +405,11 @@ def fit(
         weights. Not yet supported with them (refused by name):
         ``downstream``, ``ridge > 0``, ``weight_shrinkage="cv"``, the hinge
         and absolute losses, sparse wide blocks, dask data, multinomial,
-        and the results' bootstrap with frequency weights,
-        ``reweight``/``loss_sensitivity``, prediction intervals and sets and
-        Pearson residuals. The stability re-solves and the bootstrap with
-        variance weights resample rows that keep their weights. SEs of CV risks: see
+        prediction sets with variance weights, ``reweight``/``loss_sensitivity``
+        and Pearson residuals. The stability re-solves and the bootstrap with
+        variance weights resample rows that keep their weights; the bootstrap
+        with frequency weights resamples the expanded data. CV+ intervals and
+        sets: see ``res.predict``. SEs of CV risks: see
         :func:`~pearlstats.observation_weights.mean_se`.
     weight_type : {"frequency", "variance"}
         Needed with *weights*: ``"frequency"`` counts rows (statsmodels'

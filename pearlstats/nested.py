@@ -38,7 +38,7 @@ import pandas as pd
 from .design.folds import check_class_coverage, make_folds
 from .engines._common import EngineOutput
 from .engines.intercept import response_intercept_predictions
-from .exceptions import DataError, FoldError, format_positions
+from .exceptions import DataError, FoldError, OptionError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .observation_weights import mean_se
@@ -233,9 +233,12 @@ class _OuterFold:
 
 
 def _refit_predict(family, X_train: np.ndarray, response: EncodedResponse, candidate, ridge: float,
-                   X_new: np.ndarray) -> tuple[np.ndarray, list]:
-    """A candidate refitted on training rows as ``pearlstats.fit`` refits it; predicts *X_new*."""
+                   X_new: np.ndarray, offset: np.ndarray | None = None) -> tuple[np.ndarray, list]:
+    """A candidate refitted on training rows as ``pearlstats.fit`` refits it; predicts *X_new*
+    (whose linear predictors get *offset*, the new rows' own, in a fit with an offset)."""
     params, notes = family.fit_params(X_train, response, candidate.columns, ridge, candidate.label)
+    if response.offset is not None:
+        return family.predict_with_offset(params, X_new[:, candidate.columns], offset), notes
     return family.predict(params, X_new[:, candidate.columns]), notes
 
 
@@ -277,7 +280,7 @@ def _held_out_fold(
             predictions[:, j] = np.nan
             continue
         predictions[:, j], notes = _refit_predict(family, X_train, sub, candidate, state.ridge,
-                                                  X_test)
+                                                  X_test, _rows_offset(state.response, test))
         refitted.append(candidate.label)
         entries.extend(notes)
     finite = np.isfinite(predictions).reshape(len(test), len(state.candidates.everything), -1)
@@ -442,12 +445,18 @@ def paired_ratio_table(losses: pd.DataFrame, reference: str = "PEARL",
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndarray) -> np.ndarray:
+def _rows_offset(response: EncodedResponse, rows: np.ndarray) -> np.ndarray | None:
+    return None if response.offset is None else response.offset[rows]
+
+
+def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndarray,
+                               offset: np.ndarray | None = None) -> np.ndarray:
     """Predictions for new rows of the PEARL procedure fitted without each outer fold.
 
     Candidates with non-zero weight in outer fold k are refitted on that
     fold's training rows, with the separation ridges its procedure chose
-    (:attr:`NestedCV.fold_ridges`), and averaged with its weights.
+    (:attr:`NestedCV.fold_ridges`), and averaged with its weights. A fit with an
+    offset needs the new rows' *offset* (their means then include it).
 
     Returns
     -------
@@ -461,18 +470,23 @@ def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndar
         sub = state.response.subset(train)
         active = np.flatnonzero(weights["PEARL"] > 0)
         parts = [_refit_predict(family, state.design.X[train], sub, everything[j], state.ridge,
-                                X_new)[0] for j in active]
+                                X_new, offset)[0] for j in active]
         out.append(state.loss.combine(np.stack(parts, axis=1), weights["PEARL"][active]))
     return np.stack(out)
 
 
 def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, alpha: float,
-                         seed: int | None = None) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
+                         seed: int | None = None, offset: np.ndarray | None = None,
+                         new_weights: np.ndarray | None = None,
+                         ) -> tuple[np.ndarray, np.ndarray] | np.ndarray:
     """CV+ intervals (gaussian, poisson) or adaptive prediction sets (classes) for new rows.
 
     The conformity scores are the held-out residuals (or APS scores) of the
     PEARL procedure re-run without each row's outer fold, so the guarantee
-    covers the whole procedure, weights included.
+    covers the whole procedure, weights included. With observation weights the
+    training rows count (frequency) or scale their residuals (variance) as
+    :func:`~pearlstats.inference.cv_plus_interval` says; *new_weights* are the new
+    rows' variance weights, *offset* their offset in a fit with one.
 
     Returns
     -------
@@ -481,12 +495,17 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
     from .inference import aps_prediction_sets, cv_plus_interval
 
     held_out = nested.held_out_predictions("PEARL", state.loss)
-    new = fold_procedure_predictions(state, nested, X_new)
-    _check_finite_fold_predictions(state, nested, X_new, new)
-    y = state.response.y
-    if state.response.classes is None:
+    new = fold_procedure_predictions(state, nested, X_new, offset)
+    _check_finite_fold_predictions(state, nested, X_new, new, offset)
+    y, response = state.response.y, state.response
+    if response.classes is None:
         family = "poisson" if state.family.name == "poisson" else "gaussian"
-        return cv_plus_interval(y, held_out, nested.outer_folds, new, alpha, family=family)
+        return cv_plus_interval(y, held_out, nested.outer_folds, new, alpha, family=family,
+                                row_weights=response.row_weights,
+                                weight_type=response.weight_type, new_weights=new_weights)
+    if response.weight_type == "variance":
+        raise OptionError("prediction sets with variance weights have no meaning (a class score "
+                          "has no variance to scale); fit with frequency weights or none")
     if held_out.ndim == 1:  # binomial: P(y = 1) -> two columns
         held_out = np.column_stack([1.0 - held_out, held_out])
         new = np.stack([1.0 - new, new], axis=-1)
@@ -499,6 +518,7 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
         alpha,
         seed=seed,
         new_uniforms=_row_uniforms(X_new, seed),
+        row_weights=response.row_weights,
     )
 
 
@@ -516,7 +536,7 @@ def _row_uniforms(X_new: np.ndarray, seed: int) -> np.ndarray:
 
 
 def _check_finite_fold_predictions(state: FitState, nested: NestedCV, X_new: np.ndarray,
-                                   new: np.ndarray) -> None:
+                                   new: np.ndarray, offset: np.ndarray | None = None) -> None:
     """Refuse new rows some outer fold's procedure predicts as inf or NaN, naming the culprits.
 
     Only reached on failure, so the candidates of the first failing fold are refitted again
@@ -540,7 +560,8 @@ def _check_finite_fold_predictions(state: FitState, nested: NestedCV, X_new: np.
     culprits = [
         everything[j].label for j in np.flatnonzero(nested.fold_strategy_weights[k]["PEARL"] > 0)
         if not np.isfinite(_refit_predict(family, state.design.X[train], sub, everything[j],
-                                          state.ridge, X_new[rows])[0]).all()
+                                          state.ridge, X_new[rows],
+                                          None if offset is None else offset[rows])[0]).all()
     ]
     why = (" (a Poisson mean exp(linear predictor) overflows past a linear predictor of 709)"
            if state.family.name == "poisson" else "")

@@ -15,16 +15,29 @@ Supported (gaussian, binomial, poisson): the candidates' fits in every fold and 
 ``"size"`` shrinkage), the statsmodels refits (``GLM`` with ``freq_weights``/``var_weights``
 and ``offset``) and the averaged coefficients' inference built on them, ``predict`` and
 ``evaluate`` (new rows' offsets; test weights), the honest re-runs and the fold-complement
-stability table (each subset with its rows' weights), the bootstrap with variance weights
-(rows resampled uniformly, each copy keeping its weight), and weighted SEs (:func:`mean_se`).
+stability table (each subset with its rows' weights), weighted SEs (:func:`mean_se`), and:
+
+* CV+ prediction intervals (gaussian, poisson) and prediction sets (binomial) from the
+  nested cross-validation (:mod:`pearlstats.inference.conformal`): frequency weights count
+  rows in the quantiles (an integer weight gives exactly the bounds of the row repeated in
+  its fold); variance weights scale the conformity scores to ``sqrt(w_i) |y_i - mu_i|``, and
+  ``predict(weights=)`` gives each new row's own variance weight (default 1); every outer
+  fold's procedure predicts the new rows with their ``offset=``/``exposure=`` (poisson bounds
+  on the count scale).
+* The bootstrap (``resample_weights("bootstrap")``, with or without ``refit``, and
+  ``weight_uncertainty``): with variance weights rows are resampled uniformly, each copy
+  keeping its weight; with frequency weights the resample is one of the expanded data,
+  ``round(sum w)`` rows drawn in proportion to the weights, each copy counting once
+  (with given fold labels and ``refit``: whole groups drawn, rows keeping their weights).
+* ``interval="confidence"`` (gaussian): the weighted GLM refits' covariances, the new rows'
+  offset added to the mean and both bounds (statsmodels' ``get_prediction``).
 
 Not yet supported, and refused by name where it would be reached: multinomial, ``downstream``
 (MLP), ``ridge > 0`` (and so the separation ridge ladder: a separated logistic candidate gets
 weight 0), ``weight_shrinkage="cv"``, dask data, sparse blocks wide enough for the wide engine,
-the hinge and absolute losses, the bootstrap with frequency weights (which should draw rows in
-proportion to their weights: ``resample_weights("bootstrap")``, ``weight_uncertainty``),
-``reweight``/``loss_sensitivity``, prediction intervals and sets, ``interval="confidence"``
-and Pearson residuals (:func:`refuse_unsupported` and the results' own checks).
+the hinge and absolute losses, prediction sets with variance weights (a class score has no
+variance to scale), ``reweight``/``loss_sensitivity`` and Pearson residuals
+(:func:`refuse_unsupported` and the results' own checks).
 """
 
 from __future__ import annotations

@@ -252,9 +252,76 @@ def test_bootstrap_with_variance_weights_resamples_rows_with_their_weights():
             ones.resample_weights("bootstrap", n_resamples=3, seed=5, refit=refit).to_numpy(),
             plain.resample_weights("bootstrap", n_resamples=3, seed=5, refit=refit).to_numpy(),
             atol=1e-7)
-    counted = _fit(data, "poisson", weights=np.ones(70), weight_type="frequency")
-    with pytest.raises(OptionError, match="frequency weights"):
-        counted.weight_uncertainty(n_resamples=2)
+
+
+def test_bootstrap_with_frequency_weights_resamples_the_expanded_data():
+    from pearlstats.results.bootstrap import bootstrap_resample
+
+    data, _, offset = _data("poisson", n=50, seed=24)
+    counts = np.random.default_rng(6).integers(1, 4, size=50)
+    res = _fit(data, "poisson", weights=counts, weight_type="frequency", offset=offset)
+    table = res.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)
+    for b in range(2):  # sum(w) copies drawn, each one row: the unweighted fit on the copies
+        rows, folds = bootstrap_resample(50, 5, seed=4, b=b, state_folds=res.folds,
+                                         y=res.stages.response.y, frequency_weights=counts)
+        assert rows.size == counts.sum()
+        again = _fit({k: v[rows] for k, v in data.items()}, "poisson", offset=offset[rows],
+                     cv=folds)
+        np.testing.assert_allclose(table[f"boot {b}"].to_numpy(), again.weights.to_numpy(),
+                                   atol=1e-9)
+    # given fold labels (groups): whole groups drawn, their rows keeping their weights
+    groups = np.arange(50) % 10
+    grouped = _fit(data, "poisson", weights=counts, weight_type="frequency", offset=offset,
+                   cv=groups)
+    boot = grouped.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)
+    rows, folds = bootstrap_resample(50, groups, seed=4, b=1, state_folds=grouped.folds)
+    again = _fit({k: v[rows] for k, v in data.items()}, "poisson", weights=counts[rows],
+                 weight_type="frequency", offset=offset[rows], cv=folds)
+    np.testing.assert_allclose(boot["boot 1"].to_numpy(), again.weights.to_numpy(), atol=1e-9)
+    # weight_uncertainty summarises the same resamples (resample b whatever their number)
+    spread = res.weight_uncertainty(n_resamples=3, seed=4)
+    third = res.resample_weights("bootstrap", n_resamples=3, seed=4, refit=True)
+    np.testing.assert_allclose(third.iloc[:, :2].to_numpy(), table.to_numpy(), atol=1e-12)
+    np.testing.assert_allclose(spread["mean"].to_numpy(), third.mean(axis=1).to_numpy(),
+                               atol=1e-12)
+
+
+def test_frequency_weighted_bootstrap_draws_rows_as_the_expanded_datas_bootstrap_does():
+    from pearlstats.results.bootstrap import expanded_rows
+
+    counts = np.random.default_rng(7).integers(1, 5, size=40)
+    total, draws = counts.sum(), 4000
+    weighted = expanded_rows(counts, np.random.default_rng(0), draws)
+    assert weighted.shape == (draws, total)
+    per_row = np.array([np.bincount(r, minlength=40) for r in weighted])
+    # the expanded data's bootstrap: sum(w) of its sum(w) rows uniformly, counted per original
+    original = np.repeat(np.arange(40), counts)
+    uniform = original[np.random.default_rng(1).integers(0, total, size=(draws, total))]
+    per_row_expanded = np.array([np.bincount(r, minlength=40) for r in uniform])
+    # both multinomial(sum w, w / sum w): mean w_i, variance w_i (1 - w_i / sum w)
+    variance = counts * (1 - counts / total)
+    for observed in (per_row, per_row_expanded):
+        assert np.all(np.abs(observed.mean(axis=0) - counts) < 5 * np.sqrt(variance / draws))
+        np.testing.assert_allclose(observed.var(axis=0), variance, rtol=0.15)
+
+
+def test_stored_prediction_bootstrap_with_frequency_weights_counts_each_copy_once():
+    from scipy.optimize import minimize
+
+    from pearlstats.results.bootstrap import expanded_rows
+
+    data, _, _ = _data("gaussian", n=60, seed=25)
+    counts = np.random.default_rng(8).integers(1, 4, size=60)
+    res = _fit(data, "gaussian", weights=counts, weight_type="frequency")
+    table = res.resample_weights("bootstrap", n_resamples=3, seed=9)
+    P, y = res.cv_predictions.to_numpy(), data["y"]
+    for b, rows in enumerate(expanded_rows(counts, np.random.default_rng(9), 3)):
+        def mean_squared(w, rows=rows):
+            return np.mean((y[rows] - P[rows] @ w) ** 2)
+        direct = minimize(mean_squared, np.full(3, 1 / 3), method="SLSQP",
+                          bounds=[(0, 1)] * 3, options={"ftol": 1e-14, "maxiter": 500},
+                          constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1}])
+        np.testing.assert_allclose(table[f"boot {b}"].to_numpy(), direct.x, atol=1e-5)
 
 
 def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
@@ -277,7 +344,7 @@ def test_poisson_rate_model_with_exposure_recovers_the_rate_coefficients():
 
 
 @pytest.mark.parametrize("family", ["gaussian", "poisson"])
-def test_honest_risk_with_frequency_weight_two_equals_duplicated_rows(family):
+def test_honest_risk_and_cv_plus_with_frequency_weight_two_equal_duplicated_rows(family):
     data, _, offset = _data(family, n=60, seed=14)
     counts = np.random.default_rng(5).integers(1, 3, size=60)
     folds = np.arange(60) % 6  # given labels: whole folds dealt to the outer folds
@@ -292,6 +359,15 @@ def test_honest_risk_with_frequency_weight_two_equals_duplicated_rows(family):
     np.testing.assert_allclose(res.honest[columns], dup.honest[columns], rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(res.last_honest_risk.risk, dup.last_honest_risk.risk,
                                rtol=1e-6, atol=1e-9)
+    # CV+ counts a row of weight 2 twice in its quantiles; every outer fold's procedure
+    # predicts the new rows with their offset
+    new_data, _, new_offset = _data(family, n=8, seed=40)
+    new = {"a": new_data["a"], "b": new_data["b"]}
+    mine = res.predict(new, interval="prediction", alpha=0.2, offset=new_offset)
+    theirs = dup.predict(new, interval="prediction", alpha=0.2, offset=new_offset)
+    np.testing.assert_allclose(mine.to_numpy(), theirs.to_numpy(), rtol=1e-7, atol=1e-9)
+    shifted = res.predict(new, interval="prediction", alpha=0.2, offset=new_offset + 1.0)
+    assert not np.allclose(shifted["upper"], mine["upper"])
 
 
 def test_honest_outer_fold_weights_are_those_of_a_weighted_fit_on_its_rows():
@@ -388,8 +464,6 @@ def test_results_refuse_what_weights_do_not_support_yet():
     new = {"a": data["a"][:3], "b": data["b"][:3]}
     with pytest.raises(OptionError, match="offset"):
         res.predict(new)
-    with pytest.raises(OptionError, match="not yet supported"):
-        res.predict(new, interval="confidence", offset=np.zeros(3))
     with pytest.raises(OptionError, match="give offset"):
         res.evaluate(pd.DataFrame({"y": data["y"][:3]}), blocks=new)
     with pytest.raises(OptionError, match="reweight"):
@@ -489,3 +563,32 @@ def test_weights_are_invariant_to_the_units_and_origin_of_a_gaussian_response():
     np.testing.assert_allclose(moved.weights.to_numpy(), res.weights.to_numpy(), atol=1e-8)
     np.testing.assert_allclose(moved.cv_risk.to_numpy(), 1e6 * res.cv_risk.to_numpy(),
                                rtol=1e-8)
+
+
+@pytest.mark.parametrize("weight_type", ["frequency", "variance"])
+def test_confidence_interval_with_weights_and_offset_is_the_weighted_glms(weight_type):
+    from scipy import stats
+
+    data, weights, offset = _data("gaussian", n=80, seed=26)
+    if weight_type == "frequency":
+        weights = np.random.default_rng(9).integers(1, 4, size=80).astype(float)
+    one = pearl.fit("y ~ block(a)", data, weights=weights, weight_type=weight_type,
+                    offset=offset, honest=False, seed=3)
+    new_data, _, new_offset = _data("gaussian", n=5, seed=43)
+    band = one.predict({"a": new_data["a"]}, interval="confidence", alpha=0.1, offset=new_offset)
+    glm = _sm_fit("gaussian", data["y"], _exog(data, ["a"]), weights, weight_type, offset)
+    frame = glm.get_prediction(_exog(new_data, ["a"]), offset=new_offset).summary_frame()
+    np.testing.assert_allclose(band["mean"], frame["mean"], rtol=1e-9)
+    np.testing.assert_allclose(band["mean_se"], frame["mean_se"], rtol=1e-7)
+    half = stats.t.ppf(0.95, glm.df_resid) * frame["mean_se"].to_numpy()
+    np.testing.assert_allclose(band["upper"], frame["mean"] + half, rtol=1e-7)
+    np.testing.assert_allclose(band["lower"], frame["mean"] - half, rtol=1e-7)
+    # the averaged model: its mean is predict()'s, and the offset shifts the band, not its SE
+    res = _fit(data, "gaussian", weights=weights, weight_type=weight_type, offset=offset)
+    new = {"a": new_data["a"], "b": new_data["b"]}
+    band = res.predict(new, interval="confidence", offset=new_offset)
+    np.testing.assert_allclose(band["mean"], res.predict(new, offset=new_offset), rtol=1e-10)
+    moved = res.predict(new, interval="confidence", offset=new_offset + 2.0)
+    np.testing.assert_allclose(moved[["mean", "lower", "upper"]] - 2.0,
+                               band[["mean", "lower", "upper"]], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(moved["mean_se"], band["mean_se"], rtol=1e-12)

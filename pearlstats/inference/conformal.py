@@ -7,6 +7,12 @@ sets for classes use the same inputs with the adaptive conformity score of
 Romano, Sesia & Candès (2020, "Classification with valid and adaptive
 coverage", NeurIPS 33). Their coverage is marginal: over the training rows and
 a new row drawn together, not conditional on the new row's x.
+
+Observation weights of the training rows (``row_weights``, ``weight_type``): frequency
+weights count rows, so a row of weight w is w rows in the quantile (an integer weight
+gives exactly the bounds of the data with the row repeated in its fold); variance weights
+(row variance ``sigma^2 / w``) scale the conformity scores to ``sqrt(w_i) |y_i - mu_i|``,
+and a new row of variance weight ``w`` gets the scores divided by ``sqrt(w)``.
 """
 
 from __future__ import annotations
@@ -35,9 +41,37 @@ def _cv_plus_ranks(alpha: float, n: int) -> tuple[int, int]:
     return n + 1 - upper, upper
 
 
+def _weighted_ranks(alpha: float, total: float) -> tuple[float, float]:
+    """The ranks of :func:`_cv_plus_ranks` for *total* rows counted with frequency weights."""
+    if float(total).is_integer():  # integer weights: exactly the ranks of the repeated rows
+        return _cv_plus_ranks(alpha, int(total))
+    return (math.floor(round(alpha * (total + 1), 9)),
+            math.ceil(round((1.0 - alpha) * (total + 1), 9)))
+
+
+def _weighted_kth_smallest(fold_pred: np.ndarray, folds: np.ndarray, scores: np.ndarray,
+                           weights: np.ndarray, rank: float) -> np.ndarray:
+    """For each new row j, the *rank*-th smallest of ``fold_pred[folds[i], j] + scores[i]``
+    with row i counted ``weights[i]`` times: the smallest value whose weight at or below it
+    reaches *rank* (for integer weights, the order statistic of the repeated rows)."""
+    n, m = scores.size, fold_pred.shape[1]
+    out = np.empty(m)
+    # Integer weights sum exactly; the relative slack only absorbs the rounding of others.
+    target = rank * (1.0 - 1e-12)
+    step = max(1, _BLOCK_ELEMENTS // n)
+    for start in range(0, m, step):
+        cols = slice(start, min(m, start + step))
+        values = fold_pred[:, cols][folds] + scores[:, None]
+        order = np.argsort(values, axis=0, kind="stable")
+        first = (np.cumsum(weights[order], axis=0) >= target).argmax(axis=0)
+        out[cols] = np.take_along_axis(values, order, axis=0)[first, np.arange(values.shape[1])]
+    return out
+
+
 def _lth_largest(fold_pred: np.ndarray, folds: np.ndarray, resid: np.ndarray,
-                 count: int) -> np.ndarray:
-    """For each new row j, the count-th largest of ``fold_pred[folds[i], j] + resid[i]``."""
+                 count: int, scale: np.ndarray | None = None) -> np.ndarray:
+    """For each new row j, the count-th largest of ``fold_pred[folds[i], j] + resid[i]``
+    (``+ resid[i] * scale[j]`` with a positive *scale* per new row)."""
     # Within a fold the shift fold_pred[k, j] is common to all rows, so the count
     # largest values of the union come from each fold's count largest residuals:
     # selecting among those K * count values instead of all n gives the same number.
@@ -55,8 +89,10 @@ def _lth_largest(fold_pred: np.ndarray, folds: np.ndarray, resid: np.ndarray,
     step = max(1, _BLOCK_ELEMENTS // rows.size)
     for start in range(0, m, step):
         cols = slice(start, min(m, start + step))
-        values = fold_pred[:, cols][sub_folds] + sub_resid[:, None]
-        # Selection is O(n) per column where a sort would be O(n log n).
+        shift = sub_resid[:, None] if scale is None else sub_resid[:, None] * scale[cols]
+        values = fold_pred[:, cols][sub_folds] + shift
+        # A positive scale per column keeps each fold's largest residuals the largest, so the
+        # preselection above holds. Selection is O(n) per column where a sort would be O(n log n).
         out[cols] = np.partition(values, position, axis=0)[position]
     return out
 
@@ -97,6 +133,9 @@ def cv_plus_interval(
     *,
     family: str = "gaussian",
     integer: bool = False,
+    row_weights: ArrayLike | None = None,
+    weight_type: str | None = None,
+    new_weights: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """CV+ prediction intervals (Barber, Candès, Ramdas & Tibshirani 2021).
 
@@ -129,6 +168,17 @@ def cv_plus_interval(
     integer : bool, default False
         For counts: report ``ceil(lower)`` and ``floor(upper)``, which contain
         exactly the same integers as the real interval (it may then be empty).
+    row_weights : array-like, shape (n,), optional
+        Positive observation weights of the training rows, of kind *weight_type*.
+    weight_type : {"frequency", "variance"}, optional
+        ``"frequency"``: row i counts ``w_i`` times, so the ranks are taken in the
+        ``N = sum w`` repeated rows (``floor(alpha (N+1))`` and ``ceil((1-alpha)(N+1))``);
+        an integer weight gives the bounds of the data with the row repeated in its fold.
+        ``"variance"`` (``Var y_i = sigma^2 / w_i``): the scores are ``sqrt(w_i) R_i``,
+        exchangeable when the weights are right, and ranked as n rows.
+    new_weights : array-like, shape (m,), optional
+        With variance weights: each new row's own variance weight (default 1); its
+        interval is ``mu_{-k(i)}(x) -/+ sqrt(w_i / w_new) R_i``. Refused otherwise.
 
     Returns
     -------
@@ -151,20 +201,60 @@ def cv_plus_interval(
     y_arr, oof, fold_idx, fold_pred = _check_cv_plus(y, oof_prediction, folds,
                                                      new_fold_predictions)
     n, m = y_arr.size, fold_pred.shape[1]
+    w, scale = _check_row_weights(row_weights, weight_type, new_weights, n, m)
     resid = np.abs(y_arr - oof)
-    lo_rank, hi_rank = _cv_plus_ranks(alpha, n)
-    # The lo-th smallest of mu - R is minus the lo-th largest of -mu + R (negation is
-    # exact in floating point); the hi-th smallest of mu + R is its (n+1-hi)-th largest.
-    lower = (-_lth_largest(-fold_pred, fold_idx, resid, lo_rank) if lo_rank >= 1
-             else np.full(m, -np.inf))
-    upper = (_lth_largest(fold_pred, fold_idx, resid, n + 1 - hi_rank) if hi_rank <= n
-             else np.full(m, np.inf))
+    if weight_type == "frequency":
+        lower, upper = _frequency_bounds(fold_pred, fold_idx, resid, w, alpha)
+    else:
+        if weight_type == "variance":
+            resid = np.sqrt(w) * resid
+        lo_rank, hi_rank = _cv_plus_ranks(alpha, n)
+        # The lo-th smallest of mu - R is minus the lo-th largest of -mu + R (negation is
+        # exact in floating point); the hi-th smallest of mu + R is its (n+1-hi)-th largest.
+        lower = (-_lth_largest(-fold_pred, fold_idx, resid, lo_rank, scale) if lo_rank >= 1
+                 else np.full(m, -np.inf))
+        upper = (_lth_largest(fold_pred, fold_idx, resid, n + 1 - hi_rank, scale)
+                 if hi_rank <= n else np.full(m, np.inf))
     if family == "poisson":
         lower = np.maximum(lower, 0.0)
         if integer:
             lower, upper = np.ceil(lower), np.floor(upper)
     elif integer:
         raise OptionError("integer=True is for counts; use it with family='poisson'")
+    return lower, upper
+
+
+def _check_row_weights(row_weights, weight_type, new_weights, n: int, m: int):
+    """Checked training weights (or None) and the new rows' score scale ``1/sqrt(w_new)``."""
+    if weight_type not in (None, "frequency", "variance"):
+        raise OptionError(f"weight_type={weight_type!r}; use 'frequency', 'variance' or None")
+    if (row_weights is None) != (weight_type is None):
+        raise OptionError("give row_weights= and weight_type= together (or neither)")
+    if new_weights is not None and weight_type != "variance":
+        raise OptionError("new_weights= is a new row's variance weight, for weight_type="
+                          "'variance'; a frequency weight does not change one row's interval")
+    if row_weights is None:
+        return None, None
+    w = np.asarray(row_weights, dtype=float).ravel()
+    if w.size != n or not np.all(np.isfinite(w) & (w > 0)):
+        raise DataError(f"row_weights must be {n} positive finite numbers, one per training row")
+    if weight_type == "frequency":
+        return w, None
+    new = np.ones(m) if new_weights is None else np.asarray(new_weights, dtype=float).ravel()
+    if new.size != m or not np.all(np.isfinite(new) & (new > 0)):
+        raise DataError(f"new_weights must be {m} positive finite numbers, one per new row")
+    return w, 1.0 / np.sqrt(new)
+
+
+def _frequency_bounds(fold_pred, fold_idx, resid, w, alpha):
+    """CV+ bounds with row i counted ``w[i]`` times (-inf / +inf outside the ranks)."""
+    m = fold_pred.shape[1]
+    total = float(w.sum())
+    lo_rank, hi_rank = _weighted_ranks(alpha, total)
+    lower = (_weighted_kth_smallest(fold_pred, fold_idx, -resid, w, lo_rank) if lo_rank >= 1
+             else np.full(m, -np.inf))
+    upper = (_weighted_kth_smallest(fold_pred, fold_idx, resid, w, hi_rank)
+             if hi_rank <= total else np.full(m, np.inf))
     return lower, upper
 
 
@@ -238,6 +328,7 @@ def aps_prediction_sets(
     randomize: bool = True,
     seed: int | np.random.SeedSequence | None = None,
     new_uniforms: ArrayLike | None = None,
+    row_weights: ArrayLike | None = None,
 ) -> np.ndarray:
     """CV+ adaptive prediction sets for classes (Romano, Sesia & Candès 2020).
 
@@ -270,6 +361,11 @@ def aps_prediction_sets(
         The new rows' U instead of the m draws from *seed* (with *randomize*):
         a caller can tie each row's U to the row itself, so that its set does
         not depend on the other rows predicted with it or their order.
+    row_weights : array-like, shape (n,), optional
+        Frequency weights of the training rows: row i counts ``w_i`` times, in the
+        count of scores below and in ``N = sum w`` replacing n (with its one U; with
+        ``randomize=False`` an integer weight is exactly the row repeated). Variance
+        weights have no meaning for class scores and are not taken.
 
     Returns
     -------
@@ -299,10 +395,19 @@ def aps_prediction_sets(
         if u_new.shape != (m,):
             raise DataError(f"new_uniforms has shape {u_new.shape}; give one U per new row ({m},)")
     train = aps_scores(probs, u_train)[np.arange(n), codes]
-    beaten = np.zeros((m, probs.shape[1]), dtype=np.int64)
+    w = _check_row_weights(row_weights, None if row_weights is None else "frequency", None,
+                           n, m)[0]
+    beaten = np.zeros((m, probs.shape[1]), dtype=np.int64 if w is None else float)
     for k in range(fold_probs.shape[0]):
         # Training scores of fold k, sorted once, count how many lie strictly below.
-        fold_scores = np.sort(train[fold_idx == k])
-        beaten += np.searchsorted(fold_scores, aps_scores(fold_probs[k], u_new), side="left")
+        in_fold = np.flatnonzero(fold_idx == k)
+        order = np.argsort(train[in_fold], kind="stable")
+        below = np.searchsorted(train[in_fold][order], aps_scores(fold_probs[k], u_new),
+                                side="left")
+        if w is None:
+            beaten += below
+        else:  # the weight of the scores below: a prefix sum of the sorted rows' weights
+            beaten += np.concatenate([[0.0], np.cumsum(w[in_fold][order])])[below]
     # count < (1 - alpha)(n + 1) for an integer count is count < ceil((1 - alpha)(n + 1)).
-    return beaten < _cv_plus_ranks(alpha, n)[1]
+    total = n if w is None else float(w.sum())
+    return beaten < _weighted_ranks(alpha, total)[1] * (1.0 if w is None else 1.0 - 1e-12)

@@ -48,6 +48,8 @@ from ..weights.certificate import gap_table, user_stacklevel
 
 __all__ = [
     "bootstrap_resample",
+    "expanded_rows",
+    "frequency_resampling",
     "refit_weights",
     "refitting_bootstrap",
     "subsample",
@@ -74,6 +76,7 @@ def bootstrap_resample(
     state_folds: np.ndarray | None = None,
     y: np.ndarray | None = None,
     classes: Sequence | None = None,
+    frequency_weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of bootstrap resample *b*.
 
@@ -106,6 +109,12 @@ def bootstrap_resample(
         The fit's fold codes (needed for given labels).
     y, classes : optional
         The encoded response and its classes (stratify and check the folds for classes).
+    frequency_weights : ndarray (n,), optional
+        The fit's frequency weights: a row of weight w stands for w rows, so the resample
+        is one of the expanded data, ``N = round(sum w)`` rows drawn by
+        ``rng.choice(n, N, p=w / sum w)`` (row i drawn ``w_i`` times on average), each drawn
+        copy counting once (:func:`refit_weights` with ``unit_copies=True``). Ignored with
+        given fold labels: whole groups are drawn and their rows keep their weights.
 
     Returns
     -------
@@ -117,10 +126,22 @@ def bootstrap_resample(
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
     if _given_labels(cv_spec):
         rows = _whole_groups(state_folds, rng)
+    elif frequency_weights is not None:
+        rows = expanded_rows(frequency_weights, rng)
     else:
         rows = rng.integers(0, n, size=n)
     return rows, _resample_folds(rows, cv_spec, rng, state_folds, y, classes,
                                  f"bootstrap resample {b} (seed {seed})")
+
+
+def expanded_rows(frequency_weights: np.ndarray, rng: np.random.Generator,
+                  size: int | tuple | None = None) -> np.ndarray:
+    """A bootstrap draw of the expanded data: ``round(sum w)`` rows (at least 2), row i with
+    probability ``w_i / sum w`` (*size* more draws of them: shape ``size + (N,)``)."""
+    w = np.asarray(frequency_weights, dtype=float)
+    total = max(2, round(float(w.sum())))
+    shape = (total,) if size is None else tuple(np.atleast_1d(size)) + (total,)
+    return rng.choice(w.size, size=shape, p=w / w.sum())
 
 
 def _given_labels(cv_spec) -> bool:
@@ -171,7 +192,7 @@ def _repeated_draws(state: FitState, rows: np.ndarray, folds: np.ndarray, seed: 
 
 def refit_weights(state: FitState, rows: np.ndarray,
                   folds: np.ndarray | Sequence[np.ndarray], *, name: str = "a resample",
-                  record: list | None = None) -> np.ndarray:
+                  record: list | None = None, unit_copies: bool = False) -> np.ndarray:
     """PEARL's weights fitted on the given rows with the given folds, through the fit's stages.
 
     The weight stage runs as the fit's did: over every fold draw given (``cv_repeats``) and
@@ -189,6 +210,9 @@ def refit_weights(state: FitState, rows: np.ndarray,
         The re-run's name (``"boot 3"``), for a convergence warning.
     record : list, optional
         Receives the weight solve's WeightSolution, whose ``kkt_gap`` certifies it.
+    unit_copies : bool, default False
+        Each of *rows* counts once (a resample of the data expanded by its frequency
+        weights); otherwise the copies keep the fit's observation weights.
 
     Returns
     -------
@@ -197,13 +221,16 @@ def refit_weights(state: FitState, rows: np.ndarray,
     """
     draws = [np.asarray(folds)] if np.ndim(folds[0]) == 0 else [np.asarray(f) for f in folds]
     response = state.response.subset(rows)  # with observation weights: the copies keep theirs
+    loss = rows_loss(state.loss, rows)
+    if unit_copies:  # the offsets stay; a drawn copy of the expanded data is one row
+        response = response.with_observation_weights(None, response.offset, None)
+        loss = getattr(state.loss, "base", state.loss)
     pool = list(state.candidates.pool)
     # Only the pool: the baseline extras do not enter the weights.
     outputs, _ = cross_validate_draws(state.family, state.design.X[rows], response, pool, draws,
                                       loo=False, ridge=state.ridge)
     _, solution, _ = solve_draw_weights(
-        outputs, response.y, pool, draws, rows_loss(state.loss, rows),
-        state.weight_options.shrinkage,
+        outputs, response.y, pool, draws, loss, state.weight_options.shrinkage,
         warn_failures=False, record=record,
         context=f"in {name} of the refitting bootstrap of {fit_name(state)}",
     )
@@ -213,17 +240,25 @@ def refit_weights(state: FitState, rows: np.ndarray,
 def _run_resamples(state: FitState, share: list, seed: int) -> list:
     """Weights of the resamples numbered in *share* (one worker's share)."""
     n = len(state.response.y)
+    expanded = frequency_resampling(state)
     out = []
     for b in share:
         rows, folds = bootstrap_resample(
             n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
             y=state.response.y, classes=state.response.classes,
+            frequency_weights=state.response.row_weights if expanded else None,
         )
         record: list = []
         weights = refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b),
-                                name=f"boot {b}", record=record)
+                                name=f"boot {b}", record=record, unit_copies=expanded)
         out.append((weights, record[0]))
     return out
+
+
+def frequency_resampling(state: FitState) -> bool:
+    """Whether the bootstrap resamples the data expanded by frequency weights (drawing rows
+    in proportion to them); with given fold labels whole groups are drawn instead."""
+    return state.response.weight_type == "frequency" and not _given_labels(state.cv_spec)
 
 
 def refitting_bootstrap(

@@ -132,6 +132,7 @@ def resampled_weights(
     n_boot: int = 50,
     seed: int | np.random.SeedSequence | None = None,
     solve: Callable[..., np.ndarray] | None = None,
+    frequency_weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[str], pd.DataFrame]:
     """Weights re-solved on each fold's complement, or on bootstrap resamples of the rows.
 
@@ -154,6 +155,12 @@ def resampled_weights(
         the simplex minimum of *loss* over *P*'s rows (no shrinkage). A fit
         passes its own weight stage
         (:func:`~pearlstats.weight_stage.solve_stored_weights`).
+    frequency_weights : ndarray (n,), optional
+        Rows that stand for ``w_i`` rows: resample b is then row b of
+        ``expanded_rows(w, np.random.default_rng(seed), n_boot)``
+        (:func:`~pearlstats.results.bootstrap.expanded_rows`: ``round(sum w)`` rows
+        drawn in proportion to w), a bootstrap of the expanded data, whose drawn
+        copies *solve* must count once.
 
     Returns
     -------
@@ -168,6 +175,10 @@ def resampled_weights(
     if folds is not None:
         samples = [np.flatnonzero(folds != k) for k in range(int(folds.max()) + 1)]
         names = [f"fold {k}" for k in range(len(samples))]
+    elif frequency_weights is not None:
+        samples = list(bootstrap.expanded_rows(frequency_weights, np.random.default_rng(seed),
+                                               n_boot))
+        names = [f"boot {b}" for b in range(n_boot)]
     else:
         samples = list(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
         names = [f"boot {b}" for b in range(n_boot)]
@@ -299,6 +310,11 @@ class WeightDiagnostics:
             ``np.random.default_rng(seed).integers(0, n, (n_resamples, n))[b]``;
             with *refit*, resample b draws its rows and folds from the
             SeedSequence child ``np.random.SeedSequence(seed).spawn(b + 1)[b]``.
+            With frequency weights a row of weight w stands for w rows: each
+            resample is one of the expanded data, ``round(sum w)`` rows drawn in
+            proportion to the weights, each drawn copy counting once
+            (:func:`~pearlstats.results.bootstrap.expanded_rows`; with given fold
+            labels and *refit*, whole groups are drawn and keep their weights).
         refit : bool, default False
             Refit the candidates on each resample (the refitting bootstrap).
         n_jobs : int, optional
@@ -325,11 +341,6 @@ class WeightDiagnostics:
                 "refit=True needs method='bootstrap'; fold complements re-solve stored predictions"
             )
         if method == "bootstrap":
-            if self.stages.response.weight_type == "frequency":
-                # a row of weight w stands for w rows: resampling should draw rows in
-                # proportion to w, which the bootstrap does not do yet
-                self._refuse_weighted("the bootstrap with frequency weights (resample_weights("
-                                      "method='bootstrap'), weight_uncertainty())")
             n_resamples = check_int("n_resamples", n_resamples, minimum=2)
         seed = self.seed if seed is None else check_seed(seed)
         n_jobs = check_n_jobs(n_jobs)
@@ -338,6 +349,9 @@ class WeightDiagnostics:
         if refit:
             values, names, gaps = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
         else:
+            # A row of frequency weight w stands for w rows: the bootstrap draws from the
+            # expanded data, and each drawn copy counts once (the unweighted loss).
+            counted = method == "bootstrap" and state.response.weight_type == "frequency"
             # The fit's own weight stage, so shrunk weights are re-solved shrunk.
             values, names, gaps = resampled_weights(
                 state.output.predictions[:, :J],
@@ -347,7 +361,9 @@ class WeightDiagnostics:
                 folds=state.folds if method == "folds" else None,
                 n_boot=n_resamples,
                 seed=seed,
-                solve=partial(solve_stored_weights, state),
+                solve=partial(solve_stored_weights,
+                              replace(state, loss=state.loss.base) if counted else state),
+                frequency_weights=state.response.row_weights if counted else None,
             )
         table = pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
         table.attrs.update(_gap_attrs(gaps))

@@ -54,21 +54,32 @@ class LazyRows(Protocol):
 class Prediction:
     """Predictions and held-out scores of new rows (read through ``PearlResults``)."""
 
-    def _conformal(self, X: np.ndarray, index, alpha: float):
+    def _conformal(self, X: np.ndarray, index, alpha: float, offset=None, weights=None):
         """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
         if not (isinstance(alpha, float | int) and 0 < alpha < 1):
             raise OptionError(
                 f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
             )
-        result = conformal_prediction(self._state, self._nested, X, float(alpha))
+        new_weights = self._new_row_weights(weights, X.shape[0])
+        result = conformal_prediction(self._state, self._nested, X, float(alpha), offset=offset,
+                                      new_weights=new_weights)
         if self.classes is None:
             lower, upper = result
-            mean = self._format(self._combined_prediction(X), index)
+            mean = self._format(self._combined_prediction(X, offset), index)
             return pd.DataFrame(
                 {"mean": mean.to_numpy(), "lower": lower, "upper": upper}, index=index
             )
         return pd.DataFrame(result, columns=self.classes, index=index)
 
+    def _new_row_weights(self, weights, m: int) -> np.ndarray | None:
+        """The new rows' variance weights for a CV+ interval (None: 1 each), checked."""
+        if weights is None:
+            return None
+        if self._response.weight_type != "variance" or self.classes is not None:
+            raise OptionError("predict(weights=) is each new row's variance weight, for "
+                              "interval='prediction' of a fit with weight_type='variance'; "
+                              "leave it None here")
+        return check_observation_weights(weights, "variance", None, None, self.family, m).weights
 
     def _design_for(self, newdata, blocks) -> tuple[np.ndarray, pd.Index | None]:
         frame, embedded = split_data(newdata)
@@ -188,8 +199,8 @@ class Prediction:
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns, index=index)
 
     def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
-                alpha: float = 0.05, *, offset: Any = None,
-                exposure: Any = None) -> pd.Series | pd.DataFrame:
+                alpha: float = 0.05, *, offset: Any = None, exposure: Any = None,
+                weights: Any = None) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
         Parameters
@@ -228,8 +239,20 @@ class Prediction:
         offset, exposure : array_like, optional
             Needed by a fit with ``offset=`` or ``exposure=`` (and refused
             without one): one value per new row, added to the linear predictor
-            (``log(exposure)`` for exposure). Intervals are not yet supported
-            with weights/offsets.
+            (``log(exposure)`` for exposure); with ``interval="prediction"`` or
+            ``"set"`` every outer fold's procedure predicts the new rows with
+            them (Poisson bounds on the count scale of the new row's exposure).
+        weights : array_like, optional
+            Only for ``interval="prediction"`` of a fit with
+            ``weight_type="variance"``: each new row's variance weight (default 1:
+            a row of variance ``sigma^2``). The CV+ scores are then the held-out
+            residuals times ``sqrt(w_i)`` and a new row's interval uses them divided
+            by ``sqrt(weights)``. With frequency weights the training rows count
+            ``w_i`` times in the CV+ quantiles and in the prediction sets' counts
+            (a new row has no weight). Prediction sets are refused with variance
+            weights. ``interval="confidence"`` uses the refits' weighted
+            covariances (statsmodels' GLM with ``freq_weights``/``var_weights``)
+            and adds the new rows' offset to the mean and both bounds.
 
         Returns
         -------
@@ -254,15 +277,22 @@ class Prediction:
             return self._lazy_rows.predict(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
-        if interval is None:
+        if interval is None and weights is None:
             return self._format(np.asarray(self._combined_prediction(X, new_offset)), index)
-        self._refuse_weighted(f"predict(interval={interval!r})")
+        if weights is not None and interval != "prediction":
+            raise OptionError(f"predict(weights=) is each new row's variance weight for "
+                              f"interval='prediction'; with interval={interval!r} leave it None")
         if interval == "confidence":
-            return averaging.confidence_interval(self, X, index, alpha)
+            # The refits are GLMs with the fit's weights and offset, so their covariances are
+            # the weighted ones; an offset shifts every candidate's mean, not its SE.
+            out = averaging.confidence_interval(self, X, index, alpha)
+            if new_offset is not None:
+                out[["mean", "lower", "upper"]] += new_offset[:, None]
+            return out
         if interval == "prediction" and self.classes is None:
-            return self._conformal(X, index, alpha)
+            return self._conformal(X, index, alpha, new_offset, weights)
         if interval == "set" and self.classes is not None:
-            return self._conformal(X, index, alpha)
+            return self._conformal(X, index, alpha, new_offset, weights)
         usable = "'set'" if self.classes is not None else "'prediction' or 'confidence'"
         raise OptionError(
             f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
