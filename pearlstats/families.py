@@ -39,6 +39,7 @@ from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .engines.weighted import inverse_link, weighted_cv_predict, weighted_fit
+from .engines.weighted_ridge import weighted_penalty_weights
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
 from .exceptions import OptionError, ResponseError
 from .weights.losses import check_response_variation
@@ -179,7 +180,8 @@ class Family:
         if response.weighted:
             self._check_weighted(X)
             return weighted_cv_predict(self.name, X, response.y, response.weights_or_ones(),
-                                       response.offset_or_zeros(), candidates, folds)
+                                       response.offset_or_zeros(), candidates, folds, ridge,
+                                       self.separation, self.candidate_ridges)
         if is_wide_design(X):  # sparse or very wide: wide candidates screened or fitted dual
             return wide_cv_predict(self, X, response, candidates, folds, ridge,
                                    lambda Xd, cs: self._cv_predict(Xd, response, cs, folds, ridge))
@@ -212,7 +214,8 @@ class Family:
         if response.weighted:
             self._check_weighted(X)
             return weighted_fit(self.name, X, response.y, response.weights_or_ones(),
-                                response.offset_or_zeros(), columns, label)
+                                response.offset_or_zeros(), columns, label,
+                                self.candidate_ridge(label, ridge), self.separation)
         if is_wide_design(X):
             return wide_fit_params(self, X, response, columns, ridge, label,
                                    lambda Xd, cs: self._fit_params(Xd, response, cs, ridge, label))
@@ -259,11 +262,26 @@ class Family:
         ``penalty_ridge`` and ``penalty_alpha`` (statsmodels' ``alpha``).
         """
         if response.weighted:
-            return self._weighted_results(response, exog, params)
+            return self._weighted_results(response, exog, params, ridge)
         return self._statsmodels_results(response, exog, params, ridge, scale_penalty)
 
-    def _weighted_results(self, response, exog, params):
-        """``GLM(y, exog, family, freq_weights= or var_weights=, offset=)`` fitted from *params*."""
+    def _weighted_results(self, response, exog, params, ridge=0.0):
+        """``GLM(y, exog, family, freq_weights= or var_weights=, offset=)`` fitted from *params*.
+
+        With ``ridge > 0``: its ``fit_regularized(L1_wt=0)`` with the engines' weighted
+        penalty (gaussian: ``WLS`` of ``y - offset``, whose penalised objective is the
+        weighted mean loss's; statsmodels' GLM divides the log-likelihood by the number of
+        rows, so its ``alpha`` carries ``sum(w) / n``).
+        """
+        w = response.weights_or_ones()
+        start = np.asarray(params, dtype=float)
+        if ridge > 0:
+            alpha = ridge * weighted_penalty_weights(np.asarray(exog, dtype=float), w)
+            if self.name == "gaussian":
+                model = sm.WLS(response.y - response.offset_or_zeros(), exog, weights=w)
+                return _state_penalty(model.fit_regularized(alpha=alpha, L1_wt=0.0), ridge,
+                                      alpha)
+            alpha = alpha * w.sum() / len(w)
         kwargs = {"offset": response.offset}
         if response.row_weights is not None:
             key = "freq_weights" if response.weight_type == "frequency" else "var_weights"
@@ -271,7 +289,10 @@ class Family:
         glm_family = {"gaussian": sm.families.Gaussian, "binomial": sm.families.Binomial,
                       "poisson": sm.families.Poisson}[self.name]()
         model = sm.GLM(response.y, exog, family=glm_family, **kwargs)
-        return model.fit(start_params=np.asarray(params, dtype=float))
+        if ridge > 0:
+            fitted = model.fit_regularized(alpha=alpha, L1_wt=0.0, start_params=start)
+            return _state_penalty(fitted, ridge, alpha)
+        return model.fit(start_params=start)
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         raise NotImplementedError

@@ -402,13 +402,15 @@ def fit(
         changes nothing. The honest re-runs (``res.honest``) fit each outer
         fold's rows with their weights and offsets and score the held-out rows
         by weighted means; ``cv_repeats`` stacks the draws with the rows'
-        weights. Not yet supported with them (refused by name):
-        ``downstream``, ``ridge > 0``, ``weight_shrinkage="cv"``, the hinge
-        and absolute losses, sparse wide blocks, dask data, multinomial,
-        prediction sets with variance weights, ``reweight``/``loss_sensitivity``
-        and Pearson residuals. The stability re-solves and the bootstrap with
-        variance weights resample rows that keep their weights; the bootstrap
-        with frequency weights resamples the expanded data. CV+ intervals and
+        weights. ``ridge > 0`` penalises each candidate's weighted fit with the
+        weighted column SDs (the separation ladder too); ``weight_shrinkage="cv"``
+        scores each amount by the weighted mean loss. Not yet supported with them
+        (refused by name): ``downstream``, the hinge and absolute losses, sparse
+        wide blocks, dask data, multinomial, prediction sets with variance
+        weights, ``reweight``/``loss_sensitivity`` and Pearson residuals. The
+        stability re-solves and the bootstrap with variance weights resample
+        rows that keep their weights; the bootstrap with frequency weights
+        resamples the expanded data. CV+ intervals and
         sets: see ``res.predict``. SEs of CV risks: see
         :func:`~pearlstats.observation_weights.mean_se`.
     weight_type : {"frequency", "variance"}
@@ -479,8 +481,7 @@ def fit(
                                options.seed, options.ridge, max_candidates, options.env,
                                _representations(blocks), in_memory_only=IN_MEMORY_ONLY)
     observed = _observation_weights(data, blocks, formula_spec, options.env, family_.name, given,
-                                    dict(downstream=downstream, ridge=options.ridge,
-                                         shrinkage=options.shrinkage))
+                                    dict(downstream=downstream))
     return _fit_in_memory(formula_spec, data, blocks, family_, loss_, rule.for_rows(data),
                           observed, options)
 

@@ -10,10 +10,15 @@ drop the rows of weight 0. ``offset=`` is added to every candidate's linear pred
 ``exposure=`` (poisson) adds ``log(exposure)``.
 
 Supported (gaussian, binomial, poisson): the candidates' fits in every fold and on all rows
-(:mod:`pearlstats.engines.weighted`), the weight stage's weighted mean loss
-(:mod:`pearlstats.weights.row_weighted`; also over ``cv_repeats`` draws and with a given or
-``"size"`` shrinkage), the statsmodels refits (``GLM`` with ``freq_weights``/``var_weights``
-and ``offset``) and the averaged coefficients' inference built on them, ``predict`` and
+(:mod:`pearlstats.engines.weighted`), also with ``ridge > 0`` (the engines' penalty with
+weighted column SDs, :mod:`pearlstats.engines.weighted_ridge`) and the separation ridge
+ladder for separated logistic candidates (``separation="ridge"``, the default; ``"drop"`` and
+``"raise"`` too), the weight stage's weighted mean loss
+(:mod:`pearlstats.weights.row_weighted`; also over ``cv_repeats`` draws and with a given,
+``"size"`` or ``"cv"`` shrinkage: the cross-validated amount scored by the weighted mean of
+the held-out rows' losses), the statsmodels refits (``GLM`` with ``freq_weights``/``var_weights``
+and ``offset``; with a ridge their ``fit_regularized(L1_wt=0)``) and the averaged
+coefficients' inference built on them (with a ridge, the weighted ridge sandwich), ``predict`` and
 ``evaluate`` (new rows' offsets; test weights), the honest re-runs and the fold-complement
 stability table (each subset with its rows' weights), weighted SEs (:func:`mean_se`), and:
 
@@ -33,11 +38,10 @@ stability table (each subset with its rows' weights), weighted SEs (:func:`mean_
   offset added to the mean and both bounds (statsmodels' ``get_prediction``).
 
 Not yet supported, and refused by name where it would be reached: multinomial, ``downstream``
-(MLP), ``ridge > 0`` (and so the separation ridge ladder: a separated logistic candidate gets
-weight 0), ``weight_shrinkage="cv"``, dask data, sparse blocks wide enough for the wide engine,
-the hinge and absolute losses, prediction sets with variance weights (a class score has no
-variance to scale), ``reweight``/``loss_sensitivity`` and Pearson residuals
-(:func:`refuse_unsupported` and the results' own checks).
+(MLP), dask data, sparse blocks wide enough for the wide engine, the hinge and absolute
+losses, prediction sets with variance weights (a class score has no variance to scale),
+``reweight``/``loss_sensitivity`` and Pearson residuals (:func:`refuse_unsupported`,
+:func:`check_observation_weights` and the results' own checks).
 """
 
 from __future__ import annotations
@@ -146,20 +150,16 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
     return ObservationWeights(w, weight_type if w is not None else None, total)
 
 
-def refuse_unsupported(*, downstream: Any, ridge: float, shrinkage: tuple | None) -> None:
+def refuse_unsupported(*, downstream: Any) -> None:
     """Raise OptionError naming the options not yet supported with weights/offsets.
 
     (Dask data with weights/offsets is refused with the other dask refusals, by
-    :func:`pearlstats.distributed.supported.refuse_in_memory_only`.)
+    :func:`pearlstats.distributed.supported.refuse_in_memory_only`; multinomial by
+    :func:`check_observation_weights`; the rest where they are reached.)
     """
-    named = [name for name, used in (
-        ("downstream (MLP)", downstream is not None),
-        ("ridge > 0", ridge > 0),
-        ("weight_shrinkage='cv'", shrinkage is not None and shrinkage[0] == "cv"),
-    ) if used]
-    if named:
-        raise OptionError(f"{named} are not yet supported with observation weights/offsets/"
-                          "exposure; leave them at their defaults")
+    if downstream is not None:
+        raise OptionError("downstream (MLP) is not yet supported with observation weights/"
+                          "offsets/exposure; leave it at its default (None)")
 
 
 def check_new_offset(offset: Any, exposure: Any, n: int,

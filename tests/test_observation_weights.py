@@ -413,8 +413,6 @@ def test_missing_drop_drops_the_rows_weights_and_offsets():
     ({"weights": "w"}, "weight_type"),
     ({"weights": "w", "weight_type": "survey"}, "weight_type"),
     ({"weight_type": "frequency"}, "needs weights"),
-    ({"weights": "w", "weight_type": "frequency", "ridge": 0.1}, "ridge"),
-    ({"offset": "o", "weight_shrinkage": "cv"}, "weight_shrinkage='cv'"),
     ({"exposure": "t", "family": "gaussian"}, "exposure"),
     ({"offset": "o", "family": "multinomial"}, "multinomial"),
     ({"weights": "w", "weight_type": "variance", "loss": "absolute"}, "absolute"),
@@ -514,9 +512,6 @@ def test_offset_in_the_formula_equals_offset_given_and_is_rebuilt_for_new_rows()
     with pytest.warns(RuntimeWarning), pytest.raises(DataError, match="log\\(t\\)\\) is NaN"):
         pearl.fit("y ~ offset(np.log(t)) + block(a)", frame.assign(t=-frame["t"]),
                   blocks=blocks, family="poisson", honest=False)
-    with pytest.raises(OptionError, match="ridge"):
-        pearl.fit("y ~ offset(np.log(t)) + block(a)", frame, blocks=blocks, family="poisson",
-                  ridge=1.0)
 
 
 def test_sparse_wide_blocks_and_dask_data_are_refused_with_weights():

@@ -53,6 +53,7 @@ from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from .. import inference
 from ..engines._common import ridge_penalty_weights
+from ..engines.weighted_ridge import weighted_penalty_weights
 from ..engines.wide import column_rank, dense_candidate_columns, design_intercept
 from ..exceptions import OptionError, PearlWarning
 from .identification import unidentified_terms
@@ -130,19 +131,27 @@ def _penalised_cov(res: PearlResults, label: Hashable) -> tuple[np.ndarray, floa
     X = dense_candidate_columns(res.stages.design.X, _columns(res, label), label,
                                 "the ridge covariance")
     b = res.candidate_params(label).to_numpy()
+    response = res.stages.response
     n = len(X)
-    mu = res.candidate_predictions_for(res.stages.design.X, [label])[label]
-    # GLM working weights: the variance function of the canonical link.
-    w = {"gaussian": np.ones(n), "binomial": mu * (1 - mu), "poisson": mu}[res.family]
+    mu = res.candidate_predictions_for(res.stages.design.X, [label], response.offset)[label]
+    # GLM working weights: the variance function of the canonical link, times the row weights.
+    rows = response.weights_or_ones()
+    w = rows * {"gaussian": np.ones(n), "binomial": mu * (1 - mu), "poisson": mu}[res.family]
     info = (X * w[:, None]).T @ X
-    hessian = info + n * candidate_ridge(res, label) * np.diag(ridge_penalty_weights(X))
+    penalty = (ridge_penalty_weights(X) if response.row_weights is None
+               else weighted_penalty_weights(X, rows))
+    # the objective times sum(w): sum_i w_i l_i + sum(w) ridge / 2 sum_j (sd_j b_j)^2
+    hessian = info + rows.sum() * candidate_ridge(res, label) * np.diag(penalty)
     inv = np.linalg.pinv(hessian, hermitian=True)
     cov = inv @ info @ inv
     if res.family != "gaussian":
         return cov, None
-    # Residual df of a linear smoother: n - trace of the hat matrix X H^-1 X'.
-    df_resid = n - float(np.trace(inv @ info))
-    sigma2 = float(np.sum((res.stages.response.y - X @ b) ** 2)) / df_resid
+    # Residual df of a linear smoother: (weighted) rows - trace of the hat matrix X H^-1 X'W;
+    # frequency weights count rows (statsmodels' wnobs), variance weights do not.
+    counted = rows.sum() if response.weight_type == "frequency" else n
+    df_resid = counted - float(np.trace(inv @ info))
+    residuals = response.y - response.offset_or_zeros() - X @ b
+    sigma2 = float(rows @ residuals**2) / df_resid
     return cov * sigma2, df_resid
 
 

@@ -227,6 +227,10 @@ def choose_shrinkage(
         Out-of-fold predictions; with repeated K-fold, the draws stacked (m = R n).
     y : ndarray (m,)
     loss : Loss
+        With observation weights, a
+        :class:`~pearlstats.weights.row_weighted.RowWeightedLoss` over the *m* stacked rows:
+        the groups' weights are solved with their rows' weights and the risks are weighted
+        means of the per-row losses.
     groups : ndarray of int (m,)
         Validation group of each stacked row (draw r, fold k: one group each).
     rows : ndarray of int (m,)
@@ -245,15 +249,28 @@ def choose_shrinkage(
     """
     grid = tuple(float(value) for value in grid)
     target = active / active.sum() if target is None else target
+    # observation weights (a RowWeightedLoss over the m stacked rows): each group's weights are
+    # solved with the fitted rows' own weights, and every amount is scored by the weighted
+    # mean of all rows' losses, the loss the weight stage minimises
+    weighted = hasattr(loss, "restricted")
+    combined: list = [None] * len(grid)
     totals = np.zeros(len(grid))
     for g in np.unique(groups):
         scored = groups == g
         fitted = ~np.isin(rows, rows[scored])
-        w_hat = solve_weights(P[fitted], y[fitted], loss, active=active).weights
+        fit_loss = loss.restricted(np.flatnonzero(fitted)) if weighted else loss
+        w_hat = solve_weights(P[fitted], y[fitted], fit_loss, active=active).weights
         for i, amount in enumerate(grid):
             w = shrink_toward(w_hat, target, amount)
-            totals[i] += loss.pointwise(
-                y[scored], loss.combine(P[scored][:, active], w[active])
-            ).sum()
-    risks = totals / len(y)
+            predicted = loss.combine(P[scored][:, active], w[active])
+            if weighted:
+                if combined[i] is None:
+                    combined[i] = np.empty((len(y),) + predicted.shape[1:])
+                combined[i][scored] = predicted
+            else:
+                totals[i] += loss.pointwise(y[scored], predicted).sum()
+    if weighted:
+        risks = np.array([loss.pointwise(y, predicted).mean() for predicted in combined])
+    else:
+        risks = totals / len(y)
     return Shrinkage(grid[int(np.argmin(risks))], grid, risks)

@@ -1,0 +1,191 @@
+"""Penalised fits with observation weights and an offset: the engines' ridge, weighted.
+
+A candidate fitted with ``ridge > 0`` on training rows ``T`` with weights ``w`` and offset
+``o`` minimises the weighted mean loss plus the ridge of :mod:`pearlstats.engines._common`,
+
+    sum_T w_i l(y_i, x_i'b + o_i) / sum_T w_i  +  ridge / 2 * sum_j (sd_j * b_j) ** 2,
+
+over the non-intercept coefficients, ``sd_j`` the *weighted* SD (ddof 0) of column j over
+the training rows (a column constant there: its all-rows weighted scale, as the unweighted
+engines use their all-rows scale). ``l`` is half the squared error (gaussian) or the
+negative log-likelihood (binomial, poisson). With all weights 1 and offset 0 this is the
+unweighted engines' objective, so the fits are theirs; a frequency weight of 2 is the row
+twice (the weighted SD and mean loss are those of the repeated rows); scaling all weights
+changes nothing. The fit runs on the columns standardised over the training rows (centred
+when the intercept is among them): gaussian by least squares on the penalised system,
+binomial and poisson by Newton's method with backtracking, until the Newton decrement is
+below ``1e-14 max(1, |f|)``, then one full step. statsmodels' ``GLM(..., freq_weights= |
+var_weights=, offset=).fit_regularized(alpha=, L1_wt=0)`` divides the log-likelihood by
+the number of rows, not the weights' sum: its ``alpha`` is ``ridge * sd_j**2 * sum(w) / n`` (see
+:func:`weighted_penalty_weights`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from scipy.special import expit
+
+from ._common import ScaledDesign, _intercept
+
+__all__ = ["weighted_moments", "weighted_penalty_weights", "penalised_weighted_fit",
+           "inverse_link", "MAX_ITER",
+           "all_rows_scale"]
+
+MAX_ITER = 100
+_ARMIJO = 1e-4
+_DECREMENT_TOL = 1e-14
+_MAX_ETA = 700.0  # exp overflows past ~709
+
+
+def inverse_link(kind: str, eta: np.ndarray) -> np.ndarray:
+    """The mean of a linear predictor: identity, logistic or exp (clipped before overflow)."""
+    if kind == "gaussian":
+        return eta
+    if kind == "binomial":
+        return expit(eta)
+    return np.exp(np.minimum(eta, _MAX_ETA))
+
+
+def weighted_moments(X: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weighted mean, weighted SD (ddof 0; 0 for constant columns) and largest |value|.
+
+    Each column is divided by its largest absolute value first (no under- or overflow).
+    """
+    big = np.abs(X).max(axis=0) if len(X) else np.zeros(X.shape[1])
+    unit = np.where(big > 0, big, 1.0)
+    Z = X / unit
+    share = w / w.sum()
+    mean = share @ Z
+    sd = np.sqrt(share @ (Z - mean) ** 2)
+    sd[X.max(axis=0) == X.min(axis=0)] = 0.0
+    return mean * unit, sd * unit, big
+
+
+def all_rows_scale(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each column's weighted SD over all rows; a constant column's |value|; 1 if all 0."""
+    _, sd, big = weighted_moments(X, w)
+    return np.where(sd > 0, sd, np.where(big > 0, big, 1.0))
+
+
+def weighted_penalty_weights(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per-coefficient ridge weights on the original coefficients of *X* (all rows).
+
+    The weighted variance of each column (its scale squared if constant), 0 for the
+    intercept: ``ridge * weighted_penalty_weights(X, w) * w.sum() / len(w)`` is the
+    ``alpha`` of statsmodels' ``GLM(..., freq_weights=w).fit_regularized(L1_wt=0)``, and
+    ``ridge * weighted_penalty_weights(X, w)`` that of ``WLS(..., weights=w)``'s.
+
+    Examples
+    --------
+    >>> X = np.column_stack([np.ones(3), [0.0, 1.0, 2.0]])
+    >>> weighted_penalty_weights(X, np.array([1.0, 1.0, 2.0])).round(4).tolist()
+    [0.0, 0.6875]
+    """
+    scale = all_rows_scale(X, w)
+    penalized = np.ones(X.shape[1], dtype=bool)
+    intercept = _intercept(X)
+    if intercept is not None:
+        penalized[intercept] = False
+    return penalized * scale**2
+
+
+def _training_design(X_S: np.ndarray, w: np.ndarray, train: np.ndarray,
+                     all_scale: np.ndarray) -> ScaledDesign:
+    """Standardisation by the training rows' weighted moments (all-rows scale if constant)."""
+    mean, sd, _ = weighted_moments(X_S[train], w[train])
+    design = ScaledDesign.from_design(X_S, centre=False)  # its intercept and penalised columns
+    centred = design.intercept is not None
+    center = np.where(design.penalized, mean, 0.0) if centred else np.zeros(X_S.shape[1])
+    return replace(design, center=center, scale=np.where(sd > 0, sd, all_scale))
+
+
+def _objective(kind: str, Z, y, share, offset, ridge, penalized):
+    def f(gamma):
+        eta = Z @ gamma + offset
+        if kind == "gaussian":
+            rows = 0.5 * (y - eta) ** 2
+        elif kind == "binomial":
+            rows = np.logaddexp(0.0, eta) - y * eta
+        else:
+            rows = np.exp(np.minimum(eta, _MAX_ETA)) - y * eta
+        return float(share @ rows + 0.5 * ridge * np.sum(penalized * gamma**2))
+    return f
+
+
+def _newton(kind: str, Z, y, share, offset, ridge, penalized, gamma) -> tuple[np.ndarray, bool]:
+    """Damped Newton on the penalised weighted mean loss; (optimum, converged)."""
+    f = _objective(kind, Z, y, share, offset, ridge, penalized)
+    value = f(gamma)
+    for _ in range(MAX_ITER):
+        mu = inverse_link(kind, Z @ gamma + offset)
+        var = mu * (1 - mu) if kind == "binomial" else mu
+        grad = Z.T @ (share * (mu - y)) + ridge * penalized * gamma
+        hess = (Z * (share * var)[:, None]).T @ Z + np.diag(ridge * penalized)
+        try:
+            step = -np.linalg.solve(hess, grad)
+        except np.linalg.LinAlgError:
+            step = -np.linalg.lstsq(hess, grad, rcond=None)[0]
+        decrement = -float(grad @ step)
+        if not np.isfinite(decrement):
+            return gamma, False
+        if decrement <= _DECREMENT_TOL * max(1.0, abs(value)):
+            # Newton's quadratic convergence: the full step leaves an error of order
+            # decrement**2, below what float64 resolves in the objective (which is why
+            # the step is taken without a line search: the objective cannot show it)
+            return gamma + step, True
+        t = 1.0
+        while True:
+            trial = f(gamma + t * step)
+            if trial <= value - _ARMIJO * t * decrement:
+                break
+            t /= 2
+            if t < 1e-12:  # no decrease left though the decrement is not small: stuck
+                return gamma, False
+        gamma, value = gamma + t * step, trial
+    return gamma, False
+
+
+def penalised_weighted_fit(kind: str, X_S: np.ndarray, y: np.ndarray, w: np.ndarray,
+                           offset: np.ndarray, train: np.ndarray, ridge: float,
+                           all_scale: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
+    """Coefficients (original columns) of one penalised weighted fit on the *train* rows.
+
+    Parameters
+    ----------
+    kind : {"gaussian", "binomial", "poisson"}
+    X_S : ndarray (n, p)
+        The candidate's columns over all rows (their intercept and all-rows scales).
+    y, w, offset : ndarray (n,)
+    train : ndarray of bool (n,)
+    ridge : float
+        > 0.
+    all_scale : ndarray (p,), optional
+        The columns' all-rows weighted scales (computed when not given).
+
+    Returns
+    -------
+    params : ndarray (p,)
+    converged : bool
+    """
+    if all_scale is None:
+        all_scale = all_rows_scale(X_S, w)
+    design = _training_design(X_S, w, train, all_scale)
+    Z = design.transform(X_S[train])
+    share = w[train] / w[train].sum()
+    z, o = y[train], offset[train]
+    penalized = design.penalized.astype(float)
+    if kind == "gaussian":
+        root = np.sqrt(share)
+        system = np.vstack([Z * root[:, None], np.diag(np.sqrt(ridge * penalized))])
+        target = np.concatenate([(z - o) * root, np.zeros(Z.shape[1])])
+        gamma = np.linalg.lstsq(system, target, rcond=None)[0]
+        return design.original(gamma), True
+    gamma = np.zeros(Z.shape[1])
+    if kind == "poisson" and design.intercept is not None:
+        # the intercept-only optimum's level, so the first exp() cannot overflow
+        rate = (share @ z) / (share @ np.exp(np.minimum(o, _MAX_ETA)))
+        gamma[design.intercept] = np.log(max(rate, 1e-8)) / design.intercept_value
+    gamma, converged = _newton(kind, Z, z, share, o, ridge, penalized, gamma)
+    return design.original(gamma), converged and bool(np.isfinite(gamma).all())
