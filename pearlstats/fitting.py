@@ -406,10 +406,9 @@ def fit(
         weighted column SDs (the separation ladder too); ``weight_shrinkage="cv"``
         scores each amount by the weighted mean loss. Not yet supported with them
         (refused by name): ``downstream``, the hinge and absolute losses, sparse
-        wide blocks, dask data, multinomial, prediction sets with variance
-        weights, ``reweight``/``loss_sensitivity`` and Pearson residuals. The
-        stability re-solves and the bootstrap with variance weights resample
-        rows that keep their weights; the bootstrap with frequency weights
+        wide blocks, dask data, multinomial and prediction sets with variance
+        weights. The stability re-solves and the bootstrap with variance
+        weights resample rows that keep their weights; the bootstrap with frequency weights
         resamples the expanded data. CV+ intervals and
         sets: see ``res.predict``. SEs of CV risks: see
         :func:`~pearlstats.observation_weights.mean_se`.

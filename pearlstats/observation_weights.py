@@ -20,7 +20,10 @@ the held-out rows' losses), the statsmodels refits (``GLM`` with ``freq_weights`
 and ``offset``; with a ridge their ``fit_regularized(L1_wt=0)``) and the averaged
 coefficients' inference built on them (with a ridge, the weighted ridge sandwich), ``predict`` and
 ``evaluate`` (new rows' offsets; test weights), the honest re-runs and the fold-complement
-stability table (each subset with its rows' weights), weighted SEs (:func:`mean_se`), and:
+stability table (each subset with its rows' weights), weighted SEs (:func:`mean_se`),
+``reweight``/``loss_sensitivity`` (the new loss's weighted mean; by default the losses weights
+support), Pearson residuals (times ``sqrt(w)`` with variance weights, statsmodels'
+``resid_pearson``), and:
 
 * CV+ prediction intervals (gaussian, poisson) and prediction sets (binomial) from the
   nested cross-validation (:mod:`pearlstats.inference.conformal`): frequency weights count
@@ -39,9 +42,9 @@ stability table (each subset with its rows' weights), weighted SEs (:func:`mean_
 
 Not yet supported, and refused by name where it would be reached: multinomial, ``downstream``
 (MLP), dask data, sparse blocks wide enough for the wide engine, the hinge and absolute
-losses, prediction sets with variance weights (a class score has no variance to scale),
-``reweight``/``loss_sensitivity`` and Pearson residuals (:func:`refuse_unsupported`,
-:func:`check_observation_weights` and the results' own checks).
+losses (also in ``reweight``), prediction sets with variance weights (a class score has no
+variance to scale) (:func:`refuse_unsupported`, :func:`check_observation_weights` and the
+results' own checks).
 """
 
 from __future__ import annotations

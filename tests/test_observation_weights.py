@@ -464,10 +464,10 @@ def test_results_refuse_what_weights_do_not_support_yet():
         res.predict(new)
     with pytest.raises(OptionError, match="give offset"):
         res.evaluate(pd.DataFrame({"y": data["y"][:3]}), blocks=new)
-    with pytest.raises(OptionError, match="reweight"):
-        res.loss_sensitivity()
-    with pytest.raises(OptionError, match="Pearson"):
-        res.resid_pearson
+    # by default only the losses weights support (squared; absolute is refused by name)
+    assert list(res.loss_sensitivity().columns) == ["squared"]
+    with pytest.raises(OptionError, match="absolute"):
+        res.loss_sensitivity(["squared", "absolute"])
     fitted = sum(w * _sm_fit("gaussian", data["y"], _exog(data, label.split("+")), weights,
                              "variance", offset).fittedvalues
                  for label, w in res.weights.items() if w > 0)

@@ -165,18 +165,25 @@ def _frame(family, seed=6, n=80):
     return {"y": y, "a": a, "b": b}, offset
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_fit_with_ridge_and_frequency_weight_two_equals_duplicated_rows(family):
-    data, offset = _frame(family)
-    counts = np.random.default_rng(7).integers(1, 3, size=80)
-    folds = np.arange(80) % 5
-    rows = np.repeat(np.arange(80), counts)
+def _weighted_and_duplicated(family, seed, n, count_seed, **kwargs):
+    """A fit with frequency weights 1 or 2 and one of the data with those rows repeated, each
+    copy in its row's fold."""
+    data, offset = _frame(family, seed=seed, n=n)
+    counts = np.random.default_rng(count_seed).integers(1, 3, size=n)
+    folds = np.arange(n) % 5
+    rows = np.repeat(np.arange(n), counts)
     copied = {name: values[rows] for name, values in data.items()}
-    kwargs = {"family": family, "seed": 3, "honest": False, "ridge": 0.4}
+    kwargs = {"family": family, "seed": 3, "honest": False, **kwargs}
     res = pearl.fit("y ~ block(a) + block(b)", data, weights=counts, weight_type="frequency",
                     offset=offset, cv=folds, **kwargs)
     dup = pearl.fit("y ~ block(a) + block(b)", copied, offset=offset[rows], cv=folds[rows],
                     **kwargs)
+    return res, dup
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fit_with_ridge_and_frequency_weight_two_equals_duplicated_rows(family):
+    res, dup = _weighted_and_duplicated(family, 6, 80, 7, ridge=0.4)
     np.testing.assert_allclose(res.weights.to_numpy(), dup.weights.to_numpy(), atol=1e-7)
     np.testing.assert_allclose(res.cv_risk.to_numpy(), dup.cv_risk.to_numpy(), rtol=1e-8)
     with pytest.warns(pearl.PearlWarning, match="ridge"):
@@ -315,17 +322,59 @@ def test_cv_shrinkage_risks_are_the_weighted_means_over_the_groups():
 
 @pytest.mark.parametrize("family", ["binomial", "poisson"])
 def test_cv_shrinkage_with_frequency_weight_two_equals_duplicated_rows(family):
-    data, offset = _frame(family, seed=13, n=90)
-    counts = np.random.default_rng(14).integers(1, 3, size=90)
-    folds = np.arange(90) % 5
-    rows = np.repeat(np.arange(90), counts)
-    copied = {name: values[rows] for name, values in data.items()}
-    kwargs = {"family": family, "seed": 3, "honest": False, "weight_shrinkage": "cv"}
-    res = pearl.fit("y ~ block(a) + block(b)", data, weights=counts, weight_type="frequency",
-                    offset=offset, cv=folds, **kwargs)
-    dup = pearl.fit("y ~ block(a) + block(b)", copied, offset=offset[rows], cv=folds[rows],
-                    **kwargs)
+    res, dup = _weighted_and_duplicated(family, 13, 90, 14, weight_shrinkage="cv")
     mine = res.failures[res.failures.kind == "shrinkage"].action.iloc[0]
     theirs = dup.failures[dup.failures.kind == "shrinkage"].action.iloc[0]
     assert mine == theirs
     np.testing.assert_allclose(res.weights.to_numpy(), dup.weights.to_numpy(), atol=1e-7)
+
+
+# reweight / loss_sensitivity and Pearson residuals with observation weights
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("weight_type", ["frequency", "variance"])
+def test_pearson_residuals_of_one_candidate_equal_statsmodels_glm(family, weight_type):
+    data, offset = _frame(family, seed=15)
+    w = np.random.default_rng(16).uniform(0.3, 3.0, size=80)
+    res = pearl.fit("y ~ block(a) + block(b)", data, family=family, weights=w,
+                    weight_type=weight_type, offset=offset, candidates=["a+b"], seed=1,
+                    honest=False)
+    assert res.weights["a+b"] == 1.0
+    X = np.column_stack([np.ones(80), data["a"], data["b"]])
+    key = "freq_weights" if weight_type == "frequency" else "var_weights"
+    direct = sm.GLM(data["y"], X, family={"gaussian": sm.families.Gaussian,
+                                          "binomial": sm.families.Binomial,
+                                          "poisson": sm.families.Poisson}[family](),
+                    offset=offset, **{key: w}).fit(tol=1e-13)
+    np.testing.assert_allclose(res.resid_pearson.to_numpy(), direct.resid_pearson, rtol=1e-7,
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_reweight_with_frequency_weight_two_equals_duplicated_rows(family):
+    res, dup = _weighted_and_duplicated(family, 17, 90, 18)
+    np.testing.assert_allclose(res.reweight(res.loss).weights, res.weights, atol=1e-12)
+    mine, theirs = res.loss_sensitivity(), dup.loss_sensitivity()
+    left_out = [name for name in theirs.columns if name not in mine.columns]
+    assert left_out == (["hinge"] if family == "binomial" else ["absolute"])
+    theirs = theirs[mine.columns]
+    theirs = theirs[(theirs > 0).any(axis=1)]  # as the table keeps rows with a weight > 0
+    assert list(mine.index) == list(theirs.index)
+    np.testing.assert_allclose(mine.to_numpy(), theirs.to_numpy(), atol=1e-7)
+
+
+def test_reweight_with_variance_weights_minimises_the_weighted_new_loss():
+    data, offset = _frame("binomial", seed=19, n=90)
+    v = np.random.default_rng(20).uniform(0.2, 5.0, size=90)
+    res = pearl.fit("y ~ block(a) + block(b)", data, family="binomial", weights=v,
+                    weight_type="variance", offset=offset, seed=3, honest=False)
+    squared = res.reweight("squared")
+    P, y = res.cv_predictions.to_numpy(), data["y"]
+
+    def objective(w):
+        return np.average((y - P @ w) ** 2, weights=v)
+
+    expected, best = simplex_minimum(objective, P.shape[1])
+    np.testing.assert_allclose(squared.weights.to_numpy(), expected, atol=2e-4)
+    assert objective(squared.weights.to_numpy()) <= best * (1 + 1e-9)

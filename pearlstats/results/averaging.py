@@ -404,19 +404,22 @@ def fittedvalues(res: PearlResults) -> ParamsLike:
 def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
     """Residuals of the averaged model: ``"response"`` (y - mu) or ``"pearson"`` (GLMs).
 
-    Multinomial response residuals are a one-hot matrix minus the probabilities.
+    Multinomial response residuals are a one-hot matrix minus the probabilities. With
+    variance weights the Pearson residuals are multiplied by ``sqrt(w)`` (the row's variance
+    is ``V(mu) / w``); frequency weights count rows and leave them as they are (statsmodels'
+    GLM ``resid_pearson`` with ``var_weights`` / ``freq_weights``).
     """
-    if kind == "pearson" and res.stages.response.row_weights is not None:
-        raise OptionError("Pearson residuals are not yet supported with observation weights; "
-                          "use kind='response'")
+    response = res.stages.response
     fitted = fittedvalues(res)
-    y = np.asarray(res.stages.response.y)
+    y = np.asarray(response.y)
     if res.family == "multinomial":
         if kind != "response":
             raise OptionError(f"kind={kind!r}: multinomial fits have response residuals only "
                               "(one-hot response minus class probabilities); use kind='response'")
         y = np.eye(len(res.classes))[y]
     values = inference.averaged_resid(y, fitted.to_numpy(), kind=kind, family=res.family)
+    if kind == "pearson" and response.weight_type == "variance":
+        values = values * np.sqrt(response.row_weights)
     out = _format(res, values)
     if isinstance(out, pd.Series):
         out.name = "resid" if kind == "response" else "resid_pearson"

@@ -37,6 +37,7 @@ from ..exceptions import CandidateError, OptionError, PearlWarning
 from ..weight_stage import fit_name, solve_draw_weights, solve_stored_weights
 from ..weights.certificate import gap_table
 from ..weights.losses import get_loss
+from ..weights.row_weighted import WEIGHTED_LOSSES, RowWeightedLoss
 from ..weights.solvers import solve_weights
 from . import bootstrap, evaluation
 from .readonly import cached_table
@@ -494,10 +495,13 @@ class WeightDiagnostics:
             gives ``res.weights``. With ``cv_repeats > 1`` only the first fold
             draw's out-of-fold predictions are stored, and a
             :class:`~pearlstats.exceptions.PearlWarning` says the weights use that draw alone.
+            With observation weights the new loss is their weighted mean, as the fit's
+            (losses they do not support, hinge and absolute, are refused by name).
         """
-        self._refuse_weighted("reweight()")
         new_loss = get_loss(loss, self.family)
         state = self.stages
+        if state.response.row_weights is not None:  # the weighted mean of the new loss
+            new_loss = RowWeightedLoss(new_loss.family, new_loss, state.response.row_weights)
         if state.weight_options.cv_repeats > 1:
             warnings.warn(
                 f"this fit's weights averaged {state.weight_options.cv_repeats} fold draws, but "
@@ -522,7 +526,8 @@ class WeightDiagnostics:
         Parameters
         ----------
         losses : sequence of str, optional
-            Defaults to every loss the family supports.
+            Defaults to every loss the family supports (with observation weights, those
+            the weights support: squared, cross-entropy, Poisson deviance).
 
         Returns
         -------
@@ -530,6 +535,9 @@ class WeightDiagnostics:
             Candidates x losses.
         """
         names = self.stages.family.sensitivity_losses if losses is None else list(losses)
+        if losses is None and self.stages.response.row_weights is not None:
+            # by default, the losses that observation weights support
+            names = [name for name in names if name in WEIGHTED_LOSSES]
         table = pd.DataFrame(
             {
                 name: self.weights if name == self.loss else self.reweight(name).weights
