@@ -378,3 +378,16 @@ def test_reweight_with_variance_weights_minimises_the_weighted_new_loss():
     expected, best = simplex_minimum(objective, P.shape[1])
     np.testing.assert_allclose(squared.weights.to_numpy(), expected, atol=2e-4)
     assert objective(squared.weights.to_numpy()) <= best * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_honest_risk_with_ridge_and_frequency_weight_two_equals_duplicated_rows(family):
+    res, dup = _weighted_and_duplicated(family, 21, 60, 22, ridge=0.3, honest=3)
+    columns = ["risk", "se", "ratio", "ratio_se"]
+    np.testing.assert_allclose(res.honest[columns], dup.honest[columns], rtol=1e-6, atol=1e-9)
+    if family != "binomial":  # CV+ intervals: every outer fold's procedure with the ridge
+        new_data, new_offset = _frame(family, seed=23, n=6)
+        new = {"a": new_data["a"], "b": new_data["b"]}
+        mine = res.predict(new, interval="prediction", alpha=0.2, offset=new_offset)
+        theirs = dup.predict(new, interval="prediction", alpha=0.2, offset=new_offset)
+        np.testing.assert_allclose(mine.to_numpy(), theirs.to_numpy(), rtol=1e-7, atol=1e-9)
