@@ -36,17 +36,19 @@ from ..exceptions import SeparationError
 from ..ledger import LedgerEntry
 from ._common import SEPARATION_RIDGES, EngineOutput, fold_rows, infeasible_entry
 from .newton_cv import _ladder_entry, _wide_reason, ridge_ladder
-from .weighted_ridge import MAX_ITER, all_rows_scale, inverse_link, penalised_weighted_fit
+from .weighted_ridge import (
+    MAX_ITER,
+    all_rows_scale,
+    gram_solve,
+    inverse_link,
+    penalised_weighted_fit,
+)
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
 
 __all__ = ["weighted_cv_predict", "weighted_fit", "inverse_link", "MAX_ITER", "SEPARATION_ETA"]
 
-# Smallest squared Cholesky pivot of a unit-diagonal Gram solved by the normal equations
-# (its condition number is then below about 1e8, so they keep ~8 of least squares' digits
-# beyond float64's 1e-16); worse-conditioned systems go to lstsq.
-_PIVOT_FLOOR = 1e-8
 SEPARATION_ETA = 30.0
 _TOL = 1e-13
 
@@ -54,26 +56,6 @@ _TOL = 1e-13
 def _wls(X: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
     root = np.sqrt(w)
     return np.linalg.lstsq(X * root[:, None], z * root, rcond=None)[0]
-
-
-def _gram_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
-    """``gram^-1 rhs`` by Cholesky on the unit-diagonal scaling, or None when ill-conditioned.
-
-    The scaled Gram's Cholesky pivots bound its conditioning; below ``_PIVOT_FLOOR`` the
-    normal equations would lose the digits least squares keeps, and the caller uses lstsq.
-    """
-    with np.errstate(all="ignore"):  # overflowed moments (columns near 1e154) go to lstsq
-        scale = np.sqrt(np.diag(gram))
-        if not np.all(np.isfinite(scale) & (scale > 0)) or not np.isfinite(rhs).all():
-            return None
-        try:
-            factor = np.linalg.cholesky(gram / np.outer(scale, scale))
-        except np.linalg.LinAlgError:
-            return None
-        if not np.isfinite(factor).all() or np.diag(factor).min() ** 2 < _PIVOT_FLOOR:
-            return None
-        solved = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs / scale)) / scale
-    return solved if np.isfinite(solved).all() else None
 
 
 def _training_moments(X: np.ndarray, z: np.ndarray, w: np.ndarray,
@@ -153,7 +135,7 @@ def _fit_one(kind, X_S, y, w, offset, train, ridge, all_scale, gram=None):
         beta, converged = penalised_weighted_fit(kind, X_S, y, w, offset, train, ridge,
                                                  all_scale)
         return beta, None if converged else "not converged"
-    beta = None if gram is None else _gram_solve(*gram)
+    beta = None if gram is None else gram_solve(*gram)
     if beta is not None:
         return beta, None
     return _irls(kind, X_S[train], y[train], w[train], offset[train])

@@ -31,12 +31,16 @@ from ._common import ScaledDesign, _intercept
 
 __all__ = ["weighted_moments", "weighted_penalty_weights", "penalised_weighted_fit",
            "inverse_link", "MAX_ITER",
-           "all_rows_scale"]
+           "all_rows_scale", "gram_solve"]
 
 MAX_ITER = 100
 _ARMIJO = 1e-4
 _DECREMENT_TOL = 1e-14
 _MAX_ETA = 700.0  # exp overflows past ~709
+# Smallest squared Cholesky pivot of a unit-diagonal Gram solved by the normal equations
+# (its condition number is then below about 1e8, so they keep ~8 of least squares' digits
+# beyond float64's 1e-16); worse-conditioned systems go to lstsq.
+_PIVOT_FLOOR = 1e-8
 
 
 def inverse_link(kind: str, eta: np.ndarray) -> np.ndarray:
@@ -46,6 +50,26 @@ def inverse_link(kind: str, eta: np.ndarray) -> np.ndarray:
     if kind == "binomial":
         return expit(eta)
     return np.exp(np.minimum(eta, _MAX_ETA))
+
+
+def gram_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
+    """``gram^-1 rhs`` by Cholesky on the unit-diagonal scaling, or None when ill-conditioned.
+
+    The scaled Gram's Cholesky pivots bound its conditioning; below ``_PIVOT_FLOOR`` the
+    normal equations would lose the digits least squares keeps, and the caller uses lstsq.
+    """
+    with np.errstate(all="ignore"):  # overflowed moments (columns near 1e154) go to lstsq
+        scale = np.sqrt(np.diag(gram))
+        if not np.all(np.isfinite(scale) & (scale > 0)) or not np.isfinite(rhs).all():
+            return None
+        try:
+            factor = np.linalg.cholesky(gram / np.outer(scale, scale))
+        except np.linalg.LinAlgError:
+            return None
+        if not np.isfinite(factor).all() or np.diag(factor).min() ** 2 < _PIVOT_FLOOR:
+            return None
+        solved = np.linalg.solve(factor.T, np.linalg.solve(factor, rhs / scale)) / scale
+    return solved if np.isfinite(solved).all() else None
 
 
 def weighted_moments(X: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -177,10 +201,13 @@ def penalised_weighted_fit(kind: str, X_S: np.ndarray, y: np.ndarray, w: np.ndar
     z, o = y[train], offset[train]
     penalized = design.penalized.astype(float)
     if kind == "gaussian":
-        root = np.sqrt(share)
-        system = np.vstack([Z * root[:, None], np.diag(np.sqrt(ridge * penalized))])
-        target = np.concatenate([(z - o) * root, np.zeros(Z.shape[1])])
-        gamma = np.linalg.lstsq(system, target, rcond=None)[0]
+        weighted = Z * share[:, None]
+        gamma = gram_solve(weighted.T @ Z + np.diag(ridge * penalized), weighted.T @ (z - o))
+        if gamma is None:  # ill-conditioned: least squares on the penalised system
+            root = np.sqrt(share)
+            system = np.vstack([Z * root[:, None], np.diag(np.sqrt(ridge * penalized))])
+            target = np.concatenate([(z - o) * root, np.zeros(Z.shape[1])])
+            gamma = np.linalg.lstsq(system, target, rcond=None)[0]
         return design.original(gamma), True
     gamma = np.zeros(Z.shape[1])
     if kind == "poisson" and design.intercept is not None:
