@@ -22,8 +22,6 @@ the number of rows, not the weights' sum: its ``alpha`` is ``ridge * sd_j**2 * s
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from scipy.special import expit
 
@@ -119,10 +117,11 @@ def _training_design(X_S: np.ndarray, w: np.ndarray, train: np.ndarray,
                      all_scale: np.ndarray) -> ScaledDesign:
     """Standardisation by the training rows' weighted moments (all-rows scale if constant)."""
     mean, sd, _ = weighted_moments(X_S[train], w[train])
-    design = ScaledDesign.from_design(X_S, centre=False)  # its intercept and penalised columns
-    centred = design.intercept is not None
-    center = np.where(design.penalized, mean, 0.0) if centred else np.zeros(X_S.shape[1])
-    return replace(design, center=center, scale=np.where(sd > 0, sd, all_scale))
+    intercept = _intercept(X_S)
+    penalized = np.arange(X_S.shape[1]) != (-1 if intercept is None else intercept)
+    value = 1.0 if intercept is None else float(X_S[0, intercept])
+    center = np.zeros(X_S.shape[1]) if intercept is None else np.where(penalized, mean, 0.0)
+    return ScaledDesign(center, np.where(sd > 0, sd, all_scale), penalized, intercept, value)
 
 
 def _objective(kind: str, Z, y, share, offset, ridge, penalized):
