@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.chunks import sum_chunks
+from ..backends.columns import ColumnStack, Scratch
 from ._common import ScaledDesign
 
 __all__ = ["FoldMoments", "fold_moments", "design_from_moments", "standardised_systems",
@@ -296,6 +297,7 @@ def fold_moments(
     """
     lookup = _fold_lookup(folds, fold_set)
     pilot = pilot_centre(X, y, columns)
+    scratch = Scratch()  # every chunk is read into the same memory (of_sorted_rows keeps none)
 
     def part(rows: slice) -> FoldMoments:
         labels = (np.full(rows.stop - rows.start, len(fold_set)) if folds is None
@@ -303,7 +305,7 @@ def fold_moments(
         order, counts = fold_segments(labels, len(fold_set) + 1)
         if not rest:
             order, counts = order[:len(order) - counts[-1]], np.append(counts[:-1], 0)
-        return FoldMoments.of_sorted_rows(chunk_columns(X, rows, order, columns),
+        return FoldMoments.of_sorted_rows(chunk_columns(X, rows, order, columns, scratch),
                                           y[rows.start + order].astype(float, copy=False),
                                           counts, pilot)
 
@@ -372,9 +374,18 @@ def fold_groups(folds: np.ndarray, fold_set: np.ndarray) -> np.ndarray:
 
 
 def chunk_columns(X: np.ndarray, rows: slice, order: np.ndarray,
-                  columns: np.ndarray | None) -> np.ndarray:
-    """A new (contiguous) array of the design's *columns* for the chunk's rows in *order*."""
+                  columns: np.ndarray | None, scratch: Scratch | None = None) -> np.ndarray:
+    """A C-ordered array of the design's *columns* for the chunk's rows in *order*.
+
+    A new array, or with *scratch* possibly memory of *scratch* (overwritten by the next
+    chunk read with it).
+    """
+    if isinstance(X, ColumnStack):
+        return X.chunk(rows, order, columns, scratch)
     index = rows.start + order
+    if columns is None and scratch is not None and X.dtype == float:
+        return np.take(X, index, axis=0, out=scratch("rows", (len(index), X.shape[1])),
+                       mode="clip")  # "clip" writes into *out* directly; *index* is in range
     chunk = np.take(X, index, axis=0) if columns is None else X[np.ix_(index, columns)]
     return chunk.astype(float, copy=False)
 

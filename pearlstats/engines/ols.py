@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..backends.chunks import row_chunks
+from ..backends.columns import Scratch
 from ..ledger import LedgerEntry
 from ._common import (
     MAX_SYSTEM_BYTES,
@@ -318,10 +319,11 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
     offset = np.einsum("p,gpm->gm", np.where(near, design.center, 0.0), scaled)
     far = np.where(near, 0.0, design.center)
     every = np.array_equal(group, np.arange(predictions.shape[1]))
+    scratch = Scratch()  # every chunk's rows are read into the same memory
     for rows in row_chunks(len(folds), None, design.scale.size + len(group)):
         order, counts = fold_segments(fold_groups(folds[rows], fold_set), len(fold_set) + 1)
         inside = len(order) - counts[-1]  # rows of the fold set come first in *order*
-        X_rows = chunk_columns(X, rows, order[:inside], columns)
+        X_rows = chunk_columns(X, rows, order[:inside], columns, scratch)
         if np.any(far):
             X_rows -= far
         out = np.empty((inside, len(group)))
