@@ -319,14 +319,16 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
     offset = np.einsum("p,gpm->gm", np.where(near, design.center, 0.0), scaled)
     far = np.where(near, 0.0, design.center)
     every = np.array_equal(group, np.arange(predictions.shape[1]))
-    scratch = Scratch()  # every chunk's rows are read into the same memory
+    # Every chunk's arrays reuse the same memory: a fresh array per chunk of a few MiB
+    # costs its page faults again (glibc returns such blocks to the system when freed).
+    scratch = Scratch()
     for rows in row_chunks(len(folds), None, design.scale.size + len(group)):
         order, counts = fold_segments(fold_groups(folds[rows], fold_set), len(fold_set) + 1)
         inside = len(order) - counts[-1]  # rows of the fold set come first in *order*
         X_rows = chunk_columns(X, rows, order[:inside], columns, scratch)
         if np.any(far):
             X_rows -= far
-        out = np.empty((inside, len(group)))
+        out = scratch("out", (inside, len(group)))
         starts = np.concatenate([[0], np.cumsum(counts)])
         for g in np.flatnonzero(counts[:-1]):
             segment = slice(starts[g], starts[g + 1])
@@ -335,7 +337,7 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
         if every and inside == len(order):
             # Back to row order within the chunk, then one contiguous copy: scattering
             # straight into the n x J matrix took 4x as long (random first writes to its pages).
-            rows_out = np.empty_like(out)
+            rows_out = scratch("row order", out.shape)
             rows_out[order] = out
             predictions[rows] = rows_out
         else:
