@@ -46,6 +46,7 @@ from .moments import (
     FoldMoments,
     chunk_columns,
     design_from_moments,
+    fold_and_row_moments,
     fold_groups,
     fold_moments,
     fold_ranges,
@@ -272,6 +273,12 @@ def _training_moments(X, y, folds, fold_sets, columns):
     the all-rows moments, one for the training rows' ranges, and one per fold set
     (reading its folds' rows only), each fold downdated from the all-rows moments.
     """
+    if len(fold_sets) == 1 and columns is None:
+        # The all-rows moments of the refits' Gram matrix come from the same read of the rows.
+        moments, rows = fold_and_row_moments(X, y, folds, fold_sets[0])
+        _GRAM.store(X, y, rows.total())
+        complements = moments.complements().take(np.arange(len(fold_sets[0])))
+        return moments.total(), lambda i: complements
     if len(fold_sets) == 1:
         moments = fold_moments(X, y, folds, fold_sets[0], columns)
         complements = moments.complements().take(np.arange(len(fold_sets[0])))
@@ -474,9 +481,9 @@ class _GramCache:
         entry = self._entry
         if entry is not None and entry[0] == key and entry[1]() is X and entry[2]() is y:
             return entry[3]
-        return self._store(X, y, fold_moments(X, y, None, np.arange(0)).total())
+        return self.store(X, y, fold_moments(X, y, None, np.arange(0)).total())
 
-    def _store(self, X: np.ndarray, y: np.ndarray, total: FoldMoments):
+    def store(self, X: np.ndarray, y: np.ndarray, total: FoldMoments):
         """Remember ``(Z'Z, Z'y, design)`` of all rows of (X, y) from their moments; return it."""
         design = design_from_moments(total)
         gram, cross = standardised_systems(total, design)
