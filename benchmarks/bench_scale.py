@@ -11,7 +11,8 @@ least-squares PEARL fit must at least compute once:
 ``honest`` is left at its default (5): the nested re-runs behind ``res.honest`` are
 lazy (they run on first use of ``res.honest`` or the summary), so they are not in
 the timed fit. Reported: the fit, the floor, their ratio, the weight stage's time
-(``solve_draw_weights``) and the fit without it; ``--profile`` adds a breakdown
+(``solve_draw_weights``), the fit without it, and the fit's and the floor's CPU time
+(less inflated than wall time on a loaded machine); ``--profile`` adds a breakdown
 by stage (cProfile, cumulative seconds of the pipeline's functions); ``--memory``
 runs the fit in a subprocess and reports its peak RSS beyond a subprocess that only
 builds the data.
