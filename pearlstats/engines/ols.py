@@ -463,14 +463,16 @@ class _GramCache:
 
     Refitting J candidates on all rows needs ``Z_S'Z_S`` for each column set S;
     slicing one ``Z'Z`` avoids J copies of ``X[:, S]`` (which for a million
-    rows would dominate memory). The value is always computed here, by one
-    pass over all rows: the cross-validation engine's all-rows moments are
-    added up from its folds' (an order set by the fold draw), so reusing them
-    made a refit's last digits depend on the folds and, with threads, on
-    which task had filled the cache last. The key and the value are stored
-    together as one tuple, replaced by a single (atomic) assignment and read
-    once, so threads refitting different designs never pair one's key with
-    another's matrix; at worst two threads compute the same value.
+    rows would dominate memory). The value always comes from one pass over all
+    rows in row order (its own, or the cross-validation pass's, which computes
+    the same moments bit for bit from the same read: :func:`fold_and_row_moments`):
+    the cross-validation engine's all-rows moments are added up from its folds'
+    (an order set by the fold draw), so reusing those made a refit's last digits
+    depend on the folds and, with threads, on which task had filled the cache last.
+    The key and the value are stored together as one tuple, replaced by a single
+    (atomic) assignment and read once, so threads refitting different designs
+    never pair one's key with another's matrix; at worst two threads compute the
+    same value.
     """
 
     def __init__(self):
