@@ -37,7 +37,35 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ColumnStack"]
+__all__ = ["ColumnStack", "Scratch"]
+
+
+class Scratch:
+    """Reused float64 work arrays, one per name, grown when a larger one is asked for.
+
+    A pass over row chunks reads every chunk into the same memory: a fresh multi-MiB
+    array per chunk costs page faults (and, for some sizes, an mmap and munmap each).
+    One per pass and thread: each call returns memory the previous call with the
+    same name returned.
+
+    Examples
+    --------
+    >>> scratch = Scratch()
+    >>> a = scratch("rows", (4, 3))
+    >>> b = scratch("rows", (2, 3))
+    >>> bool(np.shares_memory(a, b)), b.shape, b.flags.c_contiguous
+    (True, (2, 3), True)
+    """
+
+    def __init__(self):
+        self._flat: dict[str, np.ndarray] = {}
+
+    def __call__(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        size = int(np.prod(shape))
+        flat = self._flat.get(name)
+        if flat is None or flat.size < size:
+            flat = self._flat[name] = np.empty(size)
+        return flat[:size].reshape(shape)
 
 
 def _read_only(part) -> np.ndarray:
@@ -120,6 +148,35 @@ class ColumnStack:
             return self._read(slice(None), index, order="C")
         return self.__array__().take(indices, axis=axis, out=out, mode=mode)
 
+    def chunk(self, rows: slice, order: np.ndarray | None = None,
+              columns: np.ndarray | None = None, scratch: Scratch | None = None) -> np.ndarray:
+        """Rows ``rows.start + order`` (all of *rows* by default) of *columns*, C-ordered.
+
+        The same array as ``np.take(stacked[rows][:, columns], order, axis=0)`` of a stacked
+        copy, but read as each block's contiguous slice first and reordered within the
+        chunk after: gathering rows at scattered positions from several blocks costs a
+        cache miss and a small copy per row and block (about 24 ms per 65 536 rows of five
+        10-column blocks, against 5 ms for one gather from a single array). With *scratch*
+        both steps write into its reused arrays (the result is then overwritten by the
+        next call with the same *scratch*).
+
+        Examples
+        --------
+        >>> X = ColumnStack([np.arange(8.0).reshape(4, 2), np.arange(4.0)[:, None]])
+        >>> X.chunk(slice(1, 4), np.array([2, 0]), np.array([2, 0])).tolist()
+        [[3.0, 6.0], [1.0, 2.0]]
+        """
+        scratch = Scratch() if scratch is None else scratch
+        count = len(range(self.shape[0])[rows])
+        width = self.shape[1] if columns is None else len(columns)
+        block = self._read(rows, slice(None) if columns is None else columns,
+                           out=scratch("block", (count, width)))
+        if order is None:
+            return block
+        # mode="clip" writes straight into *out* ("raise" buffers it); *order* is in range.
+        return np.take(block, order, axis=0, out=scratch("rows", (len(order), width)),
+                       mode="clip")
+
     def __array__(self, dtype=None, copy=None):
         whole = self._read(slice(None), slice(None))
         return whole if dtype is None else whole.astype(dtype, copy=False)
@@ -139,10 +196,12 @@ class ColumnStack:
             return np.flatnonzero(rows)
         return rows
 
-    def _read(self, rows, columns, order: str | None = None) -> np.ndarray:
+    def _read(self, rows, columns, order: str | None = None,
+              out: np.ndarray | None = None) -> np.ndarray:
         """The rows *rows* (an int, slice or index array) of the columns *columns*, a new array.
 
-        Laid out as numpy lays out ``stacked[rows, columns]``, unless *order* is given.
+        Laid out as numpy lays out ``stacked[rows, columns]``, unless *order* is given;
+        written into *out* (C-ordered, of the result's shape) if given.
         """
         scalar_column = isinstance(columns, (int, np.integer))
         index = np.atleast_1d(np.arange(self.shape[1])[columns])
@@ -156,7 +215,8 @@ class ColumnStack:
         if order is None:
             fancy = isinstance(columns, (list, np.ndarray))
             order = "F" if isinstance(rows, slice) and fancy else "C"
-        out = np.empty((index.size,) if count is None else (count, index.size), order=order)
+        if out is None:
+            out = np.empty((index.size,) if count is None else (count, index.size), order=order)
         owner = np.searchsorted(self._bounds, index, side="right") - 1
         for m in np.unique(owner):
             positions = np.flatnonzero(owner == m)

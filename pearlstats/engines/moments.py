@@ -48,11 +48,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.chunks import sum_chunks
+from ..backends.columns import ColumnStack, Scratch
 from ._common import ScaledDesign
 
 __all__ = ["FoldMoments", "fold_moments", "design_from_moments", "standardised_systems",
            "training_penalty_weights", "fold_segments", "fold_groups", "chunk_columns",
-           "pilot_centre", "fold_ranges"]
+           "pilot_centre", "fold_ranges", "fold_and_row_moments"]
 
 # Rows whose column medians are the pilot centre.
 _PILOT_ROWS = 1024
@@ -296,6 +297,7 @@ def fold_moments(
     """
     lookup = _fold_lookup(folds, fold_set)
     pilot = pilot_centre(X, y, columns)
+    scratch = Scratch()  # every chunk is read into the same memory (of_sorted_rows keeps none)
 
     def part(rows: slice) -> FoldMoments:
         labels = (np.full(rows.stop - rows.start, len(fold_set)) if folds is None
@@ -303,12 +305,51 @@ def fold_moments(
         order, counts = fold_segments(labels, len(fold_set) + 1)
         if not rest:
             order, counts = order[:len(order) - counts[-1]], np.append(counts[:-1], 0)
-        return FoldMoments.of_sorted_rows(chunk_columns(X, rows, order, columns),
+        return FoldMoments.of_sorted_rows(chunk_columns(X, rows, order, columns, scratch),
                                           y[rows.start + order].astype(float, copy=False),
                                           counts, pilot)
 
     width = X.shape[1] if columns is None else len(columns)
     return sum_chunks(part, len(y), chunk_rows, width + 1)
+
+
+@dataclass(frozen=True)
+class _FoldsAndRows:
+    """Per-fold moments and all-rows moments of the same chunks; sums add both."""
+
+    folds: FoldMoments
+    rows: FoldMoments
+
+    def __iadd__(self, other: "_FoldsAndRows") -> "_FoldsAndRows":
+        self.folds.__iadd__(other.folds)
+        self.rows.__iadd__(other.rows)
+        return self
+
+
+def fold_and_row_moments(X: np.ndarray, y: np.ndarray, folds: np.ndarray,
+                         fold_set: np.ndarray) -> tuple[FoldMoments, FoldMoments]:
+    """``fold_moments(X, y, folds, fold_set)`` and ``fold_moments(X, y, None, [])``, one read.
+
+    The second, every row in one group, is what its own pass gives bit for bit (the
+    same chunks, the rows of each in row order, the same arithmetic), so it does not
+    depend on the folds; each chunk's rows are read once for both.
+    """
+    lookup = _fold_lookup(folds, fold_set)
+    pilot = pilot_centre(X, y, None)
+    scratch = Scratch()
+
+    def part(rows: slice) -> _FoldsAndRows:
+        order, counts = fold_segments(lookup[folds[rows]], len(fold_set) + 1)
+        block = chunk_columns(X, rows, None, None, scratch)  # a copy in row order
+        by_fold = np.take(block, order, axis=0, out=scratch("rows", block.shape), mode="clip")
+        return _FoldsAndRows(
+            FoldMoments.of_sorted_rows(by_fold, y[rows.start + order].astype(float), counts,
+                                       pilot),
+            FoldMoments.of_sorted_rows(block, np.array(y[rows], dtype=float),
+                                       np.array([len(block)]), pilot))
+
+    both = sum_chunks(part, len(y), None, X.shape[1] + 1)
+    return both.folds, both.rows
 
 
 def pilot_centre(X: np.ndarray, y: np.ndarray, columns: np.ndarray | None,
@@ -371,10 +412,22 @@ def fold_groups(folds: np.ndarray, fold_set: np.ndarray) -> np.ndarray:
     return _fold_lookup(folds, fold_set)[folds]
 
 
-def chunk_columns(X: np.ndarray, rows: slice, order: np.ndarray,
-                  columns: np.ndarray | None) -> np.ndarray:
-    """A new (contiguous) array of the design's *columns* for the chunk's rows in *order*."""
+def chunk_columns(X: np.ndarray, rows: slice, order: np.ndarray | None,
+                  columns: np.ndarray | None, scratch: Scratch | None = None) -> np.ndarray:
+    """A C-ordered array of the design's *columns* for the chunk's rows in *order*.
+
+    ``order=None``: all of *rows* in row order. A new array, or with *scratch* possibly
+    memory of *scratch* (overwritten by the next chunk read with it); never *X*'s memory.
+    """
+    if isinstance(X, ColumnStack):
+        return X.chunk(rows, order, columns, scratch)
+    if order is None:
+        return np.array(X[rows] if columns is None else X[rows][:, columns], dtype=float,
+                        order="C")
     index = rows.start + order
+    if columns is None and scratch is not None and X.dtype == float:
+        return np.take(X, index, axis=0, out=scratch("rows", (len(index), X.shape[1])),
+                       mode="clip")  # "clip" writes into *out* directly; *index* is in range
     chunk = np.take(X, index, axis=0) if columns is None else X[np.ix_(index, columns)]
     return chunk.astype(float, copy=False)
 

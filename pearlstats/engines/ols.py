@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..backends.chunks import row_chunks
+from ..backends.columns import Scratch
 from ..ledger import LedgerEntry
 from ._common import (
     MAX_SYSTEM_BYTES,
@@ -45,6 +46,7 @@ from .moments import (
     FoldMoments,
     chunk_columns,
     design_from_moments,
+    fold_and_row_moments,
     fold_groups,
     fold_moments,
     fold_ranges,
@@ -271,6 +273,12 @@ def _training_moments(X, y, folds, fold_sets, columns):
     the all-rows moments, one for the training rows' ranges, and one per fold set
     (reading its folds' rows only), each fold downdated from the all-rows moments.
     """
+    if len(fold_sets) == 1 and columns is None:
+        # The all-rows moments of the refits' Gram matrix come from the same read of the rows.
+        moments, rows = fold_and_row_moments(X, y, folds, fold_sets[0])
+        _GRAM.store(X, y, rows.total())
+        complements = moments.complements().take(np.arange(len(fold_sets[0])))
+        return moments.total(), lambda i: complements
     if len(fold_sets) == 1:
         moments = fold_moments(X, y, folds, fold_sets[0], columns)
         complements = moments.complements().take(np.arange(len(fold_sets[0])))
@@ -318,13 +326,16 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
     offset = np.einsum("p,gpm->gm", np.where(near, design.center, 0.0), scaled)
     far = np.where(near, 0.0, design.center)
     every = np.array_equal(group, np.arange(predictions.shape[1]))
+    # Every chunk's arrays reuse the same memory: a fresh array per chunk of a few MiB
+    # costs its page faults again (glibc returns such blocks to the system when freed).
+    scratch = Scratch()
     for rows in row_chunks(len(folds), None, design.scale.size + len(group)):
         order, counts = fold_segments(fold_groups(folds[rows], fold_set), len(fold_set) + 1)
         inside = len(order) - counts[-1]  # rows of the fold set come first in *order*
-        X_rows = chunk_columns(X, rows, order[:inside], columns)
+        X_rows = chunk_columns(X, rows, order[:inside], columns, scratch)
         if np.any(far):
             X_rows -= far
-        out = np.empty((inside, len(group)))
+        out = scratch("out", (inside, len(group)))
         starts = np.concatenate([[0], np.cumsum(counts)])
         for g in np.flatnonzero(counts[:-1]):
             segment = slice(starts[g], starts[g + 1])
@@ -333,7 +344,7 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
         if every and inside == len(order):
             # Back to row order within the chunk, then one contiguous copy: scattering
             # straight into the n x J matrix took 4x as long (random first writes to its pages).
-            rows_out = np.empty_like(out)
+            rows_out = scratch("row order", out.shape)
             rows_out[order] = out
             predictions[rows] = rows_out
         else:
@@ -452,14 +463,16 @@ class _GramCache:
 
     Refitting J candidates on all rows needs ``Z_S'Z_S`` for each column set S;
     slicing one ``Z'Z`` avoids J copies of ``X[:, S]`` (which for a million
-    rows would dominate memory). The value is always computed here, by one
-    pass over all rows: the cross-validation engine's all-rows moments are
-    added up from its folds' (an order set by the fold draw), so reusing them
-    made a refit's last digits depend on the folds and, with threads, on
-    which task had filled the cache last. The key and the value are stored
-    together as one tuple, replaced by a single (atomic) assignment and read
-    once, so threads refitting different designs never pair one's key with
-    another's matrix; at worst two threads compute the same value.
+    rows would dominate memory). The value always comes from one pass over all
+    rows in row order (its own, or the cross-validation pass's, which computes
+    the same moments bit for bit from the same read: :func:`fold_and_row_moments`):
+    the cross-validation engine's all-rows moments are added up from its folds'
+    (an order set by the fold draw), so reusing those made a refit's last digits
+    depend on the folds and, with threads, on which task had filled the cache last.
+    The key and the value are stored together as one tuple, replaced by a single
+    (atomic) assignment and read once, so threads refitting different designs
+    never pair one's key with another's matrix; at worst two threads compute the
+    same value.
     """
 
     def __init__(self):
@@ -470,9 +483,9 @@ class _GramCache:
         entry = self._entry
         if entry is not None and entry[0] == key and entry[1]() is X and entry[2]() is y:
             return entry[3]
-        return self._store(X, y, fold_moments(X, y, None, np.arange(0)).total())
+        return self.store(X, y, fold_moments(X, y, None, np.arange(0)).total())
 
-    def _store(self, X: np.ndarray, y: np.ndarray, total: FoldMoments):
+    def store(self, X: np.ndarray, y: np.ndarray, total: FoldMoments):
         """Remember ``(Z'Z, Z'y, design)`` of all rows of (X, y) from their moments; return it."""
         design = design_from_moments(total)
         gram, cross = standardised_systems(total, design)
