@@ -455,18 +455,18 @@ def fit(
     loss_ = get_loss(loss, family_.name)
     family_ = _bind_downstream(family_, downstream)
     honest = _check_honest(honest)
+    rule = check_cv(cv, fold_column_names(data))
     options = _Options(
         missing=check_choice("missing", missing, {"raise": "report rows with NaN/inf",
                                                   "drop": "remove those rows"}),
         ridge=check_ridge(ridge), seed=check_seed(seed), n_jobs=check_n_jobs(n_jobs),
         env=check_eval_env(eval_env), honest=honest,
-        honest_se=check_honest_se(honest_se, honest, cv, weights is not None,
-                                  uses_dask(data, blocks)),
+        honest_se=check_honest_se(honest_se, honest, rule.kind in ("column", "labels"),
+                                  weights is not None, uses_dask(data, blocks)),
         cv_repeats=_check_cv_repeats(cv_repeats, cv),
         shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
         candidates=candidates, max_candidates=max_candidates,
     )
-    rule = check_cv(cv, fold_column_names(data))
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
     given = (weights, weight_type, offset, exposure)

@@ -93,7 +93,7 @@ class NestedSE:
         check_int("NestedSE(repeats=...)", self.repeats, minimum=1)
 
 
-def check_honest_se(honest_se: Any, honest: int | bool, cv: Any, weighted: bool,
+def check_honest_se(honest_se: Any, honest: int | bool, grouped: bool, weighted: bool,
                     dask: bool) -> NestedSE | str:
     """``"naive"``, or the :class:`NestedSE` options; refuse what the estimator cannot do.
 
@@ -115,9 +115,9 @@ def check_honest_se(honest_se: Any, honest: int | bool, cv: Any, weighted: bool,
     reasons = [
         (dask, "dask data (the honest re-runs run on in-memory rows only)"),
         (honest is False, "honest=False (it estimates the SE of res.honest; set honest=K)"),
-        (not isinstance(cv, (int, np.integer, str)),
-         "cv= fold labels (groups): the estimator's var(e_out) / |fold| treats rows as "
-         "independent, which grouped rows are not"),
+        (grouped,
+         "cv= fold labels or a fold column (groups): the estimator's var(e_out) / |fold| "
+         "treats rows as independent, which grouped rows are not"),
         (weighted, "observation weights (the estimator is written for unweighted means)"),
     ]
     refused = [why for bad, why in reasons if bad]

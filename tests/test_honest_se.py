@@ -103,10 +103,13 @@ def test_honest_se_refuses_what_it_cannot_do():
         pearl.fit("y ~ x + block(a)", data, honest_se="nested", honest=False)
     with pytest.raises(OptionError, match="fold labels"):
         pearl.fit("y ~ x + block(a)", data, honest_se="nested", cv=np.arange(40) % 4)
+    with pytest.raises(OptionError, match="fold column"):
+        pearl.fit("y ~ x + block(a)", {**data, "fold": np.arange(40) % 4}, honest_se="nested",
+                  cv="fold")
     with pytest.raises(OptionError, match="observation weights"):
         pearl.fit("y ~ x + block(a)", data, honest_se="nested", weights=np.ones(40))
     with pytest.raises(OptionError, match="dask data"):
-        check_option("nested", 5, 5, weighted=False, dask=True)
+        check_option("nested", 5, False, weighted=False, dask=True)
     with pytest.raises(OptionError, match="repeats"):
         pearl.NestedSE(repeats=0)
 
