@@ -10,13 +10,14 @@ QP from ``E'E``, or distributed Newton: one pass per step).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..design.folds import FoldRule, fold_levels
 from ..engines._common import check_ridge
-from ..exceptions import FoldError
+from ..exceptions import AllCandidatesFailedError, FoldError
 from ..ledger import LedgerEntry
 from ..stages import build_pool
 from .data import dask_rows, head_design
@@ -26,7 +27,7 @@ from .oof import OofPasses
 from .results import DaskPearlResults
 from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
 
-__all__ = ["fit_distributed"]
+__all__ = ["PartitionFit", "fit_distributed", "fit_partitions"]
 
 def _fold_spec(rule: FoldRule, seed: int, data: Any):
     """Hashed row positions for K-fold, or a fold column (the other forms were refused).
@@ -140,6 +141,78 @@ def _duplicate_entries(solution, everything) -> list[LedgerEntry]:
     return entries
 
 
+@dataclass
+class PartitionFit:
+    """What the passes over the partitions computed: the cross-validation and the weights.
+
+    Attributes
+    ----------
+    labels : list of int
+        Fold labels 0..K-1.
+    n : int
+        Rows fitted.
+    coefs : ndarray (K + 1, p, J_all)
+        Each fold's coefficients of every candidate (pool then baseline-only), then the
+        all-rows refits'.
+    failed : ndarray of bool (J_all,)
+    entries : list of LedgerEntry
+    solution : WeightSolution
+    risk, se : ndarray (J_all,)
+        Each candidate's CV risk and its SE (NaN where it failed).
+    null : tuple of float
+        The intercept-only model's CV risk and SE.
+    null_means : ndarray (K,)
+        The intercept-only model of each fold (the other folds' mean response).
+    passes : int
+        Passes over the data.
+    """
+
+    labels: list
+    n: int
+    coefs: np.ndarray
+    failed: np.ndarray
+    entries: list
+    solution: Any
+    risk: np.ndarray
+    se: np.ndarray
+    null: tuple
+    null_means: np.ndarray
+    passes: int
+
+
+def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
+                   everything: list, n_pool: int, ridge: float, centre: np.ndarray) -> PartitionFit:
+    """Cross-validate every candidate and solve the weights, one pass over the partitions each.
+
+    *everything* is the pool's candidates then the baseline-only ones (the first *n_pool*
+    are weighted); *centre* is the pilot centre of the design's columns.
+    """
+    env = None  # patsy's EvalEnvironment does not pickle: workers use the spec's namespace
+    moments = moment_pass(rows, spec, family.name, fold_spec, centre, env)
+    _check_folds(moments, family.name)
+    passes = 1
+    if family.name == "gaussian":
+        coefs, failed, entries = solve_least_squares(moments, everything, ridge)
+    else:
+        def fit_rung(candidates, rung_ridge):
+            return newton_coefficients(rows, spec, family.name, fold_spec, moments, candidates,
+                                       rung_ridge, env)
+
+        coefs, failed, entries, newton_passes = newton_with_separation(
+            fit_rung, everything, ridge, family.name, family.separation
+        )
+        passes += newton_passes
+    if failed[:n_pool].all():
+        raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation", None)
+    solution, risk, se, extra, null = _weights(
+        rows, spec, family, loss, fold_spec, moments, coefs, failed, n_pool, env
+    )
+    entries.extend(_duplicate_entries(solution, everything))
+    return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
+                        entries=entries, solution=solution, risk=risk, se=se, null=null,
+                        null_means=_null_means(moments), passes=passes + extra)
+
+
 def fit_distributed(
     formula: Any,
     family: Any,
@@ -168,50 +241,29 @@ def fit_distributed(
     pool = build_pool(design, candidates, max_candidates)
     everything = pool.everything
     spec = design.spec
-    env = None  # patsy's EvalEnvironment does not pickle: workers use the spec's namespace
-    moments = moment_pass(rows, spec, family.name, fold_spec, design.X.mean(axis=0), env)
-    _check_folds(moments, family.name)
-    passes = 1
-    if family.name == "gaussian":
-        coefs, failed, entries = solve_least_squares(moments, everything, ridge)
-    else:
-        def fit_rung(candidates, rung_ridge):
-            return newton_coefficients(rows, spec, family.name, fold_spec, moments, candidates,
-                                       rung_ridge, env)
-
-        coefs, failed, entries, newton_passes = newton_with_separation(
-            fit_rung, everything, ridge, family.name, family.separation
-        )
-        passes += newton_passes
     n_pool = len(pool.pool)
-    if failed[:n_pool].all():
-        from ..exceptions import AllCandidatesFailedError
-
-        raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation", None)
-    solution, risk, se, extra, null = _weights(
-        rows, spec, family, loss, fold_spec, moments, coefs, failed, n_pool, env
-    )
-    entries.extend(_duplicate_entries(solution, everything))
+    fitted = fit_partitions(rows, spec, family, loss, fold_spec, everything, n_pool, ridge,
+                            design.X.mean(axis=0))
     return DaskPearlResults(
         spec=spec,
         family=family,
         loss=loss,
         candidates=everything,
         n_pool=n_pool,
-        coefs=coefs,
-        failed=failed,
-        ledger=entries,
-        solution=solution,
-        risks=risk,
-        risks_se=se,
-        null_risk=null,
-        n=moments.n,
-        labels=moments.labels,
+        coefs=fitted.coefs,
+        failed=fitted.failed,
+        ledger=fitted.entries,
+        solution=fitted.solution,
+        risks=fitted.risk,
+        risks_se=fitted.se,
+        null_risk=fitted.null,
+        n=fitted.n,
+        labels=fitted.labels,
         fold_spec=fold_spec,
         seed=seed,
         ridge=ridge,
         rows=rows,
         representations=representations,
-        passes=passes + extra,
+        passes=fitted.passes,
         in_memory_only=in_memory_only,
     )
