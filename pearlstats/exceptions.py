@@ -36,6 +36,7 @@ __all__ = [
     "CandidateError",
     "UnknownCandidateError",
     "OptionError",
+    "InMemoryOnlyError",
     "NotFittedError",
     "AllCandidatesFailedError",
     "MissingDependencyError",
@@ -100,6 +101,10 @@ class UnknownCandidateError(CandidateError, KeyError):
 
 class OptionError(PearlError, ValueError):
     """An option (family, loss, solver, ...) has an unknown or incompatible value."""
+
+
+class InMemoryOnlyError(OptionError):
+    """A feature needs the rows in one process and the fit's rows are dask partitions."""
 
 
 class NotFittedError(PearlError, RuntimeError):

@@ -5,11 +5,13 @@ rows) -> candidate column sets -> folds -> out-of-fold prediction matrix ->
 simplex weights -> :class:`~pearlstats.results.PearlResults`. Each arrow is a
 function of :mod:`pearlstats.stages`; ``fit`` only checks its arguments and
 composes them (``_fit_in_memory`` lists the stages in order). Dask data goes,
-after :func:`~pearlstats.distributed.supported.refuse_in_memory_only`, to the
-second composition in :mod:`pearlstats.distributed`. This module sits on top
-of the layers (the ``[tool.importlinter]`` contract in ``pyproject.toml``): it
-is the one place that knows both the results and the dask code, and hands the
-results the dask predictor (:data:`~pearlstats.distributed.predict.DASK_ROWS`).
+after :func:`~pearlstats.in_memory_only.refuse_in_memory_only`, through
+the same stages computed partition by partition
+(:func:`~pearlstats.distributed.state.dask_fit_state`), and gives the same
+results class. This module sits on top of the layers (the ``[tool.importlinter]``
+contract in ``pyproject.toml``): it is the one place that knows both the results
+and the dask code, and hands the results the dask predictor
+(:data:`~pearlstats.distributed.predict.DASK_ROWS`).
 """
 
 from __future__ import annotations
@@ -30,14 +32,13 @@ from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
 from .distributed.data import uses_dask
-from .distributed.fit import fit_distributed
 from .distributed.predict import DASK_ROWS
-from .distributed.results import DaskPearlResults
-from .distributed.supported import refuse_in_memory_only
+from .distributed.state import dask_fit_state
 from .engines._common import check_ridge
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
+from .in_memory_only import refuse_in_memory_only
 from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
@@ -169,10 +170,6 @@ def _check_shrinkage(weight_shrinkage, shrinkage_target):
     return None if amount is None else (amount, target)
 
 
-# The in-memory results' public attributes: those a DaskPearlResults lacks are refused by name.
-IN_MEMORY_ONLY = frozenset(name for name in dir(PearlResults) if not name.startswith("_"))
-
-
 @dataclasses.dataclass(frozen=True)
 class _Options:
     """The checked options of :func:`fit` that its stages read."""
@@ -221,7 +218,7 @@ def fit(
     weight_type: str | None = None,
     offset: Any = None,
     exposure: Any = None,
-) -> PearlResults | DaskPearlResults:
+) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
     Parameters
@@ -236,9 +233,11 @@ def fit(
         dict of dask arrays) is fitted where it lives, partition by partition
         (:mod:`pearlstats.distributed`; gaussian, binomial and poisson, numeric
         covariates; ``cv`` is K or a fold-column name, folds hashed from row
-        positions) and gives a :class:`~pearlstats.distributed.DaskPearlResults`;
+        positions) and gives a :class:`~pearlstats.results.PearlResults` whose
+        row-sized values (``cv_predictions``, ``folds``, fitted values) are lazy dask
+        collections;
         what it cannot do yet is refused by name, with the reason
-        (:func:`~pearlstats.distributed.supported.refuse_in_memory_only`).
+        (:func:`~pearlstats.in_memory_only.refuse_in_memory_only`).
     blocks : dict or Representations, optional
         Block name -> 2-D array or DataFrame with one row per row of *data*,
         or a fitted :class:`~pearlstats.Representations` applied to *data*.
@@ -435,7 +434,7 @@ def fit(
 
     Returns
     -------
-    PearlResults or DaskPearlResults
+    PearlResults
 
     Examples
     --------
@@ -476,9 +475,10 @@ def fit(
             cv_repeats=options.cv_repeats, shrinkage=options.shrinkage, downstream=downstream,
             weighted=any(value is not None for value in given) or bool(formula_spec.offset_codes),
         )
-        return fit_distributed(formula_spec, family_, loss_, data, blocks, candidates, rule,
+        state = dask_fit_state(formula_spec, family_, loss_, data, blocks, candidates, rule,
                                options.seed, options.ridge, max_candidates, options.env,
-                               _representations(blocks), in_memory_only=IN_MEMORY_ONLY)
+                               _representations(blocks), options.honest)
+        return results_from_state(state, DASK_ROWS)
     observed = _observation_weights(data, blocks, formula_spec, options.env, family_.name, given,
                                     dict(downstream=downstream))
     return _fit_in_memory(formula_spec, data, blocks, family_, loss_, rule.for_rows(data),

@@ -157,7 +157,7 @@ def refuse_unsupported(*, downstream: Any) -> None:
     """Raise OptionError naming the options not yet supported with weights/offsets.
 
     (Dask data with weights/offsets is refused with the other dask refusals, by
-    :func:`pearlstats.distributed.supported.refuse_in_memory_only`; multinomial by
+    :func:`pearlstats.in_memory_only.refuse_in_memory_only`; multinomial by
     :func:`check_observation_weights`; the rest where they are reached.)
     """
     if downstream is not None:

@@ -161,6 +161,11 @@ class FitState:
         Fold draws and shrinkage of the weight stage, which re-runs of the procedure repeat.
     honest_se : "naive" or NestedSE
         How ``res.honest``'s SEs are estimated (:mod:`pearlstats.honest_se`).
+    partitions : PartitionedRows or None
+        For a fit on dask data, where its rows live and what the passes over them
+        computed (:mod:`pearlstats.distributed.state`); then ``design.X``,
+        ``response.y``, ``folds`` and ``output.predictions`` are lazy dask arrays.
+        None for rows in memory.
     """
 
     family: object
@@ -181,6 +186,7 @@ class FitState:
     row_labels: pd.Index | None = None
     weight_options: WeightOptions = WeightOptions()
     honest_se: object = "naive"
+    partitions: object = None
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:

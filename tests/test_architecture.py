@@ -38,7 +38,7 @@ FINISHED = (
     "pearlstats/datasets/__init__.py",
     "pearlstats/datasets/simulation.py",
     "pearlstats/design/",
-    "pearlstats/distributed/supported.py",
+    "pearlstats/in_memory_only.py",
     "pearlstats/engines/",
     "pearlstats/representations/__init__.py",
     "pearlstats/representations/_checks.py",

@@ -1,20 +1,22 @@
 """PEARL on dask arrays and DataFrames, computed where the data lives.
 
-``pearl.fit`` sends dask data here. Per-fold Gram matrices, Newton gradients
-and Hessians, and the out-of-fold J x J statistics are sums over rows, so over
-partitions: each pass runs one task per partition and reduces small arrays;
-the p x p and J x J problems are solved on the client with the in-memory
-engines' solvers. See :mod:`pearlstats.distributed.fit` for the stages and
-:mod:`pearlstats.distributed.supported` for what is refused (with the reason).
+``pearl.fit`` on dask data returns the same :class:`~pearlstats.results.PearlResults`
+as on rows in memory (:func:`~pearlstats.distributed.state.dask_fit_state` builds
+its stage values). Per-fold Gram matrices, Newton gradients and Hessians, and
+the out-of-fold J x J statistics are sums over rows, so over partitions: each
+pass runs one task per partition and reduces small arrays; the p x p and J x J
+problems are solved on the client with the in-memory engines' solvers. The
+results' row-sized values (design, response, folds, out-of-fold predictions) are
+lazy dask arrays, one chunk per partition, so the results' tables are reductions
+computed on the partitions. What stays in-memory-only is refused in one place,
+:mod:`pearlstats.in_memory_only`.
 
-A second composition of the pipeline, to be dissolved into ``backends/`` and
-the shared stages (issue 27): it sits beside :mod:`pearlstats.results` in the
-layers, and neither imports the other. :func:`pearlstats.fit` passes the
-in-memory results :data:`~pearlstats.distributed.predict.DASK_ROWS` to predict
-and score dask rows.
+Modules: :mod:`.data` (partitions aligned across data and blocks, hashed folds),
+:mod:`.fit` (the passes of a fit), :mod:`.ols`, :mod:`.newton` and :mod:`.driver`
+(coefficients), :mod:`.oof` and :mod:`.weights` (out-of-fold statistics and the
+weights), :mod:`.state` (the results' stage values), :mod:`.predict` (new dask rows).
 """
 
 from .data import hash_folds, uses_dask
-from .results import DaskPearlResults
 
-__all__ = ["DaskPearlResults", "hash_folds", "uses_dask"]
+__all__ = ["hash_folds", "uses_dask"]

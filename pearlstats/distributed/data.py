@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from patsy import EvalEnvironment
 
+from ..backends.lazy import is_dask_collection
 from ..design.formula import covariate_row_variables, response_values
 from ..design.spec import Design, build_design
 from ..engines._common import one_blas_thread
@@ -35,15 +36,6 @@ from ..exceptions import (
 )
 
 __all__ = ["DaskRows", "dask_rows", "hash_folds", "head_design", "is_dask_collection", "uses_dask"]
-
-
-def is_dask_collection(value: Any) -> bool:
-    """True for a dask array, DataFrame or Series (without importing dask when it is absent)."""
-    try:
-        from dask import is_dask_collection as check
-    except ImportError:
-        return False
-    return bool(check(value))
 
 
 def uses_dask(data: Any, blocks: Any=None) -> bool:

@@ -16,20 +16,16 @@ from typing import Any
 import numpy as np
 
 from ..design.folds import FoldRule, fold_levels
-from ..engines._common import check_ridge
 from ..exceptions import AllCandidatesFailedError, FoldError
 from ..ledger import LedgerEntry
-from ..stages import build_pool
-from .data import dask_rows, head_design
 from .newton import newton_coefficients, newton_with_separation
 from .ols import moment_pass, solve_least_squares
 from .oof import OofPasses
-from .results import DaskPearlResults
 from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
 
-__all__ = ["PartitionFit", "fit_distributed", "fit_partitions"]
+__all__ = ["PartitionFit", "fit_partitions", "fold_spec_for"]
 
-def _fold_spec(rule: FoldRule, seed: int, data: Any):
+def fold_spec_for(rule: FoldRule, seed: int, data: Any) -> tuple:
     """Hashed row positions for K-fold, or a fold column (the other forms were refused).
 
     A fold column costs one pass over it for its distinct labels: fold k is the k-th in
@@ -211,59 +207,3 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
                         entries=entries, solution=solution, risk=risk, se=se, null=null,
                         null_means=_null_means(moments), passes=passes + extra)
-
-
-def fit_distributed(
-    formula: Any,
-    family: Any,
-    loss: Any,
-    data: Any,
-    blocks: Any,
-    candidates: Any,
-    rule: FoldRule,
-    seed: int,
-    ridge: float,
-    max_candidates: int,
-    env: Any,
-    representations: Any=None,
-    in_memory_only: frozenset = frozenset(),
-) -> DaskPearlResults:
-    """PEARL on dask data (called by :func:`pearlstats.fit`; see its ``data`` and ``blocks``).
-
-    :func:`~pearlstats.distributed.supported.refuse_in_memory_only` has refused what this
-    path cannot do; *rule* is the checked ``cv``. *in_memory_only* names the in-memory
-    results' attributes the returned :class:`DaskPearlResults` lacks.
-    """
-    ridge = check_ridge(ridge)
-    fold_spec = _fold_spec(rule, seed, data)
-    rows = dask_rows(data, blocks, formula)
-    design = head_design(rows, formula, env)
-    pool = build_pool(design, candidates, max_candidates)
-    everything = pool.everything
-    spec = design.spec
-    n_pool = len(pool.pool)
-    fitted = fit_partitions(rows, spec, family, loss, fold_spec, everything, n_pool, ridge,
-                            design.X.mean(axis=0))
-    return DaskPearlResults(
-        spec=spec,
-        family=family,
-        loss=loss,
-        candidates=everything,
-        n_pool=n_pool,
-        coefs=fitted.coefs,
-        failed=fitted.failed,
-        ledger=fitted.entries,
-        solution=fitted.solution,
-        risks=fitted.risk,
-        risks_se=fitted.se,
-        null_risk=fitted.null,
-        n=fitted.n,
-        labels=fitted.labels,
-        fold_spec=fold_spec,
-        seed=seed,
-        ridge=ridge,
-        rows=rows,
-        representations=representations,
-        passes=fitted.passes,
-        in_memory_only=in_memory_only,
-    )

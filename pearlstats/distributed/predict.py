@@ -38,8 +38,6 @@ def coefficient_matrix(res: Any, labels: list) -> np.ndarray:
             "prediction of dask rows supports gaussian, binomial and poisson fits, not "
             f"{res.family!r}"
         )
-    if hasattr(res, "refit_coefficients"):  # a DaskPearlResults
-        return res.refit_coefficients(labels)
     p = len(res.design_spec.column_names)
     B = np.zeros((p, len(labels)))
     columns = {candidate.label: candidate.columns for candidate in _everything(res)[0]}
@@ -58,16 +56,12 @@ def coefficient_matrix(res: Any, labels: list) -> np.ndarray:
 
 
 def _everything(res) -> tuple[list, np.ndarray]:
-    """Every candidate (pool, then baseline-only) and whether each failed (either results class)."""
-    if hasattr(res, "all_candidates"):  # a DaskPearlResults
-        return res.all_candidates, res.all_failed
+    """Every candidate (pool, then baseline-only) and whether each failed."""
     return res.stages.candidates.everything, res.stages.output.failed
 
 
 def _representations(res):
-    if hasattr(res, "stages"):
-        return res.stages.representations
-    return res.representations
+    return res.stages.representations
 
 
 def _rows_for(res, newdata, blocks):

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..backends.lazy import is_dask_collection
 from ..exceptions import DataError, OptionError, format_positions
 from ._checks import _check_alpha, _df_vector, _weight_vector
 from .coefficients import _spread
@@ -99,7 +100,10 @@ def averaged_resid(
     >>> averaged_resid([1, 0], [0.8, 0.2], kind="pearson", family="binomial")
     array([ 0.5, -0.5])
     """
-    y_arr, mu = np.asarray(y, dtype=float), np.asarray(fitted, dtype=float)
+    # A lazy (dask) pair stays lazy: the residuals of a fit on dask data are computed where
+    # its rows live.
+    y_arr, mu = (y, fitted) if is_dask_collection(y) else (np.asarray(y, dtype=float),
+                                                           np.asarray(fitted, dtype=float))
     if y_arr.shape != mu.shape:
         raise DataError(f"y has shape {y_arr.shape} but fitted has {mu.shape}; give one fitted "
                         "value per response value")
@@ -111,8 +115,9 @@ def averaged_resid(
         raise OptionError(f"Pearson residuals for family={family!r} are not available; use "
                           f"one of {sorted(_PEARSON_VARIANCE)} or kind='response'")
     var = _PEARSON_VARIANCE[family](mu)
-    bad = np.flatnonzero(~(var > 0))
-    if bad.size:
+    nonpositive = ~(var > 0)
+    if bool(nonpositive.any()):  # one reduction (a pass, for a fit on dask data)
+        bad = np.flatnonzero(np.asarray(nonpositive))
         raise DataError(f"fitted values give a non-positive {family} variance at "
                         f"{format_positions(bad)}; Pearson residuals need 0 < mu "
                         "(and mu < 1 for binomial)")

@@ -52,6 +52,7 @@ import pandas as pd
 from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from .. import inference
+from ..backends.lazy import row_frame, row_series
 from ..engines._common import ridge_penalty_weights
 from ..engines.weighted_ridge import weighted_penalty_weights
 from ..engines.wide import column_rank, dense_candidate_columns, design_intercept
@@ -387,18 +388,22 @@ def candidate_coefficients(res: PearlResults, labels: list | None = None,
 def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:
     index = res.row_labels
     if values.ndim == 2:
-        return pd.DataFrame(values, index=index, columns=res.classes)
-    return pd.Series(values, index=index, name=prediction_name(res))
+        return row_frame(values, index, res.classes)
+    return row_series(values, index, prediction_name(res))
 
 
-def fittedvalues(res: PearlResults) -> ParamsLike:
-    """The averaged prediction on the fit's rows, combined as :meth:`predict` combines."""
+def _fitted_values(res: PearlResults) -> np.ndarray:
+    """The averaged prediction on the fit's rows (lazy for a fit on dask data)."""
     labels = active_labels(res)
     parts = res.candidate_predictions_for(res.stages.design.X, labels,
                                           res.stages.response.offset)
     stacked = np.stack([parts[label] for label in labels], axis=1)
-    combined = res.stages.loss.combine(stacked, res.weights[labels].to_numpy())
-    return _format(res, np.asarray(combined, dtype=float))
+    return res.stages.loss.combine(stacked, res.weights[labels].to_numpy()).astype(float)
+
+
+def fittedvalues(res: PearlResults) -> ParamsLike:
+    """The averaged prediction on the fit's rows, combined as :meth:`predict` combines."""
+    return _format(res, _fitted_values(res))
 
 
 def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
@@ -410,14 +415,14 @@ def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
     GLM ``resid_pearson`` with ``var_weights`` / ``freq_weights``).
     """
     response = res.stages.response
-    fitted = fittedvalues(res)
-    y = np.asarray(response.y)
+    fitted = _fitted_values(res)
+    y = response.y
     if res.family == "multinomial":
         if kind != "response":
             raise OptionError(f"kind={kind!r}: multinomial fits have response residuals only "
                               "(one-hot response minus class probabilities); use kind='response'")
         y = np.eye(len(res.classes))[y]
-    values = inference.averaged_resid(y, fitted.to_numpy(), kind=kind, family=res.family)
+    values = inference.averaged_resid(y, fitted, kind=kind, family=res.family)
     if kind == "pearson" and response.weight_type == "variance":
         values = values * np.sqrt(response.row_weights)
     out = _format(res, values)

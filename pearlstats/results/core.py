@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..backends.lazy import row_frame
 from ..design.spec import DesignSpec
+from ..in_memory_only import RESULTS_NEEDING_ROWS, refuse_results_feature
 from ..ledger import FailureLedger
 from ..observation_weights import mean_se
 from ..stages import FitState
@@ -98,6 +100,18 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         self._candidates = _LazyCandidates(self)
         for label in self.weights.index[self.weights.to_numpy() > 0]:
             self._candidate_params(label)
+
+    def __getattribute__(self, name: str):
+        # A fit on dask data refuses, here and only here, what needs its rows in one process
+        # (the table of reasons is pearlstats.in_memory_only.RESULTS_NEEDING_ROWS).
+        if name in RESULTS_NEEDING_ROWS and object.__getattribute__(self, "_on_partitions"):
+            refuse_results_feature(name)
+        return object.__getattribute__(self, name)
+
+    @property
+    def _on_partitions(self) -> bool:
+        """Whether the fit's rows are dask partitions (see :mod:`pearlstats.distributed`)."""
+        return self.__dict__["_state"].partitions is not None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -237,8 +251,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         values = self._predictions[:, :J]
         # copy=False: the cached table shares the stored predictions (readers get copies).
         if values.ndim == 2:
-            return pd.DataFrame(values, columns=self.candidate_labels, index=self.row_labels,
-                                copy=False)
+            return row_frame(values, self.row_labels, self.candidate_labels, copy=False)
         columns = pd.MultiIndex.from_product(
             [self.candidate_labels, self.classes], names=["candidate", "class"]
         )

@@ -437,12 +437,19 @@ class WeightDiagnostics:
         ``solver_ridge``, ``stability`` (columns ``weight``, ``mean`` and
         ``spread``: mean and SD of :attr:`weight_stability`, the fold-to-fold
         spread, which understates the weights' sampling SD; the refitting
-        bootstrap is :meth:`weight_uncertainty`) and ``stability_resamples``.
+        bootstrap is :meth:`weight_uncertainty`) and ``stability_resamples``; the
+        last two are None for a fit on dask data (the re-solves need the rows in one
+        process).
         """
         w = self.weights.to_numpy()
-        resamples = self.weight_stability
-        by_folds = resamples.columns[0].startswith("fold")
-        kind = "fold complements" if by_folds else f"bootstrap resamples (seed {self.seed})"
+        if self._on_partitions:  # the re-solves need the rows in one process
+            resamples = stability = kind = None
+        else:
+            resamples = self.weight_stability
+            by_folds = resamples.columns[0].startswith("fold")
+            kind = "fold complements" if by_folds else f"bootstrap resamples (seed {self.seed})"
+            stability = stability_table(self.weights, resamples)
+            kind = f"{resamples.shape[1]} {kind}"
         return Diagnostics({
             "effective_candidates": effective_candidates(w),
             "weight_entropy": weight_entropy(w),
@@ -451,8 +458,8 @@ class WeightDiagnostics:
             "kkt_gap": self.kkt_gap,
             "weight_solver": self.weight_solver,
             "solver_ridge": float(self.stages.solution.ridge),
-            "stability": stability_table(self.weights, resamples),
-            "stability_resamples": f"{resamples.shape[1]} {kind}",
+            "stability": stability,
+            "stability_resamples": kind,
         })
 
     def resolve_candidates(self, names: str | Sequence[str | Sequence[str]]) -> list:

@@ -27,6 +27,7 @@ from ..design.data import data_index, first_block_index, resolve_blocks, split_d
 from ..design.offsets import formula_offset
 from ..engines.wide import candidate_rows
 from ..exceptions import CandidateError, DataError, OptionError, ResponseError
+from ..in_memory_only import refuse_results_feature
 from ..nested import conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights
 from . import averaging, evaluation
@@ -289,6 +290,8 @@ class Prediction:
             if new_offset is not None:
                 out[["mean", "lower", "upper"]] += new_offset[:, None]
             return out
+        if interval in ("prediction", "set") and self._on_partitions:
+            refuse_results_feature("predict(interval='prediction' or 'set')")
         if interval == "prediction" and self.classes is None:
             return self._conformal(X, index, alpha, new_offset, weights)
         if interval == "set" and self.classes is not None:

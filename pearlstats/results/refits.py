@@ -71,9 +71,12 @@ class CandidateRefits:
         with self._params_lock:
             if label not in self._params:
                 candidate = self._find(label)
-                params, notes = self._family.fit_params(
-                    self._design.X, self._response, candidate.columns, self._ridge, label
-                )
+                if self._state.partitions is not None:  # rows on dask workers: from the passes
+                    params, notes = self._state.partitions.params(candidate), []
+                else:
+                    params, notes = self._family.fit_params(
+                        self._design.X, self._response, candidate.columns, self._ridge, label
+                    )
                 self._ledger.extend(notes)
                 self._params[label] = params
             return self._params[label]
@@ -127,6 +130,8 @@ class CandidateRefits:
 
     def _statsmodels_results(self, label: str):
         candidate = self._find(label)
+        if self._state.partitions is not None:
+            return self._state.partitions.refit(candidate, self._design.column_names)
         names = [self._design.column_names[i] for i in candidate.columns]
         exog = pd.DataFrame(candidate_exog(self._design.X, candidate.columns, label), columns=names)
         # A separated candidate may have been fitted with a larger ridge than the fit's.

@@ -51,6 +51,10 @@ class StrategyRisks:
         """
         if self._state.honest is False:
             return None
+        if self._state.partitions is not None:  # dask data: the re-runs are passes too
+            return self._state.partitions.honest(self._state.honest, self._state.seed,
+                                                 self._state.family, self._state.loss,
+                                                 self._state.ridge)
         try:
             result = evaluation.honest_risk(self, nested=self._nested)
             table = result.table

@@ -3,7 +3,7 @@
 Before: dask took ``cv="fold"`` (a column) and the in-memory fit refused it; dask read
 ``cv="loo"`` as a column name; a ``cv`` array was dumped whole (1 425 characters) into the
 dask path's error. :func:`pearlstats.design.folds.check_cv` now reads ``cv`` for both, and
-:func:`pearlstats.distributed.supported.refuse_in_memory_only` refuses, with the reason, what
+:func:`pearlstats.in_memory_only.refuse_in_memory_only` refuses, with the reason, what
 only the in-memory fit does.
 """
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,15 +14,17 @@ dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is n
 
 import pearlstats as pearl
 import pearlstats.representations as frl
-from pearlstats.distributed import DaskPearlResults, hash_folds
+from pearlstats.distributed import hash_folds
 from pearlstats.exceptions import (
     BlockError,
     DataError,
     FoldError,
+    InMemoryOnlyError,
     MissingValueError,
     OptionError,
     SeparationError,
 )
+from pearlstats.results import PearlResults
 
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
 
@@ -73,15 +77,14 @@ def test_same_numbers_as_in_memory(client, family, ridge):
     folds = hash_folds(np.arange(len(data["y"])), 5, seed=3)
     res_d = pearl.fit(FORMULA, frame, blocks=blocks, family=family, cv=5, seed=3, ridge=ridge)
     res_m = pearl.fit(FORMULA, data, family=family, cv=folds, seed=3, ridge=ridge, honest=False)
-    assert isinstance(res_d, DaskPearlResults)
+    assert isinstance(res_d, PearlResults)
     np.testing.assert_array_equal(res_d.folds.compute(), res_m.folds)
     np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
     np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(res_d.cv_risk_se, res_m.cv_risk_se, rtol=1e-7, atol=1e-10)
     assert res_d.weight_objective == pytest.approx(res_m.weight_objective, rel=1e-8, abs=1e-10)
     # the intercept-only reference (in memory: the Null row, checked against statsmodels)
-    null = res_m.baselines.loc["Null", ["cv_risk", "se"]].to_numpy(dtype=float)
-    np.testing.assert_allclose(res_d.null_risk.to_numpy(), null, rtol=1e-9)
+    pd.testing.assert_frame_equal(res_d.baselines, res_m.baselines, rtol=1e-8, atol=1e-10)
     for label in res_m.candidate_labels:
         np.testing.assert_allclose(
             res_d.candidate_params(label), res_m.candidate_params(label), rtol=1e-7, atol=1e-8
@@ -418,23 +421,24 @@ def test_separated_binomial_candidates_follow_the_separation_policy(client, sepa
                       separation="raise")
 
 
-def test_in_memory_only_results_and_in_memory_rows_are_named(client):
-    """``summary()`` and friends were bare AttributeErrors; predicting a dict of numpy arrays
-    said it "mixes dask arrays with other values" though it held none."""
+def test_features_needing_rows_in_memory_are_refused_by_name(client):
+    """A fit on dask data returns the in-memory results class; what needs the rows in one
+    process is refused with the reason (pearlstats.in_memory_only), and in-memory rows are
+    predicted from the all-rows coefficients as for an in-memory fit."""
     data = _problem("gaussian", n=300)
     frame, blocks = _dask(data, npartitions=2)
-    res = pearl.fit(FORMULA, frame, blocks=blocks, cv=3, seed=0)
-    for name in ("summary", "honest_risk", "cv_predictions", "resample_weights"):
-        with pytest.raises(OptionError, match=f"'{name}' needs the rows in memory"):
+    res = pearl.fit(FORMULA, frame, blocks=blocks, cv=3, seed=0, honest=False)
+    for name in ("weight_uncertainty", "resample_weights", "weight_stability", "reweight"):
+        with pytest.raises(InMemoryOnlyError, match=f"res.{name} is not available for a fit on "
+                                                    "dask data: .+ Fit an in-memory sample"):
             getattr(res, name)
-        assert not hasattr(res, name)  # still an AttributeError for hasattr / getattr defaults
-    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
-        res.no_such_thing  # noqa: B018
     rows = {k: v for k, v in data.items() if k != "y"}
-    with pytest.raises(DataError, match=r"rows are in memory \(dict\) but this fit was on dask"):
-        res.predict(rows)
-    with pytest.raises(DataError, match=r"in memory \(DataFrame\)"):
-        res.evaluate(pd.DataFrame({"y": data["y"], "x": data["x"]}), blocks=data)
+    with pytest.raises(InMemoryOnlyError, match=r"interval='prediction' or 'set'"):
+        res.predict(rows, interval="prediction")
+    with pytest.raises(OptionError, match="does not pickle"):
+        pickle.dumps(res)
+    in_memory = pearl.fit(FORMULA, data, cv=res.folds.compute(), seed=0, honest=False)
+    np.testing.assert_allclose(res.predict(rows), in_memory.predict(rows), rtol=1e-8)
 
 
 def test_a_block_given_in_data_and_in_blocks_is_refused_as_in_memory(client):

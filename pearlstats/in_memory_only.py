@@ -1,21 +1,25 @@
 """What a fit on dask data cannot do yet, refused in one place with the reason.
 
-:func:`refuse_in_memory_only` is called by :func:`pearlstats.fit` before any
-work on dask data. Each option below needs the rows in one process, or has no
-distributed implementation yet; the message names every one the call used.
-What depends on the data rather than the options (stateful transforms such as
-``center(x)``, categorical covariates, blocks chunked along their columns) is
-refused where the partitions are read (:mod:`pearlstats.distributed.data`).
+Two tables: the options of :func:`pearlstats.fit` (:func:`refuse_in_memory_only`,
+called before any work on dask data; the message names every option the call
+used) and the features of the results (:data:`RESULTS_NEEDING_ROWS`, checked by
+:class:`~pearlstats.results.PearlResults` on every access when its rows are dask
+partitions). Each needs the rows in one process, or has no implementation over
+partitions yet. What depends on the data rather than the options (stateful
+transforms such as ``center(x)``, categorical covariates, blocks chunked along
+their columns) is refused where the partitions are read
+(:mod:`pearlstats.distributed.data`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..design.folds import FoldRule, describe_cv
-from ..exceptions import OptionError
+from .design.folds import FoldRule, describe_cv
+from .exceptions import InMemoryOnlyError, OptionError
 
-__all__ = ["FAMILIES", "LOSSES", "refuse_in_memory_only"]
+__all__ = ["FAMILIES", "LOSSES", "RESULTS_NEEDING_ROWS", "refuse_in_memory_only",
+           "refuse_results_feature"]
 
 FAMILIES = ("gaussian", "binomial", "poisson")
 LOSSES = ("squared", "cross_entropy", "poisson_deviance")
@@ -72,3 +76,39 @@ with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or chan
             "with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or "
             "change them"
         )
+
+
+# Results features a fit on dask data refuses, with the reason (the rest of the results work:
+# their tables are reductions over the partitions, see pearlstats.distributed.state).
+RESULTS_NEEDING_ROWS = {
+    "resample_weights": "re-solves the weights on resampled subsets of the out-of-fold "
+                        "predictions, an optimisation over rows in one process",
+    "weight_stability": "the weights re-solved on each fold's complement (resample_weights)",
+    "weight_uncertainty": "the bootstrap re-runs the procedure on resampled rows",
+    "honest_risk": "custom nested re-runs (res.honest, with the fit's outer folds, is computed "
+                   "on the partitions)",
+    "reweight": "re-solves the weights under another loss over rows in one process",
+    "loss_sensitivity": "re-solves the weights under other losses over rows in one process",
+    "predict(interval='prediction' or 'set')":
+        "CV+ intervals and prediction sets rank every training row's out-of-fold residual"
+        " for each new row",
+}
+
+
+def refuse_results_feature(name: str) -> None:
+    """Raise InMemoryOnlyError: the results feature *name* needs the rows in one process.
+
+    Examples
+    --------
+    >>> refuse_results_feature("weight_uncertainty")
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.InMemoryOnlyError: res.weight_uncertainty is not available for a \
+fit on dask data: the bootstrap re-runs the procedure on resampled rows. Fit an in-memory \
+sample for it, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...)
+    """
+    raise InMemoryOnlyError(
+        f"res.{name} is not available for a fit on dask data: {RESULTS_NEEDING_ROWS[name]}. "
+        "Fit an in-memory sample for it, e.g. pearl.fit(formula, ddf.sample(frac=0.1)"
+        ".compute(), ...)"
+    )

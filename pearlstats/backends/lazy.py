@@ -1,0 +1,77 @@
+"""Row-sized values that may be lazy dask arrays: recognising them and labelling them.
+
+A fit on dask data keeps its row-sized values (design, response, folds, out-of-fold
+predictions) as dask arrays with one chunk per partition; numpy functions applied to
+them build lazy results (NEP 18), and a reduction is computed where the rows live.
+The results label row-sized outputs with :func:`row_frame` and :func:`row_series`,
+which give pandas objects for numpy arrays and dask ones for dask arrays, so nothing
+row-sized is gathered on the client.
+
+Examples
+--------
+>>> import numpy as np, pandas as pd
+>>> row_series(np.array([1.0, 2.0]), pd.RangeIndex(2), "y").tolist()
+[1.0, 2.0]
+>>> is_dask_collection(np.zeros(2))
+False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["is_dask_collection", "row_frame", "row_series"]
+
+
+def is_dask_collection(value: Any) -> bool:
+    """True for a dask array, DataFrame or Series (without importing dask when it is absent)."""
+    try:
+        from dask import is_dask_collection as check
+    except ImportError:
+        return False
+    return bool(check(value))
+
+
+def _labelled_part(values: np.ndarray, start: int, name: Any, columns: Any) -> Any:
+    index = pd.RangeIndex(start, start + len(values))
+    if columns is None:
+        return pd.Series(values, index=index, name=name)
+    return pd.DataFrame(values, index=index, columns=columns)
+
+
+def _lazy_rows(values: Any, name: Any = None, columns: Any = None) -> Any:
+    """A dask Series or DataFrame of a dask array, one partition per row chunk, indexed 0..n-1.
+
+    Built from the chunks' delayed values (``dd.from_dask_array`` would tokenize the graph,
+    which holds the design spec, not deterministically hashable).
+    """
+    import dask.dataframe as dd
+    from dask import delayed
+
+    starts = np.concatenate([[0], np.cumsum(values.chunks[0])]).astype(int)
+    chunks = values.to_delayed().ravel()
+    parts = [delayed(_labelled_part)(chunk, int(start), name, columns)
+             for chunk, start in zip(chunks, starts)]
+    meta = _labelled_part(np.empty((0,) + values.shape[1:], dtype=values.dtype), 0, name,
+                          columns)
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def row_series(values: Any, index: pd.Index, name: Any) -> Any:
+    """A Series of one value per row: pandas for numpy *values*, dask for a dask array.
+
+    A dask Series is indexed by row position (as *index* is for a fit on dask data).
+    """
+    if is_dask_collection(values):
+        return _lazy_rows(values, name=name)
+    return pd.Series(np.asarray(values), index=index, name=name)
+
+
+def row_frame(values: Any, index: pd.Index, columns: Any, copy: bool = True) -> Any:
+    """A DataFrame of rows: pandas for numpy *values*, dask for a dask array (see row_series)."""
+    if is_dask_collection(values):
+        return _lazy_rows(values, columns=list(columns))
+    return pd.DataFrame(values, index=index, columns=columns, copy=copy)

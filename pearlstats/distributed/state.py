@@ -1,0 +1,175 @@
+"""A fit on dask data as the stage values a :class:`~pearlstats.results.PearlResults` reads.
+
+:func:`dask_fit_state` runs the passes of :func:`~pearlstats.distributed.fit.fit_partitions`
+and returns the :class:`~pearlstats.stages.FitState` an in-memory fit would give, except
+that its row-sized values are lazy dask arrays with one chunk per partition: the design
+``X`` (n, p), the response ``y``, the fold labels and the out-of-fold predictions (n, J).
+The results compute their tables from these by reductions (a pass over the partitions
+each, where the data lives); nothing row-sized is gathered on the client. What needs the
+rows in one process, and the statsmodels refits, the results ask of
+:class:`PartitionedRows` (``state.partitions``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..design.spec import Design
+from ..engines._common import EngineOutput
+from ..families import EncodedResponse
+from ..stages import FitState, WeightOptions, build_pool
+from .data import (
+    DaskRows,
+    dask_rows,
+    head_design,
+    partition_design,
+    partition_folds,
+    partition_response,
+)
+from .fit import PartitionFit, fit_partitions, fold_spec_for
+from .oof import oof_predictions
+
+__all__ = ["PartitionedRows", "dask_fit_state"]
+
+
+def _design_part(frame, blocks, offset, spec):
+    return partition_design(spec, frame, blocks)
+
+
+def _response_part(frame, blocks, offset, spec, family):
+    return partition_response(spec, family, frame)
+
+
+def _folds_part(frame, blocks, offset, fold_spec):
+    return partition_folds(frame, offset, len(frame), fold_spec)
+
+
+def _oof_part(frame, blocks, offset, spec, family, fold_spec, labels, coefs, failed):
+    X = partition_design(spec, frame, blocks)
+    P = oof_predictions(X, partition_folds(frame, offset, len(X), fold_spec), labels, coefs,
+                        family)
+    P[:, failed] = np.nan  # as in memory: a failed candidate has no out-of-fold predictions
+    return P
+
+
+@dataclass(frozen=True)
+class PartitionedRows:
+    """Where a dask fit's rows live, and what was computed from them by passes.
+
+    Attributes
+    ----------
+    rows : DaskRows
+    fold_spec : tuple
+        How each row's fold is found (hashed position or a fold column).
+    fitted : PartitionFit
+        The cross-validation, weights and all-rows coefficients.
+    centre : ndarray (p,)
+        The pilot centre of the design's columns (the first partition's means).
+    everything : tuple of Candidate
+        The pool's candidates then the baseline-only ones (the coefficients' columns).
+    n_pool : int
+        How many of them are weighted.
+    rows_spec : DesignSpec
+        Rebuilds each partition's design.
+    """
+
+    rows: DaskRows
+    fold_spec: tuple
+    fitted: PartitionFit
+    centre: np.ndarray
+    everything: tuple
+    n_pool: int
+    rows_spec: Any
+
+    def lazy(self, function: Any, *args: Any, columns: int | None = None,
+             dtype: Any = float) -> Any:
+        """A dask array of ``function(frame, blocks, offset, *args)`` over every partition.
+
+        One chunk per partition (empty ones included), of ``(rows,)`` or ``(rows, columns)``.
+        """
+        import dask.array as da
+
+        tasks = self.rows.tasks(function, *args, keep_empty=True)
+        shape = (lambda m: (m,)) if columns is None else (lambda m: (m, columns))
+        return da.concatenate([da.from_delayed(task, shape=shape(m), dtype=dtype)
+                               for task, m in zip(tasks, self.rows.lengths)])
+
+    def position(self, candidate: Any) -> int:
+        """The candidate's column in the coefficient arrays (pool then baseline-only)."""
+        return self.labels.index(candidate.label)
+
+    @property
+    def labels(self) -> list:
+        return [c.label for c in self.everything]
+
+    def params(self, candidate: Any) -> np.ndarray:
+        """The candidate's all-rows coefficients (its own columns), from the passes."""
+        return self.fitted.coefs[-1][candidate.columns, self.position(candidate)]
+
+    def refit(self, candidate: Any, column_names: list) -> Any:
+        """The candidate's all-rows fit as a statsmodels-like results object."""
+        from ..exceptions import OptionError
+
+        raise OptionError(
+            f"the statsmodels refit of {candidate.label!r} needs the rows in one process; for "
+            "a fit on dask data use res.candidate_params()"
+        )
+
+    def honest(self, outer: int, seed: int, family: Any, loss: Any, ridge: float) -> Any:
+        """The honest risk table (as ``res.honest``), the nested re-runs done by passes."""
+        from .honest import honest_partitions
+
+        spec = self.rows_spec
+        return honest_partitions(self.rows, spec, family, loss, self.fold_spec,
+                                 list(self.everything), self.n_pool, ridge, self.centre, outer,
+                                 seed)
+
+    def __reduce__(self):
+        from ..exceptions import OptionError
+
+        raise OptionError(
+            "a results object fitted on dask data holds the dask graph of its rows and does not "
+            "pickle; save what you need from it (res.weights, res.summary().as_text(), "
+            "res.cv_risk, ...) or fit an in-memory sample"
+        )
+
+
+def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any, candidates: Any,
+                   rule: Any, seed: int, ridge: float, max_candidates: int, env: Any,
+                   representations: Any, honest: int | bool) -> FitState:
+    """The stage values of a fit on dask data (see the module notes).
+
+    :func:`~pearlstats.in_memory_only.refuse_in_memory_only` has refused what this
+    path cannot do; *rule* is the checked ``cv``.
+    """
+    fold_spec = fold_spec_for(rule, seed, data)
+    rows = dask_rows(data, blocks, formula)
+    head = head_design(rows, formula, env)
+    pool = build_pool(head, candidates, max_candidates)
+    spec = head.spec
+    centre = head.X.mean(axis=0)
+    fitted = fit_partitions(rows, spec, family, loss, fold_spec, pool.everything,
+                            len(pool.pool), ridge, centre)
+    partitions = PartitionedRows(rows, fold_spec, fitted, centre, tuple(pool.everything),
+                                 len(pool.pool), spec)
+    p = len(spec.column_names)
+    design = Design(partitions.lazy(_design_part, spec, columns=p), spec)
+    response = EncodedResponse(partitions.lazy(_response_part, spec, family.name),
+                               [0.0, 1.0] if family.name == "binomial" else None)
+    folds = partitions.lazy(_folds_part, fold_spec, dtype=np.intp)
+    K = len(fitted.labels)
+    predictions = partitions.lazy(_oof_part, spec, family.name, fold_spec, fitted.labels,
+                                  fitted.coefs[:K], fitted.failed,
+                                  columns=len(pool.everything))
+    return FitState(
+        family=family, loss=loss, design=design, response=response, candidates=pool,
+        folds=folds, cv_spec=fold_spec, seed=seed, ridge=ridge,
+        output=EngineOutput(predictions, fitted.failed, list(fitted.entries)),
+        solution=fitted.solution, ledger=tuple(fitted.entries),
+        representations=representations, dropped_rows=np.empty(0, dtype=np.intp),
+        honest=honest, row_labels=None, weight_options=WeightOptions(1, None),
+        honest_se="naive", partitions=partitions,
+    )
