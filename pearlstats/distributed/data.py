@@ -316,7 +316,7 @@ def _align(frame_parts, arrays_in, groups, representations, divisions) -> DaskRo
             else [delayed(pd.DataFrame)(index=range(m)) for m in lengths]
         )
     else:
-        frames = list(frame_parts.to_delayed())
+        frames = list(frame_parts.to_delayed(optimize_graph=False))
         first = next(iter(arrays_in.values()), None)
         if first is not None and len(first.chunks[0]) == len(frames):
             lengths = tuple(

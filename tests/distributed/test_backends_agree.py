@@ -1,0 +1,170 @@
+"""Both backends, one results object: a fit on dask partitions equals the in-memory fit.
+
+Every feature the dask path offers is computed on both backends from the same fold
+labels (the dask fit's hashed folds, given to the in-memory fit as ``cv=`` labels)
+and compared to 1e-8: weights, CV risks and SEs, the baselines with the Null row,
+the strategies' weights, coefficients, fitted values, residuals, out-of-fold
+predictions, predictions and scores of new rows, and every summary panel the dask
+summary shows. The partitions are of unequal sizes and one is empty; a property test
+shows the numbers do not depend on how the rows are partitioned (1e-12), as
+tests/backends/test_chunk_size_invariance.py shows for the in-memory chunk size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dask = pytest.importorskip("dask", reason="dask is not installed")
+da = pytest.importorskip("dask.array", reason="dask is not installed")
+dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is not installed")
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import pearlstats as pearl  # noqa: E402
+from pearlstats.distributed import hash_folds  # noqa: E402
+from pearlstats.results import PearlResults  # noqa: E402
+
+FORMULA = "y ~ x + block(a) + block(b) + block(c)"
+LENGTHS = (170, 0, 260, 47, 123)  # unequal partitions, one of them empty
+N = sum(LENGTHS)
+
+
+@pytest.fixture(autouse=True)
+def synchronous():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _problem(family: str, n: int = N, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    a, b, c = rng.normal(size=(n, 3)), rng.normal(size=(n, 2)), rng.normal(size=(n, 4))
+    x = rng.normal(size=n) + 5.0
+    signal = a[:, 0] - b[:, 1] + 0.5 * c[:, 2] + 0.3 * (x - 5)
+    if family == "gaussian":
+        y = 100.0 + signal + rng.normal(size=n)
+    elif family == "binomial":
+        y = (signal + rng.logistic(size=n) > 0).astype(float)
+    else:
+        y = rng.poisson(np.exp(0.4 * signal)).astype(float)
+    return {"y": y, "x": x, "a": a, "b": b, "c": c}
+
+
+def _partitioned(data: dict, lengths: tuple) -> tuple:
+    """A dask DataFrame of y and x and dask array blocks, in partitions of *lengths* rows.
+
+    Each partition is cut by divisions of a frame that also holds a dropped row per
+    partition, and the rows to keep are selected with a filter, as a user's filtered
+    data has them: a partition of 0 rows is one whose rows were all filtered out.
+    """
+    frame = pd.DataFrame({"y": data["y"], "x": data["x"], "keep": True})
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    pieces = []
+    for s, e in zip(starts[:-1], starts[1:]):
+        pieces += [frame.iloc[s:e], pd.DataFrame({"y": [0.0], "x": [0.0], "keep": [False]})]
+    padded = pd.concat(pieces, ignore_index=True)
+    divisions = [int(s + i) for i, s in enumerate(starts[:-1])] + [len(padded) - 1]
+    ddf = dd.from_pandas(padded, npartitions=1).repartition(divisions=divisions)
+    ddf = ddf[ddf["keep"]][["y", "x"]]
+    blocks = {k: da.from_array(data[k], chunks=(tuple(lengths), data[k].shape[1]))
+              for k in "abc"}
+    return ddf, blocks
+
+
+def _both(family: str, lengths: tuple = LENGTHS, seed: int = 3, **options):
+    data = _problem(family)
+    ddf, blocks = _partitioned(data, lengths)
+    on_dask = pearl.fit(FORMULA, ddf, blocks=blocks, family=family, cv=4, seed=seed,
+                        honest=False, **options)
+    labels = hash_folds(np.arange(N), 4, seed)
+    in_memory = pearl.fit(FORMULA, data, family=family, cv=labels, seed=seed, honest=False,
+                          **options)
+    return data, on_dask, in_memory
+
+
+def _close(left, right, rtol: float = 1e-8) -> None:
+    np.testing.assert_allclose(np.asarray(left, dtype=float), np.asarray(right, dtype=float),
+                               rtol=rtol, atol=rtol * 1e-2)
+
+
+@pytest.fixture(scope="module", params=["gaussian", "binomial", "poisson"])
+def fits(request):
+    with dask.config.set(scheduler="synchronous"):
+        return _both(request.param)
+
+
+def test_the_same_results_class_and_folds(fits):
+    _, on_dask, in_memory = fits
+    assert type(on_dask) is PearlResults
+    np.testing.assert_array_equal(on_dask.folds.compute(), in_memory.folds)
+    assert on_dask.nobs == in_memory.nobs == N
+
+
+def test_weights_risks_and_baselines_agree(fits):
+    _, on_dask, in_memory = fits
+    _close(on_dask.weights, in_memory.weights)
+    _close(on_dask.cv_risk, in_memory.cv_risk)
+    _close(on_dask.cv_risk_se, in_memory.cv_risk_se)
+    assert on_dask.weight_objective == pytest.approx(in_memory.weight_objective, rel=1e-8)
+    numbers = ["cv_risk", "se", "risk_ratio", "ratio_se"]
+    _close(on_dask.baselines[numbers], in_memory.baselines[numbers])
+    assert list(on_dask.baselines.index) == list(in_memory.baselines.index)
+    assert on_dask.baselines.loc["Null", "candidate"] == "intercept only"
+    pd.testing.assert_frame_equal(on_dask.strategy_weights, in_memory.strategy_weights,
+                                  rtol=1e-8, atol=1e-10)
+
+
+def test_row_sized_values_are_dask_collections_with_the_in_memory_values(fits):
+    _, on_dask, in_memory = fits
+    for name in ("cv_predictions", "fittedvalues", "resid"):
+        lazy = getattr(on_dask, name)
+        assert dask.is_dask_collection(lazy), name
+        _close(lazy.compute(), getattr(in_memory, name))
+    if in_memory.family != "gaussian":
+        _close(on_dask.resid_pearson.compute(), in_memory.resid_pearson)
+
+
+def test_coefficients_and_new_rows_agree(fits):
+    data, on_dask, in_memory = fits
+    for label in in_memory.candidate_labels:
+        _close(on_dask.candidate_params(label), in_memory.candidate_params(label))
+    _close(on_dask.params, in_memory.params)
+    rows = {k: v[:40] for k, v in data.items() if k != "y"}
+    _close(on_dask.predict(rows), in_memory.predict(rows))
+    ddf, blocks = _partitioned(data, LENGTHS)
+    _close(on_dask.predict(ddf, blocks=blocks).compute(), in_memory.predict(data))
+    pd.testing.assert_frame_equal(on_dask.evaluate(ddf, blocks=blocks), in_memory.evaluate(data),
+                                  rtol=1e-8, atol=1e-10)
+
+
+def test_every_summary_panel_on_dask_equals_the_in_memory_one(fits):
+    _, on_dask, in_memory = fits
+    lazy, memory = on_dask.summary(), in_memory.summary()
+    shown = [name for name in lazy.panels if name != "coefficients"]
+    assert {"candidates", "strategies", "importance", "diagnostics"} <= set(shown)
+    def lines(table):  # the solver's KKT gap is at the rounding level (1e-15), not a number
+        return [line for line in str(table).splitlines() if "KKT gap" not in line]
+
+    for name in shown:
+        assert lines(lazy.panels[name]) == lines(memory.panels[name]), name
+    assert "stability" not in lazy.panels  # re-solves need the rows in one process
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=300), min_size=2, max_size=6))
+def test_results_do_not_depend_on_the_partitioning(cuts):
+    """Any partitioning of the same rows (empty partitions included) gives the same numbers."""
+    bounds = sorted({min(c, N) for c in cuts} | {0, N})
+    lengths = tuple(int(e - s) for s, e in zip(bounds[:-1], bounds[1:])) + (0,)
+    lengths = (lengths[-1],) + lengths[:-1]  # an empty first partition too
+    data = _problem("binomial")
+    frame, arrays = _partitioned(data, LENGTHS)
+    reference = pearl.fit(FORMULA, frame, blocks=arrays, family="binomial", cv=4, seed=3,
+                          honest=False)
+    ddf, blocks = _partitioned(data, lengths)
+    res = pearl.fit(FORMULA, ddf, blocks=blocks, family="binomial", cv=4, seed=3, honest=False)
+    _close(res.weights, reference.weights, rtol=1e-12)
+    _close(res.cv_risk, reference.cv_risk, rtol=1e-12)
+    _close(res.baselines[["cv_risk", "se"]], reference.baselines[["cv_risk", "se"]], rtol=1e-12)
