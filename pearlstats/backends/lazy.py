@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["is_dask_collection", "row_frame", "row_series"]
+__all__ = ["computed", "is_dask_collection", "row_frame", "row_series"]
 
 
 def is_dask_collection(value: Any) -> bool:
@@ -33,6 +33,19 @@ def is_dask_collection(value: Any) -> bool:
     except ImportError:
         return False
     return bool(check(value))
+
+
+def computed(*values: Any) -> tuple:
+    """The values as numpy arrays, lazy ones computed together (one pass over their rows).
+
+    Numpy values are returned as they are; several lazy reductions of the same rows
+    (means and SEs of the same losses) share one pass.
+    """
+    if not any(is_dask_collection(value) for value in values):
+        return values
+    import dask
+
+    return tuple(np.asarray(value) for value in dask.compute(*values))
 
 
 def _labelled_part(values: np.ndarray, start: int, name: Any, columns: Any) -> Any:

@@ -127,6 +127,15 @@ class PartitionedRows:
                                  list(self.everything), self.n_pool, ridge, self.centre, outer,
                                  seed)
 
+    def null_predictions(self, folds: Any) -> Any:
+        """The intercept-only model's out-of-fold predictions (lazy): each fold's mean response.
+
+        Without offsets or weights (which a fit on dask data does not take) the mean of the
+        other folds' responses is the maximum-likelihood fit of every family it supports.
+        """
+        means = self.fitted.null_means
+        return folds.map_blocks(lambda labels: means[labels], dtype=float)
+
     def __reduce__(self):
         from ..exceptions import OptionError
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..backends.lazy import row_frame
+from ..backends.lazy import computed, row_frame
 from ..design.spec import DesignSpec
 from ..in_memory_only import RESULTS_NEEDING_ROWS, refuse_results_feature
 from ..ledger import FailureLedger
@@ -273,15 +273,14 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
     def cv_risk(self) -> pd.Series:
         """Each candidate's cross-validated risk under the surrogate loss."""
         J = len(self._pool)
-        return pd.Series(
-            self._candidate_losses[:, :J].mean(axis=0), index=self.candidate_labels, name="cv_risk"
-        )
+        (risk,) = computed(self._candidate_losses[:, :J].mean(axis=0))
+        return pd.Series(risk, index=self.candidate_labels, name="cv_risk")
 
     @cached_table
     def cv_risk_se(self) -> pd.Series:
         """Standard error of each CV risk: SD of the per-row losses / sqrt(n)."""
         J = len(self._pool)
-        se = self._mean_se(self._candidate_losses[:, :J])
+        (se,) = computed(self._mean_se(self._candidate_losses[:, :J]))
         return pd.Series(se, index=self.candidate_labels, name="cv_risk_se")
 
     def _mean_se(self, values: np.ndarray) -> np.ndarray:

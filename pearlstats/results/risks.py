@@ -13,8 +13,10 @@ from __future__ import annotations
 import warnings
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
+from ..backends.lazy import computed
 from ..engines.intercept import response_intercept_predictions
 from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, ResponseError
 from ..honest_se import nested_se
@@ -101,20 +103,25 @@ class StrategyRisks:
         labels = [c.label for c in self._all_candidates]
         table = strategy_weights(
             self._solution.weights, self._all_candidates, len(self._pool),
-            self._candidate_losses.mean(axis=0), self._failed,
+            computed(self._candidate_losses.mean(axis=0))[0], self._failed,
         )
         return pd.DataFrame(table, index=labels).T.loc[list(STRATEGIES)]
 
     @cached_property
-    def _strategy_losses(self) -> pd.DataFrame:
+    def _strategy_losses(self) -> tuple[list, np.ndarray]:
+        """The strategies' names (then Null) and their per-row losses (n, S), lazy on dask."""
         weights = self.strategy_weights.to_numpy()
-        columns = {}
-        for name, w in zip(self.strategy_weights.index, weights):
-            columns[name] = self._pointwise(combine(self._predictions, w, self._loss))
+        names = list(self.strategy_weights.index) + [NULL]
+        columns = [self._pointwise(combine(self._predictions, w, self._loss)) for w in weights]
         # The reference row: the intercept-only model on the same folds (no strategy weights it)
-        columns[NULL] = self._pointwise(
-            response_intercept_predictions(self._response, self._family.name, self._folds))
-        return pd.DataFrame(columns)
+        columns.append(self._pointwise(self._null_predictions()))
+        return names, np.stack(columns, axis=1)
+
+    def _null_predictions(self) -> np.ndarray:
+        partitions = self._state.partitions
+        if partitions is not None:  # dask rows: each fold's mean response, from the passes
+            return partitions.null_predictions(self._folds)
+        return response_intercept_predictions(self._response, self._family.name, self._folds)
 
     @cached_table
     def baselines(self) -> pd.DataFrame:
@@ -130,23 +137,17 @@ class StrategyRisks:
         risks are weighted means and the SEs those of
         :func:`~pearlstats.observation_weights.mean_se`.
         """
-        losses = self._strategy_losses
-        pearl = losses["PEARL"].to_numpy()
-        rows = {}
-        for name in losses.columns:
-            other = losses[name].to_numpy()
-            risk, risk_pearl = other.mean(), pearl.mean()
-            ratio = risk_pearl / risk
-            # delta method for mean(a)/mean(b) with paired rows
-            influence = (pearl - ratio * other) / risk
-            rows[name] = {
-                "cv_risk": risk,
-                "se": float(self._mean_se(other)),
-                "risk_ratio": ratio,
-                "ratio_se": float(self._mean_se(influence)),
-                "candidate": self._strategy_label(name),
-            }
-        return pd.DataFrame.from_dict(rows, orient="index")
+        names, losses = self._strategy_losses
+        risk, se = computed(losses.mean(axis=0), self._mean_se(losses))
+        ratio = risk[names.index("PEARL")] / risk
+        # delta method for mean(a)/mean(b) with paired rows
+        pearl = losses[:, names.index("PEARL")]
+        influence = (pearl[:, None] - ratio[None, :] * losses) / risk[None, :]
+        (ratio_se,) = computed(self._mean_se(influence))
+        return pd.DataFrame({
+            "cv_risk": risk, "se": se, "risk_ratio": ratio, "ratio_se": ratio_se,
+            "candidate": [self._strategy_label(name) for name in names],
+        }, index=names)
 
     def _strategy_label(self, name: str) -> str:
         if name == NULL:
