@@ -325,6 +325,29 @@ def refit_partitions(rows: Any, spec: Any, family_name: str, candidates: Sequenc
         For a family other than gaussian, binomial or Poisson.
     UnknownCandidateError
         For a label not among *candidates*.
+
+    Examples
+    --------
+    >>> import dask, dask.array as da, numpy as np, statsmodels.api as sm
+    >>> from pearlstats.design.formula import parse_formula
+    >>> from pearlstats.distributed.data import dask_rows, head_design
+    >>> from pearlstats.stages import build_pool
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.normal(size=(50, 2))
+    >>> y = a @ [1.0, -1.0] + rng.normal(size=50)
+    >>> formula = parse_formula("y ~ block(a)")
+    >>> data = {"y": da.from_array(y, chunks=20), "a": da.from_array(a, chunks=(20, 2))}
+    >>> with dask.config.set(scheduler="synchronous"):
+    ...     rows = dask_rows(data, None, formula)
+    ...     design = head_design(rows, formula, 0)
+    ...     pool = build_pool(design, "all", 10)
+    ...     X = np.column_stack([np.ones(50), a])
+    ...     coefs = np.linalg.lstsq(X, y, rcond=None)[0][None, :, None]  # (K + 1 = 1, p, J)
+    ...     refit = refit_partitions(rows, design.spec, "gaussian", pool.everything, coefs,
+    ...                              0.0)["a"]
+    >>> direct = sm.OLS(y, X).fit()
+    >>> bool(np.allclose(refit.bse, direct.bse, rtol=1e-10)), refit.df_resid
+    (True, 47.0)
     """
     if family_name not in FAMILIES:
         raise OptionError(f"refits on dask data are for families {list(FAMILIES)}, not "
