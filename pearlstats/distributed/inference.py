@@ -61,6 +61,10 @@ from .ols import tree_sum
 __all__ = ["PartitionRefit", "RowsNeededError", "Spread", "refit_partitions"]
 
 FAMILIES = ("gaussian", "binomial", "poisson")
+# pearlstats.results.identification's threshold (not imported: the distributed code sits below
+# the results in the layers): a column is involved in a dependency when its part of the null
+# space is not rounding noise
+_INVOLVED = 1e-6
 
 # statsmodels results attributes that need the rows (per-row values, or the model on its data)
 ROW_ATTRIBUTES = (
@@ -237,6 +241,20 @@ def _covariance(spread: Spread, intercept: int | None, value: float,
     return cov, rank, trace
 
 
+def _dependent_columns(moment: np.ndarray) -> np.ndarray:
+    """:func:`pearlstats.results.identification._dependent_columns` from ``X'X`` (not X).
+
+    The right singular vectors and squared singular values of the unit-norm columns are
+    the eigenvectors and eigenvalues of their Gram matrix.
+    """
+    norms = np.sqrt(np.maximum(np.diagonal(moment), 0.0))
+    unit = np.where(norms > 0, norms, 1.0)
+    eigen, vectors = np.linalg.eigh(moment / np.outer(unit, unit))
+    kept = eigen > RANK_TOLERANCE * eigen.max(initial=0.0)  # the engines' squared tolerance
+    outside = np.sqrt(np.clip(1.0 - np.sum(vectors[:, kept] ** 2, axis=1), 0.0, None))
+    return np.flatnonzero((norms == 0) | (outside > _INVOLVED))
+
+
 def _candidate_ridge(ridge: float | Mapping, label: str) -> float:
     return float(ridge.get(label, 0.0)) if isinstance(ridge, Mapping) else float(ridge)
 
@@ -263,6 +281,7 @@ def _assemble(kind: str, label: str, names: list, params: np.ndarray, S: np.ndar
     penalty = None
     if ridge > 0:
         penalty = _state_penalty(SimpleNamespace(), ridge, ridge * weights)
+    dependent = _dependent_columns(totals.design.subset(S).moment())
     return PartitionRefit(
         family=kind, label=label, exog_names=tuple(names), _params=_frozen(params),
         _cov=_frozen(cov * scale), nobs=float(n), df_resid=float(df_resid),
@@ -271,6 +290,7 @@ def _assemble(kind: str, label: str, names: list, params: np.ndarray, S: np.ndar
         penalty=None if penalty is None else penalty.penalty,
         penalty_ridge=None if penalty is None else penalty.penalty_ridge,
         penalty_alpha=None if penalty is None else _frozen(penalty.penalty_alpha),
+        unidentified=tuple(names[i] for i in dependent),
     )
 
 
@@ -380,7 +400,10 @@ class PartitionRefit:
     ``nobs``, ``df_resid``, ``df_model``, ``rank``, ``k_constant``, ``scale``,
     ``use_t``, ``llf``, ``aic``, ``bic``, ``ssr`` (gaussian) and ``exog_names``; with a
     ridge, ``penalty``, ``penalty_ridge`` and ``penalty_alpha`` as the in-memory
-    refit. What needs the rows (``resid``, ``fittedvalues``, ``get_prediction``,
+    refit. ``unidentified`` names the columns whose coefficients the design (all rows,
+    unweighted) does not identify, as
+    :func:`~pearlstats.results.identification.unidentified_terms` (empty when the columns
+    have full rank). What needs the rows (``resid``, ``fittedvalues``, ``get_prediction``,
     ``model``, ...) raises :class:`RowsNeededError` naming it.
     """
 
@@ -400,6 +423,7 @@ class PartitionRefit:
     penalty: str | None = None
     penalty_ridge: float | None = None
     penalty_alpha: np.ndarray | None = None
+    unidentified: tuple = ()
 
     @property
     def params(self) -> pd.Series:

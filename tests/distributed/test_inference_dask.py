@@ -28,9 +28,14 @@ from pearlstats.distributed.inference import (  # noqa: E402
     RowsNeededError,
     refit_partitions,
 )
-from pearlstats.exceptions import OptionError, UnknownCandidateError  # noqa: E402
+from pearlstats.exceptions import (  # noqa: E402
+    OptionError,
+    UnidentifiedCoefficientWarning,
+    UnknownCandidateError,
+)
 from pearlstats.families import get_family  # noqa: E402
 from pearlstats.results import averaging  # noqa: E402
+from pearlstats.results.identification import unidentified_terms  # noqa: E402
 from pearlstats.stages import build_pool  # noqa: E402
 from pearlstats.weights.losses import get_loss  # noqa: E402
 
@@ -123,6 +128,7 @@ def test_refits_equal_statsmodels_and_the_in_memory_fit(family):
     for label, refit in refits.items():
         direct = _statsmodels(family, data, label)
         assert list(refit.params.index) == COLUMNS[label] == list(refit.exog_names)
+        assert refit.unidentified == () and refit.rank == len(COLUMNS[label])
         _close(refit.params, direct.params)
         _close(refit.bse, direct.bse)
         _close_cov(refit.cov_params(), direct.cov_params())
@@ -181,6 +187,7 @@ def test_shifted_covariate_in_sorted_partitions(family):
     data = {name: value[order] for name, value in data.items()}
     refits, *_ = _dask_refits(family, data)
     for label, refit in refits.items():
+        assert refit.unidentified == ()
         X = _exog(data, label).to_numpy()
         b = refit.params.to_numpy()
         if family == "gaussian":
@@ -199,6 +206,11 @@ def test_rank_deficient_candidate_gets_statsmodels_pseudo_inverse():
     data = _problem("gaussian")
     data["a"][:, 0] = 2 * data["x"] + 1
     refits, *_ = _dask_refits("gaussian", data)
+    with pytest.warns(UnidentifiedCoefficientWarning):
+        res = pearl.fit(FORMULA, data, seed=0, honest=False)
+    assert {label: refit.unidentified for label, refit in refits.items() if refit.unidentified
+            } == unidentified_terms(res.stages) == {"a": ("Intercept", "x", "a[0]"),
+                                                    "a+b": ("Intercept", "x", "a[0]")}
     for label in ("a", "a+b"):  # the candidates with block a
         refit = refits[label]
         with pytest.warns(SingularMatrixWarning):
