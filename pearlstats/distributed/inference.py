@@ -71,8 +71,12 @@ ROW_ATTRIBUTES = (
     "model", "resid", "fittedvalues", "predict", "get_prediction", "get_influence",
     "resid_pearson", "resid_deviance", "resid_response", "resid_working", "resid_anscombe",
     "wresid", "mu", "summary", "summary2", "outlier_test", "get_robustcov_results",
+)
+# statsmodels results attributes that are sums over rows, but not the ones this pass takes
+NOT_SUMMED = (
     "cov_HC0", "cov_HC1", "cov_HC2", "cov_HC3", "HC0_se", "HC1_se", "HC2_se", "HC3_se",
-    "rsquared", "rsquared_adj", "deviance", "pearson_chi2", "llnull", "prsquared",
+    "rsquared", "rsquared_adj", "centered_tss", "ess", "fvalue", "f_pvalue", "deviance",
+    "pearson_chi2", "null_deviance", "llnull", "llr", "llr_pvalue", "prsquared",
 )
 
 
@@ -482,6 +486,14 @@ class PartitionRefit:
                 "the refit is computed from sums over the partitions (params, bse, "
                 "cov_params(), conf_int(), tvalues, pvalues, llf, ...); fit an in-memory "
                 "sample for it, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...)"
+            )
+        if name in NOT_SUMMED:
+            raise RowsNeededError(
+                f"{name!r} of candidate {self.label!r} is not available on dask data: the "
+                "refit's one pass over the partitions sums what the coefficients' covariance "
+                "and the log-likelihood need (params, bse, cov_params(), conf_int(), tvalues, "
+                "pvalues, llf, aic, bic), not the null model or per-row residual terms; fit "
+                "an in-memory sample for it"
             )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

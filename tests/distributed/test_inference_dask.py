@@ -239,6 +239,8 @@ def test_what_needs_the_rows_is_refused_by_name():
         refit.resid  # noqa: B018
     assert isinstance(RowsNeededError("x"), OptionError)
     assert not hasattr(refit, "get_prediction")
+    with pytest.raises(RowsNeededError, match="'rsquared' of candidate 'a' is not available"):
+        refit.rsquared  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         refit.nonsense  # noqa: B018
     with pytest.raises(OptionError, match="not 'multinomial'"):
