@@ -275,7 +275,7 @@ def _assemble(kind: str, label: str, names: list, params: np.ndarray, S: np.ndar
     if kind == "gaussian":
         ssr = float(totals.sums["rss"][j])
         df_resid = n - (trace if ridge > 0 else rank)
-        scale = ssr / df_resid
+        scale = ssr / df_resid if df_resid > 0 else np.nan  # no rows left to estimate it
         llf = -n / 2 * (np.log(2 * np.pi) + np.log(ssr / n) + 1.0)
         df_model = rank - k_constant
     else:
