@@ -65,7 +65,7 @@ def _problem(family: str, seed: int = 0) -> tuple[dict, np.ndarray]:
     return {k: v[keep] for k, v in rows.items()}, keep
 
 
-def _dask_fit_inputs(data: dict, keep: np.ndarray, family: str, kind: str):
+def _dask_fit_inputs(data: dict, keep: np.ndarray, kind: str, formula: str = FORMULA):
     """What fit_distributed computes before its passes (rows, spec, pool, folds), on a filtered
     dask DataFrame with blocks as dask arrays of the same (unequal, one empty) chunks."""
     n_all = len(keep)
@@ -77,9 +77,9 @@ def _dask_fit_inputs(data: dict, keep: np.ndarray, family: str, kind: str):
     lengths = tuple(frame.map_partitions(len).compute().tolist())
     assert lengths == KEPT
     blocks = {k: da.from_array(data[k], chunks=(lengths, data[k].shape[1])) for k in "abc"}
-    formula = parse_formula(FORMULA)
-    rows = dask_rows(frame, blocks, formula)
-    design = head_design(rows, formula, EvalEnvironment.capture(0))
+    parsed = parse_formula(formula)
+    rows = dask_rows(frame, blocks, parsed)
+    design = head_design(rows, parsed, EvalEnvironment.capture(0))
     pool = build_pool(design, "all", 1000)
     rule = FoldRule("kfold", 5) if kind == "hash" else FoldRule("column", "site")
     fold_spec = _fold_spec(rule, SEED, frame)
@@ -87,34 +87,61 @@ def _dask_fit_inputs(data: dict, keep: np.ndarray, family: str, kind: str):
     return rows, design, pool, fold_spec, labels
 
 
+def _both(data, keep, family, kind, outer, formula=FORMULA, ridge=0.0, separation="ridge"):
+    """The dask table (honest_partitions) and the in-memory fit with cv= the same labels."""
+    rows, design, pool, fold_spec, labels = _dask_fit_inputs(data, keep, kind, formula)
+    family_ = get_family(family).configured(separation=separation)
+    table = honest_partitions(rows, design.spec, family_, get_loss(None, family), fold_spec,
+                              pool.everything, len(pool.pool), ridge, design.X.mean(axis=0),
+                              outer=outer, seed=SEED)
+    memory = {k: v for k, v in data.items() if k != "site"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PearlWarning)  # PEARL above MS: not what is tested here
+        res = pearl.fit(formula, memory, family=family, cv=labels, seed=SEED, honest=outer,
+                        ridge=ridge, separation=separation)
+        expected = res.honest
+    return table, expected, res
+
+
+def _check_equal(table, expected, rtol=1e-8):
+    assert list(table.index) == list(expected.index)
+    assert list(table.columns) == list(expected.columns)
+    numbers = ["risk", "se", "ratio", "ratio_se"]
+    np.testing.assert_allclose(table[numbers].to_numpy(dtype=float),
+                               expected[numbers].to_numpy(dtype=float), rtol=rtol, atol=1e-12)
+    assert table["certified"].tolist() == expected["certified"].tolist()
+    gaps = table["kkt_gap"].to_numpy()
+    np.testing.assert_array_equal(np.isnan(gaps), np.isnan(expected["kkt_gap"].to_numpy()))
+    assert gaps[0] <= 1e-10 * (1 + table.loc["PEARL", "risk"])
+
+
 @pytest.mark.parametrize("outer", [3, 5])
 @pytest.mark.parametrize("kind", ["hash", "column"])
 @pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
 def test_honest_table_equals_the_in_memory_one(family, kind, outer):
     data, keep = _problem(family)
-    rows, design, pool, fold_spec, labels = _dask_fit_inputs(data, keep, family, kind)
-    family_ = get_family(family).configured(separation="ridge")
-    table = honest_partitions(rows, design.spec, family_, get_loss(None, family), fold_spec,
-                              pool.everything, len(pool.pool), 0.0, design.X.mean(axis=0),
-                              outer=outer, seed=SEED)
-    memory = {k: v for k, v in data.items() if k != "site"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PearlWarning)  # PEARL above MS: not what is tested here
-        res = pearl.fit(FORMULA, memory, family=family, cv=labels, seed=SEED, honest=outer)
-        expected = res.honest
-    assert list(table.index) == list(expected.index)
-    assert list(table.columns) == list(expected.columns)
-    numbers = ["risk", "se", "ratio", "ratio_se"]
-    np.testing.assert_allclose(table[numbers].to_numpy(), expected[numbers].to_numpy(),
-                               rtol=1e-8, atol=1e-12)
-    assert table["certified"].tolist() == expected["certified"].tolist()
-    gaps = table["kkt_gap"].to_numpy()
-    np.testing.assert_array_equal(np.isnan(gaps), np.isnan(expected["kkt_gap"].to_numpy()))
-    assert gaps[0] <= 1e-10 * (1 + table.loc["PEARL", "risk"])
+    table, expected, res = _both(data, keep, family, kind, outer)
+    _check_equal(table, expected)
     # the in-memory warning's numbers: PEARL's risk minus MS's and its paired SE
-    losses = res._last_honest_risk
-    np.testing.assert_allclose(table.attrs["excess_over_ms"], losses.excess_over("MS"),
-                               rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(table.attrs["excess_over_ms"],
+                               res._last_honest_risk.excess_over("MS"), rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("family,ridge", [("gaussian", 0.1), ("poisson", 0.05)])
+def test_honest_table_with_a_ridge(family, ridge):
+    data, keep = _problem(family, seed=1)
+    _check_equal(*_both(data, keep, family, "hash", 3, ridge=ridge)[:2])
+
+
+@pytest.mark.parametrize("separation", ["ridge", "drop"])
+def test_separated_candidates_follow_each_outer_folds_procedure(separation):
+    """Block a separates the classes: each outer fold's procedure refits it up the ridge
+    ladder (or drops it), and its held-out rows are scored with that fold's choice."""
+    data, keep = _problem("binomial", seed=2)
+    data["y"] = (data["a"][:, 0] > 0).astype(float)
+    table, expected, _ = _both(data, keep, "binomial", "hash", 3, formula="y ~ x + block(a) + "
+                               "block(b)", separation=separation)
+    _check_equal(table, expected, rtol=1e-7)
 
 
 def test_outer_folds_deal_the_fits_folds_as_in_memory():
@@ -133,3 +160,19 @@ def test_outer_folds_deal_the_fits_folds_as_in_memory():
 def test_outer_folds_that_cannot_be_are_refused_by_name(outer):
     with pytest.raises(FoldError, match=f"honest={outer!r}"):
         outer_fold_of_folds(("hash", 5, 0), outer, 0, 100)
+
+
+def test_leave_one_fold_out_as_in_memory():
+    """``outer="loo"``: each of the fit's folds is an outer fold, as ``res.honest_risk("loo")``
+    deals given fold labels in memory."""
+    data, keep = _problem("poisson", seed=3)
+    rows, design, pool, fold_spec, labels = _dask_fit_inputs(data, keep, "column")
+    table = honest_partitions(rows, design.spec, get_family("poisson"), get_loss(None, "poisson"),
+                              fold_spec, pool.everything, len(pool.pool), 0.0,
+                              design.X.mean(axis=0), outer="loo", seed=SEED)
+    memory = {k: v for k, v in data.items() if k != "site"}
+    res = pearl.fit(FORMULA, memory, family="poisson", cv=labels, seed=SEED, honest=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PearlWarning)
+        expected = res.honest_risk(outer="loo").table
+    _check_equal(table, expected)
