@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import FoldError
-from ..nested import deal_groups, paired_ratio_moments, with_gap_columns
+from ..nested import _ledger_frame, deal_groups, paired_ratio_moments, with_gap_columns
 from ..weights.baselines import STRATEGIES, TABLE_ROWS, combine, strategy_weights
 from ..weights.certificate import gap_table
 from .data import partition_inputs, relabel_folds
@@ -79,6 +79,31 @@ def outer_fold_of_folds(fold_spec: Any, outer: int | str, seed: int, n: int) -> 
     return deal_groups(K, int(outer), np.random.SeedSequence([seed, 0]))
 
 
+def _check_training_folds(dealt: np.ndarray) -> None:
+    """Refuse outer folds whose training rows hold fewer than 2 of the fit's folds.
+
+    The procedure re-run there cross-validates on those folds, so it needs two; found here,
+    before any pass, rather than as a fold error of the re-run's first pass.
+
+    Raises
+    ------
+    FoldError
+        Naming the outer folds, the folds they keep, and what would do.
+    """
+    K, n_outer = len(dealt), int(dealt.max()) + 1
+    kept = K - np.bincount(dealt, minlength=n_outer)
+    short = np.flatnonzero(kept < 2)
+    if short.size == 0:
+        return
+    remedy = (f"fit with more folds (cv) or use honest={K} (one fold per outer fold)" if K > 2
+              else "fit with 3 folds or more (cv)")
+    raise FoldError(
+        f"the fit's {K} folds dealt to {n_outer} outer folds leave the training rows of outer "
+        f"fold(s) {short.tolist()} only {kept[short].min()} fold(s); the procedure re-run there "
+        f"needs at least 2 for its cross-validation: {remedy}"
+    )
+
+
 def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, n_pool, ridge,
                      centre) -> tuple:
     """The procedure re-run without outer fold *k*: its training-row refits (p, J), every
@@ -91,7 +116,8 @@ def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, 
     weights = strategy_weights(fitted.solution.weights, everything, n_pool, fitted.risk,
                                fitted.failed)
     return (fitted.coefs[-1], np.array([weights[name] for name in STRATEGIES]),
-            fitted.mean_response, fitted.solution)
+            fitted.mean_response, fitted.solution,
+            _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes)
 
 
 def _score_part(frame, blocks, offset, spec, kind, fold_spec, env, dealt, refits, weights, null,
@@ -151,8 +177,10 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
         (SD / sqrt(n) of the held-out row losses), ``ratio`` (PEARL's risk / the row's),
         ``ratio_se`` (paired delta method), ``kkt_gap`` and ``certified``: the in-memory
         ``res.honest`` (``honest_se="naive"``) of the fit with ``cv=`` the same fold labels.
-        ``attrs["excess_over_ms"]`` is PEARL's risk minus MS's and its paired SE (the
-        in-memory warning when the first exceeds the second).
+        ``attrs``: ``"excess_over_ms"``, PEARL's risk minus MS's and its paired SE (the
+        in-memory warning when the first exceeds the second); ``"failures"``, the ledger
+        rows of the re-runs (``where``: ``"inside outer fold k"``, their refits included);
+        ``"passes"``, the passes over the data it took.
 
     Raises
     ------
@@ -162,9 +190,10 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
     from dask import compute
 
     dealt = outer_fold_of_folds(fold_spec, outer, seed, rows.n)
+    _check_training_folds(dealt)
     fits = [_outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, n_pool,
                              ridge, centre) for k in range(int(dealt.max()) + 1)]
-    refits, weights, null, solutions = (list(column) for column in zip(*fits))
+    refits, weights, null, solutions, ledgers, passes = (list(column) for column in zip(*fits))
     parts = compute(*rows.tasks(_score_part, spec, family.name, fold_spec, None, dealt,
                                 np.stack(refits), np.stack(weights), np.array(null), loss))
     n, mean, M2 = _merge(list(parts))
@@ -176,4 +205,6 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
     spread = M2[a, a] - 2.0 * M2[a, b] + M2[b, b]
     table.attrs["excess_over_ms"] = (float(mean[a] - mean[b]),
                                      float(np.sqrt(max(spread, 0.0) / (n - 1) / n)))
+    table.attrs["failures"] = pd.concat(ledgers, ignore_index=True)
+    table.attrs["passes"] = int(sum(passes)) + 1
     return table

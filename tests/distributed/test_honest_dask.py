@@ -139,9 +139,17 @@ def test_separated_candidates_follow_each_outer_folds_procedure(separation):
     ladder (or drops it), and its held-out rows are scored with that fold's choice."""
     data, keep = _problem("binomial", seed=2)
     data["y"] = (data["a"][:, 0] > 0).astype(float)
-    table, expected, _ = _both(data, keep, "binomial", "hash", 3, formula="y ~ x + block(a) + "
-                               "block(b)", separation=separation)
+    table, expected, res = _both(data, keep, "binomial", "hash", 3, formula="y ~ x + block(a) + "
+                                 "block(b)", separation=separation)
     _check_equal(table, expected, rtol=1e-7)
+    # the re-runs' ledger rows of the inner cross-validation: those of the in-memory re-runs
+    def rows(frame):
+        frame = frame[(frame["stage"] == "cv") & frame["where"].str.startswith("inside")]
+        return sorted((r.candidate, r.kind, r.where, bool(r.excluded)) for r in frame.itertuples())
+
+    found = rows(table.attrs["failures"])
+    assert {row[0] for row in found} == {"a", "a+b"}
+    assert found == rows(res._last_honest_risk.failures)
 
 
 def test_outer_folds_deal_the_fits_folds_as_in_memory():
@@ -176,3 +184,15 @@ def test_leave_one_fold_out_as_in_memory():
         warnings.simplefilter("ignore", PearlWarning)
         expected = res.honest_risk(outer="loo").table
     _check_equal(table, expected)
+
+
+@pytest.mark.parametrize("K,outer,remedy", [(2, 2, "3 folds or more"), (3, 2, "honest=3")])
+def test_outer_training_sets_with_one_fold_are_refused_before_any_pass(K, outer, remedy):
+    """In memory the re-run fails on "cv fold labels have a single value"; here the outer
+    folds that keep one fold are named with what would do, before the data is read."""
+    data, keep = _problem("gaussian")
+    rows, design, pool, _, _ = _dask_fit_inputs(data, keep, "hash")
+    with pytest.raises(FoldError, match=f"only 1 fold.*{remedy}"):
+        honest_partitions(rows, design.spec, get_family("gaussian"), get_loss(None, "gaussian"),
+                          ("hash", K, SEED), pool.everything, len(pool.pool), 0.0,
+                          design.X.mean(axis=0), outer=outer, seed=SEED)
