@@ -23,11 +23,13 @@ Nothing of size n leaves the workers; the cost is ``outer`` fits plus one pass.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..engines._common import one_blas_thread
 from ..exceptions import FoldError
 from ..nested import _ledger_frame, deal_groups, paired_ratio_moments, with_gap_columns
 from ..weights.baselines import STRATEGIES, TABLE_ROWS, combine, strategy_weights
@@ -42,8 +44,6 @@ __all__ = ["honest_partitions", "outer_fold_of_folds"]
 def _n_folds(fold_spec: Any) -> int:
     """The folds of a dask fit's fold spec: K hashed folds, or the fold column's levels."""
     kind, value, extra = fold_spec
-    if kind == "relabel":
-        return int(max(extra)) + 1
     return int(value) if kind == "hash" else len(extra)
 
 
@@ -191,8 +191,16 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
 
     dealt = outer_fold_of_folds(fold_spec, outer, seed, rows.n)
     _check_training_folds(dealt)
-    fits = [_outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, n_pool,
-                             ridge, centre) for k in range(int(dealt.max()) + 1)]
+    n_outer = int(dealt.max()) + 1
+    # The outer folds' re-runs are independent: run from client threads, their passes overlap on
+    # the workers (a pass costs a round trip however small its partitions); each fold's numbers
+    # do not depend on the others', and .result() in fold order raises the first fold's error.
+    # One BLAS thread around them all: the threads' own one-thread contexts (tasks run in them
+    # under the synchronous scheduler) then save and restore 1, never each other's limits.
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=n_outer) as pool:
+        futures = [pool.submit(_outer_procedure, rows, spec, family, loss, fold_spec, dealt, k,
+                               everything, n_pool, ridge, centre) for k in range(n_outer)]
+        fits = [future.result() for future in futures]
     refits, weights, null, solutions, ledgers, passes = (list(column) for column in zip(*fits))
     parts = compute(*rows.tasks(_score_part, spec, family.name, fold_spec, None, dealt,
                                 np.stack(refits), np.stack(weights), np.array(null), loss))

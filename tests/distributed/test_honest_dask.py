@@ -196,3 +196,19 @@ def test_outer_training_sets_with_one_fold_are_refused_before_any_pass(K, outer,
         honest_partitions(rows, design.spec, get_family("gaussian"), get_loss(None, "gaussian"),
                           ("hash", K, SEED), pool.everything, len(pool.pool), 0.0,
                           design.X.mean(axis=0), outer=outer, seed=SEED)
+
+
+def test_same_seed_same_table_with_the_outer_folds_run_concurrently():
+    """The outer folds' re-runs run from client threads: the table does not depend on their
+    order (bit for bit), and another seed deals the folds otherwise."""
+    data, keep = _problem("binomial", seed=4)
+    rows, design, pool, fold_spec, _ = _dask_fit_inputs(data, keep, "column")
+
+    def table(seed):
+        return honest_partitions(rows, design.spec, get_family("binomial"),
+                                 get_loss(None, "binomial"), fold_spec, pool.everything,
+                                 len(pool.pool), 0.0, design.X.mean(axis=0), outer=3, seed=seed)
+
+    first = table(SEED)
+    pd.testing.assert_frame_equal(first, table(SEED), check_exact=True)
+    assert not np.allclose(first["risk"], table(SEED + 1)["risk"], rtol=1e-6)
