@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NestedCV", "nested_cross_validation", "strategy_row_losses", "paired_ratio_table",
-    "fold_procedure_predictions", "conformal_prediction",
+    "fold_procedure_predictions", "conformal_prediction", "deal_groups", "paired_ratio_moments",
+    "with_gap_columns",
 ]
 
 
@@ -143,12 +144,24 @@ def _outer_folds(state: FitState, outer, seed: int, option: str = "outer") -> np
         n_groups = int(groups.max()) + 1
         if isinstance(outer, str):  # "loo": one given fold at a time
             return groups.copy()
-        order = np.random.default_rng(sequence).permutation(n_groups)
-        dealt = np.empty(n_groups, dtype=np.intp)
-        dealt[order] = np.arange(n_groups) % min(int(outer), n_groups)
-        return dealt[groups]
+        return deal_groups(n_groups, int(outer), sequence)[groups]
     strata = response.y.astype(np.intp) if response.classes is not None else None
     return make_folds(outer, n, seed=sequence, strata=strata)
+
+
+def deal_groups(n_groups: int, outer: int, sequence: np.random.SeedSequence) -> np.ndarray:
+    """Outer fold of each of *n_groups* given folds: shuffled by *sequence*, dealt round-robin
+    to ``min(outer, n_groups)`` outer folds (the rule of given fold labels, in memory or on dask).
+
+    Examples
+    --------
+    >>> deal_groups(5, 3, np.random.SeedSequence([0, 0])).tolist()
+    [0, 1, 0, 2, 1]
+    """
+    order = np.random.default_rng(sequence).permutation(n_groups)
+    dealt = np.empty(n_groups, dtype=np.intp)
+    dealt[order] = np.arange(n_groups) % min(outer, n_groups)
+    return dealt
 
 
 # Rows of each class an outer training set needs: its inner cross-validation keeps the class in
@@ -443,6 +456,40 @@ def paired_ratio_table(losses: pd.DataFrame, reference: str = "PEARL",
             "ratio": ratio, "ratio_se": float(mean_se(influence, row_weights, weight_type)),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def paired_ratio_moments(names: list, n: int, mean: np.ndarray, M2: np.ndarray,
+                         reference: str = "PEARL") -> pd.DataFrame:
+    """:func:`paired_ratio_table` (without observation weights) from the row losses' sums.
+
+    *mean* (S,) are the columns' means over the *n* rows and *M2* (S, S) their centred cross
+    products ``sum (a_i - mean a)(b_i - mean b)``: what a pass over rows that are never
+    gathered in one place (dask partitions) can return. The SEs are the same SD / sqrt(n),
+    and the ratio's influence ``(a_i - r b_i) / mean(b)`` has the variance
+    ``(M2_aa - 2 r M2_ab + r^2 M2_bb) / (mean(b)^2 (n - 1))``.
+    """
+    a = names.index(reference)
+    rows = {}
+    for b, name in enumerate(names):
+        ratio = mean[a] / mean[b]
+        spread = (M2[a, a] - 2.0 * ratio * M2[a, b] + ratio**2 * M2[b, b]) / mean[b] ** 2
+        rows[name] = {
+            "risk": mean[b], "se": float(np.sqrt(M2[b, b] / (n - 1) / n)),
+            "ratio": ratio, "ratio_se": float(np.sqrt(max(spread, 0.0) / (n - 1) / n)),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def with_gap_columns(table: pd.DataFrame, fold_gaps: pd.DataFrame | None) -> pd.DataFrame:
+    """The honest table's ``kkt_gap`` and ``certified`` columns: PEARL's worst weight solve
+    over the outer folds (:func:`~pearlstats.weights.certificate.gap_table`), NaN / True for
+    the baselines, which solve nothing."""
+    table["kkt_gap"] = np.nan
+    table["certified"] = True
+    if fold_gaps is not None and len(fold_gaps):
+        table.loc["PEARL", "kkt_gap"] = float(fold_gaps["kkt_gap"].max())
+        table.loc["PEARL", "certified"] = bool(fold_gaps["certified"].all())
+    return table
 
 
 def _rows_offset(response: EncodedResponse, rows: np.ndarray) -> np.ndarray | None:

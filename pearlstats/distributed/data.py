@@ -430,8 +430,35 @@ def partition_response(spec: Any, family: str, frame: Any, eval_env: Any=None) -
 def partition_folds(frame: Any, offset: int, n_rows: int, fold_spec: Any) -> np.ndarray:
     """Fold of a partition's rows: hashed positions, or the position of each row's label
     among the fold column's sorted labels (``fold_spec[2]``, from
-    :func:`pearlstats.design.folds.fold_levels`)."""
+    :func:`pearlstats.design.folds.fold_levels`), or a relabelling of either
+    (``("relabel", base_spec, mapping)``: fold ``mapping[base fold]``, -1 for rows left out)."""
     kind, value, extra = fold_spec
+    if kind == "relabel":
+        return np.asarray(extra, dtype=np.intp)[partition_folds(frame, offset, n_rows, value)]
     if kind == "hash":
         return hash_folds(np.arange(offset, offset + n_rows), value, extra)
     return np.searchsorted(extra, frame[value].to_numpy()).astype(np.intp)
+
+
+def relabel_folds(fold_spec: Any, mapping: np.ndarray) -> tuple:
+    """The fold spec whose fold of a row is ``mapping[its fold under fold_spec]``; -1 leaves
+    the row out of every pass (an outer fold held out of the procedure re-run on the others)."""
+    return ("relabel", fold_spec, tuple(int(label) for label in mapping))
+
+
+def partition_inputs(frame: Any, blocks: Any, offset: int, spec: Any, kind: str, fold_spec: Any,
+                     env: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A partition's design matrix, response and folds, without the rows its folds leave out.
+
+    The one entry point of the passes over rows: the design and response are built (and
+    checked) on every row of the partition, so an error names the row where the data has it,
+    and the rows of fold -1 are then dropped (possibly all of them: the passes' sums are
+    zero-row safe).
+    """
+    X = partition_design(spec, frame, blocks)
+    y = partition_response(spec, kind, frame, env)
+    folds = partition_folds(frame, offset, len(y), fold_spec)
+    kept = folds >= 0
+    if kept.all():
+        return X, y, folds
+    return X[kept], y[kept], folds[kept]

@@ -161,6 +161,8 @@ class PartitionFit:
         The intercept-only model of each fold (the other folds' mean response).
     passes : int
         Passes over the data.
+    mean_response : float
+        The mean response of the rows fitted: the intercept-only model fitted on them.
     """
 
     labels: list
@@ -174,6 +176,7 @@ class PartitionFit:
     null: tuple
     null_means: np.ndarray
     passes: int
+    mean_response: float = np.nan
 
 
 def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
@@ -206,4 +209,5 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     entries.extend(_duplicate_entries(solution, everything))
     return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
                         entries=entries, solution=solution, risk=risk, se=se, null=null,
-                        null_means=_null_means(moments), passes=passes + extra)
+                        null_means=_null_means(moments), passes=passes + extra,
+                        mean_response=float(moments.total("sy") / moments.n))

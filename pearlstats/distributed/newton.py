@@ -30,7 +30,7 @@ from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, 
 from ..engines.newton import NewtonResult
 from ..engines.newton_cv import _ladder_entry, ridge_ladder
 from ..exceptions import SeparationError
-from .data import partition_design, partition_folds, partition_response
+from .data import partition_inputs
 from .driver import pass_newton
 from .ols import feasible_candidates, scaled_design, to_original, training_penalty, tree_sum
 
@@ -83,7 +83,7 @@ def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
     loss, mu = _row_terms(kind, eta, y)
     out["f"][cols] = np.sum(w * loss, axis=1)
     if "emax" in out:
-        out["emax"][cols] = np.max(w * eta, axis=1)
+        out["emax"][cols] = np.max(w * eta, axis=1, initial=0.0)  # |eta| >= 0; zero rows
     for a in np.flatnonzero(request["hessian"][mine]):
         c = np.searchsorted(cols, request["first"][mine[a]])
         v = w[c] * mu[c] * (1.0 - mu[c]) if kind == "binomial" else w[c] * mu[c]
@@ -109,9 +109,7 @@ def _standardised(X, plan, candidates) -> dict:
 
 def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan, request):
     """Sums over one partition's rows for the requested problems and trial points."""
-    X = partition_design(spec, frame, blocks)
-    y = partition_response(spec, kind, frame, env)
-    folds = partition_folds(frame, offset, len(y), fold_spec)
+    X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
     train = np.ones((len(labels) + 1, len(y)))  # (fold slot, row): 1 for training rows
     train[:-1] = folds[None, :] != np.asarray(labels)[:, None]
     candidates = np.unique(request["candidate"])

@@ -25,7 +25,7 @@ import numpy as np
 from ..engines._common import ScaledDesign, infeasible_entry, too_wide_entry
 from ..engines.ols import _solve_penalised
 from ..ledger import LedgerEntry
-from .data import partition_design, partition_folds, partition_response
+from .data import partition_inputs
 
 __all__ = [
     "Moments",
@@ -100,13 +100,12 @@ class Moments:
 
 
 def _moment_part(frame, blocks, offset, spec, family, fold_spec, pilot, env):
-    X = partition_design(spec, frame, blocks)
-    y = partition_response(spec, family, frame, env)
-    folds = partition_folds(frame, offset, len(y), fold_spec)
+    X, y, folds = partition_inputs(frame, blocks, offset, spec, family, fold_spec, env)
     Xc = X - pilot
-    big = np.abs(X).max(axis=0)
+    big = np.abs(X).max(axis=0, initial=0.0)  # initial: a partition whose rows are all left out
     # (min, max) pairs combine by minimum and maximum: the largest |value| rides as (-big, big)
-    out = {"range": (X.min(axis=0), X.max(axis=0)), "big": (-big, big), "folds": {}}
+    out = {"range": (X.min(axis=0, initial=np.inf), X.max(axis=0, initial=-np.inf)),
+           "big": (-big, big), "folds": {}}
     for k in np.unique(folds):
         r = folds == k
         part = Xc[r]

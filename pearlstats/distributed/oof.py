@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import xlogy
 
 from ..weights.losses import EPS
-from .data import partition_design, partition_folds, partition_response
+from .data import partition_inputs
 from .newton import mean_of
 from .ols import tree_sum
 
@@ -35,9 +35,7 @@ def oof_predictions(
 
 
 def _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, with_folds=False):
-    X = partition_design(spec, frame, blocks)
-    y = partition_response(spec, kind, frame, env)
-    folds = partition_folds(frame, offset, len(y), fold_spec)
+    X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
     P = oof_predictions(X, folds, labels, coefs, kind)
     return (y, P, folds) if with_folds else (y, P)
 

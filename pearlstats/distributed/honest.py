@@ -1,0 +1,218 @@
+"""The honest risks of a fit on dask data: nested cross-validation computed on the partitions.
+
+The rule is that of :func:`pearlstats.nested.nested_cross_validation` for folds given as
+labels, which a dask fit's folds are (hashed row positions, or a fold column: either way a
+fixed group of rows): the K folds are shuffled by ``SeedSequence([seed, 0])`` and dealt to
+``min(outer, K)`` outer folds (:func:`~pearlstats.nested.deal_groups`), and inside outer
+fold k the training rows keep their folds, renumbered, as inner folds. So
+``pearlstats.fit(..., cv=<the same labels>, seed=seed, honest=outer).honest`` in memory is
+the same table.
+
+For each outer fold the whole procedure is re-run on its training rows by
+:func:`~pearlstats.distributed.fit.fit_partitions` with a relabelling fold spec
+(:func:`~pearlstats.distributed.data.relabel_folds`: the held-out folds map to -1 and every
+pass leaves those rows out): the inner cross-validation, the PEARL weights, every baseline's
+choice (:func:`~pearlstats.weights.baselines.strategy_weights`) and the candidates refitted on
+the training rows. One more pass scores every held-out row with its outer fold's models and
+returns, per partition, the row count, means and centred cross products of the held-out
+losses of PEARL, each baseline and the intercept-only model (fitted on the outer training
+rows); they are merged exactly on the client and give the table of
+:func:`~pearlstats.nested.paired_ratio_table` (:func:`~pearlstats.nested.paired_ratio_moments`).
+Nothing of size n leaves the workers; the cost is ``outer`` fits plus one pass.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..engines._common import one_blas_thread
+from ..exceptions import FoldError
+from ..nested import _ledger_frame, deal_groups, paired_ratio_moments, with_gap_columns
+from ..weights.baselines import STRATEGIES, TABLE_ROWS, combine, strategy_weights
+from ..weights.certificate import gap_table
+from .data import partition_inputs, relabel_folds
+from .fit import fit_partitions
+from .oof import oof_predictions
+
+__all__ = ["honest_partitions", "outer_fold_of_folds"]
+
+
+def _n_folds(fold_spec: Any) -> int:
+    """The folds of a dask fit's fold spec: K hashed folds, or the fold column's levels."""
+    kind, value, extra = fold_spec
+    return int(value) if kind == "hash" else len(extra)
+
+
+def outer_fold_of_folds(fold_spec: Any, outer: int | str, seed: int, n: int) -> np.ndarray:
+    """The outer fold of each of the fit's folds (``"loo"``: one fold at a time).
+
+    Parameters
+    ----------
+    fold_spec : tuple
+        The dask fit's folds (``("hash", K, seed)`` or ``("column", name, levels)``).
+    outer : int >= 2 or "loo"
+    seed : int
+        The outer folds' seed (``SeedSequence([seed, 0])``, as in memory).
+    n : int
+        Rows of the data (*outer* may not exceed them, as in memory).
+
+    Raises
+    ------
+    FoldError
+        *outer* is not an int from 2 to n, nor ``"loo"``.
+
+    Examples
+    --------
+    >>> outer_fold_of_folds(("hash", 5, 0), 3, seed=0, n=100).tolist()
+    [0, 1, 0, 2, 1]
+    """
+    K = _n_folds(fold_spec)
+    if isinstance(outer, str) and outer == "loo":
+        return np.arange(K)
+    if isinstance(outer, bool) or not isinstance(outer, (int, np.integer)) or not 2 <= outer <= n:
+        raise FoldError(f"honest={outer!r} is not understood here; use an int from 2 to {n} "
+                        "(outer folds: the fit's folds are dealt to them) or 'loo'")
+    return deal_groups(K, int(outer), np.random.SeedSequence([seed, 0]))
+
+
+def _check_training_folds(dealt: np.ndarray) -> None:
+    """Refuse outer folds whose training rows hold fewer than 2 of the fit's folds.
+
+    The procedure re-run there cross-validates on those folds, so it needs two; found here,
+    before any pass, rather than as a fold error of the re-run's first pass.
+
+    Raises
+    ------
+    FoldError
+        Naming the outer folds, the folds they keep, and what would do.
+    """
+    K, n_outer = len(dealt), int(dealt.max()) + 1
+    kept = K - np.bincount(dealt, minlength=n_outer)
+    short = np.flatnonzero(kept < 2)
+    if short.size == 0:
+        return
+    remedy = (f"fit with more folds (cv) or use honest={K} (one fold per outer fold)" if K > 2
+              else "fit with 3 folds or more (cv)")
+    raise FoldError(
+        f"the fit's {K} folds dealt to {n_outer} outer folds leave the training rows of outer "
+        f"fold(s) {short.tolist()} only {kept[short].min()} fold(s); the procedure re-run there "
+        f"needs at least 2 for its cross-validation: {remedy}"
+    )
+
+
+def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, n_pool, ridge,
+                     centre) -> tuple:
+    """The procedure re-run without outer fold *k*: its training-row refits (p, J), every
+    strategy's weights (strategies, J), the intercept-only model and the weight solve."""
+    train = np.flatnonzero(dealt != k)
+    mapping = np.full(len(dealt), -1)
+    mapping[train] = np.arange(train.size)  # the training rows' folds, renumbered in order
+    fitted = fit_partitions(rows, spec, family, loss, relabel_folds(fold_spec, mapping),
+                            everything, n_pool, ridge, centre)
+    weights = strategy_weights(fitted.solution.weights, everything, n_pool, fitted.risk,
+                               fitted.failed)
+    return (fitted.coefs[-1], np.array([weights[name] for name in STRATEGIES]),
+            fitted.mean_response, fitted.solution,
+            _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes)
+
+
+def _score_part(frame, blocks, offset, spec, kind, fold_spec, env, dealt, refits, weights, null,
+                loss):
+    """Row count, means and centred cross products of one partition's held-out losses
+    (columns: the strategies, then the intercept-only model)."""
+    X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
+    outer = dealt[folds]
+    P = oof_predictions(X, outer, list(range(len(refits))), refits, kind)
+    losses = np.empty((len(y), len(TABLE_ROWS)))
+    for k in np.unique(outer):
+        r = outer == k
+        for s in range(len(STRATEGIES)):
+            losses[r, s] = loss.row_losses(y[r], combine(P[r], weights[k, s], loss))
+        losses[r, -1] = loss.row_losses(y[r], np.full(int(r.sum()), null[k]))
+    mean = losses.mean(axis=0)
+    centred = losses - mean
+    return len(y), mean, centred.T @ centred
+
+
+def _merge(parts: list) -> tuple[int, np.ndarray, np.ndarray]:
+    """Chan et al.'s exact merge of per-partition (count, means, centred cross products)."""
+    n = sum(part[0] for part in parts)
+    mean = sum(part[0] * part[1] for part in parts) / n
+    M2 = sum(part[2] + part[0] * np.outer(part[1] - mean, part[1] - mean) for part in parts)
+    return n, mean, M2
+
+
+def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
+                      everything: list, n_pool: int, ridge: float, centre: np.ndarray,
+                      outer: int | str = 5, seed: int = 0) -> pd.DataFrame:
+    """Honest risk of PEARL and every baseline by nested cross-validation on the partitions.
+
+    Parameters
+    ----------
+    rows : DaskRows
+    spec : DesignSpec
+    family, loss : Family, Loss
+        The fit's (the family configured with its separation policy).
+    fold_spec : tuple
+        The fit's folds.
+    everything : list of Candidate
+        The pool's candidates, then the baseline-only ones.
+    n_pool : int
+    ridge : float
+    centre : ndarray (p,)
+        The pilot centre of the design's columns (as for the fit).
+    outer : int or "loo", default 5
+        Outer folds: the fit's folds are dealt to ``min(outer, K)`` of them.
+    seed : int, default 0
+        The fit's seed.
+
+    Returns
+    -------
+    DataFrame
+        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best and Null; columns ``risk``, ``se``
+        (SD / sqrt(n) of the held-out row losses), ``ratio`` (PEARL's risk / the row's),
+        ``ratio_se`` (paired delta method), ``kkt_gap`` and ``certified``: the in-memory
+        ``res.honest`` (``honest_se="naive"``) of the fit with ``cv=`` the same fold labels.
+        ``attrs``: ``"excess_over_ms"``, PEARL's risk minus MS's and its paired SE (the
+        in-memory warning when the first exceeds the second); ``"failures"``, the ledger
+        rows of the re-runs (``where``: ``"inside outer fold k"``, their refits included);
+        ``"passes"``, the passes over the data it took.
+
+    Raises
+    ------
+    FoldError, AllCandidatesFailedError
+        As the in-memory nested cross-validation (then ``res.honest`` is None, with the reason).
+    """
+    from dask import compute
+
+    dealt = outer_fold_of_folds(fold_spec, outer, seed, rows.n)
+    _check_training_folds(dealt)
+    n_outer = int(dealt.max()) + 1
+    # The outer folds' re-runs are independent: run from client threads, their passes overlap on
+    # the workers (a pass costs a round trip however small its partitions); each fold's numbers
+    # do not depend on the others', and .result() in fold order raises the first fold's error.
+    # One BLAS thread around them all: the threads' own one-thread contexts (tasks run in them
+    # under the synchronous scheduler) then save and restore 1, never each other's limits.
+    with one_blas_thread(), ThreadPoolExecutor(max_workers=n_outer) as pool:
+        futures = [pool.submit(_outer_procedure, rows, spec, family, loss, fold_spec, dealt, k,
+                               everything, n_pool, ridge, centre) for k in range(n_outer)]
+        fits = [future.result() for future in futures]
+    refits, weights, null, solutions, ledgers, passes = (list(column) for column in zip(*fits))
+    parts = compute(*rows.tasks(_score_part, spec, family.name, fold_spec, None, dealt,
+                                np.stack(refits), np.stack(weights), np.array(null), loss))
+    n, mean, M2 = _merge(list(parts))
+    names = list(TABLE_ROWS)
+    table = paired_ratio_moments(names, n, mean, M2)
+    table = with_gap_columns(table, gap_table(solutions,
+                                              [f"outer fold {k}" for k in range(len(fits))]))
+    a, b = names.index("PEARL"), names.index("MS")
+    spread = M2[a, a] - 2.0 * M2[a, b] + M2[b, b]
+    table.attrs["excess_over_ms"] = (float(mean[a] - mean[b]),
+                                     float(np.sqrt(max(spread, 0.0) / (n - 1) / n)))
+    table.attrs["failures"] = pd.concat(ledgers, ignore_index=True)
+    table.attrs["passes"] = int(sum(passes)) + 1
+    return table
