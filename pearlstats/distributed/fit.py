@@ -2,10 +2,12 @@
 
 ``design`` (a DesignSpec from the first partition) -> candidates
 (:func:`pearlstats.stages.build_pool`, the in-memory stage itself) -> folds
-(hashed row positions, or a fold column) -> moments and Gram matrices (one
-pass) -> coefficients (client solves for gaussian, distributed Newton for
-binomial / Poisson) -> out-of-fold statistics (one pass) -> weights (client
-QP from ``E'E``, or distributed Newton: one pass per step).
+(hashed row positions, or a fold column) -> multinomial only: the classes and
+their counts per fold (one pass, :mod:`pearlstats.distributed.multinomial`) ->
+moments and Gram matrices (one pass) -> coefficients (client solves for
+gaussian, distributed Newton for binomial / Poisson / multinomial) ->
+out-of-fold statistics (one pass) -> weights (client QP from ``E'E``, or
+distributed Newton: one pass per step).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ from ..weights.losses import EPS
 from .data import partition_design, partition_folds, partition_response
 from .ols import tree_sum
 
-__all__ = ["Classes", "MultinomialOof", "candidate_sums", "class_codes", "class_pass"]
+__all__ = ["Classes", "MultinomialOof", "candidate_sums", "class_codes", "class_level",
+           "class_pass", "oof_probabilities"]
 
 
 # ---- the classes ---------------------------------------------------------------------------------
@@ -94,11 +95,12 @@ def class_pass(rows: Any, spec: Any, fold_spec: Any, env: Any) -> Classes:
     kept = np.minimum(counts, 2)
     codes = np.repeat(np.tile(np.arange(levels.size), len(labels)), kept.ravel())
     folds = np.repeat(np.repeat(np.asarray(labels), levels.size), kept.ravel())
-    check_class_coverage(codes, folds, [_shown(v) for v in levels])
+    check_class_coverage(codes, folds, [class_level(v) for v in levels])
     return Classes(levels, counts)
 
 
-def _shown(value: float) -> Any:
+def class_level(value: float) -> Any:
+    """A class as the in-memory levels of an integer response show it (2, not 2.0)."""
     return int(value) if float(value).is_integer() else float(value)
 
 
@@ -137,7 +139,8 @@ def _hessian(ZS: np.ndarray, prob: np.ndarray) -> np.ndarray:
     return H
 
 
-def candidate_sums(ZS, codes, train, n_classes, request, mine, out) -> None:
+def candidate_sums(ZS: np.ndarray, codes: np.ndarray, train: np.ndarray, n_classes: int,
+                   request: dict, mine: np.ndarray, out: dict) -> None:
     """:func:`pearlstats.distributed.newton._candidate_sums` for the multinomial likelihood.
 
     ``emax`` is the largest ``-log(-log p_own)`` over training rows: above

@@ -1,4 +1,4 @@
-"""Distributed Newton for binomial and Poisson candidates, with passes spent where needed.
+"""Distributed Newton for binomial, Poisson and multinomial candidates, passes spent where needed.
 
 Each candidate is fitted on all rows first, and its K fold problems then start
 from that optimum with its Hessian, as in the in-memory engine
@@ -14,7 +14,9 @@ the largest training ``|eta|`` (for the separation check). The likelihood,
 standardisation, ridge weights, start and separation rule are the in-memory
 engine's (:mod:`pearlstats.engines.glm`), so the optima agree to the Newton
 tolerance. A candidate separated on all rows is separated in every fold, whose
-problems are then not fitted.
+problems are then not fitted. Multinomial problems (``plan["classes"]``) have
+``C - 1`` coefficients per column, class-major, and their partition sums are
+:func:`pearlstats.distributed.multinomial.candidate_sums`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,115 @@
+"""Multinomial (MNLogit) fits on dask partitions against the in-memory fit at the same folds.
+
+The data sit in partitions of unequal sizes, one of them empty; the dask fit's
+weights, CV risks and SEs, Null row and all-rows coefficients must equal those
+of ``pearl.fit(..., family="multinomial", cv=<the same labels>)`` to 1e-8, and
+one candidate's all-rows coefficients those of a direct ``sm.MNLogit`` fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+import pearlstats as pearl
+from pearlstats.distributed import hash_folds
+from pearlstats.exceptions import FoldError, ResponseError, SeparationWarning
+
+da = pytest.importorskip("dask.array")
+
+CHUNKS = (230, 0, 95, 175)  # unequal, one empty
+N = sum(CHUNKS)
+FORMULA = "y ~ block(a) + block(b)"
+
+
+def _classes(n_classes: int, seed: int):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(N, 2)), rng.normal(size=(N, 3))
+    eta = np.column_stack([np.zeros(N)] + [
+        0.8 * a[:, c % 2] - 0.6 * b[:, c % 3] + 0.2 * c for c in range(1, n_classes)
+    ])
+    p = np.exp(eta - eta.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    y = (p.cumsum(axis=1) < rng.uniform(size=(N, 1))).sum(axis=1)
+    return y, a, b
+
+
+def _dask(columns: dict, blocks: dict):
+    rows = (CHUNKS,)
+    data = {name: da.from_array(v, chunks=rows) for name, v in columns.items()}
+    return data, {name: da.from_array(v, chunks=rows + ((v.shape[1],),))
+                  for name, v in blocks.items()}
+
+
+def _agree(dask_fit, memory_fit, tol=1e-8):
+    np.testing.assert_allclose(dask_fit.weights, memory_fit.weights, rtol=0, atol=tol)
+    np.testing.assert_allclose(dask_fit.cv_risk, memory_fit.cv_risk, rtol=0, atol=tol)
+    np.testing.assert_allclose(dask_fit.cv_risk_se, memory_fit.cv_risk_se, rtol=0, atol=tol)
+    null = ["cv_risk", "se"]
+    np.testing.assert_allclose(dask_fit.baselines.loc["Null", null].to_numpy(float),
+                               memory_fit.baselines.loc["Null", null].to_numpy(float),
+                               rtol=0, atol=tol)
+    for label in memory_fit.weights.index:
+        expected = np.asarray(memory_fit.candidate_params(label), dtype=float)
+        np.testing.assert_allclose(np.asarray(dask_fit.candidate_params(label), dtype=float),
+                                   expected, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("loss, ridge", [("cross_entropy", 0.0), ("squared", 0.5)])
+def test_three_classes_hashed_folds_match_in_memory(loss, ridge):
+    y, a, b = _classes(3, seed=1)
+    data, blocks = _dask({"y": y.astype(float)}, {"a": a, "b": b})
+    K, seed = 4, 11
+    fitted = pearl.fit(FORMULA, data, blocks=blocks, family="multinomial", cv=K, seed=seed,
+                       loss=loss, ridge=ridge)
+    memory = pearl.fit(FORMULA, {"y": y, "a": a, "b": b}, family="multinomial",
+                       cv=hash_folds(np.arange(N), K, seed), seed=seed, loss=loss, ridge=ridge)
+    assert list(fitted.classes) == [0, 1, 2]
+    _agree(fitted, memory)
+
+
+def test_four_classes_fold_column_match_in_memory_and_mnlogit():
+    y, a, b = _classes(4, seed=2)
+    # labels that are not 0..K-1: fold k is the k-th in sorted order, as in memory
+    folds = np.random.default_rng(3).permutation(np.arange(N) % 3) * 10 + 5
+    data, blocks = _dask({"y": y.astype(float), "fold": folds}, {"a": a, "b": b})
+    fitted = pearl.fit(FORMULA, data, blocks=blocks, family="multinomial", cv="fold")
+    memory = pearl.fit(FORMULA, {"y": y, "a": a, "b": b}, family="multinomial", cv=folds)
+    _agree(fitted, memory)
+    # an independent check of the all-rows fit: statsmodels' MNLogit on the same columns
+    params = fitted.candidate_params("a+b")
+    exog = np.column_stack([np.ones(N), a, b])
+    direct = sm.MNLogit(y, exog).fit(method="newton", maxiter=100, disp=False, tol=1e-12)
+    np.testing.assert_allclose(np.asarray(params, dtype=float), direct.params, rtol=0, atol=1e-6)
+
+
+def test_separated_candidate_climbs_the_same_ridge_ladder():
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(N, 2)), rng.normal(size=(N, 2))
+    y = np.digitize(a[:, 0], [-0.4, 0.4])  # block a separates the three classes
+    b[:, 0] += 0.8 * y
+    data, blocks = _dask({"y": y.astype(float)}, {"a": a, "b": b})
+    fitted = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, family="multinomial",
+                       cv=4, seed=2)
+    with pytest.warns(SeparationWarning, match="'a' \\(ridge=0.0001\\), 'a\\+b'"):
+        memory = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+                           family="multinomial", cv=hash_folds(np.arange(N), 4, 2))
+    laddered = fitted.failures.query("kind == 'separation'")
+    assert sorted(laddered.candidate) == ["a", "a+b"]
+    assert laddered.action.str.contains("refitted with ridge=0.0001").all()
+    _agree(fitted, memory)
+
+
+def test_class_checks_as_in_memory():
+    y, a, b = _classes(3, seed=4)
+    # fold 1 holds every row of class 2: its training rows lack that class
+    folds = np.where(y == 2, 1, np.arange(N) % 2 * 2)
+    data, blocks = _dask({"y": y.astype(float), "fold": folds}, {"a": a, "b": b})
+    with pytest.raises(FoldError, match=r"fold 1 contain no row of class\(es\) \[2\]"):
+        pearl.fit(FORMULA, data, blocks=blocks, family="multinomial", cv="fold")
+    lonely = y.astype(float)
+    lonely[7] = 9.0
+    data, blocks = _dask({"y": lonely}, {"a": a, "b": b})
+    with pytest.raises(ResponseError, match=r"class\(es\) \[9\] occur in only one row"):
+        pearl.fit(FORMULA, data, blocks=blocks, family="multinomial", cv=3)
