@@ -113,3 +113,53 @@ def test_class_checks_as_in_memory():
     data, blocks = _dask({"y": lonely}, {"a": a, "b": b})
     with pytest.raises(ResponseError, match=r"class\(es\) \[9\] occur in only one row"):
         pearl.fit(FORMULA, data, blocks=blocks, family="multinomial", cv=3)
+
+
+def test_non_numeric_classes_are_refused_with_the_reason():
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    rng = np.random.default_rng(6)
+    frame = pd.DataFrame({"y": rng.choice(["cat", "dog", "eel"], 120), "x": rng.normal(size=120),
+                          "z": rng.normal(size=120)})
+    data = dd.from_pandas(frame, npartitions=3)
+    with pytest.raises(ResponseError, match="needs a numeric response.*recode it with dask"):
+        pearl.fit("y ~ block(a) + block(b)", data, blocks={"a": ["x"], "b": ["z"]},
+                  family="multinomial", cv=3)
+
+
+def test_partition_fit_holds_the_null_row_and_mnlogit_shaped_coefficients():
+    """What the honest re-runs and the results read from fit_partitions directly."""
+    from pearlstats.design.formula import parse_formula
+    from pearlstats.distributed.data import dask_rows, head_design
+    from pearlstats.distributed.fit import fit_partitions
+    from pearlstats.families import get_family
+    from pearlstats.stages import build_pool
+    from pearlstats.weights.losses import get_loss
+
+    y, a, b = _classes(3, seed=7)
+    data, blocks = _dask({"y": y.astype(float)}, {"a": a, "b": b})
+    formula = parse_formula(FORMULA)
+    rows = dask_rows(data, blocks, formula)
+    head = head_design(rows, formula, 0)
+    pool = build_pool(head, "all", 100)
+    family = get_family("multinomial").configured(separation="ridge")
+    K, seed = 3, 4
+    fitted = fit_partitions(rows, head.spec, family, get_loss(None, "multinomial"),
+                            ("hash", K, seed), pool.everything, len(pool.pool), 0.0,
+                            head.X.mean(axis=0))
+    folds = hash_folds(np.arange(N), K, seed)
+    # the Null row: each fold predicted by the class frequencies of the other folds' rows
+    frequencies = np.array([np.bincount(y[folds != k], minlength=3) / np.sum(folds != k)
+                            for k in range(K)])
+    np.testing.assert_allclose(fitted.null_means, frequencies, rtol=0, atol=1e-15)
+    losses = -np.log(frequencies[folds, y])
+    np.testing.assert_allclose(fitted.null, (losses.mean(), losses.std(ddof=1) / np.sqrt(N)),
+                               rtol=1e-12)
+    assert fitted.classes.tolist() == [0.0, 1.0, 2.0]
+    assert fitted.coefs.shape == (K + 1, head.X.shape[1], len(pool.everything), 2)
+    j = [c.label for c in pool.everything].index("a")
+    direct = sm.MNLogit(y, np.column_stack([np.ones(N), a])).fit(method="newton", disp=False,
+                                                                  tol=1e-12)
+    np.testing.assert_allclose(fitted.coefs[-1][pool.everything[j].columns, j], direct.params,
+                               rtol=0, atol=1e-6)
