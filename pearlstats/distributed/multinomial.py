@@ -117,6 +117,11 @@ def class_codes(y: np.ndarray, levels: np.ndarray) -> np.ndarray:
 
 
 # ---- Newton sums ---------------------------------------------------------------------------------
+# (column, class, row) values one batch of trial columns may hold: 16M doubles, 128 MB, a few
+# times over for the temporaries. A 10-class pass over a 10^5-row partition then takes about
+# 16 trial columns at once; the binomial pass holds all of a candidate's (column, row) values.
+BATCH_VALUES = 2**24
+
 def _log_softmax(eta: np.ndarray):
     """Log probabilities (..., C, n) of linear predictors (..., C - 1, n), class 0 at 0."""
     shifted = np.zeros(eta.shape[:-2] + (eta.shape[-2] + 1, eta.shape[-1]))
@@ -143,19 +148,29 @@ def candidate_sums(ZS: np.ndarray, codes: np.ndarray, train: np.ndarray, n_class
                    request: dict, mine: np.ndarray, out: dict) -> None:
     """:func:`pearlstats.distributed.newton._candidate_sums` for the multinomial likelihood.
 
-    ``emax`` is the largest ``-log(-log p_own)`` over training rows: above
-    :data:`~pearlstats.engines.glm.SEPARATION_ETA` exactly where the in-memory
-    check sees a row's own-class log-probability above ``-exp(-SEPARATION_ETA)``.
+    The trial columns are taken a batch at a time, so that their (column, class, row)
+    values stay within :data:`BATCH_VALUES` (C times the binomial pass's would not fit
+    a worker for 10 classes). ``emax`` is the largest ``-log(-log p_own)`` over training
+    rows: above :data:`~pearlstats.engines.glm.SEPARATION_ETA` exactly where the
+    in-memory check sees a row's own-class log-probability above ``-exp(-SEPARATION_ETA)``.
     """
-    s, m = ZS.shape[1], n_classes - 1
     cols = np.flatnonzero(np.isin(request["columns"], mine))
+    batch = max(1, BATCH_VALUES // (n_classes * max(len(codes), 1)))
+    for start in range(0, cols.size, batch):
+        _column_sums(ZS, codes, train, n_classes, request, mine, cols[start:start + batch], out)
+
+
+def _column_sums(ZS, codes, train, n_classes, request, mine, cols, out) -> None:
+    """The sums of :func:`candidate_sums` for the trial columns *cols* (global positions)."""
+    s, m = ZS.shape[1], n_classes - 1
     local = np.searchsorted(mine, request["columns"][cols])
     t = request["t"][cols]
-    eta = (request["theta"][mine, : m * s].reshape(-1, m, s) @ ZS.T)[local]  # (cols, m, n)
+    eta = request["theta"][mine[local], : m * s].reshape(-1, m, s) @ ZS.T  # (cols, m, n)
     if t.any():
-        eta -= t[:, None, None] * (request["step"][mine, : m * s].reshape(-1, m, s) @ ZS.T)[local]
+        eta -= t[:, None, None] * (request["step"][mine[local], : m * s].reshape(-1, m, s) @ ZS.T)
     w = train[request["fold"][mine][local]]
     logp = _log_softmax(eta)
+    del eta
     loss = -np.take_along_axis(logp, codes[None, None, :], axis=1)[:, 0]  # (cols, n)
     out["f"][cols] = np.sum(w * loss, axis=1)
     if "emax" in out:
@@ -163,8 +178,10 @@ def candidate_sums(ZS: np.ndarray, codes: np.ndarray, train: np.ndarray, n_class
             extreme = np.where(w > 0, -np.log(loss), -np.inf)
         out["emax"][cols] = extreme.max(axis=1, initial=-np.inf)
     prob = np.exp(logp[:, 1:])  # (cols, m, n)
-    for a in np.flatnonzero(request["hessian"][mine]):
-        c = np.searchsorted(cols, request["first"][mine[a]])
+    del logp
+    firsts = request["first"][mine]
+    for a in np.flatnonzero(request["hessian"][mine] & np.isin(firsts, cols)):
+        c = int(np.searchsorted(cols, firsts[a]))
         rows = w[c] > 0
         out["H"][mine[a], : m * s, : m * s] = _hessian(ZS[rows], prob[c][:, rows])
     prob -= np.arange(1, n_classes)[:, None] == codes[None, :]  # p - 1[y = c], classes 1..C-1
