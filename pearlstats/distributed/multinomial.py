@@ -216,11 +216,25 @@ def _row_losses(loss: Any, codes: np.ndarray, P: np.ndarray) -> np.ndarray:
     return loss.row_losses(codes, P)
 
 
-def _inputs(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env):
+def _oof_part(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env, rows_sums,
+              *args):
+    """``rows_sums(codes, P, folds, *args)`` added up over blocks of the partition's rows.
+
+    The class probabilities (rows, J, C) are formed a block of rows at a time, within
+    :data:`BATCH_VALUES` values (C times the binomial pass's (rows, J) would not fit a
+    worker for 10 classes and a large pool).
+    """
     X = partition_design(spec, frame, blocks)
     codes = class_codes(partition_response(spec, "multinomial", frame, env), levels)
     folds = partition_folds(frame, offset, len(codes), fold_spec)
-    return codes, oof_probabilities(X, folds, labels, coefs), folds
+    step = max(1, BATCH_VALUES // (coefs.shape[2] * (coefs.shape[3] + 1)))
+    total = None
+    for start in range(0, len(codes), step):
+        block = slice(start, start + step)
+        P = oof_probabilities(X[block], folds[block], labels, coefs)
+        sums = rows_sums(codes[block], P, folds[block], *args)
+        total = sums if total is None else {key: total[key] + sums[key] for key in total}
+    return total
 
 
 def _null_sums(losses: np.ndarray) -> dict:
@@ -228,8 +242,7 @@ def _null_sums(losses: np.ndarray) -> dict:
     return {"null": float(losses.sum()), "null2": float(losses @ losses)}
 
 
-def _residual_part(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env, null):
-    codes, P, folds = _inputs(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env)
+def _residual_sums(codes, P, folds, null) -> dict:
     C = P.shape[2]
     E = np.eye(C)[codes][:, None, :] - P
     L = np.mean(E * E, axis=2)
@@ -243,8 +256,7 @@ def _observed(codes: np.ndarray, P: np.ndarray) -> np.ndarray:
     return np.maximum(np.take_along_axis(P, codes[:, None, None], axis=2)[:, :, 0], EPS)
 
 
-def _risk_part(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env, loss, null):
-    codes, P, folds = _inputs(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env)
+def _risk_sums(codes, P, folds, loss, null) -> dict:
     pointwise = _row_losses(loss, codes, P)
     out = {"n": len(codes), "risk": pointwise.sum(axis=0), "risk2": np.sum(pointwise**2, axis=0)}
     out |= _null_sums(_row_losses(loss, codes, null[folds]))
@@ -253,8 +265,7 @@ def _risk_part(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, en
     return out
 
 
-def _barrier_part(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env, loss, w):
-    codes, P, _ = _inputs(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env)
+def _barrier_sums(codes, P, folds, loss, w) -> dict:
     A = _observed(codes, P)
     u = A @ w
     H = (A / u[:, None] ** 2).T @ A
@@ -288,10 +299,10 @@ class MultinomialOof:
     null: np.ndarray
     env: Any = None
 
-    def _sum(self, part, *extra) -> dict:
+    def _sum(self, rows_sums, *extra) -> dict:
         return tree_sum(self.rows.tasks(
-            part, self.spec, self.fold_spec, self.labels, self.coefs, self.levels, self.env,
-            *extra,
+            _oof_part, self.spec, self.fold_spec, self.labels, self.coefs, self.levels, self.env,
+            rows_sums, *extra,
         ))
 
     def only(self, candidates: np.ndarray) -> MultinomialOof:
@@ -301,14 +312,14 @@ class MultinomialOof:
     def residuals(self) -> dict:
         """``E'E / C`` over rows and classes, the row count, the sums of squared row losses,
         and the intercept-only model's ``null`` and ``null2`` sums (squared loss)."""
-        return self._sum(_residual_part, self.null)
+        return self._sum(_residual_sums, self.null)
 
     def risks(self, loss: Any) -> dict:
         """As :meth:`OofPasses.risks <pearlstats.distributed.oof.OofPasses.risks>`."""
-        return self._sum(_risk_part, loss, self.null)
+        return self._sum(_risk_sums, loss, self.null)
 
     def barrier(self, loss: Any, w: np.ndarray, n: int) -> tuple:
         """The cross-entropy of the averaged probabilities at *w*: value, gradient, Hessian
         (row means) and the loss of the averaged probabilities."""
-        total = self._sum(_barrier_part, loss, w)
+        total = self._sum(_barrier_sums, loss, w)
         return total["f"] / n, total["g"] / n, total["H"] / n, total["objective"] / n

@@ -166,7 +166,8 @@ def test_partition_fit_holds_the_null_row_and_mnlogit_shaped_coefficients():
 
 
 def test_trial_columns_in_batches_give_the_same_fit(monkeypatch):
-    """A pass that takes one trial column at a time (bounded memory) changes no digit."""
+    """Passes that take one trial column, or 76 rows of class probabilities, at a time
+    (bounded memory) give the same fit."""
     from pearlstats.distributed import multinomial
 
     y, a, b = _classes(3, seed=8)
@@ -176,7 +177,8 @@ def test_trial_columns_in_batches_give_the_same_fit(monkeypatch):
         return pearl.fit(FORMULA, data, blocks=blocks, family="multinomial", cv=3, seed=1)
 
     whole = fit()
-    monkeypatch.setattr(multinomial, "BATCH_VALUES", 3 * max(CHUNKS))  # one column per batch
+    # one trial column per batch; 690 // (J C = 9) = 76 rows of probabilities per block
+    monkeypatch.setattr(multinomial, "BATCH_VALUES", 3 * max(CHUNKS))
     batched = fit()
     np.testing.assert_allclose(batched.weights, whole.weights, rtol=0, atol=1e-12)
     for label in whole.weights.index:
