@@ -21,7 +21,7 @@ from .exceptions import InMemoryOnlyError, OptionError
 __all__ = ["FAMILIES", "LOSSES", "RESULTS_NEEDING_ROWS", "refuse_in_memory_only",
            "refuse_results_feature"]
 
-FAMILIES = ("gaussian", "binomial", "poisson")
+FAMILIES = ("gaussian", "binomial", "poisson", "multinomial")
 LOSSES = ("squared", "cross_entropy", "poisson_deviance")
 
 
@@ -29,8 +29,7 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
              shrinkage: tuple | None, downstream: Any, weighted: bool) -> list[str]:
     return [reason for used, reason in (
         (family not in FAMILIES,
-         f"family={family!r} (the distributed fit has {FAMILIES}; multinomial has no "
-         "distributed Newton pass yet)"),
+         f"family={family!r} (the distributed fit has {FAMILIES})"),
         (loss not in LOSSES,
          f"loss={loss!r} (the distributed weights minimise {LOSSES}; the hinge and absolute "
          "losses solve a linear programme over every row's out-of-fold prediction)"),

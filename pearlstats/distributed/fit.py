@@ -2,10 +2,12 @@
 
 ``design`` (a DesignSpec from the first partition) -> candidates
 (:func:`pearlstats.stages.build_pool`, the in-memory stage itself) -> folds
-(hashed row positions, or a fold column) -> moments and Gram matrices (one
-pass) -> coefficients (client solves for gaussian, distributed Newton for
-binomial / Poisson) -> out-of-fold statistics (one pass) -> weights (client
-QP from ``E'E``, or distributed Newton: one pass per step).
+(hashed row positions, or a fold column) -> multinomial only: the classes and
+their counts per fold (one pass, :mod:`pearlstats.distributed.multinomial`) ->
+moments and Gram matrices (one pass) -> coefficients (client solves for
+gaussian, distributed Newton for binomial / Poisson / multinomial) ->
+out-of-fold statistics (one pass) -> weights (client QP from ``E'E``, or
+distributed Newton: one pass per step).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from ..design.folds import FoldRule, fold_levels
 from ..exceptions import AllCandidatesFailedError, FoldError
 from ..ledger import LedgerEntry
+from .multinomial import MultinomialOof, class_pass
 from .newton import newton_coefficients, newton_with_separation
 from .ols import moment_pass, solve_least_squares
 from .oof import OofPasses
@@ -76,12 +79,20 @@ def _null_means(moments) -> np.ndarray:
                      for k in moments.labels])
 
 
-def _weights(rows, spec, family, loss, fold_spec, moments, coefs, failed, n_pool, env):
-    """CV risks of every candidate (and of the intercept-only model), and the pool's weights."""
-    labels, n = moments.labels, moments.n
+def _oof(rows, spec, family, fold_spec, moments, coefs, env, classes) -> Any:
+    """The out-of-fold passes: of means, or (multinomial, with its *classes*) of class
+    probabilities."""
+    labels = moments.labels
     K = len(labels)
-    oof = OofPasses(rows, spec, family.name, fold_spec, labels, coefs[:K], env,
-                    _null_means(moments))
+    if classes is not None:
+        return MultinomialOof(rows, spec, fold_spec, labels, coefs[:K], classes.levels,
+                              classes.frequencies(), env)
+    return OofPasses(rows, spec, family.name, fold_spec, labels, coefs[:K], env,
+                     _null_means(moments))
+
+
+def _weights(oof, loss, n, failed, n_pool):
+    """CV risks of every candidate (and of the intercept-only model), and the pool's weights."""
     if loss.solver == "qp" and loss.name == "squared":
         stats = oof.residuals()
         EtE = stats["EtE"]
@@ -158,11 +169,16 @@ class PartitionFit:
     null : tuple of float
         The intercept-only model's CV risk and SE.
     null_means : ndarray (K,)
-        The intercept-only model of each fold (the other folds' mean response).
+        The intercept-only model of each fold (the other folds' mean response; multinomial:
+        (K, C), the other folds' class frequencies).
     passes : int
         Passes over the data.
     mean_response : float
         The mean response of the rows fitted: the intercept-only model fitted on them.
+    classes : ndarray (C,) or None
+        Multinomial: the sorted response values class 0..C-1 stand for; ``coefs`` is then
+        (K + 1, p, J_all, C - 1), each candidate's ``MNLogit``-shaped params (class 0 the
+        reference), so ``coefs[-1][:, j]`` are candidate j's all-rows params.
     """
 
     labels: list
@@ -177,6 +193,7 @@ class PartitionFit:
     null_means: np.ndarray
     passes: int
     mean_response: float = np.nan
+    classes: np.ndarray | None = None
 
 
 def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
@@ -187,15 +204,18 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     are weighted); *centre* is the pilot centre of the design's columns.
     """
     env = None  # patsy's EvalEnvironment does not pickle: workers use the spec's namespace
+    classes, passes = None, 1
+    if family.name == "multinomial":  # one more pass: the classes, counted per fold
+        classes, passes = class_pass(rows, spec, fold_spec, env), 2
     moments = moment_pass(rows, spec, family.name, fold_spec, centre, env)
     _check_folds(moments, family.name)
-    passes = 1
+    levels = None if classes is None else classes.levels
     if family.name == "gaussian":
         coefs, failed, entries = solve_least_squares(moments, everything, ridge)
     else:
         def fit_rung(candidates, rung_ridge):
             return newton_coefficients(rows, spec, family.name, fold_spec, moments, candidates,
-                                       rung_ridge, env)
+                                       rung_ridge, env, levels)
 
         coefs, failed, entries, newton_passes = newton_with_separation(
             fit_rung, everything, ridge, family.name, family.separation
@@ -203,11 +223,10 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
         passes += newton_passes
     if failed[:n_pool].all():
         raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation", None)
-    solution, risk, se, extra, null = _weights(
-        rows, spec, family, loss, fold_spec, moments, coefs, failed, n_pool, env
-    )
+    oof = _oof(rows, spec, family, fold_spec, moments, coefs, env, classes)
+    solution, risk, se, extra, null = _weights(oof, loss, moments.n, failed, n_pool)
     entries.extend(_duplicate_entries(solution, everything))
     return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
                         entries=entries, solution=solution, risk=risk, se=se, null=null,
-                        null_means=_null_means(moments), passes=passes + extra,
+                        null_means=oof.null, passes=passes + extra, classes=levels,
                         mean_response=float(moments.total("sy") / moments.n))

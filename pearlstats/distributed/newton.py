@@ -1,4 +1,4 @@
-"""Distributed Newton for binomial and Poisson candidates, with passes spent where needed.
+"""Distributed Newton for binomial, Poisson and multinomial candidates, passes spent where needed.
 
 Each candidate is fitted on all rows first, and its K fold problems then start
 from that optimum with its Hessian, as in the in-memory engine
@@ -14,7 +14,9 @@ the largest training ``|eta|`` (for the separation check). The likelihood,
 standardisation, ridge weights, start and separation rule are the in-memory
 engine's (:mod:`pearlstats.engines.glm`), so the optima agree to the Newton
 tolerance. A candidate separated on all rows is separated in every fold, whose
-problems are then not fitted.
+problems are then not fitted. Multinomial problems (``plan["classes"]``) have
+``C - 1`` coefficients per column, class-major, and their partition sums are
+:func:`pearlstats.distributed.multinomial.candidate_sums`.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from scipy.special import expit
 
 from ..engines._common import SEPARATION_RIDGES
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
+from ..engines.multinomial import _notes as multinomial_notes
 from ..engines.newton import NewtonResult
 from ..engines.newton_cv import _ladder_entry, ridge_ladder
 from ..exceptions import SeparationError
 from .data import partition_inputs
 from .driver import pass_newton
+from .multinomial import candidate_sums, class_codes
 from .ols import feasible_candidates, scaled_design, to_original, training_penalty, tree_sum
 
 __all__ = ["mean_of", "newton_coefficients", "newton_with_separation"]
@@ -110,6 +114,8 @@ def _standardised(X, plan, candidates) -> dict:
 def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan, request):
     """Sums over one partition's rows for the requested problems and trial points."""
     X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
+    if kind == "multinomial":  # class codes 0..C-1, and the multinomial sums
+        y = class_codes(y, plan["classes"])
     train = np.ones((len(labels) + 1, len(y)))  # (fold slot, row): 1 for training rows
     train[:-1] = folds[None, :] != np.asarray(labels)[:, None]
     candidates = np.unique(request["candidate"])
@@ -122,7 +128,10 @@ def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan
     for jj in candidates:
         S, centre = plan["candidates"][jj]
         mine = np.flatnonzero(request["candidate"] == jj)
-        _candidate_sums(Z[centre][:, S], y, train, kind, request, mine, out)
+        if kind == "multinomial":
+            candidate_sums(Z[centre][:, S], y, train, len(plan["classes"]), request, mine, out)
+        else:
+            _candidate_sums(Z[centre][:, S], y, train, kind, request, mine, out)
     if request["emax"]:
         out["emax"] = (-out["emax"], out["emax"])  # combined by maximum
     return out
@@ -162,25 +171,36 @@ class _Passes:
         }
 
 
-def _starts(kind, moments, designs, plan_candidates, slots) -> tuple:
-    """Start points and ridge weights of the problems (candidate position, fold slot)."""
+def _starts(kind, moments, designs, plan_candidates, slots, per_column=1) -> tuple:
+    """Start points and ridge weights of the problems (candidate position, fold slot).
+
+    *per_column* coefficients per column (C - 1 for multinomial, class-major), each class's
+    block with the column's ridge weight.
+    """
     labels = moments.labels
     K = len(labels)
     intercept = designs[True].intercept
-    d = max(S.size for S, _ in plan_candidates)
+    d = max(S.size for S, _ in plan_candidates) * per_column
     n_train = _n_train(moments)
     mean_y = np.array([moments.training("sy", k) for k in labels] + [moments.total("sy")]) / n_train
     theta0, penalty = np.zeros((len(slots[0]), d)), np.zeros((len(slots[0]), d))
     for q, (jj, k) in enumerate(zip(*slots)):
         S, centre = plan_candidates[jj]
         design = designs[centre]
-        penalty[q, : S.size] = training_penalty(moments, design, None if k == K else labels[k])[S]
+        weights = training_penalty(moments, design, None if k == K else labels[k])[S]
+        penalty[q, : S.size * per_column] = np.tile(weights, per_column)
         if kind == "poisson" and centre:
             where = int(np.flatnonzero(S == intercept)[0])
             theta0[q, where] = np.log(max(mean_y[k], 1e-8)) / (
                 design.intercept_value / design.scale[intercept]
             )
     return theta0, penalty
+
+
+def _per_column(plan: dict) -> int:
+    """Coefficients per design column: C - 1 for multinomial (``plan["classes"]``), else 1."""
+    classes = plan.get("classes")
+    return 1 if classes is None else len(classes) - 1
 
 
 def _n_train(moments) -> np.ndarray:
@@ -194,13 +214,15 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
            reuse=0.01):
     """One :func:`pass_newton` run over the problems *slots* = (candidate positions, fold slots)."""
     kind = args[1]
+    per_column = _per_column(args[5])
     slots = (np.asarray(slots[0], dtype=int), np.asarray(slots[1], dtype=int))
-    theta0, penalty = _starts(kind, moments, designs, plan_candidates, slots)
+    theta0, penalty = _starts(kind, moments, designs, plan_candidates, slots, per_column)
     if start is not None:
         given, values = start
         theta0[given] = values
-    sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]])
-    separates = kind == "binomial" and ridge == 0  # only then is the largest |eta| needed
+    sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]]) * per_column
+    # only then is the largest |eta| (multinomial: -log(-log p_own)) needed
+    separates = kind in ("binomial", "multinomial") and ridge == 0
     evaluate = _Passes(rows, args, slots, _n_train(moments)[slots[1]], sizes, separates)
 
     def separated(problems, theta, step, iterations, values, columns):
@@ -259,30 +281,36 @@ def newton_coefficients(
     candidates: Any,
     ridge: float,
     env: Any,
+    classes: np.ndarray | None = None,
 ) -> tuple:
-    """Coefficients of every binomial / Poisson candidate in every fold and on all rows.
+    """Coefficients of every binomial / Poisson / multinomial candidate in every fold and on
+    all rows.
 
     As the in-memory engine does, each candidate is fitted on all rows first;
     its fold fits then start from that optimum with its Hessian (and are not
-    fitted when it is separated: so is every fold).
+    fitted when it is separated: so is every fold). Multinomial fits take the
+    sorted *classes* (:func:`~pearlstats.distributed.multinomial.class_pass`).
 
     Returns
     -------
     coefs, failed, entries
-        As :func:`~pearlstats.distributed.ols.solve_least_squares`.
+        As :func:`~pearlstats.distributed.ols.solve_least_squares`; multinomial
+        coefficients are (K + 1, p, J, C - 1), laid out like ``MNLogit.params``.
     passes : int
         Distributed passes the Newton iterations took.
     """
     labels = moments.labels
     K, J, p = len(labels), len(candidates), len(moments.pilot)
     designs = {centre: scaled_design(moments, centre) for centre in (True, False)}
+    plan = {"classes": classes}
+    m = _per_column(plan)
     feasible, plan_candidates, failed, entries = feasible_candidates(
-        candidates, int(_n_train(moments)[:-1].min()), ridge, K + 2, designs[True].intercept
+        candidates, int(_n_train(moments)[:-1].min()), ridge, K + 2, designs[True].intercept, m
     )
-    coefs = np.zeros((K + 1, p, J))
+    coefs = np.zeros((K + 1, p, J) + ((m,) if classes is not None else ()))
     if not feasible:
         return coefs, failed, entries, 0
-    plan = {
+    plan |= {
         "designs": {c: (designs[c].center, designs[c].scale) for c in designs},
         "candidates": plan_candidates,
     }
@@ -297,19 +325,30 @@ def newton_coefficients(
     folds, fold_passes = _fold_phase(
         rows, args, moments, designs, plan_candidates, ridge, everything, state.loss_hessian
     )
+    notes_of = multinomial_notes if classes is not None else _notes
     for jj, j in enumerate(feasible):
-        notes = _notes(candidates[j].label, _split(folds, slice(jj * K, (jj + 1) * K)),
+        notes = notes_of(candidates[j].label, _split(folds, slice(jj * K, (jj + 1) * K)),
                        list(range(K)), "cv")
-        notes += _notes(candidates[j].label, _split(everything, slice(jj, jj + 1)), [None], "refit")
+        notes += notes_of(candidates[j].label, _split(everything, slice(jj, jj + 1)), [None],
+                          "refit")
         entries.extend(notes)
         if any(note.excluded for note in notes):
             failed[j] = True
             continue
         S, centre = plan_candidates[jj]
         for k in range(K):
-            coefs[k, :, j] = to_original(designs[centre], S, folds.theta[jj * K + k, : S.size], p)
-        coefs[K, :, j] = to_original(designs[centre], S, everything.theta[jj, : S.size], p)
+            coefs[k, :, j] = _original(designs[centre], S, folds.theta[jj * K + k], p, classes)
+        coefs[K, :, j] = _original(designs[centre], S, everything.theta[jj], p, classes)
     return coefs, failed, entries, passes + fold_passes
+
+
+def _original(design, S: np.ndarray, theta: np.ndarray, p: int, classes) -> np.ndarray:
+    """Original-scale coefficients (p,) of a problem's padded theta; (p, C - 1) for multinomial
+    (theta class-major, as :func:`pearlstats.engines.multinomial._params` reads it)."""
+    if classes is None:
+        return to_original(design, S, theta[: S.size], p)
+    m = len(classes) - 1
+    return to_original(design, S, theta[: S.size * m].reshape(m, S.size).T, p)
 
 
 def newton_with_separation(
@@ -340,7 +379,7 @@ def newton_with_separation(
     ridge : float
         The fit's ridge, the ladder's first rung.
     kind : str
-        The family; only binomial candidates separate.
+        The family; only binomial and multinomial candidates separate.
     separation : {"ridge", "raise", "drop"}
 
     Returns
@@ -349,7 +388,7 @@ def newton_with_separation(
         As :func:`newton_coefficients`.
     """
     coefs, failed, entries, passes = fit_rung(candidates, ridge)
-    if kind != "binomial" or separation == "drop" or not failed.any():
+    if kind not in ("binomial", "multinomial") or separation == "drop" or not failed.any():
         return coefs, failed, entries, passes
     labels = [c.label for c in candidates]
     if separation == "raise":

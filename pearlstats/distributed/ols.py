@@ -187,14 +187,16 @@ def _rank_note(label: str) -> LedgerEntry:
 
 
 def to_original(design: ScaledDesign, columns: np.ndarray, gamma: np.ndarray, p: int) -> np.ndarray:
-    """Coefficients on all p original columns (0 outside *columns*) from standardised ones."""
-    b = np.zeros(p)
+    """Coefficients on all p original columns (0 outside *columns*) from standardised ones
+    (*gamma* (s,), or (s, m): one column per class)."""
+    b = np.zeros((p,) + gamma.shape[1:])
     b[columns] = design.subset(columns).original(gamma)
     return b
 
 
 def feasible_candidates(
-    candidates: Any, n_train_min: int, ridge: float, unknowns: int, intercept: int | None
+    candidates: Any, n_train_min: int, ridge: float, unknowns: int, intercept: int | None,
+    per_column: int = 1,
 ) -> tuple:
     """Candidates that can be fitted, and ledger rows for the others.
 
@@ -208,6 +210,8 @@ def feasible_candidates(
         Problems solved per candidate (the size check of the systems).
     intercept : int or None
         Position of the intercept column (its candidates are centred).
+    per_column : int
+        Coefficients per column (C - 1 for multinomial).
 
     Returns
     -------
@@ -223,8 +227,9 @@ def feasible_candidates(
     feasible, plans = [], []
     for j, candidate in enumerate(candidates):
         S = np.asarray(candidate.columns)
-        entry = infeasible_entry(candidate.label, S.size, n_train_min, ridge)
-        entry = entry or too_wide_entry(candidate.label, S.size, unknowns)
+        size = S.size * per_column
+        entry = infeasible_entry(candidate.label, size, n_train_min, ridge)
+        entry = entry or too_wide_entry(candidate.label, size, unknowns)
         if entry is not None:
             failed[j] = True
             entries.append(entry)

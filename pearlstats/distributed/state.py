@@ -30,6 +30,7 @@ from .data import (
     partition_response,
 )
 from .fit import PartitionFit, fit_partitions, fold_spec_for
+from .multinomial import class_codes, class_level, oof_probabilities
 from .oof import oof_predictions
 
 __all__ = ["PartitionedRows", "dask_fit_state"]
@@ -39,8 +40,9 @@ def _design_part(frame, blocks, offset, spec):
     return partition_design(spec, frame, blocks)
 
 
-def _response_part(frame, blocks, offset, spec, family):
-    return partition_response(spec, family, frame)
+def _response_part(frame, blocks, offset, spec, family, classes=None):
+    y = partition_response(spec, family, frame)
+    return y if classes is None else class_codes(y, classes)  # multinomial: codes 0..C-1
 
 
 def _folds_part(frame, blocks, offset, fold_spec):
@@ -49,8 +51,11 @@ def _folds_part(frame, blocks, offset, fold_spec):
 
 def _oof_part(frame, blocks, offset, spec, family, fold_spec, labels, coefs, failed):
     X = partition_design(spec, frame, blocks)
-    P = oof_predictions(X, partition_folds(frame, offset, len(X), fold_spec), labels, coefs,
-                        family)
+    folds = partition_folds(frame, offset, len(X), fold_spec)
+    if family == "multinomial":  # class probabilities (rows, J, C)
+        P = oof_probabilities(X, folds, labels, coefs)
+    else:
+        P = oof_predictions(X, folds, labels, coefs, family)
     P[:, failed] = np.nan  # as in memory: a failed candidate has no out-of-fold predictions
     return P
 
@@ -84,16 +89,21 @@ class PartitionedRows:
     n_pool: int
     rows_spec: Any
 
-    def lazy(self, function: Any, *args: Any, columns: int | None = None,
+    def lazy(self, function: Any, *args: Any, columns: int | tuple | None = None,
              dtype: Any = float) -> Any:
         """A dask array of ``function(frame, blocks, offset, *args)`` over every partition.
 
-        One chunk per partition (empty ones included), of ``(rows,)`` or ``(rows, columns)``.
+        One chunk per partition (empty ones included), of ``(rows,)``, ``(rows, columns)``
+        or ``(rows, *columns)`` for a tuple.
         """
         import dask.array as da
 
         tasks = self.rows.tasks(function, *args, keep_empty=True)
-        shape = (lambda m: (m,)) if columns is None else (lambda m: (m, columns))
+        tail = () if columns is None else tuple(np.atleast_1d(columns).tolist())
+
+        def shape(m):
+            return (m, *tail)
+
         return da.concatenate([da.from_delayed(task, shape=shape(m), dtype=dtype)
                                for task, m in zip(tasks, self.rows.lengths)])
 
@@ -166,13 +176,20 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
                                  len(pool.pool), spec)
     p = len(spec.column_names)
     design = Design(partitions.lazy(_design_part, spec, columns=p), spec)
-    response = EncodedResponse(partitions.lazy(_response_part, spec, family.name),
-                               [0.0, 1.0] if family.name == "binomial" else None)
+    classes = fitted.classes  # multinomial: the sorted response values, coded 0..C-1
+    if classes is None:
+        response = EncodedResponse(partitions.lazy(_response_part, spec, family.name),
+                                   [0.0, 1.0] if family.name == "binomial" else None)
+        columns = len(pool.everything)
+    else:
+        response = EncodedResponse(
+            partitions.lazy(_response_part, spec, family.name, classes, dtype=np.intp),
+            [class_level(v) for v in classes])
+        columns = (len(pool.everything), len(classes))
     folds = partitions.lazy(_folds_part, fold_spec, dtype=np.intp)
     K = len(fitted.labels)
     predictions = partitions.lazy(_oof_part, spec, family.name, fold_spec, fitted.labels,
-                                  fitted.coefs[:K], fitted.failed,
-                                  columns=len(pool.everything))
+                                  fitted.coefs[:K], fitted.failed, columns=columns)
     return FitState(
         family=family, loss=loss, design=design, response=response, candidates=pool,
         folds=folds, cv_spec=fold_spec, seed=seed, ridge=ridge,
