@@ -64,6 +64,8 @@ def _lazy_rows(values: Any, name: Any = None, columns: Any = None) -> Any:
     import dask.dataframe as dd
     from dask import delayed
 
+    if values.ndim == 2:  # one chunk across the columns: a partition is a block of whole rows
+        values = values.rechunk({1: -1})
     starts = np.concatenate([[0], np.cumsum(values.chunks[0])]).astype(int)
     chunks = values.to_delayed().ravel()
     parts = [delayed(_labelled_part)(chunk, int(start), name, columns)

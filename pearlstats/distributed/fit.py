@@ -12,7 +12,7 @@ distributed Newton: one pass per step).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -173,12 +173,16 @@ class PartitionFit:
         (K, C), the other folds' class frequencies).
     passes : int
         Passes over the data.
-    mean_response : float
-        The mean response of the rows fitted: the intercept-only model fitted on them.
+    mean_response : float or ndarray (C,)
+        The mean response of the rows fitted, the intercept-only model fitted on them
+        (multinomial: the class frequencies).
     classes : ndarray (C,) or None
         Multinomial: the sorted response values class 0..C-1 stand for; ``coefs`` is then
         (K + 1, p, J_all, C - 1), each candidate's ``MNLogit``-shaped params (class 0 the
         reference), so ``coefs[-1][:, j]`` are candidate j's all-rows params.
+    ridges : dict of str -> float
+        The ridge each candidate was fitted with: the fit's, or the separation ladder's rung
+        it was moved up to.
     """
 
     labels: list
@@ -192,8 +196,18 @@ class PartitionFit:
     null: tuple
     null_means: np.ndarray
     passes: int
-    mean_response: float = np.nan
+    mean_response: float | np.ndarray = np.nan
     classes: np.ndarray | None = None
+    ridges: dict = field(default_factory=dict)
+
+
+def _mean_response(moments: Any, classes: Any) -> float | np.ndarray:
+    """The intercept-only model of the rows fitted: the mean response (multinomial: the
+    class frequencies)."""
+    if classes is None:
+        return float(moments.total("sy") / moments.n)
+    counts = classes.counts.sum(axis=0)
+    return counts / counts.sum()
 
 
 def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
@@ -210,6 +224,7 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     moments = moment_pass(rows, spec, family.name, fold_spec, centre, env)
     _check_folds(moments, family.name)
     levels = None if classes is None else classes.levels
+    moved: dict = {}
     if family.name == "gaussian":
         coefs, failed, entries = solve_least_squares(moments, everything, ridge)
     else:
@@ -217,7 +232,7 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
             return newton_coefficients(rows, spec, family.name, fold_spec, moments, candidates,
                                        rung_ridge, env, levels)
 
-        coefs, failed, entries, newton_passes = newton_with_separation(
+        coefs, failed, entries, newton_passes, moved = newton_with_separation(
             fit_rung, everything, ridge, family.name, family.separation
         )
         passes += newton_passes
@@ -229,4 +244,5 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
                         entries=entries, solution=solution, risk=risk, se=se, null=null,
                         null_means=oof.null, passes=passes + extra, classes=levels,
-                        mean_response=float(moments.total("sy") / moments.n))
+                        mean_response=_mean_response(moments, classes),
+                        ridges={c.label: moved.get(c.label, ridge) for c in everything})

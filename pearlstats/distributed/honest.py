@@ -36,6 +36,7 @@ from ..weights.baselines import STRATEGIES, TABLE_ROWS, combine, strategy_weight
 from ..weights.certificate import gap_table
 from .data import partition_inputs, relabel_folds
 from .fit import fit_partitions
+from .multinomial import class_codes, oof_probabilities
 from .oof import oof_predictions
 
 __all__ = ["honest_partitions", "outer_fold_of_folds"]
@@ -107,7 +108,8 @@ def _check_training_folds(dealt: np.ndarray) -> None:
 def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, n_pool, ridge,
                      centre) -> tuple:
     """The procedure re-run without outer fold *k*: its training-row refits (p, J), every
-    strategy's weights (strategies, J), the intercept-only model and the weight solve."""
+    strategy's weights (strategies, J), the intercept-only model, the weight solve, its
+    ledger rows and passes, and the classes (multinomial; else None)."""
     train = np.flatnonzero(dealt != k)
     mapping = np.full(len(dealt), -1)
     mapping[train] = np.arange(train.size)  # the training rows' folds, renumbered in order
@@ -117,22 +119,30 @@ def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, 
                                fitted.failed)
     return (fitted.coefs[-1], np.array([weights[name] for name in STRATEGIES]),
             fitted.mean_response, fitted.solution,
-            _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes)
+            _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes,
+            fitted.classes)
 
 
 def _score_part(frame, blocks, offset, spec, kind, fold_spec, env, dealt, refits, weights, null,
-                loss):
+                loss, levels):
     """Row count, means and centred cross products of one partition's held-out losses
-    (columns: the strategies, then the intercept-only model)."""
+    (columns: the strategies, then the intercept-only model). *levels*: the multinomial
+    classes (None for the other families)."""
     X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
     outer = dealt[folds]
-    P = oof_predictions(X, outer, list(range(len(refits))), refits, kind)
+    if levels is None:
+        P = oof_predictions(X, outer, list(range(len(refits))), refits, kind)
+    else:  # class codes and class probabilities (rows, J, C)
+        y = class_codes(y, levels)
+        P = oof_probabilities(X, outer, list(range(len(refits))), refits)
     losses = np.empty((len(y), len(TABLE_ROWS)))
     for k in np.unique(outer):
         r = outer == k
         for s in range(len(STRATEGIES)):
             losses[r, s] = loss.row_losses(y[r], combine(P[r], weights[k, s], loss))
-        losses[r, -1] = loss.row_losses(y[r], np.full(int(r.sum()), null[k]))
+        # the intercept-only model: a mean, or class frequencies, for every held-out row
+        losses[r, -1] = loss.row_losses(y[r], np.tile(null[k], (int(r.sum()),) + (1,) * np.ndim(
+            null[k])) if np.ndim(null[k]) else np.full(int(r.sum()), null[k]))
     mean = losses.mean(axis=0)
     centred = losses - mean
     return len(y), mean, centred.T @ centred
@@ -201,9 +211,10 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
         futures = [pool.submit(_outer_procedure, rows, spec, family, loss, fold_spec, dealt, k,
                                everything, n_pool, ridge, centre) for k in range(n_outer)]
         fits = [future.result() for future in futures]
-    refits, weights, null, solutions, ledgers, passes = (list(column) for column in zip(*fits))
+    refits, weights, null, solutions, ledgers, passes, _ = (list(column) for column in zip(*fits))
     parts = compute(*rows.tasks(_score_part, spec, family.name, fold_spec, None, dealt,
-                                np.stack(refits), np.stack(weights), np.array(null), loss))
+                                np.stack(refits), np.stack(weights), np.array(null), loss,
+                                fits[0][6]))
     n, mean, M2 = _merge(list(parts))
     names = list(TABLE_ROWS)
     table = paired_ratio_moments(names, n, mean, M2)

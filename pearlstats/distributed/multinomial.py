@@ -30,7 +30,7 @@ import numpy as np
 from ..design.folds import check_class_coverage
 from ..exceptions import ResponseError
 from ..weights.losses import EPS
-from .data import partition_design, partition_folds, partition_response
+from .data import partition_folds, partition_inputs, partition_response
 from .ols import tree_sum
 
 __all__ = ["Classes", "MultinomialOof", "candidate_sums", "class_codes", "class_level",
@@ -66,6 +66,7 @@ class Classes:
 def _class_part(frame, blocks, offset, spec, fold_spec, env):
     y = partition_response(spec, "multinomial", frame, env)
     folds = partition_folds(frame, offset, len(y), fold_spec)
+    y, folds = y[folds >= 0], folds[folds >= 0]  # fold -1: rows a nested re-run leaves out
     counts = {}
     for k in np.unique(folds):
         values, number = np.unique(y[folds == k], return_counts=True)
@@ -224,9 +225,8 @@ def _oof_part(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env
     :data:`BATCH_VALUES` values (C times the binomial pass's (rows, J) would not fit a
     worker for 10 classes and a large pool).
     """
-    X = partition_design(spec, frame, blocks)
-    codes = class_codes(partition_response(spec, "multinomial", frame, env), levels)
-    folds = partition_folds(frame, offset, len(codes), fold_spec)
+    X, y, folds = partition_inputs(frame, blocks, offset, spec, "multinomial", fold_spec, env)
+    codes = class_codes(y, levels)
     step = max(1, BATCH_VALUES // (coefs.shape[2] * (coefs.shape[3] + 1)))
     total = None
     for start in range(0, len(codes), step):

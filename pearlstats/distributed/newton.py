@@ -386,10 +386,13 @@ def newton_with_separation(
     -------
     coefs, failed, entries, passes
         As :func:`newton_coefficients`.
+    moved : dict of str -> float
+        The ridge of each candidate the ladder moved up (label -> ridge).
     """
     coefs, failed, entries, passes = fit_rung(candidates, ridge)
+    moved: dict = {}
     if kind not in ("binomial", "multinomial") or separation == "drop" or not failed.any():
-        return coefs, failed, entries, passes
+        return coefs, failed, entries, passes, moved
     labels = [c.label for c in candidates]
     if separation == "raise":
         for entry in entries:
@@ -399,7 +402,7 @@ def newton_with_separation(
                     f"(refit it with the smallest ridge of {list(SEPARATION_RIDGES)} that has a "
                     "finite optimum) or separation='drop' (give it weight 0)"
                 )
-        return coefs, failed, entries, passes
+        return coefs, failed, entries, passes, moved
     waiting = [int(j) for j in np.flatnonzero(failed)]
     trouble = {j: [e for e in entries if e.candidate == labels[j]] for j in waiting}
     entries = [e for e in entries if e.candidate not in {labels[j] for j in waiting}]
@@ -413,6 +416,7 @@ def newton_with_separation(
             if not rung[1][jj]:
                 coefs[:, :, j] = rung[0][:, :, jj]
                 failed[j] = False
+                moved[labels[j]] = value
                 entries.append(_ladder_entry(labels[j], "cv", _first_reason(trouble[j]), ladder,
                                              value))
                 entries.extend(e for e in rung[2] if e.candidate == labels[j])
@@ -420,7 +424,7 @@ def newton_with_separation(
     for j in waiting:
         entries.append(_ladder_entry(labels[j], "cv", _first_reason(trouble[j]), ladder, None))
         entries.extend(trouble[j])
-    return coefs, failed, entries, passes
+    return coefs, failed, entries, passes, moved
 
 
 def _first_reason(entries: list) -> str:

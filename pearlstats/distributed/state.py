@@ -12,13 +12,14 @@ rows in one process, and the statsmodels refits, the results ask of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..design.spec import Design
 from ..engines._common import EngineOutput
+from ..exceptions import OptionError
 from ..families import EncodedResponse
 from ..stages import FitState, WeightOptions, build_pool
 from .data import (
@@ -30,6 +31,7 @@ from .data import (
     partition_response,
 )
 from .fit import PartitionFit, fit_partitions, fold_spec_for
+from .inference import refit_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
 from .oof import oof_predictions
 
@@ -79,6 +81,9 @@ class PartitionedRows:
         How many of them are weighted.
     rows_spec : DesignSpec
         Rebuilds each partition's design.
+    family_name : str
+    refits : dict of str -> PartitionRefit
+        The candidates' all-rows refits, computed on first use (:meth:`refit`).
     """
 
     rows: DaskRows
@@ -88,6 +93,8 @@ class PartitionedRows:
     everything: tuple
     n_pool: int
     rows_spec: Any
+    family_name: str
+    refits: dict = field(default_factory=dict)
 
     def lazy(self, function: Any, *args: Any, columns: int | tuple | None = None,
              dtype: Any = float) -> Any:
@@ -120,13 +127,21 @@ class PartitionedRows:
         return self.fitted.coefs[-1][candidate.columns, self.position(candidate)]
 
     def refit(self, candidate: Any, column_names: list) -> Any:
-        """The candidate's all-rows fit as a statsmodels-like results object."""
-        from ..exceptions import OptionError
+        """The candidate's all-rows fit as a statsmodels-like results object.
 
-        raise OptionError(
-            f"the statsmodels refit of {candidate.label!r} needs the rows in one process; for "
-            "a fit on dask data use res.candidate_params()"
-        )
+        The first call computes every candidate that did not fail in one pass
+        (:func:`~pearlstats.distributed.inference.refit_partitions`); later calls read them.
+        """
+        if not self.refits:
+            labels = [c.label for c, failed in zip(self.everything, self.fitted.failed)
+                      if not failed]
+            self.refits.update(refit_partitions(
+                self.rows, self.rows_spec, self.family_name, list(self.everything),
+                self.fitted.coefs, self.fitted.ridges, labels=labels))
+        if candidate.label not in self.refits:
+            raise OptionError(f"candidate {candidate.label!r} failed in cross-validation and "
+                              "has no refit on all rows (see results.failures)")
+        return self.refits[candidate.label]
 
     def honest(self, outer: int, seed: int, family: Any, loss: Any, ridge: float) -> Any:
         """The honest risk table (as ``res.honest``), the nested re-runs done by passes."""
@@ -143,12 +158,13 @@ class PartitionedRows:
         Without offsets or weights (which a fit on dask data does not take) the mean of the
         other folds' responses is the maximum-likelihood fit of every family it supports.
         """
-        means = self.fitted.null_means
-        return folds.map_blocks(lambda labels: means[labels], dtype=float)
+        means = self.fitted.null_means  # (K,), or (K, C) class frequencies for multinomial
+        if means.ndim == 1:
+            return folds.map_blocks(lambda labels: means[labels], dtype=float)
+        return folds.map_blocks(lambda labels: means[labels], dtype=float, new_axis=1,
+                                chunks=(folds.chunks[0], (means.shape[1],)))
 
     def __reduce__(self):
-        from ..exceptions import OptionError
-
         raise OptionError(
             "a results object fitted on dask data holds the dask graph of its rows and does not "
             "pickle; save what you need from it (res.weights, res.summary().as_text(), "
@@ -173,7 +189,10 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     fitted = fit_partitions(rows, spec, family, loss, fold_spec, pool.everything,
                             len(pool.pool), ridge, centre)
     partitions = PartitionedRows(rows, fold_spec, fitted, centre, tuple(pool.everything),
-                                 len(pool.pool), spec)
+                                 len(pool.pool), spec, family.name)
+    # the refits' ridges: a separated candidate's is the ladder rung it was moved up to
+    family = family.configured(candidate_ridges={
+        label: value for label, value in fitted.ridges.items() if value != ridge})
     p = len(spec.column_names)
     design = Design(partitions.lazy(_design_part, spec, columns=p), spec)
     classes = fitted.classes  # multinomial: the sorted response values, coded 0..C-1

@@ -19,7 +19,6 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import softmax
 
 from ..ledger import LedgerEntry
 from ._common import EngineOutput, one_blas_thread
@@ -93,7 +92,10 @@ def _log_probabilities(theta: np.ndarray, XsT: np.ndarray, n_classes: int) -> np
 def class_probabilities(params: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Class probabilities (n, C) from MNLogit-shaped params (p, C - 1)."""
     eta = X @ params
-    return softmax(np.column_stack([np.zeros(X.shape[0]), eta]), axis=1)
+    # numpy operations only (scipy's softmax gathers a lazy dask X into memory)
+    eta = np.concatenate([np.zeros_like(eta[:, :1]), eta], axis=1)
+    scaled = np.exp(eta - eta.max(axis=1, keepdims=True))
+    return scaled / scaled.sum(axis=1, keepdims=True)
 
 
 def _make_loss(Xs, onehot, weights, n_train, n_classes, hessian_dtype=np.float64):

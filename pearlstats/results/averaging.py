@@ -171,7 +171,8 @@ def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, flo
         raise OptionError("candidate_cov is for gaussian, binomial and poisson candidates; "
                           "for multinomial ones use candidate_bse or results.candidates[label]")
     names = res.candidate_params(label).index
-    if candidate_ridge(res, label) > 0:
+    # A fit on dask data computed the same sandwich in its refits' pass (distributed.inference).
+    if candidate_ridge(res, label) > 0 and not res._on_partitions:
         cov, df_resid = _penalised_cov(res, label)
         return pd.DataFrame(cov, index=names, columns=names), df_resid
     fitted = res.candidates[label]
@@ -421,7 +422,7 @@ def residuals(res: PearlResults, kind: str = "response") -> ParamsLike:
         if kind != "response":
             raise OptionError(f"kind={kind!r}: multinomial fits have response residuals only "
                               "(one-hot response minus class probabilities); use kind='response'")
-        y = np.eye(len(res.classes))[y]
+        y = (y[:, None] == np.arange(len(res.classes))).astype(float)  # one-hot (lazy on dask)
     values = inference.averaged_resid(y, fitted, kind=kind, family=res.family)
     if kind == "pearson" and response.weight_type == "variance":
         values = values * np.sqrt(response.row_weights)
@@ -441,7 +442,10 @@ def candidate_table(res: PearlResults) -> pd.DataFrame:
     """Per candidate: weight, cv_risk, n_params and df_model (per class equation)."""
     X = res.stages.design.X
     everything = {c.label: c.columns for c in res.stages.candidates.pool}
-    df_model = [_df_model(X[:, everything[label]]) for label in res.candidate_labels]
+    if res._on_partitions:  # the refits' pass computed the ranks
+        df_model = [int(res.candidates[label].df_model) for label in res.candidate_labels]
+    else:
+        df_model = [_df_model(X[:, everything[label]]) for label in res.candidate_labels]
     return pd.DataFrame({
         "weight": res.weights, "cv_risk": res.cv_risk, "n_params": res.n_params,
         "df_model": pd.Series(df_model, index=res.candidate_labels),

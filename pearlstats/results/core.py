@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..backends.lazy import computed, row_frame
+from ..backends.lazy import computed, is_dask_collection, row_frame
 from ..design.spec import DesignSpec
 from ..in_memory_only import RESULTS_NEEDING_ROWS, refuse_results_feature
 from ..ledger import FailureLedger
@@ -245,7 +245,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Gaussian/poisson: means; binomial: probability of ``classes[1]``;
         multinomial: class probabilities with MultiIndex columns
-        ``(candidate, class)``. NaN for failed candidates.
+        ``(candidate, class)`` (for a fit on dask data, a dask DataFrame with columns
+        ``"candidate[class]"``). NaN for failed candidates.
         """
         J = len(self._pool)
         values = self._predictions[:, :J]
@@ -255,6 +256,9 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         columns = pd.MultiIndex.from_product(
             [self.candidate_labels, self.classes], names=["candidate", "class"]
         )
+        if is_dask_collection(values):  # a dask DataFrame's columns are flat: "candidate[class]"
+            return row_frame(values.reshape(values.shape[0], -1), self.row_labels,
+                             [f"{label}[{level}]" for label, level in columns])
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns,
                             index=self.row_labels)
 

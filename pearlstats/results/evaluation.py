@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "METHODS",
+    "ms_warning",
     "HIGHER_IS_BETTER",
     "REGRESSION_METRICS",
     "CLASSIFICATION_METRICS",
@@ -240,15 +241,7 @@ class HonestRisk:
 
         *number* formats the numbers (the summary passes its own formatter).
         """
-        excess, se = self.excess_over("MS")
-        if excess <= se:
-            return None
-        table = self.table
-        pearl, ms = number(table.loc["PEARL", "risk"]), number(table.loc["MS", "risk"])
-        return (
-            f"PEARL's honest risk {pearl} exceeds that of MS re-selected in each outer fold ({ms}) "
-            f"by {number(excess)}, more than one paired SE ({number(se)})"
-        )
+        return ms_warning(*self.excess_over("MS"), self.table, number)
 
     @property
     def pearl_above_ms(self) -> bool:
@@ -261,6 +254,21 @@ class HonestRisk:
 
     def __repr__(self) -> str:
         return f"HonestRisk({self.n_outer} outer folds)\n{self.table}"
+
+
+def ms_warning(excess: float, se: float, table: pd.DataFrame,
+               number: Callable[[float], str] = lambda value: f"{value:.4g}") -> str | None:
+    """The warning when PEARL's honest risk is *excess* above MS's, more than its paired *se*.
+
+    None otherwise. *table* is the honest table (its ``risk`` column is quoted).
+    """
+    if excess <= se:
+        return None
+    pearl, ms = number(table.loc["PEARL", "risk"]), number(table.loc["MS", "risk"])
+    return (
+        f"PEARL's honest risk {pearl} exceeds that of MS re-selected in each outer fold ({ms}) "
+        f"by {number(excess)}, more than one paired SE ({number(se)})"
+    )
 
 
 def honest_risk(

@@ -53,16 +53,8 @@ class StrategyRisks:
         """
         if self._state.honest is False:
             return None
-        if self._state.partitions is not None:  # dask data: the re-runs are passes too
-            return self._state.partitions.honest(self._state.honest, self._state.seed,
-                                                 self._state.family, self._state.loss,
-                                                 self._state.ridge)
         try:
-            result = evaluation.honest_risk(self, nested=self._nested)
-            table = result.table
-            if self._state.honest_se != "naive":  # Bates et al.'s nested CV (honest_se.py)
-                estimate = nested_se(self._state, self._nested, self._state.honest_se)
-                table = estimate.table.join(table[["kkt_gap", "certified"]])
+            table, warning = self._honest_table()
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
             self._honest_failure = str(err)
@@ -72,15 +64,26 @@ class StrategyRisks:
                 stacklevel=2,
             )
             return None
-        self._last_honest_risk = result
-        message = result.warning_against_ms()
-        if message:
-            warnings.warn(
-                f"{message}; consider a simpler candidate set or more rows",
-                PearlWarning,
-                stacklevel=2,
-            )
+        if warning:
+            warnings.warn(f"{warning}; consider a simpler candidate set or more rows",
+                          PearlWarning, stacklevel=2)
         return table
+
+    def _honest_table(self) -> tuple[pd.DataFrame, str | None]:
+        """The honest table and the warning against MS (None), on either backend."""
+        state = self._state
+        if state.partitions is not None:  # dask rows: the re-runs are passes over them too
+            table = state.partitions.honest(state.honest, state.seed, state.family,
+                                            state.loss, state.ridge)
+            excess, se = table.attrs["excess_over_ms"]
+            return table, evaluation.ms_warning(excess, se, table)
+        result = evaluation.honest_risk(self, nested=self._nested)
+        table = result.table
+        if state.honest_se != "naive":  # Bates et al.'s nested CV (honest_se.py)
+            estimate = nested_se(state, self._nested, state.honest_se)
+            table = estimate.table.join(table[["kkt_gap", "certified"]])
+        self._last_honest_risk = result
+        return table, result.warning_against_ms()
 
     @cached_property
     def _nested(self) -> NestedCV:

@@ -21,7 +21,7 @@ from pearlstats.design.folds import FoldRule  # noqa: E402
 from pearlstats.design.formula import parse_formula  # noqa: E402
 from pearlstats.distributed import hash_folds  # noqa: E402
 from pearlstats.distributed.data import dask_rows, head_design  # noqa: E402
-from pearlstats.distributed.fit import _fold_spec  # noqa: E402
+from pearlstats.distributed.fit import fold_spec_for  # noqa: E402
 from pearlstats.distributed.honest import honest_partitions, outer_fold_of_folds  # noqa: E402
 from pearlstats.exceptions import FoldError, PearlWarning  # noqa: E402
 from pearlstats.families import get_family  # noqa: E402
@@ -82,7 +82,7 @@ def _dask_fit_inputs(data: dict, keep: np.ndarray, kind: str, formula: str = FOR
     design = head_design(rows, parsed, EvalEnvironment.capture(0))
     pool = build_pool(design, "all", 1000)
     rule = FoldRule("kfold", 5) if kind == "hash" else FoldRule("column", "site")
-    fold_spec = _fold_spec(rule, SEED, frame)
+    fold_spec = fold_spec_for(rule, SEED, frame)
     labels = hash_folds(np.arange(len(data["y"])), 5, SEED) if kind == "hash" else data["site"]
     return rows, design, pool, fold_spec, labels
 
