@@ -88,9 +88,6 @@ RESULTS_NEEDING_ROWS = {
                    "on the partitions)",
     "reweight": "re-solves the weights under another loss over rows in one process",
     "loss_sensitivity": "re-solves the weights under other losses over rows in one process",
-    "predict(interval='prediction' or 'set')":
-        "CV+ intervals and prediction sets rank every training row's out-of-fold residual"
-        " for each new row",
 }
 
 

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .weights.losses import Loss
 
 __all__ = [
+    "row_uniforms",
     "NestedCV", "nested_cross_validation", "strategy_row_losses", "paired_ratio_table",
     "fold_procedure_predictions", "conformal_prediction", "deal_groups", "paired_ratio_moments",
     "with_gap_columns",
@@ -564,12 +565,12 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
         new,
         alpha,
         seed=seed,
-        new_uniforms=_row_uniforms(X_new, seed),
+        new_uniforms=row_uniforms(X_new, seed),
         row_weights=response.row_weights,
     )
 
 
-def _row_uniforms(X_new: np.ndarray, seed: int) -> np.ndarray:
+def row_uniforms(X_new: np.ndarray, seed: int) -> np.ndarray:
     """One U in [0, 1) per new row, drawn from the row's own design values and *seed*.
 
     Drawn by position, a row's U (and so its randomised prediction set) would change with

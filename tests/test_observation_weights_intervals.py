@@ -15,7 +15,7 @@ from test_observation_weights import _data, _fit
 from pearlstats.exceptions import OptionError
 from pearlstats.inference import aps_prediction_sets, cv_plus_interval
 from pearlstats.inference.conformal import aps_scores
-from pearlstats.nested import _row_uniforms
+from pearlstats.nested import row_uniforms
 
 
 def _weighted_order_statistic(values: np.ndarray, weights: np.ndarray, rank: float) -> float:
@@ -169,7 +169,7 @@ def test_frequency_weighted_prediction_sets_from_the_nested_cv_rebuilt_by_hand()
     # the sets' rule written out: class c is in the set when the weight of the training
     # scores strictly below its score is < ceil((1 - alpha)(N + 1)), N = sum of weights
     u_train = np.random.default_rng(3).uniform(size=100)
-    u_new = _row_uniforms(res.design_matrix(new), 3)
+    u_new = row_uniforms(res.design_matrix(new), 3)
     two = np.column_stack([1 - held_out, held_out])
     train = aps_scores(two, u_train)[np.arange(100), data["y"].astype(int)]
     limit = np.ceil(0.8 * (weights.sum() + 1))

@@ -24,6 +24,7 @@ Nothing of size n leaves the workers; the cost is ``outer`` fits plus one pass.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,8 @@ from .fit import fit_partitions
 from .multinomial import class_codes, oof_probabilities
 from .oof import oof_predictions
 
-__all__ = ["honest_partitions", "outer_fold_of_folds"]
+__all__ = ["OuterFits", "held_out_rows", "honest_partitions", "honest_table", "new_row_predictions",
+           "outer_fits", "outer_fold_of_folds"]
 
 
 def _n_folds(fold_spec: Any) -> int:
@@ -197,8 +199,46 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
     FoldError, AllCandidatesFailedError
         As the in-memory nested cross-validation (then ``res.honest`` is None, with the reason).
     """
-    from dask import compute
+    fits = outer_fits(rows, spec, family, loss, fold_spec, everything, n_pool, ridge, centre,
+                      outer, seed)
+    return honest_table(fits, rows, spec, family, loss, fold_spec)
 
+
+@dataclass(frozen=True)
+class OuterFits:
+    """The procedure re-run without each outer fold (what the honest risk and CV+ share).
+
+    Attributes
+    ----------
+    dealt : ndarray of int (K,)
+        The outer fold of each of the fit's folds.
+    refits : ndarray (K_outer, p, J) or (K_outer, p, J, C - 1)
+        Every candidate refitted on each outer fold's training rows.
+    weights : ndarray (K_outer, strategies, J)
+        Each strategy's weights (:data:`~pearlstats.weights.baselines.STRATEGIES`) per fold.
+    null : ndarray (K_outer,) or (K_outer, C)
+        The intercept-only model of each outer training set.
+    solutions, ledgers : list
+        Each re-run's PEARL weight solve and ledger rows.
+    passes : int
+    classes : ndarray or None
+        Multinomial: the classes.
+    """
+
+    dealt: np.ndarray
+    refits: np.ndarray
+    weights: np.ndarray
+    null: np.ndarray
+    solutions: list
+    ledgers: list
+    passes: int
+    classes: np.ndarray | None
+
+
+def outer_fits(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any, everything: list,
+               n_pool: int, ridge: float, centre: np.ndarray, outer: int | str,
+               seed: int) -> OuterFits:
+    """Re-run the procedure without each outer fold (arguments as :func:`honest_partitions`)."""
     dealt = outer_fold_of_folds(fold_spec, outer, seed, rows.n)
     _check_training_folds(dealt)
     n_outer = int(dealt.max()) + 1
@@ -211,19 +251,75 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
         futures = [pool.submit(_outer_procedure, rows, spec, family, loss, fold_spec, dealt, k,
                                everything, n_pool, ridge, centre) for k in range(n_outer)]
         fits = [future.result() for future in futures]
-    refits, weights, null, solutions, ledgers, passes, _ = (list(column) for column in zip(*fits))
-    parts = compute(*rows.tasks(_score_part, spec, family.name, fold_spec, None, dealt,
-                                np.stack(refits), np.stack(weights), np.array(null), loss,
-                                fits[0][6]))
+    refits, weights, null, solutions, ledgers, passes, classes = (list(c) for c in zip(*fits))
+    return OuterFits(dealt, np.stack(refits), np.stack(weights), np.array(null), solutions,
+                     ledgers, int(sum(passes)), classes[0])
+
+
+def honest_table(fits: OuterFits, rows: Any, spec: Any, family: Any, loss: Any,
+                 fold_spec: Any) -> pd.DataFrame:
+    """The honest table of :func:`honest_partitions` from the re-runs: one scoring pass."""
+    from dask import compute
+
+    parts = compute(*rows.tasks(_score_part, spec, family.name, fold_spec, None, fits.dealt,
+                                fits.refits, fits.weights, fits.null, loss, fits.classes))
     n, mean, M2 = _merge(list(parts))
     names = list(TABLE_ROWS)
     table = paired_ratio_moments(names, n, mean, M2)
-    table = with_gap_columns(table, gap_table(solutions,
-                                              [f"outer fold {k}" for k in range(len(fits))]))
+    table = with_gap_columns(table, gap_table(fits.solutions, [
+        f"outer fold {k}" for k in range(len(fits.solutions))]))
     a, b = names.index("PEARL"), names.index("MS")
     spread = M2[a, a] - 2.0 * M2[a, b] + M2[b, b]
     table.attrs["excess_over_ms"] = (float(mean[a] - mean[b]),
                                      float(np.sqrt(max(spread, 0.0) / (n - 1) / n)))
-    table.attrs["failures"] = pd.concat(ledgers, ignore_index=True)
-    table.attrs["passes"] = int(sum(passes)) + 1
+    table.attrs["failures"] = pd.concat(fits.ledgers, ignore_index=True)
+    table.attrs["passes"] = fits.passes + 1
     return table
+
+
+def _candidate_outputs(X: np.ndarray, outer: np.ndarray, refits: np.ndarray, kind: str,
+                       classes: np.ndarray | None) -> np.ndarray:
+    """Each row's candidate predictions (rows, J[, C]) by its outer fold's refits."""
+    labels = list(range(len(refits)))
+    if classes is None:
+        return oof_predictions(X, outer, labels, refits, kind)
+    return oof_probabilities(X, outer, labels, refits)
+
+
+def _held_out_part(frame, blocks, offset, spec, kind, fold_spec, env, dealt, refits, pearl,
+                   loss, classes):
+    """One partition's response, outer folds and PEARL's held-out predictions."""
+    X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
+    if classes is not None:
+        y = class_codes(y, classes)
+    outer = dealt[folds]
+    P = _candidate_outputs(X, outer, refits, kind, classes)
+    held_out = np.empty((len(y),) + P.shape[2:])
+    for k in np.unique(outer):
+        r = outer == k
+        held_out[r] = combine(P[r], pearl[k], loss)
+    return y, outer, held_out
+
+
+def held_out_rows(fits: OuterFits, rows: Any, spec: Any, family: Any, loss: Any,
+                  fold_spec: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The response, outer fold and PEARL's held-out prediction of every row, in row order.
+
+    One pass; the three n-row arrays are gathered on the client (CV+ ranks them all).
+    """
+    from dask import compute
+
+    pearl = fits.weights[:, list(STRATEGIES).index("PEARL")]
+    parts = compute(*rows.tasks(_held_out_part, spec, family.name, fold_spec, None, fits.dealt,
+                                fits.refits, pearl, loss, fits.classes))
+    return tuple(np.concatenate(column) for column in zip(*parts))
+
+
+def new_row_predictions(fits: OuterFits, X_new: np.ndarray, kind: str, loss: Any) -> np.ndarray:
+    """Each outer fold's PEARL prediction of new design rows: (K_outer, m[, C])."""
+    pearl = fits.weights[:, list(STRATEGIES).index("PEARL")]
+    columns = []
+    for k in range(len(fits.refits)):
+        P = _candidate_outputs(X_new, np.full(len(X_new), k), fits.refits, kind, fits.classes)
+        columns.append(combine(P, pearl[k], loss))
+    return np.stack(columns)

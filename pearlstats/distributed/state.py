@@ -21,6 +21,8 @@ from ..design.spec import Design
 from ..engines._common import EngineOutput
 from ..exceptions import OptionError
 from ..families import EncodedResponse
+from ..inference import aps_prediction_sets, cv_plus_interval
+from ..nested import row_uniforms
 from ..stages import FitState, WeightOptions, build_pool
 from .data import (
     DaskRows,
@@ -31,6 +33,7 @@ from .data import (
     partition_response,
 )
 from .fit import PartitionFit, fit_partitions, fold_spec_for
+from .honest import OuterFits, held_out_rows, honest_table, new_row_predictions, outer_fits
 from .inference import refit_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
 from .oof import oof_predictions
@@ -84,6 +87,11 @@ class PartitionedRows:
     family_name : str
     refits : dict of str -> PartitionRefit
         The candidates' all-rows refits, computed on first use (:meth:`refit`).
+    outer : dict
+        The outer folds' re-runs (:class:`~pearlstats.distributed.honest.OuterFits`) by
+        ``(outer, seed)``, computed on first use.
+    scores : tuple or None
+        The rows' responses, outer folds and held-out PEARL predictions (CV+), on first use.
     """
 
     rows: DaskRows
@@ -95,6 +103,8 @@ class PartitionedRows:
     rows_spec: Any
     family_name: str
     refits: dict = field(default_factory=dict)
+    outer: dict = field(default_factory=dict)
+    scores: tuple | None = None
 
     def lazy(self, function: Any, *args: Any, columns: int | tuple | None = None,
              dtype: Any = float) -> Any:
@@ -143,14 +153,42 @@ class PartitionedRows:
                               "has no refit on all rows (see results.failures)")
         return self.refits[candidate.label]
 
+    def _outer_fits(self, outer: int | str, seed: int, family: Any, loss: Any,
+                    ridge: float) -> OuterFits:
+        """The procedure re-run without each outer fold, shared by honest risks and CV+."""
+        key = (outer, seed)
+        if key not in self.outer:
+            self.outer[key] = outer_fits(self.rows, self.rows_spec, family, loss, self.fold_spec,
+                                         list(self.everything), self.n_pool, ridge, self.centre,
+                                         outer, seed)
+        return self.outer[key]
+
     def honest(self, outer: int, seed: int, family: Any, loss: Any, ridge: float) -> Any:
         """The honest risk table (as ``res.honest``), the nested re-runs done by passes."""
-        from .honest import honest_partitions
+        fits = self._outer_fits(outer, seed, family, loss, ridge)
+        return honest_table(fits, self.rows, self.rows_spec, family, loss, self.fold_spec)
 
-        spec = self.rows_spec
-        return honest_partitions(self.rows, spec, family, loss, self.fold_spec,
-                                 list(self.everything), self.n_pool, ridge, self.centre, outer,
-                                 seed)
+    def conformal(self, X_new: np.ndarray, alpha: float, outer: int, seed: int, family: Any,
+                  loss: Any, ridge: float) -> Any:
+        """CV+ intervals (lower, upper) or prediction sets of new design rows, as in memory.
+
+        The conformity scores are the held-out residuals of the procedure re-run without each
+        row's outer fold (the re-runs of :meth:`honest`); the n rows' responses, outer folds
+        and held-out predictions are gathered for their exact order statistics.
+        """
+        fits = self._outer_fits(outer, seed, family, loss, ridge)
+        if self.scores is None:
+            object.__setattr__(self, "scores", held_out_rows(
+                fits, self.rows, self.rows_spec, family, loss, self.fold_spec))
+        y, outer_folds, held_out = self.scores
+        new = new_row_predictions(fits, X_new, family.name, loss)
+        if family.name in ("gaussian", "poisson"):
+            return cv_plus_interval(y, held_out, outer_folds, new, alpha, family=family.name)
+        if held_out.ndim == 1:  # binomial: P(y = 1) -> two columns
+            held_out = np.column_stack([1.0 - held_out, held_out])
+            new = np.stack([1.0 - new, new], axis=-1)
+        return aps_prediction_sets(y.astype(np.intp), held_out, outer_folds, new, alpha,
+                                   seed=seed, new_uniforms=row_uniforms(X_new, seed))
 
     def null_predictions(self, folds: Any) -> Any:
         """The intercept-only model's out-of-fold predictions (lazy): each fold's mean response.

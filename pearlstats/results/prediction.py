@@ -27,7 +27,6 @@ from ..design.data import data_index, first_block_index, resolve_blocks, split_d
 from ..design.offsets import formula_offset
 from ..engines.wide import candidate_rows
 from ..exceptions import CandidateError, DataError, OptionError, ResponseError
-from ..in_memory_only import refuse_results_feature
 from ..nested import conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights
 from . import averaging, evaluation
@@ -62,8 +61,13 @@ class Prediction:
                 f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
             )
         new_weights = self._new_row_weights(weights, X.shape[0])
-        result = conformal_prediction(self._state, self._nested, X, float(alpha), offset=offset,
-                                      new_weights=new_weights)
+        state = self._state
+        if state.partitions is not None:  # dask rows: the outer re-runs are passes over them
+            result = state.partitions.conformal(X, float(alpha), state.honest or 5, state.seed,
+                                                state.family, state.loss, state.ridge)
+        else:
+            result = conformal_prediction(state, self._nested, X, float(alpha), offset=offset,
+                                          new_weights=new_weights)
         if self.classes is None:
             lower, upper = result
             mean = self._format(self._combined_prediction(X, offset), index)
@@ -290,8 +294,6 @@ class Prediction:
             if new_offset is not None:
                 out[["mean", "lower", "upper"]] += new_offset[:, None]
             return out
-        if interval in ("prediction", "set") and self._on_partitions:
-            refuse_results_feature("predict(interval='prediction' or 'set')")
         if interval == "prediction" and self.classes is None:
             return self._conformal(X, index, alpha, new_offset, weights)
         if interval == "set" and self.classes is not None:

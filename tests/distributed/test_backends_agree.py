@@ -49,7 +49,7 @@ def _problem(family: str, n: int = N, seed: int = 0) -> dict:
     elif family == "binomial":
         y = (signal + rng.logistic(size=n) > 0).astype(float)
     elif family == "multinomial":
-        y = np.digitize(signal + rng.logistic(size=n), [-1.0, 0.5]).astype(float)
+        y = np.digitize(signal + rng.logistic(size=n), [-1.0, 0.5])  # integer classes
     else:
         y = rng.poisson(np.exp(0.4 * signal)).astype(float)
     return {"y": y, "x": x, "a": a, "b": b, "c": c}
@@ -163,6 +163,15 @@ def test_new_rows_agree(fits):
     if in_memory.family == "gaussian":
         _close(on_dask.predict(rows, interval="confidence"),
                in_memory.predict(rows, interval="confidence"))
+    # CV+ intervals and prediction sets: exact order statistics of the same held-out scores
+    interval = "set" if in_memory.classes is not None else "prediction"
+    on_dask_interval = on_dask.predict(rows, interval=interval, alpha=0.2)
+    in_memory_interval = in_memory.predict(rows, interval=interval, alpha=0.2)
+    if interval == "set":
+        pd.testing.assert_frame_equal(on_dask_interval, in_memory_interval)
+        assert on_dask_interval.to_numpy().sum(axis=1).min() >= 1
+    else:
+        _close(on_dask_interval, in_memory_interval)
     if in_memory.family == "multinomial":
         return  # new dask rows of a multinomial fit: refused (pearlstats.distributed.predict)
     ddf, blocks = _partitioned(data, LENGTHS)

@@ -433,8 +433,6 @@ def test_features_needing_rows_in_memory_are_refused_by_name(client):
                                                     "dask data: .+ Fit an in-memory sample"):
             getattr(res, name)
     rows = {k: v for k, v in data.items() if k != "y"}
-    with pytest.raises(InMemoryOnlyError, match=r"interval='prediction' or 'set'"):
-        res.predict(rows, interval="prediction")
     with pytest.raises(OptionError, match="does not pickle"):
         pickle.dumps(res)
     in_memory = pearl.fit(FORMULA, data, cv=res.folds.compute(), seed=0, honest=False)
