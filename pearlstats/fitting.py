@@ -231,11 +231,10 @@ def fit(
         The labeled rows: the response, covariates, and (in a dict) possibly
         the blocks as 2-D arrays under their names. A dask DataFrame (or a
         dict of dask arrays) is fitted where it lives, partition by partition
-        (:mod:`pearlstats.distributed`; gaussian, binomial and poisson, numeric
-        covariates; ``cv`` is K or a fold-column name, folds hashed from row
-        positions) and gives a :class:`~pearlstats.results.PearlResults` whose
-        row-sized values (``cv_predictions``, ``folds``, fitted values) are lazy dask
-        collections;
+        (:mod:`pearlstats.distributed`; every family, numeric covariates; ``cv``
+        is K, folds hashed from row positions, or a fold-column name) and gives a
+        :class:`~pearlstats.results.PearlResults` whose row-sized values
+        (``cv_predictions``, ``folds``, fitted values) are lazy dask collections;
         what it cannot do yet is refused by name, with the reason
         (:func:`~pearlstats.in_memory_only.refuse_in_memory_only`).
     blocks : dict or Representations, optional
