@@ -1,22 +1,20 @@
-"""Dask rows for PEARL: partitions, their design matrices, and folds hashed from row positions.
+"""Dask data as PEARL reads it: partitions aligned with the blocks, their designs and folds.
 
-A :class:`DaskRows` is a list of partitions, each a delayed pandas frame (the
-ordinary columns) and delayed numpy chunks (the blocks), aligned row for row,
-with every partition's first row position. Every distributed pass runs one
-task per partition that builds the partition's design matrix with the fit's
-:class:`~pearlstats.design.spec.DesignSpec` and returns small sums; nothing of
-size n leaves the workers.
+:func:`dask_rows` aligns a dask DataFrame (or dict of dask arrays) with its blocks into a
+:class:`~pearlstats.backends.partitions.DaskRows` (the backend that maps functions over
+partitions and adds up the results). The functions mapped build each partition's design
+matrix, response and folds with the fit's :class:`~pearlstats.design.spec.DesignSpec`
+(:func:`partition_inputs`) and return small sums; nothing of size n leaves the workers.
 
-Folds are ``hash(seed, global row position) mod K`` (:func:`hash_folds`), so
-they are reproducible without a shuffle and are the same labels an in-memory
-fit gets from ``cv=hash_folds(np.arange(n), K, seed)``.
+Folds are ``hash(seed, global row position) mod K``
+(:func:`~pearlstats.backends.partitions.hash_folds`), so they are reproducible without a
+shuffle and are the same labels an in-memory fit gets from
+``cv=hash_folds(np.arange(n), K, seed)``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -24,13 +22,12 @@ import pandas as pd
 from patsy import EvalEnvironment
 
 from ..backends.lazy import is_dask_collection
+from ..backends.partitions import DaskRows, hash_folds
 from ..design.formula import covariate_row_variables, response_values
 from ..design.spec import Design, build_design
-from ..engines._common import one_blas_thread
 from ..exceptions import (
     BlockError,
     DataError,
-    MissingValueError,
     OptionError,
     ResponseError,
 )
@@ -44,150 +41,6 @@ def uses_dask(data: Any, blocks: Any=None) -> bool:
     if isinstance(blocks, Mapping):
         values += list(blocks.values())
     return any(is_dask_collection(value) for value in values)
-
-
-# ---- folds ---------------------------------------------------------------------------------------
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def hash_folds(positions: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
-    """Fold labels 0..K-1 from a hash (splitmix64) of the seed and each row's global position.
-
-    Parameters
-    ----------
-    positions : array_like of int
-        Global row positions (0-based).
-    n_folds : int
-    seed : int
-
-    Returns
-    -------
-    ndarray of int
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> hash_folds(np.arange(8), 3, seed=1).tolist() == hash_folds(np.arange(8), 3, seed=1).tolist()
-    True
-    >>> sorted(set(hash_folds(np.arange(1000), 5, seed=0).tolist()))
-    [0, 1, 2, 3, 4]
-    """
-    with np.errstate(over="ignore"):  # splitmix64 wraps around on purpose
-        x = np.asarray(positions, dtype=np.uint64) + _GOLDEN * np.uint64(seed % 2**63 + 1)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x = x ^ (x >> np.uint64(31))
-    return (x % np.uint64(n_folds)).astype(np.intp)
-
-
-# ---- the rows ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DaskRows:
-    """Partitions of the rows, aligned across the data and the blocks.
-
-    Attributes
-    ----------
-    frames : list of Delayed
-        One pandas DataFrame (ordinary columns) per partition.
-    arrays : dict of str -> list of Delayed
-        Block name -> one numpy chunk per partition (blocks given as dask arrays).
-    groups : dict of str -> list
-        Block name -> columns of the data that form it (a DataFrame's column groups).
-    representations : Representations or None
-        Fitted learners applied to each partition's frame.
-    lengths : tuple of int
-        Rows of each partition.
-    divisions : tuple or None
-        The dask DataFrame's divisions (to rebuild a Series with the same partitions).
-    """
-
-    frames: list
-    arrays: dict
-    groups: dict
-    representations: object
-    lengths: tuple
-    divisions: tuple | None = None
-
-    @property
-    def n(self) -> int:
-        return int(sum(self.lengths))
-
-    @property
-    def offsets(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
-
-    def tasks(self, function: Callable[..., Any], *args: Any, keep_empty: bool = False) -> list:
-        """One delayed ``function(frame, blocks, offset, *args)`` per partition.
-
-        Parameters
-        ----------
-        function : callable
-            Called on each partition's frame, blocks and first row position.
-        *args
-            Passed on to *function*.
-        keep_empty : bool, default False
-            Also run on partitions without rows. Sums skip them (a filtered
-            dask DataFrame often has empty partitions, and reductions such as
-            column minima have no value on zero rows); prediction keeps them
-            so its output has the input's partitions.
-        """
-        from dask import delayed
-
-        run = delayed(_run_partition, pure=True)
-        return [
-            run(
-                function,
-                self.frames[i],
-                {name: parts[i] for name, parts in self.arrays.items()},
-                self.groups,
-                self.representations,
-                int(self.offsets[i]),
-                args,
-            )
-            for i in range(len(self.lengths))
-            if keep_empty or self.lengths[i] > 0
-        ]
-
-
-def _run_partition(function, frame, arrays, groups, representations, offset, args):
-    # one BLAS thread per task: the worker's threads are the parallelism (design notes, pitfall 8)
-    with one_blas_thread():
-        return _partition_call(function, frame, arrays, groups, representations, offset, args)
-
-
-def _partition_call(function, frame, arrays, groups, representations, offset, args):
-    try:
-        blocks = dict(arrays)
-        for name, columns in groups.items():
-            blocks[name] = frame[list(columns)].to_numpy(dtype=float)
-        if representations is not None:
-            blocks.update(representations.transform(frame))
-        return function(frame, blocks, offset, *args)
-    except MissingValueError as err:
-        # the checks count rows within the partition; the user counts them in the whole data
-        raise MissingValueError(
-            f"{_shift_positions(str(err), offset)} (with dask data, drop those rows with dask, "
-            "e.g. ddf.dropna(); missing='drop' is for in-memory data)"
-        ) from err
-
-
-_POSITIONS = re.compile(r"\b(rows?) (\d+(?:, \d+)*)")
-
-
-def _shift_positions(message: str, offset: int) -> str:
-    """*message* with the row positions of :func:`~pearlstats.exceptions.format_positions` moved
-    by *offset*.
-
-    Examples
-    --------
-    >>> _shift_positions("block 'a' has NaN at rows 0, 4 and 2 more; impute", 400)
-    "block 'a' has NaN at rows 400, 404 and 2 more; impute"
-    """
-    def shift(match):
-        positions = ", ".join(str(int(p) + offset) for p in match.group(2).split(", "))
-        return f"{match.group(1)} {positions}"
-
-    return _POSITIONS.sub(shift, message)
 
 
 def _frame_of_arrays(*columns, names):

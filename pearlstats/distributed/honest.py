@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engines._common import one_blas_thread
+from ..backends.threads import one_blas_thread
 from ..exceptions import FoldError
 from ..nested import _ledger_frame, deal_groups, paired_ratio_moments, with_gap_columns
 from ..weights.baselines import STRATEGIES, TABLE_ROWS, combine, strategy_weights

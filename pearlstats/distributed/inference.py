@@ -51,12 +51,12 @@ import pandas as pd
 from scipy import stats
 from scipy.special import gammaln
 
+from ..backends.partitions import tree_sum
 from ..engines._common import RANK_TOLERANCE
 from ..exceptions import DataError, OptionError, UnknownCandidateError
 from ..families import _state_penalty
 from .data import partition_design, partition_response
 from .newton import mean_of
-from .ols import tree_sum
 
 __all__ = ["PartitionRefit", "RowsNeededError", "Spread", "refit_partitions"]
 

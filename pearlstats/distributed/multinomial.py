@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.partitions import tree_sum
 from ..design.folds import check_class_coverage
 from ..exceptions import ResponseError
 from ..weights.losses import EPS
 from .data import partition_folds, partition_inputs, partition_response
-from .ols import tree_sum
 
 __all__ = ["Classes", "MultinomialOof", "candidate_sums", "class_codes", "class_level",
            "class_pass", "oof_probabilities"]

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
+from ..backends.partitions import tree_sum
 from ..engines._common import SEPARATION_RIDGES
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
 from ..engines.multinomial import _notes as multinomial_notes
@@ -36,7 +37,7 @@ from ..exceptions import SeparationError
 from .data import partition_inputs
 from .driver import pass_newton
 from .multinomial import candidate_sums, class_codes
-from .ols import feasible_candidates, scaled_design, to_original, training_penalty, tree_sum
+from .ols import feasible_candidates, scaled_design, to_original, training_penalty
 
 __all__ = ["mean_of", "newton_coefficients", "newton_with_separation"]
 

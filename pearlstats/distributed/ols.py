@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.partitions import tree_sum
 from ..engines._common import ScaledDesign, infeasible_entry, too_wide_entry
 from ..engines.ols import _solve_penalised
 from ..ledger import LedgerEntry
@@ -33,34 +34,7 @@ __all__ = [
     "moment_pass",
     "scaled_design",
     "solve_least_squares",
-    "tree_sum",
 ]
-
-
-def _add(a, b):
-    if a is None:  # a quantity not asked for in this pass
-        return None
-    if isinstance(a, dict):
-        out = dict(a)
-        for key, value in b.items():
-            out[key] = _add(out[key], value) if key in out else value
-        return out
-    if isinstance(a, tuple):  # (min, max) pairs combine by min / max
-        return (np.minimum(a[0], b[0]), np.maximum(a[1], b[1]))
-    return a + b
-
-
-def tree_sum(tasks: Any) -> dict:
-    """Add delayed partition results pairwise on the workers; only the sum reaches the client."""
-    from dask import compute, delayed
-
-    add = delayed(_add, pure=True)
-    while len(tasks) > 1:
-        tasks = [
-            add(tasks[i], tasks[i + 1]) if i + 1 < len(tasks) else tasks[i]
-            for i in range(0, len(tasks), 2)
-        ]
-    return compute(tasks[0])[0]
 
 
 @dataclass(frozen=True)

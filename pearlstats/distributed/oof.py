@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 from scipy.special import xlogy
 
+from ..backends.partitions import tree_sum
 from ..weights.losses import EPS
 from .data import partition_inputs
 from .newton import mean_of
-from .ols import tree_sum
 
 __all__ = ["OofPasses", "oof_predictions"]
 

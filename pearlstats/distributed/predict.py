@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..backends.partitions import tree_sum
 from ..exceptions import DataError, OptionError
 from ..weights.baselines import STRATEGIES
 from ..weights.metrics import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS
 from .data import dask_rows, partition_design, partition_response, uses_dask
 from .newton import mean_of
-from .ols import tree_sum
 
 __all__ = ["DASK_ROWS", "DaskRows", "coefficient_matrix", "evaluate_dask", "predict_dask"]
 

@@ -44,13 +44,12 @@ of huge ones overflow.
 from __future__ import annotations
 
 import numbers
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from ..backends.threads import one_blas_thread
 from ..exceptions import OptionError
 from ..ledger import LedgerEntry
 
@@ -304,21 +303,6 @@ def shrinkage_factors(ridge: float, weights: np.ndarray) -> tuple[np.ndarray, np
     t = np.sqrt(ridge) * np.sqrt(weights)
     r = 1.0 / np.hypot(1.0, t)
     return r, (t * r) ** 2
-
-
-_THREADPOOLS: ThreadpoolController | None = None
-
-
-def one_blas_thread() -> AbstractContextManager:
-    """A context in which BLAS libraries use one thread (the controller is built once).
-
-    The engines multiply and factor many small matrices, where BLAS threads cost
-    more than they give and, on a busy machine, spin-wait (pitfall 8 of the design notes).
-    """
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS.limit(limits=1, user_api="blas")
 
 
 @dataclass

@@ -172,7 +172,7 @@ def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, flo
                           "for multinomial ones use candidate_bse or results.candidates[label]")
     names = res.candidate_params(label).index
     # A fit on dask data computed the same sandwich in its refits' pass (distributed.inference).
-    if candidate_ridge(res, label) > 0 and not res._on_partitions:
+    if candidate_ridge(res, label) > 0 and res.stages.partitions is None:
         cov, df_resid = _penalised_cov(res, label)
         return pd.DataFrame(cov, index=names, columns=names), df_resid
     fitted = res.candidates[label]
@@ -442,7 +442,7 @@ def candidate_table(res: PearlResults) -> pd.DataFrame:
     """Per candidate: weight, cv_risk, n_params and df_model (per class equation)."""
     X = res.stages.design.X
     everything = {c.label: c.columns for c in res.stages.candidates.pool}
-    if res._on_partitions:  # the refits' pass computed the ranks
+    if res.stages.partitions is not None:  # the refits' pass computed the ranks
         df_model = [int(res.candidates[label].df_model) for label in res.candidate_labels]
     else:
         df_model = [_df_model(X[:, everything[label]]) for label in res.candidate_labels]
