@@ -435,6 +435,20 @@ def _warn_ridge_refits(output: EngineOutput, labels, stacklevel: int) -> None:
         )
 
 
+def warn_cv_failures(output: EngineOutput, labels: Sequence[str], stacklevel: int) -> None:
+    """The fit's warnings about its cross-validation: one for the candidates refitted with a
+    ridge as their classes separate, one per pool candidate that failed (*labels*: the pool's).
+    """
+    _warn_ridge_refits(output, labels, stacklevel + 1)
+    for label in [label for label, bad in zip(labels, output.failed[:len(labels)]) if bad]:
+        warnings.warn(
+            f"candidate {label!r} failed in cross-validation and gets weight 0; see "
+            "results.failures",
+            CandidateFailureWarning,
+            stacklevel=stacklevel,
+        )
+
+
 def solve_stage_weights(
     output: EngineOutput,
     n_pool: int,
@@ -480,14 +494,7 @@ def solve_stage_weights(
     """
     failed = output.failed[:n_pool]
     if warn_failures:
-        _warn_ridge_refits(output, labels, stacklevel + 1)
-        for label in [label for label, bad in zip(labels, failed) if bad]:
-            warnings.warn(
-                f"candidate {label!r} failed in cross-validation "
-                "and gets weight 0; see results.failures",
-                CandidateFailureWarning,
-                stacklevel=stacklevel,
-            )
+        warn_cv_failures(output, labels, stacklevel + 1)
     if failed.all():
         ledger = FailureLedger()
         ledger.extend(output.entries)

@@ -23,7 +23,7 @@ from ..exceptions import OptionError
 from ..families import EncodedResponse
 from ..inference import aps_prediction_sets, cv_plus_interval
 from ..nested import row_uniforms
-from ..stages import FitState, WeightOptions, build_pool
+from ..stages import FitState, WeightOptions, build_pool, warn_cv_failures
 from .data import (
     DaskRows,
     dask_rows,
@@ -247,10 +247,14 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     K = len(fitted.labels)
     predictions = partitions.lazy(_oof_part, spec, family.name, fold_spec, fitted.labels,
                                   fitted.coefs[:K], fitted.failed, columns=columns)
+    ridges = np.array([fitted.ridges.get(c.label, ridge) for c in pool.everything])
+    output = EngineOutput(predictions, fitted.failed, list(fitted.entries), ridges)
+    # the warnings of an in-memory fit (caller: pearlstats.fit's caller)
+    warn_cv_failures(output, [c.label for c in pool.pool], stacklevel=4)
     return FitState(
         family=family, loss=loss, design=design, response=response, candidates=pool,
         folds=folds, cv_spec=fold_spec, seed=seed, ridge=ridge,
-        output=EngineOutput(predictions, fitted.failed, list(fitted.entries)),
+        output=output,
         solution=fitted.solution, ledger=tuple(fitted.entries),
         representations=representations, dropped_rows=np.empty(0, dtype=np.intp),
         honest=honest, row_labels=None, weight_options=WeightOptions(1, None),

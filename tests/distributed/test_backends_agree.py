@@ -213,3 +213,18 @@ def test_results_do_not_depend_on_the_partitioning(cuts):
     _close(res.weights, reference.weights, rtol=1e-12)
     _close(res.cv_risk, reference.cv_risk, rtol=1e-12)
     _close(res.baselines[["cv_risk", "se"]], reference.baselines[["cv_risk", "se"]], rtol=1e-12)
+
+
+def test_the_fits_warn_alike_about_separated_candidates():
+    """Both backends refit separated candidates with the same ridges and say so alike."""
+    data = _problem("binomial")
+    data["a"][:, 0] = np.where(data["y"] == 1, 5.0, -5.0)  # block a separates the classes
+    ddf, blocks = _partitioned(data, LENGTHS)
+    with pytest.warns(pearl.exceptions.SeparationWarning) as on_dask:
+        lazy = pearl.fit(FORMULA, ddf, blocks=blocks, family="binomial", cv=4, seed=3,
+                         honest=False)
+    with pytest.warns(pearl.exceptions.SeparationWarning) as in_memory:
+        memory = pearl.fit(FORMULA, data, family="binomial", cv=hash_folds(np.arange(N), 4, 3),
+                           seed=3, honest=False)
+    assert [str(w.message) for w in on_dask] == [str(w.message) for w in in_memory]
+    _close(lazy.weights, memory.weights)
