@@ -45,7 +45,11 @@ def computed(*values: Any) -> tuple:
         return values
     import dask
 
-    return tuple(np.asarray(value) for value in dask.compute(*values))
+    # Low-level fusion of these graphs drops the partitions of a dd.from_delayed frame
+    # (dask 2026.8: "Missing dependency ('fromdelayed-...', i)"); each chunk is one task
+    # chain here, so there is little to fuse anyway.
+    with dask.config.set({"optimization.fuse.active": False}):
+        return tuple(np.asarray(value) for value in dask.compute(*values))
 
 
 def _labelled_part(values: np.ndarray, start: int, name: Any, columns: Any) -> Any:

@@ -166,6 +166,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     @property
     def n_folds(self) -> int:
+        if self._state.partitions is not None:  # known from the passes (no pass over the folds)
+            return len(self._state.partitions.fitted.labels)
         return int(self._folds.max()) + 1
 
     @property
@@ -263,6 +265,10 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
                             index=self.row_labels)
 
     def _pointwise(self, prediction: np.ndarray) -> np.ndarray:
+        if self._state.partitions is not None:
+            # lazy per-row losses of the engines' own outputs: the checks of pointwise would
+            # gather every row on the client (np.asarray); each partition's were checked there
+            return self._loss.row_losses(self._response.y, prediction)
         return self._loss.pointwise(self._response.y, prediction)
 
     @cached_property
@@ -271,7 +277,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         columns = [
             self._pointwise(self._predictions[:, j]) for j in range(self._predictions.shape[1])
         ]
-        return np.column_stack(columns)
+        return np.stack(columns, axis=1)
 
     @cached_table
     def cv_risk(self) -> pd.Series:

@@ -63,6 +63,7 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 from scipy.special import expit, xlogy
 
+from ..backends.lazy import is_dask_collection
 from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
 from .gram import LeastSquaresForm
 
@@ -450,6 +451,9 @@ def observed_probability(y: np.ndarray, P: np.ndarray, multiclass: bool) -> np.n
     array([0.7, 0.5])
     """
     if multiclass:
+        if is_dask_collection(P):  # dask has no take_along_axis: a one-hot mask, exact too
+            onehot = y.reshape((-1,) + (1,) * (P.ndim - 1)) == np.arange(P.shape[-1])
+            return np.where(onehot, P, 0.0).sum(axis=-1)
         return np.take_along_axis(P, y.reshape((-1,) + (1,) * (P.ndim - 1)), axis=-1)[..., 0]
     y = y.reshape((-1,) + (1,) * (P.ndim - 1))
     return np.where(y == 1, P, 1.0 - P)

@@ -28,6 +28,10 @@ from pearlstats.distributed import hash_folds  # noqa: E402
 from pearlstats.exceptions import OptionError  # noqa: E402
 from pearlstats.results import PearlResults  # noqa: E402
 
+# A numpy function dask does not implement computes its dask arguments into memory (with a
+# FutureWarning): the row-sized values would be gathered on the client, not reduced in place.
+pytestmark = pytest.mark.filterwarnings("error:The `numpy.*is not implemented by Dask")
+
 FORMULA = "y ~ x + block(a) + block(b) + block(c)"
 LENGTHS = (170, 0, 260, 47, 123)  # unequal partitions, one of them empty
 N = sum(LENGTHS)
