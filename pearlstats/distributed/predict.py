@@ -23,23 +23,22 @@ import pandas as pd
 
 from ..backends.partitions import tree_sum
 from ..exceptions import DataError, OptionError
+from ..in_memory_only import refuse_results_feature
 from ..weights.baselines import STRATEGIES
 from ..weights.metrics import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS
 from .data import dask_rows, partition_design, partition_response, uses_dask
+from .multinomial import oof_probabilities
 from .newton import mean_of
 
 __all__ = ["DASK_ROWS", "DaskRows", "coefficient_matrix", "evaluate_dask", "predict_dask"]
 
 
 def coefficient_matrix(res: Any, labels: list) -> np.ndarray:
-    """(p, len(labels)) coefficients of the all-rows refits (0 outside their columns)."""
-    if res.family not in ("gaussian", "binomial", "poisson"):
-        raise OptionError(
-            "prediction of dask rows supports gaussian, binomial and poisson fits, not "
-            f"{res.family!r}"
-        )
+    """(p, len(labels)) coefficients of the all-rows refits (0 outside their columns);
+    (p, len(labels), C - 1) for multinomial (``MNLogit``'s layout, class 0 the reference)."""
     p = len(res.design_spec.column_names)
-    B = np.zeros((p, len(labels)))
+    classes = res.classes if res.family == "multinomial" else None
+    B = np.zeros((p, len(labels)) + (() if classes is None else (len(classes) - 1,)))
     columns = {candidate.label: candidate.columns for candidate in _everything(res)[0]}
     for j, label in enumerate(labels):
         try:
@@ -49,8 +48,6 @@ def coefficient_matrix(res: Any, labels: list) -> np.ndarray:
                 f"candidate {label!r} is not a linear model; dask rows need a statsmodels "
                 "downstream"
             ) from err
-        if params.ndim != 1:
-            raise OptionError(f"candidate {label!r} has one equation per class; dask rows need one")
         B[columns[label], j] = params.to_numpy()
     return B
 
@@ -76,10 +73,22 @@ def _rows_for(res, newdata, blocks):
     return dask_rows(newdata, source, res.design_spec.formula)
 
 
-def _predict_part(frame, blocks, offset, spec, kind, B, w, as_series):
-    P = partition_design(spec, frame, blocks) @ B
-    values = (P if kind == "gaussian" else mean_of(kind, P)) @ w
-    return pd.Series(values, index=frame.index, name="prediction") if as_series else values
+def _candidate_means(X: np.ndarray, B: np.ndarray, kind: str) -> np.ndarray:
+    """Each candidate's mean (rows, J), or class probabilities (rows, J, C), of design rows."""
+    if kind == "multinomial":
+        return oof_probabilities(X, np.zeros(len(X), dtype=np.intp), [0], B[None])
+    P = X @ B
+    return P if kind == "gaussian" else mean_of(kind, P)
+
+
+def _predict_part(frame, blocks, offset, spec, kind, B, w, as_series, classes):
+    P = _candidate_means(partition_design(spec, frame, blocks), B, kind)
+    values = np.tensordot(P, w, axes=([1], [0]))  # (rows,) or (rows, C)
+    if not as_series:
+        return values
+    if classes is not None:
+        return pd.DataFrame(values, index=frame.index, columns=classes)
+    return pd.Series(values, index=frame.index, name="prediction")
 
 
 def predict_dask(res: Any, newdata: Any, blocks: Any=None) -> Any:
@@ -91,23 +100,25 @@ def predict_dask(res: Any, newdata: Any, blocks: Any=None) -> Any:
     B = coefficient_matrix(res, list(weights.index))
     rows = _rows_for(res, newdata, blocks)
     as_series = isinstance(newdata, dd.DataFrame)
+    classes = res.classes if res.family == "multinomial" else None
     tasks = rows.tasks(
-        _predict_part, res.design_spec, res.family, B, weights.to_numpy(), as_series,
+        _predict_part, res.design_spec, res.family, B, weights.to_numpy(), as_series, classes,
         keep_empty=True,
     )
     if as_series:
-        meta = pd.Series(dtype=float, name="prediction")
+        meta = (pd.Series(dtype=float, name="prediction") if classes is None
+                else pd.DataFrame(columns=classes, dtype=float))
         return dd.from_delayed(tasks, meta=meta, divisions=rows.divisions, verify_meta=False)
+    width = () if classes is None else (len(classes),)
     return da.concatenate(
-        [da.from_delayed(t, shape=(m,), dtype=float) for t, m in zip(tasks, rows.lengths)]
+        [da.from_delayed(t, shape=(m,) + width, dtype=float) for t, m in zip(tasks, rows.lengths)]
     )
 
 
 def _score_part(frame, blocks, offset, spec, kind, B, W, env):
     X = partition_design(spec, frame, blocks)
     y = partition_response(spec, kind, frame, env)
-    P = X @ B
-    P = P if kind == "gaussian" else mean_of(kind, P)
+    P = _candidate_means(X, B, kind)
     combined = P @ W  # (m, methods)
     out = {"n": len(y)}
     if kind == "binomial":
@@ -123,6 +134,8 @@ def _score_part(frame, blocks, offset, spec, kind, B, W, env):
 
 def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
     """Scores of PEARL and the baselines on dask test rows (see :meth:`PearlResults.evaluate`)."""
+    if res.family == "multinomial":
+        refuse_results_feature("evaluate(dask rows) of a multinomial fit")
     strategies = res.strategy_weights
     everything, flags = _everything(res)
     failed = dict(zip(strategies.columns, np.asarray(flags)))

@@ -17,12 +17,14 @@ import pearlstats.representations as frl
 from pearlstats.distributed import hash_folds
 from pearlstats.exceptions import (
     BlockError,
+    CandidateFailureWarning,
     DataError,
     FoldError,
     InMemoryOnlyError,
     MissingValueError,
     OptionError,
     SeparationError,
+    SeparationWarning,
 )
 from pearlstats.results import PearlResults
 
@@ -404,10 +406,15 @@ def test_separated_binomial_candidates_follow_the_separation_policy(client, sepa
     frame, blocks = _dask(data, npartitions=4)
     folds = hash_folds(np.arange(n), 4, seed=1)
     formula = "y ~ x + block(a) + block(b)"
-    res_d = pearl.fit(formula, frame, blocks=blocks, family="binomial", cv=4, seed=1,
-                      separation=separation)
-    res_m = pearl.fit(formula, data, family="binomial", cv=folds, seed=1, separation=separation,
-                      honest=False)
+    # both fits warn alike: refitted with a ridge ("ridge") or failed, weight 0 ("drop")
+    expected = SeparationWarning if separation == "ridge" else CandidateFailureWarning
+    with pytest.warns(expected) as on_dask:
+        res_d = pearl.fit(formula, frame, blocks=blocks, family="binomial", cv=4, seed=1,
+                          separation=separation)
+    with pytest.warns(expected) as in_memory:
+        res_m = pearl.fit(formula, data, family="binomial", cv=folds, seed=1,
+                          separation=separation, honest=False)
+    assert [str(w.message) for w in on_dask] == [str(w.message) for w in in_memory]
     np.testing.assert_allclose(res_d.weights, res_m.weights, rtol=0, atol=1e-8)
     np.testing.assert_allclose(res_d.cv_risk, res_m.cv_risk, rtol=1e-7, atol=1e-10)
     if separation == "ridge":
