@@ -125,7 +125,9 @@ def _wait_for_rows(path, process, timeout=120.0):
 
 def test_sigint_keeps_the_finished_runs_and_resume_gives_the_uninterrupted_csv(tmp_path):
     """Done-when of issue 26 item 3: interrupt the command (SIGINT), resume it, same CSV."""
-    repetitions = 8  # ~0.3 s each, so the interrupt lands long before the end
+    # ~0.1-0.3 s each: with 8 a loaded machine finished all of them (1 s) before the poll saw the
+    # first row and sent the interrupt; 30 leave it seconds to land
+    repetitions = 30
     out = tmp_path / "resumed.csv"
     partial = tmp_path / "resumed.csv.partial"
     argv = [*TINY, "--repetitions", str(repetitions), "--seed", "7", "--out", str(out)]
