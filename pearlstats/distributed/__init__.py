@@ -11,10 +11,14 @@ lazy dask arrays, one chunk per partition, so the results' tables are reductions
 computed on the partitions. What stays in-memory-only is refused in one place,
 :mod:`pearlstats.in_memory_only`.
 
-Modules: :mod:`.data` (partitions aligned across data and blocks, hashed folds),
-:mod:`.fit` (the passes of a fit), :mod:`.ols`, :mod:`.newton` and :mod:`.driver`
-(coefficients), :mod:`.oof` and :mod:`.weights` (out-of-fold statistics and the
-weights), :mod:`.state` (the results' stage values), :mod:`.predict` (new dask rows).
+Modules: :mod:`.data` (dask data aligned with its blocks; each partition's design,
+response and folds), :mod:`.fit` (the passes of a fit), :mod:`.ols`, :mod:`.newton`,
+:mod:`.driver` and :mod:`.multinomial` (coefficients), :mod:`.oof` and :mod:`.weights`
+(out-of-fold statistics and the weights), :mod:`.state` (the results' stage values),
+:mod:`.inference` (the candidates' refits: covariances from one pass), :mod:`.honest`
+(the nested re-runs behind ``res.honest`` and CV+), :mod:`.predict` (new dask rows). The
+plumbing of partitions (one task each, sums added on the workers, hashed folds) is the
+backend :mod:`pearlstats.backends.partitions`.
 """
 
 from .data import hash_folds, uses_dask

@@ -53,7 +53,7 @@ from scipy.special import gammaln
 
 from ..backends.partitions import tree_sum
 from ..engines._common import RANK_TOLERANCE
-from ..exceptions import DataError, OptionError, UnknownCandidateError
+from ..exceptions import DataError, InMemoryOnlyError, OptionError, UnknownCandidateError
 from ..families import _state_penalty
 from .data import partition_design, partition_response
 from .newton import mean_of
@@ -80,8 +80,9 @@ NOT_SUMMED = (
 )
 
 
-class RowsNeededError(OptionError, AttributeError):
-    """A statsmodels results attribute a refit on dask data does not have: it needs the rows.
+class RowsNeededError(InMemoryOnlyError, AttributeError):
+    """A statsmodels results attribute a refit on dask data does not have: it needs the rows
+    (an :class:`~pearlstats.exceptions.InMemoryOnlyError`).
 
     Also an ``AttributeError``, so ``hasattr(refit, name)`` answers False.
     """
