@@ -71,7 +71,8 @@ def _lazy_rows(values: Any, name: Any = None, columns: Any = None) -> Any:
     if values.ndim == 2:  # one chunk across the columns: a partition is a block of whole rows
         values = values.rechunk({1: -1})
     starts = np.concatenate([[0], np.cumsum(values.chunks[0])]).astype(int)
-    chunks = values.to_delayed().ravel()
+    # optimize_graph=False: the array optimisation (fusion) loses dd.from_delayed partitions
+    chunks = values.to_delayed(optimize_graph=False).ravel()
     parts = [delayed(_labelled_part)(chunk, int(start), name, columns)
              for chunk, start in zip(chunks, starts)]
     meta = _labelled_part(np.empty((0,) + values.shape[1:], dtype=values.dtype), 0, name,

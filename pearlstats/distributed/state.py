@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.partitions import hash_folds
 from ..design.spec import Design
 from ..engines._common import EngineOutput
 from ..exceptions import OptionError
@@ -210,6 +211,21 @@ class PartitionedRows:
         )
 
 
+def _lazy_folds(partitions: PartitionedRows, fold_spec: tuple) -> Any:
+    """Each row's fold as a dask array; hashed folds from row positions alone (no data read)."""
+    kind, value, seed = fold_spec
+    if kind != "hash":  # a fold column: read from the partitions
+        return partitions.lazy(_folds_part, fold_spec, dtype=np.intp)
+    import dask.array as da
+    from dask import delayed
+
+    rows = partitions.rows
+    return da.concatenate([
+        da.from_delayed(delayed(hash_folds)(np.arange(start, start + m), value, seed),
+                        shape=(m,), dtype=np.intp)
+        for start, m in zip(rows.offsets.tolist(), rows.lengths)])
+
+
 def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any, candidates: Any,
                    rule: Any, seed: int, ridge: float, max_candidates: int, env: Any,
                    representations: Any, honest: int | bool) -> FitState:
@@ -243,7 +259,7 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
             partitions.lazy(_response_part, spec, family.name, classes, dtype=np.intp),
             [class_level(v) for v in classes])
         columns = (len(pool.everything), len(classes))
-    folds = partitions.lazy(_folds_part, fold_spec, dtype=np.intp)
+    folds = _lazy_folds(partitions, fold_spec)
     K = len(fitted.labels)
     predictions = partitions.lazy(_oof_part, spec, family.name, fold_spec, fitted.labels,
                                   fitted.coefs[:K], fitted.failed, columns=columns)

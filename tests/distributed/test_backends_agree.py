@@ -234,3 +234,24 @@ def test_the_fits_warn_alike_about_separated_candidates():
                            seed=3, honest=False)
     assert [str(w.message) for w in on_dask] == [str(w.message) for w in in_memory]
     _close(lazy.weights, memory.weights)
+
+
+def test_a_frame_built_with_from_delayed_gives_the_same_results():
+    """dd.from_delayed frames lost their partitions when dask fused the array graphs built on
+    them ("Missing dependency ('fromdelayed-...')"); every value is computed here."""
+    from dask import delayed
+
+    data = _problem("gaussian")
+    frame = pd.DataFrame({"y": data["y"], "x": data["x"]})
+    starts = np.concatenate([[0], np.cumsum(LENGTHS)]).astype(int)
+    ddf = dd.from_delayed([delayed(frame.iloc[s:e].copy()) for s, e in zip(starts, starts[1:])],
+                          meta=frame.iloc[:0], verify_meta=False)
+    _, blocks = _partitioned(data, LENGTHS)
+    res = pearl.fit(FORMULA, ddf, blocks=blocks, cv=4, seed=3, honest=3)
+    reference = pearl.fit(FORMULA, data, cv=hash_folds(np.arange(N), 4, 3), seed=3, honest=3)
+    np.testing.assert_array_equal(res.folds.compute(), reference.folds)
+    _close(res.cv_predictions.compute(), reference.cv_predictions)
+    _close(res.resid.compute(), reference.resid)
+    _close(res.baselines[["cv_risk", "se"]], reference.baselines[["cv_risk", "se"]])
+    _close(res.honest[["risk", "se"]], reference.honest[["risk", "se"]])
+    assert "Strategies" in res.summary().as_text()
