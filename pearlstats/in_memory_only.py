@@ -80,9 +80,9 @@ with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or chan
 # Results features a fit on dask data refuses, with the reason (the rest of the results work:
 # their tables are reductions over the partitions, see pearlstats.distributed.state).
 RESULTS_NEEDING_ROWS = {
-    "resample_weights": "re-solves the weights on resampled subsets of the out-of-fold "
-                        "predictions, an optimisation over rows in one process",
-    "weight_stability": "the weights re-solved on each fold's complement (resample_weights)",
+    "resample_weights(method='bootstrap' or refit=True)":
+        "the bootstrap resamples rows; on dask data the fold complements (the default for up "
+        "to 20 folds) are re-solved by passes",
     "weight_uncertainty": "the bootstrap re-runs the procedure on resampled rows",
     "honest_risk": "custom nested re-runs (res.honest, with the fit's outer folds, is computed "
                    "on the partitions)",

@@ -20,13 +20,14 @@ import numpy as np
 from ..design.folds import FoldRule, fold_levels
 from ..exceptions import AllCandidatesFailedError, FoldError
 from ..ledger import LedgerEntry
+from .data import relabel_folds
 from .multinomial import MultinomialOof, class_pass
 from .newton import newton_coefficients, newton_with_separation
 from .ols import moment_pass, solve_least_squares
 from .oof import OofPasses
 from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
 
-__all__ = ["PartitionFit", "fit_partitions", "fold_spec_for"]
+__all__ = ["PartitionFit", "fit_partitions", "fold_complement_weights", "fold_spec_for"]
 
 def fold_spec_for(rule: FoldRule, seed: int, data: Any) -> tuple:
     """Hashed row positions for K-fold, or a fold column (the other forms were refused).
@@ -89,6 +90,33 @@ def _oof(rows, spec, family, fold_spec, moments, coefs, env, classes) -> Any:
                               classes.frequencies(), env)
     return OofPasses(rows, spec, family.name, fold_spec, labels, coefs[:K], env,
                      _null_means(moments))
+
+
+def fold_complement_weights(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
+                            fitted: PartitionFit, n_pool: int,
+                            fold_rows: np.ndarray) -> list:
+    """The pool's weights re-solved on each fold's complement, from the stored fold fits.
+
+    The out-of-fold predictions are those of the fit (its fold coefficients); fold k's
+    rows are left out of the passes (a relabelled fold spec), as the in-memory
+    ``res.resample_weights()`` leaves them out of the stored predictions. *fold_rows*
+    are the rows of each fold. Returns each fold's WeightSolution.
+    """
+    K = len(fitted.labels)
+    solutions = []
+    for k in range(K):
+        mapping = np.arange(K)
+        mapping[k] = -1
+        relabelled = relabel_folds(fold_spec, mapping)
+        if fitted.classes is None:
+            oof = OofPasses(rows, spec, family.name, relabelled, fitted.labels, fitted.coefs[:K],
+                            None, fitted.null_means)
+        else:
+            oof = MultinomialOof(rows, spec, relabelled, fitted.labels, fitted.coefs[:K],
+                                 fitted.classes, fitted.null_means, None)
+        n = int(fold_rows.sum() - fold_rows[k])
+        solutions.append(_weights(oof, loss, n, fitted.failed, n_pool)[0])
+    return solutions
 
 
 def _weights(oof, loss, n, failed, n_pool):

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.lazy import computed
 from ..backends.partitions import hash_folds
 from ..design.spec import Design
 from ..engines._common import EngineOutput
@@ -33,7 +34,7 @@ from .data import (
     partition_folds,
     partition_response,
 )
-from .fit import PartitionFit, fit_partitions, fold_spec_for
+from .fit import PartitionFit, fit_partitions, fold_complement_weights, fold_spec_for
 from .honest import OuterFits, held_out_rows, honest_table, new_row_predictions, outer_fits
 from .inference import refit_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
@@ -90,7 +91,7 @@ class PartitionedRows:
         The candidates' all-rows refits, computed on first use (:meth:`refit`).
     outer : dict
         The outer folds' re-runs (:class:`~pearlstats.distributed.honest.OuterFits`) by
-        ``(outer, seed)``, computed on first use.
+        ``(outer, seed)``, and the fold complements' weight solves, computed on first use.
     scores : tuple or None
         The rows' responses, outer folds and held-out PEARL predictions (CV+), on first use.
     """
@@ -190,6 +191,18 @@ class PartitionedRows:
             new = np.stack([1.0 - new, new], axis=-1)
         return aps_prediction_sets(y.astype(np.intp), held_out, outer_folds, new, alpha,
                                    seed=seed, new_uniforms=row_uniforms(X_new, seed))
+
+    def fold_complement(self, family: Any, loss: Any, folds: Any) -> list:
+        """The pool's weights re-solved on each fold's complement (WeightSolutions), by passes.
+
+        *folds* are the rows' folds (lazy); the re-solves are computed on first use.
+        """
+        if "fold complements" not in self.outer:
+            (counts,) = computed(np.bincount(folds, minlength=len(self.fitted.labels)))
+            self.outer["fold complements"] = fold_complement_weights(
+                self.rows, self.rows_spec, family, loss, self.fold_spec, self.fitted,
+                self.n_pool, counts)
+        return self.outer["fold complements"]
 
     def null_predictions(self, folds: Any) -> Any:
         """The intercept-only model's out-of-fold predictions (lazy): each fold's mean response.

@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
 from ..exceptions import CandidateError, OptionError, PearlWarning
+from ..in_memory_only import refuse_results_feature
 from ..weight_stage import fit_name, solve_draw_weights, solve_stored_weights
 from ..weights.certificate import gap_table
 from ..weights.losses import get_loss
@@ -347,7 +348,13 @@ class WeightDiagnostics:
         n_jobs = check_n_jobs(n_jobs)
         state = self.stages
         J = len(state.candidates.pool)
-        if refit:
+        if state.partitions is not None:  # dask rows: fold complements by passes only
+            if method != "folds":
+                refuse_results_feature("resample_weights(method='bootstrap' or refit=True)")
+            solutions = state.partitions.fold_complement(state.family, state.loss, state.folds)
+            names = [f"fold {k}" for k in range(len(solutions))]
+            values, gaps = np.stack([s.weights for s in solutions]), gap_table(solutions, names)
+        elif refit:
             values, names, gaps = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
         else:
             # A row of frequency weight w stands for w rows: the bootstrap draws from the
@@ -437,19 +444,12 @@ class WeightDiagnostics:
         ``solver_ridge``, ``stability`` (columns ``weight``, ``mean`` and
         ``spread``: mean and SD of :attr:`weight_stability`, the fold-to-fold
         spread, which understates the weights' sampling SD; the refitting
-        bootstrap is :meth:`weight_uncertainty`) and ``stability_resamples``; the
-        last two are None for a fit on dask data (the re-solves need the rows in one
-        process).
+        bootstrap is :meth:`weight_uncertainty`) and ``stability_resamples``.
         """
         w = self.weights.to_numpy()
-        if self._on_partitions:  # the re-solves need the rows in one process
-            resamples = stability = kind = None
-        else:
-            resamples = self.weight_stability
-            by_folds = resamples.columns[0].startswith("fold")
-            kind = "fold complements" if by_folds else f"bootstrap resamples (seed {self.seed})"
-            stability = stability_table(self.weights, resamples)
-            kind = f"{resamples.shape[1]} {kind}"
+        resamples = self.weight_stability
+        by_folds = resamples.columns[0].startswith("fold")
+        kind = "fold complements" if by_folds else f"bootstrap resamples (seed {self.seed})"
         return Diagnostics({
             "effective_candidates": effective_candidates(w),
             "weight_entropy": weight_entropy(w),
@@ -458,8 +458,8 @@ class WeightDiagnostics:
             "kkt_gap": self.kkt_gap,
             "weight_solver": self.weight_solver,
             "solver_ridge": float(self.stages.solution.ridge),
-            "stability": stability,
-            "stability_resamples": kind,
+            "stability": stability_table(self.weights, resamples),
+            "stability_resamples": f"{resamples.shape[1]} {kind}",
         })
 
     def resolve_candidates(self, names: str | Sequence[str | Sequence[str]]) -> list:

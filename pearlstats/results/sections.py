@@ -184,8 +184,6 @@ def diagnostics_table(res: PearlResults, correct: object) -> SimpleTable:
 def stability_table(res: PearlResults) -> SimpleTable:
     """The weights re-solved on each fold complement: mean and fold-to-fold spread."""
     stability = res.diagnostics["stability"]
-    if stability is None:  # a fit on dask data (pearlstats.in_memory_only)
-        return None
     shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
     shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
     rows = [[number_cell(r.weight), number_cell(r.mean), number_cell(r.spread)]

@@ -200,7 +200,15 @@ def test_every_summary_panel_on_dask_equals_the_in_memory_one(fits):
 
     for name in shown:
         assert lines(lazy.panels[name]) == lines(memory.panels[name]), name
-    assert "stability" not in lazy.panels  # re-solves need the rows in one process
+    assert "stability" in lazy.panels  # fold complements re-solved by passes
+
+
+def test_weights_re_solved_on_fold_complements_agree(fits):
+    _, on_dask, in_memory = fits
+    pd.testing.assert_frame_equal(on_dask.weight_stability, in_memory.weight_stability,
+                                  rtol=0, atol=1e-8)
+    pd.testing.assert_frame_equal(on_dask.diagnostics["stability"],
+                                  in_memory.diagnostics["stability"], rtol=0, atol=1e-8)
 
 
 @settings(max_examples=6, deadline=None)

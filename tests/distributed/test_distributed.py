@@ -435,10 +435,12 @@ def test_features_needing_rows_in_memory_are_refused_by_name(client):
     data = _problem("gaussian", n=300)
     frame, blocks = _dask(data, npartitions=2)
     res = pearl.fit(FORMULA, frame, blocks=blocks, cv=3, seed=0, honest=False)
-    for name in ("weight_uncertainty", "resample_weights", "weight_stability", "reweight"):
+    for name in ("weight_uncertainty", "reweight", "loss_sensitivity"):
         with pytest.raises(InMemoryOnlyError, match=f"res.{name} is not available for a fit on "
                                                     "dask data: .+ Fit an in-memory sample"):
             getattr(res, name)
+    with pytest.raises(InMemoryOnlyError, match=r"resample_weights\(method='bootstrap'"):
+        res.resample_weights("bootstrap")
     rows = {k: v for k, v in data.items() if k != "y"}
     with pytest.raises(OptionError, match="does not pickle"):
         pickle.dumps(res)
