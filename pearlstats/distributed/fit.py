@@ -27,7 +27,8 @@ from .ols import moment_pass, solve_least_squares
 from .oof import OofPasses
 from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
 
-__all__ = ["PartitionFit", "fit_partitions", "fold_complement_weights", "fold_spec_for"]
+__all__ = ["PartitionFit", "fit_partitions", "fold_complement_weights", "fold_spec_for",
+           "reweight_partitions"]
 
 def fold_spec_for(rule: FoldRule, seed: int, data: Any) -> tuple:
     """Hashed row positions for K-fold, or a fold column (the other forms were refused).
@@ -92,6 +93,24 @@ def _oof(rows, spec, family, fold_spec, moments, coefs, env, classes) -> Any:
                      _null_means(moments))
 
 
+def _stored_oof(rows: Any, spec: Any, family: Any, fold_spec: Any, fitted: PartitionFit) -> Any:
+    """The out-of-fold passes of the fit's stored fold coefficients (means or class
+    probabilities)."""
+    K = len(fitted.labels)
+    if fitted.classes is None:
+        return OofPasses(rows, spec, family.name, fold_spec, fitted.labels, fitted.coefs[:K],
+                         None, fitted.null_means)
+    return MultinomialOof(rows, spec, fold_spec, fitted.labels, fitted.coefs[:K],
+                          fitted.classes, fitted.null_means, None)
+
+
+def reweight_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
+                        fitted: PartitionFit, n_pool: int) -> Any:
+    """The pool's weights re-solved under another *loss* from the stored fold fits."""
+    return _weights(_stored_oof(rows, spec, family, fold_spec, fitted), loss, fitted.n,
+                    fitted.failed, n_pool)[0]
+
+
 def fold_complement_weights(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
                             fitted: PartitionFit, n_pool: int,
                             fold_rows: np.ndarray) -> list:
@@ -107,13 +126,7 @@ def fold_complement_weights(rows: Any, spec: Any, family: Any, loss: Any, fold_s
     for k in range(K):
         mapping = np.arange(K)
         mapping[k] = -1
-        relabelled = relabel_folds(fold_spec, mapping)
-        if fitted.classes is None:
-            oof = OofPasses(rows, spec, family.name, relabelled, fitted.labels, fitted.coefs[:K],
-                            None, fitted.null_means)
-        else:
-            oof = MultinomialOof(rows, spec, relabelled, fitted.labels, fitted.coefs[:K],
-                                 fitted.classes, fitted.null_means, None)
+        oof = _stored_oof(rows, spec, family, relabel_folds(fold_spec, mapping), fitted)
         n = int(fold_rows.sum() - fold_rows[k])
         solutions.append(_weights(oof, loss, n, fitted.failed, n_pool)[0])
     return solutions

@@ -23,6 +23,7 @@ from ..design.spec import Design
 from ..engines._common import EngineOutput
 from ..exceptions import OptionError
 from ..families import EncodedResponse
+from ..in_memory_only import LOSSES
 from ..inference import aps_prediction_sets, cv_plus_interval
 from ..nested import row_uniforms
 from ..stages import FitState, WeightOptions, build_pool, warn_cv_failures
@@ -34,7 +35,13 @@ from .data import (
     partition_folds,
     partition_response,
 )
-from .fit import PartitionFit, fit_partitions, fold_complement_weights, fold_spec_for
+from .fit import (
+    PartitionFit,
+    fit_partitions,
+    fold_complement_weights,
+    fold_spec_for,
+    reweight_partitions,
+)
 from .honest import OuterFits, held_out_rows, honest_table, new_row_predictions, outer_fits
 from .inference import refit_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
@@ -203,6 +210,14 @@ class PartitionedRows:
                 self.rows, self.rows_spec, family, loss, self.fold_spec, self.fitted,
                 self.n_pool, counts)
         return self.outer["fold complements"]
+
+    def reweight(self, family: Any, loss: Any) -> Any:
+        """The pool's weights re-solved under *loss* (a WeightSolution), by passes."""
+        if loss.name not in LOSSES:
+            raise OptionError(f"loss={loss.name!r} is not available for dask data; the weights "
+                              f"there minimise {LOSSES}")
+        return reweight_partitions(self.rows, self.rows_spec, family, loss, self.fold_spec,
+                                   self.fitted, self.n_pool)
 
     def null_predictions(self, folds: Any) -> Any:
         """The intercept-only model's out-of-fold predictions (lazy): each fold's mean response.

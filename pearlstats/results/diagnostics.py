@@ -516,6 +516,9 @@ class WeightDiagnostics:
                 "use that draw alone (refit with loss= for weights over every draw)",
                 PearlWarning, stacklevel=2,
             )
+        if state.partitions is not None:  # dask rows: the out-of-fold passes, another loss
+            solution = state.partitions.reweight(state.family, new_loss)
+            return self._with_state(replace(state, loss=new_loss, solution=solution))
         # The fit's whole weight stage, shrinkage included: a plain simplex solve gave
         # unshrunk weights, so reweight(res.loss) differed from res.weights.
         _, solution, entries = solve_draw_weights(
@@ -533,8 +536,8 @@ class WeightDiagnostics:
         Parameters
         ----------
         losses : sequence of str, optional
-            Defaults to every loss the family supports (with observation weights, those
-            the weights support: squared, cross-entropy, Poisson deviance).
+            Defaults to every loss the family supports (with observation weights or dask
+            data, those the weights support there: squared, cross-entropy, Poisson deviance).
 
         Returns
         -------
@@ -542,8 +545,9 @@ class WeightDiagnostics:
             Candidates x losses.
         """
         names = self.stages.family.sensitivity_losses if losses is None else list(losses)
-        if losses is None and self.stages.response.row_weights is not None:
-            # by default, the losses that observation weights support
+        if losses is None and (self.stages.response.row_weights is not None
+                               or self.stages.partitions is not None):
+            # by default, the losses that observation weights (and dask data) support
             names = [name for name in names if name in WEIGHTED_LOSSES]
         table = pd.DataFrame(
             {

@@ -203,6 +203,18 @@ def test_every_summary_panel_on_dask_equals_the_in_memory_one(fits):
     assert "stability" in lazy.panels  # fold complements re-solved by passes
 
 
+def test_weights_re_solved_under_other_losses_agree(fits):
+    _, on_dask, in_memory = fits
+    other = "squared" if in_memory.loss != "squared" else (
+        "cross_entropy" if in_memory.classes is not None else None)
+    if other is not None:
+        _close(on_dask.reweight(other).weights, in_memory.reweight(other).weights)
+    _close(on_dask.reweight(in_memory.loss).weights, in_memory.weights)
+    pd.testing.assert_frame_equal(on_dask.loss_sensitivity(), in_memory.loss_sensitivity(
+        [name for name in in_memory.stages.family.sensitivity_losses
+         if name in ("squared", "cross_entropy", "poisson_deviance")]), rtol=0, atol=1e-8)
+
+
 def test_weights_re_solved_on_fold_complements_agree(fits):
     _, on_dask, in_memory = fits
     pd.testing.assert_frame_equal(on_dask.weight_stability, in_memory.weight_stability,

@@ -435,12 +435,14 @@ def test_features_needing_rows_in_memory_are_refused_by_name(client):
     data = _problem("gaussian", n=300)
     frame, blocks = _dask(data, npartitions=2)
     res = pearl.fit(FORMULA, frame, blocks=blocks, cv=3, seed=0, honest=False)
-    for name in ("weight_uncertainty", "reweight", "loss_sensitivity"):
+    for name in ("weight_uncertainty", "honest_risk"):
         with pytest.raises(InMemoryOnlyError, match=f"res.{name} is not available for a fit on "
                                                     "dask data: .+ Fit an in-memory sample"):
             getattr(res, name)
     with pytest.raises(InMemoryOnlyError, match=r"resample_weights\(method='bootstrap'"):
         res.resample_weights("bootstrap")
+    with pytest.raises(OptionError, match="loss='absolute' is not available for dask data"):
+        res.reweight("absolute")
     rows = {k: v for k, v in data.items() if k != "y"}
     with pytest.raises(OptionError, match="does not pickle"):
         pickle.dumps(res)
