@@ -40,16 +40,15 @@ import pandas as pd
 
 from pearlstats.experiments import (
     SimulationSweep,
-    quick_mode,
-    results_folder,
     run_grid,
+    run_settings,
     write_result_note,
 )
 from pearlstats.plotting import plot_simulation
 
-QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
-RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
-N_JOBS = 1 if QUICK else -1  # every core for the full run
+# PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute; results go to
+# $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder); every core for a full run
+QUICK, RESULTS, N_JOBS = run_settings()
 
 if QUICK:
     sweep, sizes, repetitions = (

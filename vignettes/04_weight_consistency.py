@@ -29,15 +29,14 @@ from pearlstats.experiments import (
     block_formula,
     grid,
     paper_representations,
-    quick_mode,
-    results_folder,
     run_grid,
+    run_settings,
     write_result_note,
 )
 
-QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
-RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
-N_JOBS = 1 if QUICK else -1  # every core for the full run
+# PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute; results go to
+# $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder); every core for a full run
+QUICK, RESULTS, N_JOBS = run_settings()
 
 
 def consistency_task(setting, seed):

@@ -37,14 +37,14 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pearlstats.experiments import quick_mode, results_folder
+from pearlstats.experiments import run_settings
 from pearlstats.experiments.inference_checks.coefficients import check_coefficients
 from pearlstats.experiments.inference_checks.honest import check_honest_se
 from pearlstats.experiments.inference_checks.weights import check_weight_uncertainty
 
-QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
-RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
-N_JOBS = 1 if QUICK else -1
+# PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute; results go to
+# $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder); every core for a full run
+QUICK, RESULTS, N_JOBS = run_settings()
 
 
 def verdict(met) -> str:

@@ -37,11 +37,19 @@ from __future__ import annotations
 from .cli import main
 from .runner import RUNNER_FIELDS, grid, iter_runs, run_grid
 from .simulation import PAPER_GRID, SimulationSweep, cell_seed, paper_representations
-from .vignettes import block_formula, quick_mode, results_folder, write_result_note
+from .vignettes import (
+    RunSettings,
+    block_formula,
+    quick_mode,
+    results_folder,
+    run_settings,
+    write_result_note,
+)
 
 __all__ = [
     "PAPER_GRID",
     "RUNNER_FIELDS",
+    "RunSettings",
     "SimulationSweep",
     "block_formula",
     "cell_seed",
@@ -52,5 +60,6 @@ __all__ = [
     "quick_mode",
     "results_folder",
     "run_grid",
+    "run_settings",
     "write_result_note",
 ]

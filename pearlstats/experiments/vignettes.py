@@ -8,6 +8,11 @@ page runs as shown::
     QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run the tests and the docs execute
     RESULTS = results_folder()  # where its tables and figures go
 
+The simulation vignettes, which run a grid of fits, take all three settings in one line
+(:func:`run_settings`)::
+
+    QUICK, RESULTS, N_JOBS = run_settings()
+
 Quick runs never write into a folder of committed results: they go to
 ``$PEARLSTATS_RESULTS`` when it is set (the tests, the docs build and
 ``vignettes/render.py`` set it to a temporary or git-ignored folder), else to a
@@ -29,13 +34,13 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["QUICK_VARIABLE", "RESULTS_VARIABLE", "quick_mode", "results_folder",
-           "write_result_note", "block_formula"]
+__all__ = ["QUICK_VARIABLE", "RESULTS_VARIABLE", "RunSettings", "quick_mode", "results_folder",
+           "run_settings", "write_result_note", "block_formula"]
 
 QUICK_VARIABLE = "PEARLSTATS_QUICK"  # "1": the reduced run
 RESULTS_VARIABLE = "PEARLSTATS_RESULTS"  # a folder for the run's tables and figures
@@ -96,6 +101,30 @@ def write_result_note(folder: Path, name: str, title: str, command: str,
     path = Path(folder) / f"{name}.md"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+class RunSettings(NamedTuple):
+    """How a vignette runs: quick or full, where its results go, and its parallel jobs."""
+
+    quick: bool
+    results: Path
+    n_jobs: int
+
+
+def run_settings(name: str = "results") -> RunSettings:
+    """:func:`quick_mode`, :func:`results_folder` and the jobs of a vignette's grid of fits.
+
+    ``n_jobs`` is 1 for the quick run (the tests and the docs build run several at once)
+    and -1, every core, for the full run.
+
+    Examples
+    --------
+    >>> settings = run_settings()
+    >>> settings.n_jobs == (1 if settings.quick else -1)
+    True
+    """
+    quick = quick_mode()
+    return RunSettings(quick, results_folder(name), 1 if quick else -1)
 
 
 def block_formula(names: Iterable[str], response: str = "y") -> str:
