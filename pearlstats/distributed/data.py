@@ -25,6 +25,7 @@ from ..backends.lazy import is_dask_collection
 from ..backends.partitions import DaskRows, hash_folds
 from ..design.formula import covariate_row_variables, response_values
 from ..design.spec import Design, build_design
+from ..engines.moments import pilot_centre
 from ..exceptions import (
     BlockError,
     DataError,
@@ -32,7 +33,8 @@ from ..exceptions import (
     ResponseError,
 )
 
-__all__ = ["DaskRows", "dask_rows", "hash_folds", "head_design", "is_dask_collection", "uses_dask"]
+__all__ = ["DaskRows", "dask_rows", "fold_count", "hash_folds", "head_design",
+           "head_design_and_pilot", "is_dask_collection", "uses_dask"]
 
 
 def uses_dask(data: Any, blocks: Any=None) -> bool:
@@ -230,6 +232,23 @@ def check_distributable(design: Design) -> None:
 
 def head_design(rows: DaskRows, formula: Any, eval_env: Any) -> Design:
     """The fit's DesignSpec, built on the first partition with rows (a design of partition size)."""
+    return _first_rows(rows, formula, eval_env)[1]
+
+
+def head_design_and_pilot(rows: DaskRows, formula: Any, eval_env: Any,
+                          family: str) -> tuple[Design, np.ndarray]:
+    """:func:`head_design`, and the pilot centre the fit's moments are taken around.
+
+    The pilot is :func:`~pearlstats.engines.moments.pilot_centre` of the first partition's
+    design and response (column medians of its first rows), as the in-memory fit takes it
+    from the first rows of its data.
+    """
+    frame, design = _first_rows(rows, formula, eval_env)
+    y = partition_response(design.spec, family, frame, eval_env)
+    return design, pilot_centre(design.X, y.astype(float), None)
+
+
+def _first_rows(rows: DaskRows, formula: Any, eval_env: Any) -> tuple:
     from dask import compute
 
     tasks = rows.tasks(_head, formula)
@@ -239,7 +258,7 @@ def head_design(rows: DaskRows, formula: Any, eval_env: Any) -> Design:
     frame, _ = covariate_row_variables(formula, frame, eval_env)
     design = build_design(formula, frame, blocks, eval_env)
     check_distributable(design)
-    return design
+    return frame, design
 
 
 def _head(frame, blocks, offset, formula):
@@ -291,6 +310,14 @@ def partition_folds(frame: Any, offset: int, n_rows: int, fold_spec: Any) -> np.
     if kind == "hash":
         return hash_folds(np.arange(offset, offset + n_rows), value, extra)
     return np.searchsorted(extra, frame[value].to_numpy()).astype(np.intp)
+
+
+def fold_count(fold_spec: Any) -> int:
+    """K: the folds *fold_spec* deals rows to (labels 0..K-1; -1 leaves a row out)."""
+    kind, value, extra = fold_spec
+    if kind == "relabel":
+        return max(extra, default=-1) + 1
+    return int(value) if kind == "hash" else len(extra)
 
 
 def relabel_folds(fold_spec: Any, mapping: np.ndarray) -> tuple:

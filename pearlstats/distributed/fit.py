@@ -49,19 +49,18 @@ def fold_spec_for(rule: FoldRule, seed: int, data: Any) -> tuple:
 
 
 def _check_folds(moments, family: str) -> None:
-    labels = moments.labels
-    if labels != list(range(len(labels))) or len(labels) < 2:
+    empty = np.flatnonzero(moments.folds.count == 0)
+    if len(moments.labels) < 2 or empty.size:
         raise FoldError(
-            f"fold labels must be 0..K-1 with K >= 2, every fold non-empty; found {labels[:20]}"
+            f"fold labels must be 0..K-1 with K >= 2, every fold non-empty; found "
+            f"{len(moments.labels)} fold(s), of which {empty[:20].tolist()} have no rows"
         )
     if family == "binomial":
-        ones, n = moments.total("sy"), moments.n
-        for k in labels:
-            train_ones = ones - moments.folds[k]["sy"]
-            if train_ones == 0 or train_ones == n - moments.folds[k]["n"]:
-                raise FoldError(
-                    f"the training rows of fold {k} hold a single class; use fewer folds"
-                )
+        single = np.flatnonzero(moments.single_response())
+        if single.size:
+            raise FoldError(
+                f"the training rows of fold {int(single[0])} hold a single class; use fewer folds"
+            )
 
 
 def _risks(stats, n: int):
@@ -77,8 +76,7 @@ def _null_means(moments) -> np.ndarray:
     Without offsets or weights (which the distributed fit does not take) this is the
     maximum-likelihood fit of every family it supports (mean, class frequency, mean rate).
     """
-    return np.array([moments.training("sy", k) / moments.training("n", k)
-                     for k in moments.labels])
+    return moments.response_means()[:-1]
 
 
 def _oof(rows, spec, family, fold_spec, moments, coefs, env, classes) -> Any:
@@ -246,7 +244,7 @@ def _mean_response(moments: Any, classes: Any) -> float | np.ndarray:
     """The intercept-only model of the rows fitted: the mean response (multinomial: the
     class frequencies)."""
     if classes is None:
-        return float(moments.total("sy") / moments.n)
+        return float(moments.response_means()[-1])
     counts = classes.counts.sum(axis=0)
     return counts / counts.sum()
 
@@ -256,7 +254,8 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     """Cross-validate every candidate and solve the weights, one pass over the partitions each.
 
     *everything* is the pool's candidates then the baseline-only ones (the first *n_pool*
-    are weighted); *centre* is the pilot centre of the design's columns.
+    are weighted); *centre* is the pilot centre of the design's columns and the response
+    (:func:`~pearlstats.distributed.ols.moment_pass`).
     """
     env = None  # patsy's EvalEnvironment does not pickle: workers use the spec's namespace
     classes, passes = None, 1

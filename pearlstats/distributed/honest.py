@@ -175,8 +175,9 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
         The pool's candidates, then the baseline-only ones.
     n_pool : int
     ridge : float
-    centre : ndarray (p,)
-        The pilot centre of the design's columns (as for the fit).
+    centre : ndarray (p + 1,) or (p,)
+        The pilot centre of the design's columns and the response, as for the fit
+        (:func:`~pearlstats.distributed.ols.moment_pass`).
     outer : int or "loo", default 5
         Outer folds: the fit's folds are dealt to ``min(outer, K)`` of them.
     seed : int, default 0

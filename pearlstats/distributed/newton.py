@@ -37,7 +37,7 @@ from ..exceptions import SeparationError
 from .data import partition_inputs
 from .driver import pass_newton
 from .multinomial import candidate_sums, class_codes
-from .ols import feasible_candidates, scaled_design, to_original, training_penalty
+from .ols import feasible_candidates, to_original
 
 __all__ = ["mean_of", "newton_coefficients", "newton_with_separation"]
 
@@ -178,17 +178,15 @@ def _starts(kind, moments, designs, plan_candidates, slots, per_column=1) -> tup
     *per_column* coefficients per column (C - 1 for multinomial, class-major), each class's
     block with the column's ridge weight.
     """
-    labels = moments.labels
-    K = len(labels)
     intercept = designs[True].intercept
     d = max(S.size for S, _ in plan_candidates) * per_column
-    n_train = _n_train(moments)
-    mean_y = np.array([moments.training("sy", k) for k in labels] + [moments.total("sy")]) / n_train
+    mean_y = moments.response_means()
+    weights_of = {centre: moments.penalties(design) for centre, design in designs.items()}
     theta0, penalty = np.zeros((len(slots[0]), d)), np.zeros((len(slots[0]), d))
     for q, (jj, k) in enumerate(zip(*slots)):
         S, centre = plan_candidates[jj]
         design = designs[centre]
-        weights = training_penalty(moments, design, None if k == K else labels[k])[S]
+        weights = weights_of[centre][k, S]
         penalty[q, : S.size * per_column] = np.tile(weights, per_column)
         if kind == "poisson" and centre:
             where = int(np.flatnonzero(S == intercept)[0])
@@ -204,13 +202,6 @@ def _per_column(plan: dict) -> int:
     return 1 if classes is None else len(classes) - 1
 
 
-def _n_train(moments) -> np.ndarray:
-    """Training rows of each fold, then all rows."""
-    return np.array(
-        [moments.n - moments.folds[k]["n"] for k in moments.labels] + [moments.n], dtype=float
-    )
-
-
 def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=None, start=None,
            reuse=0.01):
     """One :func:`pass_newton` run over the problems *slots* = (candidate positions, fold slots)."""
@@ -224,7 +215,7 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
     sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]]) * per_column
     # only then is the largest |eta| (multinomial: -log(-log p_own)) needed
     separates = kind in ("binomial", "multinomial") and ridge == 0
-    evaluate = _Passes(rows, args, slots, _n_train(moments)[slots[1]], sizes, separates)
+    evaluate = _Passes(rows, args, slots, moments.n_train[slots[1]], sizes, separates)
 
     def separated(problems, theta, step, iterations, values, columns):
         if not separates:
@@ -301,12 +292,12 @@ def newton_coefficients(
         Distributed passes the Newton iterations took.
     """
     labels = moments.labels
-    K, J, p = len(labels), len(candidates), len(moments.pilot)
-    designs = {centre: scaled_design(moments, centre) for centre in (True, False)}
+    K, J, p = len(labels), len(candidates), moments.p
+    designs = {centre: moments.design(centre) for centre in (True, False)}
     plan = {"classes": classes}
     m = _per_column(plan)
     feasible, plan_candidates, failed, entries = feasible_candidates(
-        candidates, int(_n_train(moments)[:-1].min()), ridge, K + 2, designs[True].intercept, m
+        candidates, int(moments.n_train[:-1].min()), ridge, K + 2, designs[True].intercept, m
     )
     coefs = np.zeros((K + 1, p, J) + ((m,) if classes is not None else ()))
     if not feasible:

@@ -1,22 +1,24 @@
-"""Partition-wise moments and Gram matrices, and the least-squares candidates solved from them.
+"""Partition-wise fold moments, and the least-squares candidates solved from them.
 
-One pass over the partitions returns, per fold label, the held-out rows'
-count, column sums, Gram matrix ``X'X``, ``X'y`` and ``y'y`` of the design
-shifted by a pilot centre (the first partition's column means, so the sums do
-not lose digits to large column means), plus column minima, maxima and
-largest absolute values. Every fold's training statistics are the totals
-minus its own; the standardisation of the in-memory engine
-(:class:`~pearlstats.engines._common.ScaledDesign`: centred by the all-rows
-means when the candidate has the intercept, scaled by the all-rows SDs) and
-its fold penalty weights follow from them, and each candidate's K systems are
-solved on the client by the in-memory engine's own penalised solver
-(:func:`pearlstats.engines.ols._solve_penalised`). A singular system gets
-the minimum-norm solution through the pseudo-inverse of the Gram matrix
-(the in-memory engine computes the same solution by ``lstsq`` on the rows).
+One pass over the partitions returns, per fold label, the moments of the
+held-out rows' ``[X, y]``: the in-memory engine's
+:class:`~pearlstats.engines.moments.FoldMoments` (counts, means and centred
+cross products around a common pilot, in per-column power-of-two units),
+computed on each partition by :func:`~pearlstats.engines.moments.fold_moments`
+a chunk of rows at a time and added up pairwise on the workers by the same
+exact update (Chan, Golub & LeVeque) that adds chunks in memory. Every fold's
+training moments are the exact complements (prefix and suffix sums over the
+other folds, never the total minus the fold); the standardisation, the
+standardised systems, the ridge weights and the batched solve are the
+in-memory engine's (:mod:`pearlstats.engines.ols`), so a candidate's
+coefficients are computed by one code whatever holds the rows. A singular
+system gets the minimum-norm solution through the pseudo-inverse of its Gram
+matrix (the in-memory engine computes the same solution by ``lstsq`` on the rows).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,128 +26,112 @@ import numpy as np
 
 from ..backends.partitions import tree_sum
 from ..engines._common import ScaledDesign, infeasible_entry, too_wide_entry
-from ..engines.ols import _solve_penalised
+from ..engines.moments import (
+    FoldMoments,
+    design_from_moments,
+    fold_moments,
+    standardised_systems,
+    training_penalty_weights,
+)
+from ..engines.ols import candidate_design, solve_candidate_systems
 from ..ledger import LedgerEntry
-from .data import partition_inputs
+from .data import fold_count, partition_inputs
 
 __all__ = [
     "Moments",
     "feasible_candidates",
     "moment_pass",
-    "scaled_design",
     "solve_least_squares",
 ]
 
 
 @dataclass(frozen=True)
 class Moments:
-    """All-rows and per-fold sums of the (pilot-centred) design, and the column ranges.
+    """The fit's rows' moments of ``[X, y]``, one group per fold label 0..K-1.
 
     Attributes
     ----------
-    pilot : ndarray (p,)
-        The centre ``c0`` the sums are taken around.
-    folds : dict of int -> dict
-        Per fold label: ``n``, ``s`` (sums of X - c0), ``G`` (Gram of X - c0),
-        ``r`` ((X - c0)'y), ``sy``, ``syy``.
-    low, high, big : ndarray (p,)
-        Column minima, maxima and largest absolute values over all rows.
+    folds : FoldMoments
+        Group k: the rows of fold k.
     """
 
-    pilot: np.ndarray
-    folds: dict
-    low: np.ndarray
-    high: np.ndarray
-    big: np.ndarray
+    folds: FoldMoments
 
     @property
     def labels(self) -> list[int]:
-        return sorted(self.folds)
+        return list(range(len(self.folds.count)))
 
-    def total(self, key: str) -> np.ndarray:
-        return sum(self.folds[k][key] for k in self.labels)
-
-    def training(self, key: str, k: int) -> np.ndarray:
-        return self.total(key) - self.folds[k][key]
+    @property
+    def p(self) -> int:
+        """Columns of the design."""
+        return len(self.folds.pilot) - 1
 
     @property
     def n(self) -> int:
-        return int(self.total("n"))
+        return int(self.folds.count.sum())
+
+    @functools.cached_property
+    def total(self) -> FoldMoments:
+        """All rows (one group)."""
+        return self.folds.total()
+
+    @functools.cached_property
+    def training(self) -> FoldMoments:
+        """Group k: every row but fold k's (exact complements)."""
+        return self.folds.complements()
+
+    @property
+    def n_train(self) -> np.ndarray:
+        """Training rows of each fold, then all rows (K + 1,)."""
+        return np.append(self.training.count, self.total.count)
+
+    def response_means(self) -> np.ndarray:
+        """Mean response of each fold's training rows, then of all rows (K + 1,)."""
+        means = np.concatenate([self.training.mean[:, -1], self.total.mean[:, -1]])
+        return self.folds.pilot[-1] + means * self.folds.unit[-1]
+
+    def single_response(self) -> np.ndarray:
+        """(K,): whether each fold's training rows hold a single response value."""
+        return self.training.low[:, -1] == self.training.high[:, -1]
+
+    def design(self, centre: bool) -> ScaledDesign:
+        """The in-memory engine's standardisation of the design's columns."""
+        return design_from_moments(self.total, centre)
+
+    def systems(self, design: ScaledDesign) -> tuple[np.ndarray, np.ndarray]:
+        """``Z'Z`` (K + 1, p, p) and ``Z'y`` (K + 1, p) of each fold's training rows, then
+        of all rows."""
+        (gram, cross), (all_gram, all_cross) = (standardised_systems(self.training, design),
+                                                standardised_systems(self.total, design))
+        return np.concatenate([gram, all_gram]), np.concatenate([cross, all_cross])
+
+    def penalties(self, design: ScaledDesign) -> np.ndarray:
+        """Ridge weights on the standardised coefficients (K + 1, p): each column's variance
+        over each fold's training rows, then over all rows."""
+        return np.concatenate([training_penalty_weights(self.training, design),
+                               training_penalty_weights(self.total, design)])
 
 
 def _moment_part(frame, blocks, offset, spec, family, fold_spec, pilot, env):
     X, y, folds = partition_inputs(frame, blocks, offset, spec, family, fold_spec, env)
-    Xc = X - pilot
-    big = np.abs(X).max(axis=0, initial=0.0)  # initial: a partition whose rows are all left out
-    # (min, max) pairs combine by minimum and maximum: the largest |value| rides as (-big, big)
-    out = {"range": (X.min(axis=0, initial=np.inf), X.max(axis=0, initial=-np.inf)),
-           "big": (-big, big), "folds": {}}
-    for k in np.unique(folds):
-        r = folds == k
-        part = Xc[r]
-        out["folds"][int(k)] = {
-            "n": int(r.sum()),
-            "s": part.sum(axis=0),
-            "G": part.T @ part,
-            "r": part.T @ y[r],
-            "sy": float(y[r].sum()),
-            "syy": float(y[r] @ y[r]),
-        }
-    return out
+    K = fold_count(fold_spec)
+    return fold_moments(X, y.astype(float), folds, np.arange(K), rest=False,
+                        pilot=pilot).take(np.arange(K))
 
 
 def moment_pass(
     rows: Any, spec: Any, family: str, fold_spec: Any, pilot: np.ndarray, env: Any
 ) -> Moments:
-    """One pass: the per-fold moments of the design and response."""
-    total = tree_sum(rows.tasks(_moment_part, spec, family, fold_spec, pilot, env))
-    return Moments(pilot, total["folds"], total["range"][0], total["range"][1], total["big"][1])
+    """One pass: the per-fold moments of the design and response.
 
-
-def scaled_design(m: Moments, centre: bool) -> ScaledDesign:
-    """The in-memory engine's standardisation of the design, from the moments."""
-    n = m.n
-    shift = m.total("s") / n
-    mean = m.pilot + shift
-    var = np.maximum(np.diagonal(m.total("G")) / n - shift**2, 0.0)
-    constant = m.high == m.low
-    sd = np.where(constant, 0.0, np.sqrt(var))
-    scale = np.where(sd > 0, sd, np.where(m.big > 0, m.big, 1.0))
-    candidates = np.flatnonzero(constant & (m.high != 0))
-    intercept = int(candidates[0]) if candidates.size else None
-    penalized = np.ones(len(scale), dtype=bool)
-    center = np.zeros(len(scale))
-    value = 1.0
-    if intercept is not None:
-        penalized[intercept] = False
-        value = float(m.high[intercept])
-        if centre:
-            center = np.where(penalized, mean, 0.0)
-    return ScaledDesign(center, scale, penalized, intercept, value)
-
-
-def standardised_gram(m: Moments, design: ScaledDesign, k: int | None) -> np.ndarray:
-    """``Z'Z``, ``Z'y`` and the row count of fold k's training rows (all rows for None)."""
-
-    def get(key):
-        return m.total(key) if k is None else m.training(key, k)
-
-    n, s, G, r, sy = get("n"), get("s"), get("G"), get("r"), get("sy")
-    delta = design.center - m.pilot  # (X - center) = (X - c0) - delta
-    gram = G - np.outer(s, delta) - np.outer(delta, s) + n * np.outer(delta, delta)
-    cross = r - delta * sy
-    return gram / np.outer(design.scale, design.scale), cross / design.scale, float(n)
-
-
-def training_penalty(m: Moments, design: ScaledDesign, k: int | None) -> np.ndarray:
-    """Ridge weights on standardised coefficients: each column's training-row variance."""
-    if k is None:
-        return design.penalized.astype(float)
-    n = m.training("n", k)
-    mean = m.training("s", k) / n
-    var = np.maximum(np.diagonal(m.training("G", k)) / n - mean**2, 0.0) / design.scale**2
-    constant = m.high == m.low
-    return np.where(design.penalized, np.where(constant, 1.0, var), 0.0)
+    *pilot* is the centre of the design's columns and then the response (a centre of
+    the columns alone takes 0 for the response); every partition's moments are taken
+    around it, so they add up exactly.
+    """
+    pilot = np.asarray(pilot, dtype=float)
+    if len(pilot) == len(spec.column_names):
+        pilot = np.append(pilot, 0.0)
+    return Moments(tree_sum(rows.tasks(_moment_part, spec, family, fold_spec, pilot, env)))
 
 
 def _rank_note(label: str) -> LedgerEntry:
@@ -216,6 +202,9 @@ def feasible_candidates(
 def solve_least_squares(m: Moments, candidates: Any, ridge: float) -> tuple:
     """Coefficients of every candidate in every fold and on all rows.
 
+    The in-memory engine's solve (:func:`~pearlstats.engines.ols.solve_candidate_systems`)
+    on the fold moments' standardised systems.
+
     Returns
     -------
     coefs : ndarray (K + 1, p, J)
@@ -223,37 +212,24 @@ def solve_least_squares(m: Moments, candidates: Any, ridge: float) -> tuple:
     failed : ndarray of bool (J,)
     entries : list of LedgerEntry
     """
-    labels = m.labels
-    K, J, p = len(labels), len(candidates), len(m.pilot)
-    n_train_min = int(min(m.n - m.folds[k]["n"] for k in labels))
+    K, J, p = len(m.labels), len(candidates), m.p
     coefs = np.zeros((K + 1, p, J))
-    designs = {centre: scaled_design(m, centre) for centre in (True, False)}
     feasible, plans, failed, entries = feasible_candidates(
-        candidates, n_train_min, ridge, 2, designs[True].intercept
-    )
-    systems = {
-        centre: [standardised_gram(m, designs[centre], k) for k in [*labels, None]]
-        for centre in (True, False)
-    }
-    penalties = {
-        centre: [training_penalty(m, designs[centre], k) for k in [*labels, None]]
-        for centre in (True, False)
-    }
-    for j, (S, centre) in zip(feasible, plans):
-        candidate = candidates[j]
-        design = designs[centre]
-        A = np.stack([g[np.ix_(S, S)] for g, _, _ in systems[centre]])[:, None]
-        rhs = np.stack([c[S] for _, c, _ in systems[centre]])[:, None]
-        weights = np.stack([n * w[S] for (_, _, n), w in zip(systems[centre], penalties[centre])])[
-            :, None
-        ]
-        beta, singular = _solve_penalised(A, rhs, weights, ridge)
-        beta = beta[:, 0]
-        if singular[0]:
-            beta = np.stack(
-                [np.linalg.pinv(A[k, 0], hermitian=True) @ rhs[k, 0] for k in range(K + 1)]
-            )
-            entries.append(_rank_note(candidate.label))
+        candidates, int(m.n_train[:-1].min()), ridge, 2, None)
+    if not feasible:
+        return coefs, failed, entries
+    local = [S for S, _ in plans]
+    design = candidate_design(m.total, local)
+    gram, cross = m.systems(design)
+    penalty = (m.n_train[:, None] * m.penalties(design) if ridge > 0
+               else np.zeros((K + 1, p)))
+    beta, singular = solve_candidate_systems(gram, cross, penalty, local, ridge)
+    for i, (j, S) in enumerate(zip(feasible, local)):
+        if singular[i]:
+            for k in range(K + 1):
+                A = gram[k][np.ix_(S, S)] + ridge * np.diag(penalty[k, S])
+                beta[k, S, i] = np.linalg.pinv(A, hermitian=True) @ cross[k, S]
+            entries.append(_rank_note(candidates[j].label))
         for k in range(K + 1):
-            coefs[k, :, j] = to_original(design, S, beta[k], p)
+            coefs[k, :, j] = to_original(design, S, beta[k, S, i], p)
     return coefs, failed, entries

@@ -30,7 +30,7 @@ from ..stages import FitState, WeightOptions, build_pool, warn_cv_failures
 from .data import (
     DaskRows,
     dask_rows,
-    head_design,
+    head_design_and_pilot,
     partition_design,
     partition_folds,
     partition_response,
@@ -85,8 +85,9 @@ class PartitionedRows:
         How each row's fold is found (hashed position or a fold column).
     fitted : PartitionFit
         The cross-validation, weights and all-rows coefficients.
-    centre : ndarray (p,)
-        The pilot centre of the design's columns (the first partition's means).
+    centre : ndarray (p + 1,)
+        The pilot centre of the design's columns and the response (column medians of the
+        first partition's first rows) that the fold moments are taken around.
     everything : tuple of Candidate
         The pool's candidates then the baseline-only ones (the coefficients' columns).
     n_pool : int
@@ -264,10 +265,9 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     """
     fold_spec = fold_spec_for(rule, seed, data)
     rows = dask_rows(data, blocks, formula)
-    head = head_design(rows, formula, env)
+    head, centre = head_design_and_pilot(rows, formula, env, family.name)
     pool = build_pool(head, candidates, max_candidates)
     spec = head.spec
-    centre = head.X.mean(axis=0)
     fitted = fit_partitions(rows, spec, family, loss, fold_spec, pool.everything,
                             len(pool.pool), ridge, centre)
     partitions = PartitionedRows(rows, fold_spec, fitted, centre, tuple(pool.everything),

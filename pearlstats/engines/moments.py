@@ -124,6 +124,14 @@ class FoldMoments:
             cross[g, p, p] = y[rows] @ y[rows]
         return cls(counts.astype(float), pilot, unit, mean, cross, low, high)
 
+    @classmethod
+    def empty(cls, groups: int, pilot: np.ndarray) -> "FoldMoments":
+        """*groups* groups without rows (what a pass over no rows adds up to)."""
+        q = len(pilot)
+        return cls(np.zeros(groups), pilot, np.ones(q), np.zeros((groups, q)),
+                   np.zeros((groups, q, q)), np.full((groups, q), np.inf),
+                   np.full((groups, q), -np.inf))
+
     def rescaled(self, unit: np.ndarray) -> "FoldMoments":
         """The same moments in larger units *unit* (powers of two, so the change is exact)."""
         if np.array_equal(unit, self.unit):
@@ -285,6 +293,7 @@ def fold_moments(
     columns: np.ndarray | None = None,
     chunk_rows: int | None = None,
     rest: bool = True,
+    pilot: np.ndarray | None = None,
 ) -> FoldMoments:
     """Moments of ``[X[:, columns], y]`` per fold of *fold_set*, and of all other rows.
 
@@ -293,10 +302,16 @@ def fold_moments(
     fold ``fold_set[g]``; the last group every other row (empty when *fold_set*
     holds every fold, or with ``rest=False``: those rows are then not read). With
     ``folds=None`` every row is in the last group. *X* is read in place, a chunk
-    of rows at a time.
+    of rows at a time. The moments are taken around *pilot* ((q,), default
+    :func:`pilot_centre` of these rows); moments of other rows around the same
+    pilot add up with ``+`` (the dask fit sums its partitions' so). No rows give
+    :meth:`FoldMoments.empty`.
     """
     lookup = _fold_lookup(folds, fold_set)
-    pilot = pilot_centre(X, y, columns)
+    if pilot is None:
+        pilot = pilot_centre(X, y, columns)
+    if not len(y):
+        return FoldMoments.empty(len(fold_set) + 1, pilot)
     scratch = Scratch()  # every chunk is read into the same memory (of_sorted_rows keeps none)
 
     def part(rows: slice) -> FoldMoments:

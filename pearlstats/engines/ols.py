@@ -58,7 +58,8 @@ from .moments import (
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
 
-__all__ = ["ols_cv_predict", "ols_loo_predict", "ols_fit"]
+__all__ = ["ols_cv_predict", "ols_loo_predict", "ols_fit", "solve_candidate_systems",
+           "candidate_design"]
 
 
 
@@ -159,7 +160,7 @@ def _rank_note(label: str, fold) -> LedgerEntry:
     )
 
 
-def _candidate_design(total: FoldMoments, local: list[np.ndarray]) -> ScaledDesign:
+def candidate_design(total: FoldMoments, local: list[np.ndarray]) -> ScaledDesign:
     """Standardisation of the group's columns, centred only if every candidate has the intercept."""
     design = design_from_moments(total)
     if design.intercept is not None and not all(design.intercept in S for S in local):
@@ -304,7 +305,7 @@ def _predict_group(X, y, members, used, folds, ridge, predictions, group, entrie
     labels = [c.label for c in members]
     fold_sets = _fold_sets(int(folds.max()) + 1, used.size, len(members))
     total, training = _training_moments(X, y, folds, fold_sets, columns)
-    design = _candidate_design(total, local)
+    design = candidate_design(total, local)
     for i, fold_set in enumerate(fold_sets):
         train = training(i)
         gram, cross = standardised_systems(train, design)
@@ -351,6 +352,51 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
             predictions[np.ix_(rows.start + order[:inside], group)] = out
 
 
+def solve_candidate_systems(gram: np.ndarray, cross: np.ndarray, penalty: np.ndarray,
+                            local: Sequence[np.ndarray], ridge: float):
+    """Standardised coefficients of m candidates from F groups' systems.
+
+    Parameters
+    ----------
+    gram : ndarray (F, p, p)
+        ``Z'Z`` of each group's rows (:func:`~pearlstats.engines.moments.standardised_systems`).
+    cross : ndarray (F, p)
+        ``Z'y``.
+    penalty : ndarray (F, p)
+        Each group's ridge weights times its row count (zeros without ridge).
+    local : sequence of ndarray
+        Each candidate's columns (positions in ``range(p)``).
+    ridge : float
+
+    Returns
+    -------
+    coefs : ndarray (F, p, m)
+        Zero outside a candidate's columns, and for a candidate whose systems are singular.
+    singular : ndarray of bool (m,)
+        Candidates with a numerically singular system in some group: the caller solves
+        those by minimum-norm least squares (from the rows, or the Gram matrix).
+    """
+    coefs = np.zeros((gram.shape[0], gram.shape[1], len(local)))
+    singular = np.zeros(len(local), dtype=bool)
+    same_size: dict[int, list[int]] = {}
+    for i, S in enumerate(local):
+        same_size.setdefault(S.size, []).append(i)
+    # Candidates with the same number of columns are solved together, in one batched
+    # Cholesky over (fold, candidate): a few large calls instead of J small ones.
+    for size, members in same_size.items():
+        step = max(1, BATCH_ELEMENTS // (gram.shape[0] * size * size))
+        for start in range(0, len(members), step):
+            batch = members[start:start + step]
+            index = np.stack([local[i] for i in batch])  # (m, size)
+            A = gram[:, index[:, :, None], index[:, None, :]]  # (F, m, size, size)
+            beta, bad = _solve_penalised(A, cross[:, index], penalty[:, index], ridge)
+            for b, i in enumerate(batch):
+                singular[i] = bad[b]
+                if not bad[b]:
+                    coefs[:, local[i], i] = beta[:, b]
+    return coefs, singular
+
+
 def _solve_folds(design, X, y, where, local, fold_gram, fold_cross, penalty, ridge, labels,
                  entries):
     """Standardised coefficients (F, p, m) of the m candidates in the folds of *where*.
@@ -358,32 +404,15 @@ def _solve_folds(design, X, y, where, local, fold_gram, fold_cross, penalty, rid
     *where* is ``(folds, fold_set, used)``: the fold labels, the folds solved, the columns.
     """
     folds, fold_set, used = where
-    coefs = np.zeros((len(fold_set), fold_gram.shape[1], len(local)))
-    same_size: dict[int, list[int]] = {}
-    for i, S in enumerate(local):
-        same_size.setdefault(S.size, []).append(i)
-    # Candidates with the same number of columns are solved together, in one batched
-    # Cholesky over (fold, candidate): a few large calls instead of J small ones.
-    for size, members in same_size.items():
-        step = max(1, BATCH_ELEMENTS // (len(fold_set) * size * size))
-        for start in range(0, len(members), step):
-            batch = members[start:start + step]
-            index = np.stack([local[i] for i in batch])  # (m, size)
-            A = fold_gram[:, index[:, :, None], index[:, None, :]]  # (K, m, size, size)
-            beta, singular = _solve_penalised(A, fold_cross[:, index], penalty[:, index], ridge)
-            for b, i in enumerate(batch):
-                S = local[i]
-                if not singular[b]:
-                    coefs[:, S, i] = beta[:, b]
-                    continue
-                for g, k in enumerate(fold_set):
-                    train = folds != k
-                    coefs[g, S, i] = _min_norm_coefficients(
-                        design.subset(S), X[np.ix_(train, used[S])], y[train])
-                if not any(
-                    e.candidate == labels[i] and e.kind == "rank deficient" for e in entries
-                ):
-                    entries.append(_rank_note(labels[i], None))
+    coefs, singular = solve_candidate_systems(fold_gram, fold_cross, penalty, local, ridge)
+    for i in np.flatnonzero(singular):
+        S = local[i]
+        for g, k in enumerate(fold_set):
+            train = folds != k
+            coefs[g, S, i] = _min_norm_coefficients(
+                design.subset(S), X[np.ix_(train, used[S])], y[train])
+        if not any(e.candidate == labels[i] and e.kind == "rank deficient" for e in entries):
+            entries.append(_rank_note(labels[i], None))
     return coefs
 
 

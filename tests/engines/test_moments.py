@@ -172,3 +172,26 @@ def test_fold_sets_downdated_from_all_rows_equal_the_one_pass_complements(monkey
     sets = ols_cv_predict(X, y, candidates, folds, ridge)
     np.testing.assert_allclose(sets.predictions, one_pass.predictions, rtol=1e-10, atol=1e-10)
     assert [e.kind for e in sets.entries] == [e.kind for e in one_pass.entries]
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e8])
+def test_moments_of_partitions_added_up_equal_the_direct_ones(offset):
+    """What the dask fit does: each partition's moments around one pilot (one of them without
+    rows), added up with ``+`` (pairwise, as tree_sum adds them), give every fold's training
+    moments as a direct computation on the rows does."""
+    X, y = _data(offset=offset)
+    W = np.column_stack([X, y])
+    folds = np.arange(len(y)) % 4
+    pilot = np.median(W[:10], axis=0)  # the first partition's pilot
+    bounds = [0, 7, 7, 40, 41, len(y)]  # unequal partitions, one empty, one of a single row
+    parts = [fold_moments(X[a:b], y[a:b], folds[a:b], np.arange(4), chunk_rows=5, rest=False,
+                          pilot=pilot).take(np.arange(4)) for a, b in zip(bounds, bounds[1:])]
+    assert parts[1].count.sum() == 0
+    summed = (parts[0] + parts[1]) + ((parts[2] + parts[3]) + parts[4])
+    training = summed.complements()
+    for k in range(4):
+        n, mean, cross = _direct(W, folds != k)
+        got_mean, got_cross = _in_units(training, k)
+        assert training.count[k] == n
+        np.testing.assert_allclose(got_mean, mean, rtol=1e-13, atol=1e-12 * np.abs(mean).max())
+        np.testing.assert_allclose(got_cross, cross, rtol=1e-10, atol=1e-10 * np.abs(cross).max())
