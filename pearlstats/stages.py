@@ -68,6 +68,8 @@ __all__ = [
     "assign_folds",
     "cross_validate",
     "solve_stage_weights",
+    "check_some_candidate_fitted",
+    "duplicate_entries",
     "worker_count",
     "complement_rows",
 ]
@@ -495,24 +497,38 @@ def solve_stage_weights(
     failed = output.failed[:n_pool]
     if warn_failures:
         warn_cv_failures(output, labels, stacklevel + 1)
-    if failed.all():
-        ledger = FailureLedger()
-        ledger.extend(output.entries)
-        first = next(entry for entry in output.entries if entry.excluded)
-        raise AllCandidatesFailedError(
-            f"all {n_pool} candidates failed in cross-validation "
-            f"(first: {first.candidate!r}, {first.kind}: "
-            f"{first.reason}; {first.action})",
-            ledger.to_frame(),
-        )
+    check_some_candidate_fitted(output.entries, failed)
     solution = solve_weights(output.predictions[:, :n_pool], y, loss, active=~failed,
                              context=context)
-    entries = list(output.entries)
-    for group in solution.merged:
+    return solution, list(output.entries) + duplicate_entries(solution.merged, labels)
+
+
+def check_some_candidate_fitted(entries: Sequence[LedgerEntry], failed: np.ndarray) -> None:
+    """Raise AllCandidatesFailedError, with the ledger, when every weighted candidate failed.
+
+    *failed* is the weighted candidates' mask; *entries* the cross-validation's ledger rows.
+    """
+    if not failed.all():
+        return
+    ledger = FailureLedger()
+    ledger.extend(entries)
+    first = next(entry for entry in entries if entry.excluded)
+    raise AllCandidatesFailedError(
+        f"all {len(failed)} candidates failed in cross-validation "
+        f"(first: {first.candidate!r}, {first.kind}: {first.reason}; {first.action})",
+        ledger.to_frame(),
+    )
+
+
+def duplicate_entries(merged: Sequence[Sequence[int]], labels: Sequence) -> list[LedgerEntry]:
+    """One ledger row per group of candidates (positions in *labels*) merged for the weight
+    solver."""
+    entries = []
+    for group in merged:
         members = [labels[i] for i in group]
         entries.append(LedgerEntry(
             members[0], None, "weights", "duplicate",
             f"candidates {members} have identical out-of-fold predictions",
             "merged for the weight solver; their weight is split equally", False,
         ))
-    return solution, entries
+    return entries

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..design.folds import FoldRule, fold_levels
-from ..exceptions import AllCandidatesFailedError, FoldError
-from ..ledger import LedgerEntry
+from ..exceptions import FoldError
+from ..stages import check_some_candidate_fitted, duplicate_entries
 from .data import relabel_folds
 from .multinomial import MultinomialOof, class_pass
 from .newton import newton_coefficients, newton_with_separation
@@ -174,19 +174,6 @@ def _weights(oof, loss, n, failed, n_pool):
     )
 
 
-def _duplicate_entries(solution, everything) -> list[LedgerEntry]:
-    """One ledger row per group of candidates merged for the weight solver."""
-    entries = []
-    for group in solution.merged:
-        members = [everything[i].label for i in group]
-        entries.append(LedgerEntry(
-            members[0], None, "weights", "duplicate",
-            f"candidates {members} have identical out-of-fold predictions",
-            "merged for the weight solver; their weight is split equally", False,
-        ))
-    return entries
-
-
 @dataclass
 class PartitionFit:
     """What the passes over the partitions computed: the cross-validation and the weights.
@@ -276,11 +263,10 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
             fit_rung, everything, ridge, family.name, family.separation
         )
         passes += newton_passes
-    if failed[:n_pool].all():
-        raise AllCandidatesFailedError(f"all {n_pool} candidates failed in cross-validation", None)
+    check_some_candidate_fitted(entries, failed[:n_pool])
     oof = _oof(rows, spec, family, fold_spec, moments, coefs, env, classes)
     solution, risk, se, extra, null = _weights(oof, loss, moments.n, failed, n_pool)
-    entries.extend(_duplicate_entries(solution, everything))
+    entries.extend(duplicate_entries(solution.merged, [c.label for c in everything]))
     return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
                         entries=entries, solution=solution, risk=risk, se=se, null=null,
                         null_means=oof.null, passes=passes + extra, classes=levels,

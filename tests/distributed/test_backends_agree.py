@@ -275,3 +275,25 @@ def test_a_frame_built_with_from_delayed_gives_the_same_results():
     _close(res.baselines[["cv_risk", "se"]], reference.baselines[["cv_risk", "se"]])
     _close(res.honest[["risk", "se"]], reference.honest[["risk", "se"]])
     assert "Strategies" in res.summary().as_text()
+
+
+def test_every_candidate_failing_raises_the_same_error_with_the_ledger():
+    """Blocks wider than the training rows: no candidate can be fitted on either backend, and
+    both raise the stages' error with the same message and failure ledger."""
+    rng = np.random.default_rng(5)
+    lengths = (5, 0, 9)
+    n = sum(lengths)
+    data = {"y": rng.normal(size=n), "x": rng.normal(size=n),
+            "a": rng.normal(size=(n, 20)), "b": rng.normal(size=(n, 20)),
+            "c": rng.normal(size=(n, 20))}
+    ddf, blocks = _partitioned(data, lengths)
+    errors = []
+    with pytest.warns(pearl.exceptions.CandidateFailureWarning):  # the in-memory fit's
+        for frame, extra in ((ddf, {"blocks": blocks}), (data, {})):
+            cv = 4 if extra else hash_folds(np.arange(n), 4, 3)
+            with pytest.raises(pearl.exceptions.AllCandidatesFailedError) as caught:
+                pearl.fit(FORMULA, frame, cv=cv, seed=3, honest=False, **extra)
+            errors.append(caught.value)
+    assert str(errors[0]) == str(errors[1])
+    assert "candidates failed in cross-validation (first:" in str(errors[0])
+    pd.testing.assert_frame_equal(errors[0].failures, errors[1].failures)
