@@ -86,8 +86,6 @@ RESULTS_NEEDING_ROWS = {
     "weight_uncertainty": "the bootstrap re-runs the procedure on resampled rows",
     "honest_risk": "custom nested re-runs (res.honest, with the fit's outer folds, is computed "
                    "on the partitions)",
-    "evaluate(dask rows) of a multinomial fit": "the multiclass scores of new dask rows have no "
-                                                "pass yet (res.predict of them works)",
 }
 
 

@@ -23,11 +23,10 @@ import pandas as pd
 
 from ..backends.partitions import tree_sum
 from ..exceptions import DataError, OptionError
-from ..in_memory_only import refuse_results_feature
 from ..weights.baselines import STRATEGIES
-from ..weights.metrics import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS
+from ..weights.metrics import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS, metric_sums
 from .data import dask_rows, partition_design, partition_response, uses_dask
-from .multinomial import oof_probabilities
+from .multinomial import class_codes, oof_probabilities
 from .newton import mean_of
 
 __all__ = ["DASK_ROWS", "DaskRows", "coefficient_matrix", "evaluate_dask", "predict_dask"]
@@ -115,27 +114,20 @@ def predict_dask(res: Any, newdata: Any, blocks: Any=None) -> Any:
     )
 
 
-def _score_part(frame, blocks, offset, spec, kind, B, W, env):
+def _score_part(frame, blocks, offset, spec, kind, B, W, env, classes):
     X = partition_design(spec, frame, blocks)
     y = partition_response(spec, kind, frame, env)
     P = _candidate_means(X, B, kind)
-    combined = P @ W  # (m, methods)
-    out = {"n": len(y)}
-    if kind == "binomial":
-        observed = np.where(y[:, None] == 1, combined, 1.0 - combined)
-        out["accuracy"] = np.sum((combined > 0.5) == (y[:, None] == 1), axis=0).astype(float)
-        out["cross_entropy"] = np.sum(-np.log(np.maximum(observed, 1e-15)), axis=0)
-        out["MSE"] = np.sum((y[:, None] - combined) ** 2, axis=0)
+    if classes is not None:  # class probabilities (rows, methods, C) of the class codes
+        y = class_codes(y, classes)
+        combined = np.einsum("rjc,jm->rmc", P, W)
     else:
-        out["MSE"] = np.sum((y[:, None] - combined) ** 2, axis=0)
-        out["MAE"] = np.sum(np.abs(y[:, None] - combined), axis=0)
-    return out
+        combined = P @ W  # (rows, methods)
+    return {"n": len(y)} | metric_sums(kind, y, combined)
 
 
 def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
     """Scores of PEARL and the baselines on dask test rows (see :meth:`PearlResults.evaluate`)."""
-    if res.family == "multinomial":
-        refuse_results_feature("evaluate(dask rows) of a multinomial fit")
     strategies = res.strategy_weights
     everything, flags = _everything(res)
     failed = dict(zip(strategies.columns, np.asarray(flags)))
@@ -152,14 +144,16 @@ def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
     columns += [np.eye(len(labels))[labels.index(s)] for s in singles]
     W = np.column_stack(columns)
     rows = _rows_for(res, test_data, blocks)
-    total = tree_sum(rows.tasks(_score_part, res.design_spec, res.family, B, W, None))
-    names = list(REGRESSION_METRICS if res.family != "binomial" else CLASSIFICATION_METRICS)
+    classes = np.asarray(res.classes) if res.family == "multinomial" else None
+    total = tree_sum(rows.tasks(_score_part, res.design_spec, res.family, B, W, None, classes))
+    classifies = res.family in ("binomial", "multinomial")
+    names = list(CLASSIFICATION_METRICS if classifies else REGRESSION_METRICS)
     scores = {name: total[name] / total["n"] for name in names}
     table = {method: {name: scores[name][i] for name in names} for i, method in enumerate(methods)}
     single = {
         s: {name: scores[name][len(methods) + i] for name in names} for i, s in enumerate(singles)
     }
-    primary = "MSE" if res.family != "binomial" else "cross_entropy"
+    primary = "cross_entropy" if classifies else "MSE"
     best = min(singles, key=lambda s: single[s][primary]) if singles else None
     table[ORACLE] = single[best] if best is not None else {}
     frame = pd.DataFrame.from_dict(table, orient="index").reindex(

@@ -26,6 +26,7 @@ __all__ = [
     "CLASSIFICATION_METRICS",
     "regression_metrics",
     "classification_metrics",
+    "metric_sums",
 ]
 
 ORACLE = "Oracle block"
@@ -71,3 +72,51 @@ def classification_metrics(codes: np.ndarray, probabilities: np.ndarray,
         "cross_entropy": float(np.mean(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)))),
         "MSE": mean_squared_error(codes, probabilities, "multinomial"),
     }
+
+
+def metric_sums(family: str, y: np.ndarray, predictions: np.ndarray) -> dict:
+    """The metrics' sums over rows for M predictions at once (divide by the rows for the metrics).
+
+    What a pass over row chunks or dask partitions adds up: the dask score tables are
+    these sums over the partitions (:mod:`pearlstats.distributed.predict`), and for one
+    prediction they are :func:`regression_metrics` and :func:`classification_metrics`
+    times the row count.
+
+    Parameters
+    ----------
+    family : str
+        ``"gaussian"`` or ``"poisson"`` (regression metrics), ``"binomial"`` or
+        ``"multinomial"`` (classification metrics).
+    y : ndarray (n,)
+        The response in the family's coding (0/1 for binomial, class codes 0..C-1).
+    predictions : ndarray (n, M), or (n, M, C) for multinomial
+        Means or P(y = 1); class probabilities.
+
+    Returns
+    -------
+    dict of str -> ndarray (M,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.array([[[0.8, 0.2]], [[0.4, 0.6]]])  # two rows, one prediction, two classes
+    >>> sums = metric_sums("multinomial", np.array([0, 1]), P)
+    >>> float(sums["accuracy"][0]), round(float(sums["MSE"][0]) / 2, 2)
+    (2.0, 0.1)
+    """
+    if family not in ("binomial", "multinomial"):
+        error = y[:, None] - predictions
+        return {"MSE": np.sum(error**2, axis=0), "MAE": np.sum(np.abs(error), axis=0)}
+    if family == "binomial":
+        ones = (y == 1)[:, None]
+        observed = np.where(ones, predictions, 1.0 - predictions)
+        hits, squared = (predictions > 0.5) == ones, (y[:, None] - predictions) ** 2
+    else:
+        codes = np.asarray(y, dtype=np.intp)
+        observed = np.take_along_axis(predictions, codes[:, None, None], axis=2)[:, :, 0]
+        hits = np.argmax(predictions, axis=2) == codes[:, None]
+        onehot = np.arange(predictions.shape[2]) == codes[:, None, None]
+        squared = ((onehot - predictions) ** 2).mean(axis=2)
+    return {"accuracy": np.sum(hits, axis=0).astype(float),
+            "cross_entropy": np.sum(-np.log(np.maximum(observed, _PROBABILITY_FLOOR)), axis=0),
+            "MSE": np.sum(squared, axis=0)}

@@ -25,7 +25,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import pearlstats as pearl  # noqa: E402
 from pearlstats.distributed import hash_folds  # noqa: E402
-from pearlstats.exceptions import InMemoryOnlyError, OptionError  # noqa: E402
+from pearlstats.exceptions import OptionError  # noqa: E402
 from pearlstats.results import PearlResults  # noqa: E402
 
 # A numpy function dask does not implement computes its dask arguments into memory (with a
@@ -178,10 +178,6 @@ def test_new_rows_agree(fits):
         _close(on_dask_interval, in_memory_interval)
     ddf, blocks = _partitioned(data, LENGTHS)
     _close(on_dask.predict(ddf, blocks=blocks).compute(), in_memory.predict(data))
-    if in_memory.family == "multinomial":  # scores of new dask rows: refused, with the reason
-        with pytest.raises(InMemoryOnlyError, match="multinomial fit"):
-            on_dask.evaluate(ddf, blocks=blocks)
-        return
     pd.testing.assert_frame_equal(on_dask.evaluate(ddf, blocks=blocks), in_memory.evaluate(data),
                                   rtol=1e-8, atol=1e-10)
 
