@@ -35,19 +35,13 @@ from ..exceptions import FoldError
 from ..nested import _ledger_frame, deal_groups, paired_ratio_moments, with_gap_columns
 from ..weights.baselines import STRATEGIES, TABLE_ROWS, combine, strategy_weights
 from ..weights.certificate import gap_table
-from .data import partition_inputs, relabel_folds
+from .data import fold_count, partition_inputs, relabel_folds
 from .fit import fit_partitions
 from .multinomial import class_codes, oof_probabilities
 from .oof import oof_predictions
 
 __all__ = ["OuterFits", "held_out_rows", "honest_partitions", "honest_table", "new_row_predictions",
            "outer_fits", "outer_fold_of_folds"]
-
-
-def _n_folds(fold_spec: Any) -> int:
-    """The folds of a dask fit's fold spec: K hashed folds, or the fold column's levels."""
-    kind, value, extra = fold_spec
-    return int(value) if kind == "hash" else len(extra)
 
 
 def outer_fold_of_folds(fold_spec: Any, outer: int | str, seed: int, n: int) -> np.ndarray:
@@ -73,7 +67,7 @@ def outer_fold_of_folds(fold_spec: Any, outer: int | str, seed: int, n: int) -> 
     >>> outer_fold_of_folds(("hash", 5, 0), 3, seed=0, n=100).tolist()
     [0, 1, 0, 2, 1]
     """
-    K = _n_folds(fold_spec)
+    K = fold_count(fold_spec)
     if isinstance(outer, str) and outer == "loo":
         return np.arange(K)
     if isinstance(outer, bool) or not isinstance(outer, (int, np.integer)) or not 2 <= outer <= n:

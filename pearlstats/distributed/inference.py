@@ -53,10 +53,10 @@ from scipy.special import gammaln
 
 from ..backends.partitions import tree_sum
 from ..engines._common import RANK_TOLERANCE
+from ..engines.likelihood import mean_of
 from ..exceptions import DataError, InMemoryOnlyError, OptionError, UnknownCandidateError
 from ..families import _state_penalty
 from .data import partition_design, partition_response
-from .newton import mean_of
 
 __all__ = ["PartitionRefit", "RowsNeededError", "Spread", "refit_partitions"]
 

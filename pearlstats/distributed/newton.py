@@ -25,11 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from ..backends.partitions import tree_sum
 from ..engines._common import SEPARATION_RIDGES
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
+from ..engines.likelihood import row_terms, variance_of
 from ..engines.multinomial import _notes as multinomial_notes
 from ..engines.newton import NewtonResult
 from ..engines.newton_cv import _ladder_entry, ridge_ladder
@@ -39,37 +39,7 @@ from .driver import pass_newton
 from .multinomial import candidate_sums, class_codes
 from .ols import feasible_candidates, to_original
 
-__all__ = ["mean_of", "newton_coefficients", "newton_with_separation"]
-
-_MAX_ETA = 700.0
-
-
-def mean_of(kind: str, eta: np.ndarray) -> np.ndarray:
-    """The family's mean for linear predictors *eta* (as the in-memory engine predicts)."""
-    return expit(eta) if kind == "binomial" else np.exp(np.minimum(eta, _MAX_ETA))
-
-
-def _row_terms(kind: str, eta: np.ndarray, y: np.ndarray):
-    """Per-row negative log-likelihood and mean at linear predictors eta (c, m), in place of eta.
-
-    Returns the loss and ``mu - y``; *eta* is overwritten by ``|eta|`` (for the separation check).
-    """
-    if kind == "binomial":
-        # One exp serves the loss and the mean (logaddexp and expit would cost four times more).
-        positive = eta >= 0.0
-        loss = np.maximum(eta, 0.0)
-        loss -= y * eta
-        np.abs(eta, out=eta)
-        e = np.exp(-eta)
-        loss += np.log1p(e)
-        mu = np.where(positive, 1.0, e)
-        mu /= 1.0 + e
-    else:
-        mu = np.exp(np.minimum(eta, _MAX_ETA))
-        loss = mu - y * eta
-        np.abs(eta, out=eta)
-    return loss, mu
-
+__all__ = ["newton_coefficients", "newton_with_separation"]
 
 def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
     """The trial columns and Hessians of one candidate's requested problems, into *out*.
@@ -85,13 +55,13 @@ def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
     if t.any():  # (all zero: evaluations of the starting points)
         eta -= t[:, None] * (request["step"][mine, :s] @ ZS.T)[local]
     w = train[request["fold"][mine][local]]
-    loss, mu = _row_terms(kind, eta, y)
+    loss, mu = row_terms(kind, eta, y)
     out["f"][cols] = np.sum(w * loss, axis=1)
     if "emax" in out:
         out["emax"][cols] = np.max(w * eta, axis=1, initial=0.0)  # |eta| >= 0; zero rows
     for a in np.flatnonzero(request["hessian"][mine]):
         c = np.searchsorted(cols, request["first"][mine[a]])
-        v = w[c] * mu[c] * (1.0 - mu[c]) if kind == "binomial" else w[c] * mu[c]
+        v = w[c] * variance_of(kind, mu[c])
         B = ZS * np.sqrt(v)[:, None]
         out["H"][mine[a], :s, :s] = B.T @ B  # one product with itself: half the work
     mu -= y

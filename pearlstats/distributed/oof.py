@@ -16,9 +16,9 @@ import numpy as np
 from scipy.special import xlogy
 
 from ..backends.partitions import tree_sum
+from ..engines.likelihood import mean_of
 from ..weights.losses import EPS
 from .data import partition_inputs
-from .newton import mean_of
 
 __all__ = ["OofPasses", "oof_predictions"]
 

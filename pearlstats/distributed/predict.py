@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from ..backends.partitions import tree_sum
+from ..engines.likelihood import mean_of
 from ..exceptions import DataError, OptionError
 from ..weights.baselines import STRATEGIES
 from ..weights.metrics import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS, metric_sums
 from .data import dask_rows, partition_design, partition_response, uses_dask
 from .multinomial import class_codes, oof_probabilities
-from .newton import mean_of
 
 __all__ = ["DASK_ROWS", "DaskRows", "coefficient_matrix", "evaluate_dask", "predict_dask"]
 
