@@ -471,12 +471,12 @@ def fit(
     if uses_dask(data, blocks):
         refuse_in_memory_only(
             family=family_.name, loss=loss_.name, missing=options.missing, rule=rule, cv=cv,
-            cv_repeats=options.cv_repeats, shrinkage=options.shrinkage, downstream=downstream,
+            cv_repeats=options.cv_repeats, downstream=downstream,
             weighted=any(value is not None for value in given) or bool(formula_spec.offset_codes),
         )
         state = dask_fit_state(formula_spec, family_, loss_, data, blocks, candidates, rule,
                                options.seed, options.ridge, max_candidates, options.env,
-                               _representations(blocks), options.honest)
+                               _representations(blocks), options.honest, options.shrinkage)
         return results_from_state(state, DASK_ROWS)
     observed = _observation_weights(data, blocks, formula_spec, options.env, family_.name, given,
                                     dict(downstream=downstream))

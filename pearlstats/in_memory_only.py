@@ -26,7 +26,7 @@ LOSSES = ("squared", "cross_entropy", "poisson_deviance")
 
 
 def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_repeats: int,
-             shrinkage: tuple | None, downstream: Any, weighted: bool) -> list[str]:
+             downstream: Any, weighted: bool) -> list[str]:
     return [reason for used, reason in (
         (family not in FAMILIES,
          f"family={family!r} (the distributed fit has {FAMILIES})"),
@@ -42,8 +42,9 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
         (rule.kind == "labels",
          f"{describe_cv(cv)} (in-memory fold labels cannot be matched to dask partitions; put "
          "them in a column of the data and give its name, e.g. cv='fold')"),
-        (cv_repeats != 1, f"cv_repeats={cv_repeats} (repeated fold draws)"),
-        (shrinkage is not None, "weight_shrinkage (shrunk weights)"),
+        (cv_repeats != 1,
+         f"cv_repeats={cv_repeats} (repeated fold draws have no pass over partitions yet; "
+         "fits with different seeds give other hashed draws)"),
         (downstream is not None,
          "downstream (a learner that needs its training rows in one process)"),
         (weighted, "weights/offset/exposure (observation weights and offsets)"),
@@ -51,7 +52,7 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
 
 
 def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRule, cv: Any,
-                          cv_repeats: int, shrinkage: tuple | None, downstream: Any,
+                          cv_repeats: int, downstream: Any,
                           weighted: bool) -> None:
     """Raise OptionError naming, with its reason, every option not available for dask data.
 
@@ -59,7 +60,7 @@ def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRul
     --------
     >>> from pearlstats.design.folds import FoldRule
     >>> refuse_in_memory_only(family="gaussian", loss="squared", missing="raise",
-    ...                       rule=FoldRule("loo"), cv="loo", cv_repeats=1, shrinkage=None,
+    ...                       rule=FoldRule("loo"), cv="loo", cv_repeats=1,
     ...                       downstream=None, weighted=False)
     Traceback (most recent call last):
     ...
@@ -67,8 +68,7 @@ def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRul
 needs the row count and one fold per row; use K-fold or a fold column). Fit an in-memory sample \
 with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or change them
     """
-    reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, shrinkage, downstream,
-                       weighted)
+    reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, downstream, weighted)
     if reasons:
         raise OptionError(
             f"not available for dask data yet: {'; '.join(reasons)}. Fit an in-memory sample "

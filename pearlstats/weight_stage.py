@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "cross_validate_draws",
+    "pool_target",
+    "shrinkage_note",
+    "shrunk_solution",
+    "size_rule",
     "solve_draw_weights",
     "solve_stored_weights",
     "fit_name",
@@ -227,28 +231,49 @@ def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
     amount, target = shrinkage
     P = stacked.predictions[:, :len(pool)]
     active = ~stacked.failed[:len(pool)]
-    single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in pool])
-    u = target_weights(target, [c.label for c in pool], single, active)
+    u = pool_target(target, pool, active)
     how = "given"
     if amount == "cv":
         chosen = choose_shrinkage(P, y, loss, groups, rows, active, target=u)
         amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
     elif amount == "size":
         # n counts labeled rows: the stacked copies of repeated fold draws are the same rows.
-        J, n = int(active.sum()), int(rows.max()) + 1
-        amount = size_shrinkage(J, n)
-        how = f"min(1, {SIZE_RULE_CONSTANT:g} J / n) with J = {J} candidates, n = {n} rows"
+        amount, how = size_rule(active, int(rows.max()) + 1)
     weights = check_on_simplex(shrink_toward(solution.weights, u, amount))
     objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
+    return shrunk_solution(solution, weights, objective), shrinkage_note(target, u, amount, how)
+
+
+def pool_target(target, pool: Sequence[Candidate], active: np.ndarray) -> np.ndarray:
+    """The shrinkage target's weights over the pool (zero where a candidate failed)."""
+    single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in pool])
+    return target_weights(target, [c.label for c in pool], single, active)
+
+
+def size_rule(active: np.ndarray, n: int) -> tuple[float, str]:
+    """The ``"size"`` amount for the candidates that did not fail and *n* labeled rows, and
+    how the ledger says it was set."""
+    J = int(active.sum())
+    return (size_shrinkage(J, n),
+            f"min(1, {SIZE_RULE_CONSTANT:g} J / n) with J = {J} candidates, n = {n} rows")
+
+
+def shrunk_solution(solution: WeightSolution, weights: np.ndarray,
+                    objective: float) -> WeightSolution:
+    """*solution* with its weights shrunk: their *objective*, and the KKT gap that bounds how far
+    it is above the simplex optimum (the solve's own gap plus the objective's increase)."""
     gap = objective - solution.objective + solution.kkt_gap
-    shrunk = dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
-                                 solver=f"{solution.solver}, shrunk")
-    note = LedgerEntry(
+    return dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
+                               solver=f"{solution.solver}, shrunk")
+
+
+def shrinkage_note(target, u: np.ndarray, amount: float, how: str) -> LedgerEntry:
+    """The failure ledger's row saying the weights were shrunk, toward what and how much."""
+    return LedgerEntry(
         "(all)", None, "weights", "shrinkage",
         f"weights shrunk toward {_target_text(target, u)}",
         f"shrinkage amount {amount:g} ({how})", False,
     )
-    return shrunk, note
 
 
 def _target_text(target, u: np.ndarray) -> str:

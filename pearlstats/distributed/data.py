@@ -305,8 +305,9 @@ def partition_folds(frame: Any, offset: int, n_rows: int, fold_spec: Any) -> np.
     :func:`pearlstats.design.folds.fold_levels`), or a relabelling of either
     (``("relabel", base_spec, mapping)``: fold ``mapping[base fold]``, -1 for rows left out)."""
     kind, value, extra = fold_spec
-    if kind == "relabel":
-        return np.asarray(extra, dtype=np.intp)[partition_folds(frame, offset, n_rows, value)]
+    if kind == "relabel":  # a row the base spec leaves out (-1) stays out
+        base = partition_folds(frame, offset, n_rows, value)
+        return np.where(base >= 0, np.asarray(extra, dtype=np.intp)[base], -1)
     if kind == "hash":
         return hash_folds(np.arange(offset, offset + n_rows), value, extra)
     return np.searchsorted(extra, frame[value].to_numpy()).astype(np.intp)

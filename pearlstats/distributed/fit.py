@@ -28,7 +28,7 @@ from .oof import OofPasses
 from .weights import DistributedBarrierForm, GramLeastSquaresForm, solve_from_form, weight_solution
 
 __all__ = ["PartitionFit", "fit_partitions", "fold_complement_weights", "fold_spec_for",
-           "reweight_partitions"]
+           "reweight_partitions", "solve_partition_weights", "stored_oof"]
 
 def fold_spec_for(rule: FoldRule, seed: int, data: Any) -> tuple:
     """Hashed row positions for K-fold, or a fold column (the other forms were refused).
@@ -91,7 +91,7 @@ def _oof(rows, spec, family, fold_spec, moments, coefs, env, classes) -> Any:
                      _null_means(moments))
 
 
-def _stored_oof(rows: Any, spec: Any, family: Any, fold_spec: Any, fitted: PartitionFit) -> Any:
+def stored_oof(rows: Any, spec: Any, family: Any, fold_spec: Any, fitted: PartitionFit) -> Any:
     """The out-of-fold passes of the fit's stored fold coefficients (means or class
     probabilities)."""
     K = len(fitted.labels)
@@ -102,10 +102,18 @@ def _stored_oof(rows: Any, spec: Any, family: Any, fold_spec: Any, fitted: Parti
                           fitted.classes, fitted.null_means, None)
 
 
+def solve_partition_weights(oof: Any, loss: Any, n: int, failed: np.ndarray,
+                            n_pool: int) -> tuple[np.ndarray, int]:
+    """The pool's simplex weights (n_pool,) from out-of-fold passes over *n* rows, and the
+    passes the solve took."""
+    solution, _, _, passes, _ = _weights(oof, loss, n, failed, n_pool)
+    return solution.weights, passes
+
+
 def reweight_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
                         fitted: PartitionFit, n_pool: int) -> Any:
     """The pool's weights re-solved under another *loss* from the stored fold fits."""
-    return _weights(_stored_oof(rows, spec, family, fold_spec, fitted), loss, fitted.n,
+    return _weights(stored_oof(rows, spec, family, fold_spec, fitted), loss, fitted.n,
                     fitted.failed, n_pool)[0]
 
 
@@ -124,7 +132,7 @@ def fold_complement_weights(rows: Any, spec: Any, family: Any, loss: Any, fold_s
     for k in range(K):
         mapping = np.arange(K)
         mapping[k] = -1
-        oof = _stored_oof(rows, spec, family, relabel_folds(fold_spec, mapping), fitted)
+        oof = stored_oof(rows, spec, family, relabel_folds(fold_spec, mapping), fitted)
         n = int(fold_rows.sum() - fold_rows[k])
         solutions.append(_weights(oof, loss, n, fitted.failed, n_pool)[0])
     return solutions
@@ -209,6 +217,10 @@ class PartitionFit:
     ridges : dict of str -> float
         The ridge each candidate was fitted with: the fit's, or the separation ladder's rung
         it was moved up to.
+    fold_rows : ndarray (K,)
+        Rows in each fold.
+    cv_entries : list of LedgerEntry
+        The cross-validation's ledger rows alone (``entries`` adds the weight solve's).
     """
 
     labels: list
@@ -225,6 +237,8 @@ class PartitionFit:
     mean_response: float | np.ndarray = np.nan
     classes: np.ndarray | None = None
     ridges: dict = field(default_factory=dict)
+    fold_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    cv_entries: list = field(default_factory=list)
 
 
 def _mean_response(moments: Any, classes: Any) -> float | np.ndarray:
@@ -266,8 +280,10 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     check_some_candidate_fitted(entries, failed[:n_pool])
     oof = _oof(rows, spec, family, fold_spec, moments, coefs, env, classes)
     solution, risk, se, extra, null = _weights(oof, loss, moments.n, failed, n_pool)
+    cv_entries = list(entries)
     entries.extend(duplicate_entries(solution.merged, [c.label for c in everything]))
     return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
+                        fold_rows=moments.folds.count.astype(int), cv_entries=cv_entries,
                         entries=entries, solution=solution, risk=risk, se=se, null=null,
                         null_means=oof.null, passes=passes + extra, classes=levels,
                         mean_response=_mean_response(moments, classes),

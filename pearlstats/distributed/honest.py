@@ -39,6 +39,7 @@ from .data import fold_count, partition_inputs, relabel_folds
 from .fit import fit_partitions
 from .multinomial import class_codes, oof_probabilities
 from .oof import oof_predictions
+from .shrinkage import shrink_fit
 
 __all__ = ["OuterFits", "held_out_rows", "honest_partitions", "honest_table", "new_row_predictions",
            "outer_fits", "outer_fold_of_folds"]
@@ -102,19 +103,22 @@ def _check_training_folds(dealt: np.ndarray) -> None:
 
 
 def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, n_pool, ridge,
-                     centre) -> tuple:
+                     centre, shrinkage) -> tuple:
     """The procedure re-run without outer fold *k*: its training-row refits (p, J), every
-    strategy's weights (strategies, J), the intercept-only model, the weight solve, its
-    ledger rows and passes, and the classes (multinomial; else None)."""
+    strategy's weights (strategies, J), the intercept-only model, the weight solve (before
+    any shrinkage: its certificate), its ledger rows and passes, and the classes
+    (multinomial; else None)."""
     train = np.flatnonzero(dealt != k)
     mapping = np.full(len(dealt), -1)
     mapping[train] = np.arange(train.size)  # the training rows' folds, renumbered in order
-    fitted = fit_partitions(rows, spec, family, loss, relabel_folds(fold_spec, mapping),
-                            everything, n_pool, ridge, centre)
+    inner = relabel_folds(fold_spec, mapping)
+    fitted = fit_partitions(rows, spec, family, loss, inner, everything, n_pool, ridge, centre)
+    solve = fitted.solution
+    fitted = shrink_fit(rows, spec, family, loss, inner, fitted, everything[:n_pool], shrinkage)
     weights = strategy_weights(fitted.solution.weights, everything, n_pool, fitted.risk,
                                fitted.failed)
     return (fitted.coefs[-1], np.array([weights[name] for name in STRATEGIES]),
-            fitted.mean_response, fitted.solution,
+            fitted.mean_response, solve,
             _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes,
             fitted.classes)
 
@@ -154,7 +158,8 @@ def _merge(parts: list) -> tuple[int, np.ndarray, np.ndarray]:
 
 def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
                       everything: list, n_pool: int, ridge: float, centre: np.ndarray,
-                      outer: int | str = 5, seed: int = 0) -> pd.DataFrame:
+                      outer: int | str = 5, seed: int = 0,
+                      shrinkage: tuple | None = None) -> pd.DataFrame:
     """Honest risk of PEARL and every baseline by nested cross-validation on the partitions.
 
     Parameters
@@ -176,6 +181,9 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
         Outer folds: the fit's folds are dealt to ``min(outer, K)`` of them.
     seed : int, default 0
         The fit's seed.
+    shrinkage : tuple, optional
+        The fit's ``(weight_shrinkage, shrinkage_target)``: each re-run shrinks its weights
+        as the fit did (:mod:`pearlstats.distributed.shrinkage`).
 
     Returns
     -------
@@ -195,7 +203,7 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
         As the in-memory nested cross-validation (then ``res.honest`` is None, with the reason).
     """
     fits = outer_fits(rows, spec, family, loss, fold_spec, everything, n_pool, ridge, centre,
-                      outer, seed)
+                      outer, seed, shrinkage)
     return honest_table(fits, rows, spec, family, loss, fold_spec)
 
 
@@ -232,7 +240,7 @@ class OuterFits:
 
 def outer_fits(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any, everything: list,
                n_pool: int, ridge: float, centre: np.ndarray, outer: int | str,
-               seed: int) -> OuterFits:
+               seed: int, shrinkage: tuple | None = None) -> OuterFits:
     """Re-run the procedure without each outer fold (arguments as :func:`honest_partitions`)."""
     dealt = outer_fold_of_folds(fold_spec, outer, seed, rows.n)
     _check_training_folds(dealt)
@@ -244,7 +252,8 @@ def outer_fits(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any, eve
     # under the synchronous scheduler) then save and restore 1, never each other's limits.
     with one_blas_thread(), ThreadPoolExecutor(max_workers=n_outer) as pool:
         futures = [pool.submit(_outer_procedure, rows, spec, family, loss, fold_spec, dealt, k,
-                               everything, n_pool, ridge, centre) for k in range(n_outer)]
+                               everything, n_pool, ridge, centre, shrinkage)
+                   for k in range(n_outer)]
         fits = [future.result() for future in futures]
     refits, weights, null, solutions, ledgers, passes, classes = (list(c) for c in zip(*fits))
     return OuterFits(dealt, np.stack(refits), np.stack(weights), np.array(null), solutions,

@@ -32,6 +32,7 @@ from ..design.folds import check_class_coverage
 from ..exceptions import ResponseError
 from ..weights.losses import EPS
 from .data import partition_folds, partition_inputs, partition_response
+from .oof import fold_scores
 
 __all__ = ["Classes", "MultinomialOof", "candidate_sums", "class_codes", "class_level",
            "class_pass", "oof_probabilities"]
@@ -317,6 +318,11 @@ class MultinomialOof:
     def risks(self, loss: Any) -> dict:
         """As :meth:`OofPasses.risks <pearlstats.distributed.oof.OofPasses.risks>`."""
         return self._sum(_risk_sums, loss, self.null)
+
+    def fold_scores(self, loss: Any, W: np.ndarray) -> np.ndarray:
+        """As :meth:`OofPasses.fold_scores <pearlstats.distributed.oof.OofPasses.fold_scores>`
+        (the class codes scored by their averaged class probabilities)."""
+        return self._sum(fold_scores, loss, W)["scores"]
 
     def barrier(self, loss: Any, w: np.ndarray, n: int) -> tuple:
         """The cross-entropy of the averaged probabilities at *w*: value, gradient, Hessian

@@ -17,10 +17,11 @@ from scipy.special import xlogy
 
 from ..backends.partitions import tree_sum
 from ..engines.likelihood import mean_of
+from ..weights.baselines import combine
 from ..weights.losses import EPS
 from .data import partition_inputs
 
-__all__ = ["OofPasses", "oof_predictions"]
+__all__ = ["OofPasses", "fold_scores", "oof_predictions"]
 
 
 def oof_predictions(
@@ -91,6 +92,23 @@ def _barrier_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, e
     return {"f": f, "g": g, "H": H, "objective": float(loss.row_losses(y, P @ w).sum())}
 
 
+def fold_scores(y: np.ndarray, P: np.ndarray, folds: np.ndarray, loss: Any,
+                W: np.ndarray) -> dict:
+    """``scores[k, m]``: the summed loss over fold k's rows of the candidates' predictions
+    *P* (rows, J) or (rows, J, C) averaged with the weights ``W[k, m]`` ((K, M, J))."""
+    scores = np.zeros(W.shape[:2])
+    for k in np.unique(folds):
+        r = folds == k
+        for m in range(W.shape[1]):
+            scores[k, m] = loss.row_losses(y[r], combine(P[r], W[k, m], loss)).sum()
+    return {"scores": scores}
+
+
+def _fold_score_part(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, loss, W):
+    y, P, folds = _inputs(frame, blocks, offset, spec, kind, fold_spec, labels, coefs, env, True)
+    return fold_scores(y, P, folds, loss, W)
+
+
 @dataclass(frozen=True)
 class OofPasses:
     """The out-of-fold passes of one fit: its rows, their design, folds and coefficients.
@@ -140,6 +158,11 @@ class OofPasses:
         """Each candidate's summed out-of-fold loss (and square), the form's vertex values, and
         the intercept-only model's ``null`` and ``null2`` sums."""
         return self._sum(_risk_part, loss, self.null)
+
+    def fold_scores(self, loss: Any, W: np.ndarray) -> np.ndarray:
+        """(K, M): each fold's summed loss of the predictions averaged with ``W[k, m]``
+        ((K, M, J) weights per fold), one pass."""
+        return self._sum(_fold_score_part, loss, W)["scores"]
 
     def barrier(self, loss: Any, w: np.ndarray, n: int) -> tuple:
         """The weight objective at *w*, its gradient, Hessian (row means) and the loss of P w."""

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.lazy import computed
 from ..backends.partitions import hash_folds
 from ..design.spec import Design
 from ..engines._common import EngineOutput
@@ -26,7 +25,7 @@ from ..families import EncodedResponse
 from ..in_memory_only import LOSSES
 from ..inference import aps_prediction_sets, cv_plus_interval
 from ..nested import row_uniforms
-from ..stages import FitState, WeightOptions, build_pool, warn_cv_failures
+from ..stages import FitState, WeightOptions, build_pool, duplicate_entries, warn_cv_failures
 from .data import (
     DaskRows,
     dask_rows,
@@ -46,6 +45,7 @@ from .honest import OuterFits, held_out_rows, honest_table, new_row_predictions,
 from .inference import refit_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
 from .oof import oof_predictions
+from .shrinkage import shrink_fit, shrink_partition_weights
 
 __all__ = ["PartitionedRows", "dask_fit_state"]
 
@@ -95,6 +95,8 @@ class PartitionedRows:
     rows_spec : DesignSpec
         Rebuilds each partition's design.
     family_name : str
+    shrinkage : tuple or None
+        The fit's ``(weight_shrinkage, shrinkage_target)``, which every re-solve repeats.
     refits : dict of str -> PartitionRefit
         The candidates' all-rows refits, computed on first use (:meth:`refit`).
     outer : dict
@@ -112,6 +114,7 @@ class PartitionedRows:
     n_pool: int
     rows_spec: Any
     family_name: str
+    shrinkage: tuple | None = None
     refits: dict = field(default_factory=dict)
     outer: dict = field(default_factory=dict)
     scores: tuple | None = None
@@ -170,7 +173,7 @@ class PartitionedRows:
         if key not in self.outer:
             self.outer[key] = outer_fits(self.rows, self.rows_spec, family, loss, self.fold_spec,
                                          list(self.everything), self.n_pool, ridge, self.centre,
-                                         outer, seed)
+                                         outer, seed, self.shrinkage)
         return self.outer[key]
 
     def honest(self, outer: int, seed: int, family: Any, loss: Any, ridge: float) -> Any:
@@ -200,25 +203,40 @@ class PartitionedRows:
         return aps_prediction_sets(y.astype(np.intp), held_out, outer_folds, new, alpha,
                                    seed=seed, new_uniforms=row_uniforms(X_new, seed))
 
-    def fold_complement(self, family: Any, loss: Any, folds: Any) -> list:
-        """The pool's weights re-solved on each fold's complement (WeightSolutions), by passes.
-
-        *folds* are the rows' folds (lazy); the re-solves are computed on first use.
-        """
+    def fold_complement(self, family: Any, loss: Any) -> list:
+        """The pool's weights re-solved on each fold's complement (WeightSolutions, shrunk as
+        the fit's), by passes; computed on first use."""
         if "fold complements" not in self.outer:
-            (counts,) = computed(np.bincount(folds, minlength=len(self.fitted.labels)))
-            self.outer["fold complements"] = fold_complement_weights(
+            solutions = fold_complement_weights(
                 self.rows, self.rows_spec, family, loss, self.fold_spec, self.fitted,
-                self.n_pool, counts)
+                self.n_pool, self.fitted.fold_rows)
+            if self.shrinkage is not None:  # each shrunk as the fit's, on its own rows
+                K = len(solutions)
+                solutions = [self._shrunk(family, loss, solution, np.arange(K) != k)[0]
+                             for k, solution in enumerate(solutions)]
+            self.outer["fold complements"] = solutions
         return self.outer["fold complements"]
 
-    def reweight(self, family: Any, loss: Any) -> Any:
-        """The pool's weights re-solved under *loss* (a WeightSolution), by passes."""
+    def _shrunk(self, family: Any, loss: Any, solution: Any, kept: Any = None) -> tuple:
+        """*solution* shrunk as the fit's weights were (with its ledger row)."""
+        solution, note, _ = shrink_partition_weights(
+            self.rows, self.rows_spec, family, loss, self.fold_spec, self.fitted,
+            list(self.everything[:self.n_pool]), solution, self.shrinkage, kept)
+        return solution, note
+
+    def reweight(self, family: Any, loss: Any) -> tuple:
+        """The pool's weights re-solved under *loss* (a WeightSolution, shrunk as the fit's), by
+        passes, and the fit's ledger rows with the re-solve's."""
         if loss.name not in LOSSES:
             raise OptionError(f"loss={loss.name!r} is not available for dask data; the weights "
                               f"there minimise {LOSSES}")
-        return reweight_partitions(self.rows, self.rows_spec, family, loss, self.fold_spec,
-                                   self.fitted, self.n_pool)
+        solution = reweight_partitions(self.rows, self.rows_spec, family, loss, self.fold_spec,
+                                       self.fitted, self.n_pool)
+        entries = self.fitted.cv_entries + duplicate_entries(solution.merged, self.labels)
+        if self.shrinkage is not None:
+            solution, note = self._shrunk(family, loss, solution)
+            entries.append(note)
+        return solution, entries
 
     def null_predictions(self, folds: Any) -> Any:
         """The intercept-only model's out-of-fold predictions (lazy): each fold's mean response.
@@ -257,11 +275,13 @@ def _lazy_folds(partitions: PartitionedRows, fold_spec: tuple) -> Any:
 
 def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any, candidates: Any,
                    rule: Any, seed: int, ridge: float, max_candidates: int, env: Any,
-                   representations: Any, honest: int | bool) -> FitState:
+                   representations: Any, honest: int | bool,
+                   shrinkage: tuple | None = None) -> FitState:
     """The stage values of a fit on dask data (see the module notes).
 
     :func:`~pearlstats.in_memory_only.refuse_in_memory_only` has refused what this
-    path cannot do; *rule* is the checked ``cv``.
+    path cannot do; *rule* is the checked ``cv``; *shrinkage* the checked
+    ``(weight_shrinkage, shrinkage_target)``.
     """
     fold_spec = fold_spec_for(rule, seed, data)
     rows = dask_rows(data, blocks, formula)
@@ -270,8 +290,9 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     spec = head.spec
     fitted = fit_partitions(rows, spec, family, loss, fold_spec, pool.everything,
                             len(pool.pool), ridge, centre)
+    fitted = shrink_fit(rows, head.spec, family, loss, fold_spec, fitted, pool.pool, shrinkage)
     partitions = PartitionedRows(rows, fold_spec, fitted, centre, tuple(pool.everything),
-                                 len(pool.pool), spec, family.name)
+                                 len(pool.pool), spec, family.name, shrinkage)
     # the refits' ridges: a separated candidate's is the ladder rung it was moved up to
     family = family.configured(candidate_ridges={
         label: value for label, value in fitted.ridges.items() if value != ridge})
@@ -301,6 +322,6 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
         output=output,
         solution=fitted.solution, ledger=tuple(fitted.entries),
         representations=representations, dropped_rows=np.empty(0, dtype=np.intp),
-        honest=honest, row_labels=None, weight_options=WeightOptions(1, None),
+        honest=honest, row_labels=None, weight_options=WeightOptions(1, shrinkage),
         honest_se="naive", partitions=partitions,
     )

@@ -351,7 +351,7 @@ class WeightDiagnostics:
         if state.partitions is not None:  # dask rows: fold complements by passes only
             if method != "folds":
                 refuse_results_feature("resample_weights(method='bootstrap' or refit=True)")
-            solutions = state.partitions.fold_complement(state.family, state.loss, state.folds)
+            solutions = state.partitions.fold_complement(state.family, state.loss)
             names = [f"fold {k}" for k in range(len(solutions))]
             values, gaps = np.stack([s.weights for s in solutions]), gap_table(solutions, names)
         elif refit:
@@ -517,8 +517,9 @@ class WeightDiagnostics:
                 PearlWarning, stacklevel=2,
             )
         if state.partitions is not None:  # dask rows: the out-of-fold passes, another loss
-            solution = state.partitions.reweight(state.family, new_loss)
-            return self._with_state(replace(state, loss=new_loss, solution=solution))
+            solution, entries = state.partitions.reweight(state.family, new_loss)
+            return self._with_state(replace(state, loss=new_loss, solution=solution,
+                                            ledger=tuple(entries)))
         # The fit's whole weight stage, shrinkage included: a plain simplex solve gave
         # unshrunk weights, so reweight(res.loss) differed from res.weights.
         _, solution, entries = solve_draw_weights(

@@ -382,14 +382,18 @@ def summary_notes(res: PearlResults) -> list[str]:
         + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
            if res.stages.weight_options.shrinkage is not None else ".")
     )
-    honest = res.last_honest_risk if res.honest is not None else None
-    if honest is not None:
+    table = res.honest
+    if table is not None:
         notes.append(
             "Honest risk: the whole procedure (inner folds, weights, each baseline's choice) "
             "re-run inside each outer fold and scored on its held-out rows; PEARL/this is a "
             "paired ratio on the same rows. " + honest_se_note(res.stages.honest_se)
         )
-        message = honest.warning_against_ms(format_number)
+        from .evaluation import ms_warning  # here: evaluation imports summary, which imports us
+
+        honest = res.last_honest_risk  # None on dask rows: the table carries PEARL - MS
+        message = (honest.warning_against_ms(format_number) if honest is not None
+                   else ms_warning(*table.attrs["excess_over_ms"], table, format_number))
         if message:
             notes.append(f"Warning: {message}.")
     elif res.honest_failure:

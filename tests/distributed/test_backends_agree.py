@@ -197,6 +197,9 @@ def test_every_summary_panel_on_dask_equals_the_in_memory_one(fits):
     for name in shown:
         assert lines(lazy.panels[name]) == lines(memory.panels[name]), name
     assert "stability" in lazy.panels  # fold complements re-solved by passes
+    notes = [text.as_text().split("Strategies: ")[1] for text in (lazy, memory)]
+    assert "Honest risk: the whole procedure" in notes[0]  # was missing on dask rows
+    assert notes[0] == notes[1]
 
 
 def test_weights_re_solved_under_other_losses_agree(fits):
@@ -293,3 +296,33 @@ def test_every_candidate_failing_raises_the_same_error_with_the_ledger():
     assert str(errors[0]) == str(errors[1])
     assert "candidates failed in cross-validation (first:" in str(errors[0])
     pd.testing.assert_frame_equal(errors[0].failures, errors[1].failures)
+
+
+@pytest.mark.parametrize("family, amount, target", [
+    ("gaussian", 0.3, "candidates"),
+    ("gaussian", "cv", "single-block"),
+    ("binomial", "size", "candidates"),
+    ("binomial", "cv", "candidates"),
+    ("multinomial", "cv", "single-block"),
+])
+def test_shrunk_weights_agree_in_the_fit_the_re_solves_and_the_honest_risks(family, amount,
+                                                                               target):
+    """weight_shrinkage on dask data: the same amount (given, size rule, or chosen by
+    cross-validation over the fold complements), weights, objective, KKT gap and ledger
+    row as in memory; the honest re-runs, the fold-complement re-solves and reweight()
+    shrink alike."""
+    data, on_dask, in_memory = _both(family, weight_shrinkage=amount, shrinkage_target=target)
+    _close(on_dask.weights, in_memory.weights)
+    assert on_dask.weight_objective == pytest.approx(in_memory.weight_objective, rel=1e-8)
+    assert on_dask.kkt_gap == pytest.approx(in_memory.kkt_gap, rel=1e-6, abs=1e-12)
+    notes = [f[f["kind"] == "shrinkage"].reset_index(drop=True)
+             for f in (on_dask.failures, in_memory.failures)]
+    pd.testing.assert_frame_equal(*notes)
+    assert len(notes[0]) == 1
+    numbers = ["risk", "se", "ratio", "ratio_se"]
+    _close(on_dask.honest[numbers], in_memory.honest[numbers])
+    pd.testing.assert_frame_equal(on_dask.weight_stability, in_memory.weight_stability,
+                                  rtol=0, atol=1e-8)
+    again = on_dask.reweight(in_memory.loss)
+    _close(again.weights, in_memory.weights)
+    pd.testing.assert_frame_equal(again.failures, on_dask.failures)

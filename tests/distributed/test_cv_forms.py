@@ -111,9 +111,9 @@ def test_every_refused_option_is_named_in_one_message():
     data = _data()
     lazy, blocks = _on_dask(data)
     kind, message = _message(lazy, blocks, cv="loo", missing="drop", cv_repeats=1,
-                             weight_shrinkage=0.5)
+                             loss="absolute")
     assert kind is OptionError
-    for named in ("cv='loo'", "missing='drop'", "weight_shrinkage"):
+    for named in ("cv='loo'", "missing='drop'", "loss='absolute'"):
         assert named in message, named
 
 
