@@ -10,6 +10,7 @@ sandwich ``H^-1 I H^-1`` computed directly from the columns.
 
 from __future__ import annotations
 
+import pickle
 import warnings
 
 import numpy as np
@@ -125,44 +126,53 @@ def test_sums_with_weights_and_offsets_equal_statsmodels_glm(family, weight_type
     _assert_same(ours, direct)
 
 
-def _sandwich(family, exog, y, params, ridge):
+def _sandwich(family, exog, y, params, ridge, weights=None, weight_type=None):
     """``H^-1 I H^-1`` and (gaussian) ``df_resid``, ``scale`` straight from the columns."""
     n = len(y)
+    rows = np.ones(n) if weights is None else weights
     eta = exog @ params
     mu = {"gaussian": eta, "binomial": 1 / (1 + np.exp(-eta)), "poisson": np.exp(eta)}[family]
-    w = {"gaussian": np.ones(n), "binomial": mu * (1 - mu), "poisson": mu}[family]
+    w = rows * {"gaussian": np.ones(n), "binomial": mu * (1 - mu), "poisson": mu}[family]
     info = exog.T @ (exog * w[:, None])
-    penalty = np.r_[0.0, exog[:, 1:].var(axis=0)]  # the engines' weights: variance, not the 1
-    H = info + n * ridge * np.diag(penalty)
+    # the engines' weights: each column's (weighted) variance, none on the intercept
+    mean = rows @ exog / rows.sum()
+    penalty = np.r_[0.0, (rows @ (exog - mean) ** 2 / rows.sum())[1:]]
+    H = info + rows.sum() * ridge * np.diag(penalty)
     Hinv = np.linalg.inv(H)
     cov = Hinv @ info @ Hinv
     if family != "gaussian":
         return cov, None
-    df_resid = n - np.trace(Hinv @ info)
-    return cov * np.sum((y - eta) ** 2) / df_resid, df_resid
+    counted = rows.sum() if weight_type == "frequency" else n
+    df_resid = counted - np.trace(Hinv @ info)
+    return cov * (rows @ (y - eta) ** 2) / df_resid, df_resid
 
 
 @pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
-def test_ridge_sandwich_from_sums(family):
+@pytest.mark.parametrize("weight_type", [None, "frequency", "variance"])
+def test_ridge_sandwich_from_sums(family, weight_type):
     X, responses = _diabetes()
     y = responses[family]
     exog = _exog(X, [0, 2, 3, 8])
+    weights = (None if weight_type is None
+               else np.random.default_rng(1).uniform(0.3, 3.0, size=len(y)))
     ridge = 0.05
     # any coefficients do: the sandwich is evaluated at the ones given
     params = _direct(family, y, exog).params * 0.8
-    cov, df_resid = _sandwich(family, exog, y, params, ridge)
-    ours = _sums_refit(family, exog, y, params, ridge=ridge)
+    cov, df_resid = _sandwich(family, exog, y, params, ridge, weights, weight_type)
+    ours = _sums_refit(family, exog, y, params, ridge=ridge, weights=weights,
+                       weight_type=weight_type)
     _assert_cov(ours.cov_params(), cov)
     if df_resid is not None:
         assert ours.df_resid == pytest.approx(df_resid, rel=1e-12)
     assert ours.penalty_ridge == ridge
-    # a shifted covariate moves the intercept only: the slopes' covariance stays (to 1e-8,
+    # a shifted covariate moves the intercept only: the covariance moves with it (to 1e-8,
     # where the sandwich formed from x + 1e4 directly kept no correct digit)
     shifted = exog.copy()
     shifted[:, 1] += 1e4
     moved = params.copy()
     moved[0] -= 1e4 * params[1]
-    again = _sums_refit(family, shifted, y, moved, ridge=ridge)
+    again = _sums_refit(family, shifted, y, moved, ridge=ridge, weights=weights,
+                        weight_type=weight_type)
     _assert_cov(again.cov_params(), _shifted(exog, params, cov, 1e4)[1])
 
 
@@ -209,6 +219,7 @@ def test_results_inference_needs_no_statsmodels_refit(family):
     frame = res.candidate_table
     res.summary()
     assert not res.candidates._cache  # no statsmodels refit was made for any of it
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(res)).bse, bse)  # the sums pickle
     for label in res.weights.index[res.weights > 0]:
         direct = res.candidates[label]  # built on request, as before
         np.testing.assert_allclose(candidates.loc[label, "std err"].dropna().to_numpy(),
