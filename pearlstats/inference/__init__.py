@@ -3,7 +3,7 @@
 Pure functions over plain inputs (mappings from candidate label to a pandas
 object, a weight Series, numpy arrays), so the results object can wire them to
 ``params``, ``bse``, ``conf_int()``, ``fittedvalues``, ``resid`` and
-``predict(new, interval=...)``. Three modules, one job each:
+``predict(new, interval=...)``. Five modules, one job each:
 
 :mod:`.coefficients`
     Model-averaged coefficients, MuMIn's *full* average (a candidate without a
@@ -22,6 +22,14 @@ object, a weight Series, numpy arrays), so the results object can wire them to
     CV+ prediction intervals (Barber, Candès, Ramdas & Tibshirani 2021) and
     adaptive prediction sets (Romano, Sesia & Candès 2020): marginal coverage of
     a new response, not conditional on its x.
+:mod:`.refit_sums`
+    The candidates' all-rows refits as sums over rows: the per-rows kernel
+    (Gram or Fisher information, residual sum of squares, log-likelihood at the
+    candidates' coefficients), run over row chunks in memory and over the
+    partitions on dask.
+:mod:`.sums_refit`
+    statsmodels' ``cov_params()``, ``df_resid``, ``scale`` and ``llf`` (and the
+    ridge sandwich) of each candidate from those sums.
 
 Examples
 --------

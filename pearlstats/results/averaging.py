@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -55,8 +55,15 @@ from .. import inference
 from ..backends.lazy import row_frame, row_series
 from ..engines._common import ridge_penalty_weights
 from ..engines.weighted_ridge import weighted_penalty_weights
-from ..engines.wide import column_rank, dense_candidate_columns, design_intercept
+from ..engines.wide import (
+    column_rank,
+    dense_candidate_columns,
+    design_intercept,
+    is_wide_design,
+)
 from ..exceptions import OptionError, PearlWarning
+from ..inference.refit_sums import FAMILIES, chunk_refit_sums
+from ..inference.sums_refit import refits_from_sums, sum_ranks
 from .identification import unidentified_terms
 
 if TYPE_CHECKING:  # core imports this module
@@ -66,7 +73,7 @@ __all__ = [
     "active_labels", "candidate_bse", "candidate_cov", "params", "bse", "conf_int",
     "coef_table", "candidate_coefficients", "common_terms",
     "fittedvalues", "residuals", "candidate_table", "confidence_interval", "prediction_name",
-    "ridge_note", "unidentified",
+    "ridge_note", "unidentified", "inference_refit", "sums_apply",
 ]
 
 ParamsLike = pd.Series | pd.DataFrame
@@ -156,10 +163,63 @@ def _penalised_cov(res: PearlResults, label: Hashable) -> tuple[np.ndarray, floa
     return cov * sigma2, df_resid
 
 
+def sums_apply(res: PearlResults) -> bool:
+    """Whether an in-memory fit's refits' inference comes from sums over row chunks: the
+    families with statsmodels ``OLS``/``Logit``/``GLM`` refits, on a dense design (a sparse or
+    wide one keeps statsmodels)."""
+    return (res.stages.partitions is None and res.family in FAMILIES
+            and not is_wide_design(res.stages.design.X))
+
+
+def _summed_refits(res: PearlResults, labels: list, params: list) -> dict:
+    """One pass over row chunks for the candidates *labels* with coefficients *params*."""
+    response, design = res.stages.response, res.stages.design
+    columns = [_columns(res, label) for label in labels]
+    sums, local = chunk_refit_sums(res.family, design.X, response.y, columns, params,
+                                   response.offset, response.row_weights)
+    names = [[design.column_names[i] for i in S] for S in columns]
+    ridges = {label: candidate_ridge(res, label) for label in labels}
+    weight_type = None if response.row_weights is None else response.weight_type
+    return refits_from_sums(res.family, sums, local, params, labels, names, ridges, weight_type)
+
+
+def inference_refit(res: PearlResults, label: Hashable) -> Any:
+    """The candidate's all-rows refit as the inference reads it, or None.
+
+    On dask data the refit computed by passes over the partitions; in memory (gaussian,
+    binomial, Poisson, linear candidates on a dense design) a
+    :class:`~pearlstats.inference.sums_refit.SumsRefit` from one pass of sums over row
+    chunks, computed together with the other weighted candidates' and kept with the
+    results; None where statsmodels' refit (``res.candidates[label]``) is to be used.
+    """
+    if res.stages.partitions is not None:
+        return res.candidates[label]
+    if not sums_apply(res):
+        return None
+    cache = res.__dict__.setdefault("_sum_refits", {})  # kept with the results (and pickled)
+    if label not in cache:
+        wanted = [label] + [other for other in active_labels(res)
+                            if other != label and other not in cache]
+        params = {}
+        for one in wanted:
+            try:
+                params[one] = res.candidate_params(one).to_numpy()
+            except OptionError:  # not a linear model (downstream networks): statsmodels
+                continue
+        linear = [one for one in wanted if one in params and params[one].ndim == 1]
+        if label not in linear:
+            return None
+        cache.update(_summed_refits(res, linear, [params[one] for one in linear]))
+    return cache[label]
+
+
 def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, float | None]:
     """Covariance of one candidate's coefficients and its residual df (gaussian, else None).
 
-    Statsmodels' ``cov_params()`` with ``ridge == 0``; the ridge sandwich otherwise.
+    Statsmodels' ``cov_params()`` with ``ridge == 0``; the ridge sandwich otherwise. Both
+    come from one pass of sums over the rows (:func:`inference_refit`: row chunks in
+    memory, partitions on dask); a sparse or wide design, or a candidate that is not a
+    linear model, is refitted with statsmodels (the sandwich then from its dense columns).
 
     Raises
     ------
@@ -171,11 +231,12 @@ def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, flo
         raise OptionError("candidate_cov is for gaussian, binomial and poisson candidates; "
                           "for multinomial ones use candidate_bse or results.candidates[label]")
     names = res.candidate_params(label).index
-    # A fit on dask data computed the same sandwich in its refits' pass (distributed.inference).
-    if candidate_ridge(res, label) > 0 and res.stages.partitions is None:
-        cov, df_resid = _penalised_cov(res, label)
-        return pd.DataFrame(cov, index=names, columns=names), df_resid
-    fitted = res.candidates[label]
+    fitted = inference_refit(res, label)
+    if fitted is None:  # no sums for this fit: statsmodels' refit, or the sandwich from X
+        if candidate_ridge(res, label) > 0:
+            cov, df_resid = _penalised_cov(res, label)
+            return pd.DataFrame(cov, index=names, columns=names), df_resid
+        fitted = res.candidates[label]
     df_resid = float(fitted.df_resid) if res.family == "gaussian" else None
     return pd.DataFrame(np.asarray(fitted.cov_params()), index=names, columns=names), df_resid
 
@@ -444,6 +505,11 @@ def candidate_table(res: PearlResults) -> pd.DataFrame:
     everything = {c.label: c.columns for c in res.stages.candidates.pool}
     if res.stages.partitions is not None:  # the refits' pass computed the ranks
         df_model = [int(res.candidates[label].df_model) for label in res.candidate_labels]
+    elif sums_apply(res):  # ranks from one pass of Gram matrices over row chunks
+        columns = [np.asarray(everything[label]) for label in res.candidate_labels]
+        sums, local = chunk_refit_sums("gaussian", X, res.stages.response.y, columns,
+                                       [np.zeros(S.size) for S in columns])
+        df_model = sum_ranks(sums, local)
     else:
         df_model = [_df_model(X[:, everything[label]]) for label in res.candidate_labels]
     return pd.DataFrame({

@@ -6,6 +6,12 @@ needs them), any other on first access, so a pool of thousands of candidates
 does not pay thousands of statsmodels fits. It reads the fit's stage values
 that :class:`~pearlstats.results.PearlResults` stores (``_design``,
 ``_response``, ``_family``, ``_ridge``, ``_pool``, ``_extras``, ``_ledger``).
+
+The inference (``bse``, ``conf_int``, ``coef_table``, the summary's coefficient
+panels) does not use these statsmodels results where it can do without
+(:func:`pearlstats.results.averaging.inference_refit`): their copies of the
+candidate's columns (exog, wexog, pinv) took several times the data.
+``candidates[label]`` still builds them on request.
 """
 
 from __future__ import annotations
@@ -128,6 +134,10 @@ class CandidateRefits:
             return pd.DataFrame(values, index=names, columns=self.classes[1:])
         return pd.Series(values, index=names, name=label)
 
+    def _candidate_ridge(self, label: str) -> float:
+        """The fit's ridge, or the larger one a separated candidate was fitted with."""
+        return getattr(self._family, "candidate_ridge", lambda _, value: value)(label, self._ridge)
+
     def _statsmodels_results(self, label: str):
         candidate = self._find(label)
         if self._state.partitions is not None:
@@ -135,7 +145,7 @@ class CandidateRefits:
         names = [self._design.column_names[i] for i in candidate.columns]
         exog = pd.DataFrame(candidate_exog(self._design.X, candidate.columns, label), columns=names)
         # A separated candidate may have been fitted with a larger ridge than the fit's.
-        ridge = getattr(self._family, "candidate_ridge", lambda _, value: value)(label, self._ridge)
+        ridge = self._candidate_ridge(label)
         # the penalty of the engines, on statsmodels' unscaled coefficients
         return self._family.statsmodels_results(
             self._response, exog, self._candidate_params(label), ridge,
