@@ -9,7 +9,7 @@ their numbers describe the procedure the fit used. All three call these function
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -244,7 +244,8 @@ def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
     return shrunk_solution(solution, weights, objective), shrinkage_note(target, u, amount, how)
 
 
-def pool_target(target, pool: Sequence[Candidate], active: np.ndarray) -> np.ndarray:
+def pool_target(target: str | Mapping[str, float], pool: Sequence[Candidate],
+                active: np.ndarray) -> np.ndarray:
     """The shrinkage target's weights over the pool (zero where a candidate failed)."""
     single = np.array([len(c.blocks) == 1 and c.label == c.blocks[0] for c in pool])
     return target_weights(target, [c.label for c in pool], single, active)
@@ -267,7 +268,8 @@ def shrunk_solution(solution: WeightSolution, weights: np.ndarray,
                                solver=f"{solution.solver}, shrunk")
 
 
-def shrinkage_note(target, u: np.ndarray, amount: float, how: str) -> LedgerEntry:
+def shrinkage_note(target: str | Mapping[str, float], u: np.ndarray, amount: float,
+                   how: str) -> LedgerEntry:
     """The failure ledger's row saying the weights were shrunk, toward what and how much."""
     return LedgerEntry(
         "(all)", None, "weights", "shrinkage",

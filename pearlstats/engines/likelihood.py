@@ -4,7 +4,8 @@ One definition for every engine that sums them over rows (the in-memory Newton f
 the passes over dask partitions, the refits' information matrices), so that a loss
 or a mean is computed the same way whatever holds the rows.
 
-``kind`` is ``"binomial"`` (logit link, ``y`` in {0, 1}) or ``"poisson"`` (log link).
+``kind`` is ``"binomial"`` (logit link, ``y`` in {0, 1}) or ``"poisson"`` (log link);
+:func:`mean_of` also takes ``"gaussian"`` (identity).
 Poisson means are capped at ``exp(MAX_ETA)``: ``exp`` overflows past about 709.
 
 Examples
@@ -29,7 +30,10 @@ MAX_ETA = 700.0  # exp overflows past ~709
 
 
 def mean_of(kind: str, eta: np.ndarray) -> np.ndarray:
-    """The family's mean at linear predictors *eta*."""
+    """The family's mean at linear predictors *eta*: identity (``"gaussian"``), logistic or
+    exp (capped before it overflows)."""
+    if kind == "gaussian":
+        return eta
     return expit(eta) if kind == "binomial" else np.exp(np.minimum(eta, MAX_ETA))
 
 

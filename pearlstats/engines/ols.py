@@ -353,7 +353,8 @@ def _predict_folds(X, folds, fold_set, columns, design, coefs, predictions, grou
 
 
 def solve_candidate_systems(gram: np.ndarray, cross: np.ndarray, penalty: np.ndarray,
-                            local: Sequence[np.ndarray], ridge: float):
+                            local: Sequence[np.ndarray],
+                            ridge: float) -> tuple[np.ndarray, np.ndarray]:
     """Standardised coefficients of m candidates from F groups' systems.
 
     Parameters

@@ -23,9 +23,9 @@ the number of rows, not the weights' sum: its ``alpha`` is ``ridge * sd_j**2 * s
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from ._common import ScaledDesign, _intercept
+from .likelihood import MAX_ETA, mean_of
 
 __all__ = ["weighted_moments", "weighted_penalty_weights", "penalised_weighted_fit",
            "inverse_link", "MAX_ITER",
@@ -34,20 +34,14 @@ __all__ = ["weighted_moments", "weighted_penalty_weights", "penalised_weighted_f
 MAX_ITER = 100
 _ARMIJO = 1e-4
 _DECREMENT_TOL = 1e-14
-_MAX_ETA = 700.0  # exp overflows past ~709
 # Smallest squared Cholesky pivot of a unit-diagonal Gram solved by the normal equations
 # (its condition number is then below about 1e8, so they keep ~8 of least squares' digits
 # beyond float64's 1e-16); worse-conditioned systems go to lstsq.
 _PIVOT_FLOOR = 1e-8
 
 
-def inverse_link(kind: str, eta: np.ndarray) -> np.ndarray:
-    """The mean of a linear predictor: identity, logistic or exp (clipped before overflow)."""
-    if kind == "gaussian":
-        return eta
-    if kind == "binomial":
-        return expit(eta)
-    return np.exp(np.minimum(eta, _MAX_ETA))
+# The mean of a linear predictor: identity, logistic or exp (capped before it overflows).
+inverse_link = mean_of
 
 
 def gram_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
@@ -132,7 +126,7 @@ def _objective(kind: str, Z, y, share, offset, ridge, penalized):
         elif kind == "binomial":
             rows = np.logaddexp(0.0, eta) - y * eta
         else:
-            rows = np.exp(np.minimum(eta, _MAX_ETA)) - y * eta
+            rows = np.exp(np.minimum(eta, MAX_ETA)) - y * eta
         return float(share @ rows + 0.5 * ridge * np.sum(penalized * gamma**2))
     return f
 
@@ -211,7 +205,7 @@ def penalised_weighted_fit(kind: str, X_S: np.ndarray, y: np.ndarray, w: np.ndar
     gamma = np.zeros(Z.shape[1])
     if kind == "poisson" and design.intercept is not None:
         # the intercept-only optimum's level, so the first exp() cannot overflow
-        rate = (share @ z) / (share @ np.exp(np.minimum(o, _MAX_ETA)))
+        rate = (share @ z) / (share @ np.exp(np.minimum(o, MAX_ETA)))
         gamma[design.intercept] = np.log(max(rate, 1e-8)) / design.intercept_value
     gamma, converged = _newton(kind, Z, z, share, o, ridge, penalized, gamma)
     return design.original(gamma), converged and bool(np.isfinite(gamma).all())

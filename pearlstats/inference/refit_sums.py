@@ -46,8 +46,8 @@ from scipy.special import gammaln
 
 from ..backends.chunks import sum_chunks
 from ..backends.columns import ColumnStack
+from ..engines.likelihood import mean_of, row_terms
 from ..engines.moments import chunk_columns
-from ..engines.weighted_ridge import inverse_link
 
 __all__ = ["FAMILIES", "RefitSums", "Spread", "chunk_refit_sums", "row_sums", "stack_columns"]
 
@@ -185,12 +185,10 @@ class RefitSums:
 
 # ---- the kernel ----------------------------------------------------------------------------------
 def _log_likelihood(kind: str, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
-    """Per-row, per-candidate log-likelihood (columns of eta), as statsmodels' Logit / Poisson."""
-    if kind == "binomial":
-        # log(1 + e^eta) - y eta without overflow
-        return -(np.maximum(eta, 0.0) - y[:, None] * eta + np.log1p(np.exp(-np.abs(eta))))
-    mu = inverse_link(kind, eta)
-    return y[:, None] * eta - mu - gammaln(y + 1.0)[:, None]
+    """Per-row, per-candidate log-likelihood (columns of eta), as statsmodels' Logit / Poisson
+    (whose Poisson log-likelihood keeps the ``log(y!)`` the engines' loss drops)."""
+    loss, _ = row_terms(kind, eta.copy(), y[:, None])
+    return -loss if kind == "binomial" else -loss - gammaln(y + 1.0)[:, None]
 
 
 def row_sums(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarray],
@@ -237,7 +235,7 @@ def row_sums(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
         return RefitSums(**sums)
     ll = _log_likelihood(kind, y, eta)
     sums["llf"] = ll.sum(axis=0) if weights is None else weights @ ll
-    mu = inverse_link(kind, eta)
+    mu = mean_of(kind, eta)
     working = mu * (1.0 - mu) if kind == "binomial" else mu
     if weights is not None:
         working *= weights[:, None]
