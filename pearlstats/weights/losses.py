@@ -504,7 +504,7 @@ class CrossEntropyLoss(Loss):
 
     def form(self, y: np.ndarray, P: np.ndarray) -> LogBarrierForm:
         A = observed_probability(y, P, self.multiclass)
-        A = np.maximum(A, EPS, out=A if isinstance(A, np.ndarray) else None)
+        A = np.maximum(A, EPS, out=A if isinstance(A, np.ndarray) else None)  # no second copy
         return LogBarrierForm(A, np.ones(len(y)), np.zeros(A.shape[1]), 0.0, len(y))
 
 
@@ -522,8 +522,14 @@ class PoissonDevianceLoss(Loss):
         counted = y > 0
         const = 2.0 * float(np.sum(xlogy(y, y) - y))
         return LogBarrierForm(
-            np.maximum(P[counted], EPS), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y)
+            floored_rows(P, counted), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y)
         )
+
+
+def floored_rows(P: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``np.maximum(P[rows], EPS)``, floored in place: one copy of the rows, not two."""
+    A = P[rows]
+    return np.maximum(A, EPS, out=A if isinstance(A, np.ndarray) else None)
 
 
 def linear_predictor(pred: np.ndarray, multiclass: bool) -> np.ndarray:

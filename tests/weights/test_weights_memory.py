@@ -112,3 +112,18 @@ def test_range_checks_over_row_blocks_find_a_bad_value_in_any_block(bad, error, 
     with pytest.raises(Exception, match=error) as caught:
         loss.check(y, P, candidates=True, labels=np.arange(31), allow_nan=False)
     assert "977" in str(caught.value)  # the row is named, as from the all-rows mask
+
+
+def test_poisson_form_floors_the_counted_rows_in_a_single_copy():
+    rng = np.random.default_rng(5)
+    y = rng.poisson(1.0, size=2000).astype(float)
+    P = rng.gamma(2.0, 0.5, size=(2000, 7))
+    P[np.flatnonzero(y > 0)[:3], 2] = 0.0  # floored at EPS
+    before = P.copy()
+    form = get_loss("poisson_deviance", "poisson").form(y, P)
+    assert form.A.tobytes() == np.maximum(P[y > 0], EPS).tobytes()
+    assert P.tobytes() == before.tobytes() and not np.shares_memory(form.A, P)
+    # the objective at a vertex is the mean Poisson deviance of that candidate
+    deviance = 2 * (np.where(y > 0, y * np.log(np.where(y > 0, y, 1) / np.maximum(P[:, 2], EPS)),
+                             0.0) - (y - P[:, 2]))
+    np.testing.assert_allclose(form.value(np.eye(7)[2]), deviance.mean(), rtol=1e-12)
