@@ -1,8 +1,9 @@
 """Peak memory of the in-memory ``pearl.fit`` beyond its data, as a ratio to the data (issue 27).
 
 Five 10-column blocks (``bench_scale.make_data``; binomial: ``y > 0`` of the same
-linear predictor plus noise), every block subset a candidate (J = 31), K = 10 folds,
-``honest`` at its default (lazy: not part of the fit). For each family two fresh
+linear predictor plus noise; Poisson: counts with mean ``exp(0.3 y)``), every block
+subset a candidate (J = 31), K = 10 folds, ``honest`` at its default (lazy: not part
+of the fit). For each family two fresh
 processes run: one only builds the data, the other builds it and fits. "Beyond the
 data" is the difference of their peak RSS (VmHWM of /proc/self/status, the process's
 own high-water mark), divided by the data's size. The fitting process then reads
@@ -26,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -43,6 +46,9 @@ def make_data(family: str, n: int, seed: int) -> dict:
     data = bench_scale.make_data(n, seed)
     if family == "binomial":
         data["y"] = (data["y"] > 0).astype(float)
+    elif family == "poisson":  # counts with log-mean 0.3 (linear predictor plus noise)
+        rng = np.random.default_rng([seed, 1])
+        data["y"] = rng.poisson(np.exp(0.3 * data["y"])).astype(float)
     return data
 
 

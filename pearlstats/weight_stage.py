@@ -163,7 +163,7 @@ def solve_draw_weights(
     """
     output, stacked = _combined_outputs(outputs)
     labels = [candidate.label for candidate in pool]
-    y_stacked = np.tile(y, len(draws))
+    y_stacked = y if len(draws) == 1 else np.tile(y, len(draws))  # no copy for one draw
     if hasattr(loss, "restricted"):  # observation weights: a row's copies keep its weight
         loss = loss.restricted(np.tile(np.arange(len(y)), len(draws)))
     solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss, labels,

@@ -18,6 +18,7 @@ False
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,13 @@ __all__ = ["computed", "is_dask_collection", "row_frame", "row_series"]
 
 
 def is_dask_collection(value: Any) -> bool:
-    """True for a dask array, DataFrame or Series (without importing dask when it is absent)."""
+    """True for a dask array, DataFrame or Series (without importing dask when it is absent).
+
+    Nor when it is installed but not imported: no value can be a dask collection then, and
+    importing it (with its dependencies) cost an in-memory fit 4-8 MiB for nothing.
+    """
+    if "dask" not in sys.modules:
+        return False
     try:
         from dask import is_dask_collection as check
     except ImportError:

@@ -139,12 +139,25 @@ def penalized_columns(X: np.ndarray) -> np.ndarray:
 def _intercept(X: np.ndarray) -> int | None:
     if not len(X):
         return None
-    constant = np.flatnonzero((X.max(axis=0) == X.min(axis=0)) & (X[0] != 0))
-    return int(constant[0]) if constant.size else None
+    return _first_intercept(X.max(axis=0) == X.min(axis=0), X[0])
+
+
+def _first_intercept(constant: np.ndarray, first_row: np.ndarray) -> int | None:
+    """The first column constant over the rows (*constant*) and non-zero in the first row."""
+    found = np.flatnonzero(constant & (first_row != 0))
+    return int(found[0]) if found.size else None
 
 
 # Columns of a column-major design whose moments are computed together (_column_moments).
 _COLUMN_BLOCK = 8
+
+# Bytes of columns :meth:`ScaledDesign.from_columns` reads at a time (at least one column).
+_COLUMN_READ_BYTES = 2**22
+
+
+def _columns_per_read(n: int) -> int:
+    """Columns of n rows read together: at most :data:`_COLUMN_BLOCK`, about 4 MiB, at least 1."""
+    return max(1, min(_COLUMN_BLOCK, _COLUMN_READ_BYTES // (8 * max(n, 1))))
 
 
 def _column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -199,15 +212,38 @@ class ScaledDesign:
     @classmethod
     def from_design(cls, X: np.ndarray, centre: bool = True) -> "ScaledDesign":
         """Standardisation of *X* from all its rows; ``centre=False`` keeps columns uncentred."""
-        mean, sd, big = _column_moments(X)
+        first_row = X[0] if len(X) else np.zeros(X.shape[1])
+        return cls._from_moments(*_column_moments(X), _intercept(X), first_row, centre)
+
+    @classmethod
+    def from_columns(cls, X: Any, columns: np.ndarray, centre: bool = True) -> "ScaledDesign":
+        """``from_design(X[:, columns])`` without that (n, |columns|) copy of the columns.
+
+        The columns are read :func:`_columns_per_read` at a time (``X[:, group]``, laid out
+        as ``X[:, columns]`` is: column-major), and each is reduced down its own contiguous
+        rows as :func:`_column_moments` reduces it there, so the numbers are the same. At
+        n = 10^6 the copy of a 51-column candidate was 389 MiB; this reads 8 MiB at a time.
+        """
+        columns = np.asarray(columns)
+        step = _columns_per_read(X.shape[0])
+        parts = [(np.empty(0),) * 3 + (np.empty(0, dtype=bool),)]
+        for start in range(0, columns.size, step):
+            group = X[:, columns[start:start + step]]
+            parts.append((*_column_moments(group), group.max(axis=0) == group.min(axis=0)))
+        mean, sd, big, constant = (np.concatenate(values) for values in zip(*parts))
+        first_row = X[0][columns]
+        return cls._from_moments(mean, sd, big, _first_intercept(constant, first_row), first_row,
+                                 centre)
+
+    @classmethod
+    def _from_moments(cls, mean, sd, big, intercept, first_row, centre) -> "ScaledDesign":
         scale = np.where(sd > 0, sd, np.where(big > 0, big, 1.0))
-        intercept = _intercept(X)
-        penalized = np.ones(X.shape[1], dtype=bool)
-        center = np.zeros(X.shape[1])
+        penalized = np.ones(mean.size, dtype=bool)
+        center = np.zeros(mean.size)
         value = 1.0
         if intercept is not None:
             penalized[intercept] = False
-            value = float(X[0, intercept])
+            value = float(first_row[intercept])
             if centre:
                 center = np.where(penalized, mean, 0.0)
         return cls(center, scale, penalized, intercept, value)

@@ -27,6 +27,7 @@ from ._common import (
     unfit_entry,
 )
 from .newton import NewtonResult, fold_start, separated_in_every_fold
+from .standardised import standardised_columns
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
@@ -95,6 +96,11 @@ class NewtonEngine:
     nested_start : bool
         Whether a penalised all-rows fit starts from the all-rows optimum of the largest
         earlier candidate whose columns are among its own (:func:`_nested_start`).
+    reads_rows : bool
+        Whether *solve* and *predict* read the standardised columns only by rows
+        (``Z[rows]``, ``Z[0]``, ``Z.shape``): they then get a
+        :class:`~pearlstats.engines.standardised.StandardisedColumns`, which forms those
+        rows from the design when asked, instead of an (n, |S|) array.
     """
 
     per_column: int
@@ -104,6 +110,7 @@ class NewtonEngine:
     separates: bool = False
     warm_hessian: bool = False
     nested_start: bool = False
+    reads_rows: bool = False
 
 
 def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
@@ -219,7 +226,7 @@ def _seen_by_training_rows(theta: np.ndarray, Z: np.ndarray, train: np.ndarray,
     ----------
     theta : ndarray (d,)
         Coefficients on the standardised columns *Z*, ``p`` per linear predictor.
-    Z : ndarray (n, p)
+    Z : ndarray or StandardisedColumns (n, p)
         The candidate's standardised columns (centred on all rows when it has an intercept).
     train : ndarray of bool (n,)
     intercept : int or None
@@ -233,14 +240,14 @@ def _seen_by_training_rows(theta: np.ndarray, Z: np.ndarray, train: np.ndarray,
         # Centred on the training rows: Z_train - shift; the intercept absorbs the constant.
         shift = Z_train.mean(axis=0)
         shift[intercept] = 0.0
-        gamma[intercept] += shift @ gamma / Z[0, intercept]
+        gamma[intercept] += shift @ gamma / Z[0][intercept]
         Z_train = Z_train - shift
     _, singular_values, vt = np.linalg.svd(Z_train, full_matrices=False)
     tolerance = singular_values.max() * max(Z_train.shape) * np.finfo(float).eps
     basis = vt[singular_values > tolerance]
     gamma = basis.T @ (basis @ gamma)
     if intercept is not None:
-        gamma[intercept] -= shift @ gamma / Z[0, intercept]
+        gamma[intercept] -= shift @ gamma / Z[0][intercept]
     return gamma.T.reshape(theta.shape)
 
 
@@ -264,7 +271,7 @@ def _nested_start(optima: dict, columns: np.ndarray, per_column: int) -> np.ndar
     return start.reshape(1, -1)
 
 
-def _standardised_columns(X, S: np.ndarray) -> tuple[np.ndarray, ScaledDesign]:
+def _standardised_columns(X, S: np.ndarray, in_place: bool = False):
     """``Z = (X[:, S] - center) / scale`` (C-ordered) and its standardisation.
 
     The standardisation is read from ``X[:, S]`` as indexing lays it out (column-major
@@ -272,8 +279,13 @@ def _standardised_columns(X, S: np.ndarray) -> tuple[np.ndarray, ScaledDesign]:
     that layout; that copy is freed before the C-ordered one (``np.take``) is made and
     standardised in place: the values of ``design.transform`` with never more than one
     n x p copy of the candidate's columns.
+
+    With *in_place*, Z is a :class:`~pearlstats.engines.standardised.StandardisedColumns`
+    (the same values, formed a block of rows at a time when read) and no n x p copy is made.
     """
     S = np.flatnonzero(S) if S.dtype == bool else S  # np.take reads a mask as 0s and 1s
+    if in_place:
+        return standardised_columns(X, S)
     columns = X[:, S]
     design = ScaledDesign.from_design(columns)
     del columns
@@ -372,7 +384,7 @@ def newton_cv_predict(
             entries.append(entry)
             continue
         Z = None  # the previous candidate's columns go before this one's are read
-        Z, design = _standardised_columns(X, S)
+        Z, design = _standardised_columns(X, S, engine.reads_rows)
         ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
         for value in ladder:
             everything, result = _fit_folds(engine, Z, lambda S=S: X[:, S], y, design, rows,
@@ -420,7 +432,7 @@ def newton_fit(
     so); ``"raise"`` raises :class:`~pearlstats.exceptions.SeparationError` instead.
     """
     ridge = check_ridge(ridge)
-    Z, design = _standardised_columns(X, np.asarray(columns))
+    Z, design = _standardised_columns(X, np.asarray(columns), engine.reads_rows)
     penalty = design.penalized[None].astype(float)
     ladder = ridge_ladder(ridge) if separation == "ridge" and engine.separates else [ridge]
     for value in ladder:

@@ -71,6 +71,8 @@ def _face_factor(form, w: np.ndarray, face: np.ndarray) -> np.ndarray:
     """Columns *face* of the Hessian's factor at *w* (only those columns formed when J is large)."""
     if isinstance(form, LogBarrierForm) and face.size < form.size and form.size > _DENSE:
         return form.restrict(face).hessian_factor(w[face])
+    if isinstance(form, LogBarrierForm):  # the face's columns of the full factor, alone
+        return form.hessian_factor(w, face)
     return form.hessian_factor(w)[:, face]
 
 
@@ -80,15 +82,17 @@ def _face_step(W: np.ndarray, g: np.ndarray) -> np.ndarray:
     Columns are scaled to unit norm first (``x = d s``), so candidates whose
     predictions differ by 1e250 in size share one well-scaled matrix; the
     constraint becomes ``(1/d)'x = 0`` and is eliminated with an orthonormal
-    basis ``N`` of its null space.
+    basis ``N`` of its null space. *W* (the caller's new array) is scaled in place:
+    no (n, |face|) temporaries beside it.
     """
     k = W.shape[1]
     if k == 1:
         return np.zeros(1)
-    top = np.abs(W).max(axis=0)
-    V = W / np.where(top > 0, top, 1.0)
+    top = np.maximum(W.max(axis=0), -W.min(axis=0))  # max |W_ij| per column, exactly
+    V = W
+    V /= np.where(top > 0, top, 1.0)
     norms = np.sqrt(np.einsum("ij,ij->j", V, V))
-    V = V / np.where(norms > 0, norms, 1.0)
+    V /= np.where(norms > 0, norms, 1.0)
     d = top * norms
     d = np.where(d > 0, d, d.max() if d.max() > 0 else 1.0)
     a = d.min() / d  # the constraint, scaled to entries at most 1

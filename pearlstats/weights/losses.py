@@ -66,6 +66,7 @@ from scipy.special import expit, xlogy
 from ..backends.lazy import is_dask_collection
 from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
 from .gram import LeastSquaresForm
+from .log_barrier import LogBarrierForm
 
 __all__ = [
     "EPS",
@@ -89,67 +90,7 @@ _SUM_TOLERANCE = 1e-6  # how far multinomial probability rows may stray from sum
 CONSTANT_RESPONSE_ULPS = 16  # a gaussian response spreading over fewer ulps of its size is constant
 
 
-def _times(M: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``M @ w`` using only the columns where ``w`` is non-zero (weights are sparse for large J)."""
-    used = np.flatnonzero(w)
-    return M[:, used] @ w[used] if 2 * used.size < w.size else M @ w
-
-
 # ---- solver forms --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LogBarrierForm:
-    """Objective ``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs``, ``A > 0``, ``c > 0``.
-
-    Cross-entropy has ``A_ij`` = probability candidate j gives the observed
-    class of row i (floored at ``EPS``), ``c = 1``, ``b = 0``. Poisson deviance
-    has ``A`` = the means on rows with ``y > 0``, ``c = 2y`` there,
-    ``b = 2 * column sums of the means`` and ``const = 2 sum (y log y - y)``.
-    """
-
-    A: np.ndarray
-    c: np.ndarray
-    b: np.ndarray
-    const: float
-    n_obs: int
-    unit: float = 1.0  # as in LeastSquaresForm; these losses are not standardised
-
-    @property
-    def size(self) -> int:
-        return self.A.shape[1]
-
-    @property
-    def n_rows(self) -> int:
-        return self.A.shape[0]
-
-    def restrict(self, columns: np.ndarray) -> LogBarrierForm:
-        return LogBarrierForm(self.A[:, columns], self.c, self.b[columns], self.const, self.n_obs)
-
-    def value(self, w: np.ndarray) -> float:
-        return float(self.const - self.c @ np.log(_times(self.A, w)) + self.b @ w) / self.n_obs
-
-    def gradient(self, w: np.ndarray) -> np.ndarray:
-        return (self.b - self.A.T @ (self.c / _times(self.A, w))) / self.n_obs
-
-    def hessian_factor(self, w: np.ndarray) -> np.ndarray:
-        """``W`` (m, J) with ``W'W`` the Hessian at ``w``; finite where ``W'W`` would overflow."""
-        u = _times(self.A, w)
-        return self.A * (np.sqrt(self.c / self.n_obs) / u)[:, None]
-
-    def hessian(self, w: np.ndarray) -> np.ndarray:
-        """The Hessian ``W'W``; it overflows for candidates with astronomically large predictions,
-        which is why the solvers work with :meth:`hessian_factor` instead."""
-        W = self.hessian_factor(w)
-        return W.T @ W
-
-    def vertex_values(self, chunk: int = 4096) -> np.ndarray:
-        """``f(e_j)`` for every j, taking logs a block of columns at a time to bound memory."""
-        out = np.empty(self.size)
-        for start in range(0, self.size, chunk):
-            block = slice(start, start + chunk)
-            out[block] = self.const - self.c @ np.log(self.A[:, block]) + self.b[block]
-        return out / self.n_obs
-
-
 @dataclass(frozen=True)
 class PiecewiseLinearForm:
     """Objective ``f(w) = (1/n_obs) sum_i max_{k: rows[k] = i} (intercepts[k] + slopes[k] @ w)``.
@@ -264,24 +205,45 @@ def _where(bad: np.ndarray, labels) -> str:
     )
 
 
+# Rows of the predictions the range checks test at a time (no (n, J) masks at once).
+_CHECK_ROWS = 8192
+
+
+def _anywhere(values: np.ndarray, test) -> bool:
+    """Whether the elementwise *test* holds anywhere, taken a block of rows at a time."""
+    if is_dask_collection(values) or np.ndim(values) == 0 or len(values) <= _CHECK_ROWS:
+        return bool(test(values).any())
+    return any(bool(test(values[start:start + _CHECK_ROWS]).any())
+               for start in range(0, len(values), _CHECK_ROWS))
+
+
+def _out_of_range(v):
+    return (v < 0) | (v > 1)
+
+
+def _negative(v):
+    return v < 0
+
+
 def _check_values(family: str, values: np.ndarray, labels, allow_nan: bool) -> None:
     """Range checks; ``labels`` names the candidate axis (None for one prediction)."""
-    finite = np.isfinite(values).all()  # one pass; the messages below look closer if not
-    if not finite and not allow_nan and np.isnan(values).any():
+    # one pass; the messages below look closer if not
+    finite = not _anywhere(values, lambda v: ~np.isfinite(v))
+    if not finite and not allow_nan and _anywhere(values, np.isnan):
         raise MissingValueError(
             f"predictions have NaN values at {_where(np.isnan(values), labels)}; "
             "a failed candidate must be left out (active=False)"
         )
-    if not finite and np.isinf(values).any():
+    if not finite and _anywhere(values, np.isinf):
         raise DataError(f"predictions have infinite values at {_where(np.isinf(values), labels)}")
     if family == "poisson":
-        bad, kind = values < 0, "Poisson means must be >= 0"
+        test, kind = _negative, "Poisson means must be >= 0"
     elif family in ("binomial", "multinomial"):
-        bad, kind = (values < 0) | (values > 1), "probabilities must lie in [0, 1]"
+        test, kind = _out_of_range, "probabilities must lie in [0, 1]"
     else:
         return
-    if bad.any():
-        raise DataError(f"{kind}; violated at {_where(bad, labels)}")
+    if _anywhere(values, test):
+        raise DataError(f"{kind}; violated at {_where(test(values), labels)}")
     if family == "multinomial":
         off = np.abs(values.sum(axis=-1) - 1.0) > _SUM_TOLERANCE
         if off.any():
@@ -456,7 +418,12 @@ def observed_probability(y: np.ndarray, P: np.ndarray, multiclass: bool) -> np.n
             return np.where(onehot, P, 0.0).sum(axis=-1)
         return np.take_along_axis(P, y.reshape((-1,) + (1,) * (P.ndim - 1)), axis=-1)[..., 0]
     y = y.reshape((-1,) + (1,) * (P.ndim - 1))
-    return np.where(y == 1, P, 1.0 - P)
+    if is_dask_collection(P):
+        return np.where(y == 1, P, 1.0 - P)
+    # np.where's values without its second (n, J) temporary
+    observed = 1.0 - P
+    np.copyto(observed, P, where=y == 1)
+    return observed
 
 
 def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -536,7 +503,8 @@ class CrossEntropyLoss(Loss):
         return -np.log(np.maximum(observed_probability(y, pred, self.multiclass), EPS))
 
     def form(self, y: np.ndarray, P: np.ndarray) -> LogBarrierForm:
-        A = np.maximum(observed_probability(y, P, self.multiclass), EPS)
+        A = observed_probability(y, P, self.multiclass)
+        A = np.maximum(A, EPS, out=A if isinstance(A, np.ndarray) else None)  # no second copy
         return LogBarrierForm(A, np.ones(len(y)), np.zeros(A.shape[1]), 0.0, len(y))
 
 
@@ -554,8 +522,14 @@ class PoissonDevianceLoss(Loss):
         counted = y > 0
         const = 2.0 * float(np.sum(xlogy(y, y) - y))
         return LogBarrierForm(
-            np.maximum(P[counted], EPS), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y)
+            floored_rows(P, counted), 2.0 * y[counted], 2.0 * P.sum(axis=0), const, len(y)
         )
+
+
+def floored_rows(P: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``np.maximum(P[rows], EPS)``, floored in place: one copy of the rows, not two."""
+    A = P[rows]
+    return np.maximum(A, EPS, out=A if isinstance(A, np.ndarray) else None)
 
 
 def linear_predictor(pred: np.ndarray, multiclass: bool) -> np.ndarray:

@@ -20,7 +20,14 @@ from scipy.special import xlogy
 
 from ..exceptions import OptionError
 from .gram import LeastSquaresForm
-from .losses import EPS, CrossEntropyLoss, LogBarrierForm, Loss, PoissonDevianceLoss, SquaredLoss
+from .losses import (
+    CrossEntropyLoss,
+    LogBarrierForm,
+    Loss,
+    PoissonDevianceLoss,
+    SquaredLoss,
+    floored_rows,
+)
 
 __all__ = ["RowWeightedLoss", "WEIGHTED_LOSSES"]
 
@@ -98,7 +105,7 @@ class RowWeightedLoss(Loss):
         if isinstance(self.base, PoissonDevianceLoss):
             counted = y > 0
             const = 2.0 * float(v @ (xlogy(y, y) - y))
-            return LogBarrierForm(np.maximum(P[counted], EPS), 2.0 * (v * y)[counted],
+            return LogBarrierForm(floored_rows(P, counted), 2.0 * (v * y)[counted],
                                   2.0 * (v @ P), const, len(y))
         raise OptionError(f"loss={self.name!r} for family {self.family!r} is not yet supported "
                           "with observation weights")

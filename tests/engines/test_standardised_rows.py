@@ -1,0 +1,112 @@
+"""The Newton engines read a candidate's standardised columns a block of rows at a time (issue 27).
+
+Each helper is compared with the all-rows computation it replaces (the (n, |S|) standardised
+copy ``(X[:, S] - center) / scale`` and numpy's batched product), bit for bit, and the
+logistic and Poisson fits with statsmodels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+from pearlstats.backends.columns import ColumnStack
+from pearlstats.design.candidates import Candidate
+from pearlstats.engines import _common, glm
+from pearlstats.engines._common import ScaledDesign
+from pearlstats.engines.newton_cv import newton_cv_predict
+from pearlstats.engines.standardised import StandardisedColumns, standardised_columns
+
+
+def _design(n: int, seed: int = 0):
+    """An intercept, a shifted and scaled block, a tiny block with a constant column."""
+    rng = np.random.default_rng(seed)
+    parts = [np.ones((n, 1)), rng.normal(loc=50.0, scale=1e3, size=(n, 4)),
+             1e-200 * rng.normal(size=(n, 3)), rng.uniform(size=(n, 2))]
+    parts[2][:, 1] = 3e-200
+    parts[3] = np.asfortranarray(parts[3])
+    return ColumnStack(parts), np.hstack(parts)
+
+
+@pytest.mark.parametrize("columns", [np.arange(10), np.array([9, 0, 2, 3, 6, 5, 7]),
+                                     np.array([6, 1]), np.array([4])])
+@pytest.mark.parametrize("read_bytes", [8, 2**22])
+def test_scaled_design_from_columns_equals_from_design_of_the_copy(columns, read_bytes,
+                                                                   monkeypatch):
+    # One column per read (8 bytes) or all at once: the same numbers as the (n, |S|) copy.
+    monkeypatch.setattr(_common, "_COLUMN_READ_BYTES", read_bytes)
+    for X in _design(3000):
+        want, got = ScaledDesign.from_design(X[:, columns]), ScaledDesign.from_columns(X, columns)
+        for name in ("center", "scale", "penalized"):
+            assert getattr(got, name).tobytes() == getattr(want, name).tobytes(), name
+        assert (got.intercept, got.intercept_value) == (want.intercept, want.intercept_value)
+    # and the moments themselves are right (squares of 1e-200 underflow: SDs of x / max|x|)
+    stacked = _design(3000)[1][:, columns]
+    big = np.abs(stacked).max(axis=0)
+    sd = (stacked / big).std(axis=0) * big
+    np.testing.assert_allclose(got.scale, np.where(sd > 0, sd, np.abs(stacked[0])), rtol=1e-12)
+
+
+@pytest.mark.parametrize("rows", [slice(None), slice(5, 4100), slice(4090, 4096),
+                                  np.array([17, 3, 3, 4999]), np.arange(5000) % 3 == 1, 7])
+def test_standardised_columns_rows_equal_the_rows_of_the_standardised_copy(rows):
+    X, stacked = _design(5000, seed=1)
+    S = np.array([0, 1, 2, 6, 8, 3, 9])
+    Z, design = standardised_columns(X, S)
+    full = np.take(stacked, S, axis=1)  # the copy the engines used to hold
+    full -= design.center
+    full /= design.scale
+    for source in (X, stacked):
+        got = StandardisedColumns(source, S, design)[rows]
+        want = full[rows]
+        assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+        assert got.flags.c_contiguous and got.shape == want.shape
+    assert Z.shape == full.shape and len(Z) == 5000
+    np.testing.assert_array_equal(X.parts[1], _design(5000, seed=1)[0].parts[1])  # not written
+    with pytest.raises(TypeError, match="rows only"):
+        Z[0, 1]
+
+
+@pytest.mark.parametrize("p", [3, glm._GRAM_WIDTH - 1, glm._GRAM_WIDTH, 51])
+@pytest.mark.parametrize("K", [1, 10])
+def test_weighted_grams_equal_the_batched_product_bit_for_bit(p, K):
+    rng = np.random.default_rng(p + K)
+    Z, weights = rng.normal(size=(glm._BLOCK_ROWS, p)), rng.uniform(size=(K, glm._BLOCK_ROWS))
+    got = glm._weighted_grams(Z, weights)
+    assert got.tobytes() == np.matmul(Z.T[None] * weights[:, None, :], Z).tobytes()
+    want = np.einsum("kn,ni,nj->kij", weights, Z, Z)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("kind", ["binomial", "poisson"])
+def test_fold_fits_on_rows_read_in_place_equal_those_on_the_standardised_copy(kind):
+    # Two blocks of rows and a partial one; the same numbers as with the (n, |S|) array.
+    rng = np.random.default_rng(4)
+    n = 2 * glm._BLOCK_ROWS + 700
+    a, b = rng.normal(size=(n, 3)), rng.normal(loc=2.0, size=(n, 2))
+    eta = 0.5 * a[:, 0] - 0.4 * b[:, 1] + 0.3
+    y = (eta + rng.logistic(size=n) > 0.0) if kind == "binomial" else rng.poisson(np.exp(eta))
+    y = y.astype(float)
+    X = ColumnStack([np.ones((n, 1)), a, b])
+    folds = np.arange(n) % 4
+    candidates = [Candidate("a+b", ("a", "b"), np.arange(6)), Candidate("b", ("b",),
+                                                                        np.array([0, 4, 5]))]
+    engine = glm._engine(kind)
+    assert engine.reads_rows
+    out = newton_cv_predict(engine, X, y, candidates, folds, 0.0)
+    copied = newton_cv_predict(dataclasses.replace(engine, reads_rows=False), X, y, candidates,
+                               folds, 0.0)
+    assert out.predictions.tobytes() == copied.predictions.tobytes()
+    stacked = np.asarray(X)
+    family = sm.families.Binomial() if kind == "binomial" else sm.families.Poisson()
+    for k in range(4):
+        train = folds != k
+        fit = sm.GLM(y[train], stacked[train][:, :6], family=family).fit(tol=1e-12)
+        np.testing.assert_allclose(out.predictions[~train, 0], fit.predict(stacked[~train][:, :6]),
+                                   rtol=1e-8)
+    params, _ = glm.glm_fit(kind, X, y, np.arange(6))
+    full = sm.GLM(y, stacked[:, :6], family=family).fit(tol=1e-12)
+    np.testing.assert_allclose(params, full.params, rtol=1e-7, atol=1e-9)
