@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import expit
 
 from ..backends.chunks import map_chunks
 from ..ledger import LedgerEntry
 from ._common import EngineOutput
+from .likelihood import mean_of, row_terms, variance_of
 from .newton import batched_newton, penalised_newton
 from .newton_cv import (
     SEPARATION_ETA,
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["glm_cv_predict", "glm_fit", "SEPARATION_ETA", "SEPARATION_MIN_ITER", "SEPARATION_STEP"]
 
-_MAX_ETA = 700.0  # exp overflows past ~709
-
 # Rows per block of the likelihood's sums (:func:`_make_loss`): 16 MB of (K, p, rows)
 # Hessian product at K = 10, p = 51.
 _BLOCK_ROWS = 4096
@@ -53,22 +51,13 @@ _BLOCK_ROWS = 4096
 _GRAM_WIDTH = 16
 
 
-def _log1pexp(eta: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, eta)
-
-
 def _mean_and_variance(kind: str, eta: np.ndarray):
-    if kind == "binomial":
-        mu = expit(eta)
-        return mu, mu * (1.0 - mu)
-    mu = np.exp(np.minimum(eta, _MAX_ETA))
-    return mu, mu
+    mu = mean_of(kind, eta)
+    return mu, variance_of(kind, mu)
 
 
 def _row_loss(kind: str, eta: np.ndarray, y: np.ndarray) -> np.ndarray:
-    if kind == "binomial":
-        return _log1pexp(eta) - y * eta
-    return np.exp(np.minimum(eta, _MAX_ETA)) - y * eta
+    return row_terms(kind, eta.copy(), y)[0]
 
 
 def _weighted_grams(Z_rows: np.ndarray, row_weights: np.ndarray) -> np.ndarray:
@@ -105,12 +94,12 @@ def _make_loss(kind, Z, y, weights, n_train):
     def block(theta, order, rows: slice) -> list:
         Z_rows, w, y_rows = Z[rows], weights[:, rows], y[rows]
         eta = theta @ Z_rows.T  # (K, rows)
-        sums = [np.sum(w * _row_loss(kind, eta, y_rows), axis=1)]
+        loss, mu = row_terms(kind, eta, y_rows)  # the dask passes' row terms (one exp)
+        sums = [np.sum(w * loss, axis=1)]
         if order >= 1:
-            mu, var = _mean_and_variance(kind, eta)
             sums.append((w * (mu - y_rows)) @ Z_rows)
         if order == 2:
-            sums.append(_weighted_grams(Z_rows, w * var))
+            sums.append(_weighted_grams(Z_rows, w * variance_of(kind, mu)))
         return sums
 
     def loss(theta, order):
