@@ -29,6 +29,7 @@ import numpy as np
 
 from ..backends.partitions import tree_sum
 from ..design.folds import check_class_coverage
+from ..engines.multinomial import log_softmax
 from ..exceptions import ResponseError
 from ..weights.losses import EPS
 from .data import partition_folds, partition_inputs, partition_response
@@ -124,14 +125,6 @@ def class_codes(y: np.ndarray, levels: np.ndarray) -> np.ndarray:
 # 16 trial columns at once; the binomial pass holds all of a candidate's (column, row) values.
 BATCH_VALUES = 2**24
 
-def _log_softmax(eta: np.ndarray):
-    """Log probabilities (..., C, n) of linear predictors (..., C - 1, n), class 0 at 0."""
-    shifted = np.zeros(eta.shape[:-2] + (eta.shape[-2] + 1, eta.shape[-1]))
-    shifted[..., 1:, :] = eta
-    shifted -= shifted.max(axis=-2, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-2, keepdims=True))
-
-
 def _hessian(ZS: np.ndarray, prob: np.ndarray) -> np.ndarray:
     """``sum_i (diag(p_i) - p_i p_i') (x) x_i x_i'`` over rows (classes 1..C-1), class-major.
 
@@ -171,7 +164,7 @@ def _column_sums(ZS, codes, train, n_classes, request, mine, cols, out) -> None:
     if t.any():
         eta -= t[:, None, None] * (request["step"][mine[local], : m * s].reshape(-1, m, s) @ ZS.T)
     w = train[request["fold"][mine][local]]
-    logp = _log_softmax(eta)
+    logp = log_softmax(eta)
     del eta
     loss = -np.take_along_axis(logp, codes[None, None, :], axis=1)[:, 0]  # (cols, n)
     out["f"][cols] = np.sum(w * loss, axis=1)
@@ -200,7 +193,7 @@ def oof_probabilities(X: np.ndarray, folds: np.ndarray, labels: list,
     for position, k in enumerate(labels):
         r = folds == k
         eta = (X[r] @ coefs[position].reshape(X.shape[1], J * m)).reshape(-1, J, m)
-        P[r] = np.exp(_log_softmax(eta.transpose(1, 2, 0))).transpose(2, 0, 1)
+        P[r] = np.exp(log_softmax(eta.transpose(1, 2, 0))).transpose(2, 0, 1)
     return P
 
 

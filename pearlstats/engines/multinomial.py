@@ -36,7 +36,7 @@ from .newton_cv import (
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
 
-__all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities"]
+__all__ = ["multinomial_cv_predict", "multinomial_fit", "class_probabilities", "log_softmax"]
 
 # Precision of the Hessian products of penalised fits (the (C-1)p-square product per fold that
 # dominates a fit). Single precision halves their cost; the gradient stays in double precision,
@@ -83,10 +83,30 @@ def _softmax_parts(theta: np.ndarray, XsT: np.ndarray, n_classes: int):
     return shifted, scaled, np.log(scaled.sum(axis=1))
 
 
+def log_softmax(eta: np.ndarray) -> np.ndarray:
+    """Log class probabilities (..., C, n) of linear predictors (..., C - 1, n), class 0 at 0.
+
+    Class-major, as :func:`_softmax_parts` lays them out; the dask passes' Newton sums and
+    out-of-fold probabilities use it too.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> np.exp(log_softmax(np.array([[0.0], [np.log(3.0)]]))).ravel().round(6).tolist()
+    [0.2, 0.2, 0.6]
+    """
+    shifted = np.empty(eta.shape[:-2] + (eta.shape[-2] + 1, eta.shape[-1]))
+    shifted[..., 0, :] = 0.0
+    shifted[..., 1:, :] = eta
+    shifted -= shifted.max(axis=-2, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-2, keepdims=True))
+
+
 def _log_probabilities(theta: np.ndarray, XsT: np.ndarray, n_classes: int) -> np.ndarray:
     """Log class probabilities (K, C, n), class-major."""
-    shifted, _, log_total = _softmax_parts(theta, XsT, n_classes)
-    return shifted - log_total[:, None, :]
+    K, d = theta.shape
+    m = n_classes - 1
+    return log_softmax(np.matmul(theta.reshape(K, m, d // m), XsT))
 
 
 def class_probabilities(params: np.ndarray, X: np.ndarray) -> np.ndarray:
