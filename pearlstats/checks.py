@@ -21,11 +21,13 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from patsy import EvalEnvironment
 
-from .exceptions import OptionError
+from .exceptions import DataError, OptionError
 
-__all__ = ["check_seed", "check_n_jobs", "check_int", "check_choice", "check_eval_env"]
+__all__ = ["check_seed", "check_n_jobs", "check_int", "check_choice", "check_eval_env",
+           "align_by_label"]
 
 _MAX_SEED = 2**63 - 1
 
@@ -104,3 +106,79 @@ def check_eval_env(eval_env: int | EvalEnvironment, depth: int = 1) -> EvalEnvir
         f"eval_env={eval_env!r}; use a non-negative int "
         "(frames above the caller) or a patsy EvalEnvironment"
     )
+
+
+def _few(labels: pd.Index) -> list:
+    return list(labels[:5])
+
+
+def align_by_label(name: str, value: Any, index: pd.Index | None,
+                   error: type[Exception] = DataError) -> Any:
+    """The one rule by which every argument with one value per data row meets the rows.
+
+    Blocks, observation weights, offsets, exposure and fold labels, at ``fit``, ``predict``
+    and ``evaluate``, all come through here: a pandas object (Series or DataFrame) is matched
+    to the data's rows by index label, as statsmodels aligns pandas objects; anything else
+    (a NumPy array, a list) by position, and is returned unchanged, as is everything when the
+    data has no index of its own (*index* None: a dict of arrays).
+
+    Parameters
+    ----------
+    name : str
+        What the value is, as the user named it (``"weights="``, ``"block 'a'"``).
+    value : any
+    index : pandas Index or None
+        The data's row labels.
+    error : exception class, default DataError
+        What to raise (``BlockError`` for blocks, ``FoldError`` for fold labels).
+
+    Returns
+    -------
+    The value with its rows in the order of *index*.
+
+    Raises
+    ------
+    error
+        The value's labels are not the data's: labels missing or extra, or a label
+        repeated (in the value or in the data), each named.
+
+    Examples
+    --------
+    >>> index = pd.Index(["a", "b", "c"])
+    >>> align_by_label("weights=", pd.Series([3.0, 1.0, 2.0], index=["c", "a", "b"]),
+    ...                index).tolist()
+    [1.0, 2.0, 3.0]
+    >>> align_by_label("weights=", pd.Series([1.0, 2.0], index=["a", "a"]), index)
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.DataError: weights= is a Series whose row labels differ from the data's \
+(pandas objects are matched to the data's rows by index label): data rows ['b', 'c'] have no \
+label in it, and it repeats labels ['a']; give it the data's index (or pass a NumPy array to \
+match rows by position)
+    """
+    if index is None or not isinstance(value, (pd.Series, pd.DataFrame)):
+        return value
+    if value.index.equals(index):  # the same labels in the same order (repeats pair by position)
+        return value
+    problems = []
+    absent = index.difference(value.index, sort=False)
+    if len(absent):
+        problems.append(f"data rows {_few(absent)} have no label in it")
+    foreign = value.index.difference(index, sort=False)
+    if len(foreign):
+        problems.append(f"its labels {_few(foreign)} are not data rows")
+    repeated = value.index[value.index.duplicated()].unique()
+    if len(repeated):
+        problems.append(f"it repeats labels {_few(repeated)}")
+    repeated = index[index.duplicated()].unique()
+    if len(repeated):
+        problems.append(f"the data's index repeats labels {_few(repeated)}, so rows cannot be "
+                        "told apart by label")
+    if problems:
+        raise error(
+            f"{name} is a {type(value).__name__} whose row labels differ from the data's "
+            f"(pandas objects are matched to the data's rows by index label): "
+            f"{', and '.join(problems)}; give it the data's index (or pass a NumPy array to "
+            "match rows by position)"
+        )
+    return value.loc[index]

@@ -98,8 +98,10 @@ def _bind_downstream(family, downstream):
 
 
 def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: EvalEnvironment,
-                         family: str, given: tuple, options: dict) -> ObservationWeights:
-    """The checked weights/offset of the rows given (before ``missing="drop"``).
+                         family: str, given: tuple, options: dict,
+                         missing: str = "raise") -> ObservationWeights:
+    """The checked weights/offset of the rows given (before ``missing="drop"``, which also
+    drops the rows whose weight or offset is NaN: their positions are in ``unusable``).
 
     *given* is ``(weights, weight_type, offset, exposure)``; the formula's ``offset()``
     terms count as *offset*. With any of them, the *options* of
@@ -112,10 +114,10 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
         if given[2] is not None or given[3] is not None:
             raise OptionError("give the offset either in the formula (offset(...)) or as "
                               "offset=/exposure=, not both")
-        given = given[:2] + (formula_offset(formula, split_data(data)[0], env), None)
+        given = given[:2] + (formula_offset(formula, split_data(data)[0], env, missing), None)
     index = data_index(data)
     n = len(index) if index is not None else len(split_data(data)[0])
-    return check_observation_weights(*given, family, n, index)
+    return check_observation_weights(*given, family, n, index, missing)
 
 
 def with_observation_weights(prepared: Prepared, loss: Loss,
@@ -295,7 +297,11 @@ def fit(
         Refuse candidate specifications larger than this.
     missing : {"raise", "drop"}
         ``"raise"`` reports rows with NaN/inf; ``"drop"`` removes them and
-        records their positions in ``results.dropped_rows``.
+        records their positions in ``results.dropped_rows``: a missing value
+        in the response, a covariate, a block, or the row's ``weights``,
+        ``offset`` or ``exposure`` (as statsmodels' ``missing="drop"``).
+        A ``timedelta64`` covariate is read as seconds (with a warning); a
+        ``datetime64`` one is refused (convert it to a number first).
     eval_env : int, default 0
         How many frames above the caller to look up names used by the
         formula's functions (as in patsy).
@@ -479,7 +485,7 @@ def fit(
                                _representations(blocks), options.honest, options.shrinkage)
         return results_from_state(state, DASK_ROWS)
     observed = _observation_weights(data, blocks, formula_spec, options.env, family_.name, given,
-                                    dict(downstream=downstream))
+                                    dict(downstream=downstream), options.missing)
     return _fit_in_memory(formula_spec, data, blocks, family_, loss_, rule.for_rows(data),
                           observed, options)
 
@@ -487,7 +493,8 @@ def fit(
 def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, loss: Loss,
                    cv: Any, observed: ObservationWeights, options: _Options) -> PearlResults:
     """The stages of a fit on rows in memory, in order; the results are built from their values."""
-    prepared = prepare_rows(formula, data, blocks, family, options.missing, options.env)
+    prepared = prepare_rows(formula, data, blocks, family, options.missing, options.env,
+                            observed.unusable)
     candidates = build_pool(prepared.design, options.candidates, options.max_candidates)
     n_given = len(prepared.response.y) + len(prepared.dropped_rows)
     kept = complement_rows(prepared.dropped_rows, n_given)

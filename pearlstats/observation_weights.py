@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .checks import align_by_label
 from .exceptions import DataError, OptionError
 
 __all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
@@ -74,6 +75,9 @@ class ObservationWeights:
     weights: np.ndarray | None
     weight_type: str | None
     offset: np.ndarray | None
+    #: Positions of rows whose weight or offset is NaN/inf, with ``missing="drop"`` (which
+    #: drops them with the rows missing a covariate); None when every value is finite.
+    unusable: np.ndarray | None = None
 
     @property
     def given(self) -> bool:
@@ -87,13 +91,15 @@ class ObservationWeights:
         return ObservationWeights(pick(self.weights), self.weight_type, pick(self.offset))
 
 
-def _values(name: str, values, n: int, index: pd.Index | None) -> np.ndarray:
-    if isinstance(values, pd.Series) and index is not None:
-        unknown = values.index.difference(index)
-        if unknown.size or len(values) != n:
-            raise DataError(f"{name}= is a Series whose index does not match the data's rows "
-                            f"(e.g. {list(unknown[:3])}); give one value per row of the data")
-        values = values.reindex(index)
+def _values(name: str, values, n: int, index: pd.Index | None,
+            missing: str | None = None) -> np.ndarray:
+    """One finite number per data row (a Series matched to *index* by label).
+
+    *missing* is the fit's option: with ``"drop"`` non-finite values are kept (their rows
+    are dropped with the others, see :attr:`ObservationWeights.unusable`); None (new rows
+    of ``predict``/``evaluate``) and ``"raise"`` refuse them.
+    """
+    values = align_by_label(f"{name}=", values, index)
     try:
         array = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as err:
@@ -102,8 +108,9 @@ def _values(name: str, values, n: int, index: pd.Index | None) -> np.ndarray:
         raise DataError(f"{name}= must be one number per row of the data ({n} rows), "
                         f"got shape {array.shape}")
     bad = np.flatnonzero(~np.isfinite(array))
-    if bad.size:
-        raise DataError(f"{name}= has NaN or infinite values at rows {bad[:10].tolist()}")
+    if bad.size and missing != "drop":
+        hint = "" if missing is None else "; remove those rows, or pass missing='drop' to drop them"
+        raise DataError(f"{name}= has NaN or infinite values at rows {bad[:10].tolist()}{hint}")
     return array
 
 
@@ -116,8 +123,14 @@ def _positive(name: str, array: np.ndarray, what: str) -> None:
 
 def check_observation_weights(weights: Any, weight_type: str | None, offset: Any, exposure: Any,
                               family: str, n: int,
-                              index: pd.Index | None = None) -> ObservationWeights:
+                              index: pd.Index | None = None,
+                              missing: str | None = None) -> ObservationWeights:
     """Validate ``weights``, ``weight_type``, ``offset`` and ``exposure`` of ``fit``.
+
+    pandas Series are matched to the data's rows (*index*) by label, arrays by position
+    (:func:`~pearlstats.checks.align_by_label`). With ``missing="drop"`` the rows whose
+    weight or offset is NaN/inf are returned in :attr:`ObservationWeights.unusable`
+    instead of refused.
 
     Raises
     ------
@@ -140,17 +153,25 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
         if weight_type not in WEIGHT_TYPES:
             options = [f"{k!r} ({v})" for k, v in WEIGHT_TYPES.items()]
             raise OptionError(f"weight_type={weight_type!r}; with weights= use one of {options}")
-        w = _values("weights", weights, n, index)
+        w = _values("weights", weights, n, index, missing)
         _positive("weights", w, "drop the rows of weight 0")
-    total = None if offset is None else _values("offset", offset, n, index)
+    total = None if offset is None else _values("offset", offset, n, index, missing)
     if exposure is not None:
         if family != "poisson":
             raise OptionError(f"exposure= is for family='poisson' (log link), got {family!r}; "
                               "give offset= instead")
-        t = _values("exposure", exposure, n, index)
+        t = _values("exposure", exposure, n, index, missing)
         _positive("exposure", t, "exposure is a time or size at risk")
         total = np.log(t) if total is None else total + np.log(t)
-    return ObservationWeights(w, weight_type if w is not None else None, total)
+    return ObservationWeights(w, weight_type if w is not None else None, total,
+                              _unusable_rows(w, total))
+
+
+def _unusable_rows(*columns: np.ndarray | None) -> np.ndarray | None:
+    """Positions where any given column is NaN/inf (None when there are none)."""
+    given = [~np.isfinite(values) for values in columns if values is not None]
+    bad = np.logical_or.reduce(given) if given else np.zeros(0, dtype=bool)
+    return np.flatnonzero(bad) if bad.any() else None
 
 
 def refuse_unsupported(*, downstream: Any) -> None:
@@ -165,9 +186,11 @@ def refuse_unsupported(*, downstream: Any) -> None:
                           "offsets/exposure; leave it at its default (None)")
 
 
-def check_new_offset(offset: Any, exposure: Any, n: int,
-                     fitted_offset: bool) -> np.ndarray | None:
-    """The offset of *n* new rows (log exposure added), or None for a fit without one."""
+def check_new_offset(offset: Any, exposure: Any, n: int, fitted_offset: bool,
+                     index: pd.Index | None = None) -> np.ndarray | None:
+    """The offset of *n* new rows (log exposure added), or None for a fit without one.
+
+    Series are matched to the new rows' *index* by label, as at fit time."""
     if not fitted_offset:
         if offset is not None or exposure is not None:
             raise OptionError("this fit has no offset or exposure; predict without offset=/"
@@ -176,9 +199,9 @@ def check_new_offset(offset: Any, exposure: Any, n: int,
     if offset is None and exposure is None:
         raise OptionError("this fit has an offset (or exposure): give offset= and/or exposure= "
                           "for the new rows (exposure=1 everywhere is offset 0)")
-    total = np.zeros(n) if offset is None else _values("offset", offset, n, None)
+    total = np.zeros(n) if offset is None else _values("offset", offset, n, index)
     if exposure is not None:
-        t = _values("exposure", exposure, n, None)
+        t = _values("exposure", exposure, n, index)
         _positive("exposure", t, "exposure is a time or size at risk")
         total = total + np.log(t)
     return total

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,8 @@ from .design.data import (
     as_block,
     check_block_information,
     check_block_values,
+    check_no_dates,
+    count_rows,
     data_index,
     resolve_blocks,
     split_data,
@@ -64,6 +66,7 @@ __all__ = [
     "Prepared",
     "CandidatePool",
     "prepare_rows",
+    "incomplete_rows",
     "build_pool",
     "assign_folds",
     "cross_validate",
@@ -223,6 +226,24 @@ def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
     return frame, embedded, blocks
 
 
+def incomplete_rows(formula: FormulaSpec, frame: pd.DataFrame, row_variables: Sequence[str],
+                    blocks: Mapping[str, Block], eval_env: EvalEnvironment) -> np.ndarray:
+    """The rows ``missing="drop"`` removes (a boolean mask), at fit and at ``evaluate``.
+
+    NaN/None in a column the formula reads (covariates and response), a NaN/inf in a block's
+    row, or an expression without a value there (``np.log(x)`` of ``x <= 0``).
+    """
+    used = [c for c in (*row_variables, *formula.response_variables) if c in frame.columns]
+    bad = _missing_rows(frame, used)
+    for block in blocks.values():
+        bad |= ~finite_rows(block.values)
+    if not bad.all():
+        # np.log(x) of x <= 0: no missing column, but no value either
+        kept_rows = frame.loc[~bad]
+        bad[np.flatnonzero(~bad)[expression_missing_rows(formula, kept_rows, eval_env)]] = True
+    return bad
+
+
 def prepare_rows(
     formula: FormulaSpec,
     data: Any,
@@ -230,6 +251,7 @@ def prepare_rows(
     family: Family,
     missing: str,
     eval_env: EvalEnvironment,
+    unusable: np.ndarray | None = None,
 ) -> Prepared:
     """The design stage: rows and blocks checked, aligned and turned into a design.
 
@@ -242,6 +264,10 @@ def prepare_rows(
         Encodes the response.
     missing : {"raise", "drop"}
     eval_env : patsy.EvalEnvironment
+    unusable : ndarray of int, optional
+        Positions of rows whose observation weight or offset is NaN (with ``missing="drop"``,
+        see :class:`~pearlstats.observation_weights.ObservationWeights`): dropped and recorded
+        with the rows missing a covariate, as statsmodels drops them.
 
     Returns
     -------
@@ -256,6 +282,7 @@ def prepare_rows(
     n_given = len(frame)
     kept = np.arange(n_given)
     frame, row_variables = covariate_row_variables(formula, frame, eval_env)
+    check_no_dates(frame, row_variables)
     if missing == "drop" and hasattr(blocks, "transform") and not isinstance(blocks, dict):
         # A Representations cannot transform missing inputs: clean its columns first.
         raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]
@@ -263,19 +290,11 @@ def prepare_rows(
         frame, embedded, _ = _drop_rows(frame, embedded, {}, bad)
         kept = kept[~bad]
     resolved = resolve_blocks(formula.block_names, frame, embedded, blocks, index=data_index(data))
-    n = len(frame) if len(frame.columns) else next(iter(resolved.values())).values.shape[0]
-    for block in resolved.values():
-        if block.values.shape[0] != n:
-            check_block_values(block.name, block.values, n)  # raises the row-count error
+    n = count_rows(frame, resolved)
     if missing == "drop":
-        used = [c for c in (*row_variables, *formula.response_variables) if c in frame.columns]
-        bad = _missing_rows(frame, used)
-        for block in resolved.values():
-            bad |= ~finite_rows(block.values)
-        if not bad.all():
-            # np.log(x) of x <= 0: no missing column, but no value either
-            kept_rows = frame.loc[~bad]
-            bad[np.flatnonzero(~bad)[expression_missing_rows(formula, kept_rows, eval_env)]] = True
+        bad = incomplete_rows(formula, frame, row_variables, resolved, eval_env)
+        if unusable is not None:  # positions among the rows given; *kept* are those still here
+            bad |= np.isin(kept, unusable)
         if bad.any():
             frame, _, resolved = _drop_rows(frame, {}, resolved, bad)  # embedded: resolved
             kept = kept[~bad]

@@ -13,6 +13,7 @@ import pickle
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -169,3 +170,52 @@ def test_pickled_results_predict_identically(problem, family):
     np.testing.assert_array_equal(restored.predict(new, blocks=problem.new_blocks),
                                   res.predict(new, blocks=problem.new_blocks))
     np.testing.assert_array_equal(restored.weights, res.weights)
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problem=problems(), weight_type=st.sampled_from(["frequency", "variance"]),
+       integer_weights=st.booleans(), order_seed=st.integers(0, 2**16))
+def test_permuting_labelled_rows_with_their_series_changes_nothing(
+        problem, weight_type, integer_weights, order_seed):
+    """Rows carry their labels: permuting a DataFrame's rows together with its pandas blocks,
+    weights, offset and fold labels is the same data, so the same fit, predictions and scores
+    (compared to rounding: the sums run in another order)."""
+    rng = np.random.default_rng(order_seed)
+    n = len(problem.y)
+    labels = pd.Index([f"row{i}" for i in rng.permutation(n)])
+    frame = pd.DataFrame({"y": problem.y}, index=labels)
+    blocks = {name: pd.DataFrame(values, index=labels) for name, values in problem.blocks.items()}
+    weights = pd.Series(rng.integers(1, 4, n) if integer_weights else rng.uniform(0.5, 2, n),
+                        index=labels, dtype=float)
+    offset = pd.Series(rng.normal(size=n), index=labels)
+    folds = pd.Series(np.arange(n) % 5, index=labels)
+    order = rng.permutation(n)
+
+    def fit(rows):
+        return pearl.fit(problem.formula, frame.iloc[rows],
+                         blocks={name: block.iloc[rows] for name, block in blocks.items()},
+                         weights=weights.iloc[rows], weight_type=weight_type,
+                         offset=offset.iloc[rows], cv=folds.iloc[rows], seed=problem.seed,
+                         honest=False)
+
+    first, second = fit(np.arange(n)), fit(order)
+    np.testing.assert_allclose(second.weights, first.weights, atol=1e-9)
+    np.testing.assert_allclose(second.params, first.params, rtol=1e-9, atol=1e-12)
+    m = len(next(iter(problem.new_blocks.values())))
+    new_labels = pd.Index([f"new{i}" for i in range(m)])
+    new = pd.DataFrame({"y": np.zeros(m)}, index=new_labels)
+    new_blocks = {name: pd.DataFrame(v, index=new_labels)
+                  for name, v in problem.new_blocks.items()}
+    new_offset = pd.Series(rng.normal(size=m), index=new_labels)
+    flipped = new_offset.iloc[::-1]
+    np.testing.assert_allclose(second.predict(new, new_blocks, offset=flipped),
+                               first.predict(new, new_blocks, offset=new_offset.to_numpy()),
+                               rtol=1e-9)
+    test_weights = pd.Series(rng.uniform(0.5, 2, m), index=new_labels)
+    new = new.assign(y=rng.normal(size=m))
+    pd.testing.assert_frame_equal(
+        second.evaluate(new, new_blocks, weights=test_weights.iloc[::-1], offset=flipped),
+        first.evaluate(new, new_blocks, weights=test_weights.to_numpy(),
+                       offset=new_offset.to_numpy()),
+        check_exact=False, rtol=1e-9)

@@ -10,6 +10,7 @@ checking everything a user can get wrong and naming it.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,12 +19,13 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ..exceptions import BlockError, DataError, MissingValueError, format_positions
+from ..checks import align_by_label
+from ..exceptions import BlockError, DataError, MissingValueError, PearlWarning, format_positions
 from .sparse import as_csr, block_key, column_energy, constant_columns, finite_rows, keeps_sparse
 
 __all__ = [
     "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks",
-    "check_block_values", "first_block_index",
+    "check_block_values", "first_block_index", "count_rows", "check_no_dates",
 ]
 
 # A dense copy of a sparse block is made only below this size; past it the
@@ -92,6 +94,44 @@ def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def check_no_dates(frame: pd.DataFrame, used: Sequence[str]) -> None:
+    """Refuse a date-time column the formula reads (durations are seconds, see split_data).
+
+    A ``datetime64`` column has no natural zero: an origin chosen here would silently set
+    the intercept's meaning, and patsy would read the column as one level per date.
+
+    Raises
+    ------
+    DataError
+        Naming the column and a conversion.
+    """
+    for column in used:
+        if column in frame.columns and frame[column].dtype.kind == "M":
+            raise DataError(
+                f"column {column!r} holds dates/times (dtype {frame[column].dtype}), which have no "
+                "natural zero; give a number instead, e.g. "
+                f"(data[{column!r}] - data[{column!r}].min()).dt.days, or the year"
+            )
+
+
+def _durations_as_seconds(frame: pd.DataFrame) -> pd.DataFrame:
+    """``timedelta64`` columns as float seconds, with a warning naming them.
+
+    A duration has a natural zero, so seconds are a faithful number (a coefficient is then
+    per second); numpy cannot multiply it by a float, which patsy's design needs.
+    """
+    durations = [position for position, dtype in enumerate(frame.dtypes) if dtype.kind == "m"]
+    if not durations:
+        return frame
+    names = [str(frame.columns[position]) for position in durations]
+    warnings.warn(f"column(s) {names} are durations (timedelta64), read as seconds (float): "
+                  "their coefficients are per second", PearlWarning, stacklevel=3)
+    frame = frame.copy()
+    for position in durations:
+        frame.isetitem(position, frame.iloc[:, position].dt.total_seconds().to_numpy())
+    return frame
+
+
 def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, dict]:
     """Separate ordinary columns from 2-D arrays stored in a dict ``data``.
 
@@ -113,7 +153,7 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
             raise DataError(
                 f"data has more than one column named {repeated}; give each column a unique name"
             )
-        return _numpy_columns(data.reset_index(drop=True)), {}
+        return _durations_as_seconds(_numpy_columns(data.reset_index(drop=True))), {}
     if not isinstance(data, Mapping):
         raise DataError(
             "data must be a pandas DataFrame or a dict of "
@@ -135,7 +175,7 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
     lengths = {name: len(value) for name, value in columns.items()}
     if len(set(lengths.values())) > 1:
         raise DataError(f"the columns of data have different lengths: {lengths}")
-    return _numpy_columns(pd.DataFrame(columns)), embedded
+    return _durations_as_seconds(_numpy_columns(pd.DataFrame(columns))), embedded
 
 
 def data_index(data: Any) -> pd.Index | None:
@@ -156,33 +196,15 @@ def align_rows(name: str, value: pd.DataFrame | pd.Series,
                index: pd.Index | None) -> pd.DataFrame | pd.Series:
     """Put a DataFrame (or Series) block's rows in the order of the data's index labels.
 
-    pandas objects align by label, arrays by position (as in statsmodels): a
-    block whose index is a permutation of the data's is re-ordered; a block
-    whose labels differ is an error naming the first few.
+    pandas objects align by label, arrays by position (as in statsmodels), by the one rule
+    of every row-aligned argument (:func:`pearlstats.checks.align_by_label`).
 
     Raises
     ------
     BlockError
         The block's index labels are not the data's (or repeat a label).
     """
-    if index is None or value.index.equals(index):
-        return value
-    if value.index.has_duplicates or index.has_duplicates:
-        raise BlockError(
-            f"block {name!r} and the data have different row labels, and one of them repeats a "
-            "label, so rows cannot be matched by label; give both the same index (or pass the "
-            "block as a NumPy array to match rows by position)"
-        )
-    absent = index.difference(value.index, sort=False)
-    foreign = value.index.difference(index, sort=False)
-    if len(absent) or len(foreign):
-        raise BlockError(
-            f"block {name!r} is a {type(value).__name__} whose row labels differ from the data's: "
-            f"data rows {list(absent[:5])} are not in the block, block rows {list(foreign[:5])} "
-            "are not in the data. pandas objects are matched by index label; give the block the "
-            "data's index (or pass it as a NumPy array to match rows by position)"
-        )
-    return value.loc[index]
+    return align_by_label(f"block {name!r}", value, index, BlockError)
 
 
 def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
@@ -272,13 +294,34 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
     if bad_rows.size:
         raise MissingValueError(
             f"block {name!r} has NaN or infinite values at {format_positions(bad_rows)}; "
-            "impute or remove those rows (or, when fitting, pass missing='drop')"
+            "impute or remove those rows (or pass missing='drop' to fit or evaluate)"
         )
     raise BlockError(
         f"block {name!r} has values too large for float64 arithmetic in column(s) "
         f"{huge[:10].tolist()} (largest |value| {abs(values).max():.3g}); rescale the "
         "block, e.g. divide it by its standard deviation"
     )
+
+
+def count_rows(frame: pd.DataFrame, blocks: Mapping[str, Block]) -> int:
+    """The data's row count, every block checked against it (``fit``, ``predict``, ``evaluate``).
+
+    The data's columns (or, a DataFrame without columns, its index) give the count; with
+    neither (a dict of blocks only) the first block does.
+
+    Raises
+    ------
+    BlockError
+        A block whose row count is not the data's, naming both counts.
+    """
+    if not blocks:
+        return len(frame)
+    first = next(iter(blocks.values())).values.shape[0]
+    n = len(frame) if len(frame.columns) or len(frame.index) else first
+    for block in blocks.values():
+        if block.values.shape[0] != n:
+            check_block_values(block.name, block.values, n)  # raises the row-count error
+    return n
 
 
 def _unknown_block_message(name: str, available: list[str]) -> str:
@@ -359,10 +402,24 @@ def resolve_blocks(
             )
         else:
             raise BlockError(_unknown_block_message(name, available))
+        value = _named_columns(name, value, frame)
         if isinstance(value, (pd.DataFrame, pd.Series)):  # a Series is a pandas object too
             value = align_rows(name, value, index)
         resolved[name] = as_block(name, value)
     return resolved
+
+
+def _named_columns(name: str, value: Any, frame: pd.DataFrame) -> Any:
+    """A block given as a list of the data's column names (as a dask fit takes them): those
+    columns, as a DataFrame; any other value unchanged."""
+    if not (isinstance(value, (list, tuple)) and value
+            and all(isinstance(column, str) for column in value)):
+        return value
+    missing = [column for column in value if column not in frame.columns]
+    if missing:
+        raise BlockError(f"block {name!r} names columns {missing[:10]} that the data lacks; "
+                         f"give the data those columns (it has {list(frame.columns)[:10]})")
+    return frame[list(value)]
 
 
 def first_block_index(

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..checks import align_by_label
 from ..exceptions import FoldError, OptionError, ResponseError, format_positions
 
 __all__ = [
@@ -282,17 +283,7 @@ def fold_labels_for_rows(
     """
     if isinstance(cv, (str, numbers.Integral)) or np.ndim(cv) != 1:
         return cv  # K, "loo" or malformed labels: make_folds says what is wrong
-    if isinstance(cv, pd.Series) and index is not None and not cv.index.equals(index):
-        absent = index.difference(cv.index, sort=False)
-        foreign = cv.index.difference(index, sort=False)
-        if cv.index.has_duplicates or index.has_duplicates or len(absent) or len(foreign):
-            raise FoldError(
-                f"cv is a Series whose index labels differ from the data's (data rows "
-                f"{list(absent[:5])} have no fold, cv labels {list(foreign[:5])} are not data "
-                "rows, or a label repeats); pandas objects are matched by index label, so give cv "
-                "the data's index (or pass a NumPy array to match rows by position)"
-            )
-        cv = cv.loc[index]
+    cv = align_by_label("cv", cv, index, FoldError)
     labels = np.asarray(cv)
     if len(kept) < n_given and labels.shape[0] == n_given:
         return labels[kept]

@@ -239,7 +239,7 @@ def _check_finite_columns(frame: pd.DataFrame, columns, what: str) -> None:
         if bad.size:
             raise MissingValueError(
                 f"{what} {column!r} has missing or infinite values at {format_positions(bad)}; "
-                "remove or impute them (or, when fitting, pass missing='drop' to drop those rows)"
+                "remove or impute them (or drop those rows: missing='drop' in fit or evaluate)"
             )
 
 

@@ -19,8 +19,8 @@ from .formula import _PATSY_BUILTINS, FormulaSpec
 __all__ = ["formula_offset"]
 
 
-def formula_offset(spec: FormulaSpec, frame: pd.DataFrame,
-                   eval_env: EvalEnvironment | dict) -> np.ndarray | None:
+def formula_offset(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment | dict,
+                   missing: str | None = None) -> np.ndarray | None:
     """The sum of the formula's ``offset()`` expressions on *frame*'s rows (None without one).
 
     Parameters
@@ -30,6 +30,9 @@ def formula_offset(spec: FormulaSpec, frame: pd.DataFrame,
         The rows' columns.
     eval_env : patsy.EvalEnvironment or dict
         Where other names are looked up (a dict: a namespace, e.g. the design's covariate one).
+    missing : {None, "raise", "drop"}
+        The fit's option: with ``"drop"`` NaN/inf values are returned (the fit drops their
+        rows, as statsmodels does); otherwise they are refused.
 
     Raises
     ------
@@ -52,7 +55,9 @@ def formula_offset(spec: FormulaSpec, frame: pd.DataFrame,
             raise DataError(f"offset({code}) must be one number per row ({len(frame)}), got "
                             f"shape {values.shape}")
         bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            raise DataError(f"offset({code}) is NaN or infinite at rows {bad[:10].tolist()}")
+        if bad.size and missing != "drop":
+            hint = "" if missing is None else "; pass missing='drop' to drop those rows"
+            raise DataError(f"offset({code}) is NaN or infinite at rows {bad[:10].tolist()}"
+                            f"{hint}")
         total += values
     return total

@@ -22,13 +22,24 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
+from patsy import EvalEnvironment
 
-from ..design.data import data_index, first_block_index, resolve_blocks, split_data
+from ..checks import align_by_label, check_choice
+from ..design.data import (
+    check_no_dates,
+    count_rows,
+    data_index,
+    first_block_index,
+    resolve_blocks,
+    split_data,
+)
+from ..design.formula import covariate_row_variables
 from ..design.offsets import formula_offset
 from ..engines.wide import candidate_rows
 from ..exceptions import CandidateError, DataError, OptionError, ResponseError
 from ..nested import conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights
+from ..stages import incomplete_rows
 from . import averaging, evaluation
 
 __all__ = ["LazyRows", "Prediction"]
@@ -60,7 +71,7 @@ class Prediction:
             raise OptionError(
                 f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
             )
-        new_weights = self._new_row_weights(weights, X.shape[0])
+        new_weights = weights  # checked by predict (_new_row_weights)
         state = self._state
         if state.partitions is not None:  # dask rows: the outer re-runs are passes over them
             result = state.partitions.conformal(X, float(alpha), state.honest or 5, state.seed,
@@ -76,18 +87,21 @@ class Prediction:
             )
         return pd.DataFrame(result, columns=self.classes, index=index)
 
-    def _new_row_weights(self, weights, m: int) -> np.ndarray | None:
-        """The new rows' variance weights for a CV+ interval (None: 1 each), checked."""
+    def _new_row_weights(self, weights, m: int, rows: pd.Index | None) -> np.ndarray | None:
+        """The new rows' variance weights for a CV+ interval (None: 1 each), checked and
+        (a Series) matched to the new rows' labels *rows*."""
         if weights is None:
             return None
         if self._response.weight_type != "variance" or self.classes is not None:
             raise OptionError("predict(weights=) is each new row's variance weight, for "
                               "interval='prediction' of a fit with weight_type='variance'; "
                               "leave it None here")
-        return check_observation_weights(weights, "variance", None, None, self.family, m).weights
+        return check_observation_weights(weights, "variance", None, None, self.family, m,
+                                         rows).weights
 
     def _design_for(self, newdata, blocks) -> tuple[np.ndarray, pd.Index | None]:
         frame, embedded = split_data(newdata)
+        check_no_dates(frame, self._design.spec.covariates.row_variables)
         source = blocks
         if source is None and self._representations is not None and not embedded:
             needed = getattr(self._representations, "input_columns", [])
@@ -98,6 +112,7 @@ class Prediction:
         resolved = resolve_blocks(
             self.block_names, frame, embedded, source, index=data_index(newdata)
         )
+        count_rows(frame, resolved)  # fit's check: a block of another length names both counts
         X = self._design.spec.design_matrix(frame, resolved)
         if X.shape[0] == 0:
             raise DataError("the new data has no rows; give at least one row to predict")
@@ -239,6 +254,9 @@ class Prediction:
             with the weights and the candidate set held fixed; for that target
             it is conservative (issue 28 measured 0.98-0.99 at 95%), and it is
             not an interval for a new response.
+            Dask rows get point predictions only (an interval is refused by
+            name: predict an in-memory sample of them instead); an unknown
+            value is an ``OptionError`` before any work, on every backend.
         alpha : float, default 0.05
             Intervals and sets at level ``1 - alpha``.
         offset, exposure : array_like, optional
@@ -247,6 +265,8 @@ class Prediction:
             (``log(exposure)`` for exposure); with ``interval="prediction"`` or
             ``"set"`` every outer fold's procedure predicts the new rows with
             them (Poisson bounds on the count scale of the new row's exposure).
+            A pandas Series (here and for *weights*) is matched to a DataFrame
+            *newdata*'s rows by index label, an array by position, as at fit.
         weights : array_like, optional
             Only for ``interval="prediction"`` of a fit with
             ``weight_type="variance"``: each new row's variance weight (default 1:
@@ -275,10 +295,18 @@ class Prediction:
         >>> res.predict({"a": np.zeros((1, 2))}).name
         'P(y=low)'
         """
+        self._check_interval(interval)
         if self._lazy_rows is not None and self._lazy_rows.holds(newdata, blocks):
             if self._response.offset is not None or offset is not None or exposure is not None:
                 raise OptionError("predicting dask rows with an offset/exposure is not yet "
                                   "supported; predict an in-memory sample with offset=")
+            if interval is not None or weights is not None:
+                raise OptionError(
+                    f"interval={interval!r} (and weights=) is not yet supported for dask rows: "
+                    "their prediction is the point prediction only; compute the rows you need "
+                    "intervals for (e.g. ddf.partitions[0].compute(), a pandas DataFrame) and "
+                    "predict those, or leave interval=None"
+                )
             return self._lazy_rows.predict(self, newdata, blocks)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
@@ -287,6 +315,7 @@ class Prediction:
         if weights is not None and interval != "prediction":
             raise OptionError(f"predict(weights=) is each new row's variance weight for "
                               f"interval='prediction'; with interval={interval!r} leave it None")
+        weights = self._new_row_weights(weights, X.shape[0], data_index(newdata))
         if interval == "confidence":
             # The refits are GLMs with the fit's weights and offset, so their covariances are
             # the weighted ones; an offset shifts every candidate's mean, not its SE.
@@ -294,14 +323,17 @@ class Prediction:
             if new_offset is not None:
                 out[["mean", "lower", "upper"]] += new_offset[:, None]
             return out
-        if interval == "prediction" and self.classes is None:
-            return self._conformal(X, index, alpha, new_offset, weights)
-        if interval == "set" and self.classes is not None:
-            return self._conformal(X, index, alpha, new_offset, weights)
-        usable = "'set'" if self.classes is not None else "'prediction' or 'confidence'"
-        raise OptionError(
-            f"interval={interval!r} is not available for a {self.family} fit; use None or {usable}"
-        )
+        return self._conformal(X, index, alpha, new_offset, weights)
+
+    def _check_interval(self, interval: Any) -> None:
+        """Refuse an *interval* this fit cannot give, before any work (on every backend)."""
+        usable = ("set",) if self.classes is not None else ("prediction", "confidence")
+        if interval is not None and interval not in usable:
+            named = " or ".join(repr(option) for option in usable)
+            raise OptionError(
+                f"interval={interval!r} is not available for a {self.family} fit; use None or "
+                f"{named}"
+            )
 
     def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
         """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else
@@ -314,7 +346,8 @@ class Prediction:
                                   "None")
             return formula_offset(spec.formula, split_data(newdata)[0],
                                   dict(spec.covariates.namespace))
-        return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None)
+        return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None,
+                                data_index(newdata))
 
     def _combined_prediction(self, X: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
         """The weighted combination of the refitted candidates on design rows *X*."""
@@ -342,7 +375,8 @@ class Prediction:
         return codes.astype(float) if self.family == "binomial" else codes
 
     def evaluate(self, test_data: Any, blocks: Any = None, *, weights: Any = None,
-                 offset: Any = None, exposure: Any = None) -> pd.DataFrame:
+                 offset: Any = None, exposure: Any = None,
+                 missing: str = "raise") -> pd.DataFrame:
         """Scores of PEARL and the paper's baselines on held-out rows.
 
         Parameters
@@ -369,7 +403,13 @@ class Prediction:
         offset, exposure : array_like, optional
             The test rows' offset/exposure, needed by (and only by) a fit with
             an offset, as for :meth:`predict`; ``offset()`` in the formula is
-            rebuilt from the test rows.
+            rebuilt from the test rows. pandas Series are matched to a
+            DataFrame *test_data*'s rows by index label, arrays by position.
+        missing : {"raise", "drop"}, default "raise"
+            As for :func:`pearlstats.fit`: ``"raise"`` reports test rows with
+            NaN/inf (response, covariates, blocks, weights or offset);
+            ``"drop"`` scores the other rows, and the positions of those
+            removed are in ``.attrs["dropped_rows"]``.
 
         Examples
         --------
@@ -381,15 +421,60 @@ class Prediction:
         >>> list(res.evaluate({k: v[80:] for k, v in data.items()}).columns)
         ['MSE', 'MAE']
         """
+        missing = check_choice("missing", missing, {"raise": "report rows with NaN/inf",
+                                                    "drop": "score the other rows"})
         if self._lazy_rows is not None and self._lazy_rows.holds(test_data, blocks):
+            if missing == "drop":
+                raise OptionError("evaluate(missing='drop') is for rows in memory; drop the "
+                                  "incomplete dask rows first, e.g. ddf.dropna()")
             self._refuse_weighted("evaluate() of dask data")
             if weights is not None:
                 raise OptionError("evaluate(weights=) is not yet supported for dask test data")
             return self._lazy_rows.evaluate(self, test_data, blocks)
+        dropped = np.zeros(0, dtype=np.intp)
+        if missing == "drop":
+            test_data, blocks, weights, offset, exposure, dropped = self._complete_rows(
+                test_data, blocks, weights, offset, exposure)
         X = self.design_matrix(test_data, blocks)
         new_offset = self._new_offset(offset, exposure, X, test_data)
         if weights is not None:
             weights = check_observation_weights(weights, "variance", None, None, self.family,
-                                                X.shape[0]).weights
-        return evaluation.evaluate(self, test_data, blocks, weights, new_offset)
+                                                X.shape[0], data_index(test_data)).weights
+        table = evaluation.evaluate(self, test_data, blocks, weights, new_offset)
+        table.attrs["dropped_rows"] = dropped
+        return table
+
+    def _complete_rows(self, test_data, blocks, weights, offset, exposure) -> tuple:
+        """The test rows ``missing="drop"`` keeps, as a dict of columns and blocks, with their
+        weights/offset/exposure (pandas ones matched by label first), and the dropped positions.
+
+        The rows are found as the fit finds them (:func:`~pearlstats.stages.incomplete_rows`),
+        plus those whose test weight or offset is NaN/inf.
+        """
+        spec = self._design.spec
+        env = EvalEnvironment([dict(spec.covariates.namespace or {})])
+        frame, embedded = split_data(test_data)
+        rows = data_index(test_data)
+        source = blocks
+        if source is None and self._representations is not None and not embedded:
+            source = self._representations
+        frame, row_variables = covariate_row_variables(spec.formula, frame, env)
+        resolved = resolve_blocks(self.block_names, frame, embedded, source, index=rows)
+        n = count_rows(frame, resolved)
+        bad = incomplete_rows(spec.formula, frame, row_variables, resolved, env)
+        if spec.formula.offset_codes:
+            bad |= ~np.isfinite(formula_offset(spec.formula, frame, env, "drop"))
+        aligned = [None if value is None else
+                   np.asarray(align_by_label(f"{name}=", value, rows), dtype=float)
+                   for name, value in (("weights", weights), ("offset", offset),
+                                       ("exposure", exposure))]
+        for values in aligned:
+            if values is not None and values.shape == (n,):
+                bad |= ~np.isfinite(values)
+        keep = ~bad
+        kept = {column: frame[column].to_numpy()[keep] for column in frame.columns}
+        kept |= {name: block.values[keep] for name, block in resolved.items()}
+        aligned = [values[keep] if values is not None and values.shape == (n,) else values
+                   for values in aligned]
+        return (kept, None, *aligned, np.flatnonzero(bad))
 
