@@ -133,9 +133,13 @@ class Family:
         the refitting bootstrap) set it aside and choose their own
         (:func:`~pearlstats.weight_stage.cross_validate_draws`): a ridge that
         only rows held out of a re-run made necessary must not inform it.
+    likelihood : bool
+        Whether a candidate is a likelihood model whose parameters are its design columns'
+        coefficients (the information criteria's ``k``); False for a downstream network.
     """
 
     name: str = ""
+    likelihood: bool = True
     default_loss: str = ""
     # the losses res.loss_sensitivity() compares by default
     sensitivity_losses: tuple[str, ...] = ()

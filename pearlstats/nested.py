@@ -46,6 +46,7 @@ from .stages import FitState, cross_validate
 from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from .weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from .weights.certificate import gap_table
+from .weights.information import candidate_criteria
 
 if TYPE_CHECKING:
     from .weights.losses import Loss
@@ -301,6 +302,22 @@ def _held_out_fold(
     return predictions, ~finite.all(axis=(0, 2)), refitted, entries
 
 
+def _training_criteria(state: FitState, family, train: np.ndarray, response: EncodedResponse,
+                       failed: np.ndarray) -> dict | None:
+    """AICc and BIC of the pool's candidates refitted on an outer fold's *train* rows, as the
+    fit's own are of its all-rows refits (None for a downstream network)."""
+    if not family.likelihood:
+        return None
+    X_train, offset = state.design.X[train], _rows_offset(state.response, train)
+    fitted = {}
+    for j, candidate in enumerate(state.candidates.pool):
+        if not failed[j]:
+            fitted[j], _ = _refit_predict(family, X_train, response, candidate, state.ridge,
+                                          X_train, offset)
+    return candidate_criteria(family.name, response, fitted,
+                              [c.n_params for c in state.candidates.everything])
+
+
 def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray, k: int,
                 seeds: list) -> _OuterFold:
     """The procedure re-run on outer fold *k*'s training rows, and its held-out predictions.
@@ -334,7 +351,8 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
         np.nan if inner.failed[j] else loss.pointwise(sub.y, inner.predictions[:, j]).mean()
         for j in range(len(everything))
     ])
-    weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed)
+    weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed,
+                               _training_criteria(state, family, train, sub, inner.failed))
     return _OuterFold(weights, draws[0], inner.entries, held_out, unfit, refitted, entries,
                       dict(family.candidate_ridges), record[0])
 

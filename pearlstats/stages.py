@@ -53,6 +53,7 @@ from .exceptions import (
 )
 from .families import EncodedResponse
 from .ledger import FailureLedger, LedgerEntry
+from .weights.baselines import COVARIATES_ONLY
 from .weights.solvers import WeightSolution, solve_weights
 
 if TYPE_CHECKING:
@@ -318,7 +319,9 @@ def complement_rows(rows: np.ndarray, n: int) -> np.ndarray:
 
 
 def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidate]:
-    """Single-block and fusion candidates the paper's baselines need but the pool lacks."""
+    """Single-block, fusion and covariates-only candidates the baselines need but the pool
+    lacks (the last: the intercept and covariates alone; the intercept-only candidate when the
+    formula has no covariate, none without an intercept either)."""
     have = {candidate.blocks for candidate in pool if candidate.label == "+".join(candidate.blocks)}
     covariates = np.arange(design.n_covariates)
     names = list(design.block_slices)
@@ -331,6 +334,8 @@ def _baseline_candidates(pool: list[Candidate], design: Design) -> list[Candidat
             np.arange(design.block_slices[b].start, design.block_slices[b].stop) for b in blocks
         ]
         extra.append(Candidate("+".join(blocks), blocks, np.concatenate(columns).astype(int)))
+    if design.n_covariates and all(candidate.blocks for candidate in pool):
+        extra.append(Candidate(COVARIATES_ONLY, (), covariates))
     return extra
 
 

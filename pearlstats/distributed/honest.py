@@ -18,7 +18,9 @@ returns, per partition, the row count, means and centred cross products of the h
 losses of PEARL, each baseline and the intercept-only model (fitted on the outer training
 rows); they are merged exactly on the client and give the table of
 :func:`~pearlstats.nested.paired_ratio_table` (:func:`~pearlstats.nested.paired_ratio_moments`).
-Nothing of size n leaves the workers; the cost is ``outer`` fits plus one pass.
+Each re-run also takes one pass over its training rows for its candidates' log-likelihoods (the
+AICc and BIC strategies' weights). Nothing of size n leaves the workers; the cost is ``outer``
+fits plus one pass each, plus the scoring pass.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..exceptions import FoldError
 from ..nested import _ledger_frame, deal_groups, paired_ratio_moments, with_gap_columns
 from ..weights.baselines import STRATEGIES, TABLE_ROWS, combine, strategy_weights
 from ..weights.certificate import gap_table
+from ..weights.information import criteria, log_likelihood, n_parameters
 from .data import fold_count, partition_inputs, relabel_folds
 from .fit import fit_partitions
 from .multinomial import class_codes, oof_probabilities
@@ -116,11 +119,45 @@ def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, 
     solve = fitted.solution
     fitted = shrink_fit(rows, spec, family, loss, inner, fitted, everything[:n_pool], shrinkage)
     weights = strategy_weights(fitted.solution.weights, everything, n_pool, fitted.risk,
-                               fitted.failed)
+                               fitted.failed,
+                               _training_criteria(rows, spec, family, inner, fitted, everything,
+                                                  n_pool))
     return (fitted.coefs[-1], np.array([weights[name] for name in STRATEGIES]),
             fitted.mean_response, solve,
-            _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes,
+            _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes + 1,
             fitted.classes)
+
+
+def _training_llf_part(frame, blocks, offset, spec, kind, fold_spec, env, coefs, classes):
+    """One partition's training rows: their count and, per candidate, the sum of their
+    log-densities under its training refit *coefs* (gaussian: of its squared residuals)."""
+    X, y, _ = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
+    if classes is not None:
+        y = class_codes(y, classes)
+    P = _candidate_outputs(X, np.zeros(len(y), dtype=int), coefs[None], kind, classes)
+    if kind == "gaussian":
+        return len(y), ((y[:, None] - P) ** 2).sum(axis=0)
+    return len(y), np.array([log_likelihood(kind, y, P[:, j]) for j in range(P.shape[1])])
+
+
+def _training_criteria(rows: Any, spec: Any, family: Any, fold_spec: Any, fitted: Any,
+                       everything: list, n_pool: int) -> dict | None:
+    """AICc and BIC of the pool's candidates refitted on an outer fold's training rows (the
+    in-memory :func:`pearlstats.nested._training_criteria`), from one pass over them."""
+    from dask import compute
+
+    if not family.likelihood:
+        return None
+    parts = compute(*rows.tasks(_training_llf_part, spec, family.name, fold_spec, None,
+                                fitted.coefs[-1], fitted.classes))
+    n = sum(part[0] for part in parts)
+    sums = np.sum([part[1] for part in parts], axis=0)
+    llf = (-0.5 * n * (np.log(2 * np.pi * sums / n) + 1.0) if family.name == "gaussian"
+           else sums)
+    outside = np.asarray(fitted.failed, dtype=bool) | (np.arange(len(everything)) >= n_pool)
+    n_classes = 2 if fitted.classes is None else len(fitted.classes)
+    k = [n_parameters(family.name, c.n_params, n_classes) for c in everything]
+    return criteria(np.where(outside, np.nan, llf), np.array(k), float(n))
 
 
 def _score_part(frame, blocks, offset, spec, kind, fold_spec, env, dealt, refits, weights, null,

@@ -504,6 +504,8 @@ class MLPFamily(Family):
     trains one network per candidate and fold on that fold's training rows.
     """
 
+    likelihood = False  # a network's parameters are not its inputs' coefficients
+
     def __init__(self, mlp: MLP, base: Family):
         self.mlp = mlp
         self.base = base

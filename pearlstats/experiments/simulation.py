@@ -81,7 +81,7 @@ class SimulationSweep:
     >>> sweep = SimulationSweep(n=[60, 120], sigma=[0.5])
     >>> records = sweep({"N": 300, "n_test": 200}, np.random.SeedSequence(0))
     >>> sorted({(r["n"], r["sigma"]) for r in records}), len(records)
-    ([(60, 0.5), (120, 0.5)], 14)
+    ([(60, 0.5), (120, 0.5)], 20)
     """
 
     def __init__(self, n: Sequence[int], sigma: Sequence[float],

@@ -500,7 +500,8 @@ def _df_model(X: np.ndarray) -> int:
 
 
 def candidate_table(res: PearlResults) -> pd.DataFrame:
-    """Per candidate: weight, cv_risk, n_params and df_model (per class equation)."""
+    """Per candidate: weight, cv_risk, n_params, df_model (per class equation), and the
+    log-likelihood, AIC, AICc and BIC of its all-rows fit (R's parameter count)."""
     X = res.stages.design.X
     everything = {c.label: c.columns for c in res.stages.candidates.pool}
     if res.stages.partitions is not None:  # the refits' pass computed the ranks
@@ -512,10 +513,16 @@ def candidate_table(res: PearlResults) -> pd.DataFrame:
         df_model = sum_ranks(sums, local)
     else:
         df_model = [_df_model(X[:, everything[label]]) for label in res.candidate_labels]
-    return pd.DataFrame({
+    table = pd.DataFrame({
         "weight": res.weights, "cv_risk": res.cv_risk, "n_params": res.n_params,
         "df_model": pd.Series(df_model, index=res.candidate_labels),
     })
+    information = res.information_criteria
+    if information is not None:  # the fit's likelihoods (not for a downstream network)
+        pool = len(res.candidate_labels)
+        for name in ("llf", "AIC", "AICc", "BIC"):
+            table[name.lower()] = information[name][:pool]
+    return table
 
 
 def confidence_interval(

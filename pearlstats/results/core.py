@@ -497,10 +497,29 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     @cached_table
     def candidate_table(self) -> pd.DataFrame:
-        """Per candidate: ``weight``, ``cv_risk``, ``n_params`` and statsmodels' ``df_model``.
+        """Per candidate: ``weight``, ``cv_risk``, ``n_params`` and statsmodels' ``df_model``,
+        then ``llf``, ``aic``, ``aicc`` and ``bic`` of its fit on all rows.
 
         ``df_model`` is the rank of the candidate's design less one for a constant
-        column (per class equation for multinomial, as ``n_params``).
+        column (per class equation for multinomial, as ``n_params``). The information
+        criteria count parameters as R's ``logLik`` (and so MuMIn) does: the coefficients plus
+        the gaussian variance, so a gaussian ``aic`` is statsmodels' ``OLS.aic`` plus 2
+        (:mod:`pearlstats.weights.information`); the strategies ``AICc`` and ``BIC`` weigh the
+        candidates by them. A downstream network has no such columns.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(100, 2)), rng.normal(size=(100, 1))
+        >>> y = a[:, 0] + rng.normal(size=100)
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+        ...                 seed=0, honest=False)
+        >>> res.candidate_table[["weight", "aicc"]].round(3)
+             weight     aicc
+        a       1.0  267.953
+        b       0.0  328.215
+        a+b     0.0  269.987
         """
         return averaging.candidate_table(self)
 

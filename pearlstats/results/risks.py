@@ -22,6 +22,7 @@ from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, Resp
 from ..honest_se import nested_se
 from ..nested import NestedCV, nested_cross_validation
 from ..weights.baselines import NULL, STRATEGIES, combine, strategy_weights
+from ..weights.information import CRITERIA, candidate_criteria
 from . import evaluation
 from .readonly import cached_table
 
@@ -107,8 +108,25 @@ class StrategyRisks:
         table = strategy_weights(
             self._solution.weights, self._all_candidates, len(self._pool),
             computed(self._candidate_losses.mean(axis=0))[0], self._failed,
+            self.information_criteria,
         )
         return pd.DataFrame(table, index=labels).T.loc[list(STRATEGIES)]
+
+    @cached_property
+    def information_criteria(self) -> dict | None:
+        """``llf``, AIC, AICc and BIC of every candidate fitted on all rows (arrays over the
+        pool, then the baseline-only candidates, NaN there and where a candidate failed);
+        None for a downstream network (:mod:`pearlstats.weights.information`)."""
+        state, pool = self._state, self._pool
+        if not self._family.likelihood:
+            return None
+        fitted = [j for j in range(len(pool)) if not self._failed[j]]
+        means = self.candidate_predictions_for(
+            state.design.X, [pool[j].label for j in fitted], state.response.offset)
+        return candidate_criteria(
+            self._family.name, state.response,
+            {j: means[pool[j].label] for j in fitted},
+            [c.n_params for c in self._all_candidates])
 
     @cached_property
     def _strategy_losses(self) -> tuple[list, np.ndarray]:
@@ -157,7 +175,9 @@ class StrategyRisks:
             return "intercept only"
         weights = self.strategy_weights.loc[name]
         if weights.isna().any():
-            return "failed"
+            if name == "Covariates" and all(c.blocks for c in self._all_candidates):
+                return "no intercept or covariate"
+            return "failed" if self._family.likelihood or name not in CRITERIA else "no likelihood"
         chosen = weights.index[weights.to_numpy() > 0]
         return chosen[0] if len(chosen) == 1 else f"{len(chosen)} candidates"
 

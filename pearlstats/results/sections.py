@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
@@ -377,7 +378,8 @@ def summary_notes(res: PearlResults) -> list[str]:
         + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
         + f"; {NULL} = {NULL_DEFINITION}"
         + ". *CV risk: on the out-of-fold predictions the weights were chosen from, optimistic "
-        "for PEARL by construction (each baseline is a point of the simplex it optimises over)"
+        "for PEARL by construction (each baseline but Covariates and Null is a point of the "
+        "simplex it optimises over)"
         # Shrunk weights are no longer that optimum: a baseline may show a lower CV risk.
         + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
            if res.stages.weight_options.shrinkage is not None else ".")
@@ -398,4 +400,26 @@ def summary_notes(res: PearlResults) -> list[str]:
             notes.append(f"Warning: {message}.")
     elif res.honest_failure:
         notes.append(f"Honest risk could not be computed: {res.honest_failure}")
-    return notes
+    null_note = _null_note(res.baselines.rename(columns={"risk_ratio": "ratio", "cv_risk": "risk"})
+                           if table is None else table, "CV" if table is None else "honest")
+    return notes + ([null_note] if null_note else [])
+
+
+def _null_note(table: pd.DataFrame, kind: str) -> str | None:
+    """The note when PEARL does not beat the intercept-only model by more than one paired SE.
+
+    *table* has the strategies' and Null's ``risk``, and ``ratio`` (PEARL / row) with its
+    paired ``ratio_se``; *kind* names the risk (``"honest"`` or ``"CV"``).
+    """
+    ratio, se = table.loc[NULL, "ratio"], table.loc[NULL, "ratio_se"]
+    if not np.isfinite(ratio) or 1.0 - ratio > se:
+        return None
+    strategies = table["risk"].drop(NULL)
+    every = (" and no strategy's is below it" if (strategies >= table.loc[NULL, "risk"]).all()
+             else "")
+    return (
+        f"Note: PEARL's {kind} risk {format_number(table.loc['PEARL', 'risk'])} is not below "
+        f"the intercept-only model's ({format_number(table.loc[NULL, 'risk'])}) by more than one "
+        f"paired SE (PEARL/Null {format_number(ratio)}, SE {format_number(se)}){every}: the "
+        "inputs may say little about the response."
+    )

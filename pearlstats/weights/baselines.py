@@ -11,7 +11,15 @@ SA-FRL     equal weights on the single-block candidates
 SA-cand    equal weights on all pool candidates
 Fusion     weight 1 on the candidate with every block
 Best       weight 1 on the single-block candidate with the lowest CV risk
+AICc       Akaike weights exp(-Delta AICc / 2) over the candidates (MuMIn)
+BIC        the same with BIC (Schwarz weights)
+Covariates weight 1 on the formula's intercept and covariates without any block
 =========  ================================================================
+
+AICc and BIC weigh each candidate by its fit on the rows the strategy is chosen on
+(:mod:`pearlstats.weights.information`), the classical model averaging readers of
+Burnham & Anderson know; they are NaN where no likelihood is defined (a ``downstream``
+network).
 
 Failed candidates never get weight; a strategy whose candidates all failed
 has NaN weights (and so NaN risk), which the summary shows.
@@ -24,17 +32,19 @@ it (:mod:`pearlstats.engines.intercept` fits it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from .information import CRITERIA, akaike_weights
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
     from ..weights.losses import Loss
 
 __all__ = ["STRATEGIES", "DEFINITIONS", "NULL", "NULL_DEFINITION", "TABLE_ROWS",
-           "strategy_weights", "combine"]
+           "COVARIATES_ONLY", "strategy_weights", "combine"]
 
 DEFINITIONS = {
     "PEARL": "the cross-validated simplex weights over all candidates",
@@ -43,8 +53,13 @@ DEFINITIONS = {
     "SA-cand": "equal weights on all candidates",
     "Fusion": "the candidate with every block",
     "Best": "the single-block candidate with the lowest CV risk",
+    "AICc": "Akaike weights exp(-dAICc/2) over all candidates, each fitted on all rows (MuMIn)",
+    "BIC": "Schwarz weights exp(-dBIC/2) over all candidates, each fitted on all rows",
+    "Covariates": "the formula's covariates and intercept without any block (SuperLearner's "
+                  "comparison; the intercept alone when the formula has no covariate)",
 }
 STRATEGIES = tuple(DEFINITIONS)  # the one order of the strategies in every table
+COVARIATES_ONLY = "covariates only"  # the label of the candidate with no block
 NULL = "Null"  # the reference row below the strategies: not a weight vector over candidates
 NULL_DEFINITION = "intercept-only model: the risk of ignoring every input"
 TABLE_ROWS = (*STRATEGIES, NULL)  # the rows of every table of strategy risks
@@ -70,6 +85,7 @@ def strategy_weights(
     n_pool: int,
     risks: np.ndarray,
     failed: np.ndarray,
+    criteria: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Weight vectors of every strategy over ``candidates`` (pool first).
 
@@ -82,6 +98,10 @@ def strategy_weights(
     risks : ndarray
         CV risk of every candidate (NaN where failed).
     failed : ndarray of bool
+    criteria : mapping of str -> ndarray, optional
+        ``"AICc"`` and ``"BIC"`` of every candidate
+        (:func:`pearlstats.weights.information.criteria`; NaN where not computed); their
+        strategies are NaN without it.
 
     Returns
     -------
@@ -101,6 +121,7 @@ def strategy_weights(
         return None if not mask.any() else int(np.flatnonzero(mask)[np.argmin(risks[mask])])
 
     fusion_index = np.flatnonzero(fusion & ok)
+    covariates_only = np.flatnonzero([not c.blocks for c in candidates] & ok)
     return {
         "PEARL": np.concatenate([pearl_weights, np.zeros(size - n_pool)]),
         "MS": _one_hot(size, best_of(in_pool)),
@@ -108,7 +129,17 @@ def strategy_weights(
         "SA-cand": _equal(size, (in_pool & ok).astype(float)),
         "Fusion": _one_hot(size, int(fusion_index[0]) if fusion_index.size else None),
         "Best": _one_hot(size, best_of(single)),
+        **{name: _information_weights(criteria, name, in_pool & ok) for name in CRITERIA},
+        "Covariates": _one_hot(size, int(covariates_only[0]) if covariates_only.size else None),
     }
+
+
+def _information_weights(criteria: Mapping[str, np.ndarray] | None, name: str,
+                         members: np.ndarray) -> np.ndarray:
+    """Akaike weights of criterion *name* over the *members* (NaN without the criteria)."""
+    if criteria is None:
+        return np.full(members.shape, np.nan)
+    return akaike_weights(np.where(members, criteria[name], np.nan))
 
 
 def combine(predictions: np.ndarray, weights: np.ndarray, loss: Loss | None = None) -> np.ndarray:
