@@ -31,7 +31,7 @@ from .design.data import data_index, split_data
 from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
-from .design.splitters import check_groups, resolve_splits
+from .design.splitters import Splits, check_groups, resolve_splits
 from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
@@ -54,6 +54,7 @@ from .stages import (
     assign_folds,
     build_pool,
     complement_rows,
+    cross_validate_splits,
     prepare_rows,
 )
 from .weight_stage import cross_validate_draws, solve_draw_weights
@@ -507,6 +508,25 @@ def fit(
                           observed, options)
 
 
+def _cross_validate(family: Any, prepared: Prepared, candidates: Any, cv: Any,
+                    options: _Options) -> tuple[list, list, Any]:
+    """The fold draws and every candidate's out-of-fold predictions in each (the fold and
+    cross-validation stages); splits that are not a partition are one draw (-1: untested)."""
+    if isinstance(cv, Splits):
+        return [cv.folds], [cross_validate_splits(family, prepared.design.X, prepared.response,
+                                                  candidates.everything, cv,
+                                                  ridge=options.ridge)], family
+    draws = [assign_folds(cv, prepared.response, options.seed)] + [
+        assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
+        for r in range(1, options.cv_repeats)
+    ]
+    loo = isinstance(cv, str) and cv == "loo"
+    outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
+                                           candidates.everything, draws, loo=loo,
+                                           ridge=options.ridge, n_jobs=options.n_jobs)
+    return draws, outputs, family
+
+
 def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, loss: Loss,
                    cv: Any, observed: ObservationWeights, options: _Options) -> PearlResults:
     """The stages of a fit on rows in memory, in order; the results are built from their values."""
@@ -518,14 +538,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
     cv = resolve_splits(cv, groups, prepared.response.y, options.seed)
-    draws = [assign_folds(cv, prepared.response, options.seed)] + [
-        assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
-        for r in range(1, options.cv_repeats)
-    ]
-    loo = isinstance(cv, str) and cv == "loo"
-    outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
-                                           candidates.everything, draws, loo=loo,
-                                           ridge=options.ridge, n_jobs=options.n_jobs)
+    draws, outputs, family = _cross_validate(family, prepared, candidates, cv, options)
     output, solution, entries = solve_draw_weights(
         outputs, prepared.response.y, candidates.pool, draws, loss, options.shrinkage,
         context=f"in the {family.name} fit of {formula.formula!r}",

@@ -6,7 +6,10 @@ test row positions) and ``get_n_splits`` -- ``GroupKFold``, ``StratifiedGroupKFo
 :func:`split_rows` runs it on the fit's rows and checks what it gives:
 :class:`Splits`, the test split of each row (-1 where a row is never tested) and each
 split's training rows. A *partition* (every row tested once, trained on the rest)
-is exactly a set of fold labels; a splitter whose test sets overlap (a row tested
+is exactly a set of fold labels. Other splitters (``TimeSeriesSplit``: early rows
+are never tested, and each split trains on earlier rows only) give out-of-fold
+predictions for the rows they test, and the weights and risks use those rows. A
+splitter whose test sets overlap (a row tested
 twice: ``ShuffleSplit``, repeated K-fold) is refused by name, as its out-of-fold
 predictions would be ambiguous (``cv_repeats=`` is the package's repeated K-fold).
 
@@ -57,10 +60,16 @@ class Splits:
         The split that tests each row, -1 for a row no split tests.
     train : tuple of ndarray of int
         Training rows of each split (sorted).
+    splitter : object, optional
+        The splitter that gave them (re-run on the outer training sets of ``res.honest``).
+    groups : ndarray or None
+        The groups it was given.
     """
 
     folds: np.ndarray
     train: tuple
+    splitter: Any = None
+    groups: np.ndarray | None = None
 
     @property
     def partition(self) -> bool:
@@ -211,9 +220,10 @@ def group_codes(groups: Any) -> np.ndarray:
 def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any) -> Any:
     """The fit's ``cv`` with its ``groups`` applied, on the rows it keeps.
 
-    A splitter becomes fold labels when its splits are a partition (others are
-    refused by name); ``cv=K`` with groups becomes the groups dealt into K folds
-    (:func:`deal_groups`, seeded by *seed*); anything else is returned as given.
+    A splitter becomes fold labels when its splits are a partition, else its
+    :class:`Splits` (with the splitter and groups); ``cv=K`` with groups becomes the
+    groups dealt into K folds (:func:`deal_groups`, seeded by *seed*); anything else is
+    returned as given.
     *y* is what a splitter is given (class codes for classes).
     """
     if groups is not None and np.size(groups) != len(y):
@@ -224,17 +234,9 @@ def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any) -> Any:
         if values is not None:
             group_codes(values)  # missing or unorderable labels refused by name
         splits = split_rows(cv, len(y), y, values)
-        if not splits.partition:
-            untested = np.flatnonzero(splits.folds < 0)
-            raise FoldError(
-                f"{splitter_name(cv)} is not a partition of the rows ("
-                + (f"{format_positions(untested)} are never tested" if untested.size else
-                   "some split trains on only part of the rows it does not test")
-                + "): out-of-fold predictions for only some rows are not supported yet; use a "
-                "splitter whose test sets cover every row, each trained on all the others "
-                "(GroupKFold, StratifiedGroupKFold, PredefinedSplit without -1, LeaveOneGroupOut)"
-            )
-        return splits.folds
+        if splits.partition:
+            return splits.folds
+        return Splits(splits.folds, splits.train, cv, values)
     if groups is None:
         return cv
     codes = group_codes(groups)

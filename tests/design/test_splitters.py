@@ -56,9 +56,11 @@ def test_time_series_split_keeps_time_order_and_its_test_rows():
     np.testing.assert_array_equal(splits.tested, np.concatenate([t for _, t in expected]))
 
 
-def test_splitter_that_is_not_a_partition_is_refused_by_name():
-    with pytest.raises(FoldError, match=r"TimeSeriesSplit.*rows 0, 1, 2.*never tested"):
-        resolve_splits(model_selection.TimeSeriesSplit(3), None, CLASSES, seed=0)
+def test_splitter_that_is_not_a_partition_keeps_its_splits():
+    splitter = model_selection.TimeSeriesSplit(3)
+    splits = resolve_splits(splitter, None, CLASSES, seed=0)
+    assert splits.splitter is splitter and splits.groups is None
+    assert (splits.folds[: N - 3 * (N // 4)] == -1).all()
 
 
 def test_overlapping_test_sets_are_refused_by_name():
