@@ -139,3 +139,8 @@ def test_predefined_split_with_untested_rows(series):
         warnings.simplefilter("ignore", PearlWarning)
         assert res.honest is None
     assert "not time-ordered" in res.honest_failure
+
+
+def test_resampling_rows_is_refused_in_time_order(gaussian_fit):
+    with pytest.raises(OptionError, match="TimeSeriesSplit, which tests some rows only"):
+        gaussian_fit.weight_uncertainty(n_resamples=3)

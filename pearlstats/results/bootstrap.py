@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+from ..design.splitters import Splits
 from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
 from ..nested import rows_loss
@@ -65,6 +66,17 @@ def _fold_spec(cv_spec, state_folds: np.ndarray, distinct: np.ndarray):
     if isinstance(cv_spec, numbers.Integral) and not isinstance(cv_spec, (bool, np.bool_)):
         return min(int(cv_spec), distinct.size)  # a resample can have fewer distinct rows than K
     return state_folds[distinct]  # given labels (e.g. groups): every row keeps its label
+
+
+def _refuse_partial_splits(cv_spec) -> None:
+    """Resampling rows has no rule for a splitter that tests some rows only (time order)."""
+    if isinstance(cv_spec, Splits):
+        raise OptionError(
+            f"resampling rows is not available for a fit cross-validated by "
+            f"{type(cv_spec.splitter).__name__}, which tests some rows only (a resample breaks "
+            "its time order and has no rule for its untested rows); use the fold-complement "
+            "re-solves (method='folds'), or fit with a partition splitter"
+        )
 
 
 def bootstrap_resample(
@@ -123,6 +135,7 @@ def bootstrap_resample(
     folds : ndarray of int (as *rows*)
         Fold code of each resample row, 0..K-1.
     """
+    _refuse_partial_splits(cv_spec)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
     if _given_labels(cv_spec):
         rows = _whole_groups(state_folds, rng)
@@ -326,6 +339,7 @@ def subsample(n: int, m: int, cv_spec: int | str | np.ndarray, *, seed: int, b: 
     m-out-of-n subsampling stays consistent where the bootstrap is not, e.g. for weights on
     the boundary of the simplex (Politis, Romano and Wolf 1999; Andrews 2000).
     """
+    _refuse_partial_splits(cv_spec)
     rng = np.random.default_rng(np.random.SeedSequence([seed, m], spawn_key=(b,)))
     if _given_labels(cv_spec):
         n_groups = int(state_folds.max()) + 1

@@ -173,7 +173,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     @property
     def folds(self) -> np.ndarray:
-        """Fold label (0..K-1) of each row."""
+        """Fold label (0..K-1) of each row; -1 for a row no split tests (``TimeSeriesSplit``)."""
         return self._folds.copy()
 
     @property
