@@ -144,3 +144,20 @@ def test_predefined_split_with_untested_rows(series):
 def test_resampling_rows_is_refused_in_time_order(gaussian_fit):
     with pytest.raises(OptionError, match="TimeSeriesSplit, which tests some rows only"):
         gaussian_fit.weight_uncertainty(n_resamples=3)
+
+
+def test_weighted_risks_are_weighted_means_over_the_tested_rows(series):
+    frame, blocks = series
+    w = np.random.default_rng(8).integers(1, 4, N).astype(float)
+    res = pearl.fit(F, frame, blocks=blocks, cv=model_selection.TimeSeriesSplit(3), seed=0,
+                    weights=w, weight_type="frequency", honest=False)
+    P = res.cv_predictions.to_numpy()
+    tested = ~np.isnan(P[:, 0])
+    y = frame["y"].to_numpy()
+    for train, test in model_selection.TimeSeriesSplit(3).split(frame):
+        X = _design(frame, blocks, ["a"])
+        fitted = sm.WLS(y[train], X[train], weights=w[train]).fit()
+        # weighted least squares on >= 37 rows: rounding-level agreement
+        np.testing.assert_allclose(P[test, 0], fitted.predict(X[test]), rtol=0, atol=1e-9)
+    expected = np.average((P[tested] - y[tested, None]) ** 2, axis=0, weights=w[tested])
+    np.testing.assert_allclose(res.cv_risk.to_numpy(), expected, rtol=1e-12)

@@ -273,8 +273,9 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
     def _pointwise(self, prediction: np.ndarray) -> np.ndarray:
         """Per-row losses of out-of-fold *prediction* (of the tested rows: see _tested_rows)."""
         rows = self._tested_rows
-        if rows is not None:
-            return self._loss.pointwise(self._response.y[rows], prediction[rows])
+        if rows is not None:  # with observation weights, the loss weighted by those rows'
+            loss = self._loss.restricted(rows) if hasattr(self._loss, "restricted") else self._loss
+            return loss.pointwise(self._response.y[rows], prediction[rows])
         if self._state.partitions is not None:
             # lazy per-row losses of the engines' own outputs: the checks of pointwise would
             # gather every row on the client (np.asarray); each partition's were checked there
