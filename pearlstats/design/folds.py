@@ -104,7 +104,8 @@ def check_cv(cv: Any, columns: Collection) -> FoldRule:
     Traceback (most recent call last):
     ...
     pearlstats.exceptions.FoldError: cv='group' names no column of the data (columns: ['y', \
-'fold']); use an int K >= 2, 'loo', the name of a column of fold labels, or an array of fold labels
+'fold']); use an int K >= 2, 'loo', the name of a column of fold labels, an array of fold labels, \
+or a splitter (an object with split and get_n_splits)
     """
     if is_splitter(cv):
         return FoldRule("splitter", cv)
