@@ -31,7 +31,7 @@ from .design.data import data_index, split_data
 from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
-from .design.splitters import Splits, check_groups, resolve_splits
+from .design.splitters import Splits, check_groups, group_codes, resolve_splits
 from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
@@ -551,6 +551,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         honest=options.honest, row_labels=prepared.row_labels,
         weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
         honest_se=options.honest_se,
+        groups=None if groups is None else group_codes(np.asarray(groups)),
     )
     warn_unidentified(state)
     return results_from_state(state, DASK_ROWS)

@@ -171,6 +171,9 @@ class FitState:
         computed (:mod:`pearlstats.distributed.state`); then ``design.X``,
         ``response.y``, ``folds`` and ``output.predictions`` are lazy dask arrays.
         None for rows in memory.
+    groups : ndarray of int or None
+        Group code of each row (``groups=``): whole groups are what the cluster bootstrap
+        draws when the folds were dealt from them.
     """
 
     family: object
@@ -192,6 +195,7 @@ class FitState:
     weight_options: WeightOptions = WeightOptions()
     honest_se: object = "naive"
     partitions: object = None
+    groups: np.ndarray | None = None
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:

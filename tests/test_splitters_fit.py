@@ -10,6 +10,7 @@ import statsmodels.api as sm
 import pearlstats as pearl
 from pearlstats.exceptions import FoldError, OptionError
 from pearlstats.nested import nested_cross_validation
+from pearlstats.results.bootstrap import bootstrap_resample
 
 model_selection = pytest.importorskip("sklearn.model_selection")
 
@@ -91,3 +92,18 @@ def test_repeats_and_nested_se_with_groups_are_refused(grouped):
     with pytest.raises(OptionError, match="honest_se='nested' is not available"):
         pearl.fit(F, frame, blocks=blocks, cv=model_selection.GroupKFold(3), groups="g",
                   honest_se="nested", seed=0)
+
+
+def test_cluster_bootstrap_draws_whole_groups_that_keep_their_folds(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=4, groups="g", honest=False, seed=0)
+    codes = res.stages.groups
+    sizes = np.bincount(codes)
+    for b in range(5):
+        rows, folds = bootstrap_resample(len(codes), res.stages.cv_spec, seed=0, b=b,
+                                         state_folds=res.folds, groups=codes)
+        drawn = np.bincount(codes[rows], minlength=sizes.size)
+        assert np.all(drawn % sizes == 0)  # every group drawn whole (0, 1, 2, ... times)
+        assert (drawn // sizes).sum() == sizes.size  # G groups drawn with replacement
+        np.testing.assert_array_equal(folds, res.folds[rows])  # each row keeps its fold
+    assert res.weight_uncertainty(n_resamples=4, seed=1).shape[0] == len(res.weights)

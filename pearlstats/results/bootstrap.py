@@ -89,6 +89,7 @@ def bootstrap_resample(
     y: np.ndarray | None = None,
     classes: Sequence | None = None,
     frequency_weights: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of bootstrap resample *b*.
 
@@ -127,6 +128,9 @@ def bootstrap_resample(
         ``rng.choice(n, N, p=w / sum w)`` (row i drawn ``w_i`` times on average), each drawn
         copy counting once (:func:`refit_weights` with ``unit_copies=True``). Ignored with
         given fold labels: whole groups are drawn and their rows keep their weights.
+    groups : ndarray of int (n,), optional
+        The fit's group codes (``groups=``, dealt into its folds): the cluster bootstrap
+        draws G of these G groups, each row keeping its fold.
 
     Returns
     -------
@@ -138,7 +142,7 @@ def bootstrap_resample(
     _refuse_partial_splits(cv_spec)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
     if _given_labels(cv_spec):
-        rows = _whole_groups(state_folds, rng)
+        rows = _whole_groups(state_folds if groups is None else groups, rng, state_folds)
     elif frequency_weights is not None:
         rows = expanded_rows(frequency_weights, rng)
     else:
@@ -162,20 +166,24 @@ def _given_labels(cv_spec) -> bool:
     return not isinstance(cv_spec, (str, numbers.Integral))
 
 
-def _whole_groups(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _whole_groups(labels: np.ndarray, rng: np.random.Generator,
+                  folds: np.ndarray | None = None) -> np.ndarray:
     """Rows of a cluster bootstrap: G of the G given folds drawn with replacement, whole.
 
     Rows that share a given fold label may be one group (a patient, a document, a site),
     whose rows are alike: resampling single rows would treat them as independent and
-    understate the weights' spread. A draw with fewer than two distinct folds is drawn
-    again (the fold stage needs two).
+    understate the weights' spread. With ``groups=`` dealt into the *folds*, *labels* are
+    the groups, drawn whole, each row keeping its fold. A draw with fewer than two distinct
+    folds is drawn again (the fold stage needs two).
     """
+    folds = labels if folds is None else folds
     n_groups = int(labels.max()) + 1
     members = [np.flatnonzero(labels == g) for g in range(n_groups)]
     while True:
         chosen = rng.integers(0, n_groups, size=n_groups)
-        if np.unique(chosen).size >= 2:
-            return np.concatenate([members[g] for g in chosen])
+        rows = np.concatenate([members[g] for g in chosen])
+        if np.unique(folds[rows]).size >= 2:
+            return rows
 
 
 def _resample_folds(rows, cv_spec, rng, state_folds, y, classes, where: str) -> np.ndarray:
@@ -260,6 +268,7 @@ def _run_resamples(state: FitState, share: list, seed: int) -> list:
             n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
             y=state.response.y, classes=state.response.classes,
             frequency_weights=state.response.row_weights if expanded else None,
+            groups=state.groups,
         )
         record: list = []
         weights = refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b),
