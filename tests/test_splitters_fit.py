@@ -10,7 +10,7 @@ import statsmodels.api as sm
 import pearlstats as pearl
 from pearlstats.exceptions import FoldError, OptionError
 from pearlstats.nested import nested_cross_validation
-from pearlstats.results.bootstrap import bootstrap_resample
+from pearlstats.results.bootstrap import bootstrap_resample, subsample
 
 model_selection = pytest.importorskip("sklearn.model_selection")
 
@@ -105,5 +105,20 @@ def test_cluster_bootstrap_draws_whole_groups_that_keep_their_folds(grouped):
         drawn = np.bincount(codes[rows], minlength=sizes.size)
         assert np.all(drawn % sizes == 0)  # every group drawn whole (0, 1, 2, ... times)
         assert (drawn // sizes).sum() == sizes.size  # G groups drawn with replacement
-        np.testing.assert_array_equal(folds, res.folds[rows])  # each row keeps its fold
+        # each row keeps its fold (renumbered 0.. over the folds drawn)
+        np.testing.assert_array_equal(folds, np.unique(res.folds[rows], return_inverse=True)[1])
     assert res.weight_uncertainty(n_resamples=4, seed=1).shape[0] == len(res.weights)
+
+
+def test_subsamples_draw_whole_groups(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=4, groups="g", honest=False, seed=0)
+    codes = res.stages.groups
+    for b in range(5):
+        rows, folds = subsample(len(codes), 60, res.stages.cv_spec, seed=0, b=b,
+                                state_folds=res.folds, groups=codes)
+        chosen = np.unique(codes[rows])
+        np.testing.assert_array_equal(rows, np.flatnonzero(np.isin(codes, chosen)))
+        assert chosen.size == round(21 * 60 / len(codes))  # G m / n of the G = 21 groups
+        # each row keeps its fold (renumbered 0.. over the folds drawn)
+        np.testing.assert_array_equal(folds, np.unique(res.folds[rows], return_inverse=True)[1])

@@ -338,7 +338,8 @@ def refitting_bootstrap(
 
 def subsample(n: int, m: int, cv_spec: int | str | np.ndarray, *, seed: int, b: int,
               state_folds: np.ndarray | None = None, y: np.ndarray | None = None,
-              classes: Sequence | None = None) -> tuple[np.ndarray, np.ndarray]:
+              classes: Sequence | None = None,
+              groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of subsample *b*: *m* of the *n* rows drawn without replacement.
 
     Subsample b draws from the SeedSequence child ``(b,)`` of ``(seed, m)``: rows
@@ -346,14 +347,21 @@ def subsample(n: int, m: int, cv_spec: int | str | np.ndarray, *, seed: int, b: 
     ``rng``) as for a bootstrap resample. With fold labels given to the fit (groups), whole
     groups are drawn instead: ``max(2, round(G m / n))`` of the G labels, without replacement.
     m-out-of-n subsampling stays consistent where the bootstrap is not, e.g. for weights on
-    the boundary of the simplex (Politis, Romano and Wolf 1999; Andrews 2000).
+    the boundary of the simplex (Politis, Romano and Wolf 1999; Andrews 2000). With
+    ``groups=`` dealt into the fit's folds (*groups*), the groups are drawn, each row keeping
+    its fold (again while the rows drawn hold fewer than two folds).
     """
     _refuse_partial_splits(cv_spec)
     rng = np.random.default_rng(np.random.SeedSequence([seed, m], spawn_key=(b,)))
     if _given_labels(cv_spec):
-        n_groups = int(state_folds.max()) + 1
-        chosen = np.sort(rng.choice(n_groups, max(2, round(n_groups * m / n)), replace=False))
-        rows = np.flatnonzero(np.isin(state_folds, chosen))
+        clusters = state_folds if groups is None else groups
+        n_groups = int(clusters.max()) + 1
+        while True:
+            chosen = np.sort(rng.choice(n_groups, max(2, round(n_groups * m / n)),
+                                        replace=False))
+            rows = np.flatnonzero(np.isin(clusters, chosen))
+            if np.unique(state_folds[rows]).size >= 2:
+                break
     else:
         rows = np.sort(rng.choice(n, size=m, replace=False))
     return rows, _resample_folds(rows, cv_spec, rng, state_folds, y, classes,
@@ -377,7 +385,8 @@ def subsampling_weights(state: FitState, n_resamples: int, m: int, seed: int) ->
     out = []
     for b in range(n_resamples):
         rows, folds = subsample(n, m, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
-                                y=state.response.y, classes=state.response.classes)
+                                y=state.response.y, classes=state.response.classes,
+                                groups=state.groups)
         # further fold draws (cv_repeats) as the bootstrap draws them for its resample b
         draws = _repeated_draws(state, rows, folds, seed, b)
         out.append(refit_weights(state, rows, draws, name=f"subsample {b}"))
