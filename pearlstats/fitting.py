@@ -31,6 +31,7 @@ from .design.data import data_index, split_data
 from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
+from .design.splitters import Splits, check_groups, group_codes, resolve_splits
 from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
@@ -53,6 +54,7 @@ from .stages import (
     assign_folds,
     build_pool,
     complement_rows,
+    cross_validate_splits,
     prepare_rows,
 )
 from .weight_stage import cross_validate_draws, solve_draw_weights
@@ -139,13 +141,16 @@ def _check_honest(honest) -> int | bool:
     return check_int("honest", honest, minimum=2)
 
 
-def _check_cv_repeats(cv_repeats, cv) -> int:
+def _check_cv_repeats(cv_repeats, cv, groups) -> int:
     cv_repeats = check_int("cv_repeats", cv_repeats, minimum=1)
     if cv_repeats > 1 and (isinstance(cv, bool) or not isinstance(cv, numbers.Integral)):
         raise OptionError(
-            f"cv_repeats={cv_repeats} needs cv=K (an int), got {describe_cv(cv)}: leave-one-out "
-            "and given fold labels are the same in every draw"
+            f"cv_repeats={cv_repeats} needs cv=K (an int), got {describe_cv(cv)}: leave-one-out, "
+            "given fold labels and splitters are the same in every draw"
         )
+    if cv_repeats > 1 and groups is not None:
+        raise OptionError(f"cv_repeats={cv_repeats} is not available with groups= yet: the "
+                          "groups are dealt into folds once")
     return cv_repeats
 
 
@@ -187,6 +192,7 @@ class _Options:
     shrinkage: tuple | None
     candidates: Any
     max_candidates: int
+    groups: Any = None
 
 
 def _representations(blocks: Any) -> Any:
@@ -220,6 +226,7 @@ def fit(
     weight_type: str | None = None,
     offset: Any = None,
     exposure: Any = None,
+    groups: Any = None,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -278,8 +285,13 @@ def fit(
         one fold label per row (as R users give fold ids; ``"loo"`` is
         reserved), or the fold labels themselves (a Series is matched to a
         DataFrame *data* by index label; the rows ``missing="drop"`` removes
-        lose their labels too). Dask data takes K (folds hashed from row
-        positions) or a column name.
+        lose their labels too), or a splitter: any object with
+        ``split(X, y, groups)`` and ``get_n_splits`` (scikit-learn's ``GroupKFold``,
+        ``StratifiedGroupKFold``, ``TimeSeriesSplit``, ``PredefinedSplit``,
+        ``LeaveOneGroupOut``, ...), called on the kept rows with the response
+        (class codes for classes) and *groups*. A splitter whose test sets overlap
+        (a row tested twice, e.g. ``ShuffleSplit``) is refused. Dask data takes K
+        (folds hashed from row positions) or a column name.
     seed : int, optional
         Seeds the folds. ``None`` draws one, recorded in ``results.seed``.
     n_jobs : int, optional
@@ -436,6 +448,15 @@ def fit(
     exposure : array_like, optional
         Poisson only: positive exposures (time or size at risk); adds
         ``log(exposure)`` to the offset, so the candidates model rates.
+    groups : str or array_like, optional
+        Groups of rows that must stay together (subjects, sites, documents): a
+        column name of *data* or one label per row (a Series is matched by index
+        label). With ``cv=K`` whole groups are dealt into K folds, balanced by rows
+        (largest group first into the fold with the fewest rows; ties broken by
+        *seed*), so fold sizes differ by at most the largest group's rows; with a
+        splitter they are its ``groups``. The outer folds of ``res.honest`` then
+        keep the folds, and so the groups, whole. ``cv=LeaveOneGroupOut()``
+        gives one fold per group, as a column of fold labels does.
 
     Returns
     -------
@@ -460,16 +481,19 @@ def fit(
     family_ = _bind_downstream(family_, downstream)
     honest = _check_honest(honest)
     rule = check_cv(cv, fold_column_names(data))
+    groups = check_groups(groups, rule.kind, fold_column_names(data), data)
     options = _Options(
         missing=check_choice("missing", missing, {"raise": "report rows with NaN/inf",
                                                   "drop": "remove those rows"}),
         ridge=check_ridge(ridge), seed=check_seed(seed), n_jobs=check_n_jobs(n_jobs),
         env=check_eval_env(eval_env), honest=honest,
-        honest_se=check_honest_se(honest_se, honest, rule.kind in ("column", "labels"),
+        honest_se=check_honest_se(honest_se, honest,
+                                  rule.kind in ("column", "labels", "splitter")
+                                  or groups is not None,
                                   weights is not None, uses_dask(data, blocks)),
-        cv_repeats=_check_cv_repeats(cv_repeats, cv),
+        cv_repeats=_check_cv_repeats(cv_repeats, cv, groups),
         shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
-        candidates=candidates, max_candidates=max_candidates,
+        candidates=candidates, max_candidates=max_candidates, groups=groups,
     )
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
@@ -477,7 +501,7 @@ def fit(
     if uses_dask(data, blocks):
         refuse_in_memory_only(
             family=family_.name, loss=loss_.name, missing=options.missing, rule=rule, cv=cv,
-            cv_repeats=options.cv_repeats, downstream=downstream,
+            cv_repeats=options.cv_repeats, downstream=downstream, grouped=groups is not None,
             weighted=any(value is not None for value in given) or bool(formula_spec.offset_codes),
         )
         state = dask_fit_state(formula_spec, family_, loss_, data, blocks, candidates, rule,
@@ -490,6 +514,25 @@ def fit(
                           observed, options)
 
 
+def _cross_validate(family: Any, prepared: Prepared, candidates: Any, cv: Any,
+                    options: _Options) -> tuple[list, list, Any]:
+    """The fold draws and every candidate's out-of-fold predictions in each (the fold and
+    cross-validation stages); splits that are not a partition are one draw (-1: untested)."""
+    if isinstance(cv, Splits):
+        return [cv.folds], [cross_validate_splits(family, prepared.design.X, prepared.response,
+                                                  candidates.everything, cv,
+                                                  ridge=options.ridge)], family
+    draws = [assign_folds(cv, prepared.response, options.seed)] + [
+        assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
+        for r in range(1, options.cv_repeats)
+    ]
+    loo = isinstance(cv, str) and cv == "loo"
+    outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
+                                           candidates.everything, draws, loo=loo,
+                                           ridge=options.ridge, n_jobs=options.n_jobs)
+    return draws, outputs, family
+
+
 def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, loss: Loss,
                    cv: Any, observed: ObservationWeights, options: _Options) -> PearlResults:
     """The stages of a fit on rows in memory, in order; the results are built from their values."""
@@ -500,14 +543,9 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     kept = complement_rows(prepared.dropped_rows, n_given)
     prepared, loss = with_observation_weights(prepared, loss, observed.kept(kept))
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
-    draws = [assign_folds(cv, prepared.response, options.seed)] + [
-        assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
-        for r in range(1, options.cv_repeats)
-    ]
-    loo = isinstance(cv, str) and cv == "loo"
-    outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
-                                           candidates.everything, draws, loo=loo,
-                                           ridge=options.ridge, n_jobs=options.n_jobs)
+    groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
+    cv = resolve_splits(cv, groups, prepared.response.y, options.seed)
+    draws, outputs, family = _cross_validate(family, prepared, candidates, cv, options)
     output, solution, entries = solve_draw_weights(
         outputs, prepared.response.y, candidates.pool, draws, loss, options.shrinkage,
         context=f"in the {family.name} fit of {formula.formula!r}",
@@ -520,6 +558,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         honest=options.honest, row_labels=prepared.row_labels,
         weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
         honest_se=options.honest_se,
+        groups=None if groups is None else group_codes(np.asarray(groups)),
     )
     warn_unidentified(state)
     return results_from_state(state, DASK_ROWS)

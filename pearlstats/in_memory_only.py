@@ -26,7 +26,7 @@ LOSSES = ("squared", "cross_entropy", "poisson_deviance")
 
 
 def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_repeats: int,
-             downstream: Any, weighted: bool) -> list[str]:
+             downstream: Any, weighted: bool, grouped: bool) -> list[str]:
     return [reason for used, reason in (
         (family not in FAMILIES,
          f"family={family!r} (the distributed fit has {FAMILIES})"),
@@ -42,6 +42,12 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
         (rule.kind == "labels",
          f"{describe_cv(cv)} (in-memory fold labels cannot be matched to dask partitions; put "
          "them in a column of the data and give its name, e.g. cv='fold')"),
+        (rule.kind == "splitter",
+         f"{describe_cv(cv)} (a splitter object needs every row's position, response and group "
+         "in one process; put its fold labels in a column of the data, e.g. cv='fold')"),
+        (grouped,
+         "groups= (dealing groups into folds needs every group's row count; put fold labels "
+         "that keep groups whole in a column, e.g. cv='fold')"),
         (cv_repeats != 1,
          f"cv_repeats={cv_repeats} (repeated fold draws have no pass over partitions yet; "
          "fits with different seeds give other hashed draws)"),
@@ -53,7 +59,7 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
 
 def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRule, cv: Any,
                           cv_repeats: int, downstream: Any,
-                          weighted: bool) -> None:
+                          weighted: bool, grouped: bool = False) -> None:
     """Raise OptionError naming, with its reason, every option not available for dask data.
 
     Examples
@@ -68,7 +74,8 @@ def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRul
 needs the row count and one fold per row; use K-fold or a fold column). Fit an in-memory sample \
 with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or change them
     """
-    reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, downstream, weighted)
+    reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, downstream, weighted,
+                       grouped)
     if reasons:
         raise OptionError(
             f"not available for dask data yet: {'; '.join(reasons)}. Fit an in-memory sample "

@@ -36,13 +36,14 @@ import numpy as np
 import pandas as pd
 
 from .design.folds import check_class_coverage, make_folds
+from .design.splitters import Splits, resolve_splits
 from .engines._common import EngineOutput
 from .engines.intercept import response_intercept_predictions
 from .exceptions import DataError, FoldError, OptionError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .observation_weights import mean_se
-from .stages import FitState, cross_validate
+from .stages import FitState, cross_validate, cross_validate_splits
 from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from .weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from .weights.certificate import gap_table
@@ -55,7 +56,7 @@ __all__ = [
     "row_uniforms",
     "NestedCV", "nested_cross_validation", "strategy_row_losses", "paired_ratio_table",
     "fold_procedure_predictions", "conformal_prediction", "deal_groups", "paired_ratio_moments",
-    "with_gap_columns",
+    "with_gap_columns", "forward_splits",
 ]
 
 
@@ -87,6 +88,11 @@ class NestedCV:
         Per outer fold (``"outer fold k"``): the ``kkt_gap``, ``objective``,
         ``certified`` and ``solver`` of its PEARL weight solve (before any
         shrinkage; :func:`~pearlstats.weights.certificate.gap_table`).
+    outer_train : tuple of ndarray or None
+        Training rows of each outer fold where they are not all the other rows: the
+        time-ordered outer splits of a fit cross-validated by a time-ordered splitter
+        (each outer fold trained on the rows before it; ``outer_folds`` -1 for the
+        first rows, never held out). None: each outer fold trains on all other rows.
     """
 
     outer_folds: np.ndarray
@@ -96,6 +102,13 @@ class NestedCV:
     failures: pd.DataFrame
     fold_ridges: tuple
     fold_gaps: pd.DataFrame | None = None
+    outer_train: tuple | None = None
+
+    def training_rows(self, k: int) -> np.ndarray:
+        """Rows outer fold *k*'s procedure was fitted on."""
+        if self.outer_train is not None:
+            return self.outer_train[k]
+        return np.flatnonzero(self.outer_folds != k)
 
     @property
     def n_outer(self) -> int:
@@ -122,7 +135,46 @@ def _ledger_frame(entries, where: str) -> pd.DataFrame:
 
 def _given_fold_labels(state: FitState) -> bool:
     """Whether the fit's folds were given as labels, which may encode groups of rows."""
-    return not isinstance(state.cv_spec, (str, int, np.integer))
+    return not isinstance(state.cv_spec, (str, int, np.integer, Splits))
+
+
+def forward_splits(n: int, outer: int, option: str = "outer") -> Splits:
+    """*outer* time-ordered outer splits of *n* rows in their order (``TimeSeriesSplit``'s rule).
+
+    The last ``outer * (n // (outer + 1))`` rows are held out in *outer* consecutive blocks of
+    ``n // (outer + 1)`` rows; each block's procedure is fitted on every row before it, so no
+    outer test row precedes a row it was trained on. The first rows are never held out.
+
+    Examples
+    --------
+    >>> splits = forward_splits(12, 3)
+    >>> splits.folds.tolist(), splits.train[1].tolist()
+    ([-1, -1, -1, 0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 1, 2, 3, 4, 5])
+    """
+    if not isinstance(outer, (int, np.integer)) or isinstance(outer, bool) or outer < 2:
+        raise FoldError(f"{option}={outer!r}: time-ordered outer folds need an int >= 2")
+    size = n // (outer + 1)
+    if size < 1:
+        raise FoldError(f"{option}={outer} time-ordered outer folds need more than {outer} rows")
+    start = n - outer * size
+    folds = np.full(n, -1, dtype=np.intp)
+    folds[start:] = np.repeat(np.arange(outer), size)
+    return Splits(folds, tuple(np.arange(start + k * size) for k in range(outer)))
+
+
+def _outer_splits(state: FitState, outer, option: str) -> Splits | None:
+    """Outer splits of a fit cross-validated by a splitter that is not a partition: time-ordered
+    (:func:`forward_splits`) where the splitter is; refused otherwise. None for other fits."""
+    spec = state.cv_spec
+    if not isinstance(spec, Splits):
+        return None
+    if not spec.time_ordered:
+        raise FoldError(
+            f"cv={type(spec.splitter).__name__}(...) tests some rows only and is not time-ordered, "
+            "so the outer folds of the honest risk have no rule that respects it; use a "
+            "partition splitter or honest=False"
+        )
+    return forward_splits(len(state.response.y), outer, option)
 
 
 def _outer_folds(state: FitState, outer, seed: int, option: str = "outer") -> np.ndarray:
@@ -220,6 +272,10 @@ def _inner_folds(state: FitState, response: EncodedResponse, train: np.ndarray,
     ``pearlstats.fit`` on those rows with ``cv=`` their labels would use.
     """
     n = len(response.y)
+    if isinstance(state.cv_spec, Splits):  # the fit's splitter on the outer training rows
+        groups = state.cv_spec.groups
+        return resolve_splits(state.cv_spec.splitter, None if groups is None else groups[train],
+                              response.y, seed)
     if isinstance(state.cv_spec, str):
         return np.arange(n)
     strata = response.y.astype(np.intp) if response.classes is not None else None
@@ -318,8 +374,25 @@ def _training_criteria(state: FitState, family, train: np.ndarray, response: Enc
                               [c.n_params for c in state.candidates.everything])
 
 
+def _inner_outputs(state: FitState, sub: EncodedResponse, train: np.ndarray,
+                   seeds: list) -> tuple[list, list, object]:
+    """The inner fold draws of an outer training set and every candidate's predictions in each
+    (splits that test some rows only: one draw, -1 for the rows no split tests)."""
+    draws = [_inner_folds(state, sub, train, seed) for seed in seeds]
+    everything = state.candidates.everything
+    if isinstance(draws[0], Splits):
+        family = state.family.configured(candidate_ridges={})
+        output = cross_validate_splits(family, state.design.X[train], sub, everything, draws[0],
+                                       ridge=state.ridge)
+        return [draws[0].folds], [output], family
+    outputs, family = cross_validate_draws(state.family, state.design.X[train], sub, everything,
+                                           draws, loo=isinstance(state.cv_spec, str),
+                                           ridge=state.ridge)
+    return draws, outputs, family
+
+
 def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray, k: int,
-                seeds: list) -> _OuterFold:
+                seeds: list, train: np.ndarray | None = None) -> _OuterFold:
     """The procedure re-run on outer fold *k*'s training rows, and its held-out predictions.
 
     The fit's weight stage is repeated as it ran: one inner fold draw per seed in *seeds*
@@ -327,14 +400,12 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
     The separation ridges are chosen on the training rows (:func:`cross_validate_draws`), and
     the held-out predictions use them (:func:`_held_out_fold`).
     """
-    train, test = np.flatnonzero(outer_folds != k), np.flatnonzero(outer_folds == k)
+    train = np.flatnonzero(outer_folds != k) if train is None else train
+    test = np.flatnonzero(outer_folds == k)
     everything = state.candidates.everything
     pool = state.candidates.pool
     sub = state.response.subset(train)
-    draws = [_inner_folds(state, sub, train, seed) for seed in seeds]
-    outputs, family = cross_validate_draws(state.family, state.design.X[train], sub, everything,
-                                           draws, loo=isinstance(state.cv_spec, str),
-                                           ridge=state.ridge)
+    draws, outputs, family = _inner_outputs(state, sub, train, seeds)
     failed = np.logical_or.reduce([out.failed for out in outputs])
     held_out, unfit, refitted, entries = _held_out_fold(state, family, outside, train, test,
                                                         failed)
@@ -347,8 +418,10 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
         warn_failures=False, record=record,
         context=f"in outer fold {k} of the honest risk (res.honest) of {fit_name(state)}",
     )
+    tested = np.flatnonzero(draws[0] >= 0)  # the inner rows some split tests
     risks = np.array([
-        np.nan if inner.failed[j] else loss.pointwise(sub.y, inner.predictions[:, j]).mean()
+        np.nan if inner.failed[j]
+        else rows_loss(loss, tested).pointwise(sub.y[tested], inner.predictions[tested, j]).mean()
         for j in range(len(everything))
     ])
     weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed,
@@ -394,16 +467,7 @@ def nested_cross_validation(
         the separation ridges it chooses there).
     """
     seed = state.seed if seed is None else seed
-    response = state.response
-    outer_folds = _outer_folds(state, outer, seed, option)
-    if response.classes is not None:
-        check_class_coverage(response.y.astype(np.intp), outer_folds, response.classes)
-        _check_outer_training_classes(response, outer_folds)
-    # The fast path: every candidate over all outer folds at once, with ridges chosen afresh
-    # (not the fit's); _held_out_fold refits where an outer fold's own procedure chose otherwise.
-    outside = cross_validate(state.family.configured(candidate_ridges={}), state.design.X,
-                             response, state.candidates.everything, outer_folds,
-                             ridge=state.ridge, n_jobs=n_jobs)
+    outer_folds, outside, splits = _outside(state, outer, seed, option, n_jobs)
     folds = []
     for k in range(int(outer_folds.max()) + 1):
         # Draw r > 0 of cv_repeats: SeedSequence([seed, 1, k, r]); draw 0 as without repeats.
@@ -411,7 +475,8 @@ def nested_cross_validation(
             np.random.SeedSequence([seed, 1, k, r])
             for r in range(1, state.weight_options.cv_repeats)
         ]
-        folds.append(_outer_fold(state, outside, outer_folds, k, seeds))
+        folds.append(_outer_fold(state, outside, outer_folds, k, seeds,
+                                 None if splits is None else splits.train[k]))
     predictions = outside.predictions.copy()
     for k, fold in enumerate(folds):
         predictions[outer_folds == k] = fold.held_out
@@ -430,7 +495,30 @@ def nested_cross_validation(
                     pd.concat(ledgers, ignore_index=True),
                     tuple(fold.ridges for fold in folds),
                     gap_table([fold.solve for fold in folds],
-                              [f"outer fold {k}" for k in range(len(folds))]))
+                              [f"outer fold {k}" for k in range(len(folds))]),
+                    None if splits is None else splits.train)
+
+
+def _outside(state: FitState, outer, seed: int, option: str,
+             n_jobs: int | None) -> tuple[np.ndarray, EngineOutput, Splits | None]:
+    """The outer folds, every candidate's predictions of each from its outer training rows, and
+    the outer splits where those rows are not all the others (time-ordered, else None)."""
+    response = state.response
+    splits = _outer_splits(state, outer, option)
+    outer_folds = _outer_folds(state, outer, seed, option) if splits is None else splits.folds
+    family = state.family.configured(candidate_ridges={})
+    if splits is not None:
+        return outer_folds, cross_validate_splits(family, state.design.X, response,
+                                                  state.candidates.everything, splits,
+                                                  ridge=state.ridge), splits
+    if response.classes is not None:
+        check_class_coverage(response.y.astype(np.intp), outer_folds, response.classes)
+        _check_outer_training_classes(response, outer_folds)
+    # The fast path: every candidate over all outer folds at once, with ridges chosen afresh
+    # (not the fit's); _held_out_fold refits where an outer fold's own procedure chose otherwise.
+    return outer_folds, cross_validate(family, state.design.X, response,
+                                       state.candidates.everything, outer_folds,
+                                       ridge=state.ridge, n_jobs=n_jobs), None
 
 
 def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
@@ -444,7 +532,8 @@ def strategy_row_losses(nested: NestedCV, state: FitState) -> pd.DataFrame:
         name: state.loss.pointwise(y, nested.held_out_predictions(name, state.loss))
         for name in STRATEGIES
     }
-    null = response_intercept_predictions(state.response, state.family.name, nested.outer_folds)
+    null = response_intercept_predictions(state.response, state.family.name, nested.outer_folds,
+                                          nested.outer_train)
     losses[NULL] = state.loss.pointwise(y, null)
     return pd.DataFrame(losses)
 
@@ -532,7 +621,7 @@ def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndar
     out = []
     for k, weights in enumerate(nested.fold_strategy_weights):
         family = state.family.configured(candidate_ridges=nested.fold_ridges[k])
-        train = np.flatnonzero(nested.outer_folds != k)
+        train = nested.training_rows(k)
         sub = state.response.subset(train)
         active = np.flatnonzero(weights["PEARL"] > 0)
         parts = [_refit_predict(family, state.design.X[train], sub, everything[j], state.ridge,
@@ -560,6 +649,12 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
     """
     from .inference import aps_prediction_sets, cv_plus_interval
 
+    if nested.outer_train is not None:
+        raise OptionError(
+            "prediction intervals and sets (CV+) assume exchangeable rows, which a fit "
+            "cross-validated in time order (a time-ordered splitter) does not; predict without "
+            "interval=, or fit with a partition splitter"
+        )
     held_out = nested.held_out_predictions("PEARL", state.loss)
     new = fold_procedure_predictions(state, nested, X_new, offset)
     _check_finite_fold_predictions(state, nested, X_new, new, offset)
@@ -620,7 +715,7 @@ def _check_finite_fold_predictions(state: FitState, nested: NestedCV, X_new: np.
     k = int(np.flatnonzero(bad.any(axis=1))[0])
     rows = np.flatnonzero(bad.any(axis=0))
     family = state.family.configured(candidate_ridges=nested.fold_ridges[k])
-    train = np.flatnonzero(nested.outer_folds != k)
+    train = nested.training_rows(k)
     sub = state.response.subset(train)
     everything = state.candidates.everything
     culprits = [

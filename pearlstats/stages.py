@@ -44,11 +44,13 @@ from .design.folds import check_class_coverage, make_folds
 from .design.formula import covariate_row_variables, expression_missing_rows, response_values
 from .design.sparse import finite_rows
 from .design.spec import Design, build_design
-from .engines._common import SEPARATION_RIDGES, EngineOutput
+from .design.splitters import Splits
+from .engines._common import SEPARATION_RIDGES, EngineOutput, infeasible_entry
 from .exceptions import (
     AllCandidatesFailedError,
     CandidateFailureWarning,
     DataError,
+    FoldError,
     SeparationWarning,
 )
 from .families import EncodedResponse
@@ -71,6 +73,7 @@ __all__ = [
     "build_pool",
     "assign_folds",
     "cross_validate",
+    "cross_validate_splits",
     "solve_stage_weights",
     "check_some_candidate_fitted",
     "duplicate_entries",
@@ -172,6 +175,9 @@ class FitState:
         computed (:mod:`pearlstats.distributed.state`); then ``design.X``,
         ``response.y``, ``folds`` and ``output.predictions`` are lazy dask arrays.
         None for rows in memory.
+    groups : ndarray of int or None
+        Group code of each row (``groups=``): whole groups are what the cluster bootstrap
+        draws when the folds were dealt from them.
     """
 
     family: object
@@ -193,6 +199,7 @@ class FitState:
     weight_options: WeightOptions = WeightOptions()
     honest_se: object = "naive"
     partitions: object = None
+    groups: np.ndarray | None = None
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
@@ -440,6 +447,74 @@ def cross_validate(
         [entry for out in outputs for entry in out.entries],
         ridges,
     )
+
+
+def cross_validate_splits(
+    family: Family,
+    X: np.ndarray,
+    response: EncodedResponse,
+    candidates: Sequence[Candidate],
+    splits: Splits,
+    *,
+    ridge: float = 0.0,
+) -> EngineOutput:
+    """Out-of-fold predictions of splits that are not a partition (``TimeSeriesSplit``).
+
+    Each split's test rows are predicted by every candidate fitted on that split's
+    training rows alone, as the candidates are refitted on all rows
+    (``family.fit_params``: the same estimates, ridges and separation policy); the
+    batched engines assume that a fold trains on every row it does not test, which
+    these splits do not. Rows no split tests get NaN. A candidate infeasible on some
+    split's training rows (more parameters than rows, no ridge), or predicting a
+    non-finite value, fails (NaN, weight 0, a ledger row).
+
+    Returns
+    -------
+    EngineOutput
+        As :func:`cross_validate`, ``ridges`` None.
+    """
+    candidates = list(candidates)
+    if response.classes is not None:
+        for k, train in enumerate(splits.train):
+            absent = np.setdiff1d(np.arange(len(response.classes)), response.y[train])
+            if absent.size:
+                raise FoldError(
+                    f"the training rows of split {k} contain no row of class(es) "
+                    f"{[response.classes[c] for c in absent]}; a candidate trained without a "
+                    "class cannot predict it (choose splits whose training rows hold every class)"
+                )
+    predictions = None
+    failed = np.zeros(len(candidates), dtype=bool)
+    entries: list[LedgerEntry] = []
+    for k, train in enumerate(splits.train):
+        test = np.flatnonzero(splits.folds == k)
+        sub = response.subset(train)
+        for j, candidate in enumerate(candidates):
+            entry = None if failed[j] else infeasible_entry(candidate.label, len(candidate.columns),
+                                                           len(train), ridge)
+            if failed[j] or entry is not None:
+                failed[j] = True
+                entries += [] if entry is None else [entry]
+                continue
+            params, notes = family.fit_params(X[train], sub, candidate.columns, ridge,
+                                              candidate.label)
+            entries.extend(notes)
+            new = X[test][:, candidate.columns]
+            values = (family.predict(params, new) if response.offset is None
+                      else family.predict_with_offset(params, new, response.offset[test]))
+            if predictions is None:
+                predictions = np.full((len(response.y), len(candidates)) + np.shape(values)[1:],
+                                      np.nan)
+            predictions[test, j] = values
+            if not np.isfinite(values).all():
+                failed[j] = True
+                entries.append(LedgerEntry(candidate.label, k, "cv", "non-finite",
+                                           f"non-finite predictions for split {k}'s test rows",
+                                           "given weight 0", True))
+    if predictions is None:  # every candidate infeasible on the first split
+        predictions = np.full((len(response.y), len(candidates)), np.nan)
+    predictions[:, failed] = np.nan
+    return EngineOutput(predictions, failed, entries, None)
 
 
 def _warn_ridge_refits(output: EngineOutput, labels, stacklevel: int) -> None:

@@ -144,7 +144,8 @@ def solve_draw_weights(
     pool : sequence of Candidate
         The candidates the weights are over (the first columns of the outputs).
     draws : sequence of ndarray
-        The fold codes of each draw (the groups of the shrinkage amount's CV).
+        The fold codes of each draw (the groups of the shrinkage amount's CV). With one
+        draw, rows coded -1 (no split tests them) are left out of the weights.
     loss : Loss
     shrinkage : tuple or None
         ``(amount, target)``, see :class:`~pearlstats.stages.WeightOptions`.
@@ -162,6 +163,13 @@ def solve_draw_weights(
     entries : list of LedgerEntry
     """
     output, stacked = _combined_outputs(outputs)
+    if len(draws) == 1 and len(draws[0]) and np.min(draws[0]) < 0:
+        # Splits that test some rows only (fold -1: never tested): the weights use the others.
+        rows = np.flatnonzero(draws[0] >= 0)
+        stacked = EngineOutput(stacked.predictions[rows], stacked.failed, stacked.entries,
+                               stacked.ridges)
+        y, draws = y[rows], [draws[0][rows]]
+        loss = loss.restricted(rows) if hasattr(loss, "restricted") else loss
     labels = [candidate.label for candidate in pool]
     y_stacked = y if len(draws) == 1 else np.tile(y, len(draws))  # no copy for one draw
     if hasattr(loss, "restricted"):  # observation weights: a row's copies keep its weight

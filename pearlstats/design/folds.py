@@ -2,7 +2,8 @@
 
 :func:`check_cv` reads the ``cv`` argument of :func:`pearlstats.fit` once, for
 data in memory and on dask alike, so both accept the same forms with the same
-messages: K, ``"loo"``, the name of a column of fold labels, or the labels.
+messages: K, ``"loo"``, the name of a column of fold labels, the labels, or a
+splitter object (:mod:`pearlstats.design.splitters`).
 
 Examples
 --------
@@ -24,6 +25,7 @@ import pandas as pd
 
 from ..checks import align_by_label
 from ..exceptions import FoldError, OptionError, ResponseError, format_positions
+from .splitters import is_splitter, splitter_name
 
 __all__ = [
     "FoldRule", "check_cv", "describe_cv", "fold_column_names", "fold_levels", "make_folds",
@@ -32,13 +34,14 @@ __all__ = [
 
 
 CV_FORMS = ("an int K >= 2, 'loo', the name of a column of fold labels, "
-            "or an array of fold labels")
+            "an array of fold labels, or a splitter (an object with split and get_n_splits)")
 
 
 @dataclass(frozen=True)
 class FoldRule:
-    """The checked ``cv`` argument: ``kind`` is ``"kfold"``, ``"loo"``, ``"column"`` or
-    ``"labels"``; ``value`` is K, None, the column's name or the labels as given."""
+    """The checked ``cv`` argument: ``kind`` is ``"kfold"``, ``"loo"``, ``"column"``,
+    ``"labels"`` or ``"splitter"``; ``value`` is K, None, the column's name, the labels or
+    the splitter as given."""
 
     kind: str
     value: Any = None
@@ -54,6 +57,8 @@ class FoldRule:
 
 def describe_cv(cv: Any) -> str:
     """``cv=...`` for a message: the value itself, or the length of labels (never all of them)."""
+    if is_splitter(cv):
+        return splitter_name(cv)
     if isinstance(cv, (str, numbers.Number)) or cv is None or np.ndim(cv) == 0:
         text = repr(cv)
         return f"cv={text if len(text) <= 60 else text[:57] + '...'}"
@@ -75,10 +80,11 @@ def check_cv(cv: Any, columns: Collection) -> FoldRule:
 
     Parameters
     ----------
-    cv : int, str or array-like
+    cv : int, str, array-like or splitter
         K >= 2 for K-fold, ``"loo"`` for leave-one-out (a reserved word, even
         if a column has that name), the name of a column of *columns* that
-        holds one fold label per row, or the labels themselves.
+        holds one fold label per row, the labels themselves, or an object with
+        ``split(X, y, groups)`` and ``get_n_splits`` (scikit-learn's splitters).
     columns : collection of str
         The data's columns (:func:`fold_column_names`).
 
@@ -99,8 +105,11 @@ def check_cv(cv: Any, columns: Collection) -> FoldRule:
     Traceback (most recent call last):
     ...
     pearlstats.exceptions.FoldError: cv='group' names no column of the data (columns: ['y', \
-'fold']); use an int K >= 2, 'loo', the name of a column of fold labels, or an array of fold labels
+'fold']); use an int K >= 2, 'loo', the name of a column of fold labels, an array of fold labels, \
+or a splitter (an object with split and get_n_splits)
     """
+    if is_splitter(cv):
+        return FoldRule("splitter", cv)
     if isinstance(cv, str):
         if cv == "loo":
             return FoldRule("loo")
@@ -252,6 +261,7 @@ def fold_labels_for_rows(
     index: pd.Index | None,
     kept: np.ndarray,
     n_given: int,
+    name: str = "cv",
 ) -> int | str | np.ndarray | Sequence:
     """Given fold labels, one per row of the data, reduced to the rows the fit keeps.
 
@@ -271,6 +281,8 @@ def fold_labels_for_rows(
         Positions of the data rows the fit keeps.
     n_given : int
         Rows of the data before ``missing="drop"``.
+    name : str, default "cv"
+        The argument's name in messages (``"groups"`` for the groups of rows).
 
     Returns
     -------
@@ -281,9 +293,9 @@ def fold_labels_for_rows(
     FoldError
         A Series whose index labels are not the data's.
     """
-    if isinstance(cv, (str, numbers.Integral)) or np.ndim(cv) != 1:
+    if isinstance(cv, (str, numbers.Integral)) or is_splitter(cv) or np.ndim(cv) != 1:
         return cv  # K, "loo" or malformed labels: make_folds says what is wrong
-    cv = align_by_label("cv", cv, index, FoldError)
+    cv = align_by_label(name, cv, index, FoldError)
     labels = np.asarray(cv)
     if len(kept) < n_given and labels.shape[0] == n_given:
         return labels[kept]

@@ -19,6 +19,7 @@ array([4.5, 4.5, 1.5, 1.5])
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -104,7 +105,8 @@ def intercept_predict(family: str, parameter: float | np.ndarray, n: int,
 def intercept_only_predictions(family: str, y: np.ndarray, folds: np.ndarray,
                                row_weights: np.ndarray | None = None,
                                offset: np.ndarray | None = None,
-                               n_classes: int | None = None) -> np.ndarray:
+                               n_classes: int | None = None,
+                               trains: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """Out-of-fold predictions of the intercept-only model: each fold from the others' rows.
 
     Parameters
@@ -112,7 +114,11 @@ def intercept_only_predictions(family: str, y: np.ndarray, folds: np.ndarray,
     family, y, row_weights, offset, n_classes
         As for :func:`intercept_fit`.
     folds : ndarray of int (n,)
-        Fold labels (the fit's folds, or the outer folds of the honest risk).
+        Fold labels (the fit's folds, or the outer folds of the honest risk); -1 for rows
+        no fold tests (NaN predictions).
+    trains : sequence of ndarray, optional
+        Training rows of each fold, where they are not all the other folds' rows
+        (splits that are not a partition, :class:`~pearlstats.design.splitters.Splits`).
 
     Returns
     -------
@@ -120,8 +126,8 @@ def intercept_only_predictions(family: str, y: np.ndarray, folds: np.ndarray,
     """
     folds = np.asarray(folds)
     out = None
-    for k in np.unique(folds):
-        test, train = folds == k, folds != k
+    for k in np.unique(folds[folds >= 0]):
+        test, train = folds == k, folds != k if trains is None else trains[k]
 
         def pick(values, rows):
             return None if values is None else np.asarray(values)[rows]
@@ -130,13 +136,14 @@ def intercept_only_predictions(family: str, y: np.ndarray, folds: np.ndarray,
                                   pick(offset, train), n_classes)
         prediction = intercept_predict(family, parameter, int(test.sum()), pick(offset, test))
         if out is None:
-            out = np.empty((len(y),) + prediction.shape[1:])
+            out = np.full((len(y),) + prediction.shape[1:], np.nan)
         out[test] = prediction
     return out
 
 
 def response_intercept_predictions(response: EncodedResponse, family: str,
-                                   folds: np.ndarray) -> np.ndarray:
+                                   folds: np.ndarray,
+                                   trains: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """:func:`intercept_only_predictions` of an encoded response (its weights and offset)."""
     return intercept_only_predictions(family, response.y, folds, response.row_weights,
-                                      response.offset, response.n_classes or None)
+                                      response.offset, response.n_classes or None, trains)

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+from ..design.splitters import Splits
 from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
 from ..nested import rows_loss
@@ -67,6 +68,17 @@ def _fold_spec(cv_spec, state_folds: np.ndarray, distinct: np.ndarray):
     return state_folds[distinct]  # given labels (e.g. groups): every row keeps its label
 
 
+def _refuse_partial_splits(cv_spec) -> None:
+    """Resampling rows has no rule for a splitter that tests some rows only (time order)."""
+    if isinstance(cv_spec, Splits):
+        raise OptionError(
+            f"resampling rows is not available for a fit cross-validated by "
+            f"{type(cv_spec.splitter).__name__}, which tests some rows only (a resample breaks "
+            "its time order and has no rule for its untested rows); use the fold-complement "
+            "re-solves (method='folds'), or fit with a partition splitter"
+        )
+
+
 def bootstrap_resample(
     n: int,
     cv_spec: int | str | np.ndarray,
@@ -77,6 +89,7 @@ def bootstrap_resample(
     y: np.ndarray | None = None,
     classes: Sequence | None = None,
     frequency_weights: np.ndarray | None = None,
+    groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of bootstrap resample *b*.
 
@@ -115,6 +128,9 @@ def bootstrap_resample(
         ``rng.choice(n, N, p=w / sum w)`` (row i drawn ``w_i`` times on average), each drawn
         copy counting once (:func:`refit_weights` with ``unit_copies=True``). Ignored with
         given fold labels: whole groups are drawn and their rows keep their weights.
+    groups : ndarray of int (n,), optional
+        The fit's group codes (``groups=``, dealt into its folds): the cluster bootstrap
+        draws G of these G groups, each row keeping its fold.
 
     Returns
     -------
@@ -123,9 +139,10 @@ def bootstrap_resample(
     folds : ndarray of int (as *rows*)
         Fold code of each resample row, 0..K-1.
     """
+    _refuse_partial_splits(cv_spec)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
     if _given_labels(cv_spec):
-        rows = _whole_groups(state_folds, rng)
+        rows = _whole_groups(state_folds if groups is None else groups, rng, state_folds)
     elif frequency_weights is not None:
         rows = expanded_rows(frequency_weights, rng)
     else:
@@ -149,20 +166,24 @@ def _given_labels(cv_spec) -> bool:
     return not isinstance(cv_spec, (str, numbers.Integral))
 
 
-def _whole_groups(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _whole_groups(labels: np.ndarray, rng: np.random.Generator,
+                  folds: np.ndarray | None = None) -> np.ndarray:
     """Rows of a cluster bootstrap: G of the G given folds drawn with replacement, whole.
 
     Rows that share a given fold label may be one group (a patient, a document, a site),
     whose rows are alike: resampling single rows would treat them as independent and
-    understate the weights' spread. A draw with fewer than two distinct folds is drawn
-    again (the fold stage needs two).
+    understate the weights' spread. With ``groups=`` dealt into the *folds*, *labels* are
+    the groups, drawn whole, each row keeping its fold. A draw with fewer than two distinct
+    folds is drawn again (the fold stage needs two).
     """
+    folds = labels if folds is None else folds
     n_groups = int(labels.max()) + 1
     members = [np.flatnonzero(labels == g) for g in range(n_groups)]
     while True:
         chosen = rng.integers(0, n_groups, size=n_groups)
-        if np.unique(chosen).size >= 2:
-            return np.concatenate([members[g] for g in chosen])
+        rows = np.concatenate([members[g] for g in chosen])
+        if np.unique(folds[rows]).size >= 2:
+            return rows
 
 
 def _resample_folds(rows, cv_spec, rng, state_folds, y, classes, where: str) -> np.ndarray:
@@ -247,6 +268,7 @@ def _run_resamples(state: FitState, share: list, seed: int) -> list:
             n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
             y=state.response.y, classes=state.response.classes,
             frequency_weights=state.response.row_weights if expanded else None,
+            groups=state.groups,
         )
         record: list = []
         weights = refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b),
@@ -316,7 +338,8 @@ def refitting_bootstrap(
 
 def subsample(n: int, m: int, cv_spec: int | str | np.ndarray, *, seed: int, b: int,
               state_folds: np.ndarray | None = None, y: np.ndarray | None = None,
-              classes: Sequence | None = None) -> tuple[np.ndarray, np.ndarray]:
+              classes: Sequence | None = None,
+              groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of subsample *b*: *m* of the *n* rows drawn without replacement.
 
     Subsample b draws from the SeedSequence child ``(b,)`` of ``(seed, m)``: rows
@@ -324,13 +347,21 @@ def subsample(n: int, m: int, cv_spec: int | str | np.ndarray, *, seed: int, b: 
     ``rng``) as for a bootstrap resample. With fold labels given to the fit (groups), whole
     groups are drawn instead: ``max(2, round(G m / n))`` of the G labels, without replacement.
     m-out-of-n subsampling stays consistent where the bootstrap is not, e.g. for weights on
-    the boundary of the simplex (Politis, Romano and Wolf 1999; Andrews 2000).
+    the boundary of the simplex (Politis, Romano and Wolf 1999; Andrews 2000). With
+    ``groups=`` dealt into the fit's folds (*groups*), the groups are drawn, each row keeping
+    its fold (again while the rows drawn hold fewer than two folds).
     """
+    _refuse_partial_splits(cv_spec)
     rng = np.random.default_rng(np.random.SeedSequence([seed, m], spawn_key=(b,)))
     if _given_labels(cv_spec):
-        n_groups = int(state_folds.max()) + 1
-        chosen = np.sort(rng.choice(n_groups, max(2, round(n_groups * m / n)), replace=False))
-        rows = np.flatnonzero(np.isin(state_folds, chosen))
+        clusters = state_folds if groups is None else groups
+        n_groups = int(clusters.max()) + 1
+        while True:
+            chosen = np.sort(rng.choice(n_groups, max(2, round(n_groups * m / n)),
+                                        replace=False))
+            rows = np.flatnonzero(np.isin(clusters, chosen))
+            if np.unique(state_folds[rows]).size >= 2:
+                break
     else:
         rows = np.sort(rng.choice(n, size=m, replace=False))
     return rows, _resample_folds(rows, cv_spec, rng, state_folds, y, classes,
@@ -354,7 +385,8 @@ def subsampling_weights(state: FitState, n_resamples: int, m: int, seed: int) ->
     out = []
     for b in range(n_resamples):
         rows, folds = subsample(n, m, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
-                                y=state.response.y, classes=state.response.classes)
+                                y=state.response.y, classes=state.response.classes,
+                                groups=state.groups)
         # further fold draws (cv_repeats) as the bootstrap draws them for its resample b
         draws = _repeated_draws(state, rows, folds, seed, b)
         out.append(refit_weights(state, rows, draws, name=f"subsample {b}"))

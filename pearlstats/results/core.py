@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..backends.lazy import computed, is_dask_collection, row_frame
 from ..design.spec import DesignSpec
+from ..design.splitters import Splits
 from ..in_memory_only import RESULTS_NEEDING_ROWS, refuse_results_feature
 from ..ledger import FailureLedger
 from ..observation_weights import mean_se
@@ -172,7 +173,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     @property
     def folds(self) -> np.ndarray:
-        """Fold label (0..K-1) of each row."""
+        """Fold label (0..K-1) of each row; -1 for a row no split tests (``TimeSeriesSplit``)."""
         return self._folds.copy()
 
     @property
@@ -264,7 +265,17 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns,
                             index=self.row_labels)
 
+    @property
+    def _tested_rows(self) -> np.ndarray | None:
+        """The rows the cross-validation tests, those of its risks (None: every row)."""
+        return self._cv_spec.tested if isinstance(self._cv_spec, Splits) else None
+
     def _pointwise(self, prediction: np.ndarray) -> np.ndarray:
+        """Per-row losses of out-of-fold *prediction* (of the tested rows: see _tested_rows)."""
+        rows = self._tested_rows
+        if rows is not None:  # with observation weights, the loss weighted by those rows'
+            loss = self._loss.restricted(rows) if hasattr(self._loss, "restricted") else self._loss
+            return loss.pointwise(self._response.y[rows], prediction[rows])
         if self._state.partitions is not None:
             # lazy per-row losses of the engines' own outputs: the checks of pointwise would
             # gather every row on the client (np.asarray); each partition's were checked there
@@ -295,7 +306,10 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     def _mean_se(self, values: np.ndarray) -> np.ndarray:
         """SE of the mean of per-row (weighted) losses: SD / sqrt(n) without weights."""
-        return mean_se(values, self._response.row_weights, self._response.weight_type)
+        weights, rows = self._response.row_weights, self._tested_rows
+        if weights is not None and rows is not None:
+            weights = weights[rows]
+        return mean_se(values, weights, self._response.weight_type)
 
     @property
     def failures(self) -> pd.DataFrame:

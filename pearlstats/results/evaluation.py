@@ -294,6 +294,11 @@ def honest_risk(
          for j, label in enumerate(labels)}
     )
     losses = pd.concat([strategy_row_losses(nested, state), candidates], axis=1)
+    row_weights = state.response.row_weights
+    if nested.outer_train is not None:  # time-ordered outer folds: the first rows never held out
+        tested = nested.outer_folds >= 0
+        losses = losses[tested]
+        row_weights = None if row_weights is None else row_weights[tested]
     return HonestRisk(
         row_losses=losses,
         fold_weights=pd.DataFrame(nested.fold_weights("PEARL")[:, : len(labels)], columns=labels)
@@ -302,7 +307,7 @@ def honest_risk(
         inner_folds=nested.inner_folds,
         failures=nested.failures,
         fold_gaps=nested.fold_gaps,
-        row_weights=state.response.row_weights,
+        row_weights=row_weights,
         weight_type=state.response.weight_type,
     )
 

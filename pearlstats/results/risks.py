@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..backends.lazy import computed
+from ..design.splitters import Splits
 from ..engines.intercept import response_intercept_predictions
 from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, ResponseError
 from ..honest_se import nested_se
@@ -142,7 +143,10 @@ class StrategyRisks:
         partitions = self._state.partitions
         if partitions is not None:  # dask rows: each fold's mean response, from the passes
             return partitions.null_predictions(self._folds)
-        return response_intercept_predictions(self._response, self._family.name, self._folds)
+        spec = self._cv_spec
+        trains = spec.train if isinstance(spec, Splits) else None  # splits trained on some rows
+        return response_intercept_predictions(self._response, self._family.name, self._folds,
+                                              trains)
 
     @cached_table
     def baselines(self) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
+from ..design.splitters import Splits
 from ..exceptions import OptionError, PearlWarning
 from ..honest_se import honest_se_note
 from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
@@ -67,6 +68,8 @@ def header_table(res: PearlResults) -> SimpleTable:
     """The fit: formula, family, losses, blocks; observations, folds, J, seed, ridges."""
     blocks = ", ".join(f"{name} ({dim})" for name, dim in res.block_dims.items())
     cv = "LOO" if res.n_folds == res.nobs else f"{res.n_folds}-fold"
+    if isinstance(res.stages.cv_spec, Splits):  # TimeSeriesSplit: splits, not folds
+        cv = f"{res.n_folds} splits"
     repeats = res.stages.weight_options.cv_repeats
     if repeats > 1:  # the weights minimise the loss over every draw, not over the folds shown
         cv += f" x {repeats} draws"
@@ -364,6 +367,22 @@ def _ledger_notes(res: PearlResults) -> list[str]:
     return notes
 
 
+def _tested_rows_note(res: PearlResults) -> list[str]:
+    """The note of a splitter that tests some rows only (``TimeSeriesSplit``): which rows the
+    cross-validated numbers are of."""
+    spec = res.stages.cv_spec
+    if not isinstance(spec, Splits):
+        return []
+    tested = len(spec.tested)
+    return [f"Cross-validation by {type(spec.splitter).__name__} tested {tested} of {res.nobs} "
+            f"rows ({res.nobs - tested} never tested): the out-of-fold predictions, weights, CV "
+            "risks and baselines are those of the tested rows; the candidates are refitted on all "
+            f"{res.nobs}."
+            + (" The honest risk's outer folds keep time order: each held-out block is scored by "
+               "the procedure fitted on the rows before it, and the first rows are never held out."
+               if spec.time_ordered and res.stages.honest else "")]
+
+
 def summary_notes(res: PearlResults) -> list[str]:
     """Every note under the tables, in words (the coefficients' own note comes with them)."""
     weights = res.weights
@@ -373,6 +392,7 @@ def summary_notes(res: PearlResults) -> list[str]:
         + (f" ({failed} of them failed in cross-validation)." if failed else ".")
     ]
     notes += _ledger_notes(res)
+    notes += _tested_rows_note(res)
     notes.append(
         "Strategies: "
         + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())

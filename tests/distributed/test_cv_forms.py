@@ -154,3 +154,12 @@ def test_a_fold_column_with_one_label_gets_the_same_error_on_both_paths():
     assert in_memory == _message(*_on_dask(data), cv="fold")
     assert in_memory == (FoldError, "cv fold labels have a single value 7; cross-validation "
                                     "needs at least 2 folds")
+
+
+def test_splitter_objects_and_groups_are_refused_on_dask_by_name():
+    sklearn = pytest.importorskip("sklearn.model_selection")
+    frame, blocks = _on_dask(_data())
+    with pytest.raises(OptionError, match=r"cv=GroupKFold\(\.\.\.\) \(a splitter object"):
+        pearl.fit(FORMULA, frame, blocks=blocks, cv=sklearn.GroupKFold(3), groups="fold", seed=0)
+    with pytest.raises(OptionError, match=r"groups= \(dealing groups"):
+        pearl.fit(FORMULA, frame, blocks=blocks, cv=4, groups="fold", seed=0)

@@ -1,0 +1,124 @@
+"""``fit`` with splitter objects and ``groups=``: folds, out-of-fold predictions, honest risk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+
+import pearlstats as pearl
+from pearlstats.exceptions import FoldError, OptionError
+from pearlstats.nested import nested_cross_validation
+from pearlstats.results.bootstrap import bootstrap_resample, subsample
+
+model_selection = pytest.importorskip("sklearn.model_selection")
+
+F = "y ~ block(a) + block(b) + x"
+
+
+@pytest.fixture(scope="module")
+def grouped():
+    rng = np.random.default_rng(11)
+    n = 150
+    g = rng.integers(0, 21, n)
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 3))
+    x = rng.normal(size=n)
+    y = a[:, 0] - 0.5 * b[:, 1] + 0.3 * x + rng.normal(size=21)[g] + rng.normal(size=n)
+    frame = pd.DataFrame({"y": y, "x": x, "g": g.astype(str)})
+    return frame, {"a": a, "b": b}
+
+
+def test_group_kfold_predictions_equal_per_fold_statsmodels_fits(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=model_selection.GroupKFold(4), groups="g",
+                    honest=False, seed=0)
+    splits = list(model_selection.GroupKFold(4).split(frame, groups=frame["g"]))
+    X = np.column_stack([np.ones(len(frame)), blocks["a"], frame["x"]])
+    oof = np.empty(len(frame))
+    for train, test in splits:
+        oof[test] = sm.OLS(frame["y"].to_numpy()[train], X[train]).fit().predict(X[test])
+    # well-conditioned 4-column least squares on >= 100 rows: agreement to rounding (~1e-13)
+    np.testing.assert_allclose(res.cv_predictions["a"].to_numpy(), oof, rtol=0, atol=1e-9)
+
+
+def test_leave_one_group_out_equals_a_column_of_group_labels(grouped):
+    frame, blocks = grouped
+    by_splitter = pearl.fit(F, frame, blocks=blocks, cv=model_selection.LeaveOneGroupOut(),
+                            groups="g", honest=False, seed=0)
+    by_column = pearl.fit(F, frame, blocks=blocks, cv="g", honest=False, seed=0)
+    np.testing.assert_array_equal(by_splitter.folds, by_column.folds)
+    np.testing.assert_allclose(by_splitter.weights, by_column.weights, rtol=0, atol=1e-12)
+
+
+def test_groups_with_k_folds_deal_whole_groups_and_honest_keeps_them_whole(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=5, groups=frame["g"], honest=3, seed=2)
+    assert res.n_folds == 5
+    outer = nested_cross_validation(res.stages, outer=3, seed=2).outer_folds
+    for labels in (res.folds, outer):
+        for g in frame["g"].unique():
+            assert np.unique(labels[(frame["g"] == g).to_numpy()]).size == 1
+    sizes = frame.groupby("g").size()
+    counts = np.bincount(res.folds)
+    assert counts.max() - counts.min() <= sizes.max()  # the dealing's bound (design/splitters)
+    assert np.isfinite(res.honest.loc["PEARL", "risk"])
+
+
+def test_groups_series_is_matched_by_index_label(grouped):
+    frame, blocks = grouped
+    shuffled = frame["g"].sample(frac=1.0, random_state=0)
+    a = pearl.fit(F, frame, blocks=blocks, cv=4, groups=shuffled, honest=False, seed=1)
+    b = pearl.fit(F, frame, blocks=blocks, cv=4, groups=frame["g"].to_numpy(), honest=False,
+                  seed=1)
+    np.testing.assert_array_equal(a.folds, b.folds)
+
+
+@pytest.mark.parametrize("cv, groups, fragment", [
+    ("loo", "g", "LeaveOneGroupOut"),
+    ("g", "g", "fold labels"),
+    (5, "nope", "names no column"),
+])
+def test_groups_with_a_cv_that_cannot_use_them_is_refused(grouped, cv, groups, fragment):
+    frame, blocks = grouped
+    with pytest.raises(FoldError, match=fragment):
+        pearl.fit(F, frame, blocks=blocks, cv=cv, groups=groups, honest=False, seed=0)
+
+
+def test_repeats_and_nested_se_with_groups_are_refused(grouped):
+    frame, blocks = grouped
+    with pytest.raises(OptionError, match="cv_repeats=2 is not available with groups"):
+        pearl.fit(F, frame, blocks=blocks, cv=5, groups="g", cv_repeats=2, seed=0)
+    with pytest.raises(OptionError, match="honest_se='nested' is not available"):
+        pearl.fit(F, frame, blocks=blocks, cv=model_selection.GroupKFold(3), groups="g",
+                  honest_se="nested", seed=0)
+
+
+def test_cluster_bootstrap_draws_whole_groups_that_keep_their_folds(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=4, groups="g", honest=False, seed=0)
+    codes = res.stages.groups
+    sizes = np.bincount(codes)
+    for b in range(5):
+        rows, folds = bootstrap_resample(len(codes), res.stages.cv_spec, seed=0, b=b,
+                                         state_folds=res.folds, groups=codes)
+        drawn = np.bincount(codes[rows], minlength=sizes.size)
+        assert np.all(drawn % sizes == 0)  # every group drawn whole (0, 1, 2, ... times)
+        assert (drawn // sizes).sum() == sizes.size  # G groups drawn with replacement
+        # each row keeps its fold (renumbered 0.. over the folds drawn)
+        np.testing.assert_array_equal(folds, np.unique(res.folds[rows], return_inverse=True)[1])
+    assert res.weight_uncertainty(n_resamples=4, seed=1).shape[0] == len(res.weights)
+
+
+def test_subsamples_draw_whole_groups(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=4, groups="g", honest=False, seed=0)
+    codes = res.stages.groups
+    for b in range(5):
+        rows, folds = subsample(len(codes), 60, res.stages.cv_spec, seed=0, b=b,
+                                state_folds=res.folds, groups=codes)
+        chosen = np.unique(codes[rows])
+        np.testing.assert_array_equal(rows, np.flatnonzero(np.isin(codes, chosen)))
+        assert chosen.size == round(21 * 60 / len(codes))  # G m / n of the G = 21 groups
+        # each row keeps its fold (renumbered 0.. over the folds drawn)
+        np.testing.assert_array_equal(folds, np.unique(res.folds[rows], return_inverse=True)[1])
