@@ -47,10 +47,11 @@ _REPRESENTATION_HELPERS = ("load_word_vectors", "default_tokenizer", "cased_toke
 
 def __getattr__(name: str):
     # pearl.plotting on first use: matplotlib is imported only by those who plot.
-    if name == "plotting":
+    # pearl.sklearn likewise: scikit-learn is imported only by those who use the estimators.
+    if name in ("plotting", "sklearn"):
         import importlib
 
-        return importlib.import_module(".plotting", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'pearlstats' has no attribute {name!r}")
 
 
@@ -74,6 +75,7 @@ __all__ = [
     "datasets",
     "exceptions",
     "plotting",
+    "sklearn",
     # the learners and their container; the tokenizers and the vector loader stay in the subpackage
     *(n for n in representations.__all__ if n not in _REPRESENTATION_HELPERS),
     "Autoencoder",

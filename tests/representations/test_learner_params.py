@@ -1,4 +1,4 @@
-"""Every learner follows scikit-learn's estimator conventions (checked with scikit-learn's own tools)."""
+"""Every learner follows scikit-learn's estimator conventions (checked with its own tools)."""
 
 from __future__ import annotations
 
