@@ -35,6 +35,7 @@ from .engines.mlp import MLP
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .fitting import fit
 from .honest_se import NestedSE
+from .progress import get_option, set_option
 from .representations import *  # noqa: F403  (the learners, exported below)
 from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
 from .results.core import PearlResults
@@ -67,6 +68,8 @@ __all__ = [
     "ComparisonTable",
     "HonestRisk",
     "NestedSE",
+    "get_option",
+    "set_option",
     "get_loss",
     "Loss",
     "solve_weights",

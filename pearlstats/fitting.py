@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ from .observation_weights import (
     check_observation_weights,
     refuse_unsupported,
 )
+from .progress import check_progress, fit_bar_delay, progress_bar, timed
 from .results.core import PearlResults, results_from_state
 from .results.identification import warn_unidentified
 from .stages import (
@@ -59,6 +61,8 @@ from .weight_stage import cross_validate_draws, solve_draw_weights
 from .weights.losses import Loss, get_loss
 from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .engines.mlp import MLP
@@ -185,6 +189,7 @@ class _Options:
     shrinkage: tuple | None
     candidates: Any
     max_candidates: int
+    progress: bool | None = None
 
 
 def _representations(blocks: Any) -> Any:
@@ -218,6 +223,7 @@ def fit(
     weight_type: str | None = None,
     offset: Any = None,
     exposure: Any = None,
+    progress: bool | None = None,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -430,6 +436,11 @@ def fit(
     exposure : array_like, optional
         Poisson only: positive exposures (time or size at risk); adds
         ``log(exposure)`` to the offset, so the candidates model rates.
+    progress : bool, optional
+        Progress bars (:mod:`pearlstats.progress`): on this fit when it is
+        expected to run long (rows x candidates x fold fits above about 2 s of
+        work), and later on the honest re-runs and the nested SE of
+        ``res.honest``. None (default) follows ``pearl.get_option("progress")``.
 
     Returns
     -------
@@ -464,6 +475,7 @@ def fit(
         cv_repeats=_check_cv_repeats(cv_repeats, cv),
         shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
         candidates=candidates, max_candidates=max_candidates,
+        progress=check_progress(progress),
     )
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
@@ -498,13 +510,25 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         for r in range(1, options.cv_repeats)
     ]
     loo = isinstance(cv, str) and cv == "loo"
-    outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
-                                           candidates.everything, draws, loo=loo,
-                                           ridge=options.ridge, n_jobs=options.n_jobs)
-    output, solution, entries = solve_draw_weights(
-        outputs, prepared.response.y, candidates.pool, draws, loss, options.shrinkage,
-        context=f"in the {family.name} fit of {formula.formula!r}",
-    )
+    sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
+                 fold_fits=sum(int(d.max()) + 1 for d in draws))
+    delay = fit_bar_delay(**sizes, newton=family.name != "gaussian")
+    with progress_bar(2, "pearl.fit: cross-validation", options.progress, delay) as bar:
+        with timed(logger, "cross-validation", **sizes):
+            outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
+                                                   candidates.everything, draws, loo=loo,
+                                                   ridge=options.ridge, n_jobs=options.n_jobs)
+        bar.update()
+        bar.set_description("pearl.fit: weights", refresh=False)
+        with timed(logger, "weights", candidates=sizes["candidates"], draws=len(draws)):
+            output, solution, entries = solve_draw_weights(
+                outputs, prepared.response.y, candidates.pool, draws, loss, options.shrinkage,
+                context=f"in the {family.name} fit of {formula.formula!r}",
+            )
+        logger.debug("weight solve: solver %s, objective %.10g, KKT gap %.3g, %d nonzero",
+                     solution.solver, solution.objective, solution.kkt_gap,
+                     int(np.count_nonzero(solution.weights)))
+        bar.update()
     state = FitState(
         family=family, loss=loss, design=prepared.design, response=prepared.response,
         candidates=candidates, folds=draws[0], cv_spec=cv, seed=options.seed,
@@ -512,7 +536,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         representations=_representations(blocks), dropped_rows=prepared.dropped_rows,
         honest=options.honest, row_labels=prepared.row_labels,
         weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
-        honest_se=options.honest_se,
+        honest_se=options.honest_se, progress=options.progress,
     )
     warn_unidentified(state)
     return results_from_state(state, DASK_ROWS)

@@ -168,6 +168,8 @@ class FitState:
         computed (:mod:`pearlstats.distributed.state`); then ``design.X``,
         ``response.y``, ``folds`` and ``output.predictions`` are lazy dask arrays.
         None for rows in memory.
+    progress : bool or None
+        The fit's ``progress=`` (None: the package option), for the honest re-runs.
     """
 
     family: object
@@ -189,6 +191,7 @@ class FitState:
     weight_options: WeightOptions = WeightOptions()
     honest_se: object = "naive"
     partitions: object = None
+    progress: bool | None = None
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:
