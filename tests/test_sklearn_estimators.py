@@ -205,3 +205,17 @@ def test_a_splitter_whose_test_sets_overlap_is_refused(diabetes):
         PearlRegressor(cv=overlapping).fit(X, y)
     frame = pd.DataFrame(X)
     assert PearlRegressor(cv=KFold(3), honest=False).fit(frame, y).results_.folds is not None
+
+
+def test_the_from_scikit_learn_page_runs_as_written():
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "sklearn.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"),
+                        flags=re.MULTILINE | re.DOTALL)
+    assert len(blocks) >= 3
+    namespace: dict = {}
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"docs/sklearn.md python block {number}", "exec"), namespace)
+    assert namespace["grid"].best_params_["pearl__serum__n_components"] in (1, 2, 4)
