@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from patsy import EvalEnvironment
@@ -36,6 +36,7 @@ from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
 from .engines._common import check_ridge
+from .engines.estimator import bind_estimator, is_estimator
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
@@ -64,9 +65,6 @@ from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
 
 logger = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from .engines.mlp import MLP
-
 __all__ = ["fit"]
 
 
@@ -93,12 +91,14 @@ def _bind_downstream(family, downstream):
     """The family interface of a *downstream* learner (the family itself without one)."""
     if downstream is None:
         return family
-    if not hasattr(downstream, "bind"):
-        raise OptionError(
-            f"downstream={downstream!r} has no bind(family) "
-            "method; use e.g. pearl.MLP() or leave it None"
-        )
-    return downstream.bind(family)
+    if hasattr(downstream, "bind"):
+        return downstream.bind(family)
+    if is_estimator(downstream):  # any fit/predict object, e.g. a scikit-learn estimator
+        return bind_estimator(downstream, family)
+    raise OptionError(
+        f"downstream={downstream!r} has neither bind(family) nor fit and predict methods; "
+        "use pearl.MLP(), a scikit-learn style estimator, or leave it None"
+    )
 
 
 def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: EvalEnvironment,
@@ -212,7 +212,7 @@ def fit(
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     missing: str = "raise",
     eval_env: int = 0,
-    downstream: MLP | None = None,
+    downstream: Any = None,
     honest: int | bool = 5,
     honest_se: str | NestedSE = "naive",
     separation: str = "ridge",
@@ -308,10 +308,15 @@ def fit(
     downstream : object, optional
         Another downstream learner for every candidate instead of the
         family's statsmodels model, e.g. ``pearl.MLP(hidden=64)`` (needs the
-        ``deep`` extra). It must provide ``bind(family)`` returning an object
-        with the family interface (``cv_predict``, ``fit_params``, ``predict``,
-        ``statsmodels_results``); the response coding and the weights' loss
-        stay the family's.
+        ``deep`` extra), or any estimator with ``fit`` and ``predict``
+        (``predict_proba`` for binomial and multinomial), such as scikit-learn's
+        ``RandomForestRegressor()``: a fresh copy is fitted on each candidate's
+        design columns in each fold and on all rows, and one that raises in a
+        fold is recorded in ``res.failures`` with weight 0
+        (:mod:`pearlstats.engines.estimator`). Other objects provide
+        ``bind(family)`` returning the family interface (``cv_predict``,
+        ``fit_params``, ``predict``, ``statsmodels_results``). The response
+        coding and the weights' loss stay the family's.
     honest : int or bool, default 5
         Outer folds of the nested cross-validation that gives ``res.honest``
         and the summary's Strategies table: the whole procedure (inner
