@@ -123,3 +123,39 @@ def test_options_and_progress_values_are_checked():
         pearl.set_option("progress", "no")
     with pytest.raises(OptionError, match="progress='no' must be True, False or None"):
         pearl.fit("y ~ block(a)", {"y": np.arange(10.0), "a": np.ones((10, 1))}, progress="no")
+
+
+def test_a_notebook_shows_one_bar_per_long_stage_and_none_for_a_fast_fit(tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    cells = [
+        SMALL_FIT + "fast = pearl.fit('y ~ block(a) + block(b)', data, seed=0)",
+        # the rule's threshold at 0 makes this fit "long"; delay 0 shows the honest re-runs
+        "import pearlstats.progress as p; p.LONG_FIT_SECONDS = 0\n"
+        "pearl.set_option('progress_delay', 0)\n"
+        "res = pearl.fit('y ~ block(a) + block(b)', data, seed=0)",
+        "res.honest",
+        "quiet = pearl.fit('y ~ block(a) + block(b)', data, seed=0, progress=False)",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [
+        str(root), os.environ.get("PYTHONPATH")])))
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+
+    def stderr(cell) -> str:
+        return "".join(out.get("text", "") for out in cell.outputs
+                       if out.get("name") == "stderr")
+
+    fast, long_fit, honest, quiet = notebook.cells
+    assert stderr(fast) == "" and stderr(quiet) == ""
+    assert "pearl.fit: cross-validation" in stderr(long_fit)
+    assert "honest: outer folds" in stderr(honest)
+    # no ipywidgets here: the text bar, without tqdm's "IProgress not found" warning
+    assert all("IProgress" not in stderr(cell) and "TqdmWarning" not in stderr(cell)
+               for cell in notebook.cells)
