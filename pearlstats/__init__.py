@@ -35,6 +35,7 @@ from .engines.mlp import MLP
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .fitting import fit
 from .honest_se import NestedSE
+from .progress import get_option, set_option
 from .representations import *  # noqa: F403  (the learners, exported below)
 from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
 from .results.core import PearlResults
@@ -47,10 +48,11 @@ _REPRESENTATION_HELPERS = ("load_word_vectors", "default_tokenizer", "cased_toke
 
 def __getattr__(name: str):
     # pearl.plotting on first use: matplotlib is imported only by those who plot.
-    if name == "plotting":
+    # pearl.sklearn likewise: scikit-learn is imported only by those who use the estimators.
+    if name in ("plotting", "sklearn"):
         import importlib
 
-        return importlib.import_module(".plotting", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'pearlstats' has no attribute {name!r}")
 
 
@@ -66,6 +68,8 @@ __all__ = [
     "ComparisonTable",
     "HonestRisk",
     "NestedSE",
+    "get_option",
+    "set_option",
     "get_loss",
     "Loss",
     "solve_weights",
@@ -74,6 +78,7 @@ __all__ = [
     "datasets",
     "exceptions",
     "plotting",
+    "sklearn",
     # the learners and their container; the tokenizers and the vector loader stay in the subpackage
     *(n for n in representations.__all__ if n not in _REPRESENTATION_HELPERS),
     "Autoencoder",

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from patsy import EvalEnvironment
@@ -36,6 +37,7 @@ from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
 from .engines._common import check_ridge
+from .engines.estimator import bind_estimator, is_estimator
 from .exceptions import DataError, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
@@ -45,6 +47,7 @@ from .observation_weights import (
     check_observation_weights,
     refuse_unsupported,
 )
+from .progress import check_progress, fit_bar_delay, progress_bar, timed
 from .results.core import PearlResults, results_from_state
 from .results.identification import warn_unidentified
 from .stages import (
@@ -62,8 +65,7 @@ from .weights.losses import Loss, get_loss
 from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
 
-if TYPE_CHECKING:
-    from .engines.mlp import MLP
+logger = logging.getLogger(__name__)
 
 __all__ = ["fit"]
 
@@ -91,12 +93,14 @@ def _bind_downstream(family, downstream):
     """The family interface of a *downstream* learner (the family itself without one)."""
     if downstream is None:
         return family
-    if not hasattr(downstream, "bind"):
-        raise OptionError(
-            f"downstream={downstream!r} has no bind(family) "
-            "method; use e.g. pearl.MLP() or leave it None"
-        )
-    return downstream.bind(family)
+    if hasattr(downstream, "bind"):
+        return downstream.bind(family)
+    if is_estimator(downstream):  # any fit/predict object, e.g. a scikit-learn estimator
+        return bind_estimator(downstream, family)
+    raise OptionError(
+        f"downstream={downstream!r} has neither bind(family) nor fit and predict methods; "
+        "use pearl.MLP(), a scikit-learn style estimator, or leave it None"
+    )
 
 
 def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: EvalEnvironment,
@@ -193,6 +197,7 @@ class _Options:
     candidates: Any
     max_candidates: int
     groups: Any = None
+    progress: bool | None = None
 
 
 def _representations(blocks: Any) -> Any:
@@ -215,7 +220,7 @@ def fit(
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     missing: str = "raise",
     eval_env: int = 0,
-    downstream: MLP | None = None,
+    downstream: Any = None,
     honest: int | bool = 5,
     honest_se: str | NestedSE = "naive",
     separation: str = "ridge",
@@ -227,6 +232,7 @@ def fit(
     offset: Any = None,
     exposure: Any = None,
     groups: Any = None,
+    progress: bool | None = None,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -320,10 +326,15 @@ def fit(
     downstream : object, optional
         Another downstream learner for every candidate instead of the
         family's statsmodels model, e.g. ``pearl.MLP(hidden=64)`` (needs the
-        ``deep`` extra). It must provide ``bind(family)`` returning an object
-        with the family interface (``cv_predict``, ``fit_params``, ``predict``,
-        ``statsmodels_results``); the response coding and the weights' loss
-        stay the family's.
+        ``deep`` extra), or any estimator with ``fit`` and ``predict``
+        (``predict_proba`` for binomial and multinomial), such as scikit-learn's
+        ``RandomForestRegressor()``: a fresh copy is fitted on each candidate's
+        design columns in each fold and on all rows, and one that raises in a
+        fold is recorded in ``res.failures`` with weight 0
+        (:mod:`pearlstats.engines.estimator`). Other objects provide
+        ``bind(family)`` returning the family interface (``cv_predict``,
+        ``fit_params``, ``predict``, ``statsmodels_results``). The response
+        coding and the weights' loss stay the family's.
     honest : int or bool, default 5
         Outer folds of the nested cross-validation that gives ``res.honest``
         and the summary's Strategies table: the whole procedure (inner
@@ -457,6 +468,11 @@ def fit(
         splitter they are its ``groups``. The outer folds of ``res.honest`` then
         keep the folds, and so the groups, whole. ``cv=LeaveOneGroupOut()``
         gives one fold per group, as a column of fold labels does.
+    progress : bool, optional
+        Progress bars (:mod:`pearlstats.progress`): on this fit when it is
+        expected to run long (rows x candidates x fold fits above about 2 s of
+        work), and later on the honest re-runs and the nested SE of
+        ``res.honest``. None (default) follows ``pearl.get_option("progress")``.
 
     Returns
     -------
@@ -494,6 +510,7 @@ def fit(
         cv_repeats=_check_cv_repeats(cv_repeats, cv, groups),
         shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
         candidates=candidates, max_candidates=max_candidates, groups=groups,
+        progress=check_progress(progress),
     )
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
@@ -514,23 +531,28 @@ def fit(
                           observed, options)
 
 
-def _cross_validate(family: Any, prepared: Prepared, candidates: Any, cv: Any,
-                    options: _Options) -> tuple[list, list, Any]:
-    """The fold draws and every candidate's out-of-fold predictions in each (the fold and
-    cross-validation stages); splits that are not a partition are one draw (-1: untested)."""
+def _fold_draws(cv: Any, prepared: Prepared, options: _Options) -> list:
+    """The fold stage: one draw of fold labels per ``cv_repeats`` (splits that are not a
+    partition: their one draw, -1 for the rows no split tests)."""
     if isinstance(cv, Splits):
-        return [cv.folds], [cross_validate_splits(family, prepared.design.X, prepared.response,
-                                                  candidates.everything, cv,
-                                                  ridge=options.ridge)], family
-    draws = [assign_folds(cv, prepared.response, options.seed)] + [
+        return [cv.folds]
+    return [assign_folds(cv, prepared.response, options.seed)] + [
         assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
         for r in range(1, options.cv_repeats)
     ]
+
+
+def _cross_validate(family: Any, prepared: Prepared, candidates: Any, cv: Any, draws: list,
+                    options: _Options) -> tuple[list, Any]:
+    """Every candidate's out-of-fold predictions in each fold draw (the cross-validation
+    stage), and the family with the separation ridges it chose."""
+    if isinstance(cv, Splits):
+        return [cross_validate_splits(family, prepared.design.X, prepared.response,
+                                      candidates.everything, cv, ridge=options.ridge)], family
     loo = isinstance(cv, str) and cv == "loo"
-    outputs, family = cross_validate_draws(family, prepared.design.X, prepared.response,
-                                           candidates.everything, draws, loo=loo,
-                                           ridge=options.ridge, n_jobs=options.n_jobs)
-    return draws, outputs, family
+    return cross_validate_draws(family, prepared.design.X, prepared.response,
+                                candidates.everything, draws, loo=loo, ridge=options.ridge,
+                                n_jobs=options.n_jobs)
 
 
 def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, loss: Loss,
@@ -545,11 +567,24 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
     cv = resolve_splits(cv, groups, prepared.response.y, options.seed)
-    draws, outputs, family = _cross_validate(family, prepared, candidates, cv, options)
-    output, solution, entries = solve_draw_weights(
-        outputs, prepared.response.y, candidates.pool, draws, loss, options.shrinkage,
-        context=f"in the {family.name} fit of {formula.formula!r}",
-    )
+    draws = _fold_draws(cv, prepared, options)
+    sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
+                 fold_fits=sum(int(d.max()) + 1 for d in draws))
+    delay = fit_bar_delay(**sizes, newton=family.name != "gaussian")
+    with progress_bar(2, "pearl.fit: cross-validation", options.progress, delay) as bar:
+        with timed(logger, "cross-validation", **sizes):
+            outputs, family = _cross_validate(family, prepared, candidates, cv, draws, options)
+        bar.update()
+        bar.set_description("pearl.fit: weights", refresh=False)
+        with timed(logger, "weights", candidates=sizes["candidates"], draws=len(draws)):
+            output, solution, entries = solve_draw_weights(
+                outputs, prepared.response.y, candidates.pool, draws, loss, options.shrinkage,
+                context=f"in the {family.name} fit of {formula.formula!r}",
+            )
+        logger.debug("weight solve: solver %s, objective %.10g, KKT gap %.3g, %d nonzero",
+                     solution.solver, solution.objective, solution.kkt_gap,
+                     int(np.count_nonzero(solution.weights)))
+        bar.update()
     state = FitState(
         family=family, loss=loss, design=prepared.design, response=prepared.response,
         candidates=candidates, folds=draws[0], cv_spec=cv, seed=options.seed,
@@ -557,7 +592,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         representations=_representations(blocks), dropped_rows=prepared.dropped_rows,
         honest=options.honest, row_labels=prepared.row_labels,
         weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
-        honest_se=options.honest_se,
+        honest_se=options.honest_se, progress=options.progress,
         groups=None if groups is None else group_codes(np.asarray(groups)),
     )
     warn_unidentified(state)

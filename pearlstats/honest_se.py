@@ -47,6 +47,7 @@ costs ten times that.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,8 +60,11 @@ from .design.folds import make_folds
 from .engines.intercept import response_intercept_predictions
 from .exceptions import OptionError
 from .nested import NestedCV, _outer_fold, nested_cross_validation, strategy_row_losses
+from .progress import progress_bar, timed
 from .stages import FitState, cross_validate
 from .weights.baselines import STRATEGIES, TABLE_ROWS, combine
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["HONEST_SE_CHOICES", "NestedSE", "NestedSEEstimate", "check_honest_se",
            "honest_se_note", "nested_se", "ncv_moments"]
@@ -300,14 +304,18 @@ def nested_se(state: FitState, honest_nested: NestedCV, options: NestedSE) -> Ne
     K = honest_nested.n_outer
     strata = (state.response.y.astype(np.intp) if state.response.classes is not None else None)
     folds, outer, inner = [], [], []
-    for r in range(options.repeats):
-        if r == 0:
-            split, run = honest_nested.outer_folds, honest_nested
-        else:
-            split = make_folds(K, len(state.response.y), strata=strata,
-                               seed=np.random.SeedSequence([state.seed, 2, r]))
-            run = nested_cross_validation(state, outer=split, seed=_split_seed(state.seed, r, 0))
-        folds.append(split)
-        outer.append(strategy_row_losses(run, state).to_numpy())
-        inner.append(_inner_losses(state, split, _split_seed(state.seed, r, 1)))
+    with progress_bar(options.repeats, "nested SE: splits", state.progress) as bar, \
+            timed(logger, "nested SE", splits=options.repeats, outer_folds=K):
+        for r in range(options.repeats):
+            if r == 0:
+                split, run = honest_nested.outer_folds, honest_nested
+            else:
+                split = make_folds(K, len(state.response.y), strata=strata,
+                                   seed=np.random.SeedSequence([state.seed, 2, r]))
+                run = nested_cross_validation(state, outer=split, progress=False,
+                                              seed=_split_seed(state.seed, r, 0))
+            folds.append(split)
+            outer.append(strategy_row_losses(run, state).to_numpy())
+            inner.append(_inner_losses(state, split, _split_seed(state.seed, r, 1)))
+            bar.update()
     return NestedSEEstimate(tuple(folds), tuple(outer), tuple(inner), _table(folds, outer, inner))

@@ -29,6 +29,7 @@ Examples
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,11 +44,14 @@ from .exceptions import DataError, FoldError, OptionError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .observation_weights import mean_se
+from .progress import progress_bar, timed
 from .stages import FitState, cross_validate, cross_validate_splits
 from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from .weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from .weights.certificate import gap_table
 from .weights.information import candidate_criteria
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .weights.losses import Loss
@@ -436,6 +440,7 @@ def nested_cross_validation(
     seed: int | None = None,
     n_jobs: int | None = None,
     option: str = "outer",
+    progress: bool | None = None,
 ) -> NestedCV:
     """Re-run the whole PEARL procedure inside each outer fold.
 
@@ -458,6 +463,8 @@ def nested_cross_validation(
         Workers for the outer cross-validation of the candidates.
     option : str, default "outer"
         The user's name for *outer* in error messages (``"honest"`` for ``pearlstats.fit``'s).
+    progress : bool, optional
+        A bar over the outer folds (:mod:`pearlstats.progress`); default the fit's ``progress``.
 
     Returns
     -------
@@ -468,15 +475,19 @@ def nested_cross_validation(
     """
     seed = state.seed if seed is None else seed
     outer_folds, outside, splits = _outside(state, outer, seed, option, n_jobs)
-    folds = []
-    for k in range(int(outer_folds.max()) + 1):
-        # Draw r > 0 of cv_repeats: SeedSequence([seed, 1, k, r]); draw 0 as without repeats.
-        seeds = [np.random.SeedSequence([seed, 1, k])] + [
-            np.random.SeedSequence([seed, 1, k, r])
-            for r in range(1, state.weight_options.cv_repeats)
-        ]
-        folds.append(_outer_fold(state, outside, outer_folds, k, seeds,
-                                 None if splits is None else splits.train[k]))
+    folds, n_outer = [], int(outer_folds.max()) + 1
+    progress = state.progress if progress is None else progress
+    with progress_bar(n_outer, "honest: outer folds", progress) as bar, \
+            timed(logger, "honest re-runs", outer_folds=n_outer):
+        for k in range(n_outer):
+            # Draw r > 0 of cv_repeats: SeedSequence([seed, 1, k, r]); draw 0 as without repeats.
+            seeds = [np.random.SeedSequence([seed, 1, k])] + [
+                np.random.SeedSequence([seed, 1, k, r])
+                for r in range(1, state.weight_options.cv_repeats)
+            ]
+            folds.append(_outer_fold(state, outside, outer_folds, k, seeds,
+                                     None if splits is None else splits.train[k]))
+            bar.update()
     predictions = outside.predictions.copy()
     for k, fold in enumerate(folds):
         predictions[outer_folds == k] = fold.held_out

@@ -178,6 +178,8 @@ class FitState:
     groups : ndarray of int or None
         Group code of each row (``groups=``): whole groups are what the cluster bootstrap
         draws when the folds were dealt from them.
+    progress : bool or None
+        The fit's ``progress=`` (None: the package option), for the honest re-runs.
     """
 
     family: object
@@ -200,6 +202,7 @@ class FitState:
     honest_se: object = "naive"
     partitions: object = None
     groups: np.ndarray | None = None
+    progress: bool | None = None
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:

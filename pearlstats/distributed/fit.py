@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..deprecation import module_getattr
 from ..design.folds import FoldRule, fold_levels
 from ..exceptions import FoldError
 from ..stages import check_some_candidate_fitted, duplicate_entries
@@ -288,3 +289,7 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
                         null_means=oof.null, passes=passes + extra, classes=levels,
                         mean_response=_mean_response(moments, classes),
                         ridges={c.label: moved.get(c.label, ridge) for c in everything})
+
+
+# Names removed in 0.4 that warn for one more minor version (pearlstats.deprecation).
+__getattr__ = module_getattr(__name__)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.partitions import tree_sum
+from ..deprecation import module_getattr
 from ..engines._common import SEPARATION_RIDGES
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
 from ..engines.likelihood import row_terms, variance_of
@@ -392,3 +393,7 @@ def newton_with_separation(
 def _first_reason(entries: list) -> str:
     """What kept a candidate from its optimum: the first of its ledger rows that excluded it."""
     return next((e.reason for e in entries if e.excluded), "no finite optimum")
+
+
+# Names removed in 0.4 that warn for one more minor version (pearlstats.deprecation).
+__getattr__ = module_getattr(__name__)

@@ -18,12 +18,13 @@ import scipy.sparse as sp
 
 from ..exceptions import BlockError, DataError, NotFittedError, PearlError, format_positions
 from ._checks import check_seed, float_2d
+from ._params import LearnerParams
 from ._rows import INPUT_KINDS, Rows, column_list
 
 __all__ = ["Representations", "FunctionLearner"]
 
 
-class FunctionLearner:
+class FunctionLearner(LearnerParams):
     """A representation computed by a fixed function of the rows (nothing is learned).
 
     Parameters

@@ -31,6 +31,7 @@ from ._checks import (
     largest_entry_signs,
     transactional,
 )
+from ._params import LearnerParams
 from .kernels import KERNEL_PARAMETERS, KERNELS, kernel_matrix, row_chunks
 
 __all__ = ["KernelPCA"]
@@ -45,7 +46,7 @@ NULL_EIGENVALUE = 1e-10
 INDEFINITE_CUTOFF = 1e-6
 
 
-class KernelPCA:
+class KernelPCA(LearnerParams):
     """Kernel principal components, projected out of sample with the training centring.
 
     The kernel matrix of the N training rows is centred in feature space
@@ -166,7 +167,8 @@ class KernelPCA:
         seed: int | None = None,
         columns: str | Sequence[str] | None = None,
     ):
-        self.n_components = check_int(n_components, "n_components")
+        check_int(n_components, "n_components")
+        self.n_components = n_components
         check_choice(kernel, "kernel", KERNELS)
         check_positive(gamma, "gamma", allow_none=True)
         check_positive(degree, "degree")
@@ -178,18 +180,22 @@ class KernelPCA:
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
-        self.standardize = check_bool(standardize, "standardize")
+        check_bool(standardize, "standardize")
+        self.standardize = standardize
         self.method = method
-        self.n_landmarks = check_int(n_landmarks, "n_landmarks")
+        check_int(n_landmarks, "n_landmarks")
+        self.n_landmarks = n_landmarks
         if method == "nystrom" and self.n_landmarks < self.n_components:
             raise OptionError(
                 f"KernelPCA(method='nystrom') has n_landmarks={self.n_landmarks} < n_components="
                 f"{self.n_components}; the Nystrom approximation has at most n_landmarks "
                 f"directions — use n_landmarks >= {self.n_components}"
             )
-        self.oversample = check_int(oversample, "oversample", minimum=0)
+        check_int(oversample, "oversample", minimum=0)
+        self.oversample = oversample
         self.tol = tol
-        self.max_iter = check_int(max_iter, "max_iter")
+        check_int(max_iter, "max_iter")
+        self.max_iter = max_iter
         self.seed = seed
         self.columns = columns
         self._weights = None

@@ -21,6 +21,7 @@ from ._checks import (
     flip_signs,
     transactional,
 )
+from ._params import LearnerParams
 
 __all__ = ["PCA", "Raw"]
 
@@ -28,7 +29,7 @@ __all__ = ["PCA", "Raw"]
 NULL_VARIANCE = 1e-10
 
 
-class PCA:
+class PCA(LearnerParams):
     """Principal component scores of numeric inputs.
 
     Parameters
@@ -79,10 +80,11 @@ class PCA:
         standardize: bool = False,
         columns: str | Sequence[str] | None = None,
     ):
-        self.n_components = check_int(n_components, "n_components")
-        self.standardize = check_bool(standardize, "standardize")
+        check_int(n_components, "n_components")
+        check_bool(standardize, "standardize")
+        self.n_components = n_components
+        self.standardize = standardize
         self.columns = columns
-        self.components_ = None
 
     def __repr__(self):
         return f"PCA(n_components={self.n_components}, standardize={self.standardize})"
@@ -142,7 +144,7 @@ class PCA:
         return self.fit(X).transform(X)
 
 
-class Raw:
+class Raw(LearnerParams):
     """The input columns themselves as a block (for example flattened pixels).
 
     Parameters
@@ -165,9 +167,9 @@ class Raw:
     input_kind = "numeric"
 
     def __init__(self, *, standardize: bool = False, columns: str | Sequence[str] | None = None):
-        self.standardize = check_bool(standardize, "standardize")
+        check_bool(standardize, "standardize")
+        self.standardize = standardize
         self.columns = columns
-        self.n_features_in_ = None
 
     def __repr__(self):
         return f"Raw(standardize={self.standardize})"

@@ -193,9 +193,10 @@ class PretrainedVectors(TextLearner):
             )
         self.source = source
         self.format = format
-        self.limit = None if limit is None else check_int(limit, "limit")
+        if limit is not None:
+            check_int(limit, "limit")
+        self.limit = limit
         self.encoding = encoding
-        self.vectors_ = None
 
     def __repr__(self):
         source = (
@@ -220,7 +221,7 @@ class PretrainedVectors(TextLearner):
         keeps its previous state.
         """
         token_lists = None if documents is None else self._tokens(documents)
-        if self.vectors_ is None:
+        if getattr(self, "vectors_", None) is None:
             if _is_keyed_vectors(self.source):
                 self.vectors_ = self.source
             else:

@@ -38,6 +38,7 @@ from ._checks import (
     is_missing,
     transactional,
 )
+from ._params import LearnerParams
 
 if TYPE_CHECKING:
     from ._checks import Tokenizer
@@ -74,7 +75,7 @@ def cased_tokenizer(text: str) -> list[str]:
     return [token for token in tokenize(text, lowercase=False) if 2 <= len(token) <= 15]
 
 
-class TextLearner:
+class TextLearner(LearnerParams):
     """Shared input handling of the text learners: a list of documents -> token lists."""
 
     input_kind = "text"
@@ -158,16 +159,16 @@ class BagOfWords(TextLearner):
     def __init__(self, *, min_df: int = 1, max_df: float = 1.0, max_features: int | None = None,
                  tokenizer: Tokenizer | None = None, columns: str | Sequence[str] | None = None):
         super().__init__(tokenizer, columns)
-        self.min_df = check_int(min_df, "min_df")
+        check_int(min_df, "min_df")
+        self.min_df = min_df
         if isinstance(max_df, bool) or not isinstance(max_df, numbers.Real) or not 0 < max_df <= 1:
             raise OptionError(
                 f"max_df={max_df!r} must be a number in (0, 1], the largest share of documents"
             )
         self.max_df = max_df
-        self.max_features = (
-            None if max_features is None else check_int(max_features, "max_features")
-        )
-        self.dictionary_ = None
+        if max_features is not None:
+            check_int(max_features, "max_features")
+        self.max_features = max_features
 
     def __repr__(self):
         return (
@@ -255,7 +256,8 @@ class TfIdf(BagOfWords):
                     f"smartirs={smartirs!r} is not a SMART code gensim accepts ({err})"
                 ) from None
         self.smartirs = smartirs
-        self.normalize = check_bool(normalize, "normalize")
+        check_bool(normalize, "normalize")
+        self.normalize = normalize
 
     @transactional
     def fit(self, documents: Any) -> TfIdf:
@@ -326,12 +328,15 @@ class LSI(TextLearner):
     def __init__(self, n_components: int = 100, *, seed: int | None = None, **vocabulary: Any):
         tokenizer, columns = vocabulary.pop("tokenizer", None), vocabulary.pop("columns", None)
         super().__init__(tokenizer, columns)
-        self.n_components = check_int(n_components, "n_components")
+        check_int(n_components, "n_components")
+        self.n_components = n_components
         check_seed(seed)
         self.seed = seed
         self.vocabulary = vocabulary
         TfIdf(**vocabulary)  # reject bad vocabulary options now
-        self.components_ = None
+
+    def _extra_params(self) -> dict[str, Any]:
+        return dict(self.vocabulary)  # TfIdf's options, given as **vocabulary
 
     def __repr__(self):
         return f"LSI(n_components={self.n_components})"

@@ -14,6 +14,7 @@ Examples
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -74,12 +75,34 @@ def mean_word_vectors(token_lists: Sequence[Sequence[str]], vectors: KeyedVector
 class _GensimLearner(TextLearner):
     def __init__(self, vector_size, seed, workers, tokenizer, columns, options):
         super().__init__(tokenizer, columns)
-        self.vector_size = check_int(vector_size, "vector_size")
+        check_int(vector_size, "vector_size")
+        self.vector_size = vector_size
         check_seed(seed)
         self.seed = seed
-        self.workers = None if workers is None else check_int(workers, "workers")
+        if workers is not None:
+            check_int(workers, "workers")
+        self.workers = workers
         self._check_gensim_options(options)
         self.options = options
+        # the named gensim options are parameters too (scikit-learn's get_params)
+        for name in self._param_names():
+            if name in options:
+                setattr(self, name, options[name])
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        # Only the public class's own arguments: its **options go to gensim, not to a base class.
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        return sorted(
+            parameter.name for parameter in parameters
+            if parameter.name != "self" and parameter.kind not in (
+                parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL
+            )
+        )
+
+    def _extra_params(self) -> dict[str, Any]:
+        named = set(self._param_names())
+        return {name: value for name, value in self.options.items() if name not in named}
 
     # The corpus, the seed, the workers and the vector size are set by the learner itself.
     _MANAGED = ("sentences", "documents", "corpus_file", "corpus_iterable", "seed", "workers",
@@ -87,8 +110,6 @@ class _GensimLearner(TextLearner):
 
     def _check_gensim_options(self, options: dict) -> None:
         """Refuse options the gensim model does not take now, rather than when it is fitted."""
-        import inspect
-
         from gensim.models import Doc2Vec as GensimDoc2Vec
         from gensim.models import Word2Vec as GensimWord2Vec
 
@@ -116,11 +137,9 @@ class _GensimLearner(TextLearner):
     @staticmethod
     def _shared_options(window, min_count, epochs) -> dict:
         """The validated gensim options Word2Vec and Doc2Vec have in common."""
-        return {
-            "window": check_int(window, "window"),
-            "min_count": check_int(min_count, "min_count"),
-            "epochs": check_int(epochs, "epochs"),
-        }
+        for value, name in ((window, "window"), (min_count, "min_count"), (epochs, "epochs")):
+            check_int(value, name)
+        return {"window": window, "min_count": min_count, "epochs": epochs}
 
     def _train(self, model, corpus) -> None:
         """Build ``model``'s vocabulary from ``corpus`` and train it; an empty one is an error."""
@@ -224,7 +243,6 @@ class Word2Vec(_GensimLearner):
     ):
         options = {**self._shared_options(window, min_count, epochs), "sg": sg, **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
-        self.vectors_ = None
 
     def __repr__(self):
         return f"Word2Vec(vector_size={self.vector_size}, seed={self.seed})"
@@ -298,7 +316,6 @@ class Doc2Vec(_GensimLearner):
     ):
         options = {"dm": dm, **self._shared_options(window, min_count, epochs), **options}
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
-        self.model_ = None
 
     def __repr__(self):
         return f"Doc2Vec(vector_size={self.vector_size}, dm={self.options['dm']}, seed={self.seed})"

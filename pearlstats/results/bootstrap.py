@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+import logging
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -43,9 +44,12 @@ from ..design.splitters import Splits
 from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
 from ..nested import rows_loss
+from ..progress import progress_bar, timed
 from ..stages import FitState, assign_folds, worker_count
 from ..weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from ..weights.certificate import gap_table, user_stacklevel
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "bootstrap_resample",
@@ -284,7 +288,8 @@ def frequency_resampling(state: FitState) -> bool:
 
 
 def refitting_bootstrap(
-    state: FitState, n_resamples: int, seed: int, n_jobs: int | None = None
+    state: FitState, n_resamples: int, seed: int, n_jobs: int | None = None,
+    progress: bool | None = None,
 ) -> tuple[np.ndarray, list[str], pd.DataFrame]:
     """Weights re-fitted on *n_resamples* bootstrap resamples (see :func:`bootstrap_resample`).
 
@@ -296,6 +301,8 @@ def refitting_bootstrap(
     n_jobs : int, optional
         Workers over resamples (joblib). Each resample has its own seed, so
         the weights do not depend on *n_jobs*.
+    progress : bool, optional
+        A bar over the resamples (:mod:`pearlstats.progress`); default the fit's ``progress``.
 
     Returns
     -------
@@ -316,12 +323,15 @@ def refitting_bootstrap(
     # A few shares per worker balance the load; every resample keeps its own seed.
     parts = np.array_split(np.arange(n_resamples), min(n_resamples, 4 * workers))
     shares = [part.tolist() for part in parts]
-    if workers == 1:
-        results = [_run_resamples(state, share, seed) for share in shares]
-    else:
-        results = Parallel(n_jobs=workers)(
-            delayed(_run_resamples)(state, share, seed) for share in shares
-        )
+    results, progress = [], state.progress if progress is None else progress
+    with progress_bar(n_resamples, "bootstrap: resamples", progress) as bar, \
+            timed(logger, "refitting bootstrap", resamples=n_resamples, workers=workers):
+        done = (map(lambda share: _run_resamples(state, share, seed), shares) if workers == 1
+                else Parallel(n_jobs=workers, return_as="generator")(
+                    delayed(_run_resamples)(state, share, seed) for share in shares))
+        for share in done:  # in order: the generator yields the shares as submitted
+            results.append(share)
+            bar.update(len(share))
     weights = np.vstack([w for share in results for w, _ in share])
     names = [f"boot {b}" for b in range(n_resamples)]
     gaps = gap_table([solve for share in results for _, solve in share], names)
@@ -368,7 +378,8 @@ def subsample(n: int, m: int, cv_spec: int | str | np.ndarray, *, seed: int, b: 
                                  f"subsample {b} of {m} rows (seed {seed})")
 
 
-def subsampling_weights(state: FitState, n_resamples: int, m: int, seed: int) -> np.ndarray:
+def subsampling_weights(state: FitState, n_resamples: int, m: int, seed: int,
+                        progress: bool | None = None) -> np.ndarray:
     """Weights re-fitted on *n_resamples* m-out-of-n subsamples (:func:`subsample`).
 
     Each subsample runs the fit's stages as the refitting bootstrap does (folds drawn on it,
@@ -383,13 +394,16 @@ def subsampling_weights(state: FitState, n_resamples: int, m: int, seed: int) ->
     """
     n = len(state.response.y)
     out = []
-    for b in range(n_resamples):
-        rows, folds = subsample(n, m, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
-                                y=state.response.y, classes=state.response.classes,
-                                groups=state.groups)
-        # further fold draws (cv_repeats) as the bootstrap draws them for its resample b
-        draws = _repeated_draws(state, rows, folds, seed, b)
-        out.append(refit_weights(state, rows, draws, name=f"subsample {b}"))
+    progress = state.progress if progress is None else progress
+    with progress_bar(n_resamples, f"subsampling: {m} of {n} rows", progress) as bar:
+        for b in range(n_resamples):
+            rows, folds = subsample(n, m, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
+                                    y=state.response.y, classes=state.response.classes,
+                                    groups=state.groups)
+            # further fold draws (cv_repeats) as the bootstrap draws them for its resample b
+            draws = _repeated_draws(state, rows, folds, seed, b)
+            out.append(refit_weights(state, rows, draws, name=f"subsample {b}"))
+            bar.update()
     return np.vstack(out)
 
 

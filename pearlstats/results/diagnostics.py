@@ -285,7 +285,8 @@ class WeightDiagnostics:
 
     def resample_weights(self, method: str | None = None,
                          n_resamples: int = _STABILITY_BOOTSTRAPS, seed: int | None = None, *,
-                         refit: bool = False, n_jobs: int | None = None) -> pd.DataFrame:
+                         refit: bool = False, n_jobs: int | None = None,
+                         progress: bool | None = None) -> pd.DataFrame:
         """Weights re-solved on subsets or bootstrap resamples of the rows.
 
         Without *refit*, the weights are re-solved from the stored
@@ -322,6 +323,9 @@ class WeightDiagnostics:
         n_jobs : int, optional
             With *refit*: parallel workers over resamples (joblib); the
             weights do not depend on it.
+        progress : bool, optional
+            With *refit*: a progress bar over the resamples; None follows the
+            fit's ``progress`` (and then ``pearl.get_option("progress")``).
 
         Returns
         -------
@@ -355,7 +359,8 @@ class WeightDiagnostics:
             names = [f"fold {k}" for k in range(len(solutions))]
             values, gaps = np.stack([s.weights for s in solutions]), gap_table(solutions, names)
         elif refit:
-            values, names, gaps = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs)
+            values, names, gaps = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs,
+                                                                progress)
         else:
             # A row of frequency weight w stands for w rows: the bootstrap draws from the
             # expanded data, and each drawn copy counts once (the unweighted loss).
@@ -378,7 +383,8 @@ class WeightDiagnostics:
         return table
 
     def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05,
-                           seed: int | None = None, n_jobs: int | None = None) -> pd.DataFrame:
+                           seed: int | None = None, n_jobs: int | None = None,
+                           progress: bool | None = None) -> pd.DataFrame:
         """The bootstrap distribution of the procedure's weights (not standard errors).
 
         Runs ``resample_weights("bootstrap", refit=True, ...)``: each
@@ -404,6 +410,9 @@ class WeightDiagnostics:
             Defaults to the fit's seed.
         n_jobs : int, optional
             Parallel workers over resamples; the result does not depend on it.
+        progress : bool, optional
+            A progress bar over the resamples (:mod:`pearlstats.progress`); None
+            follows ``pearl.get_option("progress")``.
 
         Returns
         -------
@@ -417,7 +426,8 @@ class WeightDiagnostics:
         """
         alpha = bootstrap.check_alpha(alpha)
         seed = self.seed if seed is None else check_seed(seed)
-        resampled = self.resample_weights("bootstrap", n_resamples, seed, refit=True, n_jobs=n_jobs)
+        resampled = self.resample_weights("bootstrap", n_resamples, seed, refit=True, n_jobs=n_jobs,
+                                          progress=progress)
         table = bootstrap.uncertainty_table(self.weights, resampled, alpha)
         table.attrs.update(n_resamples=resampled.shape[1], alpha=alpha, seed=seed,
                            kkt_gap=dict(resampled.attrs["kkt_gap"]),

@@ -24,13 +24,14 @@ from pearlstats.exceptions import (
 )
 
 from .._checks import align_columns, check_seed, column_names, transactional
+from .._params import LearnerParams
 from ._torch import import_torch, resolve_device, training_session
 
 ENCODERS = ("mlp", "cnn", "resnet")
 SCALINGS = ("auto", "standardize", "unit", "none")
 
 
-class DeepLearner:
+class DeepLearner(LearnerParams):
     """Base class of the torch representation learners; see :class:`Autoencoder` for the options."""
 
     min_rows = 1
@@ -77,6 +78,8 @@ class DeepLearner:
     def __repr__(self):
         defaults = {}
         for cls in reversed(type(self).__mro__[:-1]):
+            if "__init__" not in vars(cls):  # a mixin without a constructor of its own
+                continue
             for name, parameter in inspect.signature(cls.__init__).parameters.items():
                 if name != "self" and parameter.kind is not parameter.VAR_KEYWORD:
                     defaults[name] = parameter.default

@@ -20,6 +20,7 @@ from pearlstats.exceptions import (
 )
 
 from .._checks import is_missing, transactional
+from .._params import LearnerParams
 from ._torch import DEEP_EXTRA_HINT, import_optional, import_torch, resolve_device
 
 __all__ = ["PACKAGED_MODELS", "SentenceEncoder"]
@@ -36,7 +37,7 @@ PACKAGED_MODELS = {
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
-class SentenceEncoder:
+class SentenceEncoder(LearnerParams):
     """Transformer sentence embeddings: the attention-masked mean of the last hidden states.
 
     The model is loaded from disk only: either a model that a pip package ships

@@ -1,0 +1,109 @@
+"""Deprecated names: the old name keeps working, with a ``FutureWarning``, for one minor version.
+
+The policy (docs: "Deprecation policy"): a public name is removed or moved only after one
+minor version in which using it warns with ``FutureWarning`` (statsmodels' and pandas'
+practice) and says what replaces it. :data:`_DEPRECATED` lists every such alias, by its
+old dotted path; the module that held the name resolves it with :func:`module_getattr`.
+
+The replacement is imported by its dotted path when the old name is used, not when the
+module that keeps the alias is imported: an alias is not a dependency of that module, and
+its layer stays where it is (``pearlstats.distributed.DaskPearlResults`` leads to the
+results layer, which ``distributed`` may not import).
+
+Examples
+--------
+>>> import warnings
+>>> import pearlstats.distributed.newton as newton
+>>> with warnings.catch_warnings(record=True) as caught:
+...     warnings.simplefilter("always")
+...     mean_of = newton.mean_of
+>>> caught[0].category.__name__, mean_of.__module__
+('FutureWarning', 'pearlstats.engines.likelihood')
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Deprecated", "module_getattr", "resolve"]
+
+
+@dataclass(frozen=True)
+class Deprecated:
+    """An old name: where its object lives now, since when it warns, and when it goes."""
+
+    target: str  # "package.module:attribute" (a module when there is no ":attribute")
+    since: str  # the version that removed or moved the name
+    removed_in: str  # the first version without the alias
+    note: str = ""  # what else a user of the old name needs to know
+
+
+_REMOVED_IN = "0.6.0"
+
+# Old dotted name -> its replacement: the names 0.3.0 had that 0.4.0 and 0.4.1 removed or
+# moved (CHANGELOG). Not here: distributed.data.is_dask_collection (still re-exported there),
+# and distributed.ols.scaled_design / standardised_gram / training_penalty, whose successors
+# in pearlstats.engines.moments take other arguments (FoldMoments, no fold index), so an alias
+# would fail at the call instead of warning.
+_DEPRECATED: dict[str, Deprecated] = {
+    "pearlstats.distributed.DaskPearlResults": Deprecated(
+        "pearlstats.results:PearlResults", "0.4.0", _REMOVED_IN,
+        "pearlstats.fit on dask data returns a PearlResults; DaskPearlResults.null_risk is "
+        "res.baselines.loc['Null'], refit_coefficients(labels) is res.candidate_params(label)",
+    ),
+    "pearlstats.distributed.fit.fit_distributed": Deprecated(
+        "pearlstats.fitting:fit", "0.4.0", _REMOVED_IN,
+        "pearlstats.fit takes dask data directly (with pearlstats.fit's arguments)",
+    ),
+    "pearlstats.distributed.supported.refuse_in_memory_only": Deprecated(
+        "pearlstats.in_memory_only:refuse_in_memory_only", "0.4.0", _REMOVED_IN,
+        "it no longer takes shrinkage= (0.4.1)",
+    ),
+    "pearlstats.distributed.supported.FAMILIES": Deprecated(
+        "pearlstats.in_memory_only:FAMILIES", "0.4.0", _REMOVED_IN,
+    ),
+    "pearlstats.distributed.supported.LOSSES": Deprecated(
+        "pearlstats.in_memory_only:LOSSES", "0.4.0", _REMOVED_IN,
+    ),
+    "pearlstats.distributed.newton.mean_of": Deprecated(
+        "pearlstats.engines.likelihood:mean_of", "0.4.1", _REMOVED_IN,
+    ),
+}
+
+
+def resolve(target: str) -> Any:
+    """The object at ``"package.module:attribute"`` (or the module itself)."""
+    module_name, _, attribute = target.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, attribute) if attribute else module
+
+
+def _message(old: str, entry: Deprecated) -> str:
+    new = entry.target.replace(":", ".")
+    if new == "pearlstats.fitting.fit":
+        new = "pearlstats.fit"
+    note = f" ({entry.note})" if entry.note else ""
+    return (f"{old} was removed in pearlstats {entry.since} and is an alias of {new} until "
+            f"{entry.removed_in}; use {new}{note}")
+
+
+def module_getattr(module_name: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that serves the module's deprecated names from the table.
+
+    Each use of an old name warns (``FutureWarning``, at the user's line) and returns
+    the replacement; other missing names raise ``AttributeError`` as usual.
+    """
+
+    def __getattr__(name: str) -> Any:
+        old = f"{module_name}.{name}"
+        entry = _DEPRECATED.get(old)
+        if entry is None:
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        warnings.warn(_message(old, entry), FutureWarning, stacklevel=2)
+        return resolve(entry.target)
+
+    return __getattr__

@@ -1,0 +1,116 @@
+"""scikit-learn's estimator conventions for the learners, without importing scikit-learn.
+
+A learner stores each constructor argument, as given, under the argument's name;
+:class:`LearnerParams` then gives it ``get_params`` / ``set_params``, which is all
+``sklearn.base.clone``, ``GridSearchCV`` and ``Pipeline`` need. Fitted attributes
+end in ``_`` and are never set by the constructor, so a clone (built from the
+parameters alone) is unfitted.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..exceptions import OptionError
+
+__all__ = ["LearnerParams"]
+
+
+class LearnerParams:
+    """``get_params`` / ``set_params`` from the constructors' signatures.
+
+    The parameters are the named arguments of every ``__init__`` in the
+    class's MRO (a subclass that passes ``**options`` on to its base has the
+    base's arguments too), plus :meth:`_extra_params` for learners whose
+    ``**options`` go to a library (gensim) rather than to a base class.
+    """
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        names: dict[str, None] = {}
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None or klass is object:
+                continue
+            for name, parameter in inspect.signature(init).parameters.items():
+                if name != "self" and parameter.kind not in (
+                    parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL
+                ):
+                    names[name] = None
+        return sorted(names)
+
+    def _extra_params(self) -> dict[str, Any]:
+        """Keyword options beyond the named arguments (none unless a learner says so)."""
+        return {}
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments, as given (scikit-learn's convention).
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Also return the parameters of arguments that are estimators
+            themselves, as ``name__parameter``.
+
+        Returns
+        -------
+        dict
+            Parameter name -> value; ``type(self)(**self.get_params(deep=False))``
+            builds an unfitted copy.
+        """
+        params = {name: getattr(self, name) for name in self._param_names()}
+        params.update(self._extra_params())
+        if deep:
+            for name, value in list(params.items()):
+                if hasattr(value, "get_params") and not isinstance(value, type):
+                    for inner, inner_value in value.get_params(deep=True).items():
+                        params[f"{name}__{inner}"] = inner_value
+        return params
+
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's tags of a transformer (read only by scikit-learn, so imported here)."""
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+
+        text = getattr(self, "input_kind", None) == "text"
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=False),
+            transformer_tags=TransformerTags(),
+            input_tags=InputTags(two_d_array=not text, string=text),
+        )
+
+    def set_params(self, **params: Any) -> LearnerParams:
+        """Set constructor arguments; they are checked as the constructor checks them.
+
+        A fitted learner keeps its fitted attributes until the next ``fit``
+        (scikit-learn's behaviour). Unknown names raise
+        :class:`~pearlstats.exceptions.OptionError`.
+
+        Returns
+        -------
+        self
+        """
+        if not params:
+            return self
+        current = self.get_params(deep=False)
+        own, nested = {}, {}
+        for key, value in params.items():
+            name, _, inner = key.partition("__")
+            if name not in current:
+                raise OptionError(
+                    f"{type(self).__name__} has no parameter {name!r}; "
+                    f"its parameters are {sorted(current)}"
+                )
+            if inner:
+                nested.setdefault(name, {})[inner] = value
+            else:
+                own[name] = value
+        for name, inner_params in nested.items():
+            current[name].set_params(**inner_params)
+        if own:
+            # The constructor checks the new values (and raises the learner's own errors);
+            # its attributes then replace the parameters, leaving fitted ones alone.
+            fresh = type(self)(**{**current, **own})
+            vars(self).update(vars(fresh))
+        return self

@@ -1,0 +1,221 @@
+"""PearlRegressor and PearlClassifier: scikit-learn's contract, with pearl.fit's numbers inside."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("sklearn")
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.metrics import r2_score
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import check_estimator
+
+import pearlstats as pearl
+from pearlstats.exceptions import BlockError, OptionError
+from pearlstats.sklearn import PearlClassifier, PearlRegressor, expected_failed_checks
+
+# Both sides run the same float64 arithmetic on the same rows in the same order (the
+# estimator calls pearl.fit), so agreement is to rounding; 1e-10 leaves room for BLAS
+# reductions that may be ordered differently for a strided view and a copy.
+SAME_ARITHMETIC = 1e-10
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    return load_diabetes(return_X_y=True)
+
+
+def _direct_pearl(X_train, y_train, X_test, n_components):
+    """The pipeline by hand: scaler and kernel PCA fitted on the training rows, then pearl.fit."""
+    scaler = StandardScaler().fit(X_train)
+    Z_train, Z_test = scaler.transform(X_train), scaler.transform(X_test)
+    kpca = pearl.KernelPCA(n_components, seed=0).fit(Z_train[:, 4:])
+    res = pearl.fit(
+        "y ~ block(demo) + block(kpca)",
+        {"y": y_train, "demo": Z_train[:, :4], "kpca": kpca.transform(Z_train[:, 4:])},
+        cv=5, seed=0, honest=False,
+    )
+    return np.asarray(res.predict({"demo": Z_test[:, :4], "kpca": kpca.transform(Z_test[:, 4:])}))
+
+
+def test_grid_search_over_a_learner_parameter_refits_it_on_each_split(diabetes):
+    X, y = diabetes
+    pipeline = Pipeline([
+        ("scale", StandardScaler()),
+        ("pearl", PearlRegressor(
+            {"demo": [0, 1, 2, 3], "kpca": (pearl.KernelPCA(2, seed=0), slice(4, 10))},
+            seed=0, honest=False,
+        )),
+    ])
+    outer = KFold(3, shuffle=True, random_state=1)
+    grid = GridSearchCV(pipeline, {"pearl__kpca__n_components": [1, 3]}, cv=outer).fit(X, y)
+    # every split's score equals the procedure done by hand on that split's training rows
+    # (the learner is fitted on the training rows only: no leakage from the test rows)
+    for k, (train, test) in enumerate(outer.split(X, y)):
+        for i, n_components in enumerate(grid.cv_results_["param_pearl__kpca__n_components"]):
+            expected = r2_score(y[test], _direct_pearl(X[train], y[train], X[test], n_components))
+            assert grid.cv_results_[f"split{k}_test_score"][i] == pytest.approx(
+                expected, abs=SAME_ARITHMETIC
+            )
+    best = grid.best_params_["pearl__kpca__n_components"]
+    np.testing.assert_allclose(
+        grid.predict(X[:20]), _direct_pearl(X, y, X[:20], best), rtol=SAME_ARITHMETIC
+    )
+
+
+def test_cross_val_score_equals_pearl_fit_on_the_same_folds(diabetes):
+    X, y = diabetes
+    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, seed=3, honest=False)
+    folds = KFold(4, shuffle=True, random_state=0)
+    scores = cross_val_score(model, X, y, cv=folds)
+    for score, (train, test) in zip(scores, folds.split(X), strict=True):
+        res = pearl.fit("y ~ block(a) + block(b)",
+                        {"y": y[train], "a": X[train, :5], "b": X[train, 5:]},
+                        cv=5, seed=3, honest=False)
+        predicted = res.predict({"a": X[test, :5], "b": X[test, 5:]})
+        assert score == pytest.approx(r2_score(y[test], predicted), abs=SAME_ARITHMETIC)
+
+
+def test_classifier_probabilities_equal_pearl_fit_and_labels_are_kept():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    labels = np.where(y == 1, "benign", "malignant")
+    model = PearlClassifier({"mean": slice(0, 10), "worst": slice(20, 30)}, seed=0,
+                            honest=False, ridge=1.0).fit(X, labels)
+    assert list(model.classes_) == ["benign", "malignant"]
+    # the direct fit codes the labels 0/1 in sorted order, as classes_ lists them
+    res = pearl.fit("y ~ block(mean) + block(worst)",
+                    {"y": (labels == "malignant").astype(float), "mean": X[:, :10],
+                     "worst": X[:, 20:]}, family="binomial", cv=5, seed=0, honest=False,
+                    ridge=1.0)
+    p_malignant = np.asarray(res.predict({"mean": X[:, :10], "worst": X[:, 20:]}))
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba[:, 1], p_malignant, rtol=SAME_ARITHMETIC)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-15)
+    expected = np.where(p_malignant > 0.5, "malignant", "benign")
+    assert (model.predict(X) == expected).all()
+    assert model.score(X, labels) == pytest.approx((expected == labels).mean())
+
+
+def test_sample_weight_is_a_frequency_weight(diabetes):
+    X, y = diabetes
+    X, y = X[:120], y[:120]
+    counts = np.random.default_rng(0).integers(1, 4, size=len(y))
+    labels = np.arange(len(y)) % 5
+    blocks = {"a": slice(0, 5), "b": slice(5, 10)}
+    weighted = PearlRegressor(blocks, cv=labels, honest=False).fit(X, y, sample_weight=counts)
+    repeated = PearlRegressor(blocks, cv=np.repeat(labels, counts), honest=False).fit(
+        np.repeat(X, counts, axis=0), np.repeat(y, counts)
+    )
+    # the weight stage is a certified QP solve on fold moments that differ only in rounding
+    # (sums of weighted vs repeated rows); its weights agree to the solver's 1e-9 tolerance
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=1e-7)
+    # a zero weight is the row's absence
+    zero = counts.copy()
+    zero[:10] = 0
+    dropped = PearlRegressor(blocks, cv=labels[10:], honest=False).fit(
+        X[10:], y[10:], sample_weight=counts[10:]
+    )
+    with_zeros = PearlRegressor(blocks, cv=labels, honest=False).fit(X, y, sample_weight=zero)
+    np.testing.assert_allclose(with_zeros.predict(X), dropped.predict(X), rtol=SAME_ARITHMETIC)
+
+
+def test_dataframe_column_names_select_blocks(diabetes):
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    named = PearlRegressor({"demo": ["age", "sex", "bmi", "bp"], "serum": ["s1", "s2", "s3"]},
+                           seed=0, honest=False).fit(X, y)
+    positions = PearlRegressor({"demo": [0, 1, 2, 3], "serum": slice(4, 7)},
+                               seed=0, honest=False).fit(X.to_numpy(), y.to_numpy())
+    assert list(named.feature_names_in_) == list(X.columns) and named.n_features_in_ == 10
+    np.testing.assert_array_equal(named.predict(X), positions.predict(X.to_numpy()))
+    with pytest.raises(BlockError, match="names column 'glucose'.*'s6'"):
+        PearlRegressor({"a": ["glucose"]}).fit(X, y)
+
+
+def test_learner_parameters_are_nested_parameters():
+    model = PearlRegressor({"pca": pearl.PCA(2), "raw": [0, 1]})
+    params = model.get_params()
+    assert params["pca__n_components"] == 2 and "raw__n_components" not in params
+    model.set_params(pca__n_components=3, seed=4)
+    assert model.blocks["pca"].n_components == 3 and model.seed == 4
+    model.set_params(pca=pearl.KernelPCA(1))
+    assert isinstance(model.blocks["pca"], pearl.KernelPCA)
+    with pytest.raises(OptionError, match="no parameter 'n_component'"):
+        model.set_params(pca__n_component=1)
+
+
+def test_fit_leaves_the_given_learners_unfitted_and_clone_is_unfitted(diabetes):
+    X, y = diabetes
+    learner = pearl.PCA(2)
+    model = PearlRegressor({"pca": learner}, honest=False, seed=0).fit(X, y)
+    assert not hasattr(learner, "components_")
+    assert hasattr(model.learners_["pca"], "components_")
+    copy = clone(model)
+    assert not hasattr(copy, "results_") and not hasattr(copy.blocks["pca"], "components_")
+
+
+def test_bad_blocks_and_families_are_named():
+    X, y = np.random.default_rng(0).normal(size=(30, 3)), np.arange(30.0)
+    with pytest.raises(BlockError, match="block name 'y'"):
+        PearlRegressor({"y": [0]}).fit(X, y)
+    with pytest.raises(BlockError, match="selects column 7; X has columns 0..2"):
+        PearlRegressor({"a": [7]}).fit(X, y)
+    with pytest.raises(OptionError, match="PearlRegressor\\(family='binomial'\\)"):
+        PearlRegressor(family="binomial").fit(X, y)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("estimator", [PearlRegressor(), PearlClassifier()],
+                         ids=["PearlRegressor", "PearlClassifier"])
+def test_check_estimator_passes_but_for_the_listed_checks(estimator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the checks' separable toy data warns by design
+        results = check_estimator(estimator, on_fail=None,
+                                  expected_failed_checks=expected_failed_checks(estimator))
+    failed = [r["check_name"] for r in results if r["status"] == "failed"]
+    assert failed == []
+    listed = set(expected_failed_checks(estimator))
+    assert {r["check_name"] for r in results if r["status"] == "xfail"} == listed
+
+
+def test_without_scikit_learn_the_module_says_what_to_install():
+    script = (
+        "import sys; sys.modules['sklearn'] = None\n"
+        "try:\n    import pearlstats.sklearn\n"
+        "except Exception as err:\n    print(type(err).__name__, err)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert "MissingDependencyError" in run.stdout and "pip install scikit-learn" in run.stdout
+
+
+def test_a_splitter_whose_test_sets_overlap_is_refused(diabetes):
+    X, y = diabetes
+    overlapping = [(np.arange(100, 442), np.arange(0, 100)), (np.arange(50, 442), np.arange(50))]
+    with pytest.raises(OptionError, match="partition of the rows"):
+        PearlRegressor(cv=overlapping).fit(X, y)
+    frame = pd.DataFrame(X)
+    assert PearlRegressor(cv=KFold(3), honest=False).fit(frame, y).results_.folds is not None
+
+
+def test_the_from_scikit_learn_page_runs_as_written():
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "sklearn.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"),
+                        flags=re.MULTILINE | re.DOTALL)
+    assert len(blocks) >= 3
+    namespace: dict = {}
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"docs/sklearn.md python block {number}", "exec"), namespace)
+    assert namespace["grid"].best_params_["pearl__serum__n_components"] in (1, 2, 4)
