@@ -352,8 +352,15 @@ class Gaussian(Family):
         return EncodedResponse(_require_numeric(values, self.name))
 
     def check_fit_response(self, response: EncodedResponse) -> None:
-        """A response without variance leaves nothing to fit (``check_response_variation``)."""
-        check_response_variation(response.y)
+        """A response without variance leaves nothing to fit (``check_response_variation``).
+
+        With an offset the candidates model ``y - offset`` (the mean is ``X b + offset``), so
+        that is what must vary: ``y = 3`` with ``offset = 3 - y_real`` models ``y_real``.
+        """
+        if response.offset is None:
+            check_response_variation(response.y)
+        else:
+            check_response_variation(response.y - response.offset, " net of the offset")
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)

@@ -62,8 +62,11 @@ from .nested import NestedCV, _outer_fold, nested_cross_validation, strategy_row
 from .stages import FitState, cross_validate
 from .weights.baselines import STRATEGIES, TABLE_ROWS, combine
 
-__all__ = ["HONEST_SE_CHOICES", "NestedSE", "NestedSEEstimate", "check_honest_se",
+__all__ = ["HONEST_SE_CHOICES", "NESTED_MIN_OUTER", "NestedSE", "NestedSEEstimate", "check_honest_se",
            "honest_se_note", "nested_se", "ncv_moments"]
+
+# Each pair of outer folds is held out at once (e_in), so 2 outer folds leave no training rows.
+NESTED_MIN_OUTER = 3
 
 HONEST_SE_CHOICES = {
     "naive": "SD / sqrt(n) of the held-out row losses, rows treated as independent",
@@ -100,7 +103,8 @@ def check_honest_se(honest_se: Any, honest: int | bool, grouped: bool, weighted:
     Raises
     ------
     OptionError
-        Naming the option (dask data, ``honest=False``, fold labels, observation weights).
+        Naming the option (dask data, ``honest=False`` or fewer than 3 outer folds, fold
+        labels, observation weights).
     """
     if isinstance(honest_se, NestedSE):
         options = honest_se
@@ -119,6 +123,9 @@ def check_honest_se(honest_se: Any, honest: int | bool, grouped: bool, weighted:
          "cv= fold labels or a fold column (groups): the estimator's var(e_out) / |fold| "
          "treats rows as independent, which grouped rows are not"),
         (weighted, "observation weights (the estimator is written for unweighted means)"),
+        (honest is not False and honest < NESTED_MIN_OUTER,
+         f"honest={honest} outer folds (each pair of outer folds is held out together, so it "
+         f"needs honest >= {NESTED_MIN_OUTER} to leave rows to train on)"),
     ]
     refused = [why for bad, why in reasons if bad]
     if refused:

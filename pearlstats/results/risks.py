@@ -11,6 +11,7 @@ whole procedure re-run inside each outer fold).
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -26,6 +27,15 @@ from . import evaluation
 from .readonly import cached_table
 
 __all__ = ["StrategyRisks"]
+
+
+@dataclass(frozen=True)
+class _HonestOutcome:
+    """What the honest re-runs gave: the table, or the reason there is none; a warning."""
+
+    table: pd.DataFrame | None
+    failure: str | None
+    warning: str | None
 
 
 class StrategyRisks:
@@ -51,23 +61,27 @@ class StrategyRisks:
         Tibshirani's nested-CV estimates (:mod:`pearlstats.honest_se`; columns
         ``bias`` and ``mse`` added).
         """
+        outcome = self._honest_outcome
+        if outcome.failure is not None:
+            warnings.warn(f"the nested cross-validation for res.honest could not run: "
+                          f"{outcome.failure}", PearlWarning, stacklevel=2)
+        elif outcome.warning:
+            warnings.warn(f"{outcome.warning}; consider a simpler candidate set or more rows",
+                          PearlWarning, stacklevel=2)
+        return outcome.table
+
+    @cached_property
+    def _honest_outcome(self) -> _HonestOutcome:
+        """The honest table, or why it could not be computed; computed once, warning nothing
+        (:attr:`honest` warns when read, :attr:`honest_failure` does not)."""
         if self._state.honest is False:
-            return None
+            return _HonestOutcome(None, None, None)
         try:
             table, warning = self._honest_table()
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
-            self._honest_failure = str(err)
-            warnings.warn(
-                f"the nested cross-validation for res.honest could not run: {err}",
-                PearlWarning,
-                stacklevel=2,
-            )
-            return None
-        if warning:
-            warnings.warn(f"{warning}; consider a simpler candidate set or more rows",
-                          PearlWarning, stacklevel=2)
-        return table
+            return _HonestOutcome(None, str(err), None)
+        return _HonestOutcome(table, None, warning)
 
     def _honest_table(self) -> tuple[pd.DataFrame, str | None]:
         """The honest table and the warning against MS (None), on either backend."""
@@ -93,8 +107,12 @@ class StrategyRisks:
 
     @property
     def honest_failure(self) -> str | None:
-        """Why :attr:`honest` is None although the fit asked for it (else None)."""
-        return getattr(self, "_honest_failure", None)
+        """Why :attr:`honest` is None although the fit asked for it (else None).
+
+        Runs the nested cross-validation if :attr:`honest` has not (once, shared with it),
+        without its warning.
+        """
+        return self._honest_outcome.failure
 
     @cached_table
     def strategy_weights(self) -> pd.DataFrame:
