@@ -23,6 +23,7 @@ from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, Resp
 from ..honest_se import nested_se
 from ..nested import NestedCV, nested_cross_validation
 from ..weights.baselines import NULL, STRATEGIES, combine, strategy_weights
+from ..weights.precision import exact_fit_notes, null_floor, risk_ratios
 from . import evaluation
 from .readonly import cached_table
 
@@ -160,14 +161,17 @@ class StrategyRisks:
         """
         names, losses = self._strategy_losses
         risk, se = computed(losses.mean(axis=0), self._mean_se(losses))
-        ratio = risk[names.index("PEARL")] / risk
-        # delta method for mean(a)/mean(b) with paired rows
+        floor = null_floor(self._loss.name, names, risk)
+        ratio = risk_ratios(risk, names.index("PEARL"), floor)
+        # delta method for mean(a)/mean(b) with paired rows (NaN where the ratio is undefined)
         pearl = losses[:, names.index("PEARL")]
-        influence = (pearl[:, None] - ratio[None, :] * losses) / risk[None, :]
+        divisor = np.where(np.isfinite(ratio), risk, np.nan)
+        influence = (pearl[:, None] - np.nan_to_num(ratio)[None, :] * losses) / divisor[None, :]
         (ratio_se,) = computed(self._mean_se(influence))
         return pd.DataFrame({
             "cv_risk": risk, "se": se, "risk_ratio": ratio, "ratio_se": ratio_se,
             "candidate": [self._strategy_label(name) for name in names],
+            "note": exact_fit_notes(risk, floor),
         }, index=names)
 
     def _strategy_label(self, name: str) -> str:
