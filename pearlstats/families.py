@@ -35,6 +35,7 @@ import statsmodels.api as sm
 from scipy.special import expit
 from statsmodels.base.model import LikelihoodModel
 
+from .checks import check_magnitude
 from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
@@ -357,10 +358,10 @@ class Gaussian(Family):
         With an offset the candidates model ``y - offset`` (the mean is ``X b + offset``), so
         that is what must vary: ``y = 3`` with ``offset = 3 - y_real`` models ``y_real``.
         """
-        if response.offset is None:
-            check_response_variation(response.y)
-        else:
-            check_response_variation(response.y - response.offset, " net of the offset")
+        where = "" if response.offset is None else " net of the offset"
+        net = response.y if response.offset is None else response.y - response.offset
+        check_response_variation(net, where)
+        check_magnitude(f"the gaussian response{where}", net, power=4)  # risk SEs: r^4
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)
