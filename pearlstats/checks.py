@@ -25,8 +25,8 @@ from patsy import EvalEnvironment
 
 from .exceptions import DataError, OptionError
 
-__all__ = ["MAGNITUDE_RANGE", "magnitude_range", "check_seed", "check_n_jobs", "check_int", "check_choice",
-           "check_eval_env", "check_magnitude"]
+__all__ = ["MAGNITUDE_RANGE", "magnitude_range", "check_seed", "check_n_jobs", "check_int",
+           "check_choice", "check_eval_env", "check_magnitude"]
 
 # A fit forms powers of its numbers and divides by them: squares of covariates (Gram entries,
 # coefficient variances), fourth powers of a gaussian response (the SE of a squared-error
@@ -161,7 +161,8 @@ def check_magnitude(what: str, values: np.ndarray, power: int = 2) -> None:
         return
     raise DataError(
         f"{what} has magnitude {top:.3g}, outside [{low:g}, {high:g}], the range in which "
-        f"float64 holds the powers (x^{power}) the fit forms from it (outside it standard errors and risk "
-        "ratios lose their digits, underflow to 0 or overflow); change its units (e.g. "
+        f"float64 holds the powers (x^{power}) the fit forms from it (outside it standard "
+        "errors and risk ratios lose their digits, underflow to 0 or overflow); change its "
+        "units (e.g. "
         f"multiply it by {2.0 ** -round(np.log2(top)):.3g}) and the results' units with them"
     )
