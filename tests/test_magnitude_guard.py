@@ -83,3 +83,20 @@ def test_both_backends_refuse_the_same_out_of_range_inputs():
             pearl.fit(FORMULA, frame, blocks=blocks, seed=0, honest=False)
         with pytest.raises(DataError, match=f"{what} has magnitude"):
             pearl.fit(FORMULA, {"y": y, "x": x, "a": data["a"], "b": data["b"]}, seed=0)
+
+
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_a_link_scale_offset_past_its_digits_is_refused(family):
+    # on main: a bare LinAlgError (poisson) or cross-entropy 16 for every candidate (binomial)
+    data = _rows()
+    rng = np.random.default_rng(2)
+    data["y"] = (rng.poisson(2, size=60) if family == "poisson"
+                 else rng.uniform(size=60) < 0.5).astype(float)
+    with pytest.raises(DataError, match=r"offset has magnitude 1e\+300 on the link scale"):
+        pearl.fit(FORMULA, data, family=family, offset=np.full(60, 1e300), seed=0)
+    # a large but resolvable constant offset is absorbed by the intercept: same weights
+    # (Newton's stopping tolerance, not the offset, sets the agreement)
+    plain = pearl.fit(FORMULA, data, family=family, seed=0, honest=False)
+    shifted = pearl.fit(FORMULA, data, family=family, offset=np.full(60, 30.0), seed=0,
+                        honest=False)
+    np.testing.assert_allclose(shifted.weights, plain.weights, atol=1e-6)
