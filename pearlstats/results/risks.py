@@ -60,7 +60,11 @@ class StrategyRisks:
         independent and under-covers at small n; with ``honest_se="nested"``
         ``risk``, ``se``, ``ratio`` and ``ratio_se`` are Bates, Hastie &
         Tibshirani's nested-CV estimates (:mod:`pearlstats.honest_se`; columns
-        ``bias`` and ``mse`` added).
+        ``bias`` and ``mse`` added). Column ``note`` says why a number is NaN: a
+        risk 0 to the response's precision (an exact fit) has no ratio
+        (:mod:`pearlstats.weights.precision`), a nested-CV risk whose bias
+        correction falls below 0 is undefined (a risk is never negative), a
+        strategy whose candidates failed has no risk; else it is ``""``.
         """
         outcome = self._honest_outcome
         if outcome.failure is not None:
@@ -157,7 +161,9 @@ class StrategyRisks:
         ``ratio_se`` is a paired (delta-method) standard error of the ratio,
         from per-row loss differences on the same rows. With observation weights the
         risks are weighted means and the SEs those of
-        :func:`~pearlstats.observation_weights.mean_se`.
+        :func:`~pearlstats.observation_weights.mean_se`. ``note`` says why a number is
+        NaN (``""`` otherwise): a risk 0 to the response's precision has no ratio
+        (:mod:`pearlstats.weights.precision`).
         """
         names, losses = self._strategy_losses
         risk, se = computed(losses.mean(axis=0), self._mean_se(losses))
