@@ -26,8 +26,35 @@ from patsy import EvalEnvironment
 
 from .exceptions import DataError, OptionError
 
-__all__ = ["check_seed", "check_n_jobs", "check_int", "check_choice", "check_eval_env",
-           "align_by_label"]
+__all__ = ["MAGNITUDE_RANGE", "magnitude_range", "check_seed", "check_n_jobs", "check_int",
+           "check_choice", "check_eval_env", "check_magnitude", "align_by_label"]
+
+# A fit forms powers of its numbers and divides by them: squares of covariates (Gram entries,
+# coefficient variances), fourth powers of a gaussian response (the SE of a squared-error
+# risk is an SD of squared residuals). A power x^p is usable when n x^p stays finite for n
+# up to 1e8 rows (x^p <= 1.8e300) and x^p keeps half float64's digits: above 3.3e-316, where
+# the subnormal spacing 4.9e-324 is sqrt(eps) of it. Outside, SEs underflow to 0 (a response
+# at 1e-155: every risk SE 0; a covariate at 1e-160: SEs 4 % off), overflow to inf (a
+# response at 1e140) or the refit's Gram is inf (a covariate at 1e160: a bare LinAlgError).
+# The weights and the engines are scale-free, but results in the user's units need these
+# powers: refused, naming the range, rather than silently wrong.
+_SMALLEST_POWER, _LARGEST_POWER = 3.3e-316, 1.8e300
+
+
+def magnitude_range(power: int) -> tuple[float, float]:
+    """The decades ``(low, high)`` of magnitudes whose *power*-th powers float64 holds (above).
+
+    Examples
+    --------
+    >>> magnitude_range(2), magnitude_range(4)
+    ((1e-157, 1e+150), (1e-78, 1e+75))
+    """
+    low = 10.0 ** int(np.ceil(np.log10(_SMALLEST_POWER) / power))
+    high = 10.0 ** int(np.floor(np.log10(_LARGEST_POWER) / power))
+    return low, high
+
+
+MAGNITUDE_RANGE = magnitude_range(2)  # covariates; a gaussian response: magnitude_range(4)
 
 _MAX_SEED = 2**63 - 1
 
@@ -182,3 +209,37 @@ match rows by position)
             "match rows by position)"
         )
     return value.loc[index]
+
+
+def check_magnitude(what: str, values: np.ndarray, power: int = 2) -> None:
+    """Refuse values whose largest magnitude lies outside :func:`magnitude_range` (*power*).
+
+    All zeros pass (a constant is judged elsewhere); NaN and inf are ignored (judged
+    elsewhere, by row).
+
+    Raises
+    ------
+    DataError
+        Naming *what*, its largest magnitude and the range.
+
+    Examples
+    --------
+    >>> check_magnitude("covariate 'x'", np.array([1.0, 2e100]))
+    >>> check_magnitude("covariate 'x'", np.array([1.0, 2e160]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.DataError: covariate 'x' has magnitude 2e+160, outside [1e-157, 1e+150]...
+    """
+    values = np.asarray(values, dtype=float)
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max(initial=0.0))
+    low, high = magnitude_range(power)
+    if top == 0.0 or low <= top <= high:
+        return
+    raise DataError(
+        f"{what} has magnitude {top:.3g}, outside [{low:g}, {high:g}], the range in which "
+        f"float64 holds the powers (x^{power}) the fit forms from it (outside it standard "
+        "errors and risk ratios lose their digits, underflow to 0 or overflow); change its "
+        "units (e.g. "
+        f"multiply it by {2.0 ** -round(np.log2(top)):.3g}) and the results' units with them"
+    )

@@ -20,11 +20,13 @@ PAPER_BIBTEX = """@misc{li_pearl,
   note   = {Preprint. Wenhui Li and Shijing Gong contributed equally},
 }"""
 
-_PACKAGE_TEMPLATE = """@software{{pearlstats,
-  title   = {{pearlstats: {{PEARL}} model averaging over learned representations in {{Python}}}},
-  author  = {{{{The pearlstats developers}}}},
-  version = {{{version}}},
-  note    = {{Python package implementing the method of Li, Gong and Zhang}},
+# @misc with the version in `note`: classic BibTeX styles (plain, plainnat, apalike) print a
+# misc entry's note, while @software and a `version` field are biblatex's and never reach
+# their bibliographies.
+_PACKAGE_TEMPLATE = """@misc{{pearlstats,
+  title  = {{pearlstats: {{PEARL}} model averaging over learned representations in {{Python}}}},
+  author = {{{{The pearlstats developers}}}},
+  note   = {{Python package, version {version}, implementing the method of Li, Gong and Zhang}},
 }}"""
 
 _WHAT = ("all", "paper", "package")
@@ -42,7 +44,10 @@ def cite(what: str = "all") -> str:
     Returns
     -------
     str
-        BibTeX, one entry per ``@`` block, separated by a blank line.
+        BibTeX, one entry per ``@`` block, separated by a blank line (``print`` it, or
+        write it to a ``.bib`` file). Both are ``@misc`` entries whose ``note`` carries
+        what classic styles (plain, plainnat, apalike) would otherwise drop: the package's
+        version.
 
     Raises
     ------

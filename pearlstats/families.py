@@ -35,13 +35,14 @@ import statsmodels.api as sm
 from scipy.special import expit
 from statsmodels.base.model import LikelihoodModel
 
+from .checks import check_magnitude
 from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .engines.weighted import inverse_link, weighted_cv_predict, weighted_fit
 from .engines.weighted_ridge import weighted_penalty_weights
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
-from .exceptions import OptionError, ResponseError
+from .exceptions import DataError, OptionError, ResponseError
 from .weights.losses import check_response_variation
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
     from .engines._common import EngineOutput
     from .ledger import LedgerEntry
 
-__all__ = ["EncodedResponse", "Family", "get_family", "FAMILIES", "SEPARATION_CHOICES"]
+__all__ = ["EncodedResponse", "Family", "get_family", "FAMILIES", "LINK_OFFSET_LIMIT",
+           "SEPARATION_CHOICES", "check_link_offset"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,31 @@ SEPARATION_CHOICES = {
 }
 
 
+# An offset o on the link scale enters the linear predictor X b + o, whose intercept absorbs
+# o's level; after that cancellation the predictor keeps the digits eps |o| leaves, fewer than
+# half float64's (sqrt(eps)) past |o| = 1 / sqrt(eps) = 6.7e7. Log-exposures and logits of
+# real data are a few tens at most.
+LINK_OFFSET_LIMIT = 1e7
+
+
+def check_link_offset(offset: np.ndarray) -> None:
+    """Refuse a link-scale offset beyond :data:`LINK_OFFSET_LIMIT` in magnitude.
+
+    Raises
+    ------
+    DataError
+        Naming its largest magnitude and the limit.
+    """
+    top = float(np.abs(offset).max(initial=0.0))
+    if top > LINK_OFFSET_LIMIT:
+        raise DataError(
+            f"the offset has magnitude {top:.3g} on the link scale (log or logit), beyond "
+            f"{LINK_OFFSET_LIMIT:g}: once the intercept absorbs its level the linear predictor "
+            "keeps fewer than half float64's digits (a Poisson offset is log(exposure), a few "
+            "tens at most); check its units, or give exposure= for a log offset"
+        )
+
+
 class Family:
     """Base class: one kind of downstream model.
 
@@ -167,7 +194,10 @@ class Family:
     def check_fit_response(self, response: EncodedResponse) -> None:
         """Raise ResponseError if the rows a fit is given leave nothing to fit (new rows to
         evaluate or predict are not checked); the classification families check their classes
-        in :meth:`encode` already."""
+        in :meth:`encode` already. An offset on the link scale (logit, log) is refused past
+        :data:`LINK_OFFSET_LIMIT`."""
+        if response.offset is not None:
+            check_link_offset(response.offset)
 
     # The public methods below state the contract (types, meaning) once; each family supplies
     # the underscore hook of the same name.
@@ -356,8 +386,15 @@ class Gaussian(Family):
         return EncodedResponse(_require_numeric(values, self.name))
 
     def check_fit_response(self, response: EncodedResponse) -> None:
-        """A response without variance leaves nothing to fit (``check_response_variation``)."""
-        check_response_variation(response.y)
+        """A response without variance leaves nothing to fit (``check_response_variation``).
+
+        With an offset the candidates model ``y - offset`` (the mean is ``X b + offset``), so
+        that is what must vary: ``y = 3`` with ``offset = 3 - y_real`` models ``y_real``.
+        """
+        where = "" if response.offset is None else " net of the offset"
+        net = response.y if response.offset is None else response.y - response.offset
+        check_response_variation(net, where)
+        check_magnitude(f"the gaussian response{where}", net, power=4)  # risk SEs: r^4
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)

@@ -63,11 +63,15 @@ from .nested import NestedCV, _outer_fold, nested_cross_validation, strategy_row
 from .progress import progress_bar, timed
 from .stages import FitState, cross_validate
 from .weights.baselines import STRATEGIES, TABLE_ROWS, combine
+from .weights.precision import exact_fit_notes, null_floor, risk_ratios
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HONEST_SE_CHOICES", "NestedSE", "NestedSEEstimate", "check_honest_se",
-           "honest_se_note", "nested_se", "ncv_moments"]
+__all__ = ["HONEST_SE_CHOICES", "NESTED_MIN_OUTER", "NestedSE", "NestedSEEstimate",
+           "check_honest_se", "honest_se_note", "nested_se", "ncv_moments"]
+
+# Each pair of outer folds is held out at once (e_in), so 2 outer folds leave no training rows.
+NESTED_MIN_OUTER = 3
 
 HONEST_SE_CHOICES = {
     "naive": "SD / sqrt(n) of the held-out row losses, rows treated as independent",
@@ -104,7 +108,8 @@ def check_honest_se(honest_se: Any, honest: int | bool, grouped: bool, weighted:
     Raises
     ------
     OptionError
-        Naming the option (dask data, ``honest=False``, fold labels, observation weights).
+        Naming the option (dask data, ``honest=False`` or fewer than 3 outer folds, fold
+        labels, observation weights).
     """
     if isinstance(honest_se, NestedSE):
         options = honest_se
@@ -123,6 +128,9 @@ def check_honest_se(honest_se: Any, honest: int | bool, grouped: bool, weighted:
          "cv= fold labels or a fold column (groups): the estimator's var(e_out) / |fold| "
          "treats rows as independent, which grouped rows are not"),
         (weighted, "observation weights (the estimator is written for unweighted means)"),
+        (honest is not False and honest < NESTED_MIN_OUTER,
+         f"honest={honest} outer folds (each pair of outer folds is held out together, so it "
+         f"needs honest >= {NESTED_MIN_OUTER} to leave rows to train on)"),
     ]
     refused = [why for bad, why in reasons if bad]
     if refused:
@@ -159,8 +167,9 @@ class NestedSEEstimate:
         Per split: ``[k, i]`` the loss of row i under the procedure run without
         fold k and row i's own fold (NaN for the rows of fold k).
     table : DataFrame
-        Per strategy: ``risk`` (Err_NCV - bias), ``se``, ``ratio`` (PEARL / row),
-        ``ratio_se``, ``bias``, ``mse`` (the paper's MSE estimate, before scaling).
+        Per strategy: ``risk`` (Err_NCV - bias; NaN where that is negative),
+        ``se``, ``ratio`` (PEARL / row), ``ratio_se``, ``bias``, ``mse`` (the paper's
+        MSE estimate, before scaling) and ``note`` (why a number is missing, else "").
     """
 
     folds: tuple
@@ -216,22 +225,45 @@ def ncv_moments(folds: Sequence[np.ndarray], outer_losses: Sequence[np.ndarray],
             "mse": mse, "naive_se": naive, "se": se}
 
 
-def _table(folds, outer_losses, inner_losses) -> pd.DataFrame:
-    """Risk, SE, ratio and ratio SE of every strategy from the nested-CV losses."""
+# The bias extrapolation's way of failing: a note on the row instead of a negative risk.
+NEGATIVE_RISK_NOTE = ("risk undefined: the bias correction to n rows, (1 + (K - 2)/K)(Err_NCV - "
+                      "Err_CV), exceeds Err_NCV, so the excess risk does not shrink as 1/size "
+                      "here (too few rows for this strategy's parameters); Err_CV is {err_cv}")
+
+
+def _table(folds, outer_losses, inner_losses, loss_name: str | None = None) -> pd.DataFrame:
+    """Risk, SE, ratio and ratio SE of every strategy from the nested-CV losses.
+
+    A loss is never negative, nor is a risk: where the bias-corrected risk falls below 0
+    (the extrapolation from training sizes n(K-2)/K and n(K-1)/K overshoots, which happens
+    when a strategy's risk falls steeply with the rows, e.g. 12 parameters on 18 training
+    rows) the risk, ratio and ratio SE are NaN and ``note`` says why, quoting Err_CV (the
+    uncorrected K-fold estimate on n(K-1)/K rows, an upper estimate). A risk 0 to the
+    response's precision has no ratio either (:mod:`pearlstats.weights.precision`).
+    """
     K = inner_losses[0].shape[0]
+    names = list(TABLE_ROWS)
     moments = ncv_moments(folds, outer_losses, inner_losses)
     bias = (1.0 + (K - 2) / K) * (moments["err_ncv"] - moments["err_cv"])
-    risk = moments["err_ncv"] - bias
-    ratio = risk[0] / risk  # column 0 is PEARL
+    corrected = moments["err_ncv"] - bias
+    negative = corrected < 0
+    risk = np.where(negative, np.nan, corrected)
+    floor = null_floor(loss_name, names, risk)
+    ratio = risk_ratios(risk, 0, floor)  # column 0 is PEARL
+    divisor = np.where(np.isfinite(ratio), risk, np.nan)
 
     def linearised(losses: np.ndarray) -> np.ndarray:
         # (a - r b) / B per strategy: the delta-method influence of r = A / B on each row
-        return (losses[..., :1] - ratio * losses) / risk
+        return (losses[..., :1] - np.nan_to_num(ratio) * losses) / divisor
 
-    ratio_se = ncv_moments(folds, [linearised(o) for o in outer_losses],
-                           [linearised(i) for i in inner_losses])["se"]
+    with np.errstate(invalid="ignore"):  # NaN columns (undefined ratios) stay NaN
+        ratio_se = ncv_moments(folds, [linearised(o) for o in outer_losses],
+                               [linearised(i) for i in inner_losses])["se"]
+    notes = [NEGATIVE_RISK_NOTE.format(err_cv=f"{err_cv:.4g}") if bad else note
+             for bad, err_cv, note in zip(negative, moments["err_cv"],
+                                          exact_fit_notes(risk, floor))]
     return pd.DataFrame({"risk": risk, "se": moments["se"], "ratio": ratio, "ratio_se": ratio_se,
-                         "bias": bias, "mse": moments["mse"]}, index=list(TABLE_ROWS))
+                         "bias": bias, "mse": moments["mse"], "note": notes}, index=names)
 
 
 def _split_seed(seed: int, *key: int) -> int:
@@ -318,4 +350,5 @@ def nested_se(state: FitState, honest_nested: NestedCV, options: NestedSE) -> Ne
             outer.append(strategy_row_losses(run, state).to_numpy())
             inner.append(_inner_losses(state, split, _split_seed(state.seed, r, 1)))
             bar.update()
-    return NestedSEEstimate(tuple(folds), tuple(outer), tuple(inner), _table(folds, outer, inner))
+    return NestedSEEstimate(tuple(folds), tuple(outer), tuple(inner),
+                            _table(folds, outer, inner, state.loss.name))

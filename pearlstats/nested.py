@@ -50,6 +50,7 @@ from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from .weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from .weights.certificate import gap_table
 from .weights.information import candidate_criteria
+from .weights.precision import exact_fit_notes, null_floor, risk_ratios
 
 logger = logging.getLogger(__name__)
 
@@ -556,29 +557,36 @@ def rows_loss(loss: Loss, rows: np.ndarray) -> Loss:
 
 def paired_ratio_table(losses: pd.DataFrame, reference: str = "PEARL",
                        row_weights: np.ndarray | None = None,
-                       weight_type: str | None = None) -> pd.DataFrame:
+                       weight_type: str | None = None,
+                       loss_name: str | None = None) -> pd.DataFrame:
     """Risk, SE, and the paired ratio ``reference / strategy`` with its delta-method SE.
 
     ``ratio_se`` comes from the per-row influence ``(a_i - r b_i) / mean(b)``
     of ``r = mean(a) / mean(b)`` on the same rows. With observation weights the row
     losses are weighted ones and the SEs those of
-    :func:`~pearlstats.observation_weights.mean_se`.
+    :func:`~pearlstats.observation_weights.mean_se`. A risk 0 to the response's precision
+    (:mod:`pearlstats.weights.precision`, from the ``Null`` column's risk and *loss_name*)
+    has no ratio, and its ``note`` says so.
     """
+    names = list(losses.columns)
+    means = losses.mean().to_numpy()
+    floor = null_floor(loss_name, names, means)
+    ratios = risk_ratios(means, names.index(reference), floor)
     a = losses[reference].to_numpy()
     rows = {}
-    for name in losses.columns:
+    for name, mean, ratio, note in zip(names, means, ratios, exact_fit_notes(means, floor)):
         b = losses[name].to_numpy()
-        ratio = a.mean() / b.mean()
-        influence = (a - ratio * b) / b.mean()
+        influence = (a - ratio * b) / mean if np.isfinite(ratio) else np.full(len(b), np.nan)
         rows[name] = {
-            "risk": b.mean(), "se": float(mean_se(b, row_weights, weight_type)),
+            "risk": mean, "se": float(mean_se(b, row_weights, weight_type)),
             "ratio": ratio, "ratio_se": float(mean_se(influence, row_weights, weight_type)),
+            "note": note,
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def paired_ratio_moments(names: list, n: int, mean: np.ndarray, M2: np.ndarray,
-                         reference: str = "PEARL") -> pd.DataFrame:
+                         reference: str = "PEARL", loss_name: str | None = None) -> pd.DataFrame:
     """:func:`paired_ratio_table` (without observation weights) from the row losses' sums.
 
     *mean* (S,) are the columns' means over the *n* rows and *M2* (S, S) their centred cross
@@ -588,13 +596,16 @@ def paired_ratio_moments(names: list, n: int, mean: np.ndarray, M2: np.ndarray,
     ``(M2_aa - 2 r M2_ab + r^2 M2_bb) / (mean(b)^2 (n - 1))``.
     """
     a = names.index(reference)
+    floor = null_floor(loss_name, names, mean)
+    ratios = risk_ratios(mean, a, floor)
     rows = {}
-    for b, name in enumerate(names):
-        ratio = mean[a] / mean[b]
+    for b, (name, ratio, note) in enumerate(zip(names, ratios, exact_fit_notes(mean, floor))):
         spread = (M2[a, a] - 2.0 * ratio * M2[a, b] + ratio**2 * M2[b, b]) / mean[b] ** 2
         rows[name] = {
             "risk": mean[b], "se": float(np.sqrt(M2[b, b] / (n - 1) / n)),
-            "ratio": ratio, "ratio_se": float(np.sqrt(max(spread, 0.0) / (n - 1) / n)),
+            "ratio": ratio, "ratio_se": float(np.sqrt(max(spread, 0.0) / (n - 1) / n))
+            if np.isfinite(ratio) else np.nan,
+            "note": note,
         }
     return pd.DataFrame.from_dict(rows, orient="index")
 

@@ -313,8 +313,9 @@ def prepare_rows(
     for block in resolved.values():
         check_block_values(block.name, block.values, n)
     check_block_information(resolved)
+    # family.check_fit_response comes once the offset is attached (fitting.py): a constant
+    # y may vary net of its offset
     response = family.encode(response_values(formula, frame, eval_env))
-    family.check_fit_response(response)
     design = build_design(formula, frame, resolved, eval_env)
     labels = data_index(data)
     labels = pd.RangeIndex(n_given) if labels is None else labels

@@ -36,6 +36,7 @@ import pandas as pd
 import patsy
 from patsy import EvalEnvironment, ModelDesc, PatsyError
 
+from ..checks import check_magnitude
 from ..exceptions import DataError, FormulaError, MissingValueError, ResponseError, format_positions
 
 __all__ = [
@@ -563,6 +564,8 @@ def build_covariates(
         raise MissingValueError(
             f"covariate terms of {spec.formula!r} evaluate to NaN or inf at {format_positions(bad)}"
         )
+    for name, column in zip(matrix.design_info.column_names, values.T):
+        check_magnitude(f"covariate column {name!r}", column)
     # Other names the terms took from the caller (functions, modules,
     # constants) travel with a pickle; row variables travel as columns.
     names = {name for term in spec.covariate_desc.rhs_termlist for factor in term.factors

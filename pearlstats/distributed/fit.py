@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..checks import check_magnitude
 from ..deprecation import module_getattr
 from ..design.folds import FoldRule, fold_levels
 from ..exceptions import FoldError
@@ -242,6 +243,17 @@ class PartitionFit:
     cv_entries: list = field(default_factory=list)
 
 
+def _check_magnitudes(moments: Any, spec: Any, family: str) -> None:
+    """The in-memory fit's scale guard (:func:`~pearlstats.checks.check_magnitude`) on the
+    covariate columns and the gaussian response, from the pass's column extremes."""
+    low, high = moments.total.low[0], moments.total.high[0]
+    names = list(spec.column_names)
+    for j in range(spec.n_covariates):
+        check_magnitude(f"covariate column {names[j]!r}", np.array([low[j], high[j]]))
+    if family == "gaussian":
+        check_magnitude("the gaussian response", np.array([low[-1], high[-1]]), power=4)
+
+
 def _mean_response(moments: Any, classes: Any) -> float | np.ndarray:
     """The intercept-only model of the rows fitted: the mean response (multinomial: the
     class frequencies)."""
@@ -265,6 +277,7 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
         classes, passes = class_pass(rows, spec, fold_spec, env), 2
     moments = moment_pass(rows, spec, family.name, fold_spec, centre, env)
     _check_folds(moments, family.name)
+    _check_magnitudes(moments, spec, family.name)
     levels = None if classes is None else classes.levels
     moved: dict = {}
     if family.name == "gaussian":

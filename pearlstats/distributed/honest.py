@@ -306,7 +306,7 @@ def honest_table(fits: OuterFits, rows: Any, spec: Any, family: Any, loss: Any,
                                 fits.refits, fits.weights, fits.null, loss, fits.classes))
     n, mean, M2 = _merge(list(parts))
     names = list(TABLE_ROWS)
-    table = paired_ratio_moments(names, n, mean, M2)
+    table = paired_ratio_moments(names, n, mean, M2, loss_name=loss.name)
     table = with_gap_columns(table, gap_table(fits.solutions, [
         f"outer fold {k}" for k in range(len(fits.solutions))]))
     a, b = names.index("PEARL"), names.index("MS")

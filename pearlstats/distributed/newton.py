@@ -33,7 +33,7 @@ from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, 
 from ..engines.likelihood import row_terms, variance_of
 from ..engines.multinomial import _notes as multinomial_notes
 from ..engines.newton import NewtonResult
-from ..engines.newton_cv import _ladder_entry, ridge_ladder
+from ..engines.newton_cv import _ladder_entry, ridge_ladder, trouble_from_entries
 from ..exceptions import SeparationError
 from .data import partition_inputs
 from .driver import pass_newton
@@ -380,19 +380,16 @@ def newton_with_separation(
                 coefs[:, :, j] = rung[0][:, :, jj]
                 failed[j] = False
                 moved[labels[j]] = value
-                entries.append(_ladder_entry(labels[j], "cv", _first_reason(trouble[j]), ladder,
+                entries.append(_ladder_entry(labels[j], "cv",
+                                             trouble_from_entries(trouble[j], ridge), ladder,
                                              value))
                 entries.extend(e for e in rung[2] if e.candidate == labels[j])
         waiting = [j for jj, j in enumerate(waiting) if rung[1][jj]]
     for j in waiting:
-        entries.append(_ladder_entry(labels[j], "cv", _first_reason(trouble[j]), ladder, None))
+        entries.append(_ladder_entry(labels[j], "cv", trouble_from_entries(trouble[j], ridge),
+                                     ladder, None))
         entries.extend(trouble[j])
     return coefs, failed, entries, passes, moved
-
-
-def _first_reason(entries: list) -> str:
-    """What kept a candidate from its optimum: the first of its ledger rows that excluded it."""
-    return next((e.reason for e in entries if e.excluded), "no finite optimum")
 
 
 # Names removed in 0.4 that warn for one more minor version (pearlstats.deprecation).

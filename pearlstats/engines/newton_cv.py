@@ -39,6 +39,7 @@ SEPARATION_MIN_ITER = 15
 SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
 
 __all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "newton_notes", "ridge_ladder",
+           "trouble_from_entries", "trouble_words",
            "separation_check"]
 
 
@@ -168,15 +169,37 @@ def _finite(*results: NewtonResult) -> bool:
 
 def _trouble(everything: NewtonResult, result: NewtonResult, ridge: float) -> str:
     """Where the fit of one candidate at *ridge* has no finite optimum, in words."""
-    if everything.stopped[0]:
+    return trouble_words(bool(everything.stopped[0]), bool(not everything.converged[0]),
+                         np.flatnonzero(result.stopped).tolist(),
+                         np.flatnonzero(~result.converged).tolist(), ridge)
+
+
+def trouble_from_entries(entries: Sequence[LedgerEntry], ridge: float) -> str:
+    """:func:`_trouble`'s words from a candidate's Newton ledger rows (:func:`newton_notes`;
+    fold None: the fit on all rows), so the dask fit, whose passes return ledger rows, names
+    a separated candidate as the in-memory fit does."""
+    def folds(kind: str) -> list:
+        return sorted({e.fold for e in entries if e.kind == kind and e.fold is not None})
+
+    def everywhere(kind: str) -> bool:
+        return any(e.kind == kind and e.fold is None for e in entries)
+
+    return trouble_words(everywhere("separation"), everywhere("not converged"),
+                         folds("separation"), folds("not converged"), ridge)
+
+
+def trouble_words(separated: bool, unconverged: bool, separated_folds: list,
+                  unconverged_folds: list, ridge: float) -> str:
+    """Where a candidate has no finite optimum: on all rows (*separated*, *unconverged*) or in
+    the folds listed, first what is worst, at *ridge*."""
+    if separated:
         where = "the classes are (quasi-)separated on all rows"
-    elif not everything.converged[0]:
+    elif unconverged:
         where = "the fit on all rows did not converge"
-    elif result.stopped.any():
-        folds = np.flatnonzero(result.stopped).tolist()
-        where = f"the classes are (quasi-)separated in fold(s) {folds}"
+    elif separated_folds:
+        where = f"the classes are (quasi-)separated in fold(s) {separated_folds}"
     else:
-        where = f"the fit did not converge in fold(s) {np.flatnonzero(~result.converged).tolist()}"
+        where = f"the fit did not converge in fold(s) {unconverged_folds}"
     if ridge > 0:
         return f"with ridge={ridge:g} {where}: the penalised fit did not reach its optimum"
     return f"without a ridge {where}: the maximum-likelihood estimate does not exist"

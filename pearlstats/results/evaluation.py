@@ -43,6 +43,7 @@ from ..weights.metrics import (
     classification_metrics,
     regression_metrics,
 )
+from ..weights.precision import EXACT_FIT_NOTE
 from .summary import format_mean_sd, html_escape, latex_escape
 
 if TYPE_CHECKING:
@@ -167,6 +168,9 @@ class HonestRisk:
         mean is the weighted mean) and every SE is
         :func:`~pearlstats.observation_weights.mean_se`'s.
     weight_type : str or None
+    loss_name : str or None
+        The fit's loss, for the precision of its risks
+        (:mod:`pearlstats.weights.precision`).
     """
 
     row_losses: pd.DataFrame
@@ -177,6 +181,7 @@ class HonestRisk:
     fold_gaps: pd.DataFrame | None = None
     row_weights: np.ndarray | None = None
     weight_type: str | None = None
+    loss_name: str | None = None
 
     def _se(self, values: np.ndarray) -> np.ndarray:
         return mean_se(values, self.row_weights, self.weight_type)
@@ -198,7 +203,8 @@ class HonestRisk:
         when some outer fold's solve was not certified (see :attr:`fold_gaps`).
         """
         table = paired_ratio_table(self.row_losses[list(TABLE_ROWS)],
-                                   row_weights=self.row_weights, weight_type=self.weight_type)
+                                   row_weights=self.row_weights, weight_type=self.weight_type,
+                                   loss_name=self.loss_name)
         table["kkt_gap"] = np.nan
         table["certified"] = True
         if self.fold_gaps is not None and len(self.fold_gaps):
@@ -249,8 +255,7 @@ class HonestRisk:
 
         MS is re-selected in each outer fold.
         """
-        excess, se = self.excess_over("MS")
-        return excess > se
+        return self.warning_against_ms() is not None
 
     def __repr__(self) -> str:
         return f"HonestRisk({self.n_outer} outer folds)\n{self.table}"
@@ -260,9 +265,12 @@ def ms_warning(excess: float, se: float, table: pd.DataFrame,
                number: Callable[[float], str] = lambda value: f"{value:.4g}") -> str | None:
     """The warning when PEARL's honest risk is *excess* above MS's, more than its paired *se*.
 
-    None otherwise. *table* is the honest table (its ``risk`` column is quoted).
+    None otherwise, and None when PEARL's risk is 0 to the response's precision (its
+    ``note``, :mod:`pearlstats.weights.precision`): an excess at the rounding level of the
+    response is not a finding. *table* is the honest table (its ``risk`` column is quoted).
     """
-    if excess <= se:
+    exact = "note" in table.columns and table.loc["PEARL", "note"] == EXACT_FIT_NOTE
+    if excess <= se or exact:
         return None
     pearl, ms = number(table.loc["PEARL", "risk"]), number(table.loc["MS", "risk"])
     return (
@@ -309,6 +317,7 @@ def honest_risk(
         fold_gaps=nested.fold_gaps,
         row_weights=row_weights,
         weight_type=state.response.weight_type,
+        loss_name=state.loss.name,
     )
 
 

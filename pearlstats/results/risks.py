@@ -11,6 +11,7 @@ whole procedure re-run inside each outer fold).
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -24,10 +25,20 @@ from ..honest_se import nested_se
 from ..nested import NestedCV, nested_cross_validation
 from ..weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from ..weights.information import CRITERIA, candidate_criteria
+from ..weights.precision import exact_fit_notes, null_floor, risk_ratios
 from . import evaluation
 from .readonly import cached_table
 
 __all__ = ["StrategyRisks"]
+
+
+@dataclass(frozen=True)
+class _HonestOutcome:
+    """What the honest re-runs gave: the table, or the reason there is none; a warning."""
+
+    table: pd.DataFrame | None
+    failure: str | None
+    warning: str | None
 
 
 class StrategyRisks:
@@ -51,25 +62,33 @@ class StrategyRisks:
         independent and under-covers at small n; with ``honest_se="nested"``
         ``risk``, ``se``, ``ratio`` and ``ratio_se`` are Bates, Hastie &
         Tibshirani's nested-CV estimates (:mod:`pearlstats.honest_se`; columns
-        ``bias`` and ``mse`` added).
+        ``bias`` and ``mse`` added). Column ``note`` says why a number is NaN: a
+        risk 0 to the response's precision (an exact fit) has no ratio
+        (:mod:`pearlstats.weights.precision`), a nested-CV risk whose bias
+        correction falls below 0 is undefined (a risk is never negative), a
+        strategy whose candidates failed has no risk; else it is ``""``.
         """
+        outcome = self._honest_outcome
+        if outcome.failure is not None:
+            warnings.warn(f"the nested cross-validation for res.honest could not run: "
+                          f"{outcome.failure}", PearlWarning, stacklevel=2)
+        elif outcome.warning:
+            warnings.warn(f"{outcome.warning}; consider a simpler candidate set or more rows",
+                          PearlWarning, stacklevel=2)
+        return outcome.table
+
+    @cached_property
+    def _honest_outcome(self) -> _HonestOutcome:
+        """The honest table, or why it could not be computed; computed once, warning nothing
+        (:attr:`honest` warns when read, :attr:`honest_failure` does not)."""
         if self._state.honest is False:
-            return None
+            return _HonestOutcome(None, None, None)
         try:
             table, warning = self._honest_table()
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
-            self._honest_failure = str(err)
-            warnings.warn(
-                f"the nested cross-validation for res.honest could not run: {err}",
-                PearlWarning,
-                stacklevel=2,
-            )
-            return None
-        if warning:
-            warnings.warn(f"{warning}; consider a simpler candidate set or more rows",
-                          PearlWarning, stacklevel=2)
-        return table
+            return _HonestOutcome(None, str(err), None)
+        return _HonestOutcome(table, None, warning)
 
     def _honest_table(self) -> tuple[pd.DataFrame, str | None]:
         """The honest table and the warning against MS (None), on either backend."""
@@ -95,8 +114,12 @@ class StrategyRisks:
 
     @property
     def honest_failure(self) -> str | None:
-        """Why :attr:`honest` is None although the fit asked for it (else None)."""
-        return getattr(self, "_honest_failure", None)
+        """Why :attr:`honest` is None although the fit asked for it (else None).
+
+        Runs the nested cross-validation if :attr:`honest` has not (once, shared with it),
+        without its warning.
+        """
+        return self._honest_outcome.failure
 
     @cached_table
     def strategy_weights(self) -> pd.DataFrame:
@@ -160,18 +183,23 @@ class StrategyRisks:
         ``ratio_se`` is a paired (delta-method) standard error of the ratio,
         from per-row loss differences on the same rows. With observation weights the
         risks are weighted means and the SEs those of
-        :func:`~pearlstats.observation_weights.mean_se`.
+        :func:`~pearlstats.observation_weights.mean_se`. ``note`` says why a number is
+        NaN (``""`` otherwise): a risk 0 to the response's precision has no ratio
+        (:mod:`pearlstats.weights.precision`).
         """
         names, losses = self._strategy_losses
         risk, se = computed(losses.mean(axis=0), self._mean_se(losses))
-        ratio = risk[names.index("PEARL")] / risk
-        # delta method for mean(a)/mean(b) with paired rows
+        floor = null_floor(self._loss.name, names, risk)
+        ratio = risk_ratios(risk, names.index("PEARL"), floor)
+        # delta method for mean(a)/mean(b) with paired rows (NaN where the ratio is undefined)
         pearl = losses[:, names.index("PEARL")]
-        influence = (pearl[:, None] - ratio[None, :] * losses) / risk[None, :]
+        divisor = np.where(np.isfinite(ratio), risk, np.nan)
+        influence = (pearl[:, None] - np.nan_to_num(ratio)[None, :] * losses) / divisor[None, :]
         (ratio_se,) = computed(self._mean_se(influence))
         return pd.DataFrame({
             "cv_risk": risk, "se": se, "risk_ratio": ratio, "ratio_se": ratio_se,
             "candidate": [self._strategy_label(name) for name in names],
+            "note": exact_fit_notes(risk, floor),
         }, index=names)
 
     def _strategy_label(self, name: str) -> str:

@@ -117,8 +117,39 @@ def weights_table(res: PearlResults) -> SimpleTable:
 _LONG_LABEL = 40  # characters: a longer label of MS is not repeated in the LaTeX table
 
 
+def strategy_footnotes(res: PearlResults) -> dict[str, str]:
+    """Why a row of the strategies panel shows ``--``: strategy -> reason (rows without
+    ``--`` are absent). The reasons are the tables' ``note`` column; a ratio missing because
+    PEARL's risk is missing says so."""
+    honest = res.honest
+    shown = (honest[["risk", "se", "ratio", "ratio_se"]] if honest is not None
+             else pd.DataFrame())
+    baselines = res.baselines
+    cv = baselines[["cv_risk", "se", "risk_ratio", "ratio_se"]]
+    # the honest panel shows the CV risk beside the honest numbers; the CV panel all four
+    table = shown.join(cv[["cv_risk"]]) if honest is not None else cv
+    notes = honest["note"] if honest is not None else baselines["note"]
+    footnotes = {}
+    for name in table.index:
+        if not table.loc[name].isna().any():
+            continue
+        own = notes.get(name, "") or baselines.loc[name, "note"]
+        if not own and name != "PEARL" and notes.get("PEARL", ""):
+            own = f"ratio undefined because PEARL's {notes['PEARL']}"
+        footnotes[name] = own or "not computed (see the failure ledger, res.failures)"
+    return footnotes
+
+
+def _footnote_numbers(footnotes: dict[str, str]) -> dict[str, int]:
+    """Strategy -> its footnote's number, one number per distinct reason (in row order)."""
+    reasons = list(dict.fromkeys(footnotes.values()))
+    return {name: reasons.index(reason) + 1 for name, reason in footnotes.items()}
+
+
 def strategies_table(res: PearlResults) -> SimpleTable:
-    """Honest (nested-CV) risks when available; else the in-sample CV risks, labelled optimistic."""
+    """Honest (nested-CV) risks when available; else the in-sample CV risks, labelled optimistic.
+
+    A row with a ``--`` cell gets a mark ``[k]`` and a note (:func:`strategy_footnotes`)."""
     honest = res.honest
     uses = dict(res.baselines["candidate"])
     every = "+".join(res.block_dims)
@@ -127,6 +158,8 @@ def strategies_table(res: PearlResults) -> SimpleTable:
     if len(uses["MS"]) > _LONG_LABEL:  # MS is the rank-1 candidate, named in the panel above
         uses["MS"] = Label(uses["MS"], latex="the rank-1 candidate")
     ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
+    numbers = _footnote_numbers(strategy_footnotes(res))
+    marks = {name: f"{name} [{k}]" for name, k in numbers.items()}
     if honest is not None:
         rows = [
             [*(number_cell(honest.loc[name, column]) for column in ("risk", "se", "ratio",
@@ -138,7 +171,7 @@ def strategies_table(res: PearlResults) -> SimpleTable:
         headers = ["honest risk", "SE (nested CV)" if nested else "SE (naive)", ratio,
                    "ratio SE", "CV risk*", "uses"]
         title = f"Strategies (honest risk: {res.stages.honest}-fold nested cross-validation)"
-        return _table(rows, headers, list(honest.index), title)
+        return _table(rows, headers, [marks.get(name, name) for name in honest.index], title)
     table = res.baselines
     rows = [
         [*(number_cell(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)),
@@ -146,7 +179,8 @@ def strategies_table(res: PearlResults) -> SimpleTable:
         for r in table.itertuples()
     ]
     headers = ["CV risk*", "SE", ratio, "ratio SE", "uses"]
-    return _table(rows, headers, list(table.index), "Strategies (in-sample CV risk, optimistic)")
+    return _table(rows, headers, [marks.get(name, name) for name in table.index],
+                  "Strategies (in-sample CV risk, optimistic)")
 
 
 def importance_table(res: PearlResults) -> SimpleTable:
@@ -420,6 +454,12 @@ def summary_notes(res: PearlResults) -> list[str]:
             notes.append(f"Warning: {message}.")
     elif res.honest_failure:
         notes.append(f"Honest risk could not be computed: {res.honest_failure}")
+    # every -- in the strategies panel has its reason
+    footnotes = strategy_footnotes(res)
+    numbers = _footnote_numbers(footnotes)
+    for k, reason in enumerate(dict.fromkeys(footnotes.values()), start=1):
+        names = ", ".join(name for name in footnotes if numbers[name] == k)
+        notes.append(f"[{k}] {names}: {reason}.")
     null_note = _null_note(res.baselines.rename(columns={"risk_ratio": "ratio", "cv_risk": "risk"})
                            if table is None else table, "CV" if table is None else "honest")
     return notes + ([null_note] if null_note else [])

@@ -97,7 +97,7 @@ from .certificate import gap_target, user_stacklevel, warn_uncertified
 from .convex import solve_smooth
 from .gram import _TIE, frank_wolfe_gap, largest_vertex, simplex_least_squares
 from .linear import solve_lp
-from .losses import Loss, check_response_variation
+from .losses import CONSTANT_RESPONSE_ULPS, Loss, check_response_variation
 
 __all__ = [
     "WeightSolution", "solve_weights", "snap_to_simplex", "check_on_simplex", "InvalidWeightsError",
@@ -579,6 +579,14 @@ def _solve_checked(form, kind: str, columns, group, sizes, n_all: int, tol: floa
 
 
 # ---- public entry point ------------------------------------------------------------------------
+def _constant_columns(P: np.ndarray, columns: np.ndarray) -> bool:
+    """Whether every active candidate predicts one value for all rows (to 16 ulps of it)."""
+    active = P[:, columns]
+    spread = active.max(axis=0) - active.min(axis=0)
+    top = np.abs(active).max(axis=0)
+    return bool((spread <= CONSTANT_RESPONSE_ULPS * np.finfo(float).eps * top).all())
+
+
 def solve_weights(
     P: np.ndarray,
     y: np.ndarray,
@@ -663,7 +671,9 @@ def solve_weights(
         allow_nan=False,
     )
 
-    if loss.family == "gaussian":
+    if loss.family == "gaussian" and _constant_columns(P, columns):
+        # A constant y is nothing to fit only if the predictions are constant too; with an
+        # offset the candidates' means vary around a constant y, and the weights are defined.
         check_response_variation(y, " of the rows the weights are fitted on")
     group = _duplicate_groups(P, columns)
     sizes = np.bincount(group)

@@ -231,8 +231,10 @@ def test_failure_ledger_section(paper_data):
         assert (folds, stage, kind, excluded) == ("all", "cv", "infeasible", "yes")
         assert "weight 0" in action
     assert "2 of them failed" in str(summary)
-    fusion = [cell.strip() for cell in _body(_table(summary, "Strategies"))["Fusion"]]
+    fusion = [cell.strip() for cell in _body(_table(summary, "Strategies"))["Fusion [1]"]]
     assert fusion == ["--", "--", "--", "--", "failed"]  # the all-block candidate small+wide failed
+    assert "[1] Fusion: risk undefined: some rows have no prediction" in str(summary).replace(
+        "\n", " ")
     no_failures = pearl.fit("y ~ block(small)", frame, blocks={"small": blocks["small"]}, seed=0)
     assert not any(t.title and t.title.startswith("Failure") for t in no_failures.summary().tables)
 

@@ -136,8 +136,29 @@ def test_a_constant_gaussian_response_is_refused(value):
     data = {"y": np.full(50, value), "a": rng.normal(size=(50, 2)), "b": rng.normal(size=(50, 2))}
     with pytest.raises(ResponseError, match="constant"):
         pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+    # the candidates of a fit without offset predict the constant itself: nothing to weigh
     with pytest.raises(ResponseError, match="constant"):
-        solve_weights(rng.normal(size=(50, 3)), data["y"], SQUARED)
+        solve_weights(np.full((50, 3), value), data["y"], SQUARED)
+
+
+def test_a_constant_response_that_varies_net_of_its_offset_is_fitted():
+    # y = 3 with offset 3 - y_real is the model y_real = X b (the mean is X b + offset), so
+    # the fit equals that of y_real without an offset: same folds, same least squares
+    rng = np.random.default_rng(3)
+    n = 60
+    a, b, x = rng.normal(size=(n, 3)), rng.normal(size=(n, 2)), rng.normal(size=n)
+    y_real = a[:, 0] + x + rng.normal(size=n)
+    formula = "y ~ block(a) + block(b) + x"
+    shifted = pearl.fit(formula, {"y": np.full(n, 3.0), "a": a, "b": b, "x": x},
+                        offset=3.0 - y_real, seed=0, honest=False)
+    plain = pearl.fit(formula, {"y": y_real, "a": a, "b": b, "x": x}, seed=0, honest=False)
+    # rounding of 3 - y_real and back: a few ulps of |y|, amplified by the well-conditioned
+    # (standardised, n = 60) least squares
+    np.testing.assert_allclose(shifted.weights.to_numpy(), plain.weights.to_numpy(), atol=1e-9)
+    np.testing.assert_allclose(shifted.params.to_numpy(), plain.params.to_numpy(), rtol=1e-9)
+    # constant net of the offset: refused, naming the offset
+    with pytest.raises(ResponseError, match="net of the offset"):
+        pearl.fit(formula, {"y": y_real, "a": a, "b": b, "x": x}, offset=y_real - 1.0, seed=0)
 
 
 def test_new_rows_with_a_constant_response_can_still_be_evaluated():
