@@ -126,7 +126,7 @@ def with_observation_weights(prepared: Prepared, loss: Loss,
     response = prepared.response.with_observation_weights(observed.weights, observed.offset,
                                                           observed.weight_type)
     if observed.weights is not None:
-        loss = RowWeightedLoss(loss.family, loss, observed.weights)
+        loss = RowWeightedLoss(loss.family, loss, observed.weights, observed.weight_type)
     return dataclasses.replace(prepared, response=response), loss
 
 

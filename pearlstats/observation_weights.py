@@ -58,7 +58,7 @@ import pandas as pd
 from .exceptions import DataError, OptionError
 
 __all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
-           "check_new_offset", "WEIGHT_TYPES"]
+           "check_new_offset", "effective_nobs", "WEIGHT_TYPES"]
 
 WEIGHT_TYPES = {
     "frequency": "each row counts w times (statsmodels' freq_weights)",
@@ -184,6 +184,44 @@ def check_new_offset(offset: Any, exposure: Any, n: int,
     return total
 
 
+def effective_nobs(n_rows: int, row_weights: np.ndarray | float | None = None,
+                   weight_type: str | None = None) -> float:
+    """How many observations *n_rows* rows count as (statsmodels' ``GLM.wnobs``).
+
+    Frequency weights count rows: a row of weight ``w`` is ``w`` observations, so the rows
+    are ``sum w`` of them (a weight of 2 is the row twice). Variance weights scale a row's
+    variance, not its count: *n_rows*, as without weights. Every rule that depends on the
+    sample size reads it here: the ``weight_shrinkage="size"`` amount ``min(1, c J / n)``,
+    the residual degrees of freedom ``n - rank`` of the refits and their intervals, the
+    standard errors of (weighted) mean losses (:func:`mean_se`) and the bootstrap's
+    resample size. Rules about the *rank* of a design (a candidate with at least as many
+    coefficients as training rows is infeasible, or separable for a logistic fit) count
+    distinct rows instead: copies of a row add no rank.
+
+    Parameters
+    ----------
+    n_rows : int
+        The rows.
+    row_weights : ndarray (n_rows,) or float, optional
+        Their observation weights (or the weights' sum); None without weights.
+    weight_type : {"frequency", "variance"}, optional
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> effective_nobs(3, np.array([1.0, 2.0, 4.0]), "frequency")
+    7.0
+    >>> effective_nobs(3, np.array([1.0, 2.0, 4.0]), "variance"), effective_nobs(3)
+    (3.0, 3.0)
+    """
+    if weight_type == "frequency" and row_weights is not None:
+        return float(np.sum(row_weights))
+    return float(n_rows)
+
+
 def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
             weight_type: str | None) -> np.ndarray:
     """Standard error of the (weighted) mean of per-row terms, along axis 0.
@@ -202,7 +240,7 @@ def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
     v = (row_weights / row_weights.mean()).reshape(shape)
     deviations = values / v - values.mean(axis=0)
     if weight_type == "frequency":
-        total = row_weights.sum()
+        total = effective_nobs(n, row_weights, weight_type)
         return np.sqrt((row_weights.reshape(shape) * deviations**2).sum(axis=0)
                        / ((total - 1) * total))
     return np.sqrt(((v * deviations) ** 2).sum(axis=0) / (n * (n - 1)))

@@ -508,7 +508,8 @@ class WeightDiagnostics:
         new_loss = get_loss(loss, self.family)
         state = self.stages
         if state.response.row_weights is not None:  # the weighted mean of the new loss
-            new_loss = RowWeightedLoss(new_loss.family, new_loss, state.response.row_weights)
+            new_loss = RowWeightedLoss(new_loss.family, new_loss, state.response.row_weights,
+                                       state.response.weight_type)
         if state.weight_options.cv_repeats > 1:
             warnings.warn(
                 f"this fit's weights averaged {state.weight_options.cv_repeats} fold draws, but "
