@@ -26,6 +26,7 @@ from .weights.shrinkage import (
     size_shrinkage,
     target_weights,
 )
+from .weights.row_weighted import RowWeightedLoss
 from .weights.solvers import WeightSolution, check_on_simplex
 
 if TYPE_CHECKING:
@@ -190,7 +191,8 @@ def fit_name(state: FitState) -> str:
 
 
 def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = None,
-                         record: list | None = None) -> np.ndarray:
+                         record: list | None = None,
+                         counts: np.ndarray | None = None) -> np.ndarray:
     """The fit's weight stage re-run on the stored out-of-fold predictions of some rows.
 
     The weights of the pool on the rows *rows* (a fold's complement, a bootstrap
@@ -210,6 +212,9 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
         The re-solve's name (``"fold 2"``), for a convergence warning.
     record : list, optional
         Receives the solve's WeightSolution (see :func:`solve_draw_weights`).
+    counts : ndarray, optional
+        Frequency weights of *rows* in place of the fit's (a resample of frequency-weighted
+        rows: how often each row was drawn).
 
     Returns
     -------
@@ -220,7 +225,9 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
     output = state.output
     sample = EngineOutput(output.predictions[rows], output.failed, [], output.ridges)
     loss = state.loss
-    if hasattr(loss, "restricted"):  # observation weights: those of the rows re-solved
+    if counts is not None:  # a row drawn k times counts k times
+        loss = RowWeightedLoss(loss.family, getattr(loss, "base", loss), counts, "frequency")
+    elif hasattr(loss, "restricted"):  # observation weights: those of the rows re-solved
         loss = loss.restricted(rows)
     _, solution, _ = solve_draw_weights([sample], state.response.y[rows], pool,
                                         [state.folds[rows]], loss,

@@ -290,8 +290,11 @@ def uncertainty_table(res: PearlResults, n_resamples: int) -> SimpleTable:
     shown = table[table["weight"] > 0].sort_values("weight", ascending=False, kind="stable")
     rows = [[number_cell(value) for value in (r.weight, r.mean, r.spread, r.q_lower, r.q_upper)]
             for r in shown.itertuples()]
+    failed = table.attrs.get("n_failed", 0)
+    counted = (f"{n_resamples - failed} of {n_resamples} resamples, {failed} could not be "
+               "fitted" if failed else f"{n_resamples} resamples")
     title = (f"Bootstrap distribution of the weights (refitting bootstrap of the procedure, "
-             f"{n_resamples} resamples; not standard errors)")
+             f"{counted}; not standard errors)")
     return _table(rows, ["weight", "boot mean", "boot spread", "q0.025", "q0.975"],
                   list(shown.index), title)
 
