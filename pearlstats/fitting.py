@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +36,14 @@ from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
 from .engines._common import check_ridge
-from .exceptions import DataError, OptionError
+from .exceptions import DataError, ObservationWeightWarning, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
 from .in_memory_only import refuse_in_memory_only
 from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
+    few_observations_note,
     refuse_unsupported,
 )
 from .results.core import PearlResults, results_from_state
@@ -57,6 +59,7 @@ from .stages import (
 )
 from .weight_stage import cross_validate_draws, solve_draw_weights
 from .weights.losses import Loss, get_loss
+from .weights.certificate import user_stacklevel
 from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
 
@@ -127,6 +130,10 @@ def with_observation_weights(prepared: Prepared, loss: Loss,
                                                           observed.weight_type)
     if observed.weights is not None:
         loss = RowWeightedLoss(loss.family, loss, observed.weights, observed.weight_type)
+        note = few_observations_note(observed.weights, observed.weight_type,
+                                     prepared.design.X.shape[1])
+        if note:
+            warnings.warn(note, ObservationWeightWarning, stacklevel=user_stacklevel())
     return dataclasses.replace(prepared, response=response), loss
 
 

@@ -58,7 +58,7 @@ import pandas as pd
 from .exceptions import DataError, OptionError
 
 __all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
-           "check_new_offset", "effective_nobs", "WEIGHT_TYPES"]
+           "check_new_offset", "effective_nobs", "few_observations_note", "WEIGHT_TYPES"]
 
 WEIGHT_TYPES = {
     "frequency": "each row counts w times (statsmodels' freq_weights)",
@@ -220,6 +220,39 @@ def effective_nobs(n_rows: int, row_weights: np.ndarray | float | None = None,
     if weight_type == "frequency" and row_weights is not None:
         return float(np.sum(row_weights))
     return float(n_rows)
+
+
+def few_observations_note(row_weights: np.ndarray | None, weight_type: str | None,
+                          n_coefficients: int) -> str | None:
+    """Why frequency weights probably mean something else, in words, or None.
+
+    Frequency weights that sum to fewer observations than the *n_coefficients* of the largest
+    candidate leave its residual degrees of freedom ``sum w - p`` at or below 0, as they would
+    the rows they stand for: statsmodels' ``GLM(freq_weights=)`` gives NaN standard errors,
+    and a CV+ interval of so few observations is infinite. Weights that sum to 1 over many
+    rows are usually relative weights (normalised), which are ``weight_type="variance"``.
+
+    Examples
+    --------
+    >>> print(few_observations_note(np.full(4, 0.25), "frequency", 3))  # doctest: +ELLIPSIS
+    frequency weights sum to 1 over 4 rows (normalised?): they count as 1 observations, ...
+    >>> few_observations_note(np.full(4, 2.0), "frequency", 3) is None
+    True
+    """
+    if weight_type != "frequency" or row_weights is None:
+        return None
+    total = effective_nobs(row_weights.size, row_weights, weight_type)
+    normalised = row_weights.size > 1 and abs(total - 1.0) <= 1e-6
+    if total > n_coefficients and not normalised:
+        return None
+    return (f"frequency weights sum to {total:.4g} over {row_weights.size} rows"
+            + (" (normalised?)" if normalised else "")
+            + f": they count as {total:.4g} observations, "
+            + (f"not more than the {n_coefficients} coefficients of the largest candidate, so "
+               "its residual degrees of freedom, standard errors and confidence intervals are "
+               "NaN (as statsmodels' freq_weights gives them) and prediction intervals infinite"
+               if total <= n_coefficients else "which frequency weights rarely are")
+            + "; relative weights (survey, precision) are weight_type='variance'")
 
 
 def mean_se(values: np.ndarray, row_weights: np.ndarray | None,

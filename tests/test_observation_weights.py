@@ -622,3 +622,30 @@ def test_confidence_interval_with_weights_and_offset_is_the_weighted_glms(weight
     np.testing.assert_allclose(moved[["mean", "lower", "upper"]] - 2.0,
                                band[["mean", "lower", "upper"]], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(moved["mean_se"], band["mean_se"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [0.04, 1 / 80])  # sum 3.2 and 1 (normalised)
+def test_frequency_weights_counting_too_few_observations_warn_at_fit_and_give_nan_ses(scale):
+    from pearlstats.exceptions import ObservationWeightWarning
+
+    data, _, _ = _data("gaussian", n=80, seed=27)
+    weights = np.full(80, scale)
+    with pytest.warns(ObservationWeightWarning, match="weight_type='variance'") as caught:
+        res = _fit(data, "gaussian", weights=weights, weight_type="frequency")
+    assert caught[0].filename == __file__  # at the user's line
+    # statsmodels: residual df sum(w) - p <= 0 for the candidate a+b (4 coefficients), so its
+    # scale and standard errors are NaN; the coefficients are the weighted least squares ones
+    X = _exog(data, ["a", "b"])
+    direct = sm.GLM(data["y"], X, freq_weights=weights).fit()
+    assert direct.df_resid <= 0 and np.all(np.isnan(direct.bse))
+    np.testing.assert_allclose(res.candidate_params("a+b").to_numpy(), direct.params,
+                               rtol=1e-8, atol=1e-10)
+    assert np.all(np.isnan(res.candidates["a+b"].bse))
+    # the averaged SEs and intervals are NaN, not an error, and the summary says why
+    assert res.bse.isna().all() and res.conf_int().isna().all().all()
+    assert "weight_type='variance'" in res.summary().as_text().replace("\n", " ")
+    # the same weights as variance weights: no warning, finite SEs (relative weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ObservationWeightWarning)
+        relative = _fit(data, "gaussian", weights=weights, weight_type="variance")
+    assert np.isfinite(relative.bse).all()

@@ -17,6 +17,7 @@ from statsmodels.iolib.table import SimpleTable
 
 from ..exceptions import OptionError, PearlWarning
 from ..honest_se import honest_se_note
+from ..observation_weights import few_observations_note
 from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
 from .averaging import active_labels, candidate_ridge, unidentified
 from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
@@ -375,6 +376,11 @@ def summary_notes(res: PearlResults) -> list[str]:
         + (f" ({failed} of them failed in cross-validation)." if failed else ".")
     ]
     notes += _ledger_notes(res)
+    response = res.stages.response  # (dask fits refuse observation weights)
+    few = response.row_weights is not None and few_observations_note(
+        response.row_weights, response.weight_type, res.stages.design.X.shape[1])
+    if few:
+        notes.append(f"Note: {few[0].upper()}{few[1:]}.")
     notes.append(
         "Strategies: "
         + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
