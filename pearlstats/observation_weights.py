@@ -274,6 +274,8 @@ def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
     deviations = values / v - values.mean(axis=0)
     if weight_type == "frequency":
         total = effective_nobs(n, row_weights, weight_type)
+        if total <= 1:  # one observation or fewer has no spread (few_observations_note)
+            return np.full(values.shape[1:], np.nan)
         return np.sqrt((row_weights.reshape(shape) * deviations**2).sum(axis=0)
                        / ((total - 1) * total))
     return np.sqrt(((v * deviations) ** 2).sum(axis=0) / (n * (n - 1)))
