@@ -58,8 +58,8 @@ from .stages import (
     prepare_rows,
 )
 from .weight_stage import cross_validate_draws, solve_draw_weights
-from .weights.losses import Loss, get_loss
 from .weights.certificate import user_stacklevel
+from .weights.losses import Loss, get_loss
 from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
 

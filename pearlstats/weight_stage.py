@@ -18,6 +18,7 @@ from .engines._common import EngineOutput
 from .families import EncodedResponse
 from .ledger import LedgerEntry
 from .stages import cross_validate, solve_stage_weights
+from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import (
     SHRINKAGE_TARGETS,
     SIZE_RULE_CONSTANT,
@@ -26,7 +27,6 @@ from .weights.shrinkage import (
     size_shrinkage,
     target_weights,
 )
-from .weights.row_weighted import RowWeightedLoss
 from .weights.solvers import WeightSolution, check_on_simplex
 
 if TYPE_CHECKING:

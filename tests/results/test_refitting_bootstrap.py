@@ -275,7 +275,8 @@ def test_resamples_that_draw_a_rare_class_once_are_recorded_and_the_others_kept(
         # they are one row drawn three times (probability 3 (1/3)^3 = 1/9 per resample)
         assert y[rows].sum() == 3
         if positives < 2:
-            assert re.search(rf"bootstrap resample {b} \(seed 0\).*only one row", failed[f"boot {b}"])
+            assert re.search(rf"bootstrap resample {b} \(seed 0\).*only one row",
+                             failed[f"boot {b}"])
             assert f"boot {b}" not in boot.columns
         else:
             assert f"boot {b}" not in failed
