@@ -404,7 +404,12 @@ def fit(
         all rows (the weighted likelihood of statsmodels' GLM), and the
         PEARL weights minimise the weighted mean surrogate loss; CV risks and
         baselines are weighted means. Scaling all weights by a constant
-        changes nothing. The honest re-runs (``res.honest``) fit each outer
+        changes nothing, except that frequency weights count ``sum w``
+        observations wherever the sample size enters (the size rule, SEs,
+        residual df, the bootstrap: :func:`~pearlstats.observation_weights.effective_nobs`);
+        frequency weights summing to at most the coefficients, or to 1, warn
+        (:class:`~pearlstats.exceptions.ObservationWeightWarning`). The honest
+        re-runs (``res.honest``) fit each outer
         fold's rows with their weights and offsets and score the held-out rows
         by weighted means; ``cv_repeats`` stacks the draws with the rows'
         weights. ``ridge > 0`` penalises each candidate's weighted fit with the
@@ -414,7 +419,7 @@ def fit(
         wide blocks, dask data, multinomial and prediction sets with variance
         weights. The stability re-solves and the bootstrap with variance
         weights resample rows that keep their weights; the bootstrap with frequency weights
-        resamples the expanded data. CV+ intervals and
+        resamples the expanded data (as multinomial counts of the rows). CV+ intervals and
         sets: see ``res.predict``. SEs of CV risks: see
         :func:`~pearlstats.observation_weights.mean_se`.
     weight_type : {"frequency", "variance"}

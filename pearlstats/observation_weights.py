@@ -35,7 +35,8 @@ support), Pearson residuals (times ``sqrt(w)`` with variance weights, statsmodel
 * The bootstrap (``resample_weights("bootstrap")``, with or without ``refit``, and
   ``weight_uncertainty``): with variance weights rows are resampled uniformly, each copy
   keeping its weight; with frequency weights the resample is one of the expanded data,
-  ``round(sum w)`` rows drawn in proportion to the weights, each copy counting once
+  ``round(sum w)`` rows drawn in proportion to the weights, drawn as multinomial counts of
+  the rows that become their frequency weights (the cost of the rows, not of ``sum w``)
   (with given fold labels and ``refit``: whole groups drawn, rows keeping their weights).
 * ``interval="confidence"`` (gaussian): the weighted GLM refits' covariances, the new rows'
   offset added to the mean and both bounds (statsmodels' ``get_prediction``).
