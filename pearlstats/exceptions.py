@@ -47,6 +47,8 @@ __all__ = [
     "ConvergenceWarning",
     "UnknownTokensWarning",
     "UnidentifiedCoefficientWarning",
+    "ResampleFailureWarning",
+    "ObservationWeightWarning",
     "format_positions",
 ]
 
@@ -186,6 +188,16 @@ class UnidentifiedCoefficientWarning(PearlWarning):
     The averaged coefficients of those terms are NaN in ``params`` (see
     :meth:`~pearlstats.PearlResults.unidentified`).
     """
+
+
+class ResampleFailureWarning(PearlWarning):
+    """Some bootstrap resamples could not be fitted (e.g. a rare class drawn once); they are
+    left out, and the result's ``attrs["failed"]`` says which and why."""
+
+
+class ObservationWeightWarning(PearlWarning):
+    """Observation weights that are legal but probably not what was meant, e.g. frequency
+    weights normalised to sum 1 (use ``weight_type="variance"`` for relative weights)."""
 
 
 def format_positions(positions: Sequence[int], limit: int = 10) -> str:

@@ -20,6 +20,7 @@ import copy
 import dataclasses
 import logging
 import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,13 +39,14 @@ from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
 from .engines._common import check_ridge
 from .engines.estimator import bind_estimator, is_estimator
-from .exceptions import DataError, OptionError
+from .exceptions import DataError, ObservationWeightWarning, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
 from .in_memory_only import refuse_in_memory_only
 from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
+    few_observations_note,
     refuse_unsupported,
 )
 from .progress import check_progress, fit_bar_delay, progress_bar, timed
@@ -61,6 +63,7 @@ from .stages import (
     prepare_rows,
 )
 from .weight_stage import cross_validate_draws, solve_draw_weights
+from .weights.certificate import user_stacklevel
 from .weights.losses import Loss, get_loss
 from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
@@ -134,7 +137,11 @@ def with_observation_weights(prepared: Prepared, loss: Loss,
     response = prepared.response.with_observation_weights(observed.weights, observed.offset,
                                                           observed.weight_type)
     if observed.weights is not None:
-        loss = RowWeightedLoss(loss.family, loss, observed.weights)
+        loss = RowWeightedLoss(loss.family, loss, observed.weights, observed.weight_type)
+        note = few_observations_note(observed.weights, observed.weight_type,
+                                     prepared.design.X.shape[1])
+        if note:
+            warnings.warn(note, ObservationWeightWarning, stacklevel=user_stacklevel())
     return dataclasses.replace(prepared, response=response), loss
 
 
@@ -426,7 +433,12 @@ def fit(
         all rows (the weighted likelihood of statsmodels' GLM), and the
         PEARL weights minimise the weighted mean surrogate loss; CV risks and
         baselines are weighted means. Scaling all weights by a constant
-        changes nothing. The honest re-runs (``res.honest``) fit each outer
+        changes nothing, except that frequency weights count ``sum w``
+        observations wherever the sample size enters (the size rule, SEs,
+        residual df, the bootstrap: :func:`~pearlstats.observation_weights.effective_nobs`);
+        frequency weights summing to at most the coefficients, or to 1, warn
+        (:class:`~pearlstats.exceptions.ObservationWeightWarning`). The honest
+        re-runs (``res.honest``) fit each outer
         fold's rows with their weights and offsets and score the held-out rows
         by weighted means; ``cv_repeats`` stacks the draws with the rows'
         weights. ``ridge > 0`` penalises each candidate's weighted fit with the
@@ -436,7 +448,7 @@ def fit(
         wide blocks, dask data, multinomial and prediction sets with variance
         weights. The stability re-solves and the bootstrap with variance
         weights resample rows that keep their weights; the bootstrap with frequency weights
-        resamples the expanded data. CV+ intervals and
+        resamples the expanded data (as multinomial counts of the rows). CV+ intervals and
         sets: see ``res.predict``. SEs of CV risks: see
         :func:`~pearlstats.observation_weights.mean_se`.
     weight_type : {"frequency", "variance"}

@@ -35,7 +35,8 @@ support), Pearson residuals (times ``sqrt(w)`` with variance weights, statsmodel
 * The bootstrap (``resample_weights("bootstrap")``, with or without ``refit``, and
   ``weight_uncertainty``): with variance weights rows are resampled uniformly, each copy
   keeping its weight; with frequency weights the resample is one of the expanded data,
-  ``round(sum w)`` rows drawn in proportion to the weights, each copy counting once
+  ``round(sum w)`` rows drawn in proportion to the weights, drawn as multinomial counts of
+  the rows that become their frequency weights (the cost of the rows, not of ``sum w``)
   (with given fold labels and ``refit``: whole groups drawn, rows keeping their weights).
 * ``interval="confidence"`` (gaussian): the weighted GLM refits' covariances, the new rows'
   offset added to the mean and both bounds (statsmodels' ``get_prediction``).
@@ -59,7 +60,7 @@ from .checks import align_by_label
 from .exceptions import DataError, OptionError
 
 __all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
-           "check_new_offset", "WEIGHT_TYPES"]
+           "check_new_offset", "effective_nobs", "few_observations_note", "WEIGHT_TYPES"]
 
 WEIGHT_TYPES = {
     "frequency": "each row counts w times (statsmodels' freq_weights)",
@@ -207,6 +208,77 @@ def check_new_offset(offset: Any, exposure: Any, n: int, fitted_offset: bool,
     return total
 
 
+def effective_nobs(n_rows: int, row_weights: np.ndarray | float | None = None,
+                   weight_type: str | None = None) -> float:
+    """How many observations *n_rows* rows count as (statsmodels' ``GLM.wnobs``).
+
+    Frequency weights count rows: a row of weight ``w`` is ``w`` observations, so the rows
+    are ``sum w`` of them (a weight of 2 is the row twice). Variance weights scale a row's
+    variance, not its count: *n_rows*, as without weights. Every rule that depends on the
+    sample size reads it here: the ``weight_shrinkage="size"`` amount ``min(1, c J / n)``,
+    the residual degrees of freedom ``n - rank`` of the refits and their intervals, the
+    standard errors of (weighted) mean losses (:func:`mean_se`) and the bootstrap's
+    resample size. Rules about the *rank* of a design (a candidate with at least as many
+    coefficients as training rows is infeasible, or separable for a logistic fit) count
+    distinct rows instead: copies of a row add no rank.
+
+    Parameters
+    ----------
+    n_rows : int
+        The rows.
+    row_weights : ndarray (n_rows,) or float, optional
+        Their observation weights (or the weights' sum); None without weights.
+    weight_type : {"frequency", "variance"}, optional
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> effective_nobs(3, np.array([1.0, 2.0, 4.0]), "frequency")
+    7.0
+    >>> effective_nobs(3, np.array([1.0, 2.0, 4.0]), "variance"), effective_nobs(3)
+    (3.0, 3.0)
+    """
+    if weight_type == "frequency" and row_weights is not None:
+        return float(np.sum(row_weights))
+    return float(n_rows)
+
+
+def few_observations_note(row_weights: np.ndarray | None, weight_type: str | None,
+                          n_coefficients: int) -> str | None:
+    """Why frequency weights probably mean something else, in words, or None.
+
+    Frequency weights that sum to fewer observations than the *n_coefficients* of the largest
+    candidate leave its residual degrees of freedom ``sum w - p`` at or below 0, as they would
+    the rows they stand for: statsmodels' ``GLM(freq_weights=)`` gives NaN standard errors,
+    and a CV+ interval of so few observations is infinite. Weights that sum to 1 over many
+    rows are usually relative weights (normalised), which are ``weight_type="variance"``.
+
+    Examples
+    --------
+    >>> print(few_observations_note(np.full(4, 0.25), "frequency", 3))  # doctest: +ELLIPSIS
+    frequency weights sum to 1 over 4 rows (normalised?): they count as 1 observations, ...
+    >>> few_observations_note(np.full(4, 2.0), "frequency", 3) is None
+    True
+    """
+    if weight_type != "frequency" or row_weights is None:
+        return None
+    total = effective_nobs(row_weights.size, row_weights, weight_type)
+    normalised = row_weights.size > 1 and abs(total - 1.0) <= 1e-6
+    if total > n_coefficients and not normalised:
+        return None
+    return (f"frequency weights sum to {total:.4g} over {row_weights.size} rows"
+            + (" (normalised?)" if normalised else "")
+            + f": they count as {total:.4g} observations, "
+            + (f"not more than the {n_coefficients} coefficients of the largest candidate, so "
+               "its residual degrees of freedom, standard errors and confidence intervals are "
+               "NaN (as statsmodels' freq_weights gives them) and prediction intervals infinite"
+               if total <= n_coefficients else "which frequency weights rarely are")
+            + "; relative weights (survey, precision) are weight_type='variance'")
+
+
 def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
             weight_type: str | None) -> np.ndarray:
     """Standard error of the (weighted) mean of per-row terms, along axis 0.
@@ -225,7 +297,9 @@ def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
     v = (row_weights / row_weights.mean()).reshape(shape)
     deviations = values / v - values.mean(axis=0)
     if weight_type == "frequency":
-        total = row_weights.sum()
+        total = effective_nobs(n, row_weights, weight_type)
+        if total <= 1:  # one observation or fewer has no spread (few_observations_note)
+            return np.full(values.shape[1:], np.nan)
         return np.sqrt((row_weights.reshape(shape) * deviations**2).sum(axis=0)
                        / ((total - 1) * total))
     return np.sqrt(((v * deviations) ** 2).sum(axis=0) / (n * (n - 1)))

@@ -18,6 +18,7 @@ from .engines._common import EngineOutput
 from .families import EncodedResponse
 from .ledger import LedgerEntry
 from .stages import cross_validate, solve_stage_weights
+from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import (
     SHRINKAGE_TARGETS,
     SIZE_RULE_CONSTANT,
@@ -172,6 +173,9 @@ def solve_draw_weights(
         loss = loss.restricted(rows) if hasattr(loss, "restricted") else loss
     labels = [candidate.label for candidate in pool]
     y_stacked = y if len(draws) == 1 else np.tile(y, len(draws))  # no copy for one draw
+    # the size rule's n: the observations the rows count as (with frequency weights their
+    # sum); the stacked copies of repeated fold draws are the same rows
+    nobs = loss.effective_rows(len(y))
     if hasattr(loss, "restricted"):  # observation weights: a row's copies keep its weight
         loss = loss.restricted(np.tile(np.arange(len(y)), len(draws)))
     solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss, labels,
@@ -183,7 +187,8 @@ def solve_draw_weights(
         K = int(draws[0].max()) + 1
         groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
         rows = np.tile(np.arange(len(y)), len(draws))
-        solution, note = _shrink(solution, stacked, pool, y_stacked, loss, shrinkage, groups, rows)
+        solution, note = _shrink(solution, stacked, pool, y_stacked, loss, shrinkage, groups, rows,
+                                 nobs)
         entries.append(note)
     return output, solution, entries
 
@@ -194,7 +199,8 @@ def fit_name(state: FitState) -> str:
 
 
 def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = None,
-                         record: list | None = None) -> np.ndarray:
+                         record: list | None = None,
+                         counts: np.ndarray | None = None) -> np.ndarray:
     """The fit's weight stage re-run on the stored out-of-fold predictions of some rows.
 
     The weights of the pool on the rows *rows* (a fold's complement, a bootstrap
@@ -214,6 +220,9 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
         The re-solve's name (``"fold 2"``), for a convergence warning.
     record : list, optional
         Receives the solve's WeightSolution (see :func:`solve_draw_weights`).
+    counts : ndarray, optional
+        Frequency weights of *rows* in place of the fit's (a resample of frequency-weighted
+        rows: how often each row was drawn).
 
     Returns
     -------
@@ -224,7 +233,9 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
     output = state.output
     sample = EngineOutput(output.predictions[rows], output.failed, [], output.ridges)
     loss = state.loss
-    if hasattr(loss, "restricted"):  # observation weights: those of the rows re-solved
+    if counts is not None:  # a row drawn k times counts k times
+        loss = RowWeightedLoss(loss.family, getattr(loss, "base", loss), counts, "frequency")
+    elif hasattr(loss, "restricted"):  # observation weights: those of the rows re-solved
         loss = loss.restricted(rows)
     _, solution, _ = solve_draw_weights([sample], state.response.y[rows], pool,
                                         [state.folds[rows]], loss,
@@ -234,7 +245,7 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
     return solution.weights[:len(pool)]
 
 
-def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
+def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows, nobs: float):
     """Weights shrunk toward the target over the candidates that did not fail; a ledger note."""
     amount, target = shrinkage
     P = stacked.predictions[:, :len(pool)]
@@ -245,8 +256,7 @@ def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows):
         chosen = choose_shrinkage(P, y, loss, groups, rows, active, target=u)
         amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
     elif amount == "size":
-        # n counts labeled rows: the stacked copies of repeated fold draws are the same rows.
-        amount, how = size_rule(active, int(rows.max()) + 1)
+        amount, how = size_rule(active, nobs)
     weights = check_on_simplex(shrink_toward(solution.weights, u, amount))
     objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
     return shrunk_solution(solution, weights, objective), shrinkage_note(target, u, amount, how)
@@ -259,12 +269,13 @@ def pool_target(target: str | Mapping[str, float], pool: Sequence[Candidate],
     return target_weights(target, [c.label for c in pool], single, active)
 
 
-def size_rule(active: np.ndarray, n: int) -> tuple[float, str]:
-    """The ``"size"`` amount for the candidates that did not fail and *n* labeled rows, and
-    how the ledger says it was set."""
+def size_rule(active: np.ndarray, n: float) -> tuple[float, str]:
+    """The ``"size"`` amount for the candidates that did not fail and *n* labeled observations
+    (:func:`~pearlstats.observation_weights.effective_nobs`: with frequency weights their sum),
+    and how the ledger says it was set."""
     J = int(active.sum())
     return (size_shrinkage(J, n),
-            f"min(1, {SIZE_RULE_CONSTANT:g} J / n) with J = {J} candidates, n = {n} rows")
+            f"min(1, {SIZE_RULE_CONSTANT:g} J / n) with J = {J} candidates, n = {n:g} rows")
 
 
 def shrunk_solution(solution: WeightSolution, weights: np.ndarray,

@@ -431,8 +431,12 @@ def test_bad_params_and_options():
         inf.averaged_params({"a": pd.DataFrame({1: [1.0]}), "b": pd.DataFrame({2: [1.0]})}, w)
     with pytest.raises(OptionError, match="alpha=1.5"):
         inf.averaged_conf_int(params, bse, w, alpha=1.5)
-    with pytest.raises(DataError, match="df_resid must be positive"):
-        inf.adjusted_se(params, bse, w, {"a": 0, "b": 3})
+    # no residual df (statsmodels' df_resid <= 0): no t quantile, so NaN, not an error
+    # for the terms of that candidate; z, which it lacks (se 0), keeps a finite SE
+    se = inf.adjusted_se(params, bse, w, {"a": 0, "b": 3})
+    assert np.isnan(se["x"]) and np.isfinite(se["z"])
+    with pytest.raises(DataError, match="df_resid must be numbers"):
+        inf.adjusted_se(params, bse, w, {"a": np.nan, "b": 3})
     with pytest.raises(DataError, match=r"df_resid has no entry for candidates \['b'\]"):
         inf.adjusted_se(params, bse, w, {"a": 3})
     with pytest.raises(DataError, match="differ in shape"):

@@ -255,20 +255,25 @@ def test_bootstrap_with_variance_weights_resamples_rows_with_their_weights():
 
 
 def test_bootstrap_with_frequency_weights_resamples_the_expanded_data():
-    from pearlstats.results.bootstrap import bootstrap_resample
+    from pearlstats.results.bootstrap import bootstrap_resample, weighted_resample
 
     data, _, offset = _data("poisson", n=50, seed=24)
     counts = np.random.default_rng(6).integers(1, 4, size=50)
     res = _fit(data, "poisson", weights=counts, weight_type="frequency", offset=offset)
     table = res.resample_weights("bootstrap", n_resamples=2, seed=4, refit=True)
-    for b in range(2):  # sum(w) copies drawn, each one row: the unweighted fit on the copies
-        rows, folds = bootstrap_resample(50, 5, seed=4, b=b, state_folds=res.folds,
-                                         y=res.stages.response.y, frequency_weights=counts)
-        assert rows.size == counts.sum()
+    for b in range(2):  # sum(w) copies drawn, as counts of the rows: their frequency weights
+        rows, drawn, folds = weighted_resample(counts, 5, seed=4, b=b)
+        assert drawn.sum() == counts.sum() and np.all(drawn > 0)
         again = _fit({k: v[rows] for k, v in data.items()}, "poisson", offset=offset[rows],
-                     cv=folds)
+                     weights=drawn, weight_type="frequency", cv=folds)
         np.testing.assert_allclose(table[f"boot {b}"].to_numpy(), again.weights.to_numpy(),
                                    atol=1e-9)
+        # ... which is the unweighted fit on the drawn copies, each copy in its row's fold
+        copies = np.repeat(rows, drawn.astype(int))
+        unweighted = _fit({k: v[copies] for k, v in data.items()}, "poisson",
+                          offset=offset[copies], cv=np.repeat(folds, drawn.astype(int)))
+        np.testing.assert_allclose(table[f"boot {b}"].to_numpy(),
+                                   unweighted.weights.to_numpy(), atol=1e-7)
     # given fold labels (groups): whole groups drawn, their rows keeping their weights
     groups = np.arange(50) % 10
     grouped = _fit(data, "poisson", weights=counts, weight_type="frequency", offset=offset,
@@ -287,13 +292,12 @@ def test_bootstrap_with_frequency_weights_resamples_the_expanded_data():
 
 
 def test_frequency_weighted_bootstrap_draws_rows_as_the_expanded_datas_bootstrap_does():
-    from pearlstats.results.bootstrap import expanded_rows
+    from pearlstats.results.bootstrap import resample_counts
 
     counts = np.random.default_rng(7).integers(1, 5, size=40)
     total, draws = counts.sum(), 4000
-    weighted = expanded_rows(counts, np.random.default_rng(0), draws)
-    assert weighted.shape == (draws, total)
-    per_row = np.array([np.bincount(r, minlength=40) for r in weighted])
+    per_row = resample_counts(counts, np.random.default_rng(0), draws)
+    assert per_row.shape == (draws, 40) and np.all(per_row.sum(axis=1) == total)
     # the expanded data's bootstrap: sum(w) of its sum(w) rows uniformly, counted per original
     original = np.repeat(np.arange(40), counts)
     uniform = original[np.random.default_rng(1).integers(0, total, size=(draws, total))]
@@ -303,19 +307,50 @@ def test_frequency_weighted_bootstrap_draws_rows_as_the_expanded_datas_bootstrap
     for observed in (per_row, per_row_expanded):
         assert np.all(np.abs(observed.mean(axis=0) - counts) < 5 * np.sqrt(variance / draws))
         np.testing.assert_allclose(observed.var(axis=0), variance, rtol=0.15)
+    # and a statistic of the resample, the weighted mean of a row value x (what a bootstrap
+    # of a mean would report): the same mean and SD over resamples. Both equal the expanded
+    # data's mean m and sqrt(s2 / N), s2 its variance (ddof 0); the Monte Carlo SE of the
+    # mean is sd / sqrt(draws), of the SD about sd / sqrt(2 draws): 5 of them is ~9e-2 sd
+    x = np.random.default_rng(2).normal(size=40)
+    m = counts @ x / total
+    sd = np.sqrt(counts @ (x - m) ** 2 / total / total)
+    for observed in (per_row, per_row_expanded):
+        means = observed @ x / total
+        assert abs(means.mean() - m) < 5 * sd / np.sqrt(draws)
+        assert abs(means.std() - sd) < 5 * sd / np.sqrt(2 * draws)
+
+
+def test_weight_uncertainty_with_frequency_weights_costs_the_rows_not_the_weights_sum():
+    # 100 rows standing for about 1e8: the expanded resample (1e8 row positions, 800 MB, and
+    # fits on 1e8 rows) was a MemoryError; counts of the 100 rows cost what 100 rows cost
+    from pearlstats.results.bootstrap import weighted_resample
+
+    data, _, offset = _data("poisson", n=100, seed=26)
+    counts = np.random.default_rng(9).integers(500_000, 1_500_000, size=100).astype(float)
+    res = _fit(data, "poisson", weights=counts, weight_type="frequency", offset=offset)
+    table = res.weight_uncertainty(n_resamples=3, seed=1)
+    assert table.attrs["n_resamples"] == 3
+    boot = res.resample_weights("bootstrap", n_resamples=2, seed=1, refit=True)
+    rows, drawn, folds = weighted_resample(counts, 5, seed=1, b=0)
+    assert drawn.sum() == round(counts.sum())
+    again = _fit({k: v[rows] for k, v in data.items()}, "poisson", offset=offset[rows],
+                 weights=drawn, weight_type="frequency", cv=folds)
+    np.testing.assert_allclose(boot["boot 0"].to_numpy(), again.weights.to_numpy(), atol=1e-9)
 
 
 def test_stored_prediction_bootstrap_with_frequency_weights_counts_each_copy_once():
     from scipy.optimize import minimize
 
-    from pearlstats.results.bootstrap import expanded_rows
+    from pearlstats.results.bootstrap import resample_counts
 
     data, _, _ = _data("gaussian", n=60, seed=25)
     counts = np.random.default_rng(8).integers(1, 4, size=60)
     res = _fit(data, "gaussian", weights=counts, weight_type="frequency")
     table = res.resample_weights("bootstrap", n_resamples=3, seed=9)
     P, y = res.cv_predictions.to_numpy(), data["y"]
-    for b, rows in enumerate(expanded_rows(counts, np.random.default_rng(9), 3)):
+    for b, drawn in enumerate(resample_counts(counts, np.random.default_rng(9), 3)):
+        rows = np.repeat(np.arange(60), drawn)  # the drawn copies, each counted once
+
         def mean_squared(w, rows=rows):
             return np.mean((y[rows] - P[rows] @ w) ** 2)
         direct = minimize(mean_squared, np.full(3, 1 / 3), method="SLSQP",
@@ -587,3 +622,30 @@ def test_confidence_interval_with_weights_and_offset_is_the_weighted_glms(weight
     np.testing.assert_allclose(moved[["mean", "lower", "upper"]] - 2.0,
                                band[["mean", "lower", "upper"]], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(moved["mean_se"], band["mean_se"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [0.04, 1 / 80])  # sum 3.2 and 1 (normalised)
+def test_frequency_weights_counting_too_few_observations_warn_at_fit_and_give_nan_ses(scale):
+    from pearlstats.exceptions import ObservationWeightWarning
+
+    data, _, _ = _data("gaussian", n=80, seed=27)
+    weights = np.full(80, scale)
+    with pytest.warns(ObservationWeightWarning, match="weight_type='variance'") as caught:
+        res = _fit(data, "gaussian", weights=weights, weight_type="frequency")
+    assert caught[0].filename == __file__  # at the user's line
+    # statsmodels: residual df sum(w) - p <= 0 for the candidate a+b (4 coefficients), so its
+    # scale and standard errors are NaN; the coefficients are the weighted least squares ones
+    X = _exog(data, ["a", "b"])
+    direct = sm.GLM(data["y"], X, freq_weights=weights).fit()
+    assert direct.df_resid <= 0 and np.all(np.isnan(direct.bse))
+    np.testing.assert_allclose(res.candidate_params("a+b").to_numpy(), direct.params,
+                               rtol=1e-8, atol=1e-10)
+    assert np.all(np.isnan(res.candidates["a+b"].bse))
+    # the averaged SEs and intervals are NaN, not an error, and the summary says why
+    assert res.bse.isna().all() and res.conf_int().isna().all().all()
+    assert "weight_type='variance'" in res.summary().as_text().replace("\n", " ")
+    # the same weights as variance weights: no warning, finite SEs (relative weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ObservationWeightWarning)
+        relative = _fit(data, "gaussian", weights=weights, weight_type="variance")
+    assert np.isfinite(relative.bse).all()

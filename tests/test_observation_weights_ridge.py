@@ -329,6 +329,22 @@ def test_cv_shrinkage_with_frequency_weight_two_equals_duplicated_rows(family):
     np.testing.assert_allclose(res.weights.to_numpy(), dup.weights.to_numpy(), atol=1e-7)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_size_shrinkage_with_frequency_weights_counts_their_sum_as_the_duplicated_rows(family):
+    res, dup = _weighted_and_duplicated(family, 13, 80, 14, weight_shrinkage="size")
+    counts = np.random.default_rng(14).integers(1, 3, size=80)  # the helper's counts
+    # the size rule min(1, 2.5 J / n) with n the observations: the sum of the frequency
+    # weights, the duplicated data's rows (80 rows would give 3 * 2.5 / 80 = 0.094)
+    amount = min(1.0, 2.5 * 3 / counts.sum())
+    for fit in (res, dup):
+        note = fit.failures[fit.failures.kind == "shrinkage"].action.iloc[0]
+        assert note.startswith(f"shrinkage amount {amount:g} ")
+        assert f"n = {counts.sum()} rows" in note
+    # the same amount and weights as the duplicated rows (both solve the same weighted QP
+    # to the solver's 1e-8 tolerance)
+    np.testing.assert_allclose(res.weights.to_numpy(), dup.weights.to_numpy(), atol=1e-7)
+
+
 # reweight / loss_sensitivity and Pearson residuals with observation weights
 
 

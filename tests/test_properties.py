@@ -219,3 +219,54 @@ def test_permuting_labelled_rows_with_their_series_changes_nothing(
         first.evaluate(new, new_blocks, weights=test_weights.to_numpy(),
                        offset=new_offset.to_numpy()),
         check_exact=False, rtol=1e-9)
+
+
+@pytest.mark.parametrize("shrinkage", ["size", "cv"])
+@settings(max_examples=2, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problem=problems(), family=st.sampled_from(["gaussian", "binomial"]),
+       count_seed=st.integers(0, 2**16))
+def test_frequency_weight_k_is_the_row_repeated_k_times(problem, family, shrinkage, count_seed):
+    # A row of frequency weight k is that row k times, each copy in its row's fold: the same
+    # weights, CV risks, honest risks, CV+ intervals, shrinkage, bootstrap and evaluation.
+    # Both fits solve the same (weighted) problems; the tolerances are the solvers' (weights
+    # to 1e-8, Newton fits to 1e-10 relative), carried through ratios and quantiles.
+    rng = np.random.default_rng(count_seed)
+    y = problem.y if family == "gaussian" else (problem.y > np.median(problem.y)).astype(float)
+    n = len(y)
+    counts = rng.integers(1, 4, size=n)
+    rows = np.repeat(np.arange(n), counts)
+    folds = np.arange(n) % 5
+    options = {"family": family, "seed": problem.seed, "honest": 3,
+               "weight_shrinkage": shrinkage}
+    res = pearl.fit(problem.formula, {"y": y}, blocks=problem.blocks, weights=counts,
+                    weight_type="frequency", cv=folds, **options)
+    dup = pearl.fit(problem.formula, {"y": y[rows]},
+                    blocks={k: v[rows] for k, v in problem.blocks.items()}, cv=folds[rows],
+                    **options)
+    np.testing.assert_allclose(res.weights, dup.weights, atol=1e-7)
+    np.testing.assert_allclose(res.cv_risk, dup.cv_risk, rtol=1e-8)
+    assert list(res.failures["action"]) == list(dup.failures["action"])  # ladder, shrinkage
+    columns = ["risk", "se", "ratio", "ratio_se"]
+    np.testing.assert_allclose(res.honest[columns], dup.honest[columns], rtol=1e-6, atol=1e-9)
+    if family == "gaussian":
+        np.testing.assert_allclose(
+            res.predict(problem.new_blocks, interval="prediction", alpha=0.2).to_numpy(),
+            dup.predict(problem.new_blocks, interval="prediction", alpha=0.2).to_numpy(),
+            rtol=1e-7, atol=1e-9)
+    # evaluate: test weights k are the test row k times
+    test_y = y[:5]
+    test_blocks = {k: v[:5] for k, v in problem.blocks.items()}
+    k = rng.integers(1, 4, size=5)
+    again = np.repeat(np.arange(5), k)
+    np.testing.assert_allclose(
+        res.evaluate({"y": test_y}, blocks=test_blocks, weights=k).to_numpy(dtype=float),
+        dup.evaluate({"y": test_y[again]},
+                     blocks={b: v[again] for b, v in test_blocks.items()}).to_numpy(dtype=float),
+        rtol=1e-7, atol=1e-10)
+    # the bootstrap: with given fold labels whole folds are drawn, the weighted rows keeping
+    # their weights and the duplicated rows their copies: the same resamples
+    np.testing.assert_allclose(res.resample_weights("bootstrap", n_resamples=2, seed=5,
+                                                    refit=True),
+                               dup.resample_weights("bootstrap", n_resamples=2, seed=5,
+                                                    refit=True), atol=1e-7)

@@ -218,6 +218,9 @@ def weighted_cv_predict(
     failed = np.zeros(len(candidates), dtype=bool)
     used = np.full(len(candidates), float(ridge))
     entries: list[LedgerEntry] = []
+    # distinct rows, whatever their weights: copies add no rank, so a candidate with as many
+    # coefficients as distinct training rows is infeasible (or separable) with frequency
+    # weights too (observation_weights.effective_nobs counts observations for the rest)
     n_train_min = n - max(r.size for r in rows)
     ladder_applies = separation == "ridge" and kind == "binomial"
     moments = None

@@ -78,10 +78,11 @@ def _df_vector(df_resid, labels: list[Hashable]) -> np.ndarray:
         df = np.array([df_resid[lab] for lab in labels], dtype=float)
     else:
         df = np.full(len(labels), float(df_resid))
-    if np.any(~(df > 0)):
-        raise DataError(f"df_resid must be positive (or inf for normal quantiles), "
-                        f"got {df.tolist()}")
-    return df
+    if np.any(np.isnan(df)):
+        raise DataError(f"df_resid must be numbers (inf for normal quantiles), got {df.tolist()}")
+    # no residual degrees of freedom (frequency weights summing to at most the coefficients):
+    # no t quantile, so NaN intervals, as statsmodels gives them
+    return np.where(df > 0, df, np.nan)
 
 
 

@@ -78,15 +78,22 @@ def coefficient_order(params: Mapping[Hashable, ParamsLike]) -> list[Hashable]:
 
 
 def _stack(values: Mapping[Hashable, ParamsLike], labels: list[Hashable],
-           terms: list[Hashable]) -> np.ndarray:
-    """Candidates x terms (x classes) array; a term a candidate lacks is 0 (full average)."""
+           terms: list[Hashable], nan_allowed: bool = False) -> np.ndarray:
+    """Candidates x terms (x classes) array; a term a candidate lacks is 0 (full average).
+
+    With *nan_allowed* (standard errors) a NaN the candidate reports stays NaN: a candidate
+    without residual degrees of freedom has no SE (statsmodels gives NaN), and neither has
+    an average over it.
+    """
     for lab in labels:
         # A NaN the candidate reports itself is an error; only absent terms become 0.
-        if not np.all(np.isfinite(np.asarray(values[lab], dtype=float))):
+        reported = np.asarray(values[lab], dtype=float)
+        if not np.all(np.isfinite(reported) | (nan_allowed & np.isnan(reported))):
             raise DataError(f"candidate {lab!r} has non-finite coefficients or standard errors; "
                             "refit it, or give it weight 0 and leave it out")
     out = np.stack([np.asarray(values[lab].reindex(terms), dtype=float) for lab in labels])
-    return np.nan_to_num(out, nan=0.0)
+    absent = np.stack([~pd.Index(terms).isin(values[lab].index) for lab in labels])
+    return np.where(absent.reshape(absent.shape + (1,) * (out.ndim - 2)), 0.0, out)
 
 
 def _params_bse(params: Mapping[Hashable, ParamsLike], bse: Mapping[Hashable, ParamsLike],
@@ -105,7 +112,8 @@ def _params_bse(params: Mapping[Hashable, ParamsLike], bse: Mapping[Hashable, Pa
                             f"has {list(params[lab].index)}; they must match")
     terms = term_union(params)
     w = _weight_vector(weights, labels, "params")
-    return _stack(params, labels, terms), _stack(bse, labels, terms), w, labels, terms
+    return (_stack(params, labels, terms), _stack(bse, labels, terms, nan_allowed=True), w,
+            labels, terms)
 
 
 def _wrap(values: np.ndarray, terms: list[Hashable], template: ParamsLike) -> ParamsLike:
@@ -251,7 +259,9 @@ def adjusted_se(params: Mapping[Hashable, ParamsLike], bse: Mapping[Hashable, Pa
     z = stats.norm.ppf(1 - alpha / 2)
     ratio = stats.t.ppf(1 - alpha / 2, _df_vector(df_resid, labels)) / z
     scale = ratio.reshape((-1,) + (1,) * (s.ndim - 1))
-    return _wrap(_spread(b, (s * scale) ** 2, w, revised), terms, params[labels[0]])
+    # a term a candidate lacks has se 0 whatever its df (a NaN quantile too)
+    inflated = np.where(s == 0, 0.0, s * scale)
+    return _wrap(_spread(b, inflated**2, w, revised), terms, params[labels[0]])
 
 
 def averaged_conf_int(params: Mapping[Hashable, ParamsLike], bse: Mapping[Hashable, ParamsLike],

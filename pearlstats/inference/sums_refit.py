@@ -56,6 +56,7 @@ from scipy import stats
 from ..engines._common import RANK_TOLERANCE
 from ..exceptions import InMemoryOnlyError, OptionError
 from ..families import _state_penalty
+from ..observation_weights import effective_nobs
 from .refit_sums import RefitSums, Spread
 
 __all__ = ["RowsNeededError", "SumsRefit", "candidate_ridge_of", "refits_from_sums",
@@ -175,8 +176,7 @@ def _gaussian_fit(sums: RefitSums, j: int, counted: float, df_resid: float,
 def _assemble(kind: str, label: str, names: Sequence, params: np.ndarray, S: np.ndarray,
               j: int, sums: RefitSums, ridge: float, weight_type: str | None) -> SumsRefit:
     n = sums.design.weight
-    # frequency weights count rows (statsmodels' wnobs); variance weights do not
-    counted = n if weight_type == "frequency" else sums.rows
+    counted = effective_nobs(sums.rows, n, weight_type)  # statsmodels' wnobs
     intercept = sums.intercept(S)
     weights = sums.penalty_weights(S)
     spread = sums.design.subset(S) if kind == "gaussian" else sums.info[j]

@@ -64,6 +64,7 @@ from ..engines.wide import (
 from ..exceptions import OptionError, PearlWarning
 from ..inference.refit_sums import FAMILIES, chunk_refit_sums
 from ..inference.sums_refit import refits_from_sums, sum_ranks
+from ..observation_weights import effective_nobs
 from .identification import unidentified_terms
 
 if TYPE_CHECKING:  # core imports this module
@@ -154,9 +155,9 @@ def _penalised_cov(res: PearlResults, label: Hashable) -> tuple[np.ndarray, floa
     cov = inv @ info @ inv
     if res.family != "gaussian":
         return cov, None
-    # Residual df of a linear smoother: (weighted) rows - trace of the hat matrix X H^-1 X'W;
-    # frequency weights count rows (statsmodels' wnobs), variance weights do not.
-    counted = rows.sum() if response.weight_type == "frequency" else n
+    # Residual df of a linear smoother: the observations (statsmodels' wnobs) - trace of the
+    # hat matrix X H^-1 X'W.
+    counted = effective_nobs(n, response.row_weights, response.weight_type)
     df_resid = counted - float(np.trace(inv @ info))
     residuals = response.y - response.offset_or_zeros() - X @ b
     sigma2 = float(rows @ residuals**2) / df_resid

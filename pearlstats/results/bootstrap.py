@@ -41,26 +41,42 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from ..design.splitters import Splits
-from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
+from ..exceptions import (
+    AllCandidatesFailedError,
+    ConvergenceWarning,
+    DataError,
+    FoldError,
+    OptionError,
+    ResponseError,
+)
 from ..families import EncodedResponse
 from ..nested import rows_loss
+from ..observation_weights import effective_nobs
 from ..progress import progress_bar, timed
 from ..stages import FitState, assign_folds, worker_count
 from ..weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from ..weights.certificate import gap_table, user_stacklevel
+from ..weights.row_weighted import RowWeightedLoss
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "RESAMPLE_FAILURES",
     "bootstrap_resample",
-    "expanded_rows",
     "frequency_resampling",
+    "resample_counts",
     "refit_weights",
     "refitting_bootstrap",
     "subsample",
     "subsampling_weights",
     "uncertainty_table",
+    "weighted_resample",
 ]
+
+# What a resample's rows can make impossible (a class drawn in one row, every candidate failing
+# on them): the resample is recorded as failed and the others are kept. Any other error (an
+# option, a bug) would fail every resample and is raised.
+RESAMPLE_FAILURES = (ResponseError, FoldError, AllCandidatesFailedError, DataError)
 
 
 def _fold_spec(cv_spec, state_folds: np.ndarray, distinct: np.ndarray):
@@ -92,14 +108,15 @@ def bootstrap_resample(
     state_folds: np.ndarray | None = None,
     y: np.ndarray | None = None,
     classes: Sequence | None = None,
-    frequency_weights: np.ndarray | None = None,
     groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows and fold labels of bootstrap resample *b*.
 
     Resample b draws from the SeedSequence child b of *seed*,
     ``rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(b + 1)[b])``
-    (independent of how many resamples are drawn): rows ``rng.integers(0, n, n)``,
+    (independent of how many resamples are drawn): rows ``rng.integers(0, n, n)`` (with
+    *classes*, stratified: each class's ``n_c`` rows drawn from its own rows, in class
+    order, so that every resample has the fit's classes in the fit's proportions),
     then the fold stage (:func:`~pearlstats.stages.assign_folds`, with the same ``rng``) on the
     distinct drawn rows in increasing order, whose labels the copies share. With fold labels
     given to the fit (which may be groups) it is a cluster bootstrap: G of the G labels are
@@ -125,13 +142,8 @@ def bootstrap_resample(
     state_folds : ndarray of int, optional
         The fit's fold codes (needed for given labels).
     y, classes : optional
-        The encoded response and its classes (stratify and check the folds for classes).
-    frequency_weights : ndarray (n,), optional
-        The fit's frequency weights: a row of weight w stands for w rows, so the resample
-        is one of the expanded data, ``N = round(sum w)`` rows drawn by
-        ``rng.choice(n, N, p=w / sum w)`` (row i drawn ``w_i`` times on average), each drawn
-        copy counting once (:func:`refit_weights` with ``unit_copies=True``). Ignored with
-        given fold labels: whole groups are drawn and their rows keep their weights.
+        The encoded response and its classes (stratify the rows and the folds, and check the
+        folds, for classes).
     groups : ndarray of int (n,), optional
         The fit's group codes (``groups=``, dealt into its folds): the cluster bootstrap
         draws G of these G groups, each row keeping its fold.
@@ -147,22 +159,95 @@ def bootstrap_resample(
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
     if _given_labels(cv_spec):
         rows = _whole_groups(state_folds if groups is None else groups, rng, state_folds)
-    elif frequency_weights is not None:
-        rows = expanded_rows(frequency_weights, rng)
+    elif classes is not None and y is not None:
+        rows = np.concatenate([rng.choice(members, size=members.size)
+                               for members in _class_members(y)])
     else:
         rows = rng.integers(0, n, size=n)
     return rows, _resample_folds(rows, cv_spec, rng, state_folds, y, classes,
                                  f"bootstrap resample {b} (seed {seed})")
 
 
-def expanded_rows(frequency_weights: np.ndarray, rng: np.random.Generator,
-                  size: int | tuple | None = None) -> np.ndarray:
-    """A bootstrap draw of the expanded data: ``round(sum w)`` rows (at least 2), row i with
-    probability ``w_i / sum w`` (*size* more draws of them: shape ``size + (N,)``)."""
+def _class_members(y: np.ndarray) -> list[np.ndarray]:
+    """The rows of each class present, in class order."""
+    return [np.flatnonzero(y == code) for code in np.unique(y)]
+
+
+def weighted_resample(
+    frequency_weights: np.ndarray,
+    cv_spec: int | str,
+    *,
+    seed: int,
+    b: int,
+    y: np.ndarray | None = None,
+    classes: Sequence | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, their counts and fold labels of bootstrap resample *b* of frequency-weighted rows.
+
+    A row of frequency weight w stands for w rows, so the resample is one of the expanded
+    data, drawn without expanding it: the number of times each row is drawn,
+    :func:`resample_counts` (``Multinomial(round(sum w), w / sum w)``, by class with
+    *classes*), is what the expanded data's bootstrap gives, and a fit with those counts
+    as frequency weights is the fit on the drawn copies. The cost is that of the distinct
+    rows, whatever the weights' sum. The folds are drawn on the drawn rows (in increasing
+    order) as for :func:`bootstrap_resample`: a row's copies share its fold. The SeedSequence
+    child b of *seed* draws the counts, then the folds.
+
+    Returns
+    -------
+    rows : ndarray of int
+        The rows drawn at least once, in increasing order.
+    counts : ndarray of float
+        How often each was drawn (its frequency weight in the resample).
+    folds : ndarray of int
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(b,)))
+    counts = resample_counts(frequency_weights, rng,
+                             strata=y if classes is not None else None)
+    rows = np.flatnonzero(counts)
+    folds = _resample_folds(rows, cv_spec, rng, None, y, classes,
+                            f"bootstrap resample {b} (seed {seed})")
+    return rows, counts[rows].astype(float), folds
+
+
+def resample_counts(frequency_weights: np.ndarray, rng: np.random.Generator,
+                    size: int | None = None, strata: np.ndarray | None = None) -> np.ndarray:
+    """How often each row is drawn by a bootstrap of the data expanded by frequency weights.
+
+    The expanded data's bootstrap draws ``N = round(sum w)`` (at least 2) of its N rows with
+    replacement; the number of copies of row i drawn is then
+    ``Multinomial(N, w / sum w)``, drawn here directly, in time and memory proportional to
+    the rows, not to N. With *strata* (class codes) each class c is drawn on its own,
+    ``Multinomial(max(1, round(W_c)), w_c / W_c)`` with ``W_c`` the class's weight.
+
+    Parameters
+    ----------
+    frequency_weights : ndarray (n,)
+    rng : numpy Generator
+    size : int, optional
+        That many independent draws (rows of the result).
+    strata : ndarray (n,), optional
+
+    Returns
+    -------
+    ndarray of int, (n,) or (size, n)
+
+    Examples
+    --------
+    >>> counts = resample_counts(np.array([1.0, 2.0, 3.0]), np.random.default_rng(0), 4)
+    >>> counts.shape, counts.sum(axis=1).tolist()
+    ((4, 3), [6, 6, 6, 6])
+    """
     w = np.asarray(frequency_weights, dtype=float)
-    total = max(2, round(float(w.sum())))
-    shape = (total,) if size is None else tuple(np.atleast_1d(size)) + (total,)
-    return rng.choice(w.size, size=shape, p=w / w.sum())
+    if strata is None:
+        total = max(2, round(effective_nobs(w.size, w, "frequency")))
+        return rng.multinomial(total, w / w.sum(), size=size)
+    counts = np.zeros(w.shape if size is None else (size, w.size), dtype=np.int64)
+    for members in _class_members(np.asarray(strata)):
+        part = w[members]
+        counts[..., members] = rng.multinomial(max(1, round(float(part.sum()))),
+                                               part / part.sum(), size=size)
+    return counts
 
 
 def _given_labels(cv_spec) -> bool:
@@ -217,7 +302,7 @@ def _repeated_draws(state: FitState, rows: np.ndarray, folds: np.ndarray, seed: 
 
 def refit_weights(state: FitState, rows: np.ndarray,
                   folds: np.ndarray | Sequence[np.ndarray], *, name: str = "a resample",
-                  record: list | None = None, unit_copies: bool = False) -> np.ndarray:
+                  record: list | None = None, counts: np.ndarray | None = None) -> np.ndarray:
     """PEARL's weights fitted on the given rows with the given folds, through the fit's stages.
 
     The weight stage runs as the fit's did: over every fold draw given (``cv_repeats``) and
@@ -235,9 +320,10 @@ def refit_weights(state: FitState, rows: np.ndarray,
         The re-run's name (``"boot 3"``), for a convergence warning.
     record : list, optional
         Receives the weight solve's WeightSolution, whose ``kkt_gap`` certifies it.
-    unit_copies : bool, default False
-        Each of *rows* counts once (a resample of the data expanded by its frequency
-        weights); otherwise the copies keep the fit's observation weights.
+    counts : ndarray, optional
+        The frequency weights of *rows* in a resample of frequency-weighted data
+        (:func:`weighted_resample`), in place of the fit's weights; otherwise the rows
+        (and their copies) keep the fit's observation weights.
 
     Returns
     -------
@@ -247,9 +333,9 @@ def refit_weights(state: FitState, rows: np.ndarray,
     draws = [np.asarray(folds)] if np.ndim(folds[0]) == 0 else [np.asarray(f) for f in folds]
     response = state.response.subset(rows)  # with observation weights: the copies keep theirs
     loss = rows_loss(state.loss, rows)
-    if unit_copies:  # the offsets stay; a drawn copy of the expanded data is one row
-        response = response.with_observation_weights(None, response.offset, None)
-        loss = getattr(state.loss, "base", state.loss)
+    if counts is not None:  # the offsets stay; a row drawn k times counts k times
+        response = response.with_observation_weights(counts, response.offset, "frequency")
+        loss = RowWeightedLoss(state.loss.family, state.loss.base, counts, "frequency")
     pool = list(state.candidates.pool)
     # Only the pool: the baseline extras do not enter the weights.
     outputs, _ = cross_validate_draws(state.family, state.design.X[rows], response, pool, draws,
@@ -262,22 +348,32 @@ def refit_weights(state: FitState, rows: np.ndarray,
     return np.asarray(solution.weights, dtype=float)
 
 
+def _draw(state: FitState, seed: int, b: int) -> tuple:
+    """Rows, their counts (frequency weights; else None) and folds of resample *b*."""
+    response = state.response
+    if frequency_resampling(state):
+        return weighted_resample(response.row_weights, state.cv_spec, seed=seed, b=b,
+                                 y=response.y, classes=response.classes)
+    rows, folds = bootstrap_resample(len(response.y), state.cv_spec, seed=seed, b=b,
+                                     state_folds=state.folds, y=response.y,
+                                     classes=response.classes, groups=state.groups)
+    return rows, None, folds
+
+
 def _run_resamples(state: FitState, share: list, seed: int) -> list:
-    """Weights of the resamples numbered in *share* (one worker's share)."""
-    n = len(state.response.y)
-    expanded = frequency_resampling(state)
+    """``(b, weights, solution, error)`` of the resamples numbered in *share* (one worker's
+    share): a resample whose rows cannot be fitted has its error instead of weights."""
     out = []
     for b in share:
-        rows, folds = bootstrap_resample(
-            n, state.cv_spec, seed=seed, b=b, state_folds=state.folds,
-            y=state.response.y, classes=state.response.classes,
-            frequency_weights=state.response.row_weights if expanded else None,
-            groups=state.groups,
-        )
-        record: list = []
-        weights = refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b),
-                                name=f"boot {b}", record=record, unit_copies=expanded)
-        out.append((weights, record[0]))
+        try:
+            rows, counts, folds = _draw(state, seed, b)
+            record: list = []
+            weights = refit_weights(state, rows, _repeated_draws(state, rows, folds, seed, b),
+                                    name=f"boot {b}", record=record, counts=counts)
+        except RESAMPLE_FAILURES as err:
+            out.append((b, None, None, err))
+            continue
+        out.append((b, weights, record[0], None))
     return out
 
 
@@ -290,8 +386,13 @@ def frequency_resampling(state: FitState) -> bool:
 def refitting_bootstrap(
     state: FitState, n_resamples: int, seed: int, n_jobs: int | None = None,
     progress: bool | None = None,
-) -> tuple[np.ndarray, list[str], pd.DataFrame]:
-    """Weights re-fitted on *n_resamples* bootstrap resamples (see :func:`bootstrap_resample`).
+) -> tuple[np.ndarray, list[str], pd.DataFrame, dict[str, str]]:
+    """Weights re-fitted on *n_resamples* bootstrap resamples (see :func:`bootstrap_resample`;
+    with frequency weights :func:`weighted_resample`).
+
+    A resample whose rows cannot be fitted (:data:`RESAMPLE_FAILURES`: a class drawn in a
+    single row, every candidate failing) is recorded with its reason and left out; the
+    others are returned.
 
     Parameters
     ----------
@@ -306,12 +407,19 @@ def refitting_bootstrap(
 
     Returns
     -------
-    weights : ndarray (n_resamples, J)
+    weights : ndarray (resamples fitted, J)
     names : list of str
-        ``"boot b"``.
+        ``"boot b"`` of the resamples fitted.
     gaps : DataFrame
         Per resample: the certified ``kkt_gap`` of its weight solve, ``objective``,
         ``certified`` and ``solver`` (:func:`~pearlstats.weights.certificate.gap_table`).
+    failed : dict of str -> str
+        ``"boot b"`` -> why resample b could not be fitted.
+
+    Raises
+    ------
+    PearlError
+        The first resample's error (its type) when no resample could be fitted.
 
     Warns
     -----
@@ -332,9 +440,16 @@ def refitting_bootstrap(
         for share in done:  # in order: the generator yields the shares as submitted
             results.append(share)
             bar.update(len(share))
-    weights = np.vstack([w for share in results for w, _ in share])
-    names = [f"boot {b}" for b in range(n_resamples)]
-    gaps = gap_table([solve for share in results for _, solve in share], names)
+    done = [item for share in results for item in share]
+    failed = {f"boot {b}": str(err) for b, _, _, err in done if err is not None}
+    fitted = [item for item in done if item[3] is None]
+    if not fitted:
+        first = next(err for _, _, _, err in done)
+        raise type(first)(f"none of the {n_resamples} bootstrap resamples of {fit_name(state)} "
+                          f"could be fitted; the first: {first}") from first
+    weights = np.vstack([w for _, w, _, _ in fitted])
+    names = [f"boot {b}" for b, _, _, _ in fitted]
+    gaps = gap_table([solve for _, _, solve, _ in fitted], names)
     uncertified = gaps.index[~gaps["certified"]].tolist()
     if workers > 1 and uncertified:
         warnings.warn(
@@ -343,7 +458,7 @@ def refitting_bootstrap(
             f"{gaps['kkt_gap'].max():.3g}); see the result's attrs['kkt_gap']",
             ConvergenceWarning, stacklevel=user_stacklevel(),
         )
-    return weights, names, gaps
+    return weights, names, gaps, failed
 
 
 def subsample(n: int, m: int, cv_spec: int | str | np.ndarray, *, seed: int, b: int,

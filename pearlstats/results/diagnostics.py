@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
-from ..exceptions import CandidateError, OptionError, PearlWarning
+from ..exceptions import CandidateError, OptionError, PearlWarning, ResampleFailureWarning
 from ..in_memory_only import refuse_results_feature
 from ..weight_stage import fit_name, solve_draw_weights, solve_stored_weights
-from ..weights.certificate import gap_table
+from ..weights.certificate import gap_table, user_stacklevel
 from ..weights.losses import get_loss
 from ..weights.row_weighted import WEIGHTED_LOSSES, RowWeightedLoss
 from ..weights.solvers import solve_weights
@@ -158,11 +158,11 @@ def resampled_weights(
         passes its own weight stage
         (:func:`~pearlstats.weight_stage.solve_stored_weights`).
     frequency_weights : ndarray (n,), optional
-        Rows that stand for ``w_i`` rows: resample b is then row b of
-        ``expanded_rows(w, np.random.default_rng(seed), n_boot)``
-        (:func:`~pearlstats.results.bootstrap.expanded_rows`: ``round(sum w)`` rows
-        drawn in proportion to w), a bootstrap of the expanded data, whose drawn
-        copies *solve* must count once.
+        Rows that stand for ``w_i`` rows: resample b then draws row i
+        ``counts[b, i]`` times, ``counts = resample_counts(w, np.random.default_rng(seed),
+        n_boot)`` (:func:`~pearlstats.results.bootstrap.resample_counts`: a bootstrap of the
+        expanded data, drawn without expanding it); *solve* is called with
+        ``counts=`` the drawn rows' counts, their frequency weights.
 
     Returns
     -------
@@ -178,9 +178,12 @@ def resampled_weights(
         samples = [np.flatnonzero(folds != k) for k in range(int(folds.max()) + 1)]
         names = [f"fold {k}" for k in range(len(samples))]
     elif frequency_weights is not None:
-        samples = list(bootstrap.expanded_rows(frequency_weights, np.random.default_rng(seed),
-                                               n_boot))
+        drawn = bootstrap.resample_counts(frequency_weights, np.random.default_rng(seed), n_boot)
         names = [f"boot {b}" for b in range(n_boot)]
+        record: list = []
+        weights = np.vstack([solve(np.flatnonzero(c), name, record, counts=c[c > 0])
+                             for c, name in zip(drawn, names)])
+        return weights, names, gap_table(record, names)
     else:
         samples = list(np.random.default_rng(seed).integers(0, n, size=(n_boot, n)))
         names = [f"boot {b}" for b in range(n_boot)]
@@ -192,6 +195,18 @@ def resampled_weights(
     record: list = []
     weights = np.vstack([solve(rows, name, record) for rows, name in zip(samples, names)])
     return weights, names, gap_table(record, names)
+
+
+def _warn_failed_resamples(failed: Mapping[str, str], n_resamples: int, name: str) -> None:
+    """Say which bootstrap resamples could not be fitted and were left out."""
+    if not failed:
+        return
+    first, reason = next(iter(failed.items()))
+    warnings.warn(
+        f"{len(failed)} of the {n_resamples} bootstrap resamples of {name} could not be fitted "
+        f"and are left out ({first}: {reason}); attrs['failed'] lists them all",
+        ResampleFailureWarning, stacklevel=user_stacklevel(),
+    )
 
 
 def _gap_attrs(gaps: pd.DataFrame) -> dict:
@@ -315,9 +330,15 @@ class WeightDiagnostics:
             SeedSequence child ``np.random.SeedSequence(seed).spawn(b + 1)[b]``.
             With frequency weights a row of weight w stands for w rows: each
             resample is one of the expanded data, ``round(sum w)`` rows drawn in
-            proportion to the weights, each drawn copy counting once
-            (:func:`~pearlstats.results.bootstrap.expanded_rows`; with given fold
+            proportion to the weights, drawn as multinomial counts of the rows
+            that become their frequency weights, in time proportional to the rows
+            (:func:`~pearlstats.results.bootstrap.resample_counts`; with given fold
             labels and *refit*, whole groups are drawn and keep their weights).
+            For a class response the refitting bootstrap draws each class's rows
+            from that class. A resample that cannot be fitted (a rare class drawn
+            in one row) is left out with a
+            :class:`~pearlstats.exceptions.ResampleFailureWarning`;
+            ``attrs["failed"]`` maps it to the reason.
         refit : bool, default False
             Refit the candidates on each resample (the refitting bootstrap).
         n_jobs : int, optional
@@ -359,11 +380,11 @@ class WeightDiagnostics:
             names = [f"fold {k}" for k in range(len(solutions))]
             values, gaps = np.stack([s.weights for s in solutions]), gap_table(solutions, names)
         elif refit:
-            values, names, gaps = bootstrap.refitting_bootstrap(state, n_resamples, seed, n_jobs,
-                                                                progress)
+            values, names, gaps, failed = bootstrap.refitting_bootstrap(state, n_resamples, seed,
+                                                                        n_jobs, progress)
         else:
             # A row of frequency weight w stands for w rows: the bootstrap draws from the
-            # expanded data, and each drawn copy counts once (the unweighted loss).
+            # expanded data, as counts of the rows (their frequency weights in the re-solve).
             counted = method == "bootstrap" and state.response.weight_type == "frequency"
             # The fit's own weight stage, so shrunk weights are re-solved shrunk.
             values, names, gaps = resampled_weights(
@@ -374,12 +395,14 @@ class WeightDiagnostics:
                 folds=state.folds if method == "folds" else None,
                 n_boot=n_resamples,
                 seed=seed,
-                solve=partial(solve_stored_weights,
-                              replace(state, loss=state.loss.base) if counted else state),
+                solve=partial(solve_stored_weights, state),
                 frequency_weights=state.response.row_weights if counted else None,
             )
         table = pd.DataFrame(values.T, index=self.candidate_labels, columns=names)
         table.attrs.update(_gap_attrs(gaps))
+        if refit:
+            table.attrs["failed"] = failed
+            _warn_failed_resamples(failed, n_resamples, fit_name(state))
         return table
 
     def weight_uncertainty(self, n_resamples: int = 200, alpha: float = 0.05,
@@ -420,9 +443,10 @@ class WeightDiagnostics:
             Per candidate: ``weight`` (full sample), ``mean`` and ``spread``
             (mean and SD, ddof=1, of the resampled weights), ``q_lower`` and
             ``q_upper`` (their ``alpha/2`` and ``1 - alpha/2`` quantiles).
-            ``attrs`` records ``n_resamples``, ``alpha``, ``seed``, ``kkt_gap``
-            (each resample's certified gap) and ``uncertified`` (as for
-            :meth:`resample_weights`).
+            ``attrs`` records ``n_resamples`` (those fitted), ``n_failed`` and
+            ``failed`` (the resamples that could not be fitted, and why),
+            ``alpha``, ``seed``, ``kkt_gap`` (each resample's certified gap) and
+            ``uncertified`` (as for :meth:`resample_weights`).
         """
         alpha = bootstrap.check_alpha(alpha)
         seed = self.seed if seed is None else check_seed(seed)
@@ -430,6 +454,8 @@ class WeightDiagnostics:
                                           progress=progress)
         table = bootstrap.uncertainty_table(self.weights, resampled, alpha)
         table.attrs.update(n_resamples=resampled.shape[1], alpha=alpha, seed=seed,
+                           n_failed=len(resampled.attrs["failed"]),
+                           failed=dict(resampled.attrs["failed"]),
                            kkt_gap=dict(resampled.attrs["kkt_gap"]),
                            uncertified=list(resampled.attrs["uncertified"]))
         self._last_weight_uncertainty = table
@@ -518,7 +544,8 @@ class WeightDiagnostics:
         new_loss = get_loss(loss, self.family)
         state = self.stages
         if state.response.row_weights is not None:  # the weighted mean of the new loss
-            new_loss = RowWeightedLoss(new_loss.family, new_loss, state.response.row_weights)
+            new_loss = RowWeightedLoss(new_loss.family, new_loss, state.response.row_weights,
+                                       state.response.weight_type)
         if state.weight_options.cv_repeats > 1:
             warnings.warn(
                 f"this fit's weights averaged {state.weight_options.cv_repeats} fold draws, but "

@@ -19,6 +19,7 @@ from statsmodels.iolib.table import SimpleTable
 from ..design.splitters import Splits
 from ..exceptions import OptionError, PearlWarning
 from ..honest_se import honest_se_note
+from ..observation_weights import few_observations_note
 from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
 from .averaging import active_labels, candidate_ridge, unidentified
 from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
@@ -328,8 +329,11 @@ def uncertainty_table(res: PearlResults, n_resamples: int) -> SimpleTable:
     shown = table[table["weight"] > 0].sort_values("weight", ascending=False, kind="stable")
     rows = [[number_cell(value) for value in (r.weight, r.mean, r.spread, r.q_lower, r.q_upper)]
             for r in shown.itertuples()]
+    failed = table.attrs.get("n_failed", 0)
+    counted = (f"{n_resamples - failed} of {n_resamples} resamples, {failed} could not be "
+               "fitted" if failed else f"{n_resamples} resamples")
     title = (f"Bootstrap distribution of the weights (refitting bootstrap of the procedure, "
-             f"{n_resamples} resamples; not standard errors)")
+             f"{counted}; not standard errors)")
     return _table(rows, ["weight", "boot mean", "boot spread", "q0.025", "q0.975"],
                   list(shown.index), title)
 
@@ -427,6 +431,11 @@ def summary_notes(res: PearlResults) -> list[str]:
     ]
     notes += _ledger_notes(res)
     notes += _tested_rows_note(res)
+    response = res.stages.response  # (dask fits refuse observation weights)
+    few = response.row_weights is not None and few_observations_note(
+        response.row_weights, response.weight_type, res.stages.design.X.shape[1])
+    if few:
+        notes.append(f"Note: {few[0].upper()}{few[1:]}.")
     notes.append(
         "Strategies: "
         + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())

@@ -284,6 +284,11 @@ class Loss:
     def multiclass(self) -> bool:
         return self.family == "multinomial"
 
+    def effective_rows(self, n: int) -> float:
+        """How many observations *n* rows of this loss count as: *n* (a loss with frequency
+        weights counts their sum, :class:`~pearlstats.weights.row_weighted.RowWeightedLoss`)."""
+        return float(n)
+
     def layout(self, candidates: bool) -> str:
         """Expected shape of the predictions, as text.
 

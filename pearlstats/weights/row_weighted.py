@@ -13,12 +13,13 @@ subsets re-solved by the honest re-runs or the stability table) is refused by na
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import xlogy
 
 from ..exceptions import OptionError
+from ..observation_weights import effective_nobs
 from .gram import LeastSquaresForm
 from .losses import (
     CrossEntropyLoss,
@@ -45,6 +46,9 @@ def _from_base(attribute: str) -> property:
 class RowWeightedLoss(Loss):
     """*base* averaged with row weights *row_weights* (normalised here to mean 1).
 
+    *weight_type* (``"frequency"`` or ``"variance"``) says how many observations the rows
+    count as (:meth:`effective_rows`): the sum of the weights as given, or the rows.
+
     Examples
     --------
     >>> import numpy as np
@@ -56,6 +60,9 @@ class RowWeightedLoss(Loss):
 
     base: Loss = None
     row_weights: np.ndarray = None
+    weight_type: str | None = None
+    # the mean of the weights as given: row_weights * unit are those weights
+    unit: float = field(init=False, default=1.0)
 
     def __post_init__(self):
         if self.base.name not in WEIGHTED_LOSSES:
@@ -64,6 +71,7 @@ class RowWeightedLoss(Loss):
                 f"of {list(WEIGHTED_LOSSES)}"
             )
         v = np.asarray(self.row_weights, dtype=float)
+        object.__setattr__(self, "unit", float(v.mean()))
         object.__setattr__(self, "row_weights", v / v.mean())
 
     # What the loss is (its name, solver, families, and the loss it stands for) is the base's.
@@ -74,7 +82,14 @@ class RowWeightedLoss(Loss):
 
     def restricted(self, rows: np.ndarray) -> RowWeightedLoss:
         """The loss of the rows *rows* (positions) with their own weights."""
-        return RowWeightedLoss(self.family, self.base, self.row_weights[rows])
+        return RowWeightedLoss(self.family, self.base, self.row_weights[rows] * self.unit,
+                               self.weight_type)
+
+    def effective_rows(self, n: int) -> float:
+        """The observations the *n* rows count as: the sum of their frequency weights (as
+        given, not normalised), else *n* (:func:`~pearlstats.observation_weights.effective_nobs`).
+        """
+        return effective_nobs(n, self._rows(n) * self.unit, self.weight_type)
 
     def _rows(self, n: int) -> np.ndarray:
         if n != self.row_weights.size:

@@ -161,7 +161,7 @@ def shrink_toward(weights: np.ndarray, target: np.ndarray, amount: float) -> np.
     return (1.0 - amount) * np.asarray(weights, dtype=float) + amount * np.asarray(target)
 
 
-def size_shrinkage(n_candidates: int, n_rows: int,
+def size_shrinkage(n_candidates: int, n_rows: float,
                    constant: float = SIZE_RULE_CONSTANT) -> float:
     """The amount of ``weight_shrinkage="size"``: ``min(1, c J / n)``.
 
@@ -181,9 +181,10 @@ def size_shrinkage(n_candidates: int, n_rows: int,
     ----------
     n_candidates : int
         J, the candidates whose weights are fitted (those that did not fail).
-    n_rows : int
-        n, the labeled rows the out-of-fold predictions are of (not the
-        stacked rows of repeated fold draws).
+    n_rows : float
+        n, the labeled observations the out-of-fold predictions are of (not the
+        stacked rows of repeated fold draws); with frequency weights their sum
+        (:func:`~pearlstats.observation_weights.effective_nobs`).
     constant : float, default :data:`SIZE_RULE_CONSTANT`
 
     Returns
@@ -195,7 +196,7 @@ def size_shrinkage(n_candidates: int, n_rows: int,
     >>> size_shrinkage(31, 100), size_shrinkage(31, 775), size_shrinkage(31, 50)
     (0.775, 0.1, 1.0)
     """
-    if n_candidates < 1 or n_rows < 1:
+    if n_candidates < 1 or not n_rows > 0:
         raise ValueError(f"size_shrinkage needs J >= 1 and n >= 1, got {n_candidates}, {n_rows}")
     return min(1.0, constant * n_candidates / n_rows)
 

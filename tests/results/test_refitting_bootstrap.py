@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -47,7 +48,11 @@ def _documented_resample(n, seed, b, n_folds=None, strata=None, labels=None):
             pass
         rows = np.concatenate([np.flatnonzero(labels == names[g]) for g in chosen])
         return rows, labels[rows]
-    rows = rng.integers(0, n, size=n)
+    if strata is None:
+        rows = rng.integers(0, n, size=n)
+    else:  # a class response: each class's rows drawn from its own, in class order
+        members = [np.flatnonzero(strata == c) for c in np.unique(strata)]
+        rows = np.concatenate([rng.choice(m, size=m.size) for m in members])
     distinct, position = np.unique(rows, return_inverse=True)
     if n_folds is None:  # leave one original row out
         return rows, position
@@ -102,17 +107,17 @@ def test_a_resample_repeats_the_fits_shrinkage(data):
 def test_a_resample_chooses_its_separation_ridges_on_its_own_rows():
     # The fit's CV holds rows 16 and 22 out together, so s and a+s separate and get ridge 1e-4;
     # each resample is pearl.fit on its rows with its folds, which chooses its own ridges (none
-    # for s in resample 3, whose folds keep the two rows apart), not the fit's.
+    # for s in resamples 0 and 1, whose folds keep the two rows apart), not the fit's.
     y, blocks = overlapping_binomial(N)
     frame = pd.DataFrame({"y": y})
     options = {"family": "binomial", "honest": False}
     with pytest.warns(pearl.SeparationWarning):
         res = pearl.fit("y ~ block(a) + block(s)", frame, blocks=blocks, seed=1, **options)
     assert res.stages.family.candidate_ridges == {"s": 1e-4, "a+s": 1e-4}
-    boot = res.resample_weights("bootstrap", n_resamples=4, seed=3, refit=True)
+    boot = res.resample_weights("bootstrap", n_resamples=4, seed=6, refit=True)
     chosen = []
     for b in range(4):
-        rows, folds = _documented_resample(N, 3, b, n_folds=5, strata=y.astype(int))
+        rows, folds = _documented_resample(N, 6, b, n_folds=5, strata=y.astype(int))
         sub_blocks = {name: values[rows] for name, values in blocks.items()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pearl.SeparationWarning)
@@ -254,12 +259,51 @@ def test_bad_alpha_is_an_option_error(res, alpha):
         res.weight_uncertainty(n_resamples=2, alpha=alpha)
 
 
-def test_a_resample_without_two_rows_of_a_class_names_the_resample():
+def test_resamples_that_draw_a_rare_class_once_are_recorded_and_the_others_kept():
     frame, blocks = _rows(30, seed=2, family="binomial")
     frame["y"] = 0.0
     frame.loc[[3, 17, 25], "y"] = 1.0  # three positives: some resample keeps at most one of them
     res = pearl.fit(FORMULA, frame, blocks=blocks, family="binomial", cv=3, seed=0, ridge=1.0)
-    with pytest.raises(
-        pearl.ResponseError, match=r"bootstrap resample \d+ \(seed 0\).*only one row"
-    ):
-        res.resample_weights("bootstrap", n_resamples=30, seed=0, refit=True)
+    with pytest.warns(pearl.ResampleFailureWarning, match=r"of the 30 bootstrap resamples"):
+        boot = res.resample_weights("bootstrap", n_resamples=30, seed=0, refit=True)
+    failed = boot.attrs["failed"]
+    y = frame["y"].to_numpy().astype(int)
+    for b in range(30):
+        rows, folds = _documented_resample(30, 0, b, n_folds=3, strata=y)
+        positives = np.unique(rows[y[rows] == 1]).size
+        # stratified: every resample has the fit's three positives, and fails exactly when
+        # they are one row drawn three times (probability 3 (1/3)^3 = 1/9 per resample)
+        assert y[rows].sum() == 3
+        if positives < 2:
+            assert re.search(rf"bootstrap resample {b} \(seed 0\).*only one row",
+                             failed[f"boot {b}"])
+            assert f"boot {b}" not in boot.columns
+        else:
+            assert f"boot {b}" not in failed
+            np.testing.assert_allclose(boot[f"boot {b}"],
+                                       _refit(frame, blocks, rows, folds, family="binomial",
+                                              ridge=1.0), rtol=0, atol=1e-10)
+    assert 0 < len(failed) < 30 and boot.shape[1] == 30 - len(failed)
+    with pytest.warns(pearl.ResampleFailureWarning):
+        table = res.weight_uncertainty(n_resamples=30, seed=0)
+    assert table.attrs["n_failed"] == len(failed) and table.attrs["n_resamples"] == boot.shape[1]
+    np.testing.assert_allclose(table["mean"], boot.mean(axis=1), atol=1e-12)
+
+
+def test_a_rare_class_keeps_its_rows_in_every_multinomial_resample():
+    # 5 of 150 rows in class "r": an unstratified resample lost the class or kept one row of it
+    # (then every resample done was lost with a ResponseError); stratified, each class's rows
+    # are drawn from its own, so the class has its 5 draws and at least 2 distinct rows but
+    # with probability 5 (1/5)^5 = 0.0016 per resample
+    rng = np.random.default_rng(0)
+    blocks = {"a": rng.normal(size=(150, 2)), "b": rng.normal(size=(150, 1))}
+    frame = pd.DataFrame({"y": np.repeat(["p", "q", "r"], [70, 75, 5])})
+    res = pearl.fit(FORMULA, frame, blocks=blocks, family="multinomial", honest=False, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pearl.ResampleFailureWarning)
+        table = res.weight_uncertainty(n_resamples=8, seed=0)
+    assert table.attrs["n_resamples"] == 8 and table.attrs["n_failed"] == 0
+    codes = res.stages.response.y
+    for b in range(8):
+        rows, _ = _documented_resample(150, 0, b, n_folds=5, strata=codes)
+        assert np.bincount(codes[rows]).tolist() == [70, 75, 5]
