@@ -182,10 +182,12 @@ class PearlSummary(Summary):
         return summary_latex(named, notes, panels, caption, label, top, captions)
 
     def _repr_latex_(self) -> str:
-        """Every section for a notebook exported to PDF, titles above the panels.
+        """Every section for a notebook exported to PDF, in place, titles above the panels.
 
-        nbconvert's LaTeX template hides captions and loads booktabs and array,
-        not dcolumn (each float then defines its ``D`` columns itself).
+        Nothing floats, so the tables stay in their cell's output (``as_latex``
+        keeps floats for papers). nbconvert's LaTeX template hides captions and
+        loads booktabs and array, not dcolumn (each group then defines its ``D``
+        columns itself).
         """
         return self._latex("all", None, None, LEADING, captions=False)
 
