@@ -31,7 +31,6 @@ True
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,12 +38,13 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+from .._warnings import warn
 from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
 from ..nested import rows_loss
 from ..stages import FitState, assign_folds, worker_count
 from ..weight_stage import cross_validate_draws, fit_name, solve_draw_weights
-from ..weights.certificate import gap_table, user_stacklevel
+from ..weights.certificate import gap_table
 
 __all__ = [
     "bootstrap_resample",
@@ -305,11 +305,11 @@ def refitting_bootstrap(
     gaps = gap_table([solve for share in results for _, solve in share], names)
     uncertified = gaps.index[~gaps["certified"]].tolist()
     if workers > 1 and uncertified:
-        warnings.warn(
+        warn(
             f"the weight solves of {uncertified} in the refitting bootstrap of "
             f"{fit_name(state)} were not certified (largest gap "
             f"{gaps['kkt_gap'].max():.3g}); see the result's attrs['kkt_gap']",
-            ConvergenceWarning, stacklevel=user_stacklevel(),
+            ConvergenceWarning,
         )
     return weights, names, gaps
 

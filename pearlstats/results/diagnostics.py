@@ -23,7 +23,6 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property, partial
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .._warnings import warn
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
 from ..exceptions import CandidateError, OptionError, PearlWarning
 from ..in_memory_only import refuse_results_feature
@@ -510,11 +510,11 @@ class WeightDiagnostics:
         if state.response.row_weights is not None:  # the weighted mean of the new loss
             new_loss = RowWeightedLoss(new_loss.family, new_loss, state.response.row_weights)
         if state.weight_options.cv_repeats > 1:
-            warnings.warn(
+            warn(
                 f"this fit's weights averaged {state.weight_options.cv_repeats} fold draws, but "
                 "only the first draw's out-of-fold predictions are stored: the re-solved weights "
                 "use that draw alone (refit with loss= for weights over every draw)",
-                PearlWarning, stacklevel=2,
+                PearlWarning,
             )
         if state.partitions is not None:  # dask rows: the out-of-fold passes, another loss
             solution, entries = state.partitions.reweight(state.family, new_loss)

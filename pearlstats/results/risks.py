@@ -10,12 +10,12 @@ whole procedure re-run inside each outer fold).
 
 from __future__ import annotations
 
-import warnings
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
+from .._warnings import warn
 from ..backends.lazy import computed
 from ..engines.intercept import response_intercept_predictions
 from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, ResponseError
@@ -58,15 +58,10 @@ class StrategyRisks:
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
             self._honest_failure = str(err)
-            warnings.warn(
-                f"the nested cross-validation for res.honest could not run: {err}",
-                PearlWarning,
-                stacklevel=2,
-            )
+            warn(f"the nested cross-validation for res.honest could not run: {err}", PearlWarning)
             return None
         if warning:
-            warnings.warn(f"{warning}; consider a simpler candidate set or more rows",
-                          PearlWarning, stacklevel=2)
+            warn(f"{warning}; consider a simpler candidate set or more rows", PearlWarning)
         return table
 
     def _honest_table(self) -> tuple[pd.DataFrame, str | None]:
