@@ -27,7 +27,7 @@ Examples
 
 from __future__ import annotations
 
-from . import datasets, exceptions, representations
+from . import exceptions, representations
 from ._version import __version__ as __version__
 from .citation import cite
 from .design.candidates import Candidate
@@ -46,11 +46,12 @@ _REPRESENTATION_HELPERS = ("load_word_vectors", "default_tokenizer", "cased_toke
 
 
 def __getattr__(name: str):
-    # pearl.plotting on first use: matplotlib is imported only by those who plot.
-    if name == "plotting":
+    # pearl.plotting and pearl.datasets on first use: matplotlib, and the loaders of the
+    # paper's data, are imported only by those who plot or load (import pearlstats stays light)
+    if name in ("plotting", "datasets"):
         import importlib
 
-        return importlib.import_module(".plotting", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'pearlstats' has no attribute {name!r}")
 
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed, effective_n_jobs
 from patsy import EvalEnvironment
 
+from ._lazy import lazy_module
 from ._warnings import warn
 from .design.candidates import Candidate, build_candidates
 from .design.data import (
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from .design.formula import FormulaSpec
     from .families import Family
     from .weights.losses import Loss
+
+joblib = lazy_module("joblib")  # parallel workers only when asked for (n_jobs)
 
 __all__ = [
     "FitState",
@@ -348,7 +350,7 @@ def worker_count(n_jobs: int | None, n_tasks: int) -> int:
     """Workers to start: *n_jobs* capped at the number of tasks (and at the cores for -1)."""
     if n_jobs in (None, 1) or n_tasks < 2:
         return 1
-    requested = effective_n_jobs(n_jobs)  # honours joblib.parallel_config
+    requested = joblib.effective_n_jobs(n_jobs)  # honours joblib.parallel_config
     if n_jobs < 0:
         requested = min(requested, os.cpu_count() or 1)
     return max(1, min(requested, n_tasks))
@@ -406,7 +408,7 @@ def cross_validate(
         return run(candidates)
     splits = np.array_split(np.arange(len(candidates)), min(len(candidates), 4 * workers))
     chunks = [[candidates[i] for i in part] for part in splits if len(part)]
-    outputs = Parallel(n_jobs=workers)(delayed(run)(chunk) for chunk in chunks)
+    outputs = joblib.Parallel(n_jobs=workers)(joblib.delayed(run)(chunk) for chunk in chunks)
     ridges = None
     if all(out.ridges is not None for out in outputs):
         ridges = np.concatenate([out.ridges for out in outputs])

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
+from .._lazy import lazy_module
 from .._warnings import warn
 from ..exceptions import ConvergenceWarning, FoldError, OptionError, ResponseError
 from ..families import EncodedResponse
@@ -45,6 +45,8 @@ from ..nested import rows_loss
 from ..stages import FitState, assign_folds, worker_count
 from ..weight_stage import cross_validate_draws, fit_name, solve_draw_weights
 from ..weights.certificate import gap_table
+
+joblib = lazy_module("joblib")  # parallel workers only when asked for (n_jobs)
 
 __all__ = [
     "bootstrap_resample",
@@ -297,8 +299,8 @@ def refitting_bootstrap(
     if workers == 1:
         results = [_run_resamples(state, share, seed) for share in shares]
     else:
-        results = Parallel(n_jobs=workers)(
-            delayed(_run_resamples)(state, share, seed) for share in shares
+        results = joblib.Parallel(n_jobs=workers)(
+            joblib.delayed(_run_resamples)(state, share, seed) for share in shares
         )
     weights = np.vstack([w for share in results for w, _ in share])
     names = [f"boot {b}" for b in range(n_resamples)]

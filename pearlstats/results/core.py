@@ -38,7 +38,6 @@ from .prediction import LazyRows, Prediction
 from .readonly import cached_table
 from .refits import CandidateRefits, _LazyCandidates
 from .risks import StrategyRisks
-from .summary import build_summary
 
 if TYPE_CHECKING:
     from ..plotting import PlotAccessor
@@ -342,6 +341,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         OptionError
             *coefficients* not None or a bool, *weight_uncertainty* not a bool or an int.
         """
+        from .summary import build_summary  # statsmodels' Summary: imported by those who ask
+
         return build_summary(self, correct, coefficients=coefficients,
                              weight_uncertainty=weight_uncertainty)
 

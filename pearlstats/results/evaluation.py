@@ -43,7 +43,7 @@ from ..weights.metrics import (
     classification_metrics,
     regression_metrics,
 )
-from .summary import format_mean_sd, html_escape, latex_escape
+from .formatting import format_mean_sd, html_escape, latex_escape
 
 if TYPE_CHECKING:
     from ..nested import NestedCV
