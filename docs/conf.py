@@ -66,10 +66,6 @@ nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_excludepatterns = [f"vignettes/{name}.py" for name in NOT_EXECUTED]
 nb_merge_streams = True
-# A warning printed by an executed page (Python writes warnings to stderr) is a build warning,
-# so `-W` fails on a warning nobody expected; a cell that means to show one says so in its
-# metadata (``# %% tags=["remove-stderr"]`` hides it, ``mystnb={"output_stderr": "show"}`` shows it).
-nb_output_stderr = "warn"
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
 

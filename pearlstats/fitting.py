@@ -42,6 +42,7 @@ from .in_memory_only import refuse_in_memory_only
 from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
+    named_columns,
     refuse_unsupported,
 )
 from .results.core import PearlResults, results_from_state
@@ -108,6 +109,7 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
     if all(value is None for value in given) and not formula.offset_codes:
         return check_observation_weights(None, None, None, None, family, 0)
     refuse_unsupported(**options)
+    given = named_columns(given, split_data(data)[0])  # weights="count", as cv="fold"
     if formula.offset_codes:
         if given[2] is not None or given[3] is not None:
             raise OptionError("give the offset either in the formula (offset(...)) or as "
@@ -390,8 +392,9 @@ def fit(
         section "Small samples"); or
         a mapping of candidate labels to weights >= 0 (normalised to sum 1
         over the candidates that did not fail). Needs *weight_shrinkage*.
-    weights : array_like, optional
-        Positive observation weights, one per row of *data* (a Series is
+    weights : array_like or str, optional
+        Positive observation weights, one per row of *data*, or the name of a
+        column of *data* that holds them (as ``cv="fold"``) (a Series is
         matched to a DataFrame *data* by index label), with gaussian, binomial
         or poisson. Every candidate is fitted with them in every fold and on
         all rows (the weighted likelihood of statsmodels' GLM), and the

@@ -57,7 +57,7 @@ import pandas as pd
 
 from .exceptions import DataError, OptionError
 
-__all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
+__all__ = ["ObservationWeights", "check_observation_weights", "named_columns", "refuse_unsupported",
            "check_new_offset", "WEIGHT_TYPES"]
 
 WEIGHT_TYPES = {
@@ -151,6 +151,31 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
         _positive("exposure", t, "exposure is a time or size at risk")
         total = np.log(t) if total is None else total + np.log(t)
     return ObservationWeights(w, weight_type if w is not None else None, total)
+
+
+def named_columns(given: tuple, frame: pd.DataFrame) -> tuple:
+    """``(weights, weight_type, offset, exposure)`` with a column name replaced by its column.
+
+    ``weights="count"`` names a column of the data, as ``cv="fold"`` does; the column is a
+    Series on the data's index, so it is matched to the rows by label.
+
+    Raises
+    ------
+    DataError
+        A name that is not a column of the data.
+    """
+    names = ("weights", None, "offset", "exposure")
+    return tuple(_named_column(name, value, frame) if name else value
+                 for name, value in zip(names, given))
+
+
+def _named_column(name: str, value: Any, frame: pd.DataFrame) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value not in frame.columns:
+        raise DataError(f"{name}={value!r} names no column of the data (columns: "
+                        f"{list(frame.columns)[:20]}); give a column name or one number per row")
+    return frame[value]
 
 
 def refuse_unsupported(*, downstream: Any) -> None:

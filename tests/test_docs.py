@@ -77,42 +77,6 @@ def site(tmp_path_factory) -> Path:
     return out / "html"
 
 
-PAGE = """\
-# %% [markdown]
-# # A page of the site
-# %%
-import warnings
-x = 1
-"""
-
-
-def _build_one_page(tmp_path: Path, cell: str) -> subprocess.CompletedProcess:
-    """Sphinx with the site's configuration (``-c docs``, ``-W``) on one executed page."""
-    source = tmp_path / "source"
-    source.mkdir(parents=True)
-    (source / "index.md").write_text("# Site\n\n```{toctree}\npage\n```\n", encoding="utf-8")
-    (source / "page.py").write_text(PAGE.replace("x = 1", cell), encoding="utf-8")
-    env = dict(os.environ, PEARLSTATS_RESULTS=str(tmp_path / "quick-results"))
-    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-               "-c", str(ROOT / "docs"), str(source), str(tmp_path / "html")]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
-
-
-@pytest.mark.slow
-def test_a_warning_printed_by_an_executed_page_fails_the_build(tmp_path):
-    # the vignettes are executed pages: a warning one prints (on stderr) is a build warning,
-    # which -W makes an error, so no unexpected warning reaches the site
-    for module in ("sphinx", "myst_nb", "numpydoc", "pydata_sphinx_theme", "jupytext"):
-        pytest.importorskip(module, reason='the docs build needs pip install ".[docs]"')
-    done = _build_one_page(tmp_path, 'warnings.warn("nobody expected this")')
-    assert done.returncode != 0
-    # the only warning: the page's second cell printed on stderr
-    problems = [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
-    assert len(problems) == 1 and "page.py" in problems[0], done.stderr[-3000:]
-    assert "stderr was found in the cell outputs of cell 2" in problems[0]
-
-
 def _git_status() -> str | None:
     """``git status --porcelain`` of the repository (None outside a git checkout)."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():

@@ -587,3 +587,22 @@ def test_confidence_interval_with_weights_and_offset_is_the_weighted_glms(weight
     np.testing.assert_allclose(moved[["mean", "lower", "upper"]] - 2.0,
                                band[["mean", "lower", "upper"]], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(moved["mean_se"], band["mean_se"], rtol=1e-12)
+
+
+def test_weights_and_offset_may_name_columns_of_the_data():
+    # weights="count" names a column, as cv="fold" does; the same fit as the column's values
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"y": rng.poisson(3.0, size=60).astype(float),
+                          "count": rng.integers(1, 4, size=60).astype(float),
+                          "t": rng.uniform(0.5, 2.0, size=60)})
+    blocks = {"a": rng.normal(size=(60, 2)), "b": rng.normal(size=(60, 2))}
+    named = pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
+                      weights="count", weight_type="frequency", exposure="t", seed=0,
+                      honest=False)
+    given = pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
+                      weights=frame["count"].to_numpy(), weight_type="frequency",
+                      exposure=frame["t"].to_numpy(), seed=0, honest=False)
+    np.testing.assert_array_equal(named.weights, given.weights)
+    with pytest.raises(pearl.DataError, match=r"weights='cuont' names no column.*'count'"):
+        pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
+                  weights="cuont", weight_type="frequency", seed=0, honest=False)

@@ -130,6 +130,9 @@ def test_numbers_of_a_column_are_formatted_one_way(fits_31):
     assert "{<}0.0001" in latex
     tiny = fits_31["gaussian"].summary()
     assert "e-" in str(tiny.panels["diagnostics"][5][1].data)  # the text shows it as it is
+    # in one form whatever its size: 0 as 0.000e+00 beside another fit's 2.387e-14
+    gap = str(tiny.panels["diagnostics"][5][1].data).strip()
+    assert re.fullmatch(r"\d\.\d{3}e[+-]\d{2}", gap), gap
 
 
 def test_header_ridge_is_the_ridge_the_refits_used(tmp_path):
