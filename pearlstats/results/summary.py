@@ -47,6 +47,7 @@ from .latex import (
     LATEX_PREAMBLE,
     LEADING,
     PANELS,
+    check_panels,
     latex_float,
     latex_number,
     latex_panel,
@@ -103,6 +104,7 @@ class PearlSummary(Summary):
         self.notes: list[str] = []
         self.panels: dict[str, SimpleTable] = {}
         self.panel_notes: dict[str, list[str]] = {}
+        self.latex_panels: str | Sequence[str] = "main"  # as_latex()'s default
 
     def add_section(self, name: str, table: SimpleTable | None) -> None:
         """Append *table* as the section *name* (one of :data:`PANELS`, or ``"header"``)."""
@@ -122,7 +124,7 @@ class PearlSummary(Summary):
 
     def as_latex(
         self,
-        panels: str | Sequence[str] = "main",
+        panels: str | Sequence[str] | None = None,
         *,
         caption: str | None = None,
         label: str | None = None,
@@ -144,8 +146,9 @@ class PearlSummary(Summary):
 
         Parameters
         ----------
-        panels : str or sequence of str, default "main"
-            ``"main"``, ``"all"``, or names from :data:`PANELS` (``"main"``,
+        panels : str or sequence of str, optional
+            Default: those given to ``summary(panels=...)``, ``"main"`` unless
+            told. ``"main"``, ``"all"``, or names from :data:`PANELS` (``"main"``,
             ``"candidates"``, ``"importance"``, ``"diagnostics"``,
             ``"stability"``, ``"uncertainty"``, ``"coefficients"``,
             ``"failures"``, ``"refits"``); a section this summary does not have
@@ -172,6 +175,7 @@ class PearlSummary(Summary):
         >>> latex.count(r"\begin{table}"), r"\label{tab:pearl}" in latex
         (1, True)
         """
+        panels = self.latex_panels if panels is None else panels
         return self._latex(panels, caption, label, check_int("top", top, minimum=1), True)
 
     def _latex(self, panels, caption, label, top: int, captions: bool) -> str:
@@ -215,6 +219,7 @@ def build_summary(
     *,
     coefficients: bool | str | None = None,
     weight_uncertainty: bool | int = False,
+    panels: str | Sequence[str] = "main",
 ) -> PearlSummary:
     """Assemble the summary of a :class:`~pearlstats.results.PearlResults`.
 
@@ -235,10 +240,14 @@ def build_summary(
         it re-runs the whole procedure per resample, so it costs about that
         many fits.
 
+    panels : str or sequence of str, default "main"
+        The sections ``as_latex()`` sets when not told (checked here).
+
     Returns
     -------
     PearlSummary
     """
+    check_panels(panels, PANELS)  # an unknown name fails at summary(), not later
     if not (coefficients is None or isinstance(coefficients, (bool, np.bool_))
             or coefficients in ("conditional", "full")):
         # a truthy string such as "no" would otherwise show every block column
@@ -263,4 +272,5 @@ def build_summary(
     summary.add_section("refits", sections.refits_table(res))
     summary.add_notes(sections.summary_notes(res))
     summary.add_notes([coefficient_note], panel="coefficients")
+    summary.latex_panels = panels
     return summary

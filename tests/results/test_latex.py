@@ -401,3 +401,15 @@ def test_main_table_fits_with_long_labels_everywhere(tmp_path):
     res = _fit("gaussian", pd.DataFrame({"y": y}), blocks, honest=3)
     assert len(res.baselines.loc["MS", "candidate"]) > 150
     _check_summary(res, tmp_path)
+
+
+def test_summary_takes_the_panels_its_latex_sets(fits_31):
+    # res.summary(panels="all"), as the README's wording suggests: as_latex() then sets them all
+    res = fits_31["gaussian"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        assert res.summary(panels="all").as_latex() == res.summary().as_latex("all")
+        assert res.summary(panels=["importance"]).as_latex() == res.summary().as_latex(
+            ["importance"])
+        with pytest.raises(pearl.OptionError, match=r"panels='everything'"):
+            res.summary(panels="everything")
