@@ -27,7 +27,7 @@ Examples
 
 from __future__ import annotations
 
-from . import datasets, exceptions, representations
+from . import exceptions, representations
 from ._version import __version__ as __version__
 from .citation import cite
 from .design.candidates import Candidate
@@ -47,9 +47,9 @@ _REPRESENTATION_HELPERS = ("load_word_vectors", "default_tokenizer", "cased_toke
 
 
 def __getattr__(name: str):
-    # pearl.plotting on first use: matplotlib is imported only by those who plot.
-    # pearl.sklearn likewise: scikit-learn is imported only by those who use the estimators.
-    if name in ("plotting", "sklearn"):
+    # pearl.plotting, pearl.datasets and pearl.sklearn on first use: matplotlib, the loaders
+    # of the paper's data and scikit-learn are imported only by those who use them
+    if name in ("plotting", "datasets", "sklearn"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

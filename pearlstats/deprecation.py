@@ -24,10 +24,11 @@ Examples
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from ._warnings import warn
 
 __all__ = ["Deprecated", "module_getattr", "resolve"]
 
@@ -103,7 +104,7 @@ def module_getattr(module_name: str) -> Callable[[str], Any]:
         entry = _DEPRECATED.get(old)
         if entry is None:
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
-        warnings.warn(_message(old, entry), FutureWarning, stacklevel=2)
+        warn(_message(old, entry), FutureWarning)
         return resolve(entry.target)
 
     return __getattr__

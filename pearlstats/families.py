@@ -31,10 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy.special import expit
-from statsmodels.base.model import LikelihoodModel
 
+from ._lazy import lazy_module
 from .checks import check_magnitude
 from .engines.glm import glm_cv_predict, glm_fit
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
@@ -46,9 +45,13 @@ from .exceptions import DataError, OptionError, ResponseError
 from .weights.losses import check_response_variation
 
 if TYPE_CHECKING:
+    from statsmodels.base.model import LikelihoodModel
+
     from .design.candidates import Candidate
     from .engines._common import EngineOutput
     from .ledger import LedgerEntry
+
+sm = lazy_module("statsmodels.api")  # the candidates' statsmodels models, on request
 
 __all__ = ["EncodedResponse", "Family", "get_family", "FAMILIES", "LINK_OFFSET_LIMIT",
            "SEPARATION_CHOICES", "check_link_offset"]

@@ -20,13 +20,13 @@ import copy
 import dataclasses
 import logging
 import numbers
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from patsy import EvalEnvironment
 
+from ._warnings import warn
 from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.data import data_index, split_data
@@ -47,6 +47,7 @@ from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
     few_observations_note,
+    named_columns,
     refuse_unsupported,
 )
 from .progress import check_progress, fit_bar_delay, progress_bar, timed
@@ -63,7 +64,6 @@ from .stages import (
     prepare_rows,
 )
 from .weight_stage import cross_validate_draws, solve_draw_weights
-from .weights.certificate import user_stacklevel
 from .weights.losses import Loss, get_loss
 from .weights.row_weighted import RowWeightedLoss
 from .weights.shrinkage import SIZE_RULE_CONSTANT, check_shrinkage_target
@@ -119,6 +119,7 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
     if all(value is None for value in given) and not formula.offset_codes:
         return check_observation_weights(None, None, None, None, family, 0)
     refuse_unsupported(**options)
+    given = named_columns(given, split_data(data)[0])  # weights="count", as cv="fold"
     if formula.offset_codes:
         if given[2] is not None or given[3] is not None:
             raise OptionError("give the offset either in the formula (offset(...)) or as "
@@ -141,7 +142,7 @@ def with_observation_weights(prepared: Prepared, loss: Loss,
         note = few_observations_note(observed.weights, observed.weight_type,
                                      prepared.design.X.shape[1])
         if note:
-            warnings.warn(note, ObservationWeightWarning, stacklevel=user_stacklevel())
+            warn(note, ObservationWeightWarning)
     return dataclasses.replace(prepared, response=response), loss
 
 
@@ -426,8 +427,9 @@ def fit(
         section "Small samples"); or
         a mapping of candidate labels to weights >= 0 (normalised to sum 1
         over the candidates that did not fail). Needs *weight_shrinkage*.
-    weights : array_like, optional
-        Positive observation weights, one per row of *data* (a Series is
+    weights : array_like or str, optional
+        Positive observation weights, one per row of *data*, or the name of a
+        column of *data* that holds them (as ``cv="fold"``) (a Series is
         matched to a DataFrame *data* by index label), with gaussian, binomial
         or poisson. Every candidate is fitted with them in every fold and on
         all rows (the weighted likelihood of statsmodels' GLM), and the

@@ -59,8 +59,9 @@ import pandas as pd
 from .checks import align_by_label
 from .exceptions import DataError, OptionError
 
-__all__ = ["ObservationWeights", "check_observation_weights", "refuse_unsupported",
-           "check_new_offset", "effective_nobs", "few_observations_note", "WEIGHT_TYPES"]
+__all__ = ["ObservationWeights", "check_observation_weights", "named_columns",
+           "refuse_unsupported", "check_new_offset", "effective_nobs", "few_observations_note",
+           "WEIGHT_TYPES"]
 
 WEIGHT_TYPES = {
     "frequency": "each row counts w times (statsmodels' freq_weights)",
@@ -173,6 +174,31 @@ def _unusable_rows(*columns: np.ndarray | None) -> np.ndarray | None:
     given = [~np.isfinite(values) for values in columns if values is not None]
     bad = np.logical_or.reduce(given) if given else np.zeros(0, dtype=bool)
     return np.flatnonzero(bad) if bad.any() else None
+
+
+def named_columns(given: tuple, frame: pd.DataFrame) -> tuple:
+    """``(weights, weight_type, offset, exposure)`` with a column name replaced by its column.
+
+    ``weights="count"`` names a column of the data, as ``cv="fold"`` does; the column is a
+    Series on the data's index, so it is matched to the rows by label.
+
+    Raises
+    ------
+    DataError
+        A name that is not a column of the data.
+    """
+    names = ("weights", None, "offset", "exposure")
+    return tuple(_named_column(name, value, frame) if name else value
+                 for name, value in zip(names, given))
+
+
+def _named_column(name: str, value: Any, frame: pd.DataFrame) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value not in frame.columns:
+        raise DataError(f"{name}={value!r} names no column of the data (columns: "
+                        f"{list(frame.columns)[:20]}); give a column name or one number per row")
+    return frame[value]
 
 
 def refuse_unsupported(*, downstream: Any) -> None:

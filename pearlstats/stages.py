@@ -18,16 +18,16 @@ the experiment runner call these same functions; nothing else fits candidates.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed, effective_n_jobs
 from patsy import EvalEnvironment
 
+from ._lazy import lazy_module
+from ._warnings import warn
 from .design.candidates import Candidate, build_candidates
 from .design.data import (
     Block,
@@ -62,6 +62,8 @@ if TYPE_CHECKING:
     from .design.formula import FormulaSpec
     from .families import Family
     from .weights.losses import Loss
+
+joblib = lazy_module("joblib")  # parallel workers only when asked for (n_jobs)
 
 __all__ = [
     "FitState",
@@ -383,7 +385,7 @@ def worker_count(n_jobs: int | None, n_tasks: int) -> int:
     """Workers to start: *n_jobs* capped at the number of tasks (and at the cores for -1)."""
     if n_jobs in (None, 1) or n_tasks < 2:
         return 1
-    requested = effective_n_jobs(n_jobs)  # honours joblib.parallel_config
+    requested = joblib.effective_n_jobs(n_jobs)  # honours joblib.parallel_config
     if n_jobs < 0:
         requested = min(requested, os.cpu_count() or 1)
     return max(1, min(requested, n_tasks))
@@ -441,7 +443,7 @@ def cross_validate(
         return run(candidates)
     splits = np.array_split(np.arange(len(candidates)), min(len(candidates), 4 * workers))
     chunks = [[candidates[i] for i in part] for part in splits if len(part)]
-    outputs = Parallel(n_jobs=workers)(delayed(run)(chunk) for chunk in chunks)
+    outputs = joblib.Parallel(n_jobs=workers)(joblib.delayed(run)(chunk) for chunk in chunks)
     ridges = None
     if all(out.ridges is not None for out in outputs):
         ridges = np.concatenate([out.ridges for out in outputs])
@@ -521,7 +523,7 @@ def cross_validate_splits(
     return EngineOutput(predictions, failed, entries, None)
 
 
-def _warn_ridge_refits(output: EngineOutput, labels, stacklevel: int) -> None:
+def _warn_ridge_refits(output: EngineOutput, labels) -> None:
     """One warning listing the pool's candidates refitted with a ridge as their classes separate."""
     if output.ridges is None:
         return
@@ -530,27 +532,25 @@ def _warn_ridge_refits(output: EngineOutput, labels, stacklevel: int) -> None:
     refits = [(label, output.ridges[j]) for j, label in enumerate(labels) if label in moved]
     if refits:
         listed = ", ".join(f"{label!r} (ridge={value:g})" for label, value in refits)
-        warnings.warn(
+        warn(
             f"{len(refits)} candidate(s) separate the classes (no maximum-likelihood estimate) "
             "and were refitted in every fold and on all rows with the smallest ridge of "
             f"{list(SEPARATION_RIDGES)} giving a finite optimum: {listed}; see results.failures. "
             "separation='drop' gives them weight 0 instead",
             SeparationWarning,
-            stacklevel=stacklevel,
         )
 
 
-def warn_cv_failures(output: EngineOutput, labels: Sequence[str], stacklevel: int) -> None:
+def warn_cv_failures(output: EngineOutput, labels: Sequence[str]) -> None:
     """The fit's warnings about its cross-validation: one for the candidates refitted with a
     ridge as their classes separate, one per pool candidate that failed (*labels*: the pool's).
     """
-    _warn_ridge_refits(output, labels, stacklevel + 1)
+    _warn_ridge_refits(output, labels)
     for label in [label for label, bad in zip(labels, output.failed[:len(labels)]) if bad]:
-        warnings.warn(
+        warn(
             f"candidate {label!r} failed in cross-validation and gets weight 0; see "
             "results.failures",
             CandidateFailureWarning,
-            stacklevel=stacklevel,
         )
 
 
@@ -562,7 +562,6 @@ def solve_stage_weights(
     labels: Sequence[str],
     *,
     warn_failures: bool = True,
-    stacklevel: int = 3,
     context: str | None = None,
 ) -> tuple[WeightSolution, list[LedgerEntry]]:
     """The weight stage: simplex weights over the pool's out-of-fold predictions.
@@ -581,8 +580,6 @@ def solve_stage_weights(
         refitted with a ridge because their classes separate (nested fits stay quiet:
         their failures are in their ledgers). A weight solve that is not certified
         warns whatever this says, naming *context*, and its gap is in the solution.
-    stacklevel : int
-        Of those warnings: 3 points at the caller of the function that calls this one.
     context : str, optional
         Where this weight stage runs, for :func:`~pearlstats.weights.solvers.solve_weights`.
 
@@ -599,7 +596,7 @@ def solve_stage_weights(
     """
     failed = output.failed[:n_pool]
     if warn_failures:
-        warn_cv_failures(output, labels, stacklevel + 1)
+        warn_cv_failures(output, labels)
     check_some_candidate_fitted(output.entries, failed)
     solution = solve_weights(output.predictions[:, :n_pool], y, loss, active=~failed,
                              context=context)

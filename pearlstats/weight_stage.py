@@ -130,7 +130,6 @@ def solve_draw_weights(
     shrinkage: tuple | None,
     *,
     warn_failures: bool = True,
-    stacklevel: int = 3,
     context: str | None = None,
     record: list | None = None,
 ) -> tuple[EngineOutput, WeightSolution, list[LedgerEntry]]:
@@ -150,7 +149,7 @@ def solve_draw_weights(
     loss : Loss
     shrinkage : tuple or None
         ``(amount, target)``, see :class:`~pearlstats.stages.WeightOptions`.
-    warn_failures, stacklevel, context
+    warn_failures, context
         As for :func:`~pearlstats.stages.solve_stage_weights`.
     record : list, optional
         Receives the simplex solve's own WeightSolution (before any shrinkage), whose
@@ -180,7 +179,7 @@ def solve_draw_weights(
         loss = loss.restricted(np.tile(np.arange(len(y)), len(draws)))
     solution, entries = solve_stage_weights(stacked, len(labels), y_stacked, loss, labels,
                                             warn_failures=warn_failures,
-                                            stacklevel=stacklevel + 1, context=context)
+                                            context=context)
     if record is not None:
         record.append(solution)
     if shrinkage is not None:

@@ -55,3 +55,36 @@ def test_weights_strategies_and_predictions_agree(demo_run):
     assert res.weight_objective == pytest.approx(
         np.mean((res.stages.response.y - P @ used.to_numpy()) ** 2), rel=1e-12
     )
+
+
+def _run_module(*arguments: str):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root),
+                                                                  os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, "-m", *arguments], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_demo_help_and_a_bogus_option_exit_without_running_the_demo():
+    shown = _run_module("pearlstats.demo", "--help")
+    assert shown.returncode == 0 and "--seed" in shown.stdout
+    refused = _run_module("pearlstats.demo", "--bogus")
+    assert refused.returncode == 2 and "unrecognized arguments: --bogus" in refused.stderr
+    for done in (shown, refused):  # the demo prints its test MSE when it runs
+        assert "test MSE on" not in done.stdout + done.stderr
+
+
+def test_python_m_pearlstats_prints_the_version_and_how_to_start():
+    import pearlstats as pearl
+
+    done = _run_module("pearlstats")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"pearlstats {pearl.__version__}:")
+    assert "python -m pearlstats.demo" in done.stdout
+    version = _run_module("pearlstats", "--version").stdout.strip()
+    assert version == f"pearlstats {pearl.__version__}"

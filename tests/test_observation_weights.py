@@ -649,3 +649,22 @@ def test_frequency_weights_counting_too_few_observations_warn_at_fit_and_give_na
         warnings.simplefilter("error", ObservationWeightWarning)
         relative = _fit(data, "gaussian", weights=weights, weight_type="variance")
     assert np.isfinite(relative.bse).all()
+
+
+def test_weights_and_offset_may_name_columns_of_the_data():
+    # weights="count" names a column, as cv="fold" does; the same fit as the column's values
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"y": rng.poisson(3.0, size=60).astype(float),
+                          "count": rng.integers(1, 4, size=60).astype(float),
+                          "t": rng.uniform(0.5, 2.0, size=60)})
+    blocks = {"a": rng.normal(size=(60, 2)), "b": rng.normal(size=(60, 2))}
+    named = pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
+                      weights="count", weight_type="frequency", exposure="t", seed=0,
+                      honest=False)
+    given = pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
+                      weights=frame["count"].to_numpy(), weight_type="frequency",
+                      exposure=frame["t"].to_numpy(), seed=0, honest=False)
+    np.testing.assert_array_equal(named.weights, given.weights)
+    with pytest.raises(pearl.DataError, match=r"weights='cuont' names no column.*'count'"):
+        pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
+                  weights="cuont", weight_type="frequency", seed=0, honest=False)

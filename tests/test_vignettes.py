@@ -1,4 +1,5 @@
-"""Every vignette runs as a plain script in its quick version (PEARLSTATS_QUICK=1)."""
+"""Every vignette runs as a plain script in its quick version (PEARLSTATS_QUICK=1), its
+warnings at its own lines."""
 
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ def test_vignette_runs_quickly(path, tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "VIGNETTE OK" in done.stdout
     assert "ConvergenceWarning" not in done.stderr, done.stderr[-3000:]  # every solve certified
+    # every warning a reader meets names the vignette's line that caused it (Python prints
+    # "file:line: Category: message"), never pearlstats' code or a library's
+    shown = re.findall(r"^(.+?):\d+: (\w+Warning): ", done.stderr, re.MULTILINE)
+    assert all(Path(file) == path for file, _ in shown), shown
     saved = re.findall(r"^[^#\n]*\.savefig\(", path.read_text(encoding="utf-8"), re.MULTILINE)
     assert done.stdout.count("FIGURE CHECKED") == len(saved)
 

@@ -10,7 +10,6 @@ checking everything a user can get wrong and naming it.
 from __future__ import annotations
 
 import difflib
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from .._warnings import warn
 from ..checks import align_by_label
 from ..exceptions import BlockError, DataError, MissingValueError, PearlWarning, format_positions
 from .sparse import as_csr, block_key, column_energy, constant_columns, finite_rows, keeps_sparse
@@ -124,8 +124,8 @@ def _durations_as_seconds(frame: pd.DataFrame) -> pd.DataFrame:
     if not durations:
         return frame
     names = [str(frame.columns[position]) for position in durations]
-    warnings.warn(f"column(s) {names} are durations (timedelta64), read as seconds (float): "
-                  "their coefficients are per second", PearlWarning, stacklevel=3)
+    warn(f"column(s) {names} are durations (timedelta64), read as seconds (float): "
+         "their coefficients are per second", PearlWarning)
     frame = frame.copy()
     for position in durations:
         frame.isetitem(position, frame.iloc[:, position].dt.total_seconds().to_numpy())

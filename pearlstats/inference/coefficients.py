@@ -13,10 +13,12 @@ from collections.abc import Hashable, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .._lazy import lazy_module
 from ..exceptions import DataError
 from ._checks import ParamsLike, _check_alpha, _check_params, _df_vector, _weight_vector
+
+stats = lazy_module("scipy.stats")  # quantiles, on the first interval
 
 
 def term_union(params: Mapping[Hashable, ParamsLike]) -> list[Hashable]:

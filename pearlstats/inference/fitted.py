@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .._lazy import lazy_module
 from ..backends.lazy import is_dask_collection
 from ..exceptions import DataError, OptionError, format_positions
 from ._checks import _check_alpha, _df_vector, _weight_vector
@@ -16,6 +16,8 @@ from .coefficients import _spread
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
+
+stats = lazy_module("scipy.stats")  # quantiles, on the first interval
 
 
 def averaged_fitted(

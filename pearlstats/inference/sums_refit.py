@@ -51,8 +51,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .._lazy import lazy_module
 from ..engines._common import RANK_TOLERANCE
 from ..exceptions import InMemoryOnlyError, OptionError
 from ..families import _state_penalty
@@ -79,6 +79,8 @@ NOT_SUMMED = (
     "rsquared", "rsquared_adj", "centered_tss", "ess", "fvalue", "f_pvalue", "deviance",
     "pearson_chi2", "null_deviance", "llnull", "llr", "llr_pvalue", "prsquared",
 )
+
+stats = lazy_module("scipy.stats")  # quantiles, on the first interval
 
 
 class RowsNeededError(InMemoryOnlyError, AttributeError):

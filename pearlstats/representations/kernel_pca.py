@@ -5,7 +5,6 @@ Out-of-sample rows are projected correctly (centred against the training kernel)
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +12,7 @@ import numpy as np
 from scipy.linalg import eigh, qr
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
+from .._warnings import warn
 from ..exceptions import BlockError, ConvergenceWarning, OptionError
 from ._checks import (
     Standardizer,
@@ -299,11 +299,10 @@ class KernelPCA(LearnerParams):
                 values, vectors = values[order], vectors[:, order]
             except ArpackNoConvergence:
                 if self.method != "auto":
-                    warnings.warn(
+                    warn(
                         "KernelPCA(method='arpack') did not "
                         "converge; using the exact solver instead",
                         ConvergenceWarning,
-                        stacklevel=3,
                     )
                 method = "exact"
         if method == "randomized":
@@ -311,13 +310,12 @@ class KernelPCA(LearnerParams):
                 centred_product, n, k, self.oversample, self.tol, self.max_iter, rng
             )
             if not converged:
-                warnings.warn(
+                warn(
                     f"KernelPCA(method='randomized') did not reach tol={self.tol:g} in "
                     f"max_iter={self.max_iter} iterations; the top eigenvalues are probably close "
                     "together. Raise max_iter or use "
                     "method='arpack' or 'exact'",
                     ConvergenceWarning,
-                    stacklevel=3,
                 )
         if method == "exact":
             for rows in row_chunks(n, n):  # centre in place, one cache-friendly pass

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._warnings import warn
 from ..exceptions import DataError, OptionError, UnknownTokensWarning
 from ._checks import check_choice, check_fitted, check_int, transactional
 from .text import TextLearner
@@ -247,11 +247,10 @@ class PretrainedVectors(TextLearner):
             if cased and self.tokenizer is None
             else "check that the tokenizer matches the vectors' vocabulary (case, language)"
         )
-        warnings.warn(
+        warn(
             f"{unknown / tokens:.0%} of the {tokens} tokens in the documents have no word vector, "
             f"so their rows are mostly or all zeros; {hint}",
             UnknownTokensWarning,
-            stacklevel=4,  # _warn_unknown <- fit <- transactional wrapper <- the caller
         )
 
     def transform(self, documents: Any) -> np.ndarray:

@@ -52,6 +52,7 @@ import pandas as pd
 from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from .. import inference
+from .._warnings import warn
 from ..backends.lazy import row_frame, row_series
 from ..engines._common import ridge_penalty_weights
 from ..engines.weighted_ridge import weighted_penalty_weights
@@ -126,7 +127,7 @@ def ridge_note(res: PearlResults) -> str | None:
 def _warn_ridge(res: PearlResults) -> None:
     note = ridge_note(res)
     if note:
-        warnings.warn(note, PearlWarning, stacklevel=4)
+        warn(note, PearlWarning)
 
 
 def _columns(res: PearlResults, label: Hashable) -> np.ndarray:

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import logging
 import numbers
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 
+from .._lazy import lazy_module
+from .._warnings import warn
 from ..design.splitters import Splits
 from ..exceptions import (
     AllCandidatesFailedError,
@@ -55,10 +55,11 @@ from ..observation_weights import effective_nobs
 from ..progress import progress_bar, timed
 from ..stages import FitState, assign_folds, worker_count
 from ..weight_stage import cross_validate_draws, fit_name, solve_draw_weights
-from ..weights.certificate import gap_table, user_stacklevel
+from ..weights.certificate import gap_table
 from ..weights.row_weighted import RowWeightedLoss
 
 logger = logging.getLogger(__name__)
+joblib = lazy_module("joblib")  # parallel workers only when asked for (n_jobs)
 
 __all__ = [
     "RESAMPLE_FAILURES",
@@ -435,8 +436,8 @@ def refitting_bootstrap(
     with progress_bar(n_resamples, "bootstrap: resamples", progress) as bar, \
             timed(logger, "refitting bootstrap", resamples=n_resamples, workers=workers):
         done = (map(lambda share: _run_resamples(state, share, seed), shares) if workers == 1
-                else Parallel(n_jobs=workers, return_as="generator")(
-                    delayed(_run_resamples)(state, share, seed) for share in shares))
+                else joblib.Parallel(n_jobs=workers, return_as="generator")(
+                    joblib.delayed(_run_resamples)(state, share, seed) for share in shares))
         for share in done:  # in order: the generator yields the shares as submitted
             results.append(share)
             bar.update(len(share))
@@ -452,11 +453,11 @@ def refitting_bootstrap(
     gaps = gap_table([solve for _, _, solve, _ in fitted], names)
     uncertified = gaps.index[~gaps["certified"]].tolist()
     if workers > 1 and uncertified:
-        warnings.warn(
+        warn(
             f"the weight solves of {uncertified} in the refitting bootstrap of "
             f"{fit_name(state)} were not certified (largest gap "
             f"{gaps['kkt_gap'].max():.3g}); see the result's attrs['kkt_gap']",
-            ConvergenceWarning, stacklevel=user_stacklevel(),
+            ConvergenceWarning,
         )
     return weights, names, gaps, failed
 

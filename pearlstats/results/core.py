@@ -39,7 +39,6 @@ from .prediction import LazyRows, Prediction
 from .readonly import cached_table
 from .refits import CandidateRefits, _LazyCandidates
 from .risks import StrategyRisks
-from .summary import build_summary
 
 if TYPE_CHECKING:
     from ..plotting import PlotAccessor
@@ -330,6 +329,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         *,
         coefficients: bool | str | None = None,
         weight_uncertainty: bool | int = False,
+        panels: str | Sequence[str] = "main",
     ) -> PearlSummary:
         """A statsmodels ``Summary`` with the weights, baselines and diagnostics.
 
@@ -350,14 +350,21 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
             bootstrap of the procedure: its mean, spread and 2.5 % and 97.5 %
             quantiles, which are not standard errors or a confidence interval
             (``True``: 200 resamples; an int >= 2: that many; 0: none).
+        panels : str or sequence of str, default "main"
+            The sections ``as_latex()`` sets when not told: ``"main"``, ``"all"``
+            or names of :data:`~pearlstats.results.summary.PANELS` (the text
+            and HTML show every section).
 
         Raises
         ------
         OptionError
-            *coefficients* not None or a bool, *weight_uncertainty* not a bool or an int.
+            *coefficients* not None or a bool, *weight_uncertainty* not a bool or an
+            int, *panels* not known.
         """
+        from .summary import build_summary  # statsmodels' Summary: imported by those who ask
+
         return build_summary(self, correct, coefficients=coefficients,
-                             weight_uncertainty=weight_uncertainty)
+                             weight_uncertainty=weight_uncertainty, panels=panels)
 
     @property
     def plot(self) -> PlotAccessor:

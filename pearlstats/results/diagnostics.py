@@ -23,7 +23,6 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property, partial
@@ -32,11 +31,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .._warnings import warn
 from ..checks import check_choice, check_int, check_n_jobs, check_seed
 from ..exceptions import CandidateError, OptionError, PearlWarning, ResampleFailureWarning
 from ..in_memory_only import refuse_results_feature
 from ..weight_stage import fit_name, solve_draw_weights, solve_stored_weights
-from ..weights.certificate import gap_table, user_stacklevel
+from ..weights.certificate import gap_table
 from ..weights.losses import get_loss
 from ..weights.row_weighted import WEIGHTED_LOSSES, RowWeightedLoss
 from ..weights.solvers import solve_weights
@@ -202,10 +202,10 @@ def _warn_failed_resamples(failed: Mapping[str, str], n_resamples: int, name: st
     if not failed:
         return
     first, reason = next(iter(failed.items()))
-    warnings.warn(
+    warn(
         f"{len(failed)} of the {n_resamples} bootstrap resamples of {name} could not be fitted "
         f"and are left out ({first}: {reason}); attrs['failed'] lists them all",
-        ResampleFailureWarning, stacklevel=user_stacklevel(),
+        ResampleFailureWarning,
     )
 
 
@@ -547,11 +547,11 @@ class WeightDiagnostics:
             new_loss = RowWeightedLoss(new_loss.family, new_loss, state.response.row_weights,
                                        state.response.weight_type)
         if state.weight_options.cv_repeats > 1:
-            warnings.warn(
+            warn(
                 f"this fit's weights averaged {state.weight_options.cv_repeats} fold draws, but "
                 "only the first draw's out-of-fold predictions are stored: the re-solved weights "
                 "use that draw alone (refit with loss= for weights over every draw)",
-                PearlWarning, stacklevel=2,
+                PearlWarning,
             )
         if state.partitions is not None:  # dask rows: the out-of-fold passes, another loss
             solution, entries = state.partitions.reweight(state.family, new_loss)

@@ -44,7 +44,7 @@ from ..weights.metrics import (
     regression_metrics,
 )
 from ..weights.precision import EXACT_FIT_NOTE
-from .summary import format_mean_sd, html_escape, latex_escape
+from .formatting import format_mean_sd, html_escape, latex_escape
 
 if TYPE_CHECKING:
     from ..nested import NestedCV

@@ -30,11 +30,11 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._warnings import warn
 from ..engines._common import RANK_TOLERANCE
 from ..exceptions import UnidentifiedCoefficientWarning
 
@@ -98,7 +98,7 @@ def warn_unidentified(state: FitState) -> None:
     if not terms:
         return
     note = unidentified_note(terms, state.design.column_names[: state.design.n_covariates])
-    warnings.warn(
+    warn(
         "coefficients not identified (the design's columns are linearly dependent on all rows, "
         f"e.g. a covariate that a block's columns reproduce): {note}"
         ". Predictions are unaffected, but the split between these terms is arbitrary: where "
@@ -106,5 +106,4 @@ def warn_unidentified(state: FitState) -> None:
         "params, bse and conf_int(); remove the redundant covariate or block from the formula "
         "to estimate the others",
         UnidentifiedCoefficientWarning,
-        stacklevel=3,
     )

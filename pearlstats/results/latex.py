@@ -209,10 +209,24 @@ def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[s
     return spec
 
 
+def spanning_row(latex: str, columns: int, indent: str = "0pt") -> str:
+    r"""*latex* over all *columns*, wrapped at the line less *indent*, taking no column width.
+
+    A ``\multicolumn`` wider than the natural width of the columns it spans
+    gives the excess to its last column (TeX's rule for spans): a title set as
+    ``p{\linewidth}`` over the panel pushed the last column ("rank") to the
+    right margin and its header to the middle of the line. A box of zero width
+    holding the wrapped text leaves the columns their widths, and
+    ``\extracolsep{\fill}`` spreads them over the line.
+    """
+    box = rf"\parbox[t]{{\dimexpr\linewidth-{indent}-1pt\relax}}{{\raggedright {latex}}}"
+    return (rf"\multicolumn{{{columns}}}{{@{{\hspace{{{indent}}}}}l@{{}}}}"
+            rf"{{\makebox[0pt][l]{{{box}}}}} \\")
+
+
 def _title_row(title: str, columns: int) -> str:
     """A panel's title in italics over all its columns, wrapped if longer than the line."""
-    box = r"@{}>{\raggedright\arraybackslash}p{\dimexpr\linewidth-1pt\relax}@{}"
-    return rf"\multicolumn{{{columns}}}{{{box}}}{{\emph{{{cell_latex(title)}}}}} \\"
+    return spanning_row(rf"\emph{{{cell_latex(title)}}}", columns)
 
 
 def latex_panel(rows: list[list], headers: list | None, title: str | None = None,
@@ -255,9 +269,7 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
                 cells.append(rf"\multicolumn{{1}}{{c}}{{{cell_latex(str(cell).strip())}}}")
         lines.append(" & ".join(cells) + r" \\")
         if r in below:
-            box = r"@{\quad}>{\raggedright\arraybackslash}p{\dimexpr\linewidth-1em-1pt\relax}@{}"
-            lines.append(rf"\multicolumn{{{len(kinds)}}}{{{box}}}{{{breakable(cell_latex(below[r]))}}}"
-                         r" \\")
+            lines.append(spanning_row(breakable(cell_latex(below[r])), len(kinds), "1em"))
     lines += [r"\bottomrule", r"\end{tabular*}"]
     return "\n".join(lines)
 
@@ -315,10 +327,15 @@ def latex_pairs(rows: list[list], title: str | None = None) -> str:
 
 
 def latex_float(panels: list[str], caption: str | None, notes: Sequence[str] = (),
-                label: str | None = None) -> str:
-    """Panels in one ``table`` float at ``\\small``, the notes below them inside the float."""
-    lines = [r"\begin{table}[htbp]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
-             _D_FALLBACK]
+                label: str | None = None, floating: bool = True) -> str:
+    """Panels in one ``table`` float at ``\\small``, the notes below them inside the float.
+
+    ``floating=False`` sets them in place, in a group of their own (a notebook's
+    output, which must stay in its cell when exported to PDF).
+    """
+    begin, end = ((r"\begin{table}[htbp]", r"\end{table}") if floating
+                  else (r"\par\medskip\begingroup", r"\par\endgroup\medskip"))
+    lines = [begin, r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}", _D_FALLBACK]
     if caption:
         lines.append(rf"\caption{{{cell_latex(caption)}}}")
     if label:
@@ -328,7 +345,7 @@ def latex_float(panels: list[str], caption: str | None, notes: Sequence[str] = (
         text = " ".join(breakable(cell_latex(note)) for note in notes)
         lines += [r"\par\smallskip",
                   rf"\parbox{{\linewidth}}{{\raggedright\emph{{Notes:}} {text}}}"]
-    lines.append(r"\end{table}")
+    lines.append(end)
     return "\n".join(lines)
 
 
@@ -424,8 +441,9 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
                   label: str | None, top: int, captions: bool = True) -> str:
     """The floats of a summary: *sections* maps a panel name to (headers, rows, title).
 
-    ``captions=False`` sets each title above its panel instead of as a caption
-    (nbconvert's template hides captions).
+    ``captions=False`` is a notebook's form: each title above its panel instead
+    of as a caption, and no floats, so that every section stays in its cell's
+    output when the notebook is exported to PDF.
     """
     out = []
     for name in check_panels(panels, list(sections)):
@@ -440,5 +458,6 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
         else:
             headers, rows, title = sections[name]
             parts = [latex_panel(_capped(rows), headers, None if captions else title)]
-        out.append(latex_float(parts, title if captions else None, notes.get(name, ()), suffix))
+        out.append(latex_float(parts, title if captions else None, notes.get(name, ()), suffix,
+                               floating=captions))
     return "\n\n".join(out)

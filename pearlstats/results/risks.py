@@ -10,13 +10,13 @@ whole procedure re-run inside each outer fold).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
+from .._warnings import warn
 from ..backends.lazy import computed
 from ..design.splitters import Splits
 from ..engines.intercept import response_intercept_predictions
@@ -70,11 +70,10 @@ class StrategyRisks:
         """
         outcome = self._honest_outcome
         if outcome.failure is not None:
-            warnings.warn(f"the nested cross-validation for res.honest could not run: "
-                          f"{outcome.failure}", PearlWarning, stacklevel=2)
+            warn(f"the nested cross-validation for res.honest could not run: {outcome.failure}",
+                 PearlWarning)
         elif outcome.warning:
-            warnings.warn(f"{outcome.warning}; consider a simpler candidate set or more rows",
-                          PearlWarning, stacklevel=2)
+            warn(f"{outcome.warning}; consider a simpler candidate set or more rows", PearlWarning)
         return outcome.table
 
     @cached_property

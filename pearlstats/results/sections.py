@@ -22,7 +22,15 @@ from ..honest_se import honest_se_note
 from ..observation_weights import few_observations_note
 from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
 from .averaging import active_labels, candidate_ridge, unidentified
-from .formatting import Label, format_number, format_ridge, html_escape, latex_escape, number_cell
+from .formatting import (
+    Label,
+    Number,
+    format_number,
+    format_ridge,
+    html_escape,
+    latex_escape,
+    number_cell,
+)
 
 if TYPE_CHECKING:
     from .core import PearlResults
@@ -158,7 +166,7 @@ def strategies_table(res: PearlResults) -> SimpleTable:
         uses["Fusion"] = Label(every, latex=f"all {len(res.block_dims)} blocks")
     if len(uses["MS"]) > _LONG_LABEL:  # MS is the rank-1 candidate, named in the panel above
         uses["MS"] = Label(uses["MS"], latex="the rank-1 candidate")
-    ratio = Label("PEARL/this", latex=r"$R_{\mathrm{PEARL}}/R$")
+    ratio = Label("PEARL/this", latex="PEARL/this")  # the notes' words, in every form
     numbers = _footnote_numbers(strategy_footnotes(res))
     marks = {name: f"{name} [{k}]" for name, k in numbers.items()}
     if honest is not None:
@@ -207,7 +215,7 @@ def diagnostics_table(res: PearlResults, correct: object) -> SimpleTable:
         ["Weight entropy (nats)", number_cell(diagnostics["weight_entropy"])],
         ["Largest weight", number_cell(diagnostics["max_weight"])],
         ["Non-zero weights", str(diagnostics["n_nonzero"])],
-        ["Solver KKT gap", number_cell(diagnostics["kkt_gap"])],
+        ["Solver KKT gap", Number(f"{diagnostics['kkt_gap']:.3e}", diagnostics["kkt_gap"])],
         ["Weight solver", diagnostics["weight_solver"]],
     ]
     if correct is not None:
@@ -426,7 +434,8 @@ def summary_notes(res: PearlResults) -> list[str]:
     weights = res.weights
     failed = int(res.failed.sum())
     notes = [
-        f"{int((weights == 0).sum())} of {len(weights)} candidates have zero weight"
+        f"{int((weights == 0).sum())} of {len(weights)} candidates "
+        + ("has" if int((weights == 0).sum()) == 1 else "have") + " zero weight"
         + (f" ({failed} of them failed in cross-validation)." if failed else ".")
     ]
     notes += _ledger_notes(res)

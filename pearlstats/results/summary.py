@@ -47,6 +47,7 @@ from .latex import (
     LATEX_PREAMBLE,
     LEADING,
     PANELS,
+    check_panels,
     latex_float,
     latex_number,
     latex_panel,
@@ -103,6 +104,7 @@ class PearlSummary(Summary):
         self.notes: list[str] = []
         self.panels: dict[str, SimpleTable] = {}
         self.panel_notes: dict[str, list[str]] = {}
+        self.latex_panels: str | Sequence[str] = "main"  # as_latex()'s default
 
     def add_section(self, name: str, table: SimpleTable | None) -> None:
         """Append *table* as the section *name* (one of :data:`PANELS`, or ``"header"``)."""
@@ -122,7 +124,7 @@ class PearlSummary(Summary):
 
     def as_latex(
         self,
-        panels: str | Sequence[str] = "main",
+        panels: str | Sequence[str] | None = None,
         *,
         caption: str | None = None,
         label: str | None = None,
@@ -144,8 +146,9 @@ class PearlSummary(Summary):
 
         Parameters
         ----------
-        panels : str or sequence of str, default "main"
-            ``"main"``, ``"all"``, or names from :data:`PANELS` (``"main"``,
+        panels : str or sequence of str, optional
+            Default: those given to ``summary(panels=...)``, ``"main"`` unless
+            told. ``"main"``, ``"all"``, or names from :data:`PANELS` (``"main"``,
             ``"candidates"``, ``"importance"``, ``"diagnostics"``,
             ``"stability"``, ``"uncertainty"``, ``"coefficients"``,
             ``"failures"``, ``"refits"``); a section this summary does not have
@@ -172,6 +175,7 @@ class PearlSummary(Summary):
         >>> latex.count(r"\begin{table}"), r"\label{tab:pearl}" in latex
         (1, True)
         """
+        panels = self.latex_panels if panels is None else panels
         return self._latex(panels, caption, label, check_int("top", top, minimum=1), True)
 
     def _latex(self, panels, caption, label, top: int, captions: bool) -> str:
@@ -182,10 +186,12 @@ class PearlSummary(Summary):
         return summary_latex(named, notes, panels, caption, label, top, captions)
 
     def _repr_latex_(self) -> str:
-        """Every section for a notebook exported to PDF, titles above the panels.
+        """Every section for a notebook exported to PDF, in place, titles above the panels.
 
-        nbconvert's LaTeX template hides captions and loads booktabs and array,
-        not dcolumn (each float then defines its ``D`` columns itself).
+        Nothing floats, so the tables stay in their cell's output (``as_latex``
+        keeps floats for papers). nbconvert's LaTeX template hides captions and
+        loads booktabs and array, not dcolumn (each group then defines its ``D``
+        columns itself).
         """
         return self._latex("all", None, None, LEADING, captions=False)
 
@@ -213,6 +219,7 @@ def build_summary(
     *,
     coefficients: bool | str | None = None,
     weight_uncertainty: bool | int = False,
+    panels: str | Sequence[str] = "main",
 ) -> PearlSummary:
     """Assemble the summary of a :class:`~pearlstats.results.PearlResults`.
 
@@ -233,10 +240,14 @@ def build_summary(
         it re-runs the whole procedure per resample, so it costs about that
         many fits.
 
+    panels : str or sequence of str, default "main"
+        The sections ``as_latex()`` sets when not told (checked here).
+
     Returns
     -------
     PearlSummary
     """
+    check_panels(panels, PANELS)  # an unknown name fails at summary(), not later
     if not (coefficients is None or isinstance(coefficients, (bool, np.bool_))
             or coefficients in ("conditional", "full")):
         # a truthy string such as "no" would otherwise show every block column
@@ -261,4 +272,5 @@ def build_summary(
     summary.add_section("refits", sections.refits_table(res))
     summary.add_notes(sections.summary_notes(res))
     summary.add_notes([coefficient_note], panel="coefficients")
+    summary.latex_panels = panels
     return summary

@@ -4,7 +4,7 @@ A solve is *certified* when its ``kkt_gap`` (a proven bound on ``objective - opt
 see :mod:`pearlstats.weights.solvers`) is at most ``GAP_RTOL (1 + |objective|)``. The fit, each
 honest outer fold, each refitting-bootstrap re-run and each fold complement record the gap of
 their solve (:func:`gap_table`); a solve that is not certified warns once, naming where it
-ran, at the user's call (:func:`user_stacklevel`: the first frame outside pearlstats).
+ran, at the user's call (:func:`pearlstats._warnings.warn`: the first frame outside pearlstats).
 
 Examples
 --------
@@ -19,29 +19,17 @@ True
 
 from __future__ import annotations
 
-import inspect
-import os
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from .._warnings import warn
 from ..exceptions import ConvergenceWarning
 
-__all__ = ["GAP_RTOL", "gap_target", "is_certified", "gap_table", "user_stacklevel",
-           "warn_uncertified"]
+__all__ = ["GAP_RTOL", "gap_target", "is_certified", "gap_table", "warn_uncertified"]
 
 GAP_RTOL = 1e-10
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep  # functools' cached_property
-
-
-def _internal(filename: str) -> bool:
-    """A frame of pearlstats, or of the standard library between its functions."""
-    if filename.startswith(_PACKAGE):
-        return True
-    return filename.startswith(_STDLIB) and "site-packages" not in filename
 
 
 def gap_target(objective: float, tol: float = GAP_RTOL) -> float:
@@ -64,30 +52,13 @@ def gap_table(solutions: Sequence, names: Sequence, tol: float = GAP_RTOL) -> pd
     }, index=pd.Index(list(names)))
 
 
-def user_stacklevel() -> int:
-    """``stacklevel`` for a warning raised by this function's caller: the first outside frame.
-
-    Counts the frames inside the pearlstats package between the caller and the user's
-    code, so the warning points at the user's line (``res.honest``, ``pearl.fit(...)``)
-    however deep the re-run that found it.
-    """
-    here = inspect.currentframe()
-    frame = here.f_back if here is not None else None
-    level = 1
-    while frame is not None and _internal(frame.f_code.co_filename):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
 def warn_uncertified(solver: str, gap: float, objective: float, tol: float,
-                     context: str | None, level: int) -> None:
+                     context: str | None) -> None:
     """The ConvergenceWarning of a solve whose gap is above its target, naming where it ran."""
     where = f" {context}" if context else ""
-    warnings.warn(
+    warn(
         f"the {solver} weight solver stopped{where} with certified gap {gap:.3g} above its "
         f"target {gap_target(objective, tol):.3g} = {tol:g} (1 + objective); "
         f"the weights are within {gap:.3g} of optimal",
         ConvergenceWarning,
-        stacklevel=level + 1,
     )

@@ -86,14 +86,14 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import quadprog
 
+from .._warnings import warn
 from ..exceptions import AllCandidatesFailedError, ConvergenceWarning, OptionError
-from .certificate import gap_target, user_stacklevel, warn_uncertified
+from .certificate import gap_target, warn_uncertified
 from .convex import solve_smooth
 from .gram import _TIE, frank_wolfe_gap, largest_vertex, simplex_least_squares
 from .linear import solve_lp
@@ -445,11 +445,10 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
     if kind == "lp":
         w, lower, failure = solve_lp(form)
         if failure is not None:
-            warnings.warn(
+            warn(
                 f"HiGHS stopped without an optimal weight LP ({failure}); "
                 "using the best single candidate",
                 ConvergenceWarning,
-                stacklevel=user_stacklevel(),
             )
         return snap_to_simplex(w), lower, 0.0, True, "highs"
     if kind != "qp":
@@ -569,11 +568,10 @@ def _solve_checked(form, kind: str, columns, group, sizes, n_all: int, tol: floa
         w, lower, ridge, converged = _best_vertex(form), None, 0.0, True
         solver = "single candidate (solver failed)"
         weights = _expand(w, columns, group, sizes, n_all)
-        warnings.warn(
+        warn(
             f"the {kind} weight solver failed ({err}); the weights are the best single "
             "candidate instead, with the gap to the optimum reported in kkt_gap",
             ConvergenceWarning,
-            stacklevel=user_stacklevel(),
         )
     return weights, lower, ridge, converged, solver
 
@@ -688,6 +686,6 @@ def solve_weights(
     gap = _certified_gap(form, loss.solver, w, lower, leaders.size)
     objective = loss.objective(y, P, weights)
     if not converged or gap > gap_target(objective, tol):
-        warn_uncertified(solver, gap, objective, tol, context, user_stacklevel())
+        warn_uncertified(solver, gap, objective, tol, context)
     merged = tuple(tuple(int(j) for j in columns[group == g]) for g in np.flatnonzero(sizes > 1))
     return WeightSolution(weights, float(objective), float(gap), solver, float(ridge), merged)

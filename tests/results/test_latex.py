@@ -6,15 +6,18 @@ Gaussian, binomial and multinomial summaries at J = 31 and J = 255 are set in
 page with no overfull box and no float too large for the page; every panel
 (``panels="all"``) must set without an overfull box. The notes must say things
 in words, the header's ridge must be the ridges the refits used, and a
-notebook showing a summary must export to PDF with nbconvert. Skipped when
+notebook showing a summary must export to PDF with nbconvert, each table in
+its own cell's output (``_repr_latex_`` does not float). Skipped when
 pdflatex is not installed.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import shutil
 import subprocess
+import unicodedata
 import warnings
 
 import numpy as np
@@ -127,6 +130,9 @@ def test_numbers_of_a_column_are_formatted_one_way(fits_31):
     assert "{<}0.0001" in latex
     tiny = fits_31["gaussian"].summary()
     assert "e-" in str(tiny.panels["diagnostics"][5][1].data)  # the text shows it as it is
+    # in one form whatever its size: 0 as 0.000e+00 beside another fit's 2.387e-14
+    gap = str(tiny.panels["diagnostics"][5][1].data).strip()
+    assert re.fullmatch(r"\d\.\d{3}e[+-]\d{2}", gap), gap
 
 
 def test_header_ridge_is_the_ridge_the_refits_used(tmp_path):
@@ -180,13 +186,29 @@ def test_unknown_panels_are_option_errors(fits_31):
     assert summary.as_latex(["failures"]) == ""  # nothing failed: nothing to set
 
 
-NOTEBOOK_CELL = """\
+# a notebook as a reader writes one: prose, a fit, its summary, a statsmodels summary, a figure
+NOTEBOOK = [
+    ("markdown", "# A PEARL fit\n\nProse before the fit, with *emphasis*."),
+    ("code", """\
 import numpy as np, pearlstats as pearl
 rng = np.random.default_rng(0)
-data = {"y": rng.normal(size=80), "a_1": rng.normal(size=(80, 2)), "b": rng.normal(size=(80, 2))}
-res = pearl.fit("y ~ block(a_1) + block(b)", data, seed=0)
-res.summary()
-"""
+data = {"y": rng.normal(size=80), "a_1": rng.normal(size=(80, 2)),
+        "b": rng.normal(size=(80, 2)), "kpca_cosine": rng.normal(size=(80, 2))}
+res = pearl.fit("y ~ block(a_1) + block(b) + block(kpca_cosine)", data, seed=0)"""),
+    ("code", "res.summary()"),
+    ("markdown", "Prose between the summaries."),
+    ("code", """\
+import statsmodels.api as sm
+sm.OLS(data["y"], sm.add_constant(data["b"])).fit().summary()"""),
+    ("code", "res.plot.block_importance()"),
+    ("markdown", "Prose after the figure."),
+]
+# what each cell shows, in order, in the PDF's text: a table that floats away from its cell
+# lands after the prose that follows it
+SHOWN_IN_ORDER = ["Prose before the fit", "PEARL model averaging", "Strategies",
+                  "Consistency diagnostics", "Model-averaged coefficients",
+                  "Prose between the summaries", "Dep. Variable", "Omnibus",
+                  "Prose after the figure"]
 
 
 def _template_packages_missing() -> list[str]:
@@ -199,36 +221,106 @@ def _template_packages_missing() -> list[str]:
             if subprocess.run([kpsewhich, name], capture_output=True).returncode]
 
 
-@pytest.mark.slow
-def test_nbconvert_exports_a_notebook_showing_a_summary_to_pdf(tmp_path, monkeypatch):
+def _executed_notebook(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    nbconvert = pytest.importorskip("nbconvert", reason="nbconvert is in the test extra")
     pytest.importorskip("ipykernel")
-    missing = _template_packages_missing()
-    if missing:
-        pytest.skip(f"nbconvert's template needs {missing} (Debian: texlive-fonts-recommended, "
-                    "texlive-plain-generic)")
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("PYTHONPATH", str(root))  # the kernel imports this checkout
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(NOTEBOOK_CELL)])
+    new = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell}
+    notebook = nbformat.v4.new_notebook(cells=[new[kind](text) for kind, text in NOTEBOOK])
     nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
-    shown = notebook.cells[0].outputs[-1]["data"]
-    assert "text/latex" in shown and r"\begin{table}" in shown["text/latex"]
-    # `jupyter nbconvert --to pdf` runs xelatex; where only pdflatex is installed, that
-    latex = ["xelatex"] if shutil.which("xelatex") else ["pdflatex"]
-    exporter = nbconvert.PDFExporter(latex_command=[*latex, "-interaction=nonstopmode",
-                                                    "{filename}"])
-    pdf, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"path": str(tmp_path)}})
-    assert pdf.startswith(b"%PDF")
-    (tmp_path / "summary.pdf").write_bytes(pdf)
-    if shutil.which("pdftotext"):  # poppler-utils: the PDF shows the summary's numbers
-        text = subprocess.run(["pdftotext", "summary.pdf", "-"], cwd=tmp_path,
-                              capture_output=True, text=True).stdout
-        assert "Strategies" in text and "Consistency diagnostics" in text
+    return notebook
+
+
+def _cell_outputs(latex: str) -> dict[int, str]:
+    """The LaTeX nbconvert writes for each code cell's output, by execution count.
+
+    An output runs from its ``\\prompt{Out}`` to the next cell's input prompt or
+    markdown text (the document's end for the last).
+    """
+    marks = [(m.start(), m.group(1), int(m.group(2)))
+             for m in re.finditer(r"\\prompt\{(In|Out)\}\{\w+\}\{(\d+)\}", latex)]
+    prose = [latex.index(text) for kind, text in NOTEBOOK if kind == "markdown"
+             for text in [text.splitlines()[-1].split(",")[0]]]
+    outputs = {}
+    for start, kind, count in marks:
+        if kind == "Out":
+            after = [p for p, *_ in marks if p > start] + [p for p in prose if p > start]
+            outputs[count] = latex[start:min(after, default=len(latex))]
+    return outputs
+
+
+def _word_boxes(pdf: str, cwd) -> list[tuple[str, float, float, float, float]]:
+    """(word, xmin, ymin, xmax, ymax) of the first page's words, from ``pdftotext -bbox``."""
+    html = subprocess.run(["pdftotext", "-bbox", "-f", "1", "-l", "1", pdf, "-"], cwd=cwd,
+                          capture_output=True, text=True, check=True).stdout
+    pattern = (r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">'
+               r"([^<]*)</word>")
+    return [(word, float(x0), float(y0), float(x1), float(y1))
+            for x0, y0, x1, y1, word in re.findall(pattern, html)]
+
+
+def _check_rank_column(boxes) -> None:
+    """The "rank" header stands over the ranks (it sat mid-line, the ranks at the margin)."""
+    header = next(box for box in boxes if box[0] == "rank")
+    below = next(box for box in boxes if box[0] == "Strategies")
+    ranks = [box for box in boxes if box[0] in ("1", "2") and header[4] < box[2] < below[2]]
+    assert len(ranks) == 2, ranks  # the two candidates with non-zero weight
+    for rank in ranks:  # each rank's box overlaps the header's horizontally
+        assert rank[1] < header[3] and header[1] < rank[3], (header, rank)
+
+
+def _ink_right(png) -> tuple[int, int]:
+    """The rightmost column with ink on a rendered page, and the page's width."""
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(png).convert("L"))
+    inked = np.flatnonzero((pixels < 128).any(axis=0))
+    return int(inked.max()), pixels.shape[1]
+
+
+@pytest.mark.slow
+def test_a_notebook_exported_to_pdf_shows_each_table_in_its_own_cell(tmp_path, monkeypatch):
+    nbconvert = pytest.importorskip("nbconvert", reason="nbconvert is in the test extra")
+    if not all(shutil.which(tool) for tool in ("xelatex", "pandoc", "pdftotext", "pdftoppm")):
+        pytest.skip("needs xelatex, pandoc (markdown cells) and poppler-utils; .ci/run "
+                    "installs them")
+    missing = _template_packages_missing()
+    if missing:
+        pytest.skip(f"nbconvert's template needs {missing} (Debian: texlive-fonts-recommended, "
+                    "texlive-plain-generic)")
+    notebook = _executed_notebook(tmp_path, monkeypatch)
+    shown = notebook.cells[2].outputs[-1]["data"]["text/latex"]
+    assert not re.search(r"\\begin\{(table|figure)\*?\}", shown)  # nothing floats
+    # the LaTeX `jupyter nbconvert --to pdf` sets: each table inside its own cell's output
+    resources = {"metadata": {"path": str(tmp_path)}}
+    latex, _ = nbconvert.LatexExporter().from_notebook_node(copy.deepcopy(notebook), resources)
+    outputs = _cell_outputs(latex)
+    assert "PEARL model averaging" in outputs[2] and "Dep. Variable" not in outputs[2]
+    assert all(title in outputs[2] for title in SHOWN_IN_ORDER[1:5])
+    assert "Dep. Variable" in outputs[3] and "Omnibus" in outputs[3]
+    assert "PEARL" not in outputs[3] and "PEARL" not in outputs[4]
+    pdf, _ = nbconvert.PDFExporter().from_notebook_node(notebook, resources)
+    (tmp_path / "notebook.pdf").write_bytes(pdf)
+    text = subprocess.run(["pdftotext", "notebook.pdf", "-"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    text = unicodedata.normalize("NFKC", text)  # the ligatures of "coefficients" as letters
+    places = [text.find(words) for words in SHOWN_IN_ORDER]
+    assert -1 not in places and places == sorted(places), dict(zip(SHOWN_IN_ORDER, places))
+    _check_rank_column(_word_boxes("notebook.pdf", tmp_path))
+    # the pages as a reader sees them (kept in tmp_path to look at): nothing reaches into the
+    # right margin, nbconvert's 1 inch (72 px at 72 dpi; the prompts sit in the left one)
+    subprocess.run(["pdftoppm", "-r", "72", "-png", "notebook.pdf", "page"], cwd=tmp_path,
+                   check=True)
+    pages = sorted(tmp_path.glob("page-*.png"))
+    assert len(pages) >= 2
+    for page in pages:
+        right, width = _ink_right(page)
+        assert right <= width - 72 + 2, (page.name, right, width)
 
 
 def test_a_long_section_is_cut_to_a_page_with_the_rest_counted(fits_31, tmp_path):
@@ -309,3 +401,15 @@ def test_main_table_fits_with_long_labels_everywhere(tmp_path):
     res = _fit("gaussian", pd.DataFrame({"y": y}), blocks, honest=3)
     assert len(res.baselines.loc["MS", "candidate"]) > 150
     _check_summary(res, tmp_path)
+
+
+def test_summary_takes_the_panels_its_latex_sets(fits_31):
+    # res.summary(panels="all"), as the README's wording suggests: as_latex() then sets them all
+    res = fits_31["gaussian"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        assert res.summary(panels="all").as_latex() == res.summary().as_latex("all")
+        assert res.summary(panels=["importance"]).as_latex() == res.summary().as_latex(
+            ["importance"])
+        with pytest.raises(pearl.OptionError, match=r"panels='everything'"):
+            res.summary(panels="everything")
