@@ -111,6 +111,7 @@ class NewtonEngine:
     warm_hessian: bool = False
     nested_start: bool = False
     reads_rows: bool = False
+    fold_hessians: bool = False
 
 
 def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
@@ -309,8 +310,9 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
     start0 = None
     if nested is not None and engine.nested_start and ridge > 0 and design.intercept is not None:
         start0 = _nested_start(*nested, engine.per_column)
+    split = {"folds": rows} if engine.fold_hessians else {}
     everything = engine.solve(Z, y, np.ones((1, n)), design.penalized[None].astype(float), ridge,
-                              design.intercept, start0)
+                              design.intercept, start0, **split)
     if everything.stopped[0]:
         return everything, separated_in_every_fold(everything, len(rows))
     if ridge > 0:
@@ -320,7 +322,9 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
     theta0 = fold_start(everything, len(rows))
     start = {}
     if engine.warm_hessian and theta0 is not None and everything.hessian is not None:
-        start["hessian0"] = np.repeat(everything.hessian, len(rows), axis=0)
+        hessian = everything.hessian
+        start["hessian0"] = hessian if len(hessian) == len(rows) else np.repeat(
+            hessian, len(rows), axis=0)
     return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept, theta0,
                                     **start)
 
