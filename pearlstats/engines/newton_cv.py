@@ -412,12 +412,34 @@ def newton_cv_predict(
         if any(note.excluded for note in notes):
             failed[j] = True
             continue
-        for k, r in enumerate(rows):
-            theta = result.theta[k]
-            if result.singular[k]:
-                theta = _seen_by_training_rows(theta, Z, weights[k] > 0, design.intercept)
-            predictions[r, j] = engine.predict(Z[r], theta)
+        thetas = [
+            _seen_by_training_rows(theta, Z, weights[k] > 0, design.intercept)
+            if result.singular[k] else theta for k, theta in enumerate(result.theta)
+        ]
+        _out_of_fold(engine, Z, thetas, rows, predictions[:, j])
     return EngineOutput(predictions, failed, entries, used)
+
+
+# Rows read at a time for the out-of-fold predictions (:func:`_out_of_fold`).
+_PREDICT_ROWS = 8192
+
+
+def _out_of_fold(engine: NewtonEngine, Z, thetas: list, rows: list, out: np.ndarray) -> None:
+    """``out[rows[k]] = engine.predict(Z[rows[k]], thetas[k])`` for every fold k.
+
+    Z is read by consecutive blocks of rows (a row slice of the design is read in place,
+    where gathering a fold's scattered rows from every block of a column stack cost a
+    copy per row and block); each block's rows of fold k are then taken from it.
+    """
+    fold_of = np.full(len(out), -1)
+    for k, r in enumerate(rows):
+        fold_of[r] = k
+    for start in range(0, len(out), _PREDICT_ROWS):
+        block = slice(start, min(len(out), start + _PREDICT_ROWS))
+        Z_rows, labels = Z[block], fold_of[block]
+        for k in np.unique(labels[labels >= 0]):
+            mine = labels == k
+            out[start + np.flatnonzero(mine)] = engine.predict(Z_rows[mine], thetas[k])
 
 
 def newton_fit(
