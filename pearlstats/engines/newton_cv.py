@@ -272,7 +272,7 @@ def _nested_start(optima: dict, columns: np.ndarray, per_column: int) -> np.ndar
     return start.reshape(1, -1)
 
 
-def _standardised_columns(X, S: np.ndarray, in_place: bool = False):
+def _standardised_columns(X, S: np.ndarray, in_place: bool = False, known: dict | None = None):
     """``Z = (X[:, S] - center) / scale`` (C-ordered) and its standardisation.
 
     The standardisation is read from ``X[:, S]`` as indexing lays it out (column-major
@@ -282,11 +282,13 @@ def _standardised_columns(X, S: np.ndarray, in_place: bool = False):
     n x p copy of the candidate's columns.
 
     With *in_place*, Z is a :class:`~pearlstats.engines.standardised.StandardisedColumns`
-    (the same values, formed a block of rows at a time when read) and no n x p copy is made.
+    (the same values, formed a block of rows at a time when read) and no n x p copy is made;
+    *known* then holds the column moments read for earlier candidates (each column is read
+    once for all candidates).
     """
     S = np.flatnonzero(S) if S.dtype == bool else S  # np.take reads a mask as 0s and 1s
     if in_place:
-        return standardised_columns(X, S)
+        return standardised_columns(X, S, known)
     columns = X[:, S]
     design = ScaledDesign.from_design(columns)
     del columns
@@ -371,6 +373,7 @@ def newton_cv_predict(
     used = np.full(len(candidates), ridge)
     entries: list[LedgerEntry] = []
     optima: dict = {}  # columns -> all-rows optimum, for nested starts
+    moments: dict = {}  # column -> its moments, read once for all candidates
     for j, candidate in enumerate(candidates):
         requested = max(ridge, float((ridges or {}).get(candidate.label, 0.0)))
         start = used[j] = requested
@@ -388,7 +391,7 @@ def newton_cv_predict(
             entries.append(entry)
             continue
         Z = None  # the previous candidate's columns go before this one's are read
-        Z, design = _standardised_columns(X, S, engine.reads_rows)
+        Z, design = _standardised_columns(X, S, engine.reads_rows, moments)
         ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
         for value in ladder:
             everything, result = _fit_folds(engine, Z, lambda S=S: X[:, S], y, design, rows,

@@ -134,3 +134,19 @@ def test_fold_fits_on_rows_read_in_place_equal_those_on_the_standardised_copy(ki
     params, _ = glm.glm_fit(kind, X, y, np.arange(6))
     full = sm.GLM(y, stacked[:, :6], family=family).fit(tol=1e-12)
     np.testing.assert_allclose(params, full.params, rtol=1e-7, atol=1e-9)
+
+
+def test_column_moments_read_once_for_all_candidates_equal_each_candidates_own():
+    # Candidates share columns: the moments kept from earlier candidates are the numbers each
+    # candidate's own columns give (to the bit: each column is reduced on its own).
+    rng = np.random.default_rng(5)
+    parts = [np.ones((300, 1)), rng.normal(loc=3.0, size=(300, 4)), rng.normal(size=(300, 3))]
+    X = ColumnStack(parts)
+    known: dict = {}
+    for S in (np.array([0, 1, 2, 5]), np.array([0, 2, 3, 6, 7]), np.array([1, 7])):
+        shared = ScaledDesign.from_columns(X, S, known=known)
+        own = ScaledDesign.from_design(np.asarray(X)[:, S])
+        for name in ("center", "scale", "penalized"):
+            np.testing.assert_array_equal(getattr(shared, name), getattr(own, name))
+        assert (shared.intercept, shared.intercept_value) == (own.intercept, own.intercept_value)
+    assert sorted(known) == [0, 1, 2, 3, 5, 6, 7]
