@@ -4,6 +4,13 @@ The folds of one candidate are solved together by the driver in
 :mod:`pearlstats.engines.newton_cv`; this module gives it the likelihoods. The maximum-likelihood
 fits equal ``sm.Logit`` / ``sm.GLM(family=Poisson())`` where those converge.
 
+Where the work goes (issue 35): the all-rows fit is plain Newton, each Hessian a ``syrk`` over
+the rows, kept split by fold; from the last one each fold fit gets its exact training-row
+Hessian at the all-rows fit (the sum over the other folds) and takes chord steps with it from
+the all-rows optimum, converging by about the distance between the two optima per step with
+no Hessian of its own (one is formed, over its training rows only, if the steps stop
+contracting). A fold fit then costs a few passes of linear predictors and gradients.
+
 Separation (logistic) is detected when, without a ridge penalty, a fold is
 still taking large steps (``SEPARATION_STEP`` on standardised coefficients)
 after ``SEPARATION_MIN_ITER`` Newton iterations while a training row's
