@@ -42,7 +42,7 @@ from .engines.weighted import inverse_link, weighted_cv_predict, weighted_fit
 from .engines.weighted_ridge import weighted_penalty_weights
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
 from .exceptions import DataError, OptionError, ResponseError
-from .weights.losses import check_response_variation
+from .weights.losses import DEFAULT_LOSSES, check_response_variation
 
 if TYPE_CHECKING:
     from statsmodels.base.model import LikelihoodModel
@@ -382,7 +382,7 @@ def _require_numeric(values: pd.Series, family: str) -> np.ndarray:
 
 class Gaussian(Family):
     name = "gaussian"
-    default_loss = "squared"
+    default_loss = DEFAULT_LOSSES["gaussian"]
     sensitivity_losses = ("squared", "absolute")
 
     def encode(self, values: pd.Series) -> EncodedResponse:
@@ -436,7 +436,7 @@ class _GLMFamily(Family):
 class _Classification(Family):
     """Binomial and multinomial: class labels, compared by their predicted probabilities."""
 
-    default_loss = "cross_entropy"
+    default_loss = DEFAULT_LOSSES["binomial"]  # and multinomial: the same
     sensitivity_losses = ("cross_entropy", "squared", "hinge")
 
 
@@ -500,7 +500,7 @@ class Multinomial(_Classification):
 
 class Poisson(_GLMFamily):
     name = "poisson"
-    default_loss = "poisson_deviance"
+    default_loss = DEFAULT_LOSSES["poisson"]
     sensitivity_losses = ("poisson_deviance", "squared", "absolute")
 
     def encode(self, values: pd.Series) -> EncodedResponse:

@@ -287,6 +287,17 @@ def test_the_layers_check_names_an_import_that_breaks_them(tmp_path):
 # ---- the public namespace ----------------------------------------------------------------------
 
 
+def test_the_weight_losses_do_not_import_the_families_that_import_them():
+    # The circle engines.wide -> families -> weights.losses -> families is gone. The layers
+    # contract lets siblings import each other (and does not see imports inside functions), so
+    # this reads every import of the module, at any depth.
+    tree = ast.parse((ROOT / "pearlstats" / "weights" / "losses.py").read_text())
+    sources = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    sources += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names]
+    assert not [m for m in sources if "families" in m or "engines" in m], sources
+
+
 def test_dir_lists_exactly_the_public_names_and_plotting_is_reachable():
     import pearlstats
 

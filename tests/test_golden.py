@@ -30,6 +30,15 @@ GOLDEN = np.load(RESULTS / "golden_fits.npz")
 # Everything else, and every other family, is as it was to 1e-12.
 TOLERANCE = {"multinomial/weights": 1e-9, "multinomial/predictions": 1e-9,
              "multinomial/cv_risk": 1e-9, "multinomial/cv_predictions": 1e-9}
+# The binomial and Poisson engine of issue 35 (fold fits by chord steps with each fold's exact
+# Hessian at the all-rows fit, stopping at decrement 1e-24 after the predicted last step) puts
+# the out-of-fold predictions within 8.3e-13 (binomial) and 2.8e-12 (Poisson) of fold fits
+# solved in long double; the golden ones are 5.1e-11 and 3.4e-11 from them (Newton stopped
+# at decrement 1e-20 without its last step), and the Poisson refits 9.6e-12 in a coefficient
+# (now 4e-17), which moves a Poisson prediction of 4.2 on new rows by 1.4e-10 (3.4e-11
+# relative). So these golden arrays can only be met to their own accuracy: 2e-10.
+TOLERANCE.update({f"{family}/{key}": 2e-10 for family in ("binomial", "poisson")
+                  for key in ("weights", "predictions", "cv_risk", "cv_predictions")})
 
 # The MLP case trains in float32 (torch), so its numbers depend on the CPU's kernels: summation
 # order differs between SIMD widths (AVX2 here, AVX-512 elsewhere, ATEN_CPU_CAPABILITY=default),

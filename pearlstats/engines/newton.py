@@ -171,6 +171,7 @@ def batched_newton(
     reuse_contraction: float = 0.01,
     max_chord: int = 1,
     hessian0: np.ndarray | None = None,
+    final_step: bool = False,
 ) -> NewtonResult:
     """Minimise K convex objectives by damped Newton steps that reuse Hessians.
 
@@ -212,6 +213,13 @@ def batched_newton(
         An approximation of the Hessians at *theta0* (e.g. the all-rows one
         for fold fits started at the all-rows optimum): the first steps are
         chord steps with it, for as long as they contract.
+    final_step : bool
+        Whether a problem that converges takes the step it converged on (already solved
+        for, so free): its coefficients are then within about the square of its tolerance
+        after a Newton step, and a chord step's contraction factor times it after a chord
+        step, instead of within the tolerance itself. A problem also converges when its
+        decrement times its last ratio of decrements (at most *reuse_contraction*: the
+        decrement predicted after the step) is below tolerance, and takes that step.
 
     Returns
     -------
@@ -219,11 +227,11 @@ def batched_newton(
     """
     with one_blas_thread():
         return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                                  max_chord, hessian0)
+                                  max_chord, hessian0, final_step)
 
 
 def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                       max_chord, hessian0) -> NewtonResult:
+                       max_chord, hessian0, final_step=False) -> NewtonResult:
     theta = theta0.copy()
     K = theta.shape[0]
     converged = np.zeros(K, dtype=bool)
@@ -261,6 +269,16 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         if fresh:
             converged |= moving & floor & (decrement >= 0.5 * previous_fresh)
             previous_fresh = np.where(moving, decrement, previous_fresh)
+        if final_step:
+            # The step about to be taken shrinks the decrement by about the last ratio of
+            # decrements (linear for chord steps, better for Newton's): a problem whose
+            # decrement after it is predicted below tol converges on taking it.
+            known = np.isfinite(previous) & (previous > 0)
+            ratio = np.minimum(decrement / np.where(known, previous, 1.0), reuse_contraction)
+            predicted = known & (decrement * ratio <= tol * np.maximum(1.0, np.abs(f)))
+            converged |= moving & predicted
+            now = moving & converged & ~systems.singular
+            theta[now] -= step[now]
         moving = ~(converged | stopped)
         if not moving.any():
             break

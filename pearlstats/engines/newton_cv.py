@@ -112,6 +112,7 @@ class NewtonEngine:
     warm_hessian: bool = False
     nested_start: bool = False
     reads_rows: bool = False
+    fold_hessians: bool = False
 
 
 def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
@@ -294,7 +295,7 @@ def _nested_start(optima: dict, columns: np.ndarray, per_column: int) -> np.ndar
     return start.reshape(1, -1)
 
 
-def _standardised_columns(X, S: np.ndarray, in_place: bool = False):
+def _standardised_columns(X, S: np.ndarray, in_place: bool = False, known: dict | None = None):
     """``Z = (X[:, S] - center) / scale`` (C-ordered) and its standardisation.
 
     The standardisation is read from ``X[:, S]`` as indexing lays it out (column-major
@@ -304,11 +305,13 @@ def _standardised_columns(X, S: np.ndarray, in_place: bool = False):
     n x p copy of the candidate's columns.
 
     With *in_place*, Z is a :class:`~pearlstats.engines.standardised.StandardisedColumns`
-    (the same values, formed a block of rows at a time when read) and no n x p copy is made.
+    (the same values, formed a block of rows at a time when read) and no n x p copy is made;
+    *known* then holds the column moments read for earlier candidates (each column is read
+    once for all candidates).
     """
     S = np.flatnonzero(S) if S.dtype == bool else S  # np.take reads a mask as 0s and 1s
     if in_place:
-        return standardised_columns(X, S)
+        return standardised_columns(X, S, known)
     columns = X[:, S]
     design = ScaledDesign.from_design(columns)
     del columns
@@ -332,8 +335,9 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
     start0 = None
     if nested is not None and engine.nested_start and ridge > 0 and design.intercept is not None:
         start0 = _nested_start(*nested, engine.per_column)
+    split = {"folds": rows} if engine.fold_hessians else {}
     everything = engine.solve(Z, y, np.ones((1, n)), design.penalized[None].astype(float), ridge,
-                              design.intercept, start0)
+                              design.intercept, start0, **split)
     if everything.stopped[0]:
         return everything, separated_in_every_fold(everything, len(rows))
     if ridge > 0:
@@ -343,7 +347,9 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
     theta0 = fold_start(everything, len(rows))
     start = {}
     if engine.warm_hessian and theta0 is not None and everything.hessian is not None:
-        start["hessian0"] = np.repeat(everything.hessian, len(rows), axis=0)
+        hessian = everything.hessian
+        start["hessian0"] = hessian if len(hessian) == len(rows) else np.repeat(
+            hessian, len(rows), axis=0)
     return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept, theta0,
                                     **start)
 
@@ -390,6 +396,7 @@ def newton_cv_predict(
     used = np.full(len(candidates), ridge)
     entries: list[LedgerEntry] = []
     optima: dict = {}  # columns -> all-rows optimum, for nested starts
+    moments: dict = {}  # column -> its moments, read once for all candidates
     for j, candidate in enumerate(candidates):
         requested = max(ridge, float((ridges or {}).get(candidate.label, 0.0)))
         start = used[j] = requested
@@ -407,7 +414,7 @@ def newton_cv_predict(
             entries.append(entry)
             continue
         Z = None  # the previous candidate's columns go before this one's are read
-        Z, design = _standardised_columns(X, S, engine.reads_rows)
+        Z, design = _standardised_columns(X, S, engine.reads_rows, moments)
         ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
         for value in ladder:
             everything, result = _fit_folds(engine, Z, lambda S=S: X[:, S], y, design, rows,
@@ -431,12 +438,34 @@ def newton_cv_predict(
         if any(note.excluded for note in notes):
             failed[j] = True
             continue
-        for k, r in enumerate(rows):
-            theta = result.theta[k]
-            if result.singular[k]:
-                theta = _seen_by_training_rows(theta, Z, weights[k] > 0, design.intercept)
-            predictions[r, j] = engine.predict(Z[r], theta)
+        thetas = [
+            _seen_by_training_rows(theta, Z, weights[k] > 0, design.intercept)
+            if result.singular[k] else theta for k, theta in enumerate(result.theta)
+        ]
+        _out_of_fold(engine, Z, thetas, rows, predictions[:, j])
     return EngineOutput(predictions, failed, entries, used)
+
+
+# Rows read at a time for the out-of-fold predictions (:func:`_out_of_fold`).
+_PREDICT_ROWS = 8192
+
+
+def _out_of_fold(engine: NewtonEngine, Z, thetas: list, rows: list, out: np.ndarray) -> None:
+    """``out[rows[k]] = engine.predict(Z[rows[k]], thetas[k])`` for every fold k.
+
+    Z is read by consecutive blocks of rows (a row slice of the design is read in place,
+    where gathering a fold's scattered rows from every block of a column stack cost a
+    copy per row and block); each block's rows of fold k are then taken from it.
+    """
+    fold_of = np.full(len(out), -1)
+    for k, r in enumerate(rows):
+        fold_of[r] = k
+    for start in range(0, len(out), _PREDICT_ROWS):
+        block = slice(start, min(len(out), start + _PREDICT_ROWS))
+        Z_rows, labels = Z[block], fold_of[block]
+        for k in np.unique(labels[labels >= 0]):
+            mine = labels == k
+            out[start + np.flatnonzero(mine)] = engine.predict(Z_rows[mine], thetas[k])
 
 
 def newton_fit(

@@ -125,8 +125,12 @@ def _column_runs(X: Any, columns: np.ndarray) -> list[tuple] | None:
     return runs
 
 
-def standardised_columns(X: Any, columns: np.ndarray) -> tuple[StandardisedColumns, ScaledDesign]:
-    """A candidate's standardised columns read in place, and their standardisation."""
+def standardised_columns(X: Any, columns: np.ndarray,
+                         known: dict | None = None) -> tuple[StandardisedColumns, ScaledDesign]:
+    """A candidate's standardised columns read in place, and their standardisation.
+
+    *known*: column moments already read (see :meth:`ScaledDesign.from_columns`).
+    """
     columns = np.flatnonzero(columns) if columns.dtype == bool else columns
-    design = ScaledDesign.from_columns(X, columns)
+    design = ScaledDesign.from_columns(X, columns, known=known)
     return StandardisedColumns(X, columns, design), design

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
@@ -69,6 +70,7 @@ from .gram import LeastSquaresForm
 from .log_barrier import LogBarrierForm
 
 __all__ = [
+    "DEFAULT_LOSSES",
     "EPS",
     "LOGIT_LIMIT",
     "LOSSES",
@@ -689,6 +691,13 @@ LOSSES = {
     for cls in (SquaredLoss, CrossEntropyLoss, PoissonDevianceLoss, HingeLoss, ProbabilityHingeLoss,
                 AbsoluteLoss)
 }
+# Each family's default loss (the weights' objective when ``loss=None``). Held here, not read
+# from the families, so that the losses do not import the families that import them.
+DEFAULT_LOSSES = MappingProxyType({"gaussian": "squared", "binomial": "cross_entropy",
+                                   "multinomial": "cross_entropy",
+                                   "poisson": "poisson_deviance"})
+
+
 def get_loss(name: str | None, family: str) -> Loss:
     """Look up a surrogate loss for a family.
 
@@ -720,9 +729,7 @@ def get_loss(name: str | None, family: str) -> Loss:
         raise OptionError(f"unknown family={family!r}; use one of {list(FAMILIES)}")
     valid = [key for key, cls in LOSSES.items() if family in cls.families]
     if name is None:
-        from ..families import get_family  # the family owns its default loss
-
-        name = get_family(family).default_loss
+        name = DEFAULT_LOSSES[family]
     if not isinstance(name, str) or name not in LOSSES:
         raise OptionError(f"unknown loss={name!r}; for family {family!r} use one of {valid}")
     if name not in valid:

@@ -70,15 +70,39 @@ def test_standardised_columns_rows_equal_the_rows_of_the_standardised_copy(rows)
         Z[0, 1]
 
 
-@pytest.mark.parametrize("p", [3, glm._GRAM_WIDTH - 1, glm._GRAM_WIDTH, 51])
+@pytest.mark.parametrize("p", [3, 51])
 @pytest.mark.parametrize("K", [1, 10])
-def test_weighted_grams_equal_the_batched_product_bit_for_bit(p, K):
+def test_hessian_sums_over_training_rows_equal_the_weighted_products(p, K):
+    # Weights 0 (held-out rows) are skipped, not multiplied by 0: the same sums as einsum's
+    # over all rows, to the rounding of sums of |w| * Z^2 (syrk sums in another order).
     rng = np.random.default_rng(p + K)
-    Z, weights = rng.normal(size=(glm._BLOCK_ROWS, p)), rng.uniform(size=(K, glm._BLOCK_ROWS))
-    got = glm._weighted_grams(Z, weights)
-    assert got.tobytes() == np.matmul(Z.T[None] * weights[:, None, :], Z).tobytes()
+    n = glm._BLOCK_ROWS
+    Z = rng.normal(size=(n, p))
+    weights = rng.uniform(size=(K, n)) * (rng.uniform(size=(K, n)) > 0.2)
+    hessians = glm._Hessians(K, p, None, 0)
+    hessians.add(Z, weights, slice(0, n))
     want = np.einsum("kn,ni,nj->kij", weights, Z, Z)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+    np.testing.assert_allclose(hessians.problems(), want, rtol=0,
+                               atol=1e-13 * np.einsum("kn,ni->ki", weights, Z**2).max())
+
+
+def test_all_rows_hessian_split_by_fold_gives_each_folds_training_rows_hessian():
+    rng = np.random.default_rng(3)
+    n, p, K = 3000, 6, 4
+    Z, v = rng.normal(size=(n, p)), rng.uniform(size=n)
+    folds = rng.integers(0, K, size=n)
+    folds[:10] = -1  # rows no fold holds out are in every fold's training rows
+    held_out = [np.flatnonzero(folds == k) for k in range(K)]
+    groups = glm._fold_groups(held_out, n)
+    hessians = glm._Hessians(1, p, groups, K + 1)
+    for start in range(0, n, 1000):  # three passes' worth of blocks
+        rows = slice(start, start + 1000)
+        hessians.add(Z[rows], v[None, rows], rows)
+    np.testing.assert_allclose(hessians.problems()[0], (Z * v[:, None]).T @ Z, rtol=1e-12)
+    parts = [glm._symmetric(upper) for upper in hessians.upper]
+    for k, H in enumerate(glm.fold_hessians(parts, K)):
+        train = folds != k
+        np.testing.assert_allclose(H, (Z[train] * v[train, None]).T @ Z[train], rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["binomial", "poisson"])
@@ -110,3 +134,19 @@ def test_fold_fits_on_rows_read_in_place_equal_those_on_the_standardised_copy(ki
     params, _ = glm.glm_fit(kind, X, y, np.arange(6))
     full = sm.GLM(y, stacked[:, :6], family=family).fit(tol=1e-12)
     np.testing.assert_allclose(params, full.params, rtol=1e-7, atol=1e-9)
+
+
+def test_column_moments_read_once_for_all_candidates_equal_each_candidates_own():
+    # Candidates share columns: the moments kept from earlier candidates are the numbers each
+    # candidate's own columns give (to the bit: each column is reduced on its own).
+    rng = np.random.default_rng(5)
+    parts = [np.ones((300, 1)), rng.normal(loc=3.0, size=(300, 4)), rng.normal(size=(300, 3))]
+    X = ColumnStack(parts)
+    known: dict = {}
+    for S in (np.array([0, 1, 2, 5]), np.array([0, 2, 3, 6, 7]), np.array([1, 7])):
+        shared = ScaledDesign.from_columns(X, S, known=known)
+        own = ScaledDesign.from_design(np.asarray(X)[:, S])
+        for name in ("center", "scale", "penalized"):
+            np.testing.assert_array_equal(getattr(shared, name), getattr(own, name))
+        assert (shared.intercept, shared.intercept_value) == (own.intercept, own.intercept_value)
+    assert sorted(known) == [0, 1, 2, 3, 5, 6, 7]
