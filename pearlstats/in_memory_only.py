@@ -26,7 +26,7 @@ LOSSES = ("squared", "cross_entropy", "poisson_deviance")
 
 
 def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_repeats: int,
-             downstream: Any, weighted: bool) -> list[str]:
+             downstream: Any, weighted: bool, cov_type: str = "nonrobust") -> list[str]:
     return [reason for used, reason in (
         (family not in FAMILIES,
          f"family={family!r} (the distributed fit has {FAMILIES})"),
@@ -48,12 +48,15 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
         (downstream is not None,
          "downstream (a learner that needs its training rows in one process)"),
         (weighted, "weights/offset/exposure (observation weights and offsets)"),
+        (cov_type != "nonrobust",
+         f"cov_type={cov_type!r} (the sandwich's pass of stacked scores runs over row chunks in "
+         "memory only)"),
     ) if used]
 
 
 def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRule, cv: Any,
                           cv_repeats: int, downstream: Any,
-                          weighted: bool) -> None:
+                          weighted: bool, cov_type: str = "nonrobust") -> None:
     """Raise OptionError naming, with its reason, every option not available for dask data.
 
     Examples
@@ -68,7 +71,8 @@ def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRul
 needs the row count and one fold per row; use K-fold or a fold column). Fit an in-memory sample \
 with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or change them
     """
-    reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, downstream, weighted)
+    reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, downstream, weighted,
+                       cov_type)
     if reasons:
         raise OptionError(
             f"not available for dask data yet: {'; '.join(reasons)}. Fit an in-memory sample "
@@ -86,6 +90,11 @@ RESULTS_NEEDING_ROWS = {
     "weight_uncertainty": "the bootstrap re-runs the procedure on resampled rows",
     "honest_risk": "custom nested re-runs (res.honest, with the fit's outer folds, is computed "
                    "on the partitions)",
+    **dict.fromkeys(
+        ("get_robustcov", "cov_params", "tvalues", "pvalues", "t_test", "wald_test", "f_test"),
+        "the sandwich and the candidates' joint covariance are a pass of stacked scores over "
+        "row chunks in memory, not over partitions yet (bse and conf_int() are computed on "
+        "the partitions)"),
 }
 
 

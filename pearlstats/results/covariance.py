@@ -1,0 +1,220 @@
+"""Covariance types of the candidates' refits, and the joint covariance of the averaged terms.
+
+:func:`summed_refits` gives the candidates' all-rows refits from sums over row
+chunks (:mod:`pearlstats.inference.sums_refit`) with the fit's covariance type
+(:mod:`pearlstats.inference.robust`: a second pass of the stacked scores gives
+the sandwich's meat; HC2/HC3 need the first pass's breads for the leverages).
+:func:`joint_covariance` stacks the candidates with positive weight: the
+covariance of all their coefficients together, whose cross-candidate blocks
+``A_j^-1 (sum_i s_ij s_ik') A_k^-1`` are not zero (the candidates are fitted on
+the same rows). :func:`averaged_cov` is its image under the fixed weights for
+the terms in every candidate, the covariance behind ``cov_params()``,
+``tvalues``, ``pvalues``, ``t_test``, ``wald_test`` and ``f_test`` of
+:class:`~pearlstats.results.PearlResults`.
+
+With ``cov_type="nonrobust"`` the cross blocks are the model's: gaussian
+``sigma_jk X_j' W X_k`` with ``sigma_jk = sum w e_j e_k / sqrt(df_j df_k)`` (the
+candidates' residual covariance; ``sigma_jj`` is candidate j's scale), binomial
+and Poisson ``sum w sqrt(V_ij V_ik) x_ij x_ik'`` (each candidate's own variance
+function on its diagonal block). The diagonal blocks are the candidates' own
+covariances in every case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import OptionError
+from ..inference.refit_sums import FAMILIES, chunk_refit_sums, stack_columns
+from ..inference.robust import CovSpec, chunk_meat, corrections, sandwich
+from ..inference.sums_refit import bread_of, refits_from_sums
+from .averaging import _columns as columns_of
+from .averaging import active_labels, candidate_ridge, common_terms, sums_apply, unidentified
+
+if TYPE_CHECKING:
+    from .core import PearlResults
+
+__all__ = ["averaged_cov", "check_robust_supported", "cov_spec_of", "joint_covariance",
+           "statsmodels_view", "summed_refits"]
+
+
+def cov_spec_of(res: PearlResults) -> CovSpec:
+    """The covariance type of the results (``"nonrobust"`` unless set)."""
+    return res.__dict__.get("_cov_spec") or CovSpec()
+
+
+def check_robust_supported(res: PearlResults, spec: CovSpec) -> None:
+    """Refuse, naming why, a robust covariance the sums do not cover."""
+    if spec.robust and not sums_apply(res):
+        raise OptionError(
+            f"cov_type={spec.cov_type!r} is computed from sums over the rows for gaussian, "
+            f"binomial and poisson fits on a dense design in memory; this {res.family} fit "
+            "does not have them (multinomial, sparse or wide blocks, a downstream network): "
+            "use cov_type='nonrobust', or statsmodels' get_robustcov_results on "
+            "res.candidates[label]")
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """The joint covariance of some candidates' coefficients, in their order."""
+
+    labels: tuple
+    names: tuple     # per candidate: its column names
+    cov: np.ndarray  # (D, D), D the sum of the candidates' column counts
+    df_inference: tuple  # per candidate: the degrees of freedom of t quantiles
+
+    def block(self, j: int) -> np.ndarray:
+        edges = np.cumsum([0] + [len(n) for n in self.names])
+        rows = slice(edges[j], edges[j + 1])
+        return self.cov[rows, rows]
+
+
+def _counted(sums, weight_type: str | None) -> float:
+    return sums.design.weight if weight_type == "frequency" else sums.rows
+
+
+def _factors(spec: CovSpec, meat, refits: list, counted: float) -> np.ndarray:
+    """Block (j, k)'s factor: the small-sample corrections, or the gaussian sigma_jk."""
+    if spec.robust:
+        c = corrections(spec, counted, [r.df_resid for r in refits],
+                        [len(r.exog_names) for r in refits])
+        return np.sqrt(np.outer(c, c))
+    if meat.cross is None:  # binomial, Poisson: scale 1
+        return np.ones((len(refits), len(refits)))
+    df = np.array([r.df_resid for r in refits])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return meat.cross / np.sqrt(np.outer(df, df))
+
+
+def _first_pass(res: PearlResults, labels: list, params: list) -> tuple:
+    """``(sums, local, refits, columns, ridges)``: the refit sums of the candidates *labels*
+    over row chunks, and their nonrobust refits."""
+    response, design = res.stages.response, res.stages.design
+    columns = [columns_of(res, label) for label in labels]
+    sums, local = chunk_refit_sums(res.family, design.X, response.y, columns, params,
+                                   response.offset, response.row_weights)
+    names = [[design.column_names[i] for i in S] for S in columns]
+    ridges = {label: candidate_ridge(res, label) for label in labels}
+    refits = refits_from_sums(res.family, sums, local, params, labels, names, ridges,
+                              _weight_type(res))
+    return sums, local, refits, columns, ridges
+
+
+def _weight_type(res: PearlResults) -> str | None:
+    response = res.stages.response
+    return None if response.row_weights is None else response.weight_type
+
+
+def _stack(res: PearlResults, labels: list, params: list, spec: CovSpec) -> tuple:
+    """``(refits, Stacked)``: the nonrobust refits from sums, and the joint covariance under
+    *spec* from a second pass over the row chunks."""
+    response, design = res.stages.response, res.stages.design
+    sums, local, refits, columns, ridges = _first_pass(res, labels, params)
+    breads = [bread_of(res.family, sums, np.asarray(S), j, ridges[label])
+              for j, (S, label) in enumerate(zip(local, labels))]
+    used, local, B = stack_columns(columns, params)
+    meat = chunk_meat(res.family, design.X, response.y, local, B, spec, response.offset,
+                      response.row_weights, _weight_type(res), breads, used)
+    ordered = [refits[label] for label in labels]
+    factors = _factors(spec, meat, ordered, _counted(sums, _weight_type(res)))
+    cov = sandwich(meat, breads, factors, [len(S) for S in local])
+    df = tuple(float(spec.n_groups - 1) if spec.cov_type == "cluster" and spec.df_correction
+               else r.df_resid for r in ordered)
+    names = tuple(tuple(r.exog_names) for r in ordered)
+    return refits, Stacked(tuple(labels), names, cov, df)
+
+
+def summed_refits(res: PearlResults, labels: list, params: list) -> dict:
+    """The refits of *labels* from sums over row chunks, with the results' covariance type."""
+    spec = cov_spec_of(res)
+    if not spec.robust:
+        return _first_pass(res, labels, params)[2]
+    refits, stacked = _stack(res, labels, params, spec)
+    adjust = spec.cov_type == "cluster" and spec.df_correction
+    return {label: refits[label].with_cov(stacked.block(j), spec.describe(),
+                                          stacked.df_inference[j] if adjust else None)
+            for j, label in enumerate(labels)}
+
+
+def joint_covariance(res: PearlResults) -> Stacked:
+    """The joint covariance of the coefficients of the candidates with positive weight.
+
+    Raises
+    ------
+    OptionError
+        For a fit without sums over the rows (multinomial, sparse or wide blocks, a
+        downstream network).
+    """
+    if not sums_apply(res) or res.family not in FAMILIES:
+        raise OptionError(
+            "the joint covariance of the candidates (cov_params(), tvalues, pvalues, t_test, "
+            "wald_test, f_test) is computed from sums over the rows for gaussian, binomial "
+            f"and poisson fits on a dense design in memory, not for this {res.family} fit; "
+            "use bse and conf_int(), or each candidate's res.candidates[label]")
+    cached = res.__dict__.get("_joint")
+    if cached is None:
+        labels = active_labels(res)
+        params = [res.candidate_params(label).to_numpy() for label in labels]
+        cached = _stack(res, labels, params, cov_spec_of(res))[1]
+        res.__dict__["_joint"] = cached
+    return cached
+
+
+def averaged_cov(res: PearlResults) -> tuple[pd.DataFrame, float | None]:
+    """``(cov, df)``: the covariance of the averaged common terms ``sum_j w_j b_j`` under
+    fixed weights and candidates, and the degrees of freedom of its t quantiles (gaussian:
+    the smallest of the weighted candidates'; None for z)."""
+    stacked = joint_covariance(res)
+    terms = [t for t in res.stages.design.column_names if t in set(common_terms(res))]
+    L = np.zeros((len(terms), stacked.cov.shape[0]))
+    start = 0
+    for label, names in zip(stacked.labels, stacked.names):
+        for row, term in enumerate(terms):
+            L[row, start + names.index(term)] = float(res.weights[label])
+        start += len(names)
+    cov = pd.DataFrame(L @ stacked.cov @ L.T, index=terms, columns=terms)
+    missing = [t for t in terms if t in unidentified(res)]
+    cov.loc[missing, :] = np.nan
+    cov.loc[:, missing] = np.nan
+    df = min(stacked.df_inference) if res.family == "gaussian" else None
+    return cov, df
+
+
+def statsmodels_view(res: PearlResults) -> Any:
+    """A statsmodels ``LikelihoodModelResults`` of the averaged common terms (their
+    ``params`` and :func:`averaged_cov`), whose ``t_test``, ``wald_test`` and ``f_test``
+    parse statsmodels' strings and matrices."""
+    from statsmodels.base.model import LikelihoodModelResults
+
+    cov, df = averaged_cov(res)
+    names = list(cov.index)
+    data = SimpleNamespace(cross_names=names, param_names=names, cov_names=names)
+    model = SimpleNamespace(data=data, exog_names=names)
+    out = LikelihoodModelResults(model, res.params.reindex(names).to_numpy(),
+                                 normalized_cov_params=cov.to_numpy(), scale=1.0)
+    out.use_t = df is not None
+    out.df_resid = np.inf if df is None else df
+    return out
+
+
+def describe(res: PearlResults) -> str:
+    """The covariance type's name for the summary and LaTeX."""
+    return cov_spec_of(res).describe()
+
+
+def with_cov_type(res: PearlResults, spec: CovSpec) -> PearlResults:
+    """A copy of *res* whose refits use *spec* (nothing is refitted: the candidates'
+    coefficients and the cross-validation are shared)."""
+    import copy
+
+    check_robust_supported(res, spec)
+    out = copy.copy(res)
+    for key in ("_sum_refits", "_joint"):
+        out.__dict__.pop(key, None)
+    out.__dict__["_cov_spec"] = spec
+    return out
