@@ -90,11 +90,9 @@ RESULTS_NEEDING_ROWS = {
     "weight_uncertainty": "the bootstrap re-runs the procedure on resampled rows",
     "honest_risk": "custom nested re-runs (res.honest, with the fit's outer folds, is computed "
                    "on the partitions)",
-    **dict.fromkeys(
-        ("get_robustcov", "cov_params", "tvalues", "pvalues", "t_test", "wald_test", "f_test"),
-        "the sandwich and the candidates' joint covariance are a pass of stacked scores over "
-        "row chunks in memory, not over partitions yet (bse and conf_int() are computed on "
-        "the partitions)"),
+    "get_robustcov": "the sandwich's pass of stacked scores runs over row chunks in memory "
+                     "(the nonrobust cov_params(), tvalues, pvalues and tests are computed on "
+                     "the partitions)",
 }
 
 

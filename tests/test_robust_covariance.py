@@ -194,6 +194,5 @@ def test_dask_fit_refuses_robust_covariance_by_name():
     with pytest.raises(OptionError, match="cov_type='HC1'"):
         pearl.fit("y ~ x + block(a)", lazy, blocks=blocks, cov_type="HC1", honest=False)
     res = pearl.fit("y ~ x + block(a)", lazy, blocks=blocks, seed=0, honest=False)
-    for feature in ("get_robustcov", "cov_params", "t_test"):
-        with pytest.raises(InMemoryOnlyError, match=feature):
-            getattr(res, feature)
+    with pytest.raises(InMemoryOnlyError, match="get_robustcov"):
+        res.get_robustcov("HC1")

@@ -93,16 +93,25 @@ def _factors(spec: CovSpec, meat, refits: list, counted: float) -> np.ndarray:
 
 def _first_pass(res: PearlResults, labels: list, params: list) -> tuple:
     """``(sums, local, refits, columns, ridges)``: the refit sums of the candidates *labels*
-    over row chunks, and their nonrobust refits."""
+    (over row chunks, or the partitions of a fit on dask data), and their nonrobust refits."""
     response, design = res.stages.response, res.stages.design
+    partitions = res.stages.partitions
     columns = [columns_of(res, label) for label in labels]
-    sums, local = chunk_refit_sums(res.family, design.X, response.y, columns, params,
-                                   response.offset, response.row_weights)
+    if partitions is not None:  # the sums span every design column
+        sums, local = partitions.refit_sums(_candidates(res, labels)), columns
+    else:
+        sums, local = chunk_refit_sums(res.family, design.X, response.y, columns, params,
+                                       response.offset, response.row_weights)
     names = [[design.column_names[i] for i in S] for S in columns]
     ridges = {label: candidate_ridge(res, label) for label in labels}
     refits = refits_from_sums(res.family, sums, local, params, labels, names, ridges,
                               _weight_type(res))
     return sums, local, refits, columns, ridges
+
+
+def _candidates(res: PearlResults, labels: list) -> list:
+    every = {c.label: c for c in (*res.stages.candidates.pool, *res.stages.candidates.extras)}
+    return [every[label] for label in labels]
 
 
 def _weight_type(res: PearlResults) -> str | None:
@@ -117,9 +126,12 @@ def _stack(res: PearlResults, labels: list, params: list, spec: CovSpec) -> tupl
     sums, local, refits, columns, ridges = _first_pass(res, labels, params)
     breads = [bread_of(res.family, sums, np.asarray(S), j, ridges[label])
               for j, (S, label) in enumerate(zip(local, labels))]
-    used, local, B = stack_columns(columns, params)
-    meat = chunk_meat(res.family, design.X, response.y, local, B, spec, response.offset,
-                      response.row_weights, _weight_type(res), breads, used)
+    if res.stages.partitions is not None:
+        meat = res.stages.partitions.meat(_candidates(res, labels), spec, breads)
+    else:
+        used, local, B = stack_columns(columns, params)
+        meat = chunk_meat(res.family, design.X, response.y, local, B, spec, response.offset,
+                          response.row_weights, _weight_type(res), breads, used)
     ordered = [refits[label] for label in labels]
     factors = _factors(spec, meat, ordered, _counted(sums, _weight_type(res)))
     cov = sandwich(meat, breads, factors, [len(S) for S in local])
@@ -150,7 +162,8 @@ def joint_covariance(res: PearlResults) -> Stacked:
         For a fit without sums over the rows (multinomial, sparse or wide blocks, a
         downstream network).
     """
-    if not sums_apply(res) or res.family not in FAMILIES:
+    on_dask = res.stages.partitions is not None
+    if not (sums_apply(res) or on_dask) or res.family not in FAMILIES:
         raise OptionError(
             "the joint covariance of the candidates (cov_params(), tvalues, pvalues, t_test, "
             "wald_test, f_test) is computed from sums over the rows for gaussian, binomial "
