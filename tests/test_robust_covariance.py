@@ -196,3 +196,24 @@ def test_dask_fit_refuses_robust_covariance_by_name():
     res = pearl.fit("y ~ x + block(a)", lazy, blocks=blocks, seed=0, honest=False)
     with pytest.raises(InMemoryOnlyError, match="get_robustcov"):
         res.get_robustcov("HC1")
+
+
+@pytest.mark.parametrize("cov_type", ["HC0", "HC3"])
+def test_ridge_candidate_sandwich_uses_the_penalised_bread(cov_type):
+    """statsmodels has no robust covariance for fit_regularized; written out: bread H^-1 with
+    H = X'X + n ridge diag(column variances, 0 for the intercept), rows' scores e x, HC3's
+    leverages x' H^-1 x."""
+    data, X, y, _, _, _ = _rows("gaussian", seed=4)
+    ridge = 0.05
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pearl.fit("y ~ x + block(a)", data, seed=0, honest=False, ridge=ridge,
+                        cov_type=cov_type)
+        cov, _ = averaging.candidate_cov(res, "a")
+    b = res.candidate_params("a").to_numpy()
+    e = y - X @ b
+    bread = np.linalg.inv(X.T @ X + N * ridge * np.diag(np.r_[0.0, X[:, 1:].var(axis=0)]))
+    if cov_type == "HC3":
+        e = e / (1 - np.einsum("ij,jk,ik->i", X, bread, X))
+    expected = bread @ (X * e[:, None] ** 2).T @ X @ bread
+    np.testing.assert_allclose(cov.to_numpy(), expected, rtol=RTOL)
