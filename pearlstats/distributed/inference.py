@@ -39,11 +39,12 @@ def _refit_part(frame, blocks, offset, spec, kind, columns, B, env) -> RefitSums
                     partition_response(spec, kind, frame, env), columns, B)
 
 
-def _meat_part(frame, blocks, offset, spec, kind, columns, B, cov, breads, env) -> MeatSums:
+def _meat_part(frame, blocks, offset, spec, kind, columns, B, cov, breads, project,
+               blocks_only, env) -> MeatSums:
     """One partition's stacked-score sums (:func:`~pearlstats.inference.robust.row_meat`)."""
     return row_meat(kind, partition_design(spec, frame, blocks),
                     partition_response(spec, kind, frame, env), columns, B, cov,
-                    breads=breads)
+                    breads=breads, project=project, blocks_only=blocks_only)
 
 
 def sums_partitions(rows: Any, spec: Any, family_name: str, columns: Sequence[np.ndarray],
@@ -57,11 +58,14 @@ def sums_partitions(rows: Any, spec: Any, family_name: str, columns: Sequence[np
 
 def meat_partitions(rows: Any, spec: Any, family_name: str, columns: Sequence[np.ndarray],
                     B: np.ndarray, cov: CovSpec,
-                    breads: Sequence[np.ndarray] | None = None) -> MeatSums:
+                    breads: Sequence[np.ndarray] | None = None,
+                    project: Sequence[np.ndarray] | None = None,
+                    blocks_only: bool = False) -> MeatSums:
     """The candidates' stacked-score sums over the partitions, in row order (so HAC's lags
-    cross partition boundaries as they cross chunks in memory)."""
+    cross partition boundaries as they cross chunks in memory); see
+    :func:`~pearlstats.inference.robust.row_meat` for *project* and *blocks_only*."""
     return tree_sum(rows.tasks(_meat_part, spec, family_name, list(columns), B, cov, breads,
-                               None))
+                               project, blocks_only, None))
 
 
 def _positions(candidates: Sequence, labels: Sequence[str] | None) -> list[int]:

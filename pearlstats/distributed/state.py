@@ -175,11 +175,11 @@ class PartitionedRows:
         return sums_partitions(self.rows, self.rows_spec, self.family_name,
                                *self._stack(candidates))
 
-    def meat(self, candidates: list, cov: Any, breads: list) -> Any:
+    def meat(self, candidates: list, cov: Any, breads: list, **options: Any) -> Any:
         """The candidates' stacked-score sums over all rows, for their joint covariance
-        (:mod:`pearlstats.results.covariance`)."""
+        (:mod:`pearlstats.results.covariance`; *options*: ``project``, ``blocks_only``)."""
         return meat_partitions(self.rows, self.rows_spec, self.family_name,
-                               *self._stack(candidates), cov, breads)
+                               *self._stack(candidates), cov, breads, **options)
 
     def _outer_fits(self, outer: int | str, seed: int, family: Any, loss: Any,
                     ridge: float) -> OuterFits:

@@ -177,22 +177,33 @@ def _bartlett(maxlags: int) -> np.ndarray:
     return 1.0 - np.arange(1, maxlags + 1) / (maxlags + 1.0)
 
 
-def _lagged(Z: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+def _products(A: np.ndarray, B: np.ndarray, edges: np.ndarray | None) -> np.ndarray:
+    """``A' B`` (rows of scores), or only its diagonal blocks between *edges* (the rest 0)."""
+    if edges is None:
+        return A.T @ B
+    out = np.zeros((A.shape[1], A.shape[1]))
+    for start, stop in zip(edges[:-1], edges[1:]):
+        out[start:stop, start:stop] = A[:, start:stop].T @ B[:, start:stop]
+    return out
+
+
+def _lagged(Z: np.ndarray, kernel: np.ndarray, edges: np.ndarray | None) -> np.ndarray:
     """``sum_l k_l sum_i (z_i z_{i-l}' + z_{i-l} z_i')`` within the rows of Z."""
     out = np.zeros((Z.shape[1], Z.shape[1]))
     for lag, k in enumerate(kernel, start=1):
         if lag < len(Z):
-            s = Z[lag:].T @ Z[:-lag]
+            s = _products(Z[lag:], Z[:-lag], edges)
             out += k * (s + s.T)
     return out
 
 
-def _boundary(tail: np.ndarray, head: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+def _boundary(tail: np.ndarray, head: np.ndarray, kernel: np.ndarray,
+              edges: np.ndarray | None) -> np.ndarray:
     """The lagged products of rows *tail* (earlier) with rows *head* (right after them)."""
     out = np.zeros((tail.shape[1], tail.shape[1]))
     for u in range(len(tail)):  # u rows before the boundary, v after: lag u + v + 1
         for v in range(min(len(head), len(kernel) - u)):
-            s = np.outer(head[v], tail[len(tail) - 1 - u])
+            s = _products(head[[v]], tail[[len(tail) - 1 - u]], edges)
             out += kernel[u + v] * (s + s.T)
     return out
 
@@ -204,7 +215,8 @@ class MeatSums:
     Attributes
     ----------
     gram : ndarray (D, D)
-        ``sum z z'``, with HAC's lagged products within the rows.
+        ``sum z z'``, with HAC's lagged products within the rows; with *edges*, only the
+        diagonal blocks (one per candidate; 0 elsewhere).
     groups : ndarray (G, D) or None
         Cluster: each group's ``sum z``.
     head, tail : ndarray (<= maxlags, D)
@@ -212,7 +224,11 @@ class MeatSums:
     kernel : ndarray (maxlags,)
         HAC's lag weights (empty otherwise).
     cross : ndarray (J, J) or None
-        Gaussian: ``sum w e_j e_k`` of the candidates' residuals.
+        Gaussian, nonrobust: ``sum w e_j e_k`` of the candidates' residuals.
+    edges : ndarray (J + 1,) or None
+        Where each candidate's block of z starts and ends.
+    blocks_only : bool
+        Whether the cross-candidate blocks of *gram* are left out.
     """
 
     gram: np.ndarray
@@ -221,20 +237,35 @@ class MeatSums:
     tail: np.ndarray
     kernel: np.ndarray
     cross: np.ndarray | None
+    edges: np.ndarray
+    blocks_only: bool = False
 
     def __add__(self, other: MeatSums) -> MeatSums:
         gram = self.gram + other.gram
         L = len(self.kernel)
         head, tail = self.head, self.tail
         if L:
-            gram = gram + _boundary(self.tail, other.head, self.kernel)
+            gram = gram + _boundary(self.tail, other.head, self.kernel, self._only)
             head = np.vstack([self.head, other.head])[:L]
             tail = np.vstack([self.tail, other.tail])[-L:]
         return MeatSums(gram, None if self.groups is None else self.groups + other.groups,
                         head, tail, self.kernel,
-                        None if self.cross is None else self.cross + other.cross)
+                        None if self.cross is None else self.cross + other.cross,
+                        self.edges, self.blocks_only)
 
     __iadd__ = __add__
+
+    @property
+    def _only(self) -> np.ndarray | None:
+        return self.edges if self.blocks_only else None
+
+    def block(self, j: int, k: int) -> np.ndarray:
+        """The meat's block of candidates j and k (cluster: from the groups' sums)."""
+        rj = slice(self.edges[j], self.edges[j + 1])
+        rk = slice(self.edges[k], self.edges[k + 1])
+        if self.groups is not None:
+            return self.groups[:, rj].T @ self.groups[:, rk]
+        return self.gram[rj, rk]
 
 
 def _leverage(X: np.ndarray, columns: Sequence[np.ndarray], breads: Sequence[np.ndarray],
@@ -273,8 +304,9 @@ def _row_factors(kind: str, spec: CovSpec, X: np.ndarray, y: np.ndarray, eta: np
 def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarray],
              B: np.ndarray, spec: CovSpec, offset: np.ndarray | None = None,
              weights: np.ndarray | None = None, weight_type: str | None = None,
-             breads: Sequence[np.ndarray] | None = None,
-             groups: np.ndarray | None = None) -> MeatSums:
+             breads: Sequence[np.ndarray] | None = None, groups: np.ndarray | None = None,
+             project: Sequence[np.ndarray] | None = None,
+             blocks_only: bool = False) -> MeatSums:
     """The meat sums of some consecutive rows (see the module's conventions).
 
     Parameters
@@ -297,32 +329,43 @@ def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
         HC2/HC3: each candidate's bread, for the leverages.
     groups : ndarray (m,) of int
         Cluster: the rows' group codes.
+    project : sequence of ndarray (p_j, T), optional
+        Each candidate's score is multiplied by its matrix (e.g. the bread's columns of
+        the terms wanted, times the candidate's weight), so the sums are T x T blocks.
+    blocks_only : bool
+        Sum only each candidate's own block (what its covariance needs).
     """
     eta = X @ B
     if offset is not None:
         eta += offset[:, None]
     r, e = _row_factors(kind, spec, X, y, eta, weights, weight_type, columns, breads)
-    Z = np.hstack([X[:, S] * r[:, [j]] for j, S in enumerate(columns)])
-    D = Z.shape[1]
+    parts = [X[:, S] * r[:, [j]] for j, S in enumerate(columns)]
+    if project is not None:
+        parts = [part @ P for part, P in zip(parts, project)]
+    Z = np.hstack(parts)
+    edges = np.concatenate([[0], np.cumsum([part.shape[1] for part in parts])])
+    only = edges if blocks_only else None
     kernel = _bartlett(spec.maxlags) if spec.cov_type == "HAC" else np.zeros(0)
-    gram = Z.T @ Z + (_lagged(Z, kernel) if len(kernel) else 0.0)
+    gram = _products(Z, Z, only) + (_lagged(Z, kernel, only) if len(kernel) else 0.0)
     sums = None
     if spec.cov_type == "cluster":
-        sums = np.zeros((spec.n_groups, D))
+        sums = np.zeros((spec.n_groups, Z.shape[1]))
         np.add.at(sums, groups, Z)
     cross = None
     if kind == "gaussian" and not spec.robust:
         w = np.ones(len(y)) if weights is None else weights
         cross = (e * w[:, None]).T @ e
     L = len(kernel)
-    return MeatSums(gram, sums, Z[:L], Z[max(len(Z) - L, 0):] if L else Z[:0], kernel, cross)
+    return MeatSums(gram, sums, Z[:L], Z[max(len(Z) - L, 0):] if L else Z[:0], kernel, cross,
+                    edges, blocks_only)
 
 
 def chunk_meat(kind: str, X: np.ndarray | ColumnStack, y: np.ndarray,
                columns: Sequence[np.ndarray], B: np.ndarray, spec: CovSpec,
                offset: np.ndarray | None = None, weights: np.ndarray | None = None,
                weight_type: str | None = None, breads: Sequence[np.ndarray] | None = None,
-               used: np.ndarray | None = None) -> MeatSums:
+               used: np.ndarray | None = None, project: Sequence[np.ndarray] | None = None,
+               blocks_only: bool = False) -> MeatSums:
     """:func:`row_meat` of all rows in memory, one chunk at a time, in row order.
 
     *used* are the design columns *columns* and *B*'s rows refer to (all when None).
@@ -337,7 +380,8 @@ def chunk_meat(kind: str, X: np.ndarray | ColumnStack, y: np.ndarray,
         return row_meat(kind, chunk_columns(X, rows, None, used), y[rows], columns, B, spec,
                         None if offset is None else offset[rows],
                         None if weights is None else weights[rows], weight_type, breads,
-                        None if spec.groups is None else spec.groups[rows])
+                        None if spec.groups is None else spec.groups[rows], project,
+                        blocks_only)
 
     return sum_chunks(one, len(y), width=width)
 
@@ -357,16 +401,11 @@ def corrections(spec: CovSpec, counted: float, df_resid: Sequence[float],
     return np.ones(len(k))
 
 
-def sandwich(meat: MeatSums, breads: Sequence[np.ndarray], factors: np.ndarray,
-             sizes: Sequence[int]) -> np.ndarray:
-    """The joint covariance ``blockdiag(breads) M blockdiag(breads)``, block (j, k) times
-    ``factors[j, k]``; M is the gram, or the groups' ``U'U`` for cluster."""
-    M = meat.gram if meat.groups is None else meat.groups.T @ meat.groups
-    edges = np.concatenate([[0], np.cumsum(sizes)])
-    out = np.empty_like(M)
-    for j, bj in enumerate(breads):
-        rj = slice(edges[j], edges[j + 1])
-        for k, bk in enumerate(breads):
-            rk = slice(edges[k], edges[k + 1])
-            out[rj, rk] = factors[j, k] * (bj @ M[rj, rk] @ bk)
-    return out
+def sandwich(meat: MeatSums, factors: np.ndarray,
+             breads: Sequence[np.ndarray] | None = None) -> list | np.ndarray:
+    """With *breads*: each candidate's ``c_j bread_j M_jj bread_j`` (``factors[j, j]``);
+    without (projected scores, the breads already in them): ``sum_jk factors[j, k] M_jk``."""
+    J = len(meat.edges) - 1
+    if breads is not None:
+        return [factors[j, j] * (breads[j] @ meat.block(j, j) @ breads[j]) for j in range(J)]
+    return sum(factors[j, k] * meat.block(j, k) for j in range(J) for k in range(J))

@@ -4,11 +4,12 @@
 chunks (:mod:`pearlstats.inference.sums_refit`) with the fit's covariance type
 (:mod:`pearlstats.inference.robust`: a second pass of the stacked scores gives
 the sandwich's meat; HC2/HC3 need the first pass's breads for the leverages).
-:func:`joint_covariance` stacks the candidates with positive weight: the
-covariance of all their coefficients together, whose cross-candidate blocks
-``A_j^-1 (sum_i s_ij s_ik') A_k^-1`` are not zero (the candidates are fitted on
-the same rows). :func:`averaged_cov` is its image under the fixed weights for
-the terms in every candidate, the covariance behind ``cov_params()``,
+:func:`averaged_cov` stacks the candidates with positive weight, whose joint
+covariance has cross-candidate blocks ``A_j^-1 (sum_i s_ij s_ik') A_k^-1`` that
+are not zero (the candidates are fitted on the same rows), and gives its image
+under the fixed weights for the terms in every candidate (without forming it:
+each row's scores are projected onto those terms in the pass): the covariance
+behind ``cov_params()``,
 ``tvalues``, ``pvalues``, ``t_test``, ``wald_test`` and ``f_test`` of
 :class:`~pearlstats.results.PearlResults`.
 
@@ -22,7 +23,6 @@ covariances in every case.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +39,8 @@ from .averaging import active_labels, candidate_ridge, common_terms, sums_apply,
 if TYPE_CHECKING:
     from .core import PearlResults
 
-__all__ = ["averaged_cov", "check_robust_supported", "cov_spec_of", "joint_covariance",
-           "statsmodels_view", "summed_refits"]
+__all__ = ["averaged_cov", "check_robust_supported", "cov_spec_of", "statsmodels_view",
+           "summed_refits"]
 
 
 def cov_spec_of(res: PearlResults) -> CovSpec:
@@ -57,21 +57,6 @@ def check_robust_supported(res: PearlResults, spec: CovSpec) -> None:
             "does not have them (multinomial, sparse or wide blocks, a downstream network): "
             "use cov_type='nonrobust', or statsmodels' get_robustcov_results on "
             "res.candidates[label]")
-
-
-@dataclass(frozen=True)
-class Stacked:
-    """The joint covariance of some candidates' coefficients, in their order."""
-
-    labels: tuple
-    names: tuple     # per candidate: its column names
-    cov: np.ndarray  # (D, D), D the sum of the candidates' column counts
-    df_inference: tuple  # per candidate: the degrees of freedom of t quantiles
-
-    def block(self, j: int) -> np.ndarray:
-        edges = np.cumsum([0] + [len(n) for n in self.names])
-        rows = slice(edges[j], edges[j + 1])
-        return self.cov[rows, rows]
 
 
 def _counted(sums, weight_type: str | None) -> float:
@@ -119,42 +104,68 @@ def _weight_type(res: PearlResults) -> str | None:
     return None if response.row_weights is None else response.weight_type
 
 
-def _stack(res: PearlResults, labels: list, params: list, spec: CovSpec) -> tuple:
-    """``(refits, Stacked)``: the nonrobust refits from sums, and the joint covariance under
-    *spec* from a second pass over the row chunks."""
+def _meat(res: PearlResults, labels: list, params: list, spec: CovSpec, breads: list,
+          **options: object) -> object:
+    """The second pass: the candidates' stacked scores over row chunks (or partitions)."""
+    if res.stages.partitions is not None:
+        return res.stages.partitions.meat(_candidates(res, labels), spec, breads, **options)
     response, design = res.stages.response, res.stages.design
-    sums, local, refits, columns, ridges = _first_pass(res, labels, params)
+    used, local, B = stack_columns([columns_of(res, label) for label in labels], params)
+    return chunk_meat(res.family, design.X, response.y, local, B, spec, response.offset,
+                      response.row_weights, _weight_type(res), breads, used, **options)
+
+
+def _passes(res: PearlResults, labels: list, params: list, spec: CovSpec, project: bool):
+    """``(refits, breads, meat, factors)`` of the candidates under *spec*; with *project*
+    the scores are taken through ``w_j bread_j`` onto the common terms (T columns each)."""
+    sums, local, refits, _, ridges = _first_pass(res, labels, params)
     breads = [bread_of(res.family, sums, np.asarray(S), j, ridges[label])
               for j, (S, label) in enumerate(zip(local, labels))]
-    if res.stages.partitions is not None:
-        meat = res.stages.partitions.meat(_candidates(res, labels), spec, breads)
-    else:
-        used, local, B = stack_columns(columns, params)
-        meat = chunk_meat(res.family, design.X, response.y, local, B, spec, response.offset,
-                          response.row_weights, _weight_type(res), breads, used)
+    projections = None
+    if project:
+        names = [list(refits[label].exog_names) for label in labels]
+        terms = _common(res)
+        projections = [float(res.weights[label]) * breads[j][:, [names[j].index(t)
+                                                                 for t in terms]]
+                       for j, label in enumerate(labels)]
+    meat = _meat(res, labels, params, spec, breads, project=projections,
+                 blocks_only=not project)
     ordered = [refits[label] for label in labels]
-    factors = _factors(spec, meat, ordered, _counted(sums, _weight_type(res)))
-    cov = sandwich(meat, breads, factors, [len(S) for S in local])
-    df = tuple(float(spec.n_groups - 1) if spec.cov_type == "cluster" and spec.df_correction
-               else r.df_resid for r in ordered)
-    names = tuple(tuple(r.exog_names) for r in ordered)
-    return refits, Stacked(tuple(labels), names, cov, df)
+    return refits, breads, meat, _factors(spec, meat, ordered, _counted(sums, _weight_type(res)))
+
+
+def _df_inference(spec: CovSpec, refit: object) -> float | None:
+    """G - 1 for a cluster covariance with ``df_correction`` (None: the refit's df_resid)."""
+    if spec.cov_type == "cluster" and spec.df_correction:
+        return float(spec.n_groups - 1)
+    return None
 
 
 def summed_refits(res: PearlResults, labels: list, params: list) -> dict:
-    """The refits of *labels* from sums over row chunks, with the results' covariance type."""
+    """The refits of *labels* from sums over row chunks, with the results' covariance type:
+    each candidate's own block of the sandwich (a second pass for a robust type)."""
     spec = cov_spec_of(res)
     if not spec.robust:
         return _first_pass(res, labels, params)[2]
-    refits, stacked = _stack(res, labels, params, spec)
-    adjust = spec.cov_type == "cluster" and spec.df_correction
-    return {label: refits[label].with_cov(stacked.block(j), spec.describe(),
-                                          stacked.df_inference[j] if adjust else None)
+    refits, breads, meat, factors = _passes(res, labels, params, spec, project=False)
+    covs = sandwich(meat, factors, breads)
+    return {label: refits[label].with_cov(covs[j], spec.describe(),
+                                          _df_inference(spec, refits[label]))
             for j, label in enumerate(labels)}
 
 
-def joint_covariance(res: PearlResults) -> Stacked:
-    """The joint covariance of the coefficients of the candidates with positive weight.
+def _common(res: PearlResults) -> list:
+    return [t for t in res.stages.design.column_names if t in set(common_terms(res))]
+
+
+def averaged_cov(res: PearlResults) -> tuple[pd.DataFrame, float | None]:
+    """``(cov, df)``: the covariance of the averaged common terms ``sum_j w_j b_j`` under
+    fixed weights and candidates, and the degrees of freedom of its t quantiles (gaussian:
+    the smallest of the weighted candidates'; None for z).
+
+    ``sum_jk f_jk (w_j u_j)(sum_i s_ij s_ik')(w_k u_k)'`` with ``u_j`` the common terms' rows
+    of candidate j's bread: each row's scores are projected onto the T common terms in the
+    pass, so the sums are (J T) x (J T), whatever the candidates' widths.
 
     Raises
     ------
@@ -171,31 +182,20 @@ def joint_covariance(res: PearlResults) -> Stacked:
             "use bse and conf_int(), or each candidate's res.candidates[label]")
     cached = res.__dict__.get("_joint")
     if cached is None:
+        spec = cov_spec_of(res)
         labels = active_labels(res)
         params = [res.candidate_params(label).to_numpy() for label in labels]
-        cached = _stack(res, labels, params, cov_spec_of(res))[1]
-        res.__dict__["_joint"] = cached
-    return cached
-
-
-def averaged_cov(res: PearlResults) -> tuple[pd.DataFrame, float | None]:
-    """``(cov, df)``: the covariance of the averaged common terms ``sum_j w_j b_j`` under
-    fixed weights and candidates, and the degrees of freedom of its t quantiles (gaussian:
-    the smallest of the weighted candidates'; None for z)."""
-    stacked = joint_covariance(res)
-    terms = [t for t in res.stages.design.column_names if t in set(common_terms(res))]
-    L = np.zeros((len(terms), stacked.cov.shape[0]))
-    start = 0
-    for label, names in zip(stacked.labels, stacked.names):
-        for row, term in enumerate(terms):
-            L[row, start + names.index(term)] = float(res.weights[label])
-        start += len(names)
-    cov = pd.DataFrame(L @ stacked.cov @ L.T, index=terms, columns=terms)
-    missing = [t for t in terms if t in unidentified(res)]
-    cov.loc[missing, :] = np.nan
-    cov.loc[:, missing] = np.nan
-    df = min(stacked.df_inference) if res.family == "gaussian" else None
-    return cov, df
+        refits, _, meat, factors = _passes(res, labels, params, spec, project=True)
+        terms = _common(res)
+        cov = pd.DataFrame(sandwich(meat, factors), index=terms, columns=terms)
+        missing = [t for t in terms if t in unidentified(res)]
+        cov.loc[missing, :] = np.nan
+        cov.loc[:, missing] = np.nan
+        df = None
+        if res.family == "gaussian":
+            df = min(_df_inference(spec, r) or r.df_resid for r in refits.values())
+        cached = res.__dict__["_joint"] = (cov, df)
+    return cached[0].copy(), cached[1]
 
 
 def statsmodels_view(res: PearlResults) -> Any:
