@@ -34,8 +34,9 @@ class AveragedTests:
         """These results with another covariance of the candidates' refits, nothing refitted.
 
         As statsmodels' ``get_robustcov_results``: ``bse``, ``conf_int()``,
-        ``coef_table()``, ``candidate_params()``, ``candidate_table``, the summary,
-        ``cov_params()``, the tests and ``get_prediction`` of the copy use it.
+        ``coef_table()``, ``candidate_params()``, the summary, ``cov_params()``, the tests
+        and ``get_prediction`` of the copy use it (``candidates[label]``, statsmodels' own
+        refits, keep theirs: call their ``get_robustcov_results``).
 
         Parameters
         ----------
@@ -110,7 +111,8 @@ class AveragedTests:
 
         ``P>|t|`` uses the smallest residual df of the weighted candidates (G - 1 with a
         cluster covariance). The candidates and their cross-validated weights are held
-        fixed: the sampling variability of the weights and of the choice of candidates is not in it.
+        fixed: the sampling variability of the weights and of the choice of candidates is
+        not in it.
         """
         cov, _ = covariance.averaged_cov(self)
         return pd.Series(self.params.reindex(cov.index).to_numpy()
