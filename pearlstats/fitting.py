@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from patsy import EvalEnvironment
 
 from ._warnings import warn
@@ -43,6 +44,7 @@ from .exceptions import DataError, ObservationWeightWarning, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
 from .in_memory_only import refuse_in_memory_only
+from .inference.robust import check_cov_names
 from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
@@ -206,6 +208,7 @@ class _Options:
     max_candidates: int
     groups: Any = None
     progress: bool | None = None
+    cov: tuple = ("nonrobust", None)  # cov_type, cov_kwds (names checked)
 
 
 def _representations(blocks: Any) -> Any:
@@ -241,6 +244,8 @@ def fit(
     exposure: Any = None,
     groups: Any = None,
     progress: bool | None = None,
+    cov_type: str = "nonrobust",
+    cov_kwds: Mapping[str, Any] | None = None,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -487,6 +492,15 @@ def fit(
         expected to run long (rows x candidates x fold fits above about 2 s of
         work), and later on the honest re-runs and the nested SE of
         ``res.honest``. None (default) follows ``pearl.get_option("progress")``.
+    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC"}
+        The covariance of the candidates' refits, as statsmodels'
+        ``fit(cov_type=)``; the averaged terms' ``bse``, ``conf_int()``,
+        ``cov_params()`` and tests use it. See
+        :meth:`~pearlstats.results.PearlResults.get_robustcov`, which changes it
+        afterwards without refitting. In memory, gaussian, binomial and poisson.
+    cov_kwds : dict, optional
+        Its keywords: ``groups`` (cluster: one label per row of *data*, or a column
+        name), ``maxlags`` (HAC), ``use_correction``, ``df_correction``.
 
     Returns
     -------
@@ -524,7 +538,7 @@ def fit(
         cv_repeats=_check_cv_repeats(cv_repeats, cv, groups),
         shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
         candidates=candidates, max_candidates=max_candidates, groups=groups,
-        progress=check_progress(progress),
+        progress=check_progress(progress), cov=(cov_type, check_cov_names(cov_type, cov_kwds)),
     )
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
@@ -534,6 +548,7 @@ def fit(
             family=family_.name, loss=loss_.name, missing=options.missing, rule=rule, cv=cv,
             cv_repeats=options.cv_repeats, downstream=downstream, grouped=groups is not None,
             weighted=any(value is not None for value in given) or bool(formula_spec.offset_codes),
+            cov_type=cov_type,
         )
         state = dask_fit_state(formula_spec, family_, loss_, data, blocks, candidates, rule,
                                options.seed, options.ridge, max_candidates, options.env,
@@ -611,4 +626,25 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         groups=None if groups is None else group_codes(np.asarray(groups)),
     )
     warn_unidentified(state)
-    return results_from_state(state, DASK_ROWS)
+    return _with_cov(results_from_state(state, DASK_ROWS), options.cov, data, kept)
+
+
+def _with_cov(res: PearlResults, cov: tuple, data: Any, kept: np.ndarray) -> PearlResults:
+    """*res* with the covariance type of ``fit(cov_type=, cov_kwds=)``; cluster groups given
+    as a column name or one per row of *data* are taken at the rows the fit kept."""
+    cov_type, kwds = cov
+    if cov_type == "nonrobust":
+        return res
+    groups = kwds.get("groups")
+    if isinstance(groups, str):
+        frame = split_data(data)[0]
+        if groups not in frame:
+            raise DataError(f"cov_kwds groups={groups!r} is not a column of the data")
+        groups = frame[groups]
+    elif isinstance(groups, pd.Series) and isinstance(data, pd.DataFrame):
+        groups = groups.reindex(data.index)  # a Series is matched to the rows by label
+    if groups is not None:
+        values = np.asarray(groups)
+        kwds = {**kwds, "groups": values[kept] if values.ndim == 1 and len(values) == len(kept)
+                else values}
+    return res.get_robustcov(cov_type, **kwds)

@@ -26,7 +26,8 @@ LOSSES = ("squared", "cross_entropy", "poisson_deviance")
 
 
 def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_repeats: int,
-             downstream: Any, weighted: bool, grouped: bool) -> list[str]:
+             downstream: Any, weighted: bool, grouped: bool = False,
+             cov_type: str = "nonrobust") -> list[str]:
     return [reason for used, reason in (
         (family not in FAMILIES,
          f"family={family!r} (the distributed fit has {FAMILIES})"),
@@ -54,12 +55,16 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
         (downstream is not None,
          "downstream (a learner that needs its training rows in one process)"),
         (weighted, "weights/offset/exposure (observation weights and offsets)"),
+        (cov_type != "nonrobust",
+         f"cov_type={cov_type!r} (the sandwich's pass of stacked scores runs over row chunks in "
+         "memory only)"),
     ) if used]
 
 
 def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRule, cv: Any,
                           cv_repeats: int, downstream: Any,
-                          weighted: bool, grouped: bool = False) -> None:
+                          weighted: bool, grouped: bool = False,
+                          cov_type: str = "nonrobust") -> None:
     """Raise OptionError naming, with its reason, every option not available for dask data.
 
     Examples
@@ -75,7 +80,7 @@ needs the row count and one fold per row; use K-fold or a fold column). Fit an i
 with them, e.g. pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...), or change them
     """
     reasons = _reasons(family, loss, missing, rule, cv, cv_repeats, downstream, weighted,
-                       grouped)
+                       grouped, cov_type)
     if reasons:
         raise OptionError(
             f"not available for dask data yet: {'; '.join(reasons)}. Fit an in-memory sample "
@@ -93,6 +98,9 @@ RESULTS_NEEDING_ROWS = {
     "weight_uncertainty": "the bootstrap re-runs the procedure on resampled rows",
     "honest_risk": "custom nested re-runs (res.honest, with the fit's outer folds, is computed "
                    "on the partitions)",
+    "get_robustcov": "the sandwich's pass of stacked scores runs over row chunks in memory "
+                     "(the nonrobust cov_params(), tvalues, pvalues and tests are computed on "
+                     "the partitions)",
 }
 
 

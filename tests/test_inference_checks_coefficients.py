@@ -32,7 +32,7 @@ def table():
 def test_table_has_one_row_per_design_size_and_term(table):
     assert list(table.columns) == [
         "design", "n", "term", "coverage", "mc_se", "n_datasets", "target_low", "target_high",
-        "met", "coverage_eq49", "se_ratio"]
+        "met", "coverage_eq49", "se_ratio", "coverage_hc3", "coverage_joint_hc3"]
     assert table[["design", "n", "term"]].to_numpy().tolist() == [
         ["blocks", N, "Intercept"], ["blocks", N, "x"]]
     assert (table["n_datasets"] == DATASETS).all()
@@ -44,8 +44,9 @@ def test_table_has_one_row_per_design_size_and_term(table):
     assert (table["coverage_eq49"] <= table["coverage"]).all()
 
 
-def _hand_interval(design, data_seed, fit_seed):
-    """The 95% interval for x: weights from the fit, everything else by hand."""
+def _hand_interval(design, data_seed, fit_seed, cov_type="nonrobust"):
+    """The 95% interval for x: weights from the fit, everything else by hand (the candidates'
+    OLS with *cov_type*)."""
     sample = design.sample(N, data_seed)
     res = pearl.fit(design.formula, sample.data, blocks=sample.blocks, seed=fit_seed % 2**31)
     w = {label: float(v) for label, v in res.weights.items() if v > 0}
@@ -53,7 +54,9 @@ def _hand_interval(design, data_seed, fit_seed):
     for label in w:
         columns = [np.ones(N), sample.data["x"].to_numpy()]
         columns += [sample.blocks[name] for name in label.split("+")]
-        fits[label] = sm.OLS(sample.data["y"].to_numpy(), np.column_stack(columns)).fit()
+        fitted = sm.OLS(sample.data["y"].to_numpy(), np.column_stack(columns)).fit()
+        fits[label] = (fitted if cov_type == "nonrobust"
+                       else fitted.get_robustcov_results(cov_type))
     z = stats.norm.ppf(0.975)
     b = {j: float(f.params[1]) for j, f in fits.items()}
     s = {j: float(f.bse[1]) * stats.t.ppf(0.975, f.df_resid) / z for j, f in fits.items()}
@@ -66,13 +69,16 @@ def test_one_coverage_agrees_with_an_independent_computation(table):
     design = get_design("blocks")
     # run_grid gives repetition r of the only setting the r-th child of SeedSequence(seed).
     children = np.random.SeedSequence(SEED).spawn(DATASETS)
-    covered = []
+    covered, covered_hc3 = [], []
     for child in children:
         data_seed, fit_seed = (int(v) for v in child.generate_state(2))
         lower, upper = _hand_interval(design, data_seed, fit_seed)
         covered.append(lower <= design.true_params["x"] <= upper)
+        lower, upper = _hand_interval(design, data_seed, fit_seed, "HC3")
+        covered_hc3.append(lower <= design.true_params["x"] <= upper)
     row = table[table["term"] == "x"].iloc[0]
     assert row["coverage"] == pytest.approx(np.mean(covered), abs=1e-12)
+    assert row["coverage_hc3"] == pytest.approx(np.mean(covered_hc3), abs=1e-12)
 
 
 def test_coverage_table_counts_by_hand():

@@ -57,7 +57,10 @@ def verdict(met) -> str:
 # the terms every candidate contains, averaged with the PEARL weights; the SE is Burnham &
 # Anderson's revised formula (eq. 6.12, MuMIn's default). Target: the 95% interval covers the true
 # coefficient 93–97% of the time, at n = 100 and n = 400 (400 data sets: Monte Carlo SE about 1
-# point).
+# point). The classical rows (`coverage`) sit beside the HC3 ones: `coverage_hc3` is the same SE
+# with each candidate's HC3 covariance (`res.get_robustcov("HC3")`, nothing refitted), and
+# `coverage_joint_hc3` the interval of `t_test` with the candidates' joint HC3 covariance
+# (`cov_params()`, weights fixed, no spread between candidates added).
 
 # %%
 ALL_DESIGNS = ("paper", "blocks", "heteroscedastic", "t3")
@@ -69,7 +72,8 @@ coefficients = check_coefficients(
     n_jobs=N_JOBS,
 )
 coefficients.to_csv(RESULTS / "inference_checks_coefficients.csv", index=False)
-shown = coefficients[["design", "n", "term", "coverage", "mc_se", "coverage_eq49", "se_ratio"]]
+shown = coefficients[["design", "n", "term", "coverage", "mc_se", "coverage_eq49", "se_ratio",
+                      "coverage_hc3", "coverage_joint_hc3"]]
 print(shown.assign(target="0.93-0.97", verdict=coefficients["met"].map(verdict))
       .round(3).to_string(index=False))
 

@@ -22,10 +22,12 @@ import numpy as np
 from ..backends.partitions import tree_sum
 from ..exceptions import DataError, OptionError, UnknownCandidateError
 from ..inference.refit_sums import FAMILIES, RefitSums, Spread, row_sums
+from ..inference.robust import CovSpec, MeatSums, row_meat
 from ..inference.sums_refit import RowsNeededError, SumsRefit, refits_from_sums
 from .data import partition_design, partition_response
 
-__all__ = ["PartitionRefit", "RowsNeededError", "Spread", "refit_partitions"]
+__all__ = ["PartitionRefit", "RowsNeededError", "Spread", "meat_partitions", "refit_partitions",
+           "sums_partitions"]
 
 # the refit of a candidate on dask data (the name the fits on dask data have always used)
 PartitionRefit = SumsRefit
@@ -35,6 +37,35 @@ def _refit_part(frame, blocks, offset, spec, kind, columns, B, env) -> RefitSums
     """One partition's refit sums for the candidates whose columns and coefficients are given."""
     return row_sums(kind, partition_design(spec, frame, blocks),
                     partition_response(spec, kind, frame, env), columns, B)
+
+
+def _meat_part(frame, blocks, offset, spec, kind, columns, B, cov, breads, project,
+               blocks_only, env) -> MeatSums:
+    """One partition's stacked-score sums (:func:`~pearlstats.inference.robust.row_meat`)."""
+    return row_meat(kind, partition_design(spec, frame, blocks),
+                    partition_response(spec, kind, frame, env), columns, B, cov,
+                    breads=breads, project=project, blocks_only=blocks_only)
+
+
+def sums_partitions(rows: Any, spec: Any, family_name: str, columns: Sequence[np.ndarray],
+                    B: np.ndarray) -> RefitSums:
+    """The refit sums of all rows (:func:`~pearlstats.inference.refit_sums.row_sums`), added
+    up over the partitions on the workers."""
+    if rows.n == 0:
+        raise DataError("the data has no rows (every partition is empty): nothing to refit")
+    return tree_sum(rows.tasks(_refit_part, spec, family_name, columns, B, None))
+
+
+def meat_partitions(rows: Any, spec: Any, family_name: str, columns: Sequence[np.ndarray],
+                    B: np.ndarray, cov: CovSpec,
+                    breads: Sequence[np.ndarray] | None = None,
+                    project: Sequence[np.ndarray] | None = None,
+                    blocks_only: bool = False) -> MeatSums:
+    """The candidates' stacked-score sums over the partitions, in row order (so HAC's lags
+    cross partition boundaries as they cross chunks in memory); see
+    :func:`~pearlstats.inference.robust.row_meat` for *project* and *blocks_only*."""
+    return tree_sum(rows.tasks(_meat_part, spec, family_name, list(columns), B, cov, breads,
+                               project, blocks_only, None))
 
 
 def _positions(candidates: Sequence, labels: Sequence[str] | None) -> list[int]:
@@ -112,9 +143,7 @@ def refit_partitions(rows: Any, spec: Any, family_name: str, candidates: Sequenc
     chosen = _positions(candidates, labels)
     columns = [np.asarray(candidates[j].columns) for j in chosen]
     B = np.asarray(coefs)[-1][:, chosen]
-    if rows.n == 0:
-        raise DataError("the data has no rows (every partition is empty): nothing to refit")
-    total = tree_sum(rows.tasks(_refit_part, spec, family_name, columns, B, None))
+    total = sums_partitions(rows, spec, family_name, columns, B)
     names = list(spec.column_names)
     return refits_from_sums(
         family_name, total, columns, [B[S, position] for position, S in enumerate(columns)],

@@ -42,7 +42,7 @@ from .fit import (
     reweight_partitions,
 )
 from .honest import OuterFits, held_out_rows, honest_table, new_row_predictions, outer_fits
-from .inference import refit_partitions
+from .inference import meat_partitions, refit_partitions, sums_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
 from .oof import oof_predictions
 from .shrinkage import shrink_fit, shrink_partition_weights
@@ -165,6 +165,21 @@ class PartitionedRows:
             raise OptionError(f"candidate {candidate.label!r} failed in cross-validation and "
                               "has no refit on all rows (see results.failures)")
         return self.refits[candidate.label]
+
+    def _stack(self, candidates: list) -> tuple:
+        columns = [np.asarray(c.columns) for c in candidates]
+        return columns, self.fitted.coefs[-1][:, [self.position(c) for c in candidates]]
+
+    def refit_sums(self, candidates: list) -> Any:
+        """The candidates' refit sums over all rows (their columns among the design's)."""
+        return sums_partitions(self.rows, self.rows_spec, self.family_name,
+                               *self._stack(candidates))
+
+    def meat(self, candidates: list, cov: Any, breads: list, **options: Any) -> Any:
+        """The candidates' stacked-score sums over all rows, for their joint covariance
+        (:mod:`pearlstats.results.covariance`; *options*: ``project``, ``blocks_only``)."""
+        return meat_partitions(self.rows, self.rows_spec, self.family_name,
+                               *self._stack(candidates), cov, breads, **options)
 
     def _outer_fits(self, outer: int | str, seed: int, family: Any, loss: Any,
                     ridge: float) -> OuterFits:

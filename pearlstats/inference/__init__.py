@@ -57,7 +57,7 @@ from .coefficients import (
     unconditional_se,
 )
 from .conformal import aps_prediction_sets, aps_scores, cv_plus_interval
-from .fitted import averaged_fitted, averaged_mean_se, averaged_resid
+from .fitted import averaged_fitted, averaged_mean_se, averaged_resid, combined_mean_se
 
 __all__ = [
     "term_union",
@@ -73,6 +73,7 @@ __all__ = [
     "averaged_resid",
     "cv_plus_interval",
     "averaged_mean_se",
+    "combined_mean_se",
     "aps_scores",
     "aps_prediction_sets",
 ]

@@ -126,6 +126,23 @@ def averaged_resid(
     return (y_arr - mu) / np.sqrt(var)
 
 
+def combined_mean_se(means: np.ndarray, variances: np.ndarray, weights: np.ndarray, *,
+                     revised: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, se)``: candidates' means (J, m) with delta-method variances combined as
+    :func:`averaged_mean_se` combines them (fixed weights, unconditional SE).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mean, se = combined_mean_se(np.array([[1.0], [3.0]]), np.zeros((2, 1)),
+    ...                             np.array([0.5, 0.5]))
+    >>> mean.tolist(), se.tolist()
+    ([2.0], [1.0])
+    """
+    w = np.asarray(weights, dtype=float)
+    return w @ means, _spread(means, variances, w, revised)
+
+
 def averaged_mean_se(X_by_candidate: Mapping[Hashable, object],
                      cov_by_candidate: Mapping[Hashable, object],
                      params_by_candidate: Mapping[Hashable, object], weights: pd.Series, *,

@@ -45,7 +45,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -59,8 +59,8 @@ from ..families import _state_penalty
 from ..observation_weights import effective_nobs
 from .refit_sums import RefitSums, Spread
 
-__all__ = ["RowsNeededError", "SumsRefit", "candidate_ridge_of", "refits_from_sums",
-           "sum_ranks"]
+__all__ = ["RowsNeededError", "SumsRefit", "bread_of", "candidate_ridge_of",
+           "refits_from_sums", "sum_ranks"]
 
 # pearlstats.results.identification's threshold (not imported: the inference sits below the
 # results in the layers): a column is involved in a dependency when its part of the null
@@ -108,11 +108,12 @@ def _unit_scale(spread: Spread, intercept: int | None) -> tuple:
 
 
 def _covariance(spread: Spread, intercept: int | None, value: float,
-                penalty: np.ndarray) -> tuple:
+                penalty: np.ndarray, bread: bool = False) -> tuple:
     """``(cov, rank, trace)``: the inverse information (sandwich with a penalty) of the columns.
 
     *value* is the intercept column's value; *penalty* is ``n ridge`` times the penalty
-    weights (0 for ``ridge == 0``); *trace* is ``trace(H^-1 I)``. With an intercept the
+    weights (0 for ``ridge == 0``); *trace* is ``trace(H^-1 I)``. ``bread=True`` gives
+    ``H^-1`` instead of the ridge sandwich (the same without a penalty). With an intercept the
     information is blockwise diagonal in the coordinates ``(v b_0 + mean' b_r, b_r)`` (the
     other columns' weighted means), so only the centred Gram of the others is inverted, at
     unit scale.
@@ -127,7 +128,7 @@ def _covariance(spread: Spread, intercept: int | None, value: float,
         return np.linalg.pinv(full, rcond=RANK_TOLERANCE, hermitian=True), rank, float(rank)
     Q = R + np.diag(penalty[rest] / s**2)  # H on the unit-scale columns
     Qinv = np.linalg.solve(Q, np.eye(rest.size))
-    inner = Qinv @ R @ Qinv if penalised else Qinv
+    inner = Qinv @ R @ Qinv if penalised and not bread else Qinv
     trace = float(np.trace(Qinv @ R)) + (intercept is not None)
     cov_rest = inner / np.outer(s, s)
     if intercept is None:
@@ -140,6 +141,17 @@ def _covariance(spread: Spread, intercept: int | None, value: float,
     cov[intercept, rest] = cov[rest, intercept] = cross
     cov[intercept, intercept] = (1.0 / W + shift @ cov_rest @ shift) / value**2
     return cov, rank, trace
+
+
+def bread_of(kind: str, sums: RefitSums, S: np.ndarray, j: int, ridge: float) -> np.ndarray:
+    """The bread of candidate *j*'s sandwich (columns *S* of the sums): the inverse
+    information ``(X' W X)^-1`` (statsmodels' ``normalized_cov_params``), ``H^-1`` with a
+    ridge."""
+    intercept = sums.intercept(S)
+    spread = sums.design.subset(S) if kind == "gaussian" else sums.info[j]
+    value = 1.0 if intercept is None else float(sums.low[S[intercept]])
+    penalty = sums.design.weight * ridge * sums.penalty_weights(S)
+    return _covariance(spread, intercept, value, penalty, bread=True)[0]
 
 
 def _dependent_columns(moment: np.ndarray) -> np.ndarray:
@@ -304,6 +316,14 @@ class SumsRefit:
     penalty_ridge: float | None = None
     penalty_alpha: np.ndarray | None = None
     unidentified: tuple = ()
+    cov_type: str = "nonrobust"
+    df_resid_inference: float | None = None
+
+    def with_cov(self, cov: np.ndarray, cov_type: str,
+                 df_resid_inference: float | None = None) -> SumsRefit:
+        """This refit with another covariance (statsmodels' ``get_robustcov_results``)."""
+        return replace(self, _cov=_frozen(cov), cov_type=cov_type,
+                       df_resid_inference=df_resid_inference)
 
     @property
     def params(self) -> pd.Series:
@@ -328,20 +348,25 @@ class SumsRefit:
         return self.family == "gaussian"
 
     @property
+    def _df_inference(self) -> float:
+        """The t quantiles' degrees of freedom: G - 1 for a cluster covariance, else df_resid."""
+        return self.df_resid if self.df_resid_inference is None else self.df_resid_inference
+
+    @property
     def tvalues(self) -> pd.Series:
         return self.params / self.bse
 
     @property
     def pvalues(self) -> pd.Series:
         t = np.abs(self.tvalues)
-        tail = stats.t.sf(t, self.df_resid) if self.use_t else stats.norm.sf(t)
+        tail = stats.t.sf(t, self._df_inference) if self.use_t else stats.norm.sf(t)
         return pd.Series(2 * tail, index=list(self.exog_names))
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """Intervals ``params -/+ q bse`` (columns 0 and 1, as statsmodels)."""
         if not 0 < alpha < 1:
             raise OptionError(f"alpha={alpha!r} must lie in (0, 1)")
-        q = (stats.t.ppf(1 - alpha / 2, self.df_resid) if self.use_t
+        q = (stats.t.ppf(1 - alpha / 2, self._df_inference) if self.use_t
              else stats.norm.ppf(1 - alpha / 2))
         params, half = self.params, q * self.bse
         return pd.DataFrame({0: params - half, 1: params + half})

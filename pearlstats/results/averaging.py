@@ -64,7 +64,7 @@ from ..engines.wide import (
 )
 from ..exceptions import OptionError, PearlWarning
 from ..inference.refit_sums import FAMILIES, chunk_refit_sums
-from ..inference.sums_refit import refits_from_sums, sum_ranks
+from ..inference.sums_refit import sum_ranks
 from ..observation_weights import effective_nobs
 from .identification import unidentified_terms
 
@@ -173,18 +173,6 @@ def sums_apply(res: PearlResults) -> bool:
             and not is_wide_design(res.stages.design.X))
 
 
-def _summed_refits(res: PearlResults, labels: list, params: list) -> dict:
-    """One pass over row chunks for the candidates *labels* with coefficients *params*."""
-    response, design = res.stages.response, res.stages.design
-    columns = [_columns(res, label) for label in labels]
-    sums, local = chunk_refit_sums(res.family, design.X, response.y, columns, params,
-                                   response.offset, response.row_weights)
-    names = [[design.column_names[i] for i in S] for S in columns]
-    ridges = {label: candidate_ridge(res, label) for label in labels}
-    weight_type = None if response.row_weights is None else response.weight_type
-    return refits_from_sums(res.family, sums, local, params, labels, names, ridges, weight_type)
-
-
 def inference_refit(res: PearlResults, label: Hashable) -> Any:
     """The candidate's all-rows refit as the inference reads it, or None.
 
@@ -211,7 +199,9 @@ def inference_refit(res: PearlResults, label: Hashable) -> Any:
         linear = [one for one in wanted if one in params and params[one].ndim == 1]
         if label not in linear:
             return None
-        cache.update(_summed_refits(res, linear, [params[one] for one in linear]))
+        from .covariance import summed_refits  # it builds on this module's helpers
+
+        cache.update(summed_refits(res, linear, [params[one] for one in linear]))
     return cache[label]
 
 
@@ -239,7 +229,9 @@ def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, flo
             cov, df_resid = _penalised_cov(res, label)
             return pd.DataFrame(cov, index=names, columns=names), df_resid
         fitted = res.candidates[label]
-    df_resid = float(fitted.df_resid) if res.family == "gaussian" else None
+    df_resid = None
+    if res.family == "gaussian":  # the t quantiles' df: G - 1 for a cluster covariance
+        df_resid = float(getattr(fitted, "df_resid_inference", None) or fitted.df_resid)
     return pd.DataFrame(np.asarray(fitted.cov_params()), index=names, columns=names), df_resid
 
 

@@ -35,6 +35,7 @@ from ..observation_weights import mean_se
 from ..stages import FitState
 from . import averaging
 from .diagnostics import WeightDiagnostics
+from .hypothesis import AveragedTests
 from .prediction import LazyRows, Prediction
 from .readonly import cached_table
 from .refits import CandidateRefits, _LazyCandidates
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
 __all__ = ["PearlResults", "results_from_state", "top_weights"]
 
 
-class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics):
+class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics,
+                   AveragedTests):
     """Results of :func:`pearlstats.fit`.
 
     Attributes are read-only (tables are returned as copies: editing one
@@ -380,8 +382,11 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         return self.summary().as_html()
 
     def _with_state(self, state: FitState) -> PearlResults:
-        """Results of another fit state (e.g. re-solved weights), predicting rows as this one."""
-        return results_from_state(state, self._lazy_rows)
+        """Results of another fit state (e.g. re-solved weights), predicting rows as this one
+        (with its covariance type)."""
+        out = results_from_state(state, self._lazy_rows)
+        out.__dict__["_cov_spec"] = self.__dict__.get("_cov_spec")
+        return out
 
     # ---- the averaged model (pearlstats.results.averaging) -------------------------------
     @property

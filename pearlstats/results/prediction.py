@@ -41,6 +41,7 @@ from ..nested import conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights
 from ..stages import incomplete_rows
 from . import averaging, evaluation
+from .prediction_frame import PredictionResults, mean_frame
 
 __all__ = ["LazyRows", "Prediction"]
 
@@ -334,6 +335,57 @@ class Prediction:
                 f"interval={interval!r} is not available for a {self.family} fit; use None or "
                 f"{named}"
             )
+
+    def get_prediction(self, newdata: Any, blocks: Any = None, *, offset: Any = None,
+                       exposure: Any = None, weights: Any = None) -> PredictionResults:
+        """The averaged mean of new rows with its SE and intervals, as statsmodels'.
+
+        Parameters
+        ----------
+        newdata, blocks, offset, exposure
+            As for :meth:`predict`.
+        weights : array_like, optional
+            The new rows' variance weights for the observation interval (as
+            :meth:`predict`'s ``weights`` with ``interval="prediction"``).
+
+        Returns
+        -------
+        PredictionResults
+            ``predicted_mean``, ``se_mean``, ``conf_int(obs=False, alpha=0.05)`` and
+            ``summary_frame(alpha=0.05)`` with statsmodels' columns ``mean, mean_se,
+            mean_ci_lower, mean_ci_upper, obs_ci_lower, obs_ci_upper``. The mean
+            interval uses the candidates' covariance (:attr:`cov_type`) by the delta
+            method, the weights and candidates held fixed (one candidate: statsmodels'
+            ``get_prediction``); the observation interval is CV+ over the whole
+            procedure, whose coverage of a new response is marginal (on average over new
+            rows, not at each x). Binomial fits have mean columns only; multinomial fits
+            are refused.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"y": rng.normal(size=60), "x": rng.normal(size=60),
+        ...         "a": rng.normal(size=(60, 1))}
+        >>> res = pearl.fit("y ~ x + block(a)", data, seed=0, honest=False)
+        >>> new = {"x": np.zeros(2), "a": np.zeros((2, 1))}
+        >>> list(res.get_prediction(new).summary_frame(alpha=0.1).columns)
+        ['mean', 'mean_se', 'mean_ci_lower', 'mean_ci_upper', 'obs_ci_lower', 'obs_ci_upper']
+        """
+        if self._lazy_rows is not None and self._lazy_rows.holds(newdata, blocks):
+            raise OptionError("get_prediction of dask rows is not available yet; predict an "
+                              "in-memory sample, or use predict() for the lazy means")
+        X, index = self._design_for(newdata, blocks)
+        new_offset = self._new_offset(offset, exposure, X, newdata)
+        if self.family == "multinomial":
+            mean_frame(self, X, index, 0.05, new_offset)  # raises, naming the alternatives
+        observations = None
+        if self.family != "binomial":
+            def observations(alpha: float) -> pd.DataFrame:
+                return self._conformal(X, index, alpha, new_offset, weights)
+
+        return PredictionResults(lambda alpha: mean_frame(self, X, index, alpha, new_offset),
+                                 observations)
 
     def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
         """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else

@@ -97,6 +97,8 @@ def header_table(res: PearlResults) -> SimpleTable:
         ("Ridge:", ridge_text(res)),
     ]
     rows = [[a, b, c, d] for (a, b), (c, d) in zip(left, right)]
+    if res.cov_type != "nonrobust":  # the coefficient panel's note names the default
+        rows.append(["Covariance type:", res.cov_type, "", ""])
     if len(res.dropped_rows):
         rows.append(["Dropped rows:", str(len(res.dropped_rows)), "", ""])
     response = res.stages.response
@@ -278,10 +280,26 @@ def _block_rows(res: PearlResults, average: str) -> tuple[list, list, str]:
     table = res.coef_table(terms="all", average=average)
     blocks = [name for name in table.index if name not in set(res.params.index)]
     rows = [[number_cell(table.loc[name, "coef"]), number_cell(table.loc[name, "std err"]),
-             "", "", number_cell(table.loc[name, "weight"])] for name in blocks]
+             "", "", "", "", number_cell(table.loc[name, "weight"])] for name in blocks]
     which = (", over the candidates that have the column, weights renormalised"
              if average == "conditional" else ", 0 in a candidate without the column")
     return blocks, rows, BLOCK_NOTE.format(average=average, which=which) if blocks else ""
+
+
+TEST_NOTE = (" Covariance type: {cov_type}. {statistic} and P>|{statistic}| test each "
+             "coefficient against 0 by the candidates' joint covariance, weights fixed, "
+             "without the spread between candidates that SE adds.")
+
+
+def _tests(res: PearlResults, shown: list) -> tuple[dict, str, str]:
+    """Each term's (t or z, p-value) cells, the statistic's name and the note on them."""
+    statistic = "t" if res.family == "gaussian" else "z"
+    try:
+        t, p = res.tvalues, res.pvalues
+    except OptionError:  # no joint covariance for this fit (e.g. a wide design)
+        return {name: ["", ""] for name in shown}, statistic, ""
+    cells = {name: [number_cell(t[name]), number_cell(p[name])] for name in shown}
+    return cells, statistic, TEST_NOTE.format(statistic=statistic, cov_type=res.cov_type)
 
 
 def coefficients_table(res: PearlResults, blocks: bool | str | None
@@ -320,11 +338,13 @@ def coefficients_table(res: PearlResults, blocks: bool | str | None
             "the effect between these terms is arbitrary.")
     if not shown and not extra[0]:
         return None, note
-    rows = [[number_cell(params[name]), number_cell(bse[name]),
+    tests, statistic, test_note = _tests(res, shown)
+    rows = [[number_cell(params[name]), number_cell(bse[name]), *tests[name],
              number_cell(interval.loc[name, "lower"]), number_cell(interval.loc[name, "upper"]),
              number_cell(1.0)]
             for name in shown] + extra[1]
-    headers = ["coef", "SE", "[0.025", "0.975]", "sum w"]
+    headers = ["coef", "SE", statistic, f"P>|{statistic}|", "[0.025", "0.975]", "sum w"]
+    note += test_note
     return _table(rows, headers, shown + extra[0], "Model-averaged coefficients"), note
 
 

@@ -167,6 +167,20 @@ def test_refits_equal_statsmodels_and_the_in_memory_fit(family):
 
 
 @pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
+def test_joint_covariance_and_tests_equal_the_in_memory_fit(family):
+    """cov_params(), tvalues and t_test of the averaged terms from passes over the partitions.
+    Equal weights (shrinkage 1 toward the candidates) and all-rows coefficients do not depend
+    on the folds, so the in-memory fit is the same average."""
+    data = _problem(family)
+    options = dict(family=family, seed=0, honest=False, weight_shrinkage=1.0)
+    lazy = pearl.fit(FORMULA, _dask(data), **options)
+    res = pearl.fit(FORMULA, data, **options)
+    _close_cov(lazy.cov_params().to_numpy(), res.cov_params().to_numpy())
+    _close(lazy.tvalues, res.tvalues)
+    _close(lazy.t_test("x = 0.3").pvalue, res.t_test("x = 0.3").pvalue, rtol=1e-7)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
 def test_ridge_refits_equal_the_in_memory_sandwich(family):
     ridge = 0.1
     data = _problem(family)

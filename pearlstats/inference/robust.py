@@ -1,0 +1,411 @@
+"""Sandwich covariances of the candidates' all-rows refits, from one more pass of sums.
+
+statsmodels' ``get_robustcov_results(cov_type)`` of a candidate's refit is
+``bread meat bread``: the bread is the inverse information (the candidate's
+``normalized_cov_params``; ``H^-1`` with a ridge), the meat a sum over rows of
+the rows' score vectors ``s_i = a_i (y_i - mu_i) x_i`` (canonical links; ``a_i``
+the observation weight). Stacking the scores of several candidates fitted on
+the same rows (``z_i = (s_i1, ..., s_iJ)``) gives, in the same sums, the
+cross-candidate blocks ``A_j^-1 (sum_i s_ij s_ik') A_k^-1`` of their joint
+covariance (the stacked estimating equations), which the averaged coefficients'
+``cov_params()`` needs. :func:`chunk_meat` runs :func:`row_meat` over row chunks
+(in row order: HAC's lagged products cross chunk boundaries through each
+chunk's first and last ``maxlags`` rows, so ``+`` pools exactly).
+
+Conventions (statsmodels' where it has them, else R's ``sandwich``):
+
+- ``HC0``: ``sum s s'``. ``HC1``: times ``n / df_resid``. ``HC2``/``HC3``: each
+  row's score divided by ``(1 - h_i)^(1/2)`` / ``(1 - h_i)``, ``h_i = q_i x_i'
+  bread x_i`` (``q_i`` the working weight of the GLM, times the variance weight):
+  statsmodels' OLS/WLS; for Logit and GLM statsmodels returns HC0 for HC1-HC3,
+  here they are R's ``sandwich::vcovHC`` (``n / (n - k)``, the GLM hat values).
+- ``cluster``: ``sum_g u_g u_g'`` of the groups' score sums, times ``G / (G - 1)
+  (n - 1) / (n - k)`` (``use_correction``), inference with ``G - 1`` degrees of
+  freedom (``df_correction``), as statsmodels' CRV1.
+- ``HAC``: Newey-West with Bartlett weights ``1 - l / (maxlags + 1)`` in row
+  order, ``n / (n - k)`` only with ``use_correction=True``.
+- frequency weights count rows: a weight of 2 is the row twice (``n`` their sum);
+  variance weights multiply the score (statsmodels' ``var_weights``). HAC with
+  frequency weights is refused (a weighted row is several rows at one time).
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = np.column_stack([np.ones(40), rng.normal(size=40)])
+>>> y = X @ [1.0, 2.0] + rng.normal(size=40) * (1 + X[:, 1] ** 2)
+>>> b = np.linalg.lstsq(X, y, rcond=None)[0]
+>>> meat = chunk_meat("gaussian", X, y, [np.arange(2)], b[:, None], CovSpec("HC0"))
+>>> e = y - X @ b
+>>> bool(np.allclose(meat.gram, (X * e[:, None] ** 2).T @ X))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backends.chunks import sum_chunks
+from ..backends.columns import ColumnStack
+from ..engines.likelihood import mean_of, variance_of
+from ..engines.moments import chunk_columns
+from ..exceptions import DataError, OptionError
+
+__all__ = ["COV_TYPES", "CovSpec", "MeatSums", "check_cov_names", "chunk_meat", "cov_spec",
+           "corrections",
+           "row_meat", "sandwich"]
+
+COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC")
+_KEYWORDS = {"nonrobust": (), "HC0": (), "HC1": (), "HC2": (), "HC3": (),
+             "cluster": ("groups", "use_correction", "df_correction"),
+             "HAC": ("maxlags", "use_correction")}
+
+
+@dataclass(frozen=True)
+class CovSpec:
+    """A covariance type and its keywords, checked (see :func:`cov_spec`).
+
+    Attributes
+    ----------
+    cov_type : str
+        One of :data:`COV_TYPES`.
+    groups : ndarray of int or None
+        Cluster: each row's group code, 0..G-1, for the fit's rows.
+    maxlags : int
+        HAC: the highest lag.
+    use_correction : bool
+        The small-sample factor (cluster: default True; HAC: default False).
+    df_correction : bool
+        Cluster: inference with G - 1 degrees of freedom (default True).
+    """
+
+    cov_type: str = "nonrobust"
+    groups: np.ndarray | None = field(default=None, repr=False)
+    maxlags: int = 0
+    use_correction: bool = False
+    df_correction: bool = True
+
+    @property
+    def robust(self) -> bool:
+        return self.cov_type != "nonrobust"
+
+    @property
+    def n_groups(self) -> int:
+        return 0 if self.groups is None else int(self.groups.max()) + 1
+
+    def describe(self) -> str:
+        """A short name for tables: ``"HC3"``, ``"cluster (24 groups)"``, ``"HAC (2 lags)"``."""
+        if self.cov_type == "cluster":
+            return f"cluster ({self.n_groups} groups)"
+        if self.cov_type == "HAC":
+            return f"HAC ({self.maxlags} lags)"
+        return self.cov_type
+
+
+def _group_codes(groups: object, nobs: int) -> np.ndarray:
+    values = np.asarray(groups)
+    if values.ndim != 1 or len(values) != nobs:
+        raise DataError(f"groups has shape {values.shape}; give one group label per row the fit "
+                        f"used ({nobs} rows), as an array or a column name of the data")
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+        raise DataError("groups has NaN or infinite labels; give every row a group")
+    codes = np.unique(values, return_inverse=True)[1].ravel()
+    if codes.max(initial=0) < 1:
+        raise DataError("groups has a single group: the cluster covariance needs at least 2")
+    return codes.astype(np.intp)
+
+
+def check_cov_names(cov_type: str, cov_kwds: dict | None) -> dict:
+    """*cov_kwds* as a dict, after checking the type's and the keywords' names."""
+    if cov_type not in COV_TYPES:
+        raise OptionError(f"cov_type={cov_type!r} is not known; use one of {list(COV_TYPES)}")
+    if cov_kwds is not None and not isinstance(cov_kwds, dict):
+        raise OptionError(f"cov_kwds must be a dict of keywords, not {type(cov_kwds).__name__}")
+    kwds = dict(cov_kwds or {})
+    unknown = sorted(set(kwds) - set(_KEYWORDS[cov_type]))
+    if unknown:
+        raise OptionError(f"cov_type={cov_type!r} takes the keywords "
+                          f"{list(_KEYWORDS[cov_type])}, not {unknown}")
+    return kwds
+
+
+def cov_spec(cov_type: str = "nonrobust", cov_kwds: dict | None = None, *,
+             nobs: int) -> CovSpec:
+    """Check *cov_type* and its keywords (statsmodels' names) for a fit of *nobs* rows.
+
+    Raises
+    ------
+    OptionError
+        An unknown type or keyword, a missing ``groups``/``maxlags``, a bad ``maxlags``.
+    DataError
+        Groups not one per row, with missing labels or a single group.
+
+    Examples
+    --------
+    >>> cov_spec("HAC", {"maxlags": 2}, nobs=10).describe()
+    'HAC (2 lags)'
+    >>> cov_spec("HC4", nobs=10)
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.OptionError: cov_type='HC4' is not known; use one of ['nonrobust', \
+'HC0', 'HC1', 'HC2', 'HC3', 'cluster', 'HAC']
+    """
+    kwds = check_cov_names(cov_type, cov_kwds)
+    if cov_type == "cluster":
+        if "groups" not in kwds:
+            raise OptionError("cov_type='cluster' needs groups= (one label per row)")
+        return CovSpec("cluster", _group_codes(kwds["groups"], nobs),
+                       use_correction=bool(kwds.get("use_correction", True)),
+                       df_correction=bool(kwds.get("df_correction", True)))
+    if cov_type == "HAC":
+        maxlags = kwds.get("maxlags")
+        if isinstance(maxlags, bool) or not isinstance(maxlags, int | np.integer) or not (
+                0 <= maxlags < nobs):
+            raise OptionError(f"cov_type='HAC' needs maxlags=, an int from 0 to {nobs - 1} "
+                              f"(the highest lag), not {maxlags!r}")
+        return CovSpec("HAC", maxlags=int(maxlags),
+                       use_correction=bool(kwds.get("use_correction", False)))
+    return CovSpec(cov_type)
+
+
+# ---- the meat: sums over rows that pool exactly, in row order ------------------------------------
+def _bartlett(maxlags: int) -> np.ndarray:
+    """Weights of lags 1..maxlags (statsmodels' ``weights_bartlett`` without lag 0)."""
+    return 1.0 - np.arange(1, maxlags + 1) / (maxlags + 1.0)
+
+
+def _products(A: np.ndarray, B: np.ndarray, edges: np.ndarray | None) -> np.ndarray:
+    """``A' B`` (rows of scores), or only its diagonal blocks between *edges* (the rest 0)."""
+    if edges is None:
+        return A.T @ B
+    out = np.zeros((A.shape[1], A.shape[1]))
+    for start, stop in zip(edges[:-1], edges[1:]):
+        out[start:stop, start:stop] = A[:, start:stop].T @ B[:, start:stop]
+    return out
+
+
+def _lagged(Z: np.ndarray, kernel: np.ndarray, edges: np.ndarray | None) -> np.ndarray:
+    """``sum_l k_l sum_i (z_i z_{i-l}' + z_{i-l} z_i')`` within the rows of Z."""
+    out = np.zeros((Z.shape[1], Z.shape[1]))
+    for lag, k in enumerate(kernel, start=1):
+        if lag < len(Z):
+            s = _products(Z[lag:], Z[:-lag], edges)
+            out += k * (s + s.T)
+    return out
+
+
+def _boundary(tail: np.ndarray, head: np.ndarray, kernel: np.ndarray,
+              edges: np.ndarray | None) -> np.ndarray:
+    """The lagged products of rows *tail* (earlier) with rows *head* (right after them)."""
+    out = np.zeros((tail.shape[1], tail.shape[1]))
+    for u in range(len(tail)):  # u rows before the boundary, v after: lag u + v + 1
+        for v in range(min(len(head), len(kernel) - u)):
+            s = _products(head[[v]], tail[[len(tail) - 1 - u]], edges)
+            out += kernel[u + v] * (s + s.T)
+    return out
+
+
+@dataclass(frozen=True)
+class MeatSums:
+    """Sums over some rows of the stacked scores ``z_i``; ``+`` pools rows that follow.
+
+    Attributes
+    ----------
+    gram : ndarray (D, D)
+        ``sum z z'``, with HAC's lagged products within the rows; with *edges*, only the
+        diagonal blocks (one per candidate; 0 elsewhere).
+    groups : ndarray (G, D) or None
+        Cluster: each group's ``sum z``.
+    head, tail : ndarray (<= maxlags, D)
+        HAC: the rows' first and last ``maxlags`` scores.
+    kernel : ndarray (maxlags,)
+        HAC's lag weights (empty otherwise).
+    cross : ndarray (J, J) or None
+        Gaussian, nonrobust: ``sum w e_j e_k`` of the candidates' residuals.
+    edges : ndarray (J + 1,) or None
+        Where each candidate's block of z starts and ends.
+    blocks_only : bool
+        Whether the cross-candidate blocks of *gram* are left out.
+    """
+
+    gram: np.ndarray
+    groups: np.ndarray | None
+    head: np.ndarray
+    tail: np.ndarray
+    kernel: np.ndarray
+    cross: np.ndarray | None
+    edges: np.ndarray
+    blocks_only: bool = False
+
+    def __add__(self, other: MeatSums) -> MeatSums:
+        gram = self.gram + other.gram
+        L = len(self.kernel)
+        head, tail = self.head, self.tail
+        if L:
+            gram = gram + _boundary(self.tail, other.head, self.kernel, self._only)
+            head = np.vstack([self.head, other.head])[:L]
+            tail = np.vstack([self.tail, other.tail])[-L:]
+        return MeatSums(gram, None if self.groups is None else self.groups + other.groups,
+                        head, tail, self.kernel,
+                        None if self.cross is None else self.cross + other.cross,
+                        self.edges, self.blocks_only)
+
+    __iadd__ = __add__
+
+    @property
+    def _only(self) -> np.ndarray | None:
+        return self.edges if self.blocks_only else None
+
+    def block(self, j: int, k: int) -> np.ndarray:
+        """The meat's block of candidates j and k (cluster: from the groups' sums)."""
+        rj = slice(self.edges[j], self.edges[j + 1])
+        rk = slice(self.edges[k], self.edges[k + 1])
+        if self.groups is not None:
+            return self.groups[:, rj].T @ self.groups[:, rk]
+        return self.gram[rj, rk]
+
+
+def _leverage(X: np.ndarray, columns: Sequence[np.ndarray], breads: Sequence[np.ndarray],
+              q: np.ndarray) -> np.ndarray:
+    """``h_ij = q_ij x_iS' bread_j x_iS`` for each row i and candidate j."""
+    h = np.empty(q.shape)
+    for j, (S, bread) in enumerate(zip(columns, breads)):
+        XS = X[:, S]
+        h[:, j] = np.einsum("ij,ij->i", XS @ bread, XS) * q[:, j]
+    return h
+
+
+def _row_factors(kind: str, spec: CovSpec, X: np.ndarray, y: np.ndarray, eta: np.ndarray,
+                 weights: np.ndarray | None, weight_type: str | None,
+                 columns: Sequence[np.ndarray], breads: Sequence[np.ndarray] | None):
+    """``(r, e)``: each row's factor of each candidate's score (``z = r x``) and residuals."""
+    mu = mean_of(kind, eta)
+    e = y[:, None] - mu
+    w = np.ones(len(y)) if weights is None else weights
+    if not spec.robust:  # the information: sqrt(w V(mu)) x (gaussian: scaled later)
+        V = np.ones_like(mu) if kind == "gaussian" else variance_of(kind, mu)
+        return np.sqrt(w[:, None] * V), e
+    frequency = weight_type == "frequency"
+    # a frequency weight f is f rows: f e^2 in a row's own product, f e in a group's sum
+    a = np.sqrt(w) if frequency and spec.cov_type != "cluster" else w
+    r = a[:, None] * e
+    if spec.cov_type in ("HC2", "HC3"):
+        q = np.ones_like(mu) if kind == "gaussian" else variance_of(kind, mu)
+        if weight_type == "variance":
+            q = q * w[:, None]
+        h = _leverage(X, columns, breads, q)
+        r /= (1.0 - h) ** (0.5 if spec.cov_type == "HC2" else 1.0)
+    return r, e
+
+
+def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarray],
+             B: np.ndarray, spec: CovSpec, offset: np.ndarray | None = None,
+             weights: np.ndarray | None = None, weight_type: str | None = None,
+             breads: Sequence[np.ndarray] | None = None, groups: np.ndarray | None = None,
+             project: Sequence[np.ndarray] | None = None,
+             blocks_only: bool = False) -> MeatSums:
+    """The meat sums of some consecutive rows (see the module's conventions).
+
+    Parameters
+    ----------
+    kind : {"gaussian", "binomial", "poisson"}
+    X : ndarray (m, p)
+        The rows' design columns (those of the candidates, at least).
+    y : ndarray (m,)
+    columns : sequence of int arrays
+        Each candidate's positions among X's columns; the stacked score is their
+        concatenation, in this order.
+    B : ndarray (p, J)
+        Each candidate's coefficients in its columns (0 elsewhere).
+    spec : CovSpec
+        ``"nonrobust"`` gives the stacked information (``sqrt(w V) x``) and, gaussian, the
+        residuals' cross products.
+    offset, weights : ndarray (m,), optional
+    weight_type : {None, "frequency", "variance"}
+    breads : sequence of ndarray
+        HC2/HC3: each candidate's bread, for the leverages.
+    groups : ndarray (m,) of int
+        Cluster: the rows' group codes.
+    project : sequence of ndarray (p_j, T), optional
+        Each candidate's score is multiplied by its matrix (e.g. the bread's columns of
+        the terms wanted, times the candidate's weight), so the sums are T x T blocks.
+    blocks_only : bool
+        Sum only each candidate's own block (what its covariance needs).
+    """
+    eta = X @ B
+    if offset is not None:
+        eta += offset[:, None]
+    r, e = _row_factors(kind, spec, X, y, eta, weights, weight_type, columns, breads)
+    parts = [X[:, S] * r[:, [j]] for j, S in enumerate(columns)]
+    if project is not None:
+        parts = [part @ P for part, P in zip(parts, project)]
+    Z = np.hstack(parts)
+    edges = np.concatenate([[0], np.cumsum([part.shape[1] for part in parts])])
+    only = edges if blocks_only else None
+    kernel = _bartlett(spec.maxlags) if spec.cov_type == "HAC" else np.zeros(0)
+    gram = _products(Z, Z, only) + (_lagged(Z, kernel, only) if len(kernel) else 0.0)
+    sums = None
+    if spec.cov_type == "cluster":
+        sums = np.zeros((spec.n_groups, Z.shape[1]))
+        np.add.at(sums, groups, Z)
+    cross = None
+    if kind == "gaussian" and not spec.robust:
+        w = np.ones(len(y)) if weights is None else weights
+        cross = (e * w[:, None]).T @ e
+    L = len(kernel)
+    return MeatSums(gram, sums, Z[:L], Z[max(len(Z) - L, 0):] if L else Z[:0], kernel, cross,
+                    edges, blocks_only)
+
+
+def chunk_meat(kind: str, X: np.ndarray | ColumnStack, y: np.ndarray,
+               columns: Sequence[np.ndarray], B: np.ndarray, spec: CovSpec,
+               offset: np.ndarray | None = None, weights: np.ndarray | None = None,
+               weight_type: str | None = None, breads: Sequence[np.ndarray] | None = None,
+               used: np.ndarray | None = None, project: Sequence[np.ndarray] | None = None,
+               blocks_only: bool = False) -> MeatSums:
+    """:func:`row_meat` of all rows in memory, one chunk at a time, in row order.
+
+    *used* are the design columns *columns* and *B*'s rows refer to (all when None).
+    """
+    if spec.cov_type == "HAC" and weight_type == "frequency":
+        raise OptionError("cov_type='HAC' with frequency weights: a row with weight f stands "
+                          "for f rows at one time point, which has no lag structure; use "
+                          "variance weights or expand the rows")
+    width = int(sum(len(S) for S in columns)) + (0 if used is None else used.size)
+
+    def one(rows: slice) -> MeatSums:
+        return row_meat(kind, chunk_columns(X, rows, None, used), y[rows], columns, B, spec,
+                        None if offset is None else offset[rows],
+                        None if weights is None else weights[rows], weight_type, breads,
+                        None if spec.groups is None else spec.groups[rows], project,
+                        blocks_only)
+
+    return sum_chunks(one, len(y), width=width)
+
+
+# ---- the sandwich --------------------------------------------------------------------------------
+def corrections(spec: CovSpec, counted: float, df_resid: Sequence[float],
+                n_columns: Sequence[int]) -> np.ndarray:
+    """Each candidate's small-sample factor (the joint blocks take the geometric mean)."""
+    df_resid, k = np.asarray(df_resid, dtype=float), np.asarray(n_columns, dtype=float)
+    if spec.cov_type == "HC1":
+        return counted / df_resid
+    if spec.cov_type == "cluster" and spec.use_correction:
+        G = spec.n_groups
+        return G / (G - 1.0) * (counted - 1.0) / (counted - k)
+    if spec.cov_type == "HAC" and spec.use_correction:
+        return counted / (counted - k)
+    return np.ones(len(k))
+
+
+def sandwich(meat: MeatSums, factors: np.ndarray,
+             breads: Sequence[np.ndarray] | None = None) -> list | np.ndarray:
+    """With *breads*: each candidate's ``c_j bread_j M_jj bread_j`` (``factors[j, j]``);
+    without (projected scores, the breads already in them): ``sum_jk factors[j, k] M_jk``."""
+    J = len(meat.edges) - 1
+    if breads is not None:
+        return [factors[j, j] * (breads[j] @ meat.block(j, j) @ breads[j]) for j in range(J)]
+    return sum(factors[j, k] * meat.block(j, k) for j in range(J) for k in range(J))

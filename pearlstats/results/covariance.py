@@ -1,0 +1,233 @@
+"""Covariance types of the candidates' refits, and the joint covariance of the averaged terms.
+
+:func:`summed_refits` gives the candidates' all-rows refits from sums over row
+chunks (:mod:`pearlstats.inference.sums_refit`) with the fit's covariance type
+(:mod:`pearlstats.inference.robust`: a second pass of the stacked scores gives
+the sandwich's meat; HC2/HC3 need the first pass's breads for the leverages).
+:func:`averaged_cov` stacks the candidates with positive weight, whose joint
+covariance has cross-candidate blocks ``A_j^-1 (sum_i s_ij s_ik') A_k^-1`` that
+are not zero (the candidates are fitted on the same rows), and gives its image
+under the fixed weights for the terms in every candidate (without forming it:
+each row's scores are projected onto those terms in the pass): the covariance
+behind ``cov_params()``,
+``tvalues``, ``pvalues``, ``t_test``, ``wald_test`` and ``f_test`` of
+:class:`~pearlstats.results.PearlResults`.
+
+With ``cov_type="nonrobust"`` the cross blocks are the model's: gaussian
+``sigma_jk X_j' W X_k`` with ``sigma_jk = sum w e_j e_k / sqrt(df_j df_k)`` (the
+candidates' residual covariance; ``sigma_jj`` is candidate j's scale), binomial
+and Poisson ``sum w sqrt(V_ij V_ik) x_ij x_ik'`` (each candidate's own variance
+function on its diagonal block). The diagonal blocks are the candidates' own
+covariances in every case.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import OptionError
+from ..inference.refit_sums import FAMILIES, chunk_refit_sums, stack_columns
+from ..inference.robust import CovSpec, chunk_meat, corrections, sandwich
+from ..inference.sums_refit import bread_of, refits_from_sums
+from .averaging import _columns as columns_of
+from .averaging import active_labels, candidate_ridge, common_terms, sums_apply, unidentified
+
+if TYPE_CHECKING:
+    from .core import PearlResults
+
+__all__ = ["averaged_cov", "check_robust_supported", "cov_spec_of", "statsmodels_view",
+           "summed_refits"]
+
+
+def cov_spec_of(res: PearlResults) -> CovSpec:
+    """The covariance type of the results (``"nonrobust"`` unless set)."""
+    return res.__dict__.get("_cov_spec") or CovSpec()
+
+
+def check_robust_supported(res: PearlResults, spec: CovSpec) -> None:
+    """Refuse, naming why, a robust covariance the sums do not cover."""
+    if spec.robust and not sums_apply(res):
+        raise OptionError(
+            f"cov_type={spec.cov_type!r} is computed from sums over the rows for gaussian, "
+            f"binomial and poisson fits on a dense design in memory; this {res.family} fit "
+            "does not have them (multinomial, sparse or wide blocks, a downstream network): "
+            "use cov_type='nonrobust', or statsmodels' get_robustcov_results on "
+            "res.candidates[label]")
+
+
+def _counted(sums, weight_type: str | None) -> float:
+    return sums.design.weight if weight_type == "frequency" else sums.rows
+
+
+def _factors(spec: CovSpec, meat, refits: list, counted: float) -> np.ndarray:
+    """Block (j, k)'s factor: the small-sample corrections, or the gaussian sigma_jk."""
+    if spec.robust:
+        c = corrections(spec, counted, [r.df_resid for r in refits],
+                        [len(r.exog_names) for r in refits])
+        return np.sqrt(np.outer(c, c))
+    if meat.cross is None:  # binomial, Poisson: scale 1
+        return np.ones((len(refits), len(refits)))
+    df = np.array([r.df_resid for r in refits])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return meat.cross / np.sqrt(np.outer(df, df))
+
+
+def _first_pass(res: PearlResults, labels: list, params: list) -> tuple:
+    """``(sums, local, refits, columns, ridges)``: the refit sums of the candidates *labels*
+    (over row chunks, or the partitions of a fit on dask data), and their nonrobust refits."""
+    response, design = res.stages.response, res.stages.design
+    partitions = res.stages.partitions
+    columns = [columns_of(res, label) for label in labels]
+    if partitions is not None:  # the sums span every design column
+        sums, local = partitions.refit_sums(_candidates(res, labels)), columns
+    else:
+        sums, local = chunk_refit_sums(res.family, design.X, response.y, columns, params,
+                                       response.offset, response.row_weights)
+    names = [[design.column_names[i] for i in S] for S in columns]
+    ridges = {label: candidate_ridge(res, label) for label in labels}
+    refits = refits_from_sums(res.family, sums, local, params, labels, names, ridges,
+                              _weight_type(res))
+    return sums, local, refits, columns, ridges
+
+
+def _candidates(res: PearlResults, labels: list) -> list:
+    every = {c.label: c for c in (*res.stages.candidates.pool, *res.stages.candidates.extras)}
+    return [every[label] for label in labels]
+
+
+def _weight_type(res: PearlResults) -> str | None:
+    response = res.stages.response
+    return None if response.row_weights is None else response.weight_type
+
+
+def _meat(res: PearlResults, labels: list, params: list, spec: CovSpec, breads: list,
+          **options: object) -> object:
+    """The second pass: the candidates' stacked scores over row chunks (or partitions)."""
+    if res.stages.partitions is not None:
+        return res.stages.partitions.meat(_candidates(res, labels), spec, breads, **options)
+    response, design = res.stages.response, res.stages.design
+    used, local, B = stack_columns([columns_of(res, label) for label in labels], params)
+    return chunk_meat(res.family, design.X, response.y, local, B, spec, response.offset,
+                      response.row_weights, _weight_type(res), breads, used, **options)
+
+
+def _passes(res: PearlResults, labels: list, params: list, spec: CovSpec, project: bool):
+    """``(refits, breads, meat, factors)`` of the candidates under *spec*; with *project*
+    the scores are taken through ``w_j bread_j`` onto the common terms (T columns each)."""
+    sums, local, refits, _, ridges = _first_pass(res, labels, params)
+    breads = [bread_of(res.family, sums, np.asarray(S), j, ridges[label])
+              for j, (S, label) in enumerate(zip(local, labels))]
+    projections = None
+    if project:
+        names = [list(refits[label].exog_names) for label in labels]
+        terms = _common(res)
+        projections = [float(res.weights[label]) * breads[j][:, [names[j].index(t)
+                                                                 for t in terms]]
+                       for j, label in enumerate(labels)]
+    meat = _meat(res, labels, params, spec, breads, project=projections,
+                 blocks_only=not project)
+    ordered = [refits[label] for label in labels]
+    return refits, breads, meat, _factors(spec, meat, ordered, _counted(sums, _weight_type(res)))
+
+
+def _df_inference(spec: CovSpec, refit: object) -> float | None:
+    """G - 1 for a cluster covariance with ``df_correction`` (None: the refit's df_resid)."""
+    if spec.cov_type == "cluster" and spec.df_correction:
+        return float(spec.n_groups - 1)
+    return None
+
+
+def summed_refits(res: PearlResults, labels: list, params: list) -> dict:
+    """The refits of *labels* from sums over row chunks, with the results' covariance type:
+    each candidate's own block of the sandwich (a second pass for a robust type)."""
+    spec = cov_spec_of(res)
+    if not spec.robust:
+        return _first_pass(res, labels, params)[2]
+    refits, breads, meat, factors = _passes(res, labels, params, spec, project=False)
+    covs = sandwich(meat, factors, breads)
+    return {label: refits[label].with_cov(covs[j], spec.describe(),
+                                          _df_inference(spec, refits[label]))
+            for j, label in enumerate(labels)}
+
+
+def _common(res: PearlResults) -> list:
+    return [t for t in res.stages.design.column_names if t in set(common_terms(res))]
+
+
+def averaged_cov(res: PearlResults) -> tuple[pd.DataFrame, float | None]:
+    """``(cov, df)``: the covariance of the averaged common terms ``sum_j w_j b_j`` under
+    fixed weights and candidates, and the degrees of freedom of its t quantiles (gaussian:
+    the smallest of the weighted candidates'; None for z).
+
+    ``sum_jk f_jk (w_j u_j)(sum_i s_ij s_ik')(w_k u_k)'`` with ``u_j`` the common terms' rows
+    of candidate j's bread: each row's scores are projected onto the T common terms in the
+    pass, so the sums are (J T) x (J T), whatever the candidates' widths.
+
+    Raises
+    ------
+    OptionError
+        For a fit without sums over the rows (multinomial, sparse or wide blocks, a
+        downstream network).
+    """
+    on_dask = res.stages.partitions is not None
+    if not (sums_apply(res) or on_dask) or res.family not in FAMILIES:
+        raise OptionError(
+            "the joint covariance of the candidates (cov_params(), tvalues, pvalues, t_test, "
+            "wald_test, f_test) is computed from sums over the rows for gaussian, binomial "
+            f"and poisson fits on a dense design in memory, not for this {res.family} fit; "
+            "use bse and conf_int(), or each candidate's res.candidates[label]")
+    cached = res.__dict__.get("_joint")
+    if cached is None:
+        spec = cov_spec_of(res)
+        labels = active_labels(res)
+        params = [res.candidate_params(label).to_numpy() for label in labels]
+        refits, _, meat, factors = _passes(res, labels, params, spec, project=True)
+        terms = _common(res)
+        cov = pd.DataFrame(sandwich(meat, factors), index=terms, columns=terms)
+        missing = [t for t in terms if t in unidentified(res)]
+        cov.loc[missing, :] = np.nan
+        cov.loc[:, missing] = np.nan
+        df = None
+        if res.family == "gaussian":
+            df = min(_df_inference(spec, r) or r.df_resid for r in refits.values())
+        cached = res.__dict__["_joint"] = (cov, df)
+    return cached[0].copy(), cached[1]
+
+
+def statsmodels_view(res: PearlResults) -> Any:
+    """A statsmodels ``LikelihoodModelResults`` of the averaged common terms (their
+    ``params`` and :func:`averaged_cov`), whose ``t_test``, ``wald_test`` and ``f_test``
+    parse statsmodels' strings and matrices."""
+    from statsmodels.base.model import LikelihoodModelResults
+
+    cov, df = averaged_cov(res)
+    names = list(cov.index)
+    data = SimpleNamespace(cross_names=names, param_names=names, cov_names=names)
+    model = SimpleNamespace(data=data, exog_names=names)
+    out = LikelihoodModelResults(model, res.params.reindex(names).to_numpy(),
+                                 normalized_cov_params=cov.to_numpy(), scale=1.0)
+    out.use_t = df is not None
+    out.df_resid = np.inf if df is None else df
+    return out
+
+
+def describe(res: PearlResults) -> str:
+    """The covariance type's name for the summary and LaTeX."""
+    return cov_spec_of(res).describe()
+
+
+def with_cov_type(res: PearlResults, spec: CovSpec) -> PearlResults:
+    """A copy of *res* whose refits use *spec* (nothing is refitted: the candidates'
+    coefficients and the cross-validation are shared)."""
+    import copy
+
+    check_robust_supported(res, spec)
+    out = copy.copy(res)
+    for key in ("_sum_refits", "_joint"):
+        out.__dict__.pop(key, None)
+    out.__dict__["_cov_spec"] = spec
+    return out

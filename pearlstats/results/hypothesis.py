@@ -1,0 +1,172 @@
+"""Covariance types and tests of the averaged common terms (read through ``PearlResults``).
+
+``cov_type``/``get_robustcov`` choose the candidates' covariance (statsmodels'
+``get_robustcov_results``); ``cov_params()``, ``tvalues``, ``pvalues``,
+``t_test``, ``wald_test`` and ``f_test`` are about the averaged coefficients of
+the terms in every candidate, ``sum_j w_j b_j``, with the candidates and their
+weights held fixed (see :mod:`pearlstats.results.covariance`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..inference.robust import cov_spec
+from . import covariance
+
+__all__ = ["AveragedTests"]
+
+
+class AveragedTests:
+    """Covariance types, ``cov_params()`` and tests of the averaged common terms."""
+
+    @property
+    def cov_type(self) -> str:
+        """The candidates' covariance type: ``"nonrobust"``, ``"HC0"``-``"HC3"``,
+        ``"cluster (G groups)"`` or ``"HAC (L lags)"``."""
+        return covariance.describe(self)
+
+    def get_robustcov(self, cov_type: str = "HC1", **kwds: Any) -> Any:
+        """These results with another covariance of the candidates' refits, nothing refitted.
+
+        As statsmodels' ``get_robustcov_results``: ``bse``, ``conf_int()``,
+        ``coef_table()``, ``candidate_params()``, the summary, ``cov_params()``, the tests
+        and ``get_prediction`` of the copy use it (``candidates[label]``, statsmodels' own
+        refits, keep theirs: call their ``get_robustcov_results``).
+
+        Parameters
+        ----------
+        cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC"}
+        **kwds
+            ``groups=`` (cluster: one label per row the fit used, or a Series aligned
+            with :attr:`row_labels`), ``use_correction=`` (cluster, default True: the
+            factor ``G/(G-1) (n-1)/(n-k)``; HAC, default False: ``n/(n-k)``),
+            ``df_correction=`` (cluster, default True: t quantiles with G - 1 df),
+            ``maxlags=`` (HAC, Bartlett weights, rows in the fit's order).
+
+        Returns
+        -------
+        PearlResults
+
+        Notes
+        -----
+        Each candidate's sandwich equals statsmodels' ``get_robustcov_results`` of its
+        refit (``OLS``; ``GLM`` with weights; ``Logit``/``GLM(Poisson())``), except where
+        statsmodels gives HC0 for HC1-HC3 (Logit and GLM): these are then R's
+        ``sandwich::vcovHC`` (``n/(n-k)``; the GLM hat values), and frequency weights
+        count rows in ``n`` (a weight of 2 is the row twice). Gaussian, binomial and
+        Poisson fits on a dense design in memory; others are refused by name.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.normal(size=80)
+        >>> data = {"y": x + rng.normal(size=80) * (1 + x**2), "x": x,
+        ...         "a": rng.normal(size=(80, 1)), "b": rng.normal(size=(80, 1))}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> robust = res.get_robustcov("HC3")
+        >>> robust.cov_type, bool(robust.bse["x"] > res.bse["x"])
+        ('HC3', True)
+        """
+        groups = kwds.get("groups")
+        if isinstance(groups, pd.Series):
+            kwds["groups"] = groups.reindex(self.row_labels).to_numpy()
+        spec = cov_spec(cov_type, kwds, nobs=self.nobs)
+        return covariance.with_cov_type(self, spec)
+
+    def cov_params(self) -> pd.DataFrame:
+        """Covariance of :attr:`params` under fixed weights: the candidates' joint covariance.
+
+        ``L V L'``, where V is the joint covariance of the coefficients of the candidates
+        with positive weight (stacked estimating equations of candidates fitted on the
+        same rows: the block of candidates j and k is ``A_j^-1 (sum_i s_ij s_ik') A_k^-1``
+        under :attr:`cov_type`, not zero) and L takes ``sum_j w_j b_j`` of each common
+        term. One candidate with weight 1: its statsmodels ``cov_params()``. It is the
+        covariance of the fixed-weight average, smaller than :attr:`bse` squared, which
+        adds the spread between the candidates (Burnham & Anderson's unconditional SE).
+        The candidates and their cross-validated weights are held fixed: the sampling
+        variability of the weights and of the choice of candidates is not in it.
+        Gaussian, binomial and Poisson fits on a dense design in memory.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"y": rng.normal(size=60), "x": rng.normal(size=60),
+        ...         "a": rng.normal(size=(60, 1)), "b": rng.normal(size=(60, 1))}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.cov_params().shape
+        (2, 2)
+        """
+        return covariance.averaged_cov(self)[0]
+
+    @property
+    def tvalues(self) -> pd.Series:
+        """``params / sqrt(diag(cov_params()))``: t for gaussian fits, z otherwise.
+
+        ``P>|t|`` uses the smallest residual df of the weighted candidates (G - 1 with a
+        cluster covariance). The candidates and their cross-validated weights are held
+        fixed: the sampling variability of the weights and of the choice of candidates is
+        not in it.
+        """
+        cov, _ = covariance.averaged_cov(self)
+        return pd.Series(self.params.reindex(cov.index).to_numpy()
+                         / np.sqrt(np.diagonal(cov.to_numpy())), index=cov.index,
+                         name="tvalues")
+
+    @property
+    def pvalues(self) -> pd.Series:
+        """Two-sided p-values of :attr:`tvalues` (t with df for gaussian fits, else normal).
+
+        The candidates and their cross-validated weights are held fixed: the sampling
+        variability of the weights and of the choice of candidates is not in it.
+        """
+        _, df = covariance.averaged_cov(self)
+        t = np.abs(self.tvalues)
+        tail = stats.norm.sf(t) if df is None else stats.t.sf(t, df)
+        return pd.Series(2 * tail, index=t.index, name="pvalues")
+
+    def t_test(self, r_matrix: Any, use_t: bool | None = None) -> Any:
+        """statsmodels' ``t_test`` of linear hypotheses about :attr:`params`.
+
+        *r_matrix* is a string (``"x = 0"``, ``"x = Intercept"``, ``"x = 0, Intercept = 1"``)
+        or a matrix over :attr:`params`' terms, as statsmodels'. The covariance is
+        :meth:`cov_params`. The candidates and their cross-validated weights are held
+        fixed: the sampling variability of the weights and of the choice of candidates is not in it.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"y": rng.normal(size=60), "x": rng.normal(size=60),
+        ...         "a": rng.normal(size=(60, 1)), "b": rng.normal(size=(60, 1))}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> bool(np.isclose(res.t_test("x = 0").pvalue, res.pvalues["x"]))
+        True
+        """
+        return covariance.statsmodels_view(self).t_test(r_matrix, use_t=use_t)
+
+    def wald_test(self, r_matrix: Any, use_f: bool | None = None, *,
+                  scalar: bool = True) -> Any:
+        """statsmodels' ``wald_test`` of linear hypotheses about :attr:`params` (joint).
+
+        F with the t tests' df for gaussian fits, chi2 otherwise, unless *use_f* says.
+        The candidates and their cross-validated weights are held fixed: the sampling
+        variability of the weights and of the choice of candidates is not in it.
+        """
+        tested = covariance.statsmodels_view(self)
+        use_f = tested.use_t if use_f is None else use_f
+        return tested.wald_test(r_matrix, use_f=use_f, scalar=scalar)
+
+    def f_test(self, r_matrix: Any) -> Any:
+        """statsmodels' ``f_test``: :meth:`wald_test` with the F distribution.
+
+        The candidates and their cross-validated weights are held fixed: the sampling
+        variability of the weights and of the choice of candidates is not in it.
+        """
+        return covariance.statsmodels_view(self).f_test(r_matrix)

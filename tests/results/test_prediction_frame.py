@@ -1,0 +1,87 @@
+"""get_prediction(...).summary_frame(): statsmodels' columns and values on a one-candidate fit.
+
+The one candidate's refit is statsmodels' model on the same columns, so the mean columns are
+its ``get_prediction(...).summary_frame()``: 1e-8 relative (the coefficients agree to about
+1e-10 on these designs; the delta method is smooth in them). The observation columns are the
+CV+ interval of ``predict(interval="prediction")``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+import pearlstats as pearl
+from pearlstats.exceptions import OptionError
+
+N, M = 120, 5
+MEAN = ["mean", "mean_se", "mean_ci_lower", "mean_ci_upper"]
+
+
+def _data(family: str, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    x, a = rng.normal(size=n), rng.normal(size=(n, 2))
+    eta = 0.2 + 0.4 * x + 0.3 * a[:, 1]
+    y = {"gaussian": eta + rng.normal(size=n) * (1 + np.abs(x)),
+         "poisson": rng.poisson(np.exp(eta)).astype(float),
+         "binomial": (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)}[family]
+    return {"y": y, "x": x, "a": a}
+
+
+def _fit(family, cov_type="nonrobust"):
+    data = _data(family, N, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pearl.fit("y ~ x + block(a)", data, family=family, seed=0, honest=3,
+                        cov_type=cov_type)
+    new = _data(family, M, 1)
+    X = np.column_stack([np.ones(N), data["x"], data["a"]])
+    Xnew = np.column_stack([np.ones(M), new["x"], new["a"]])
+    return res, new, X, data["y"], Xnew
+
+
+@pytest.mark.parametrize("cov_type", ["nonrobust", "HC3"])
+def test_gaussian_summary_frame_equals_statsmodels(cov_type):
+    res, new, X, y, Xnew = _fit("gaussian", cov_type)
+    ols = sm.OLS(y, X).fit()
+    ols = ols if cov_type == "nonrobust" else ols.get_robustcov_results(cov_type)
+    frame = res.get_prediction(new).summary_frame(alpha=0.1)
+    expected = ols.get_prediction(Xnew).summary_frame(alpha=0.1)
+    assert list(frame.columns) == list(expected.columns)  # statsmodels' six columns
+    np.testing.assert_allclose(frame[MEAN].to_numpy(), expected[MEAN].to_numpy(), rtol=1e-8)
+    cv_plus = res.predict(new, interval="prediction", alpha=0.1)
+    np.testing.assert_allclose(frame[["obs_ci_lower", "obs_ci_upper"]].to_numpy(),
+                               cv_plus[["lower", "upper"]].to_numpy(), rtol=1e-12)
+    prediction = res.get_prediction(new)
+    np.testing.assert_allclose(prediction.predicted_mean, ols.predict(Xnew), rtol=1e-8)
+    np.testing.assert_allclose(prediction.se_mean, np.sqrt(
+        np.sum((Xnew @ ols.cov_params()) * Xnew, axis=1)), rtol=1e-8)  # x' V x by hand
+    np.testing.assert_allclose(prediction.conf_int(), ols.get_prediction(Xnew).conf_int(),
+                               rtol=1e-8)
+
+
+@pytest.mark.parametrize("family", ["poisson", "binomial"])
+def test_glm_mean_columns_equal_statsmodels(family):
+    res, new, X, y, Xnew = _fit(family)
+    glm = sm.GLM(y, X, family={"poisson": sm.families.Poisson(),
+                               "binomial": sm.families.Binomial()}[family]).fit(tol=1e-12)
+    frame = res.get_prediction(new).summary_frame()
+    expected = glm.get_prediction(Xnew).summary_frame()
+    np.testing.assert_allclose(frame[MEAN].to_numpy(), expected[MEAN].to_numpy(), rtol=1e-8)
+    if family == "binomial":  # a class has no interval: prediction sets instead
+        assert "obs_ci_lower" not in frame
+        with pytest.raises(OptionError, match="interval='set'"):
+            res.get_prediction(new).conf_int(obs=True)
+    else:
+        assert list(frame.columns[-2:]) == ["obs_ci_lower", "obs_ci_upper"]
+
+
+def test_multinomial_get_prediction_is_refused_by_name():
+    rng = np.random.default_rng(0)
+    data = {"y": rng.choice(["a", "b", "c"], 90), "a": rng.normal(size=(90, 2))}
+    res = pearl.fit("y ~ block(a)", data, family="multinomial", seed=0, honest=False)
+    with pytest.raises(OptionError, match="multinomial"):
+        res.get_prediction({"a": np.zeros((1, 2))})

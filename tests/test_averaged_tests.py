@@ -1,0 +1,136 @@
+"""cov_params(), tvalues, pvalues, t_test, wald_test and f_test of the averaged common terms.
+
+References: statsmodels' OLS / GLM on a one-candidate fit (the average is that candidate),
+the stacked sandwich written out below for several weighted candidates, and a Monte Carlo
+covariance of the fixed-weight average. Tolerances as in test_robust_covariance: the refits
+equal statsmodels' to about 1e-10 relative on these designs, so 1e-8.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+import pearlstats as pearl
+
+RTOL = 1e-8
+N = 160
+
+
+def _rows(seed: int, n: int = N, family: str = "gaussian"):
+    rng = np.random.default_rng(seed)
+    x, a, b = rng.normal(size=n), rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    eta = 0.2 + 0.5 * x + 0.6 * a[:, 0] + 0.6 * b[:, 1]
+    if family == "gaussian":
+        y = eta + rng.normal(size=n) * (0.5 + np.abs(x))
+    else:
+        y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
+    return {"y": y, "x": x, "a": a, "b": b}
+
+
+def _fit(data, formula="y ~ x + block(a) + block(b)", **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # equal weights over the three candidates (shrinkage 1 toward them): several weighted
+        # candidates, and weights that do not depend on the data set
+        return pearl.fit(formula, data, seed=0, honest=False, weight_shrinkage=1.0, **options)
+
+
+@pytest.mark.parametrize("cov_type", ["nonrobust", "HC1"])
+def test_one_candidate_tests_equal_statsmodels(cov_type):
+    data = _rows(0)
+    res = _fit(data, "y ~ x + block(a)", cov_type=cov_type)
+    X = np.column_stack([np.ones(N), data["x"], data["a"]])
+    ols = sm.OLS(data["y"], X).fit()
+    ols = ols if cov_type == "nonrobust" else ols.get_robustcov_results(cov_type)
+    np.testing.assert_allclose(res.cov_params().to_numpy(), ols.cov_params()[:2, :2], rtol=RTOL)
+    np.testing.assert_allclose(res.tvalues, ols.tvalues[:2], rtol=RTOL)
+    np.testing.assert_allclose(res.pvalues, ols.pvalues[:2], rtol=1e-7)  # p ~ 1e-2..1e-9
+    names = dict(Intercept="const", x="x1")
+    for hypothesis in ("x = 0", "x = 0.4", "x = Intercept"):
+        ours = res.t_test(hypothesis)
+        theirs = ols.t_test(" ".join(names.get(word, word) for word in hypothesis.split()))
+        for field in ("effect", "sd", "tvalue", "pvalue"):
+            np.testing.assert_allclose(np.ravel(getattr(ours, field)),
+                                       np.ravel(getattr(theirs, field)), rtol=1e-7)
+    ours = res.wald_test("x = 0, Intercept = 0.3")
+    theirs = ols.wald_test("x1 = 0, const = 0.3", scalar=True)
+    np.testing.assert_allclose([ours.statistic, ours.pvalue], [theirs.statistic, theirs.pvalue],
+                               rtol=1e-7)
+    matrix = res.f_test(np.eye(2))
+    theirs = ols.f_test(np.eye(4)[:2])
+    np.testing.assert_allclose([matrix.fvalue, matrix.pvalue], [theirs.fvalue, theirs.pvalue],
+                               rtol=1e-7)
+
+
+def _stacked_sandwich(res, data, family, cov_type):
+    """The joint covariance of the weighted candidates written out at their coefficients
+    (whose agreement with statsmodels' is test_refit_sums'): blocks A_j^-1 (sum_i s_ij
+    s_ik') A_k^-1 (HC0), or the model's for nonrobust."""
+    labels = list(res.weights.index[res.weights > 0])
+    parts = []
+    for label in labels:
+        X = np.column_stack([np.ones(N), data["x"]] + [data[b] for b in label.split("+")])
+        eta = X @ res.candidate_params(label).to_numpy()
+        mu = eta if family == "gaussian" else 1 / (1 + np.exp(-eta))
+        v = np.ones(N) if family == "gaussian" else mu * (1 - mu)
+        parts.append((X, data["y"] - mu, v, np.linalg.inv((X * v[:, None]).T @ X)))
+    blocks = []
+    for Xj, ej, vj, Aj in parts:
+        row = []
+        for Xk, ek, vk, Ak in parts:
+            if cov_type == "HC0":
+                meat = (Xj * (ej * ek)[:, None]).T @ Xk
+            elif family == "gaussian":  # sigma_jk = e_j'e_k / sqrt(df_j df_k)
+                df = (N - Xj.shape[1]) * (N - Xk.shape[1])
+                meat = (ej @ ek) / np.sqrt(df) * Xj.T @ Xk
+            else:
+                meat = (Xj * np.sqrt(vj * vk)[:, None]).T @ Xk
+            row.append(Aj @ meat @ Ak)
+        blocks.append(row)
+    V = np.block(blocks)
+    L = np.zeros((2, V.shape[0]))
+    start = 0
+    for label, (X, *_) in zip(labels, parts):
+        L[0, start], L[1, start + 1] = res.weights[label], res.weights[label]
+        start += X.shape[1]
+    return L @ V @ L.T, V, parts
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial"])
+@pytest.mark.parametrize("cov_type", ["nonrobust", "HC0"])
+def test_cov_params_is_the_stacked_sandwich_of_the_weighted_candidates(family, cov_type):
+    data = _rows(3, family=family)
+    res = _fit(data, family=family, cov_type=cov_type)
+    assert (res.weights > 0).sum() == 3
+    expected, V, parts = _stacked_sandwich(res, data, family, cov_type)
+    np.testing.assert_allclose(res.cov_params().to_numpy(), expected, rtol=RTOL)
+    # the cross-candidate blocks matter: zeroing them gives another covariance
+    sizes = np.cumsum([0] + [part[0].shape[1] for part in parts])
+    assert np.any(np.abs(V[sizes[0]:sizes[1], sizes[1]:sizes[2]]) > 1e-3)
+    # each candidate's own block is its covariance
+    own = res.candidate_params().loc["a", "std err"].to_numpy()
+    np.testing.assert_allclose(np.sqrt(np.diagonal(V[:sizes[1], :sizes[1]])), own, rtol=RTOL)
+
+
+def test_cov_params_matches_the_monte_carlo_covariance_of_the_fixed_weight_average():
+    """400 data sets of one heteroscedastic design, three candidates with weights 1/3 each:
+    the mean HC3 cov_params() against the Monte Carlo variance of params, within 15 % (the
+    Monte Carlo SD of a variance from 400 draws is about sqrt(2/400) = 7 %; HC3 because HC0
+    is biased low at n = 120). Measured: 0.96 and 1.02 of it; without the cross-candidate
+    blocks 0.35 (so this test tells them apart); nonrobust 0.92 and 0.43 (x's noise grows
+    with x)."""
+    start = time.perf_counter()
+    estimates, covariances = [], []
+    for seed in range(400):
+        res = _fit(_rows(1000 + seed, n=120), cov_type="HC3", cv=3)
+        estimates.append(res.params.to_numpy())
+        covariances.append(res.cov_params().to_numpy())
+    simulated = np.cov(np.array(estimates).T)
+    predicted = np.mean(covariances, axis=0)
+    np.testing.assert_allclose(np.diagonal(predicted), np.diagonal(simulated), rtol=0.15)
+    assert time.perf_counter() - start < 120  # the budget this test was written for
