@@ -219,3 +219,23 @@ def test_the_from_scikit_learn_page_runs_as_written():
     for number, block in enumerate(blocks, start=1):
         exec(compile(block, f"docs/sklearn.md python block {number}", "exec"), namespace)
     assert namespace["grid"].best_params_["pearl__serum__n_components"] in (1, 2, 4)
+
+
+def test_the_from_r_page_runs_as_written():
+    """docs/from_r.md's Python block: the R calls it maps give these numbers."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "from_r.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"),
+                        flags=re.MULTILINE | re.DOTALL)
+    namespace: dict = {}
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"docs/from_r.md python block {number}", "exec"), namespace)
+    res = namespace["res"]
+    # the AICc row the page prints is MuMIn's Weights(AICc) of the candidate table's aicc
+    aicc = res.candidate_table["aicc"]
+    expected = np.exp(-(aicc - aicc.min()) / 2) / np.exp(-(aicc - aicc.min()) / 2).sum()
+    np.testing.assert_allclose(res.strategy_weights.loc["AICc", res.candidate_labels], expected,
+                               rtol=1e-12)
+    assert res.cov_type == "HC3"

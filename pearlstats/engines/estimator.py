@@ -112,6 +112,8 @@ class EstimatorResults:
 class EstimatorFamily(Family):
     """A family whose candidate model is any estimator (made by :func:`bind_estimator`)."""
 
+    likelihood = False  # no log-likelihood with a parameter count: no AICc or BIC strategy
+
     def __init__(self, estimator: Any, base: Family):
         self.estimator = estimator
         self.base = base
