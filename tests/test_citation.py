@@ -60,7 +60,7 @@ def test_readme_names_the_paper_and_its_authors():
 
 def test_readme_says_cite_returns_the_string():
     readme = (ROOT / "README.md").read_text()
-    assert "`pearl.cite()` returns both as BibTeX" in readme
+    assert "`pearl.cite()` returns both as one BibTeX string" in readme
 
 
 STYLES = ["plain", "plainnat", "apalike"]

@@ -49,9 +49,10 @@ def test_stage_timings_are_logged_at_info_under_pearlstats(small_fit, caplog):
         pearl.fit("y ~ block(a) + block(b)", small_fit, seed=0, progress=False)
     debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert any(m.startswith("weight solve: solver") and "KKT gap" in m for m in debug)
-    # the cross-validation record names its size: 3 candidates over 5 folds of 120 rows
+    # the cross-validation record names its size: 3 candidates and the covariates-only
+    # (here intercept-only) baseline candidate over 5 folds of 120 rows
     cv = next(r.getMessage() for r in caplog.records if "cross-validation" in r.getMessage())
-    assert "n=120, candidates=3, fold_fits=5" in cv
+    assert "n=120, candidates=4, fold_fits=5" in cv
 
 
 def test_nothing_is_printed_unless_asked():

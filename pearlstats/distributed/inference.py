@@ -131,7 +131,7 @@ def refit_partitions(rows: Any, spec: Any, family_name: str, candidates: Sequenc
     ...     pool = build_pool(design, "all", 10)
     ...     X = np.column_stack([np.ones(50), a])
     ...     coefs = np.linalg.lstsq(X, y, rcond=None)[0][None, :, None]  # (K + 1 = 1, p, J)
-    ...     refit = refit_partitions(rows, design.spec, "gaussian", pool.everything, coefs,
+    ...     refit = refit_partitions(rows, design.spec, "gaussian", pool.pool, coefs,
     ...                              0.0)["a"]
     >>> direct = sm.OLS(y, X).fit()
     >>> bool(np.allclose(refit.bse, direct.bse, rtol=1e-10)), refit.df_resid

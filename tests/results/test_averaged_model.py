@@ -257,7 +257,8 @@ def test_poisson_residuals_are_those_of_the_averaged_mean(fits):
 def test_candidate_table_matches_statsmodels_refits(fits):
     res = fits["gaussian"]
     table = res.candidate_table
-    assert list(table.columns) == ["weight", "cv_risk", "n_params", "df_model"]
+    assert list(table.columns) == ["weight", "cv_risk", "n_params", "df_model", "llf", "aic",
+                                   "aicc", "bic"]
     for j in res.candidate_labels:
         assert table.loc[j, "n_params"] == len(res.candidates[j].params)
         assert table.loc[j, "df_model"] == res.candidates[j].df_model

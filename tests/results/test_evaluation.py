@@ -46,13 +46,20 @@ def test_gaussian_evaluation_matches_ols_refits_scored_by_sklearn(paper_data):
     res = pearl.fit(FORMULA, frame, blocks=train_blocks, seed=3)
     table = res.evaluate(test, blocks=test_blocks)
     y, y_test = frame["y"].to_numpy(), test["y"].to_numpy()
-    predictions = {
-        label: sm.OLS(y, _design(frame, train_blocks, label))
-        .fit()
-        .predict(_design(test, test_blocks, label))
-        for label in res.candidate_labels
-    }
+    fits = {label: sm.OLS(y, _design(frame, train_blocks, label)).fit()
+            for label in res.candidate_labels}
+    predictions = {label: fit.predict(_design(test, test_blocks, label))
+                   for label, fit in fits.items()}
     expected = _strategy_predictions(res, predictions)
+    # MuMIn's weights from statsmodels' llf; k counts the coefficients and the variance (R)
+    llf = np.array([fit.llf for fit in fits.values()])
+    k = np.array([len(fit.params) + 1 for fit in fits.values()])
+    n = len(y)
+    for name, value in {"AICc": -2 * llf + 2 * k + 2 * k * (k + 1) / (n - k - 1),
+                        "BIC": -2 * llf + k * np.log(n)}.items():
+        w = np.exp(-(value - value.min()) / 2)
+        expected[name] = sum(wj / w.sum() * predictions[label] for wj, label in zip(w, fits))
+    expected["Covariates"] = np.full(len(y_test), y.mean())  # the formula has only an intercept
     best = min(NAMES, key=lambda name: mean_squared_error(y_test, predictions[name]))
     expected["Oracle block"] = predictions[best]
     assert list(table.index) == [
@@ -62,6 +69,9 @@ def test_gaussian_evaluation_matches_ols_refits_scored_by_sklearn(paper_data):
         "SA-cand",
         "Fusion",
         "Best",
+        "AICc",
+        "BIC",
+        "Covariates",
         "Oracle block",
     ]
     assert list(table.columns) == ["MSE", "MAE"]
