@@ -143,9 +143,7 @@ def honest_se_note(options: NestedSE | str) -> str:
     """The summary's words on what the honest SEs are."""
     if options == "naive":
         # In words, no Python: the notes go into papers' tables too.
-        return ("SE (naive) treats the held-out rows as independent (they are not) and "
-                "under-covers at small n; nested-CV SEs (Bates, Hastie and Tibshirani) are an "
-                "option.")
+        return "SE (naive) treats the held-out rows as independent: it under-covers at small n."
     return (f"Honest risk and SE (nested CV): Bates, Hastie & Tibshirani (2023)'s nested "
             f"cross-validation over {options.repeats} split{'s' if options.repeats > 1 else ''} "
             "of the rows into the outer folds, risk bias-corrected to n rows.")

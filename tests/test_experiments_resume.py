@@ -16,11 +16,13 @@ from joblib import parallel_config
 from pearlstats.exceptions import OptionError
 from pearlstats.experiments import cli, grid, iter_runs, run_grid
 from pearlstats.experiments.partial import PartialResults
+from pearlstats.weights.baselines import STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[1]
-# A tiny simulation grid: one (n, sigma) cell, 7 methods, a fraction of a second per repetition.
+# A tiny simulation grid: one (n, sigma) cell, every strategy and the oracle block, a fraction of
+# a second per repetition.
 TINY = ["simulation", "--n", "20", "--sigma", "0.5", "--N", "40", "--n-test", "10"]
-METHODS = 7
+METHODS = len(STRATEGIES) + 1
 
 
 def slow_first_task(setting, seed):

@@ -171,19 +171,20 @@ def strategies_table(res: PearlResults) -> SimpleTable:
     ratio = Label("PEARL/this", latex="PEARL/this")  # the notes' words, in every form
     numbers = _footnote_numbers(strategy_footnotes(res))
     marks = {name: f"{name} [{k}]" for name, k in numbers.items()}
+    shown = _shown_strategies(res)
     if honest is not None:
         rows = [
             [*(number_cell(honest.loc[name, column]) for column in ("risk", "se", "ratio",
                                                                     "ratio_se")),
              number_cell(res.baselines.loc[name, "cv_risk"]), uses[name]]
-            for name in honest.index
+            for name in shown
         ]
         nested = res.stages.honest_se != "naive"
         headers = ["honest risk", "SE (nested CV)" if nested else "SE (naive)", ratio,
                    "ratio SE", "CV risk*", "uses"]
         title = f"Strategies (honest risk: {res.stages.honest}-fold nested cross-validation)"
-        return _table(rows, headers, [marks.get(name, name) for name in honest.index], title)
-    table = res.baselines
+        return _table(rows, headers, [marks.get(name, name) for name in shown], title)
+    table = res.baselines.loc[shown]
     rows = [
         [*(number_cell(value) for value in (r.cv_risk, r.se, r.risk_ratio, r.ratio_se)),
          r.candidate]
@@ -192,6 +193,19 @@ def strategies_table(res: PearlResults) -> SimpleTable:
     headers = ["CV risk*", "SE", ratio, "ratio SE", "uses"]
     return _table(rows, headers, [marks.get(name, name) for name in table.index],
                   "Strategies (in-sample CV risk, optimistic)")
+
+
+def _has_covariates(res: PearlResults) -> bool:
+    """Whether the formula has terms besides the intercept in every candidate."""
+    design = res.stages.design
+    return any(name != "Intercept" for name in design.column_names[:design.n_covariates])
+
+
+def _shown_strategies(res: PearlResults) -> list:
+    """The strategies' rows of the summary: Covariates only when the formula has covariates
+    (without, it is the intercept-only model, the Null row below it)."""
+    return [name for name in res.baselines.index
+            if name != "Covariates" or _has_covariates(res)]
 
 
 def importance_table(res: PearlResults) -> SimpleTable:
@@ -467,11 +481,11 @@ def summary_notes(res: PearlResults) -> list[str]:
         notes.append(f"Note: {few[0].upper()}{few[1:]}.")
     notes.append(
         "Strategies: "
-        + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items())
+        + "; ".join(f"{name} = {meaning}" for name, meaning in DEFINITIONS.items()
+                    if name in _shown_strategies(res))
         + f"; {NULL} = {NULL_DEFINITION}"
-        + ". *CV risk: on the out-of-fold predictions the weights were chosen from, optimistic "
-        "for PEARL by construction (each baseline but Covariates and Null is a point of the "
-        "simplex it optimises over)"
+        + ". *CV risk: on the predictions the weights were chosen from, optimistic for PEARL by "
+        "construction (Covariates and Null aside)"
         # Shrunk weights are no longer that optimum: a baseline may show a lower CV risk.
         + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
            if res.stages.weight_options.shrinkage is not None else ".")
@@ -479,9 +493,8 @@ def summary_notes(res: PearlResults) -> list[str]:
     table = res.honest
     if table is not None:
         notes.append(
-            "Honest risk: the whole procedure (inner folds, weights, each baseline's choice) "
-            "re-run inside each outer fold and scored on its held-out rows; PEARL/this is a "
-            "paired ratio on the same rows. " + honest_se_note(res.stages.honest_se)
+            "Honest risk: the whole procedure re-run in each outer fold, scored on its held-out "
+            "rows; PEARL/this: a paired ratio on those rows. " + honest_se_note(res.stages.honest_se)
         )
         from .evaluation import ms_warning  # here: evaluation imports summary, which imports us
 

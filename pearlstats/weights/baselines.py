@@ -47,16 +47,15 @@ __all__ = ["STRATEGIES", "DEFINITIONS", "NULL", "NULL_DEFINITION", "TABLE_ROWS",
            "COVARIATES_ONLY", "strategy_weights", "combine"]
 
 DEFINITIONS = {
-    "PEARL": "the cross-validated simplex weights over all candidates",
-    "MS": "the single candidate with the lowest CV risk (model selection)",
-    "SA-FRL": "equal weights on the single-block candidates",
+    "PEARL": "the cross-validated simplex weights",
+    "MS": "the candidate of lowest CV risk",
+    "SA-FRL": "equal weights on single-block candidates",
     "SA-cand": "equal weights on all candidates",
     "Fusion": "the candidate with every block",
-    "Best": "the single-block candidate with the lowest CV risk",
-    "AICc": "Akaike weights exp(-dAICc/2) over all candidates, each fitted on all rows (MuMIn)",
-    "BIC": "Schwarz weights exp(-dBIC/2) over all candidates, each fitted on all rows",
-    "Covariates": "the formula's covariates and intercept without any block (SuperLearner's "
-                  "comparison; the intercept alone when the formula has no covariate)",
+    "Best": "the single-block candidate of lowest CV risk",
+    "AICc": "MuMIn's exp(-dAICc/2) weights",
+    "BIC": "the same with BIC",
+    "Covariates": "the formula's covariates alone",
 }
 STRATEGIES = tuple(DEFINITIONS)  # the one order of the strategies in every table
 COVARIATES_ONLY = "covariates only"  # the label of the candidate with no block
