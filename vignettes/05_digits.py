@@ -41,7 +41,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 import pearlstats as pearl
-from pearlstats.experiments import quick_mode, results_folder
+from pearlstats.experiments import paper_rows, quick_mode, results_folder
 
 QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
 RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
@@ -187,7 +187,7 @@ for n in SIZES:
                 n_jobs=N_JOBS,
                 **options,
             )
-            scores = res.evaluate(test)
+            scores = paper_rows(res.evaluate(test))
             seconds = time.perf_counter() - started
             evaluations[kind][n].append(scores)
             shown[kind] = res

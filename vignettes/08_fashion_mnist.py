@@ -47,7 +47,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 import pearlstats as pearl
-from pearlstats.experiments import quick_mode, results_folder
+from pearlstats.experiments import paper_rows, quick_mode, results_folder
 
 QUICK = quick_mode()  # PEARLSTATS_QUICK=1: the reduced run that the tests and the docs execute
 RESULTS = results_folder()  # $PEARLSTATS_RESULTS, else results/ here (quick runs: a temp folder)
@@ -226,7 +226,7 @@ for n in SIZES:
                                 seed=split, n_jobs=1, **options)
             ledger = res.failures
             ridged = ledger.loc[ledger["kind"] == "separation", "candidate"].nunique()
-            scores = res.evaluate(test[["label"]], blocks=test_blocks)
+            scores = paper_rows(res.evaluate(test[["label"]], blocks=test_blocks))
             seconds = time.perf_counter() - started
             evaluations[kind].setdefault(n, []).append(scores)
             shown[kind] = res

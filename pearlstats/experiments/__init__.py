@@ -40,6 +40,7 @@ from .simulation import PAPER_GRID, SimulationSweep, cell_seed, paper_representa
 from .vignettes import (
     RunSettings,
     block_formula,
+    paper_rows,
     quick_mode,
     results_folder,
     run_settings,
@@ -57,6 +58,7 @@ __all__ = [
     "iter_runs",
     "main",
     "paper_representations",
+    "paper_rows",
     "quick_mode",
     "results_folder",
     "run_grid",

@@ -130,3 +130,18 @@ def run_settings(name: str = "results") -> RunSettings:
 def block_formula(names: Iterable[str], response: str = "y") -> str:
     """The formula with one ``block(name)`` term per block name."""
     return f"{response} ~ " + " + ".join(f"block({name})" for name in names)
+
+
+PAPER_ROWS = ("PEARL", "MS", "SA-FRL", "SA-cand", "Fusion", "Best", "Oracle block")
+
+
+def paper_rows(scores: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an ``evaluate()`` table the paper's figures and tables compare (its
+    strategies and the oracle block), keeping the table's ``attrs``.
+
+    The replication vignettes compare what the paper compares; ``evaluate()`` also scores
+    AICc, BIC and Covariates, which a downstream network leaves NaN.
+    """
+    kept = scores.loc[list(PAPER_ROWS)]
+    kept.attrs = dict(scores.attrs)
+    return kept
