@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from joblib import parallel_config
 
-from pearlstats.weights.baselines import STRATEGIES
 from pearlstats.exceptions import OptionError
 from pearlstats.experiments import grid, run_grid
+from pearlstats.weights.baselines import STRATEGIES
 
 
 def draw_task(setting, seed):
