@@ -188,3 +188,17 @@ def test_durations_are_seconds_and_dates_are_refused_by_name():
         pearl.fit("y ~ block(a) + block(b) + d", dated, blocks={"a": a, "b": b}, honest=False)
     with pytest.raises(pearl.DataError, match=r"column 'd' holds dates/times"):
         res.predict(dated.iloc[:3], {"a": a[:3], "b": b[:3]})
+
+
+def test_evaluate_tables_concatenate_as_pandas_tables_do():
+    """pandas compares attrs when frames are concatenated: evaluate()'s must allow it."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+    data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+    res = pearl.fit("y ~ block(a) + block(b)", data, seed=0, honest=False)
+    tables = [res.evaluate({k: v[:30] for k, v in data.items()}),
+              res.evaluate({k: v[30:] for k, v in data.items()})]
+    both = pd.concat(tables, keys=["first", "second"])
+    assert both.shape == (2 * len(tables[0]), tables[0].shape[1])

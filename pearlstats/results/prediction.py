@@ -493,7 +493,9 @@ class Prediction:
             weights = check_observation_weights(weights, "variance", None, None, self.family,
                                                 X.shape[0], data_index(test_data)).weights
         table = evaluation.evaluate(self, test_data, blocks, weights, new_offset)
-        table.attrs["dropped_rows"] = dropped
+        # a tuple, not an array: pandas compares attrs when tables are concatenated, and an
+        # array's truth value is ambiguous there
+        table.attrs["dropped_rows"] = tuple(int(row) for row in dropped)
         return table
 
     def _complete_rows(self, test_data, blocks, weights, offset, exposure) -> tuple:
