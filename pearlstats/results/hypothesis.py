@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from .._lazy import lazy_module
 from ..inference.robust import cov_spec
 from . import covariance
+
+stats = lazy_module("scipy.stats")  # quantiles and tail areas, on first use
 
 __all__ = ["AveragedTests"]
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from scipy.special import expit, logit
 
+from .._lazy import lazy_module
 from ..engines.wide import dense_candidate_columns
 from ..exceptions import OptionError
 from ..inference import combined_mean_se
@@ -29,6 +29,9 @@ from .averaging import active_labels, candidate_cov, confidence_interval
 
 if TYPE_CHECKING:
     from .core import PearlResults
+
+
+stats = lazy_module("scipy.stats")  # quantiles and tail areas, on first use
 
 __all__ = ["PredictionResults", "mean_frame"]
 
