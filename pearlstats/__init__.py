@@ -34,7 +34,7 @@ from .design.candidates import Candidate
 from .engines.mlp import MLP
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .fitting import fit
-from .honest_se import NestedSE
+from .honest_se import NestedSE, NestedSEEstimate
 from .progress import get_option, set_option
 from .representations import *  # noqa: F403  (the learners, exported below)
 from .representations.deep import VAE, Autoencoder, SentenceEncoder, SimCLR
@@ -68,6 +68,7 @@ __all__ = [
     "ComparisonTable",
     "HonestRisk",
     "NestedSE",
+    "NestedSEEstimate",
     "get_option",
     "set_option",
     "get_loss",

@@ -67,8 +67,9 @@ from .weights.precision import exact_fit_notes, null_floor, risk_ratios
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HONEST_SE_CHOICES", "NESTED_MIN_OUTER", "NestedSE", "NestedSEEstimate",
-           "check_honest_se", "honest_se_note", "nested_se", "ncv_moments"]
+__all__ = ["HONEST_SE_CHOICES", "NESTED_MIN_OUTER", "RATIO_SE_NOTE", "NestedSE",
+           "NestedSEEstimate", "check_honest_se", "honest_se_note", "nested_se", "ncv_moments",
+           "split_moments"]
 
 # Each pair of outer folds is held out at once (e_in), so 2 outer folds leave no training rows.
 NESTED_MIN_OUTER = 3
@@ -139,19 +140,55 @@ def check_honest_se(honest_se: Any, honest: int | bool, grouped: bool, weighted:
     return options
 
 
-def honest_se_note(options: NestedSE | str) -> str:
-    """The summary's words on what the honest SEs are."""
+# The paired ratio's nested SE is not derived in Bates et al.: say so wherever it is shown.
+RATIO_SE_NOTE = ("the ratio SE applies the same estimator to the delta-method linearisation "
+                 "of the ratio on each row, a heuristic (not derived by Bates et al.)")
+
+# A relative Monte Carlo error of the SE (from R splits) above this is worth a note: the SE's
+# own sampling error at n = 100 is of the order of 10-20 %, so less than 10 % adds little to it.
+_MC_ERROR_NOTE_ABOVE = 0.10
+
+
+def honest_se_note(options: NestedSE | str, table: pd.DataFrame | None = None) -> str:
+    """The summary's words on what the honest SEs are.
+
+    Parameters
+    ----------
+    options : NestedSE or "naive"
+    table : DataFrame, optional
+        The nested table (``res.honest``): its ``se_bound`` and ``se_mc_error`` are
+        counted into the note.
+
+    Examples
+    --------
+    >>> honest_se_note("naive")
+    'SE (naive) treats the held-out rows as independent: it under-covers at small n.'
+    """
     if options == "naive":
         # In words, no Python: the notes go into papers' tables too.
         return "SE (naive) treats the held-out rows as independent: it under-covers at small n."
-    return (f"Honest risk and SE (nested CV): Bates, Hastie & Tibshirani (2023)'s nested "
+    note = (f"Honest risk and SE (nested CV): Bates, Hastie & Tibshirani (2023)'s nested "
             f"cross-validation over {options.repeats} split{'s' if options.repeats > 1 else ''} "
-            "of the rows into the outer folds, risk bias-corrected to n rows.")
+            "of the rows into the outer folds, risk bias-corrected to n rows; "
+            f"{RATIO_SE_NOTE}.")
+    if table is None or "se_bound" not in table:
+        return note
+    lower = int((table["se_bound"] == "lower").sum())
+    if lower:
+        note += (f" The SE is its lower bound (the naive SE) for {lower} of {len(table)} rows: "
+                 "their MSE estimate fell below it.")
+    noisy = table["se_mc_error"].max(skipna=True)
+    if np.isfinite(noisy) and noisy > _MC_ERROR_NOTE_ABOVE:
+        note += (f" With {options.repeats} splits an SE varies by up to {noisy:.0%} "
+                 "(Monte Carlo error); more splits would steady it.")
+    return note
 
 
 @dataclass(frozen=True)
 class NestedSEEstimate:
     """The nested-CV losses and what Bates et al.'s estimator makes of them.
+
+    Read it as ``res.nested_se`` (None with ``honest_se="naive"``).
 
     Attributes
     ----------
@@ -166,14 +203,77 @@ class NestedSEEstimate:
         fold k and row i's own fold (NaN for the rows of fold k).
     table : DataFrame
         Per strategy: ``risk`` (Err_NCV - bias; NaN where that is negative),
-        ``se``, ``ratio`` (PEARL / row), ``ratio_se``, ``bias``, ``mse`` (the paper's
-        MSE estimate, before scaling) and ``note`` (why a number is missing, else "").
+        ``se``, ``ratio`` (PEARL / row), ``ratio_se`` (a heuristic: see
+        :data:`RATIO_SE_NOTE`), ``bias``, ``mse`` (the paper's MSE estimate,
+        before scaling), ``se_bound`` (``"lower"`` where the SE is the naive
+        SE because the MSE estimate is below it, ``"upper"`` where it is
+        sqrt(K) times the naive SE, else ``""``), ``se_mc_error`` (the
+        relative Monte Carlo error of ``se`` from using R splits, NaN where a
+        bound sets the SE or R = 1; :func:`split_moments`) and ``note`` (why a
+        number is missing, else "").
+
+    Examples
+    --------
+    >>> import pearlstats as pearl
+    >>> rng = np.random.default_rng(0)
+    >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
+    >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
+    >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
+    ...                 honest_se=pearl.NestedSE(repeats=3))
+    >>> estimate = res.nested_se
+    >>> len(estimate.folds), list(estimate.running().columns)
+    (3, ['risk', 'se', 'se_bound'])
+    >>> estimate.running().loc[3].equals(estimate.table[["risk", "se", "se_bound"]])
+    True
     """
 
     folds: tuple
     outer_losses: tuple
     inner_losses: tuple
     table: pd.DataFrame
+    loss_name: str | None = None
+
+    @property
+    def repeats(self) -> int:
+        """The number of random splits R."""
+        return len(self.folds)
+
+    def using(self, splits: int) -> pd.DataFrame:
+        """The table from the first *splits* splits only (what ``NestedSE(repeats=splits)``
+        would report with the same seed).
+
+        Parameters
+        ----------
+        splits : int
+            1 to :attr:`repeats`.
+
+        Returns
+        -------
+        DataFrame
+            Columns as :attr:`table`.
+        """
+        check_int("splits", splits, minimum=1)
+        if splits > self.repeats:
+            raise OptionError(f"splits={splits}, but the estimate has {self.repeats} splits; "
+                              f"use 1 to {self.repeats}")
+        return _table(self.folds[:splits], self.outer_losses[:splits],
+                      self.inner_losses[:splits], self.loss_name)
+
+    def running(self) -> pd.DataFrame:
+        """The running estimate over the splits: risk, SE and its bound after r = 1..R splits.
+
+        The stability diagnostic the authors' R package ``nestedcv`` plots: once
+        the estimate has settled, more splits change little. A drift over the
+        last splits says R is too small for this data (see ``se_mc_error``).
+
+        Returns
+        -------
+        DataFrame
+            Index (``splits``, strategy), columns ``risk``, ``se``, ``se_bound``.
+        """
+        frames = {r: self.using(r)[["risk", "se", "se_bound"]]
+                  for r in range(1, self.repeats + 1)}
+        return pd.concat(frames, names=["splits", "strategy"])
 
 
 def ncv_moments(folds: Sequence[np.ndarray], outer_losses: Sequence[np.ndarray],
@@ -205,22 +305,66 @@ def ncv_moments(folds: Sequence[np.ndarray], outer_losses: Sequence[np.ndarray],
     >>> float(moments["err_ncv"][0] - moments["err_cv"][0])
     1.0
     """
-    a_terms, b_terms, pooled = [], [], []
+    per_split = split_moments(folds, outer_losses, inner_losses)
+    n, K = len(folds[0]), inner_losses[0].shape[0]
+    mse = per_split["mse"].mean(axis=0)
+    every = np.concatenate([inner[k][split != k] for split, inner in zip(folds, inner_losses)
+                            for k in range(inner.shape[0])])
+    naive = every.std(axis=0, ddof=1) / np.sqrt(n)
+    raw = np.sqrt((K - 1) / K * np.maximum(mse, 0.0))
+    se = np.clip(raw, naive, np.sqrt(K) * naive)
+    bound = np.where(raw < naive, "lower", np.where(raw > np.sqrt(K) * naive, "upper", ""))
+    R = len(folds)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # se ~ sqrt(MSE): its relative error is half the MSE's (delta method)
+        mc_error = 0.5 * per_split["mse"].std(axis=0, ddof=1) / np.sqrt(R) / mse if R > 1 \
+            else np.full_like(mse, np.nan)
+    mc_error = np.where(bound == "", mc_error, np.nan)
+    return {"err_ncv": every.mean(axis=0),
+            "err_cv": per_split["err_cv"].mean(axis=0),
+            "mse": mse, "naive_se": naive, "se": se, "se_bound": bound,
+            "se_mc_error": mc_error}
+
+
+def split_moments(folds: Sequence[np.ndarray], outer_losses: Sequence[np.ndarray],
+                  inner_losses: Sequence[np.ndarray]) -> dict:
+    """Each split's own terms of Bates et al.'s estimator: its MSE estimate and CV risk.
+
+    ``mse[r]`` is mean(a) - mean(b) over the K folds of split r, so the
+    estimator's MSE is their mean over splits, and their spread over splits
+    gives its Monte Carlo error (the splits are independent draws given the
+    data): ``SD(mse[r]) / sqrt(R)``.
+
+    Parameters
+    ----------
+    folds, outer_losses, inner_losses : sequence
+        As :func:`ncv_moments`.
+
+    Returns
+    -------
+    dict of ndarray (R, S)
+        ``mse`` and ``err_cv`` (mean outer loss) per split.
+
+    Examples
+    --------
+    >>> folds = [np.array([0, 0, 1, 1, 2, 2])] * 2
+    >>> outer = [np.arange(6.0)[:, None], np.arange(6.0)[:, None] + 1]
+    >>> inner = [np.where(folds[0][None, :, None] == np.arange(3)[:, None, None], np.nan,
+    ...                   o[None] + 1.0) for o in outer]
+    >>> split_moments(folds, outer, inner)["err_cv"].ravel().tolist()
+    [2.5, 3.5]
+    """
+    mse, err_cv = [], []
     for split, outer, inner in zip(folds, outer_losses, inner_losses):
+        a_terms, b_terms = [], []
         for k in range(inner.shape[0]):
             held = split == k
             e_out, e_in = outer[held], inner[k][~held]
             a_terms.append((e_in.mean(axis=0) - e_out.mean(axis=0)) ** 2)
             b_terms.append(e_out.var(axis=0, ddof=1) / held.sum())
-            pooled.append(e_in)
-    n, K = len(folds[0]), inner_losses[0].shape[0]
-    mse = np.mean(a_terms, axis=0) - np.mean(b_terms, axis=0)
-    every = np.concatenate(pooled)
-    naive = every.std(axis=0, ddof=1) / np.sqrt(n)
-    se = np.clip(np.sqrt((K - 1) / K * np.maximum(mse, 0.0)), naive, np.sqrt(K) * naive)
-    return {"err_ncv": every.mean(axis=0), "err_cv": np.mean([o.mean(axis=0) for o in outer_losses],
-                                                            axis=0),
-            "mse": mse, "naive_se": naive, "se": se}
+        mse.append(np.mean(a_terms, axis=0) - np.mean(b_terms, axis=0))
+        err_cv.append(outer.mean(axis=0))
+    return {"mse": np.array(mse), "err_cv": np.array(err_cv)}
 
 
 # The bias extrapolation's way of failing: a note on the row instead of a negative risk.
@@ -261,7 +405,8 @@ def _table(folds, outer_losses, inner_losses, loss_name: str | None = None) -> p
              for bad, err_cv, note in zip(negative, moments["err_cv"],
                                           exact_fit_notes(risk, floor))]
     return pd.DataFrame({"risk": risk, "se": moments["se"], "ratio": ratio, "ratio_se": ratio_se,
-                         "bias": bias, "mse": moments["mse"], "note": notes}, index=names)
+                         "bias": bias, "mse": moments["mse"], "se_bound": moments["se_bound"],
+                         "se_mc_error": moments["se_mc_error"], "note": notes}, index=names)
 
 
 def _split_seed(seed: int, *key: int) -> int:
@@ -349,4 +494,4 @@ def nested_se(state: FitState, honest_nested: NestedCV, options: NestedSE) -> Ne
             inner.append(_inner_losses(state, split, _split_seed(state.seed, r, 1)))
             bar.update()
     return NestedSEEstimate(tuple(folds), tuple(outer), tuple(inner),
-                            _table(folds, outer, inner, state.loss.name))
+                            _table(folds, outer, inner, state.loss.name), state.loss.name)

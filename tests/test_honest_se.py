@@ -142,3 +142,54 @@ def test_check_honest_se_quick_mode():
     expected = np.mean((test.data["y"].to_numpy() - np.asarray(predicted)) ** 2)
     row = draws[(draws["data_set"] == 0) & (draws["strategy"] == "PEARL")]
     assert row["test_risk"].to_numpy() == pytest.approx(expected, rel=1e-10)
+
+
+def test_nested_se_keeps_its_splits_and_each_prefix_is_that_many_repeats():
+    # Split r is drawn from [seed, 2, r] whatever R is, so the first r splits of an R-split
+    # estimate are exactly what NestedSE(repeats=r) computes: using(r) must equal that fit's
+    # table (same arithmetic on the same losses, so equal to rounding).
+    data = _one_block_data()
+    res = pearl.fit("y ~ x + block(a)", data, seed=3, honest_se=pearl.NestedSE(repeats=4))
+    estimate = res.nested_se
+    assert estimate.repeats == 4 and len(estimate.inner_losses) == 4
+    smaller = pearl.fit("y ~ x + block(a)", data, seed=3, honest_se=pearl.NestedSE(repeats=2))
+    columns = ["risk", "se", "ratio", "ratio_se", "bias", "mse", "se_mc_error"]
+    np.testing.assert_allclose(estimate.using(2)[columns].to_numpy(dtype=float),
+                               smaller.honest[columns].to_numpy(dtype=float),
+                               rtol=1e-12, equal_nan=True)
+    running = estimate.running()
+    assert list(running.index.get_level_values("splits").unique()) == [1, 2, 3, 4]
+    pd.testing.assert_frame_equal(running.loc[4], res.honest[["risk", "se", "se_bound"]],
+                                  check_names=False)
+    with pytest.raises(OptionError, match="splits=5, but the estimate has 4 splits"):
+        estimate.using(5)
+    assert pearl.fit("y ~ x + block(a)", data, seed=3).nested_se is None  # naive SEs
+
+
+def test_se_bound_and_monte_carlo_error_from_the_per_split_terms():
+    # Recompute from the stored losses by hand: which bound set the SE, and the SE's relative
+    # Monte Carlo error 0.5 SD(mse_r) / sqrt(R) / mean(mse_r) (delta method on sqrt).
+    data = _one_block_data(n=50, seed=7)
+    res = pearl.fit("y ~ x + block(a)", data, seed=1, honest_se=pearl.NestedSE(repeats=5),
+                    honest=5)
+    est, table = res.nested_se, res.honest
+    K, n = 5, 50
+    per_split = []
+    for split, outer, inner in zip(est.folds, est.outer_losses, est.inner_losses):
+        terms = [(inner[k][split != k, 0].mean() - outer[split == k, 0].mean()) ** 2
+                 - outer[split == k, 0].var(ddof=1) / (split == k).sum() for k in range(K)]
+        per_split.append(np.mean(terms))
+    mse = np.mean(per_split)
+    pooled = np.concatenate([inner[k][split != k, 0] for split, inner in
+                             zip(est.folds, est.inner_losses) for k in range(K)])
+    naive = pooled.std(ddof=1) / np.sqrt(n)
+    raw = np.sqrt((K - 1) / K * max(mse, 0.0))
+    expected_bound = "lower" if raw < naive else ("upper" if raw > np.sqrt(K) * naive else "")
+    assert table.loc["PEARL", "mse"] == pytest.approx(mse, rel=1e-12)
+    assert table.loc["PEARL", "se_bound"] == expected_bound
+    if expected_bound == "":
+        expected = 0.5 * np.std(per_split, ddof=1) / np.sqrt(5) / mse
+        assert table.loc["PEARL", "se_mc_error"] == pytest.approx(expected, rel=1e-10)
+    else:
+        assert np.isnan(table.loc["PEARL", "se_mc_error"])
+    assert set(table["se_bound"]) <= {"lower", "upper", ""}

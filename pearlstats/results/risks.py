@@ -21,7 +21,7 @@ from ..backends.lazy import computed
 from ..design.splitters import Splits
 from ..engines.intercept import response_intercept_predictions
 from ..exceptions import AllCandidatesFailedError, FoldError, PearlWarning, ResponseError
-from ..honest_se import nested_se
+from ..honest_se import NestedSEEstimate, nested_se
 from ..nested import NestedCV, nested_cross_validation
 from ..weights.baselines import NULL, STRATEGIES, combine, strategy_weights
 from ..weights.information import CRITERIA, candidate_criteria
@@ -39,6 +39,7 @@ class _HonestOutcome:
     table: pd.DataFrame | None
     failure: str | None
     warning: str | None
+    nested_se: NestedSEEstimate | None = None
 
 
 class StrategyRisks:
@@ -83,27 +84,55 @@ class StrategyRisks:
         if self._state.honest is False:
             return _HonestOutcome(None, None, None)
         try:
-            table, warning = self._honest_table()
+            table, warning, estimate = self._honest_table()
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
             return _HonestOutcome(None, str(err), None)
-        return _HonestOutcome(table, None, warning)
+        return _HonestOutcome(table, None, warning, estimate)
 
-    def _honest_table(self) -> tuple[pd.DataFrame, str | None]:
-        """The honest table and the warning against MS (None), on either backend."""
+    @property
+    def nested_se(self) -> NestedSEEstimate | None:
+        """Bates, Hastie & Tibshirani's nested-CV estimate behind :attr:`honest` (its splits).
+
+        None with ``honest_se="naive"`` (the default) or when :attr:`honest` is None.
+        Holds every split's outer and inner row losses, so ``res.nested_se.running()``
+        shows the risk and SE after 1..R splits (has the estimate settled?) and
+        ``res.nested_se.using(r)`` the table R = r splits would give; the table's
+        ``se_bound`` says where the naive lower bound (or the sqrt(K) upper bound) set
+        the SE, ``se_mc_error`` the SE's relative Monte Carlo error from R splits.
+        Computed with :attr:`honest` (on first use of either).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
+        >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
+        ...                 honest_se=pearl.NestedSE(repeats=4))
+        >>> res.nested_se.repeats
+        4
+        >>> bool(np.allclose(res.nested_se.table["se"], res.honest["se"]))
+        True
+        """
+        return self._honest_outcome.nested_se
+
+    def _honest_table(self) -> tuple[pd.DataFrame, str | None, NestedSEEstimate | None]:
+        """The honest table, the warning against MS (None) and the nested-SE estimate
+        (None with ``honest_se="naive"``), on either backend."""
         state = self._state
         if state.partitions is not None:  # dask rows: the re-runs are passes over them too
             table = state.partitions.honest(state.honest, state.seed, state.family,
                                             state.loss, state.ridge)
             excess, se = table.attrs["excess_over_ms"]
-            return table, evaluation.ms_warning(excess, se, table)
+            return table, evaluation.ms_warning(excess, se, table), None
         result = evaluation.honest_risk(self, nested=self._nested)
-        table = result.table
+        table, estimate = result.table, None
         if state.honest_se != "naive":  # Bates et al.'s nested CV (honest_se.py)
             estimate = nested_se(state, self._nested, state.honest_se)
             table = estimate.table.join(table[["kkt_gap", "certified"]])
         self._last_honest_risk = result
-        return table, result.warning_against_ms()
+        return table, result.warning_against_ms(), estimate
 
     @cached_property
     def _nested(self) -> NestedCV:

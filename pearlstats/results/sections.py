@@ -495,7 +495,7 @@ def summary_notes(res: PearlResults) -> list[str]:
         notes.append(
             "Honest risk: the whole procedure re-run in each outer fold, scored on its held-out "
             "rows; PEARL/this: a paired ratio on those rows. "
-            + honest_se_note(res.stages.honest_se)
+            + honest_se_note(res.stages.honest_se, table)
         )
         from .evaluation import ms_warning  # here: evaluation imports summary, which imports us
 

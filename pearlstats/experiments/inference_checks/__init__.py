@@ -6,6 +6,6 @@ each live in their own module and return tidy tables with the target and
 whether it is met; ``vignettes/10_inference_checks.py`` runs them.
 """
 
-from .designs import DESIGNS, Design, Sample, get_design
+from .designs import ALL_DESIGNS, DESIGNS, EXTRA_DESIGNS, Design, Sample, get_design
 
-__all__ = ["DESIGNS", "Design", "Sample", "get_design"]
+__all__ = ["ALL_DESIGNS", "DESIGNS", "EXTRA_DESIGNS", "Design", "Sample", "get_design"]

@@ -27,6 +27,19 @@ Designs
     each, 31 candidates) learned once on 2 000 unlabelled rows, so that data
     sets differ only in their labelled rows.
 
+Two more, not in :data:`DESIGNS` (the coefficient checks run on those), for the
+calibration of the nested-CV SE (:mod:`.nested_calibration`), after the two a
+referee simulated (issue 36):
+
+``"ar1"``
+    Gaussian, misspecified: the six block columns (a, b, c, two each) are
+    AR(1) in their order with correlation 0.7, and the mean has a covariate x
+    block term the formula cannot express: y = x + 0.6 a0 + 0.4 b0 +
+    0.5 x a1 + 1.5 e (n = 100 in the calibration).
+``"logistic"``
+    Binomial with three two-column N(0, I2) blocks: P(y = 1) = expit(0.3 + x
+    + 0.8 a0 - 0.6 b0 + 0.4 c1) (n = 150 in the calibration).
+
 Examples
 --------
 >>> design = get_design("blocks")
@@ -47,9 +60,12 @@ import pandas as pd
 
 from ...exceptions import OptionError
 
-__all__ = ["DESIGNS", "Design", "Sample", "get_design"]
+__all__ = ["ALL_DESIGNS", "DESIGNS", "EXTRA_DESIGNS", "Design", "Sample", "get_design"]
 
 DESIGNS = ("paper", "blocks", "heteroscedastic", "t3")
+EXTRA_DESIGNS = ("ar1", "logistic")
+ALL_DESIGNS = DESIGNS + EXTRA_DESIGNS  # a design's seed key is its position here
+_AR1_RHO = 0.7
 _NOISE_SD = 1.5
 _PAPER_SIGMA = 0.9
 _PAPER_UNLABELED = 2000
@@ -71,6 +87,7 @@ class Design:
     name: str
     formula: str
     true_params: dict[str, float] = field(default_factory=dict)
+    family: str = "gaussian"
 
     def sample(self, n: int, seed: int) -> Sample:
         rng = np.random.default_rng(seed)
@@ -80,10 +97,14 @@ class Design:
 
 
 def get_design(name: str) -> Design:
-    """The design called *name* (one of :data:`DESIGNS`)."""
-    if name not in DESIGNS:
-        raise OptionError(f"design={name!r} is not known; choose one of {list(DESIGNS)}")
+    """The design called *name* (one of :data:`ALL_DESIGNS`)."""
+    if name not in ALL_DESIGNS:
+        raise OptionError(f"design={name!r} is not known; choose one of {list(ALL_DESIGNS)}")
     formula = "y ~ x + block(a) + block(b) + block(c)"
+    if name == "logistic":
+        return Design(name, formula, {"Intercept": 0.3, "x": 1.0}, family="binomial")
+    if name == "ar1":  # x a1 is omitted, so no coefficient is known
+        return Design(name, formula, {})
     if name == "paper":
         blocks = " + ".join(f"block({b})" for b in _paper_learners().names)
         formula = f"y ~ x + {blocks}"
@@ -97,6 +118,12 @@ def get_design(name: str) -> Design:
 def _block_sample(name: str, n: int, rng: np.random.Generator) -> Sample:
     x = rng.standard_normal(n)
     a, b, c = (rng.standard_normal((n, 2)) for _ in range(3))
+    if name == "ar1":
+        return _ar1_sample(x, np.column_stack([a, b, c]), rng)
+    if name == "logistic":
+        eta = 0.3 + x + 0.8 * a[:, 0] - 0.6 * b[:, 0] + 0.4 * c[:, 1]
+        y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
+        return Sample(pd.DataFrame({"y": y, "x": x}), {"a": a, "b": b, "c": c})
     if name == "t3":
         noise = rng.standard_t(3, size=n) / np.sqrt(3.0)  # Var(t3) = 3
     else:
@@ -104,6 +131,17 @@ def _block_sample(name: str, n: int, rng: np.random.Generator) -> Sample:
     if name == "heteroscedastic":
         noise = noise * np.sqrt((1.0 + x**2 + a[:, 0] ** 2) / 3.0)
     y = x + 0.6 * a[:, 0] + 0.4 * b[:, 0] + 0.3 * c[:, 1] + _NOISE_SD * noise
+    return Sample(pd.DataFrame({"y": y, "x": x}), {"a": a, "b": b, "c": c})
+
+
+def _ar1_sample(x: np.ndarray, white: np.ndarray, rng: np.random.Generator) -> Sample:
+    """Six unit-variance columns, AR(1) in their order, split into blocks a, b, c."""
+    columns = [white[:, 0]]
+    for j in range(1, white.shape[1]):
+        columns.append(_AR1_RHO * columns[-1] + np.sqrt(1 - _AR1_RHO**2) * white[:, j])
+    a, b, c = (np.column_stack(columns[j:j + 2]) for j in (0, 2, 4))
+    y = x + 0.6 * a[:, 0] + 0.4 * b[:, 0] + 0.5 * x * a[:, 1] \
+        + _NOISE_SD * rng.standard_normal(len(x))
     return Sample(pd.DataFrame({"y": y, "x": x}), {"a": a, "b": b, "c": c})
 
 
