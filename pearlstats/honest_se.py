@@ -90,6 +90,21 @@ class NestedSE:
     ``res.honest`` itself; more splits make the MSE estimate (a difference of two
     means) less noisy. The authors' R package defaults to 50.
 
+    What the interval covers: ``risk +- 1.96 se`` targets the risk of the
+    procedure fitted on all n rows of *this* data set, scored on new rows (Bates
+    et al.'s Err_XY: the predictor you have), and it covers the expected risk over
+    data sets of n rows (their Err) at least as well. The CV estimate is nearly
+    uncorrelated with Err_XY (correlation -0.07 to 0.03 in a referee's simulations,
+    issue 36), so its error around Err_XY includes Err_XY's own variation over data
+    sets and the SE is larger than the estimate's spread over data sets. The
+    paired ratio's SE applies the same estimator to the delta-method
+    linearisation of the ratio: a heuristic, not derived by the authors.
+    ``res.nested_se`` keeps the splits: its ``running()`` table shows whether the
+    estimate has settled, its ``se_mc_error`` column the SE's Monte Carlo error.
+    The calibration (coverage, SE against the spread, how often the naive lower
+    bound sets the SE) is measured by
+    :mod:`pearlstats.experiments.inference_checks.nested_calibration`.
+
     Examples
     --------
     >>> NestedSE(repeats=10).repeats

@@ -123,6 +123,20 @@ def test_summary_names_the_se():
                                 honest_se=pearl.NestedSE(repeats=2)).summary().as_text().split())
     assert "SE (nested CV)" in nested and "over 2 splits of the rows" in nested
     assert "treats rows as independent" not in nested
+    assert "ratio SE applies the same estimator" in nested and "a heuristic" in nested
+
+
+def test_summary_counts_the_rows_whose_se_is_the_lower_bound():
+    data = _one_block_data()
+    res = pearl.fit("y ~ x + block(a)", data, seed=0, honest_se=pearl.NestedSE(repeats=2))
+    text = " ".join(res.summary().as_text().split())
+    lower = int((res.honest["se_bound"] == "lower").sum())
+    if lower:
+        assert f"lower bound (the naive SE) for {lower} of {len(res.honest)} rows" in text
+    else:
+        assert "lower bound (the naive SE)" not in text
+    noisy = res.honest["se_mc_error"].max()
+    assert ("Monte Carlo error" in text) == bool(np.isfinite(noisy) and noisy > 0.10)
 
 
 def test_check_honest_se_quick_mode():

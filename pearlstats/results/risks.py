@@ -63,7 +63,11 @@ class StrategyRisks:
         independent and under-covers at small n; with ``honest_se="nested"``
         ``risk``, ``se``, ``ratio`` and ``ratio_se`` are Bates, Hastie &
         Tibshirani's nested-CV estimates (:mod:`pearlstats.honest_se`; columns
-        ``bias`` and ``mse`` added). Column ``note`` says why a number is NaN: a
+        ``bias``, ``mse``, ``se_bound`` and ``se_mc_error`` added; the splits are
+        kept in :attr:`nested_se`); their interval ``risk +- 1.96 se`` targets the
+        risk of the procedure fitted on all n rows (and covers the expected risk
+        over data sets at least as well), and their ``ratio_se`` is a heuristic
+        (:class:`~pearlstats.NestedSE`). Column ``note`` says why a number is NaN: a
         risk 0 to the response's precision (an exact fit) has no ratio
         (:mod:`pearlstats.weights.precision`), a nested-CV risk whose bias
         correction falls below 0 is undefined (a risk is never negative), a

@@ -403,6 +403,21 @@ def test_main_table_fits_with_long_labels_everywhere(tmp_path):
     _check_summary(res, tmp_path)
 
 
+@pytest.mark.slow
+def test_main_table_fits_with_the_nested_se_notes(paper_data, tmp_path):
+    # the nested SE's notes are the longest (splits, the ratio SE heuristic, the rows at the
+    # lower bound, the Monte Carlo error) and a covariate adds the Covariates row
+    frame = paper_data["frame"].assign(z=np.linspace(-1.0, 1.0, len(paper_data["frame"])))
+    blocks = {name: paper_data["blocks"][name] for name in NAMES}
+    formula = "y ~ z + " + " + ".join(f"block({name})" for name in blocks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit(formula, frame, blocks=blocks, seed=1, honest=3,
+                        honest_se=pearl.NestedSE(repeats=2))
+    assert "nested cross-validation over 2 splits" in " ".join(res.summary().notes)
+    _check_summary(res, tmp_path)
+
+
 def test_summary_takes_the_panels_its_latex_sets(fits_31):
     # res.summary(panels="all"), as the README's wording suggests: as_latex() then sets them all
     res = fits_31["gaussian"]
