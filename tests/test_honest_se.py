@@ -136,7 +136,7 @@ def test_summary_counts_the_rows_whose_se_is_the_lower_bound():
     else:
         assert "lower bound (the naive SE)" not in text
     noisy = res.honest["se_mc_error"].max()
-    assert ("Monte Carlo error" in text) == bool(np.isfinite(noisy) and noisy > 0.10)
+    assert ("Monte Carlo error" in text) == bool(np.isfinite(noisy) and noisy > 0.20)
 
 
 def test_check_honest_se_quick_mode():

@@ -20,6 +20,9 @@ What is measured, per (design, K, R, strategy) (:func:`summarise`):
 * ``clip_lower`` / ``clip_upper``: how often the naive lower bound (the MSE
   estimate below it, often negative) or the sqrt(K) upper bound set the SE;
   ``negative_mse``: how often the raw MSE estimate is below 0;
+* ``median_se_mc_error``: the median over data sets (where no bound sets the SE) of
+  the SE's relative Monte Carlo error from R splits (``se_mc_error``): how much
+  another R splits would move it;
 * ``corr_target``: correlation over data sets of the risk estimate with the
   test risk;
 * ``cpu_seconds``: CPU time of one fit with its nested SE at R splits (the
@@ -181,6 +184,7 @@ def summarise(draws: pd.DataFrame) -> pd.DataFrame:
             "clip_lower": (group["se_bound"] == "lower").mean(),
             "clip_upper": (group["se_bound"] == "upper").mean(),
             "negative_mse": (group["mse"] < 0).mean(),
+            "median_se_mc_error": group["se_mc_error"].median(),
             "cpu_seconds": group["cpu_seconds"].mean(),
             "met": bool(COVERAGE_TARGET[0] <= coverage <= COVERAGE_TARGET[1]
                         and SE_RATIO_TARGET[0] <= usable["se"].mean()
