@@ -25,6 +25,8 @@ What is measured, per (design, K, R, strategy) (:func:`summarise`):
   another R splits would move it;
 * ``corr_target``: correlation over data sets of the risk estimate with the
   test risk;
+* ``ratio_coverage``: coverage of the test ratio PEARL / strategy by ratio +- 1.96
+  ``ratio_se`` (the heuristic ratio SE);
 * ``cpu_seconds``: CPU time of one fit with its nested SE at R splits (the
   measured time at R_max, scaled by R / R_max: the splits cost the same).
 
@@ -181,6 +183,10 @@ def summarise(draws: pd.DataFrame) -> pd.DataFrame:
             "se_over_rmse": usable["se"].mean() / np.sqrt(np.mean(error**2)),
             "mean_bias": error.mean(),
             "corr_target": usable["risk"].corr(usable["test_risk"]),
+            # the heuristic ratio SE (PEARL / strategy; PEARL's own ratio is 1 with SE 0)
+            "ratio_coverage": (np.nan if strategy == "PEARL" else
+                               ((usable["test_ratio"] - usable["ratio"]).abs()
+                                <= _Z * usable["ratio_se"]).mean()),
             "clip_lower": (group["se_bound"] == "lower").mean(),
             "clip_upper": (group["se_bound"] == "upper").mean(),
             "negative_mse": (group["mse"] < 0).mean(),
