@@ -10,7 +10,8 @@ every number of a column formatted one way: four decimals (a non-zero value
 below 0.00005 as ``<0.0001``), or, when the column's largest magnitude is below
 1e-4 or at least 1e4, four decimals of a power of ten stated in the header.
 Lines break between block names (after ``+`` or a comma), never at a name's
-underscores, unless the page could not otherwise hold one candidate's row.
+underscores; where whole names would leave the page no room for one candidate,
+the main table's labels name the blocks by letters, keyed in its Blocks row.
 
 The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn).
 nbconvert's LaTeX template loads booktabs and array but not dcolumn: each float
@@ -26,7 +27,7 @@ import re
 from collections.abc import Sequence
 
 from ..exceptions import OptionError
-from .formatting import Label, Number, cell_latex, latex_escape
+from .formatting import Label, Number, block_letters, cell_latex, latex_escape
 
 __all__ = ["LATEX_PREAMBLE", "PANELS", "latex_float", "latex_number", "latex_pairs",
            "latex_panel", "summary_latex"]
@@ -48,7 +49,6 @@ _USES_EM = 20.0  # a strategy's candidate label longer than this goes on a line 
 LEADING = 5  # candidates the main table lists by name
 # a name joined by underscores as LaTeX (kpca\_cosine): not a command's tail (\foo\_)
 _UNDERSCORED = re.compile(r"(?<![\\A-Za-z0-9])(?:[A-Za-z0-9]*\\_)+[A-Za-z0-9]*")
-_BOXED = re.compile(r"\\mbox\{((?:[A-Za-z0-9]*\\_)+[A-Za-z0-9]*)\}")  # as breakable() boxes it
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _DECIMALS = 4
 _LINE_EM = 37.0  # a default article's text width (345pt) in em at \small
@@ -470,7 +470,7 @@ def _rows_within(rows: list[list], top: int, lines: float | None) -> int:
         return top
     used = 1.0  # the row counting the rest
     for count, row in enumerate(rows[:top]):
-        used += wrapped_lines(row[0], _LABEL_EM)
+        used += wrapped_lines(_shown(row[0]), _LABEL_EM)
         if used > lines:
             return max(count, 1)
     return top
@@ -487,7 +487,8 @@ def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
     long, short, label_em = _split_pairs(sections["header"][1])
     span = _LINE_EM - label_em - 2 * _TABCOLSEP_EM
     header = 2 + len(short) // 2 + sum(
-        wrapped_lines(value, span, _tt_em if _typewriter(value) else text_em) for _, value in long)
+        wrapped_lines(value, span, _tt_em) if _typewriter(value)
+        else wrapped_lines(_shown(value), span) for _, value in long)
     shown, below, width = _strategies_rows(*sections["strategies"][:2])
     uses = sum(1 + wrapped_lines(below[p], _LINE_EM - 1) if p in below
                else wrapped_lines(_shown(row[-1]), width) if width else 1
@@ -549,6 +550,42 @@ def _capped(rows: list[list]) -> list[list]:
     return rows
 
 
+_BLOCKS_ROW = re.compile(r"Blocks \(M = \d+\):")
+_BLOCK_DIM = re.compile(r"(\S+) \((\d+)\)")
+
+
+def _lettered(sections: dict) -> dict:
+    """The main table's sections with each block as a letter in the candidates' and the
+    strategies' labels, the header's Blocks row the key (``A = pca_whitened (2), ...``).
+
+    The text keeps the names (a :class:`Label`'s LaTeX form is the lettered one).
+    """
+    header_rows = sections["header"][1]
+    listed = [str(row[i + 1]) for row in header_rows for i in (0, 2)
+              if _BLOCKS_ROW.fullmatch(str(row[i]).strip())]
+    blocks = [_BLOCK_DIM.fullmatch(part.strip()) for part in ", ".join(listed).split(", ")]
+    if not listed or not all(blocks):
+        return sections
+    letters = block_letters([match.group(1) for match in blocks])
+    # a letter stays with its name; the line may break before a dimension or after a comma
+    key = ", ".join(rf"{letters[m.group(1)]}~=~{latex_escape(m.group(1))} ({m.group(2)})"
+                    for m in blocks)
+
+    def short(label: object) -> object:
+        parts = str(label).split("+")
+        if isinstance(label, Label) or not all(part in letters for part in parts):
+            return label  # a sentence ("5 candidates"), or a form of its own
+        return Label(str(label), latex="+".join(letters[part] for part in parts))
+
+    header = [[Label(str(cell), latex=key) if i % 2 and _BLOCKS_ROW.fullmatch(
+        str(row[i - 1]).strip()) else cell for i, cell in enumerate(row)] for row in header_rows]
+    headers, rows, title = sections["candidates"]
+    s_headers, s_rows, s_title = sections["strategies"]
+    return {**sections, "header": (sections["header"][0], header, sections["header"][2]),
+            "candidates": (headers, [[short(row[0]), *row[1:]] for row in rows], title),
+            "strategies": (s_headers, [[*row[:-1], short(row[-1])] for row in s_rows], s_title)}
+
+
 def check_panels(panels: str | Sequence[str], available: Sequence[str]) -> list[str]:
     """The panels asked for, in :data:`PANELS` order, of those this summary has."""
     asked = [panels] if isinstance(panels, str) else list(panels)
@@ -573,16 +610,19 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
     for name in check_panels(panels, list(sections)):
         suffix = f"{label}:{name}" if label and name != "main" else label
         if name == "main":
-            lines = main_table_lines(sections, notes.get("main", ()))
-            headers, rows = leading_rows(*sections["candidates"][:2], top, lines)
-            title = caption or sections["header"][2]
-            parts = [latex_pairs(sections["header"][1], None if captions else title),
+            main = sections
+            lines = main_table_lines(main, notes.get("main", ()))
+            headers, rows = leading_rows(*main["candidates"][:2], top, lines)
+            if rows and lines < wrapped_lines(_shown(rows[0][0]), _LABEL_EM) + 1:
+                # whole names leave the page no room for one candidate's label (long names,
+                # many blocks): the blocks as letters, the header's Blocks row their key
+                main = _lettered(sections)
+                lines = main_table_lines(main, notes.get("main", ()))
+                headers, rows = leading_rows(*main["candidates"][:2], top, lines)
+            title = caption or main["header"][2]
+            parts = [latex_pairs(main["header"][1], None if captions else title),
                      latex_panel(rows, headers, "Weights of the leading candidates"),
-                     _strategies_panel(*sections["strategies"])]
-            if rows and lines < wrapped_lines(rows[0][0], _LABEL_EM) + 1:
-                # whole names leave the page no room for one candidate (long names, many
-                # blocks): the panels' names break at underscores, as the page requires
-                parts = [_BOXED.sub(lambda boxed: _loose(boxed.group(1)), part) for part in parts]
+                     _strategies_panel(*main["strategies"])]
         else:
             headers, rows, title = sections[name]
             parts = [latex_panel(_capped(rows), headers, None if captions else title)]

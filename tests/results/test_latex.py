@@ -432,6 +432,18 @@ def test_main_table_fits_with_long_labels_everywhere(tmp_path):
     res = _fit("gaussian", pd.DataFrame({"y": y}), blocks, honest=3)
     assert len(res.baselines.loc["MS", "candidate"]) > 150
     _check_summary(res, tmp_path)
+    # whole names leave no room for one 8-name label: the main table names the blocks by
+    # letters, keyed in the Blocks row in formula order, and still breaks no name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        main = res.summary().as_latex()
+    assert r"A~=~\mbox{pca\_whitened\_components} (2)" in main
+    assert r"H~=~\mbox{doc2vec\_distributed\_bow} (2)" in main
+    assert r"\_\allowbreak" not in main
+    first = main.split("leading candidates")[1].split(r"\midrule")[1].split("&")[0]
+    assert first.strip() == r"A+\allowbreak{}B+\allowbreak{}C+\allowbreak{}D+\allowbreak{}E+" \
+        r"\allowbreak{}F+\allowbreak{}G+\allowbreak{}H"
+    assert "pca_whitened_components+kpca_rbf_wide_bandwidth" in str(res.summary())  # text: names
 
 
 def test_summary_takes_the_panels_its_latex_sets(fits_31):
