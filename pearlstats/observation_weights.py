@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .checks import align_by_label
 from .exceptions import DataError, OptionError
@@ -328,7 +329,7 @@ def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
 _ROUNDING_ULPS = 16
 
 
-def without_rounding(se, mean, n: int):
+def without_rounding(se: ArrayLike, mean: ArrayLike, n: int) -> np.ndarray:
     """*se* with 0 where it is the rounding of terms equal by construction (or to the data's
     precision): their SD, ``se * sqrt(n)``, at most ``16 * eps * |mean|``.
 

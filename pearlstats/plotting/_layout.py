@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 from typing import TYPE_CHECKING
 
 from matplotlib.axes import Axes
@@ -9,7 +10,6 @@ from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..results.formatting import block_letters
 from ._canvas import axes_for
 
 if TYPE_CHECKING:
@@ -60,13 +60,19 @@ def widen_to_fit(figure: Figure, ax: Axes) -> None:
         figure.set_figwidth(figure.get_figwidth() + (need - have) / figure.dpi + 2 * margin)
 
 
+def _block_codes(res: PearlResults) -> dict:
+    """Block name -> letter (A, B, ...; A1, B1, ... past 26 blocks), in formula order (the
+    LaTeX table's letters, :func:`pearlstats.results.formatting.block_letters`, are the same)."""
+    letters = string.ascii_uppercase
+    return {name: letters[i % 26] + (str(i // 26) if i >= 26 else "")
+            for i, name in enumerate(res.block_dims)}
 
 
 def display_labels(res: PearlResults, labels: list) -> tuple[list, dict | None]:
     """Labels as drawn, and the block key when they had to be abbreviated (else None)."""
     if max((len(label) for label in res.weights.index), default=0) <= _MAX_LABEL:
         return list(labels), None
-    codes = block_letters(res.block_dims)  # in formula order
+    codes = _block_codes(res)
     short = ["+".join(codes.get(part, part) for part in label.split("+")) for label in labels]
     return short, codes
 

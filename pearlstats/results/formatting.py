@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -186,7 +187,7 @@ def format_ridge(value: float) -> str:
     return f"{float(value):g}"
 
 
-def block_letters(names) -> dict:
+def block_letters(names: Iterable[str]) -> dict[str, str]:
     """Block name -> letter (A, B, ...; A1, B1, ... past 26 blocks), in the given order: the
     short names of the figures' key and of a LaTeX table whose labels would not fit.
 

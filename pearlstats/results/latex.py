@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..exceptions import OptionError
 from .formatting import Label, Number, block_letters, cell_latex, latex_escape
@@ -178,7 +178,7 @@ def breakable(latex: str) -> str:
     return latex.replace("+", r"+\allowbreak{}").replace(",", r",\allowbreak{}")
 
 
-def wrapped_lines(text: object, width: float, em=text_em) -> int:
+def wrapped_lines(text: object, width: float, em: Callable[[str], float] = text_em) -> int:
     """Lines *text* takes in a column *width* em wide, broken as :func:`breakable` allows.
 
     Lines break after ``+`` and commas and at spaces, never inside a name, so a
