@@ -43,7 +43,7 @@ from .engines.intercept import response_intercept_predictions
 from .exceptions import DataError, FoldError, OptionError, format_positions
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
-from .observation_weights import mean_se
+from .observation_weights import mean_se, without_rounding
 from .progress import progress_bar, timed
 from .stages import FitState, cross_validate, cross_validate_splits
 from .weight_stage import cross_validate_draws, fit_name, solve_draw_weights
@@ -602,7 +602,8 @@ def paired_ratio_moments(names: list, n: int, mean: np.ndarray, M2: np.ndarray,
     for b, (name, ratio, note) in enumerate(zip(names, ratios, exact_fit_notes(mean, floor))):
         spread = (M2[a, a] - 2.0 * ratio * M2[a, b] + ratio**2 * M2[b, b]) / mean[b] ** 2
         rows[name] = {
-            "risk": mean[b], "se": float(np.sqrt(M2[b, b] / (n - 1) / n)),
+            "risk": mean[b], "se": float(without_rounding(np.sqrt(M2[b, b] / (n - 1) / n),
+                                                          mean[b], n)),
             "ratio": ratio, "ratio_se": float(np.sqrt(max(spread, 0.0) / (n - 1) / n))
             if np.isfinite(ratio) else np.nan,
             "note": note,

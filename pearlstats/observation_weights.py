@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from .checks import align_by_label
 from .exceptions import DataError, OptionError
@@ -318,7 +319,39 @@ def mean_se(values: np.ndarray, row_weights: np.ndarray | None,
     """
     n = values.shape[0]
     if row_weights is None:
-        return values.std(axis=0, ddof=1) / np.sqrt(n)
+        return without_rounding(values.std(axis=0, ddof=1) / np.sqrt(n), values.mean(axis=0), n)
+    return without_rounding(_weighted_mean_se(values, row_weights, weight_type),
+                            values.mean(axis=0), n)
+
+
+# a row's loss (a log, an exp, a square and a few sums of numbers exact to their last place)
+# is exact to a few units in the last place of its size; 16 units leave room to spare
+_ROUNDING_ULPS = 16
+
+
+def without_rounding(se: ArrayLike, mean: ArrayLike, n: int) -> np.ndarray:
+    """*se* with 0 where it is the rounding of terms equal by construction (or to the data's
+    precision): their SD, ``se * sqrt(n)``, at most ``16 * eps * |mean|``.
+
+    Terms that are all equal (the Null model's held-out log loss ``log 2`` on every row of
+    balanced classes) computed in floating point differ by units in the last place of
+    their size, so their SD is a few ``eps * |mean|`` rather than 0 (7.9e-18 shown as an
+    SE where 0 is meant); no spread that small can be told from that rounding.
+
+    Examples
+    --------
+    >>> terms = np.log(np.array([0.5, 0.5 + 2**-53, 0.5 - 2**-54]))
+    >>> float(terms.std(ddof=1)) > 0, float(without_rounding(terms.std(ddof=1), -np.log(2), 3))
+    (True, 0.0)
+    """
+    floor = _ROUNDING_ULPS * np.finfo(float).eps * np.abs(mean)
+    return np.where(se * np.sqrt(n) <= floor, 0.0, se)
+
+
+def _weighted_mean_se(values: np.ndarray, row_weights: np.ndarray,
+                      weight_type: str | None) -> np.ndarray:
+    """:func:`mean_se` with observation weights, before :func:`without_rounding`."""
+    n = values.shape[0]
     shape = (-1,) + (1,) * (values.ndim - 1)
     v = (row_weights / row_weights.mean()).reshape(shape)
     deviations = values / v - values.mean(axis=0)

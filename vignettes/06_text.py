@@ -65,7 +65,7 @@ polarity.head()
 # nearly equal numbers) and the test rows of one repetition.
 
 # %%
-SIZES = [70] if QUICK else [35, 70, 105, 140]
+SIZES = [35, 70] if QUICK else [35, 70, 105, 140]  # quick: two sizes, so the figure has lines
 REPETITIONS = 1 if QUICK else 20
 N_TEST = 60
 
@@ -356,7 +356,8 @@ axes[1].set(ylabel="block importance (mean ± 1 SE)", ylim=(0, 1.05),
 axes[1].legend(fontsize=8)
 for ax in axes:
     pearl.plotting.n_axis(ax, sorted(table["n"].unique()))  # n as plain numbers on a log scale
-fig.suptitle(f"Sentence polarity: {table['repetition'].nunique()} splits per n")
+splits = table["repetition"].nunique()
+fig.suptitle(f"Sentence polarity: {splits} split{'s' if splits != 1 else ''} per n")
 fig.savefig(RESULTS / "text_polarity.png", dpi=150)
 
 # %%

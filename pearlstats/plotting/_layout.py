@@ -42,8 +42,27 @@ def bar_axes(ax: Axes | None, rows: int, keyed: bool) -> tuple[Figure, Axes]:
     return axes_for(ax, width=8.0 if keyed else 6.4, height=max(3.0, 1.6 + _ROW_HEIGHT * rows))
 
 
+def widen_to_fit(figure: Figure, ax: Axes) -> None:
+    """Widen a figure this package made until its axes are as wide as their x label and title.
+
+    Constrained layout makes room beside the axes for the tick labels, but not for an x label
+    or title wider than the axes they are centred on: with block names of 40 characters the
+    axes narrowed and ``plot.block_importance``'s x label ran past the canvas's right edge.
+    The tick labels keep their width, so the axes gain what the figure gains.
+    """
+    renderer = figure.canvas.get_renderer()
+    figure.draw_without_rendering()  # runs the layout engine: the axes' final width
+    texts = [text for text in (ax.xaxis.label, ax.title) if text.get_text()]
+    need = max((text.get_window_extent(renderer).width for text in texts), default=0.0)
+    have = ax.get_window_extent(renderer).width
+    if need > have:
+        margin = 0.1  # inches: the text's own extent to spare from the axes' edges
+        figure.set_figwidth(figure.get_figwidth() + (need - have) / figure.dpi + 2 * margin)
+
+
 def _block_codes(res: PearlResults) -> dict:
-    """Block name -> letter (A, B, ...; A1, B1, ... past 26 blocks), in formula order."""
+    """Block name -> letter (A, B, ...; A1, B1, ... past 26 blocks), in formula order (the
+    LaTeX table's letters, :func:`pearlstats.results.formatting.block_letters`, are the same)."""
     letters = string.ascii_uppercase
     return {name: letters[i % 26] + (str(i // 26) if i >= 26 else "")
             for i, name in enumerate(res.block_dims)}

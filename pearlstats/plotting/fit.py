@@ -23,6 +23,7 @@ from ._layout import (
     loss_name,
     others_label,
     shown_labels,
+    widen_to_fit,
 )
 
 if TYPE_CHECKING:
@@ -160,6 +161,7 @@ def plot_block_importance(res: PearlResults, *, ax: Axes | None = None) -> Figur
     matplotlib.figure.Figure
     """
     importance = res.block_importance
+    made = ax is None
     figure, ax = bar_axes(ax, len(importance), keyed=False)
     values = list(importance.to_numpy())
     bars = ax.barh(range(len(importance)), values, color="C0")
@@ -167,6 +169,8 @@ def plot_block_importance(res: PearlResults, *, ax: Axes | None = None) -> Figur
     horizontal_ticks(ax, list(importance.index))
     ax.set_xlabel("total weight of the candidates that use the block")
     ax.set_title("Block importance")
+    if made:
+        widen_to_fit(figure, ax)
     return figure
 
 

@@ -221,11 +221,8 @@ class HonestRisk:
         mean over the other rows would not be comparable with the others'.
         """
         losses = self.row_losses
-        return pd.DataFrame({
-            "risk": losses.mean(skipna=False),
-            "se": self._se(losses.to_numpy()) if self.row_weights is not None
-            else losses.std(ddof=1, skipna=False) / np.sqrt(len(losses)),
-        })
+        return pd.DataFrame({"risk": losses.mean(skipna=False),
+                             "se": self._se(losses.to_numpy())}, index=losses.columns)
 
     @property
     def best_candidate(self) -> str:

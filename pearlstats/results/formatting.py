@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ import pandas as pd
 __all__ = [
     "Label",
     "Number",
+    "block_letters",
     "cell_html",
     "cell_latex",
     "format_fixed",
@@ -183,3 +185,17 @@ def format_ridge(value: float) -> str:
     ('0', '0.0001', '2.5e-07')
     """
     return f"{float(value):g}"
+
+
+def block_letters(names: Iterable[str]) -> dict[str, str]:
+    """Block name -> letter (A, B, ...; A1, B1, ... past 26 blocks), in the given order: the
+    short names of the figures' key and of a LaTeX table whose labels would not fit.
+
+    Examples
+    --------
+    >>> block_letters(["pca", "kpca_rbf"])
+    {'pca': 'A', 'kpca_rbf': 'B'}
+    """
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return {name: letters[i % 26] + (str(i // 26) if i >= 26 else "")
+            for i, name in enumerate(names)}

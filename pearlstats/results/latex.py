@@ -9,6 +9,9 @@ estimated widths of the number columns, so nothing is scaled, shrunk below
 every number of a column formatted one way: four decimals (a non-zero value
 below 0.00005 as ``<0.0001``), or, when the column's largest magnitude is below
 1e-4 or at least 1e4, four decimals of a power of ten stated in the header.
+Lines break between block names (after ``+`` or a comma), never at a name's
+underscores; where whole names would leave the page no room for one candidate,
+the main table's labels name the blocks by letters, keyed in its Blocks row.
 
 The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn).
 nbconvert's LaTeX template loads booktabs and array but not dcolumn: each float
@@ -21,10 +24,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..exceptions import OptionError
-from .formatting import Label, Number, cell_latex, latex_escape
+from .formatting import Label, Number, block_letters, cell_latex, latex_escape
 
 __all__ = ["LATEX_PREAMBLE", "PANELS", "latex_float", "latex_number", "latex_pairs",
            "latex_panel", "summary_latex"]
@@ -38,11 +41,18 @@ MAX_LINES = 36
 _WRAP_EM = 12.0  # a wrapped column is at least this wide, so a cell takes at most so many lines
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
 _PAGE_LINES = 48  # lines of \small text on a page of a default article
+# the main table's caption, panel titles, column headers, rules and skips, in lines: with it
+# the estimate falls 2 to 3 lines short of what pdflatex leaves for the candidates' rows in
+# the test fits (J = 31 and 255, three families, 8 block names of 19 to 23 characters)
+_FRAME_LINES = 6
 _USES_EM = 20.0  # a strategy's candidate label longer than this goes on a line of its own
 LEADING = 5  # candidates the main table lists by name
+# a name joined by underscores as LaTeX (kpca\_cosine): not a command's tail (\foo\_)
+_UNDERSCORED = re.compile(r"(?<![\\A-Za-z0-9])(?:[A-Za-z0-9]*\\_)+[A-Za-z0-9]*")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _DECIMALS = 4
 _LINE_EM = 37.0  # a default article's text width (345pt) in em at \small
+_TABCOLSEP_EM = 0.45  # the floats' \tabcolsep, 4pt, in em at \small (9pt)
 # dcolumn's D where the preamble loaded it, else the same cells right-aligned in math mode
 _D_FALLBACK = (r"\expandafter\ifx\csname NC@find@D\endcsname\relax"
                r"\newcolumntype{D}[3]{>{$}r<{$}}\fi")
@@ -134,10 +144,62 @@ def header_em(header: object) -> float:
     return max([text_em(word) for word in str(header).split()] + [0.0])
 
 
+def _name_em(latex: str) -> float:
+    """Estimated width of a name's LaTeX (``kpca\\_cosine``) at ``\\small``, in em."""
+    return text_em(latex.replace(r"\_", "_"))
+
+
+def _unbroken(match: re.Match) -> str:
+    name = match.group(0)
+    if _name_em(name) <= _WRAP_EM:
+        return rf"\mbox{{{name}}}"
+    # wider than the narrowest wrapped column: kept whole it would stick out of it
+    return _loose(name)
+
+
+def _loose(name: str) -> str:
+    """A name that may break after its underscores."""
+    return name.replace(r"\_", r"\_\allowbreak{}")
+
+
 def breakable(latex: str) -> str:
-    r"""Allow line breaks after ``+`` and ``\_`` (candidate labels, block names) and commas."""
-    return (latex.replace("+", r"+\allowbreak{}").replace(r"\_", r"\_\allowbreak{}")
-            .replace(",", r",\allowbreak{}"))
+    r"""Allow line breaks after ``+`` (between block names) and commas; names stay whole.
+
+    A name joined by underscores (``kpca_cosine``) is boxed, so it never breaks
+    at them ("kpca\_" on one line, "cosine" on the next); one wider than
+    ``_WRAP_EM``, the narrowest a wrapped column gets, may still break there.
+
+    Examples
+    --------
+    >>> print(breakable(r"pca+kpca\_cosine"))
+    pca+\allowbreak{}\mbox{kpca\_cosine}
+    """
+    latex = _UNDERSCORED.sub(_unbroken, latex)
+    return latex.replace("+", r"+\allowbreak{}").replace(",", r",\allowbreak{}")
+
+
+def wrapped_lines(text: object, width: float, em: Callable[[str], float] = text_em) -> int:
+    """Lines *text* takes in a column *width* em wide, broken as :func:`breakable` allows.
+
+    Lines break after ``+`` and commas and at spaces, never inside a name, so a
+    line holds less than *width* when the next name does not fit; a piece wider
+    than the column (a name longer than ``_WRAP_EM``) takes the lines it needs.
+    *em* estimates a piece's width (:func:`text_em`, or a typewriter font's).
+
+    Examples
+    --------
+    >>> wrapped_lines("kpca_sigmoid+kpca_cosine", 8.0), wrapped_lines("pca+pca", 8.0)
+    (2, 1)
+    """
+    lines, used = 1, 0.0
+    for piece in re.split(r"(?<=[+, ])", str(text)):
+        if used and used + em(piece.rstrip()) > width:
+            lines, used = lines + 1, 0.0
+        used += em(piece)
+        if used > width:  # a piece wider than the column breaks inside
+            extra = math.ceil(used / width) - 1
+            lines, used = lines + extra, used - extra * width
+    return lines
 
 
 def _header_cell(header, kind: str, power: int, stack: bool) -> str:
@@ -182,25 +244,43 @@ def _layout(columns: list[list], headers: list | None) -> tuple[list[str], list,
     return kinds, numbers, widths, stack
 
 
+def _shares(kinds: list[str], widths: list[float]) -> tuple[float, int, dict[int, int]]:
+    """Width of the columns that do not wrap (em), column gaps, and each wrapped column's share.
+
+    Text wider than ``10`` em wraps in a ``p{}`` column, which gets a share (in
+    percent) of what the line leaves; short text columns (labels such as
+    "Family:") keep their natural width.
+    """
+    text = [i for i, kind in enumerate(kinds) if kind != "D"]
+    wrapping = [i for i in text if widths[i] > 10]
+    fixed_em = sum(widths[i] for i in range(len(kinds)) if i not in wrapping)
+    total = sum(widths[i] for i in wrapping) or 1.0
+    return (fixed_em, 2 * (len(kinds) - 1),
+            {i: max(1, round(100 * widths[i] / total)) for i in wrapping})
+
+
+def column_em(rows: list[list], headers: list | None, column: int) -> float | None:
+    """Estimated width in em of a wrapped text *column* of a panel (None if it does not wrap)."""
+    columns = [list(cells) for cells in zip(*rows)]
+    kinds, _, widths, _ = _layout(columns, headers)
+    fixed_em, seps, shares = _shares(kinds, widths)
+    column %= len(kinds)
+    if column not in shares:
+        return None
+    return (_LINE_EM - fixed_em - 1 - seps * _TABCOLSEP_EM) * shares[column] / 100
+
+
 def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[str]:
     """Column types: text wider than its share of the line becomes a ``p{}`` column."""
-    fixed = [i for i, kind in enumerate(kinds) if kind == "D"]
-    text = [i for i, kind in enumerate(kinds) if kind != "D"]
-    fixed_em = sum(widths[i] for i in fixed)
-    seps = 2 * (len(kinds) - 1)
-    # short text columns (labels such as "Family:") keep their natural width
-    short = [i for i in text if widths[i] <= 10]
-    fixed_em += sum(widths[i] for i in short)
-    wrapping = [i for i in text if i not in short]
-    total = sum(widths[i] for i in wrapping) or 1.0
+    fixed_em, seps, shares = _shares(kinds, widths)
     spec = []
     for i, kind in enumerate(kinds):
         if kind == "D":
             left = max([len(t.split(".")[0]) for t in numbers[i][0] if t] + [1])
             right = _DECIMALS if any("." in t for t in numbers[i][0] if t) else 0
             spec.append(rf"D{{.}}{{.}}{{{left}.{right}}}")
-        elif i in wrapping:
-            share = max(1, round(100 * widths[i] / total))
+        elif i in shares:
+            share = shares[i]
             # 1em to spare: the estimates are not exact, and \extracolsep{\fill} takes up slack
             width = rf"\dimexpr(\linewidth-{fixed_em + 1:.1f}em-{seps}\tabcolsep)*{share}/100\relax"
             spec.append(rf">{{\raggedright\arraybackslash}}p{{{width}}}")
@@ -274,11 +354,18 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
     return "\n".join(lines)
 
 
+def _tt_em(text: str) -> float:
+    """Width of typewriter text in em: every character of cmtt is 0.525 em wide."""
+    return 0.525 * len(text)
+
+
+def _typewriter(value: object) -> bool:
+    return isinstance(value, Label) and r"\texttt" in value.latex
+
+
 def _value_em(value: object) -> float:
     """Estimated width of a header value; the formula is typewriter, wider than its text."""
-    if isinstance(value, Label) and r"\texttt" in value.latex:
-        return 0.55 * len(value)
-    return text_em(value)
+    return 0.55 * len(value) if _typewriter(value) else text_em(value)
 
 
 def _two_columns(short: list[tuple]) -> list[tuple]:
@@ -296,13 +383,9 @@ def _pairs_em(short: list[tuple]) -> float:
                for column in columns if column) + 3 * 0.9
 
 
-def latex_pairs(rows: list[list], title: str | None = None) -> str:
-    """A key-value panel: long values (the formula, the blocks) on rows of their own.
-
-    *rows* hold two ``label, value`` pairs each (as the text summary's header);
-    short values are set two pairs to a row, long ones span the line after
-    their label, so a long formula wraps over the whole width.
-    """
+def _split_pairs(rows: list[list]) -> tuple[list[tuple], list[tuple], float]:
+    """The pairs of :func:`latex_pairs` with values on rows of their own, the rest in two
+    columns (alternating pairs), and the width of the labels before the long values (em)."""
     pairs = [(row[i], row[i + 1]) for i in (0, 2) for row in rows if str(row[i]).strip()]
     long = [pair for pair in pairs if _value_em(pair[1]) > 16]
     short = _two_columns([pair for pair in pairs if pair not in long])
@@ -311,6 +394,17 @@ def latex_pairs(rows: list[list], title: str | None = None) -> str:
         long = [pair for pair in pairs if pair in long or pair == widest]
         short = _two_columns([pair for pair in pairs if pair not in long])
     label_em = 1.0 + max(text_em(label) for label, _ in long + short[::2] or [("", "")])
+    return long, short, label_em
+
+
+def latex_pairs(rows: list[list], title: str | None = None) -> str:
+    """A key-value panel: long values (the formula, the blocks) on rows of their own.
+
+    *rows* hold two ``label, value`` pairs each (as the text summary's header);
+    short values are set two pairs to a row, long ones span the line after
+    their label, so a long formula wraps over the whole width.
+    """
+    long, short, label_em = _split_pairs(rows)
     span = (rf"\multicolumn{{3}}{{>{{\raggedright\arraybackslash}}p{{\dimexpr\linewidth"
             rf"-{label_em:.1f}em-2\tabcolsep\relax}}}}")
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}llll@{}}"]
@@ -376,7 +470,7 @@ def _rows_within(rows: list[list], top: int, lines: float | None) -> int:
         return top
     used = 1.0  # the row counting the rest
     for count, row in enumerate(rows[:top]):
-        used += math.ceil(text_em(row[0]) / _LABEL_EM)
+        used += wrapped_lines(_shown(row[0]), _LABEL_EM)
         if used > lines:
             return max(count, 1)
     return top
@@ -386,15 +480,21 @@ def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
     """Lines of \\small text a page leaves for the main table's candidate rows (an estimate).
 
     The formula and the blocks wrap over the line less a label, "uses" in its
-    column, the notes over the whole line; titles, headers and rules take about
-    four lines a panel.
+    column, the notes over the whole line, names never broken (:func:`wrapped_lines`);
+    the other header pairs take a line per two; titles, headers and rules
+    ``_FRAME_LINES``.
     """
-    pairs = [row[i + 1] for row in sections["header"][1] for i in (0, 2)]
-    header = 4 + sum(math.ceil(1.15 * text_em(value) / (_LINE_EM - 10)) for value in pairs[:2])
-    uses = sum(1 + math.ceil(_shown_em(row[-1]) / _LINE_EM) if _shown_em(row[-1]) > _USES_EM
-               else math.ceil(_shown_em(row[-1]) / 9.0) for row in sections["strategies"][1])
+    long, short, label_em = _split_pairs(sections["header"][1])
+    span = _LINE_EM - label_em - 2 * _TABCOLSEP_EM
+    header = 2 + len(short) // 2 + sum(
+        wrapped_lines(value, span, _tt_em) if _typewriter(value)
+        else wrapped_lines(_shown(value), span) for _, value in long)
+    shown, below, width = _strategies_rows(*sections["strategies"][:2])
+    uses = sum(1 + wrapped_lines(below[p], _LINE_EM - 1) if p in below
+               else wrapped_lines(_shown(row[-1]), width) if width else 1
+               for p, row in enumerate(shown))
     words = sum(text_em(note) for note in notes)
-    return _PAGE_LINES - 2 - header - 12 - uses - math.ceil(words / _LINE_EM)
+    return _PAGE_LINES - 2 - header - _FRAME_LINES - uses - math.ceil(words / _LINE_EM)
 
 
 def _shown_em(cell: object) -> float:
@@ -402,14 +502,39 @@ def _shown_em(cell: object) -> float:
     return text_em(cell.latex) if isinstance(cell, Label) else text_em(cell)
 
 
+def _shown(cell: object) -> str:
+    """A cell's text as LaTeX shows it: a :class:`Label` by its own form (``\\_`` as ``_``)."""
+    return cell.latex.replace(r"\_", "_") if isinstance(cell, Label) else str(cell)
+
+
+def _names_em(cell: object) -> float:
+    """Estimated width of the widest name of a cell as shown (names do not break), in em."""
+    return max(text_em(piece) for piece in re.split(r"[+, ]", _shown(cell)))
+
+
+def _strategies_rows(headers: list, rows: list[list]
+                     ) -> tuple[list[list], dict[int, Label], float | None]:
+    """The strategies' rows, a "uses" label that does not fit its column on a line of its own.
+
+    A label longer than ``_USES_EM`` goes below its row, as does one holding a
+    name wider than the column (a name does not break); the column's estimated
+    width (None when it does not wrap) comes with them.
+    """
+    below: dict[int, Label] = {}
+    while True:  # moving a label may narrow the column; at most one pass per row
+        shown = [[*row[:-1], ""] if p in below else row for p, row in enumerate(rows)]
+        width = column_em(shown, headers, -1)
+        moved = {p: Label(f"uses: {row[-1]}") for p, row in enumerate(rows)
+                 if p in below or _shown_em(row[-1]) > _USES_EM
+                 or (width is not None and _names_em(row[-1]) > width)}
+        if moved.keys() == below.keys():
+            return shown, below, width
+        below = moved
+
+
 def _strategies_panel(headers: list, rows: list[list], title: str) -> str:
     """The strategies; a candidate label too long for the "uses" column on a line of its own."""
-    below, shown = {}, []
-    for position, row in enumerate(rows):
-        if _shown_em(row[-1]) > _USES_EM:
-            below[position] = Label(f"uses: {row[-1]}")
-            row = [*row[:-1], ""]
-        shown.append(row)
+    shown, below, _ = _strategies_rows(headers, rows)
     return latex_panel(shown, headers, title, below)
 
 
@@ -417,12 +542,48 @@ def _capped(rows: list[list]) -> list[list]:
     """The rows that fit :data:`MAX_LINES` (long labels wrap), the rest counted in one row."""
     used = 0
     for position, row in enumerate(rows):
-        used += max(math.ceil(text_em(cell) / _WRAP_EM) for cell in row)
+        used += max(wrapped_lines(cell, _WRAP_EM) for cell in row)
         if used > MAX_LINES - 1 and position < len(rows) - 1:
             rest = len(rows) - position
             return rows[:position] + [[f"{rest} more rows (in the text summary)"]
                                       + [""] * (len(row) - 1)]
     return rows
+
+
+_BLOCKS_ROW = re.compile(r"Blocks \(M = \d+\):")
+_BLOCK_DIM = re.compile(r"(\S+) \((\d+)\)")
+
+
+def _lettered(sections: dict) -> dict:
+    """The main table's sections with each block as a letter in the candidates' and the
+    strategies' labels, the header's Blocks row the key (``A = pca_whitened (2), ...``).
+
+    The text keeps the names (a :class:`Label`'s LaTeX form is the lettered one).
+    """
+    header_rows = sections["header"][1]
+    listed = [str(row[i + 1]) for row in header_rows for i in (0, 2)
+              if _BLOCKS_ROW.fullmatch(str(row[i]).strip())]
+    blocks = [_BLOCK_DIM.fullmatch(part.strip()) for part in ", ".join(listed).split(", ")]
+    if not listed or not all(blocks):
+        return sections
+    letters = block_letters([match.group(1) for match in blocks])
+    # a letter stays with its name; the line may break before a dimension or after a comma
+    key = ", ".join(rf"{letters[m.group(1)]}~=~{latex_escape(m.group(1))} ({m.group(2)})"
+                    for m in blocks)
+
+    def short(label: object) -> object:
+        parts = str(label).split("+")
+        if isinstance(label, Label) or not all(part in letters for part in parts):
+            return label  # a sentence ("5 candidates"), or a form of its own
+        return Label(str(label), latex="+".join(letters[part] for part in parts))
+
+    header = [[Label(str(cell), latex=key) if i % 2 and _BLOCKS_ROW.fullmatch(
+        str(row[i - 1]).strip()) else cell for i, cell in enumerate(row)] for row in header_rows]
+    headers, rows, title = sections["candidates"]
+    s_headers, s_rows, s_title = sections["strategies"]
+    return {**sections, "header": (sections["header"][0], header, sections["header"][2]),
+            "candidates": (headers, [[short(row[0]), *row[1:]] for row in rows], title),
+            "strategies": (s_headers, [[*row[:-1], short(row[-1])] for row in s_rows], s_title)}
 
 
 def check_panels(panels: str | Sequence[str], available: Sequence[str]) -> list[str]:
@@ -449,12 +610,19 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
     for name in check_panels(panels, list(sections)):
         suffix = f"{label}:{name}" if label and name != "main" else label
         if name == "main":
-            headers, rows = leading_rows(*sections["candidates"][:2], top,
-                                         main_table_lines(sections, notes.get("main", ())))
-            title = caption or sections["header"][2]
-            parts = [latex_pairs(sections["header"][1], None if captions else title),
+            main = sections
+            lines = main_table_lines(main, notes.get("main", ()))
+            headers, rows = leading_rows(*main["candidates"][:2], top, lines)
+            if rows and lines < wrapped_lines(_shown(rows[0][0]), _LABEL_EM) + 1:
+                # whole names leave the page no room for one candidate's label (long names,
+                # many blocks): the blocks as letters, the header's Blocks row their key
+                main = _lettered(sections)
+                lines = main_table_lines(main, notes.get("main", ()))
+                headers, rows = leading_rows(*main["candidates"][:2], top, lines)
+            title = caption or main["header"][2]
+            parts = [latex_pairs(main["header"][1], None if captions else title),
                      latex_panel(rows, headers, "Weights of the leading candidates"),
-                     _strategies_panel(*sections["strategies"])]
+                     _strategies_panel(*main["strategies"])]
         else:
             headers, rows, title = sections[name]
             parts = [latex_panel(_capped(rows), headers, None if captions else title)]

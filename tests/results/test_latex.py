@@ -123,6 +123,33 @@ def test_main_table_is_one_page_at_255_candidates(fits_255, family, tmp_path):
     _check_summary(res, tmp_path)
 
 
+def test_block_names_do_not_break_at_underscores(fits_31, tmp_path):
+    # the issue: "kpca\_" at the end of one line, "cosine" on the next (the Blocks row, MS's
+    # candidate); lines break between block names (after "+" or a comma), never inside one
+    summary = fits_31["gaussian"].summary()
+    underscored = [name for name in NAMES if "_" in name]
+    for kind, latex in (("main", summary.as_latex()), ("notebook", summary._repr_latex_())):
+        assert r"\_\allowbreak" not in latex
+        for name in underscored:
+            assert "\\mbox{" + name.replace("_", r"\_") + "}" in latex, name
+        _, problems = _set(tmp_path, latex, kind)
+        assert not problems, problems
+        if shutil.which("pdftotext") is None:  # poppler-utils, which .ci/run installs
+            continue
+        text = subprocess.run(["pdftotext", f"{kind}.pdf", "-"], cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout
+        # pdftotext reads an underscore (a rule in OT1) as a space: "kpca cosine"
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        for name in underscored:
+            parts = name.split("_")
+            assert any(" ".join(parts) in line for line in lines), (kind, name)
+            for cut in range(1, len(parts)):
+                head, tail = " ".join(parts[:cut]), " ".join(parts[cut:])
+                broken = [(line, after) for line, after in zip(lines, lines[1:])
+                          if line.endswith(head) and after.startswith(tail)]
+                assert not broken, (kind, name, broken)
+
+
 def test_numbers_of_a_column_are_formatted_one_way(fits_31):
     latex = fits_31["gaussian"].summary().as_latex("all")
     # the KKT gap (about 1e-16) beside weights: never a power of ten beside 0.0000
@@ -373,15 +400,19 @@ def test_numbers_in_small_units_keep_their_digits_under_a_power_of_ten(paper_dat
 
 def test_the_main_table_names_fewer_candidates_when_their_labels_are_long():
     from pearlstats.results.formatting import number_cell
-    from pearlstats.results.latex import leading_rows
+    from pearlstats.results.latex import leading_rows, wrapped_lines
 
     headers = ["", "blocks", "parameters", "weight", "CV risk", "SE", "rank"]
-    labels = ["+".join(LONG_NAMES)] * 4 + ["pca"] * 2  # 8 long names: about 3 lines each
+    # 8 long names, 119 characters: 4 lines each of about 20 em, broken only between names
+    # (pca_whitened+kpca_rbf_wide+ | kpca_polynomial+kpca_sigmoid_kernel+ |
+    # kpca_cosine_sim+tfidf_bigrams+ | word2vec_mean+doc2vec_dbow)
+    labels = ["+".join(LONG_NAMES)] * 4 + ["pca"] * 2
     rows = [[label, "8", "17", number_cell(w), number_cell(1.0), number_cell(0.1), str(k)]
             for k, (label, w) in enumerate(zip(labels, [0.4, 0.3, 0.1, 0.1, 0.06, 0.04]))]
+    assert wrapped_lines(labels[0], 20.0) == 4
     _, short = leading_rows(headers, rows, top=5)
     assert len(short) == 6 and short[-1][0] == "1 other candidate with non-zero weight"
-    _, cut = leading_rows(headers, rows, top=5, lines=12)
+    _, cut = leading_rows(headers, rows, top=5, lines=13)  # 3 x 4 lines and the rest's row
     assert len(cut) == 4 and cut[-1][0] == "3 other candidates with non-zero weight"
     assert float(cut[-1][1]) == pytest.approx(0.2)  # their total weight
     _, one = leading_rows(headers, rows, top=5, lines=2)
@@ -401,6 +432,18 @@ def test_main_table_fits_with_long_labels_everywhere(tmp_path):
     res = _fit("gaussian", pd.DataFrame({"y": y}), blocks, honest=3)
     assert len(res.baselines.loc["MS", "candidate"]) > 150
     _check_summary(res, tmp_path)
+    # whole names leave no room for one 8-name label: the main table names the blocks by
+    # letters, keyed in the Blocks row in formula order, and still breaks no name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        main = res.summary().as_latex()
+    assert r"A~=~\mbox{pca\_whitened\_components} (2)" in main
+    assert r"H~=~\mbox{doc2vec\_distributed\_bow} (2)" in main
+    assert r"\_\allowbreak" not in main
+    first = main.split("leading candidates")[1].split(r"\midrule")[1].split("&")[0]
+    assert first.strip() == r"A+\allowbreak{}B+\allowbreak{}C+\allowbreak{}D+\allowbreak{}E+" \
+        r"\allowbreak{}F+\allowbreak{}G+\allowbreak{}H"
+    assert "pca_whitened_components+kpca_rbf_wide_bandwidth" in str(res.summary())  # text: names
 
 
 @pytest.mark.slow

@@ -162,3 +162,55 @@ def test_intercept_only_predictions_binomial_offset_solves_the_score_equation():
     ours = intercept_only_predictions("binomial", y, folds, weights, offset)
     np.testing.assert_allclose(ours, _statsmodels_null("binomial", y, folds, offset, weights),
                                rtol=1e-10)
+
+
+def _balanced_binomial_fit():
+    """A fit whose outer training sets have as many 1s as 0s (75 of each, 3 stratified outer
+    folds): its intercept-only model predicts 1/2, each held-out row's log loss is log 2."""
+    rng = np.random.default_rng(4)
+    n = 150
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 1))
+    y = rng.permutation(np.tile([0.0, 1.0], n // 2))
+    return pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b}, family="binomial",
+                     seed=0, honest=3)
+
+
+def test_the_null_se_is_an_exact_zero_when_its_losses_are_equal_by_construction():
+    # the issue: "SE (naive) 7.870e-18" where 0 is meant (README's balanced binomial example)
+    res = _balanced_binomial_fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        table = res.honest
+    losses = res.last_honest_risk.row_losses["Null"].to_numpy()
+    # log 2 on every row, up to the rounding of a log: a few units in its last place
+    assert np.abs(losses - np.log(2)).max() <= 4 * np.spacing(np.log(2))
+    # yet their SD is not 0: the mean of 150 copies of log 2 is rounded (as the README's
+    # example's 200 rows gave 7.870e-18)
+    assert 0 < losses.std(ddof=1) <= 4 * np.spacing(np.log(2))
+    assert table.loc["Null", "se"] == 0.0  # exact: not the SD of rounding errors
+    assert res.baselines.loc["Null", "se"] == 0.0  # the in-sample CV's too (5 folds, 30 rows)
+    assert table.loc["Null", "risk"] == pytest.approx(np.log(2), rel=1e-15)
+    # the other rows' SEs are SD / sqrt(n) of their losses, untouched
+    pearl_losses = res.last_honest_risk.row_losses["PEARL"].to_numpy()
+    assert table.loc["PEARL", "se"] == pytest.approx(
+        pearl_losses.std(ddof=1) / np.sqrt(len(pearl_losses)), rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        summary = res.summary()
+        text, html, latex = summary.as_text(), summary.as_html(), summary.as_latex()
+    null = next(line for line in text.splitlines() if line.startswith("Null "))
+    assert null.split()[1:3] == ["0.6931", "0.0000"], null
+    latex_null = next(line for line in latex.splitlines() if line.startswith("Null &"))
+    assert [cell.strip() for cell in latex_null.split("&")[1:3]] == ["0.6931", "0.0000"]
+    html_null = html[html.index(">Null<"):].split("</tr>")[0]
+    assert "e-1" not in html_null and "0.0000" in html_null
+
+
+def test_a_small_spread_beyond_rounding_keeps_its_se():
+    from pearlstats.observation_weights import mean_se
+
+    # losses log 2 apart by 1e-12 relative: far beyond rounding (2.2e-16), a real spread
+    losses = np.log(2) * (1 + 1e-12 * np.tile([-1.0, 1.0], 50))
+    assert mean_se(losses, None, None) == pytest.approx(
+        losses.std(ddof=1) / np.sqrt(100), rel=1e-6)
+    assert mean_se(losses, None, None) > 0

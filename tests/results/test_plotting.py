@@ -251,3 +251,35 @@ def test_labels_with_dollar_signs_are_drawn_as_written(kind):
     assert ticks and all(t.get_text().count("$") == t.get_text().count(r"\$") for t in ticks)
     shown = {t.get_text().replace(r"\$", "$") for t in ticks}
     assert "a[price $]+a[cost $]" in shown
+
+
+def test_block_importance_keeps_every_text_on_the_canvas_with_long_block_names():
+    # the issue's J = 255: 8 blocks whose names (42 characters) narrow the axes until their
+    # centred x label ran past the canvas's right edge (constrained layout makes room for
+    # the tick labels beside the axes, not for a label wider than the axes)
+    from figure_checks import drawn_texts
+
+    rng = np.random.default_rng(0)
+    names = [f"representation_of_the_inputs_number_{i}_abcd" for i in range(8)]
+    blocks = {name: rng.normal(size=(200, 2)) for name in names}
+    y = sum(0.5 * block[:, 0] for block in blocks.values()) + rng.normal(size=200)
+    res = pearl.fit("y ~ " + " + ".join(f"block({name})" for name in names), {"y": y},
+                    blocks=blocks, seed=0, honest=False)
+    assert len(res.weights) == 255
+    figure = res.plot.block_importance()
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    box = figure.bbox
+    texts = drawn_texts(figure)  # every visible text, tick labels of the ticks in view
+    assert {"Block importance", "total weight of the candidates that use the block"} <= {
+        t.get_text() for t in texts} and set(names) <= {t.get_text() for t in texts}
+    for text in texts:
+        extent = text.get_window_extent(renderer)
+        # a pixel of slack: extents are rounded to whole pixels
+        assert (box.x0 - 1 <= extent.x0 and extent.x1 <= box.x1 + 1
+                and box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1), (text.get_text(),
+                                                                            extent, box)
+    # a figure drawn on a given axes keeps that axes' figure as it is
+    given = Figure(figsize=(6.4, 4))
+    plot_block_importance(res, ax=given.subplots())
+    assert tuple(given.get_size_inches()) == (6.4, 4.0)
