@@ -89,6 +89,11 @@ class NestedSE:
     ``res.honest`` itself; more splits make the MSE estimate (a difference of two
     means) less noisy. The authors' R package defaults to 50.
 
+    Attributes
+    ----------
+    repeats : int, default 50
+        Random splits of the nested cross-validation.
+
     Examples
     --------
     >>> NestedSE(repeats=10).repeats

@@ -2,9 +2,10 @@
 
 A member is public when its name has no leading underscore and the class that defines it (the
 class itself or a base such as the results' mixins) belongs to pearlstats: what a class inherits
-from ``object`` or ``Exception`` is documented by Python. ``conf.py`` hands these lists to the
-class template (``_templates/autosummary/class.rst``), and the tests check the pages and the
-docstrings against the same lists.
+from ``object`` or ``Exception`` is documented by Python. Data (a dataclass's fields, class
+constants) is listed in the class docstring's Attributes section instead of pages of its own.
+``conf.py`` hands these lists to the class template (``_templates/autosummary/class.rst``), and
+the tests check the pages and the docstrings against the same lists.
 """
 
 from __future__ import annotations
@@ -25,17 +26,29 @@ def is_property(cls: type, name: str) -> bool:
     return isinstance(attribute, (property, cached_property))
 
 
+def _public_names(cls: type) -> list[str]:
+    return [name for name in sorted(dir(cls)) if not name.startswith("_")
+            and _owner(cls, name).__module__.startswith("pearlstats")]
+
+
 def public_members(cls: type) -> dict[str, str]:
     """Public name -> ``"method"`` or ``"property"`` of *cls*, defined in pearlstats, sorted."""
     members = {}
-    for name in sorted(dir(cls)):
-        if name.startswith("_"):
-            continue
-        owner = _owner(cls, name)
-        if not owner.__module__.startswith("pearlstats"):
-            continue
-        members[name] = "property" if is_property(cls, name) else "method"
+    for name in _public_names(cls):
+        if is_property(cls, name):
+            members[name] = "property"
+        elif callable(inspect.getattr_static(cls, name)) or isinstance(
+                inspect.getattr_static(cls, name), (classmethod, staticmethod)):
+            members[name] = "method"
     return members
+
+
+def data_attributes(cls: type) -> list[str]:
+    """Public data of *cls* that is neither method nor property: dataclass fields with a
+    default, class constants (``Loss.name``). The class docstring's Attributes section lists
+    them; they get no page of their own."""
+    members = public_members(cls)
+    return [name for name in _public_names(cls) if name not in members]
 
 
 def documented_classes() -> dict[str, type]:
@@ -43,6 +56,6 @@ def documented_classes() -> dict[str, type]:
     classes = {}
     for name in pearlstats.__all__:
         obj = getattr(pearlstats, name)
-        if inspect.isclass(obj) and public_members(obj):
+        if inspect.isclass(obj) and (public_members(obj) or data_attributes(obj)):
             classes[f"pearlstats.{name}"] = obj
     return classes

@@ -72,7 +72,15 @@ class DeepLearner(LearnerParams):
 
     @property
     def seed_(self) -> int:
-        """The seed training uses: ``seed``, or 0 when it is None and no container set one."""
+        """The seed training uses: ``seed``, or 0 when it is None and no container set one.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> pearl.Autoencoder().seed_, pearl.Autoencoder(seed=7).seed_
+        (0, 7)
+        """
         return 0 if self.seed is None else int(self.seed)
 
     def __repr__(self):
@@ -97,6 +105,19 @@ class DeepLearner(LearnerParams):
 
         If ``fit`` raises (bad input, divergence, an interrupt), the learner keeps its
         previous fit, or stays unfitted.
+
+        Parameters
+        ----------
+        X : array_like
+            Training rows: 2-D (flattened), 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> ae = pearl.Autoencoder(latent_dim=2, epochs=2, progress=False).fit(X)
+        >>> len(ae.loss_history_)
+        2
         """
         torch = import_torch(type(self).__name__)
         self._check_options()
@@ -132,7 +153,21 @@ class DeepLearner(LearnerParams):
             )
 
     def transform(self, X: Any) -> np.ndarray:
-        """The learned representation of each row: a float64 array of shape ``(n, latent_dim)``."""
+        """The learned representation of each row: a float64 array of shape ``(n, latent_dim)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Rows shaped like the training inputs.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> ae = pearl.Autoencoder(latent_dim=2, epochs=2, progress=False).fit(X)
+        >>> ae.transform(X[:5]).shape
+        (5, 2)
+        """
         self._check_fitted()
         torch = import_torch(type(self).__name__)
         network = self._network(torch)
@@ -146,7 +181,20 @@ class DeepLearner(LearnerParams):
         return torch.cat(parts).double().numpy()
 
     def fit_transform(self, X: Any) -> np.ndarray:
-        """``fit(X)`` then ``transform(X)``."""
+        """``fit(X)`` then ``transform(X)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Training rows: 2-D (flattened), 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> pearl.VAE(latent_dim=3, epochs=2, progress=False).fit_transform(X).shape
+        (64, 3)
+        """
         return self.fit(X).transform(X)
 
     # ------------------------------------------------------------------- checks
@@ -352,7 +400,21 @@ class ReconstructingLearner(DeepLearner):
     """A learner with a decoder: adds :meth:`inverse_transform`."""
 
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
-        """Decode latent codes to flattened input rows ``(n, n_features_in_)`` in input units."""
+        """Decode latent codes to flattened input rows ``(n, n_features_in_)`` in input units.
+
+        Parameters
+        ----------
+        Z : array_like (n, latent_dim)
+            Latent codes, as :meth:`transform` returns.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> ae = pearl.Autoencoder(latent_dim=2, epochs=2, progress=False).fit(X)
+        >>> ae.inverse_transform(ae.transform(X[:5])).shape
+        (5, 6)
+        """
         self._check_fitted()
         torch = import_torch(type(self).__name__)
         network = self._network(torch)

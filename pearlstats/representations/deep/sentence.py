@@ -130,6 +130,18 @@ class SentenceEncoder(LearnerParams):
         """Load the model (no training); ``X``, if given, is checked to be a column of strings.
 
         If ``fit`` raises, the learner keeps its previous state.
+
+        Parameters
+        ----------
+        X : list of str, optional
+            Texts to check (nothing is learned).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> encoder = pearl.SentenceEncoder(progress=False).fit(["a first sentence"])
+        >>> encoder.output_dim_
+        384
         """
         self._check_options()
         if X is not None:
@@ -150,7 +162,20 @@ class SentenceEncoder(LearnerParams):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Embed each text: a float64 array of shape ``(n, embedding_dim_)``."""
+        """Embed each text: a float64 array of shape ``(n, embedding_dim_)``.
+
+        Parameters
+        ----------
+        X : list of str or one column of strings
+            The texts to embed.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> encoder = pearl.SentenceEncoder(progress=False).fit()
+        >>> encoder.transform(["The cat sat on the mat.", "A dog barked."]).shape
+        (2, 384)
+        """
         if not hasattr(self, "model_path_"):
             raise NotFittedError(
                 "SentenceEncoder is not fitted yet; call fit() first (it loads the model)"
@@ -185,7 +210,19 @@ class SentenceEncoder(LearnerParams):
         return torch.cat(parts).double().numpy()
 
     def fit_transform(self, X: Any) -> np.ndarray:
-        """``fit(X)`` then ``transform(X)``."""
+        """``fit(X)`` then ``transform(X)``.
+
+        Parameters
+        ----------
+        X : list of str or one column of strings
+            The texts to embed.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> pearl.SentenceEncoder(progress=False).fit_transform(["A short text."]).shape
+        (1, 384)
+        """
         return self.fit(X).transform(X)
 
     def _model_directory(self) -> Path:
