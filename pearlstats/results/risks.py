@@ -132,6 +132,13 @@ class StrategyRisks:
                                        option="honest")
 
     @property
+    def _honest_for_report(self) -> pd.DataFrame | None:
+        """:attr:`honest` without its warning, for a report whose notes say the same (the
+        summary: a reader would otherwise get the message twice, once as a warning)."""
+        table = self._honest_outcome.table
+        return None if table is None else table.copy()
+
+    @property
     def honest_failure(self) -> str | None:
         """Why :attr:`honest` is None although the fit asked for it (else None).
 

@@ -132,7 +132,7 @@ def strategy_footnotes(res: PearlResults) -> dict[str, str]:
     """Why a row of the strategies panel shows ``--``: strategy -> reason (rows without
     ``--`` are absent). The reasons are the tables' ``note`` column; a ratio missing because
     PEARL's risk is missing says so."""
-    honest = res.honest
+    honest = res._honest_for_report  # the notes say what its warning would
     shown = (honest[["risk", "se", "ratio", "ratio_se"]] if honest is not None
              else pd.DataFrame())
     baselines = res.baselines
@@ -161,7 +161,7 @@ def strategies_table(res: PearlResults) -> SimpleTable:
     """Honest (nested-CV) risks when available; else the in-sample CV risks, labelled optimistic.
 
     A row with a ``--`` cell gets a mark ``[k]`` and a note (:func:`strategy_footnotes`)."""
-    honest = res.honest
+    honest = res._honest_for_report
     uses = dict(res.baselines["candidate"])
     every = "+".join(res.block_dims)
     if uses.get("Fusion") == every:  # in a paper's table, "all M blocks" rather than M names
@@ -490,7 +490,7 @@ def summary_notes(res: PearlResults) -> list[str]:
         + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
            if res.stages.weight_options.shrinkage is not None else ".")
     )
-    table = res.honest
+    table = res._honest_for_report
     if table is not None:
         notes.append(
             "Honest risk: the whole procedure re-run in each outer fold, scored on its held-out "

@@ -23,6 +23,7 @@ from pearlstats.exceptions import (
     format_positions,
 )
 
+from ...progress import bar_class
 from .._checks import align_columns, check_seed, column_names, transactional
 from .._params import LearnerParams
 from ._torch import import_torch, resolve_device, training_session
@@ -331,8 +332,7 @@ class DeepLearner(LearnerParams):
 
     # ---------------------------------------------------------------- training
     def _train(self, torch, network, data, device, generator):
-        from tqdm.auto import tqdm
-
+        tqdm = bar_class()  # not tqdm.auto: see pearlstats.progress.bar_class
         batch_loss = self._loss_function(network)
         optimizer = torch.optim.Adam(network.parameters(), lr=self.lr)
         history = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from pearlstats.exceptions import (
     format_positions,
 )
 
+from ...progress import bar_class
 from .._checks import is_missing, transactional
 from .._params import LearnerParams
 from ._torch import DEEP_EXTRA_HINT, import_optional, import_torch, resolve_device
@@ -182,8 +184,7 @@ class SentenceEncoder(LearnerParams):
             )
         texts = _texts(X)
         torch = import_torch("SentenceEncoder")
-        from tqdm.auto import tqdm
-
+        tqdm = bar_class()  # not tqdm.auto: see pearlstats.progress.bar_class
         tokenizer, network = self._load()
         device = next(network.parameters()).device
         starts = range(0, len(texts), self.batch_size)
@@ -250,9 +251,14 @@ class SentenceEncoder(LearnerParams):
 
     def _load(self):
         if self._network is None:
-            transformers = import_optional(
-                "transformers", needed_by="SentenceEncoder", install=DEEP_EXTRA_HINT
-            )
+            with warnings.catch_warnings():
+                # transformers imports tqdm.auto, which warns "IProgress not found" in a
+                # notebook without ipywidgets; its bars are switched off below, and ours are
+                # drawn by pearlstats.progress.bar_class, so the warning is about nothing
+                warnings.filterwarnings("ignore", message="IProgress not found")
+                transformers = import_optional(
+                    "transformers", needed_by="SentenceEncoder", install=DEEP_EXTRA_HINT
+                )
             torch = import_torch("SentenceEncoder")
             bars = transformers.utils.logging.is_progress_bar_enabled()
             # Its weight-loading bar would print on every load.
