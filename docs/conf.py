@@ -28,6 +28,8 @@ os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
 )
+# IPython kernels run $PYTHONSTARTUP first: no progress bars on the pages (_ext/kernel_startup.py).
+os.environ["PYTHONSTARTUP"] = str(HERE / "_ext" / "kernel_startup.py")
 
 from api_members import documented_classes, public_members  # noqa: E402
 from vignette_source import NOT_EXECUTED  # noqa: E402
@@ -75,8 +77,9 @@ nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_execution_excludepatterns = [f"vignettes/{name}.py" for name in NOT_EXECUTED]
 nb_merge_streams = True
-# A vignette's stderr (a warning, a progress bar's complaint) fails the build under -W: the
-# vignettes show the warnings they demonstrate by catching them in their cells.
+# A vignette's stderr (a warning, tqdm's complaint) is a build warning, so it fails the build
+# under -W: the vignettes show the warnings they demonstrate by catching them in their cells,
+# and progress bars are off in their kernels (_ext/kernel_startup.py).
 nb_output_stderr = "warn"
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
