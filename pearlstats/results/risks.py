@@ -29,7 +29,7 @@ from ..weights.precision import exact_fit_notes, null_floor, risk_ratios
 from . import evaluation
 from .readonly import cached_table
 
-__all__ = ["StrategyRisks"]
+__all__ = ["StrategyRisks", "honest_for_report"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,13 @@ class _HonestOutcome:
     table: pd.DataFrame | None
     failure: str | None
     warning: str | None
+
+
+def honest_for_report(res: StrategyRisks) -> pd.DataFrame | None:
+    """``res.honest`` without its warning, for a report whose notes say the same (the summary:
+    its reader would otherwise get the message twice, once as a warning)."""
+    table = res._honest_outcome.table
+    return None if table is None else table.copy()
 
 
 class StrategyRisks:
@@ -130,13 +137,6 @@ class StrategyRisks:
         """The nested cross-validation shared by :attr:`honest` and prediction intervals."""
         return nested_cross_validation(self._state, outer=self._state.honest or 5,
                                        option="honest")
-
-    @property
-    def _honest_for_report(self) -> pd.DataFrame | None:
-        """:attr:`honest` without its warning, for a report whose notes say the same (the
-        summary: a reader would otherwise get the message twice, once as a warning)."""
-        table = self._honest_outcome.table
-        return None if table is None else table.copy()
 
     @property
     def honest_failure(self) -> str | None:
