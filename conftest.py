@@ -12,7 +12,8 @@ from importlib.util import find_spec
 
 _DEEP = "pearlstats/representations/deep/"
 _TORCH_MODULES = ["pearlstats/engines/mlp.py"] + [
-    _DEEP + name for name in ("__init__.py", "autoencoder.py", "vae.py", "simclr.py", "encoders.py", "augment.py")
+    _DEEP + name for name in ("__init__.py", "_base.py", "autoencoder.py", "vae.py", "simclr.py",
+                              "encoders.py", "augment.py")
 ]
 
 collect_ignore = ["vignettes"]

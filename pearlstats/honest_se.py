@@ -110,6 +110,11 @@ class NestedSE:
     bound sets the SE) is measured by
     :mod:`pearlstats.experiments.inference_checks.nested_calibration`.
 
+    Attributes
+    ----------
+    repeats : int, default 50
+        Random splits of the nested cross-validation.
+
     Examples
     --------
     >>> NestedSE(repeats=10).repeats

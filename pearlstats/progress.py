@@ -38,7 +38,7 @@ from typing import Any
 from .exceptions import OptionError
 
 __all__ = ["get_option", "set_option", "options", "progress_bar", "timed", "enabled",
-           "check_progress", "fit_bar_delay"]
+           "check_progress", "fit_bar_delay", "bar_class"]
 
 # Nothing is printed unless the application configures logging (the library convention).
 logging.getLogger("pearlstats").addHandler(logging.NullHandler())
@@ -117,8 +117,13 @@ def fit_bar_delay(n: int, candidates: int, fold_fits: int, newton: bool) -> floa
     return 0.0 if n * candidates * fold_fits * cost >= LONG_FIT_SECONDS else None
 
 
-def _bar_class() -> Any:
-    """tqdm's widget bar in a notebook with ipywidgets, else its text bar (on stderr)."""
+def bar_class() -> Any:
+    """tqdm's widget bar in a notebook with ipywidgets, else its text bar (on stderr).
+
+    Every bar of the package is of this class (the deep learners' epochs and batches too):
+    ``tqdm.auto`` warns "IProgress not found" when it is imported in a notebook without
+    ipywidgets, even for a bar that is disabled.
+    """
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
     in_notebook = type(shell).__name__ == "ZMQInteractiveShell"
     if in_notebook and importlib.util.find_spec("ipywidgets") is not None:
@@ -166,7 +171,7 @@ def progress_bar(total: int, description: str, progress: bool | None = None,
         yield _NoBar()
         return
     delay = options["progress_delay"] if delay is None else delay
-    bar = _bar_class()(total=total, desc=description, delay=delay, leave=False,
+    bar = bar_class()(total=total, desc=description, delay=delay, leave=False,
                        file=sys.stderr, dynamic_ncols=True)
     try:
         yield bar

@@ -1,6 +1,8 @@
-"""The documentation site (docs/): it builds with warnings as errors, every public name has a
-page, every vignette page shows a figure, no local link is broken, nothing is fetched from the
-network, and the index and a vignette page render in headless Chromium.
+"""The documentation site (docs/): it builds with warnings as errors (a vignette's stderr
+included), every public name has a page, so has every public method and property of the
+classes among them (with Parameters and Examples), every vignette page shows a figure, no local
+link is broken, nothing is fetched from the network, the index and a vignette page render in
+headless Chromium, and its search finds ``predict`` with excerpts.
 
 The build (Sphinx, myst-nb executing the vignettes in quick mode) takes about two minutes on two
 cores; it goes to tmp_path, so the repository stays clean (autosummary's stubs go to the
@@ -10,8 +12,10 @@ git-ignored docs/api/).
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import pydoc
+import re
 import shutil
 import subprocess
 import sys
@@ -25,8 +29,73 @@ import pytest
 import pearlstats as pearl
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+from api_members import (  # noqa: E402  (docs/_ext is not a package)
+    data_attributes,
+    documented_classes,
+    public_members,
+)
+
 VIGNETTES = sorted(path.stem for path in (ROOT / "vignettes").glob("[0-9][0-9]_*.py"))
 BUILD_COMMAND = "python -m sphinx -W --keep-going -b html docs docs/_build/html"
+
+
+class _Text(HTMLParser):
+    """The text of a page's ``role="main"`` block, without scripts and styles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0  # > 0 inside the main block
+        self.skip = 0  # > 0 inside a script or style
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth:
+            self.depth += tag not in _VOID
+        elif dict(attrs).get("role") == "main":
+            self.depth = 1
+        self.skip += tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        if self.depth and tag not in _VOID:
+            self.depth -= 1
+        self.skip -= tag in ("script", "style") and self.skip > 0
+
+    def handle_data(self, data):
+        if self.depth and not self.skip:
+            self.parts.append(data)
+
+
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+         "track", "wbr"}
+
+
+def _main_text(page: Path) -> str:
+    parser = _Text()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return " ".join(" ".join(parser.parts).split())
+
+
+def _sections(doc: str | None) -> set[str]:
+    """numpydoc section headers (a title underlined with dashes) of a docstring."""
+    return set(re.findall(r"^(\w[\w ]*)\n-{3,}$", inspect.cleandoc(doc or ""), flags=re.M))
+
+
+def _member_doc(cls: type, name: str, kind: str) -> str | None:
+    attribute = inspect.getattr_static(cls, name)
+    return attribute.__doc__ if kind == "property" else inspect.getdoc(getattr(cls, name))
+
+
+def _takes_parameters(cls: type, name: str) -> bool:
+    function = inspect.getattr_static(cls, name)
+    function = getattr(function, "__func__", function)  # classmethod, staticmethod
+    return any(p not in ("self", "cls") for p in inspect.signature(function).parameters)
+
+
+def _members():
+    """(class name, class, member, "method" or "property") of every page the API must have."""
+    return [(full, cls, name, kind) for full, cls in documented_classes().items()
+            for name, kind in public_members(cls).items()]
 
 
 class _Links(HTMLParser):
@@ -101,6 +170,37 @@ def test_readme_gives_the_build_command_and_ci_installs_the_docs_extra():
     test_command = 'python3 -m pip install ".[test,deep,docs]" && python3 -m pytest'
     assert test_command in readme and test_command in ci
     assert "chromium" in ci.split("PACKAGES=", 1)[1].split('"', 2)[1]
+
+
+def test_every_public_member_documents_its_parameters_and_has_an_example():
+    # the docstrings themselves (no build): what the API pages are generated from
+    members = _members()
+    assert {name for full, _, name, _ in members if full == "pearlstats.PearlResults"} >= {
+        "predict", "evaluate", "honest", "candidates", "weight_uncertainty", "candidate_params",
+        "reweight", "get_prediction", "get_robustcov", "t_test", "wald_test", "f_test",
+        "pvalues", "tvalues", "cov_params", "conf_int", "summary", "plot"}
+    missing = []
+    for full, cls, name, kind in members:
+        sections = _sections(_member_doc(cls, name, kind))
+        if "Examples" not in sections:
+            missing.append(f"{full}.{name}: Examples")
+        if kind == "method" and _takes_parameters(cls, name) and "Parameters" not in sections:
+            missing.append(f"{full}.{name}: Parameters")
+    assert not missing, missing
+
+
+def test_every_data_attribute_is_listed_in_its_class_attributes():
+    # class constants and dataclass fields get no page: their class's Attributes section says
+    # what they are
+    missing = []
+    for full, cls in documented_classes().items():
+        doc = inspect.cleandoc(cls.__doc__ or "")
+        section = re.search(r"^Attributes\n-+\n(.*?)(?=^\w[\w ]*\n-{3,}$|\Z)", doc,
+                            flags=re.M | re.S)
+        for name in data_attributes(cls):
+            if not section or not re.search(rf"^(\w+, )*{name}\b", section.group(1), re.M):
+                missing.append(f"{full}.{name}")
+    assert not missing, missing
 
 
 @pytest.mark.slow
@@ -196,3 +296,75 @@ def test_math_is_typeset_from_the_site_itself(site, tmp_path):
     assert "\\alpha" in page.read_text(encoding="utf-8")
     dom = _chromium(page, tmp_path / "profile", "--dump-dom").stdout
     assert 'class="MathJax' in dom, "no typeset math in the rendered page"
+
+
+@pytest.mark.slow
+def test_every_public_member_has_a_page_with_parameters_and_an_example(site):
+    problems = []
+    for full, cls, name, kind in _members():
+        page = site / "api" / f"{full}.{name}.html"
+        if not page.exists():
+            problems.append(f"{full}.{name}: no page")
+            continue
+        if f"{full}.{name}.html" not in (site / "api" / f"{full}.html").read_text(
+                encoding="utf-8"):
+            problems.append(f"{full}.{name}: not linked from the class page")
+        html = page.read_text(encoding="utf-8")
+        text = _main_text(page)
+        if f'id="{full}.{name}"' not in html:
+            problems.append(f"{full}.{name}: no description of the member")
+        # numpydoc's Examples rubric and a rendered doctest (prompt and output)
+        if "Examples" not in text or ">>>" not in text:
+            problems.append(f"{full}.{name}: no example")
+        if kind == "method" and _takes_parameters(cls, name) and "Parameters :" not in text:
+            problems.append(f"{full}.{name}: no Parameters")
+    assert not problems, problems
+
+
+@pytest.mark.slow
+def test_no_page_shows_the_internal_constructor(site):
+    pages = [page for page in (site / "api").glob("*.html")]
+    shown = [page.name for page in pages
+             if re.search(r"state\s*:\s*FitState", _main_text(page))]
+    assert not shown, shown
+    text = _main_text(site / "api" / "pearlstats.PearlResults.html")
+    assert "class pearlstats. PearlResults #" in text or "class pearlstats.PearlResults #" in text
+    for member in ("predict", "evaluate", "honest", "weight_uncertainty", "reweight"):
+        assert f"pearlstats.PearlResults.{member}.html" in (
+            site / "api" / "pearlstats.PearlResults.html").read_text(encoding="utf-8"), member
+
+
+def _search_index(site: Path) -> dict:
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1: text.rindex(")")])
+
+
+@pytest.mark.slow
+def test_the_search_index_maps_predict_to_the_predict_page(site):
+    index = _search_index(site)
+    page = index["docnames"].index("api/pearlstats.PearlResults.predict")
+    # the word (the page's title is pearlstats.PearlResults.predict) and the object
+    assert page in index["titleterms"]["predict"], index["titleterms"]["predict"]
+    assert [page, "predict"] in [[entry[0], entry[4]]
+                                 for entry in index["objects"]["pearlstats.PearlResults"]]
+    # the excerpts of a site read from disk (file://, where the search cannot fetch pages)
+    excerpts = (site / "_static" / "search_excerpts.js").read_text(encoding="utf-8")
+    table = json.loads(excerpts[excerpts.index("{"): excerpts.rindex("}") + 1])
+    assert "PEARL prediction for new rows" in table["api/pearlstats.PearlResults.predict.html"]
+
+
+@pytest.mark.slow
+def test_search_results_show_excerpts_in_headless_chromium(site, tmp_path):
+    page = site / "search.html"
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium package (apt-get install chromium; .ci/run does)")
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+               "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+               "--virtual-time-budget=15000", "--dump-dom", page.as_uri() + "?q=predict"]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
+    assert "api/pearlstats.PearlResults.predict.html" in dom
+    # Sphinx puts a result's excerpt in <p class="context">; a text result shows one
+    excerpts = re.findall(r'<p class="context">(.*?)</p>', dom, flags=re.S)
+    assert excerpts and any("predict" in excerpt.lower() for excerpt in excerpts), dom[-3000:]

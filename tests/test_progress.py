@@ -110,7 +110,7 @@ def test_a_notebook_without_ipywidgets_gets_the_text_bar_without_a_warning(monke
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
     monkeypatch.setattr(progress.importlib.util, "find_spec",
                         lambda name: None if name == "ipywidgets" else object())
-    assert progress._bar_class() is text_bar
+    assert progress.bar_class() is text_bar
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with progress.progress_bar(2, "quiet", progress=True) as bar:

@@ -60,6 +60,35 @@ def test_a_warning_of_a_cached_table_names_the_line_that_read_it():
     assert (caught[0].filename, caught[0].lineno) == (__file__, _line_of("honest"))
 
 
+def test_the_summary_says_pearl_is_above_ms_in_its_notes_and_res_honest_warns_it():
+    # PEARL's honest risk exceeds MS's by more than a paired SE on this draw (seed 5): the
+    # summary's notes say so, so building it warns nothing (the reader would get the message
+    # twice, as vignette 01 printed it); reading res.honest itself still warns
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+    res = pearl.fit("y ~ block(a) + block(b)",
+                    {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}, seed=0)
+    caught = _caught(lambda: res.summary().as_text())
+    assert not caught, [str(w.message) for w in caught]
+    assert "exceeds that of MS" in res.summary().as_text()
+    caught = _caught(lambda: res.honest)  # honest read after the summary
+    assert [w.category for w in caught] == [pearl.PearlWarning]
+    assert "exceeds that of MS" in str(caught[0].message)
+    here = (__file__, _line_of("honest read after the summary"))
+    assert (caught[0].filename, caught[0].lineno) == here
+
+
+def test_a_deep_learner_draws_the_package_bars_not_tqdm_auto(monkeypatch):
+    # tqdm.auto, imported in a notebook without ipywidgets, warns "IProgress not found" even
+    # for a disabled bar (vignettes 05-08 printed it): the learners use progress.bar_class.
+    # With tqdm.auto unimportable, training still works.
+    pytest.importorskip("torch")
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # "import tqdm.auto" raises
+    X = np.random.default_rng(0).normal(size=(32, 4))
+    codes = pearl.Autoencoder(latent_dim=2, epochs=1, progress=False).fit_transform(X)
+    assert codes.shape == (32, 2)
+
+
 FAKE_PACKAGE = '''
 import functools, warnings
 from pearlstats._warnings import user_stacklevel

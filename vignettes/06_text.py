@@ -91,10 +91,10 @@ print(f"pool {len(pool)} sentences, test {len(test)}, unlabeled rows {len(unlabe
 # formula, but each candidate containing it then has thousands of coefficients for at most 140
 # labeled rows. Without a ridge penalty such a candidate has no unique fit: a gaussian one is given
 # weight 0, and a logistic one (whose classes are then separable) is refitted with the smallest
-# ridge of the separation ladder, as the next cell's ledger says. With a ridge it is fitted in the
-# row space (an n x n problem, never a vocabulary-sized one), but its fit then rests entirely on
-# the penalty. We therefore use **LSI**: the same TF-IDF matrix projected on its top 20 singular
-# directions (learned on the unlabeled rows only), a dense 20-column block.
+# ridge of the separation ladder, as the next cell's warning and ledger say. With a ridge it is
+# fitted in the row space (an n x n problem, never a vocabulary-sized one), but its fit then rests
+# entirely on the penalty. We therefore use **LSI**: the same TF-IDF matrix projected on its top 20
+# singular directions (learned on the unlabeled rows only), a dense 20-column block.
 # The next cell shows what happens with the raw TF-IDF block.
 #
 # The other learners: mean **Word2Vec** vectors (skip-gram, 20 dimensions) and **Doc2Vec** (PV-DBOW,
@@ -131,11 +131,13 @@ tfidf = pearl.Representations(
 )
 tfidf.fit(unlabeled)
 print("TF-IDF vocabulary:", tfidf.dims["tfidf"], "words")
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", pearl.CandidateFailureWarning)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always", pearl.PearlWarning)
     raw = pearl.fit(
         "label ~ block(tfidf) + block(lsi)", pool, blocks=tfidf, family="binomial", seed=0
     )
+for warning in caught:  # what the fit warns about, shown here
+    print(f"{warning.category.__name__}: {warning.message}")
 print(raw.weights.round(3).to_string())
 print(
     raw.failures[["candidate", "kind", "reason"]]

@@ -53,6 +53,15 @@ class Candidate:
 
     @property
     def n_params(self) -> int:
+        """Number of design columns (coefficients per equation) the candidate uses.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pearlstats import Candidate
+        >>> Candidate("a+b", ("a", "b"), np.array([0, 1, 2, 3])).n_params
+        4
+        """
         return len(self.columns)
 
 

@@ -324,12 +324,24 @@ class MLP:
     def bind(self, family: str | Family) -> MLPFamily:
         """The family interface with this network as the candidate model (imports torch).
 
+        Parameters
+        ----------
+        family : str or Family
+            The response family (gaussian, binomial, multinomial or poisson).
+
         Raises
         ------
         OptionError
             For a family without an MLP head.
         MissingDependencyError
             When torch is not installed.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> family = pearl.MLP(hidden=8).bind("binomial")
+        >>> family.name
+        'binomial'
         """
         self._check_options()
         base = get_family(family)
@@ -342,7 +354,22 @@ class MLP:
         return MLPFamily(self, base)
 
     def candidate_seed(self, columns: np.ndarray | Sequence[int]) -> int:
-        """The seed of every network of the candidate with these design columns."""
+        """The seed of every network of the candidate with these design columns.
+
+        Parameters
+        ----------
+        columns : array_like of int
+            The candidate's design columns (positions in the design matrix).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> mlp = pearl.MLP(hidden=8, seed=0)
+        >>> mlp.candidate_seed([0, 1, 2]) == mlp.candidate_seed([0, 1, 2])
+        True
+        >>> mlp.candidate_seed([0, 1, 2]) == mlp.candidate_seed([0, 1, 3])
+        False
+        """
         digest = zlib.crc32(np.ascontiguousarray(columns, dtype=np.int64).tobytes())
         return int(np.random.SeedSequence([int(self.seed), digest]).generate_state(1)[0])
 

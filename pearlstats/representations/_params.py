@@ -58,6 +58,12 @@ class LearnerParams:
         dict
             Parameter name -> value; ``type(self)(**self.get_params(deep=False))``
             builds an unfitted copy.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> pearl.PCA(n_components=3).get_params()
+        {'columns': None, 'n_components': 3, 'standardize': False}
         """
         params = {name: getattr(self, name) for name in self._param_names()}
         params.update(self._extra_params())
@@ -87,9 +93,21 @@ class LearnerParams:
         (scikit-learn's behaviour). Unknown names raise
         :class:`~pearlstats.exceptions.OptionError`.
 
+        Parameters
+        ----------
+        **params
+            Constructor arguments by name (``name__inner`` for an argument's own
+            parameters).
+
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> pearl.PCA().set_params(n_components=3, standardize=True)
+        PCA(n_components=3, standardize=True)
         """
         if not params:
             return self

@@ -36,6 +36,12 @@ class FunctionLearner(LearnerParams):
     columns : str or list of str, optional
         Columns passed to ``func``; default: those of the ``Representations``.
 
+    Attributes
+    ----------
+    input_kind : str
+        ``"frame"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a DataFrame of its columns.
+
     Examples
     --------
     >>> import numpy as np, pandas as pd
@@ -57,11 +63,38 @@ class FunctionLearner(LearnerParams):
         return f"FunctionLearner({getattr(self.func, '__name__', repr(self.func))})"
 
     def fit(self, X: Any) -> FunctionLearner:
-        """Nothing to learn; returns the learner."""
+        """Nothing to learn; returns the learner.
+
+        Parameters
+        ----------
+        X : any
+            Ignored: there is nothing to learn.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> square = pearl.FunctionLearner(lambda frame: frame.to_numpy() ** 2)
+        >>> square.fit(None) is square
+        True
+        """
         return self
 
     def transform(self, X: Any) -> Any:
-        """``func(X)``."""
+        """``func(X)``.
+
+        Parameters
+        ----------
+        X : DataFrame
+            The learner's columns of the rows.
+
+        Examples
+        --------
+        >>> import pandas as pd, pearlstats as pearl
+        >>> square = pearl.FunctionLearner(lambda frame: frame.to_numpy() ** 2)
+        >>> square.fit(None).transform(pd.DataFrame({"x": [1.0, 3.0]}))
+        array([[1.],
+               [9.]])
+        """
         return self.func(X)
 
 
@@ -141,16 +174,52 @@ class Representations:
     # ---------------------------------------------------------------- properties
     @property
     def names(self) -> list[str]:
-        """Block names, in the order given."""
+        """Block names, in the order given.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> reps.names
+        ['pca', 'raw']
+        """
         return list(self._learners)
 
     @property
     def is_fitted(self) -> bool:
+        """Whether :meth:`fit` has run (successfully).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> reps.is_fitted
+        False
+        >>> reps.fit(rows).is_fitted
+        True
+        """
         return self._fitted is not None
 
     @property
     def dims(self) -> dict[str, int]:
-        """Block name -> block width (number of columns)."""
+        """Block name -> block width (number of columns).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> reps.fit(rows).dims
+        {'pca': 2, 'raw': 1}
+        """
         self._require_fitted("dims")
         return {name: spec["dim"] for name, spec in self._fitted.items()}
 
@@ -162,6 +231,16 @@ class Representations:
         column of those rows for a learner without ``columns=``). Before fitting,
         known only when every learner's columns are given; otherwise a
         :class:`~pearlstats.exceptions.NotFittedError`.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> reps.input_columns
+        ['x1', 'x2', 'x3']
         """
         if self._fitted is not None:
             sources = [spec["columns"] for spec in self._fitted.values()]
@@ -193,12 +272,47 @@ class Representations:
 
     # ------------------------------------------------------------------- fitting
     def fit(self, rows: Any) -> Representations:
-        """Fit every learner on its columns of ``rows`` (a DataFrame or a dict of columns)."""
+        """Fit every learner on its columns of ``rows`` (a DataFrame or a dict of columns).
+
+        Parameters
+        ----------
+        rows : DataFrame or dict of columns
+            Unlabeled rows holding the learners' input columns.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> reps.fit(rows)
+        Representations(pca=PCA(n_components=2, standardize=False), raw=Raw(standardize=False))
+        >>> reps["pca"].components_.shape  # the fitted copy of the PCA learner
+        (2, 2)
+        """
         self._fit(Rows(rows), keep_blocks=False)
         return self
 
     def fit_transform(self, rows: Any) -> dict:
-        """Fit on ``rows`` and return their blocks (the same values ``transform(rows)`` gives)."""
+        """Fit on ``rows`` and return their blocks (the same values ``transform(rows)`` gives).
+
+        Parameters
+        ----------
+        rows : DataFrame or dict of columns
+            Unlabeled rows holding the learners' input columns.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> blocks = reps.fit_transform(rows)
+        >>> {name: block.shape for name, block in blocks.items()}
+        {'pca': (50, 2), 'raw': (50, 1)}
+        """
         return self._fit(Rows(rows), keep_blocks=True)
 
     def _fit(self, table: Rows, keep_blocks: bool):
@@ -248,7 +362,24 @@ class Representations:
 
     # ---------------------------------------------------------------- transform
     def transform(self, rows: Any) -> dict:
-        """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order."""
+        """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order.
+
+        Parameters
+        ----------
+        rows : DataFrame or dict of columns
+            Rows holding the columns the learners read at fit (:attr:`input_columns`).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> blocks = reps.fit(rows).transform(rows.head(4))
+        >>> blocks["pca"].shape, blocks["raw"].shape
+        ((4, 2), (4, 1))
+        """
         self._require_fitted("transform()")
         table = Rows(rows)
         for name, spec in self._fitted.items():

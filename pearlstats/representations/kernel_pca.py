@@ -135,6 +135,9 @@ class KernelPCA(LearnerParams):
     feature_names_in_ : list or None
         Columns of the DataFrame fitted on (None for an array); a DataFrame given to
         :meth:`transform` is read by these names.
+    input_kind : str
+        ``"numeric"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a float 2-D array of its columns.
 
     Examples
     --------
@@ -212,6 +215,19 @@ class KernelPCA(LearnerParams):
         """Learn the top kernel principal components of the rows of ``X``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> kpca = pearl.KernelPCA(n_components=2, kernel="rbf").fit(X)
+        >>> kpca.output_dim_
+        2
         """
         names = column_names(X)
         X = as_float_matrix(X, "KernelPCA")
@@ -398,6 +414,19 @@ class KernelPCA(LearnerParams):
         """Project rows onto the training components, shape (n_rows, n_components).
 
         After a fit on a DataFrame, a DataFrame is read by column name (in any order).
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> kpca = pearl.KernelPCA(n_components=2, kernel="poly", degree=2).fit(X)
+        >>> kpca.transform(X[:3]).shape
+        (3, 2)
         """
         check_fitted(self, "_weights")
         X = as_float_matrix(align_columns(X, self, "KernelPCA"), "KernelPCA")
@@ -415,6 +444,20 @@ class KernelPCA(LearnerParams):
         return out
 
     def fit_transform(self, X: Any) -> np.ndarray:
+        """``fit(X)`` then ``transform(X)``.
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> pearl.KernelPCA(n_components=2).fit_transform(X).shape
+        (30, 2)
+        """
         return self.fit(X).transform(X)
 
 

@@ -53,6 +53,9 @@ class PCA(LearnerParams):
     feature_names_in_ : list or None
         Columns of the DataFrame fitted on (None for an array); a DataFrame given to
         :meth:`transform` is read by these names.
+    input_kind : str
+        ``"numeric"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a float 2-D array of its columns.
 
     Notes
     -----
@@ -94,6 +97,19 @@ class PCA(LearnerParams):
         """Learn the principal axes from the rows of ``X`` (n_rows x n_features).
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> pca = pearl.PCA(n_components=2).fit(X)
+        >>> pca.components_.shape, pca.explained_variance_.round(3)
+        ((2, 3), array([1.435, 0.77 ]))
         """
         names = column_names(X)
         X = as_float_matrix(X, "PCA")
@@ -133,6 +149,20 @@ class PCA(LearnerParams):
         """Scores of the rows of ``X`` on the training axes, shape (n_rows, n_components).
 
         After a fit on a DataFrame, a DataFrame is read by column name (in any order).
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> pearl.PCA(n_components=2).fit(X).transform(X[:3]).round(3)
+        array([[ 0.214, -0.308],
+               [ 0.067, -0.421],
+               [ 1.267,  1.4  ]])
         """
         check_fitted(self, "components_")
         X = as_float_matrix(align_columns(X, self, "PCA"), "PCA")
@@ -141,6 +171,20 @@ class PCA(LearnerParams):
         return (Z - self.mean_) @ self.components_.T
 
     def fit_transform(self, X: Any) -> np.ndarray:
+        """``fit(X)`` then ``transform(X)``.
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> pearl.PCA(n_components=2).fit_transform(X).shape
+        (30, 2)
+        """
         return self.fit(X).transform(X)
 
 
@@ -154,6 +198,12 @@ class Raw(LearnerParams):
         deviation (constant columns become 0).
     columns : str or list of str, optional
         Input columns this learner reads inside a ``Representations`` container.
+
+    Attributes
+    ----------
+    input_kind : str
+        ``"numeric"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a float 2-D array of its columns.
 
     Examples
     --------
@@ -176,7 +226,20 @@ class Raw(LearnerParams):
 
     @transactional
     def fit(self, X: Any) -> Raw:
-        """Record the number of columns and, with ``standardize``, their means and scales."""
+        """Record the number of columns and, with ``standardize``, their means and scales.
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> pearl.Raw(standardize=True).fit(X).n_features_in_
+        3
+        """
         self.feature_names_in_ = column_names(X)
         X = as_float_matrix(X, "Raw")
         self.scaler_ = Standardizer(X) if self.standardize else None
@@ -187,6 +250,19 @@ class Raw(LearnerParams):
         """The inputs as float64, standardised with the training statistics if asked.
 
         After a fit on a DataFrame, a DataFrame is read by column name (in any order).
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> raw = pearl.Raw(standardize=True).fit(X)
+        >>> raw.transform(X).std(axis=0).round(3)
+        array([1., 1., 1.])
         """
         check_fitted(self, "n_features_in_")
         X = as_float_matrix(align_columns(X, self, "Raw"), "Raw")
@@ -194,4 +270,19 @@ class Raw(LearnerParams):
         return self.scaler_(X) if self.standardize else X.copy()
 
     def fit_transform(self, X: Any) -> np.ndarray:
+        """``fit(X)`` then ``transform(X)``.
+
+        Parameters
+        ----------
+        X : array_like or DataFrame (n_rows, n_features)
+            Numeric input rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(30, 3))
+        >>> pearl.Raw().fit_transform(X[:2]).round(3)
+        array([[ 0.126, -0.132,  0.64 ],
+               [ 0.105, -0.536,  0.362]])
+        """
         return self.fit(X).transform(X)

@@ -156,6 +156,12 @@ class PretrainedVectors(TextLearner):
     columns : str, optional
         The text column this learner reads inside a ``Representations`` container.
 
+    Attributes
+    ----------
+    input_kind : str
+        ``"text"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a list of strings (one text column).
+
     Notes
     -----
     Pickling a fitted learner stores the vectors, so it transforms without the
@@ -219,6 +225,19 @@ class PretrainedVectors(TextLearner):
         Warns (:class:`~pearlstats.exceptions.UnknownTokensWarning`) when more than
         half of the documents' tokens have no vector. If ``fit`` raises, the learner
         keeps its previous state.
+
+        Parameters
+        ----------
+        documents : list of str, optional
+            Documents to check against the vectors' vocabulary (nothing is learned).
+
+        Examples
+        --------
+        >>> from importlib import resources
+        >>> import pearlstats as pearl
+        >>> glove = resources.files("gensim").joinpath("test", "test_data", "test_glove.txt")
+        >>> pearl.PretrainedVectors(glove).fit(["the cat"]).output_dim_
+        50
         """
         token_lists = None if documents is None else self._tokens(documents)
         if getattr(self, "vectors_", None) is None:
@@ -254,11 +273,41 @@ class PretrainedVectors(TextLearner):
         )
 
     def transform(self, documents: Any) -> np.ndarray:
-        """Mean vector of each document's known words, shape (n_documents, vector_size)."""
+        """Mean vector of each document's known words, shape (n_documents, vector_size).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> from importlib import resources
+        >>> import pearlstats as pearl
+        >>> glove = resources.files("gensim").joinpath("test", "test_data", "test_glove.txt")
+        >>> vectors = pearl.PretrainedVectors(glove).fit()
+        >>> vectors.transform(["of the", "zzz"]).shape
+        (2, 50)
+        """
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
 
     def fit_transform(self, documents: Any) -> np.ndarray:
+        """``fit(documents)`` then ``transform(documents)``.
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> from importlib import resources
+        >>> import pearlstats as pearl
+        >>> glove = resources.files("gensim").joinpath("test", "test_data", "test_glove.txt")
+        >>> pearl.PretrainedVectors(glove).fit_transform(["of the"]).shape
+        (1, 50)
+        """
         return self.fit(documents).transform(documents)
 
 

@@ -149,6 +149,9 @@ class BagOfWords(TextLearner):
         The vocabulary; column ``j`` of the block counts word ``dictionary_[j]``.
     vocabulary_ : list of str
         Words in column order.
+    input_kind : str
+        ``"text"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a list of strings (one text column).
 
     Examples
     --------
@@ -178,6 +181,15 @@ class BagOfWords(TextLearner):
 
     @property
     def vocabulary_(self) -> list[str]:
+        """The vocabulary's words in column order (after :meth:`fit`).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> pearl.BagOfWords(min_df=2).fit(docs).vocabulary_
+        ['film', 'good', 'bad', 'plot']
+        """
         check_fitted(self, "dictionary_")
         return [self.dictionary_[i] for i in range(len(self.dictionary_))]
 
@@ -186,6 +198,18 @@ class BagOfWords(TextLearner):
         """Learn the vocabulary of ``documents`` (a list of strings).
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> pearl.BagOfWords().fit(docs).vocabulary_
+        ['film', 'good', 'bad', 'plot']
         """
         self._learn_vocabulary(self._tokens(documents))
         return self
@@ -208,13 +232,44 @@ class BagOfWords(TextLearner):
         self.output_dim_ = len(dictionary)
 
     def transform(self, documents: Any) -> sp.csr_matrix:
-        """Counts of the vocabulary words in each document, a CSR matrix (documents x words)."""
+        """Counts of the vocabulary words in each document, a CSR matrix (documents x words).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> bow = pearl.BagOfWords().fit(docs)
+        >>> bow.transform(["good good film"]).toarray()
+        array([[1., 2., 0., 0.]])
+        """
         check_fitted(self, "dictionary_")
         return _sparse_rows(
             [self.dictionary_.doc2bow(t) for t in self._tokens(documents)], self.output_dim_
         )
 
     def fit_transform(self, documents: Any) -> sp.csr_matrix:
+        """``fit(documents)`` then ``transform(documents)``.
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> pearl.BagOfWords(min_df=2).fit_transform(docs).toarray()
+        array([[1., 1., 0., 0.],
+               [1., 0., 1., 0.],
+               [0., 1., 0., 1.],
+               [0., 0., 1., 1.]])
+        """
         return self.fit(documents).transform(documents)
 
 
@@ -236,6 +291,12 @@ class TfIdf(BagOfWords):
     **vocabulary
         ``min_df``, ``max_df``, ``max_features``, ``tokenizer``, ``columns``, as in
         :class:`BagOfWords`.
+
+    Attributes
+    ----------
+    input_kind : str
+        ``"text"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a list of strings (one text column).
 
     Examples
     --------
@@ -264,6 +325,18 @@ class TfIdf(BagOfWords):
         """Learn the vocabulary and the inverse document frequencies of ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> pearl.TfIdf().fit(docs).vocabulary_
+        ['film', 'good', 'bad', 'plot']
         """
         from gensim.models import TfidfModel
 
@@ -276,6 +349,20 @@ class TfIdf(BagOfWords):
         """TF-IDF rows of the documents, a CSR matrix (documents x words).
 
         A document without vocabulary words gets an empty (all-zero) row.
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> tfidf = pearl.TfIdf().fit(docs)
+        >>> tfidf.transform(["good film", "zzz"]).toarray().round(3)
+        array([[0.707, 0.707, 0.   , 0.   ],
+               [0.   , 0.   , 0.   , 0.   ]])
         """
         check_fitted(self, "dictionary_")
         bows = [self.dictionary_.doc2bow(t) for t in self._tokens(documents)]
@@ -317,6 +404,9 @@ class LSI(TextLearner):
         Descending.
     tfidf_ : TfIdf
         The fitted TF-IDF learner.
+    input_kind : str
+        ``"text"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a list of strings (one text column).
 
     Examples
     --------
@@ -346,6 +436,18 @@ class LSI(TextLearner):
         """Learn TF-IDF weights and the top singular directions of the TF-IDF matrix.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> pearl.LSI(n_components=2, seed=0).fit(docs).singular_values_.round(3)
+        array([1.414, 1.   ])
         """
         from scipy.sparse.linalg import svds
 
@@ -368,11 +470,39 @@ class LSI(TextLearner):
         return self
 
     def transform(self, documents: Any) -> np.ndarray:
-        """Documents' TF-IDF rows on the latent directions, shape (n_docs, n_components)."""
+        """Documents' TF-IDF rows on the latent directions, shape (n_docs, n_components).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> lsi = pearl.LSI(n_components=2, seed=0).fit(docs)
+        >>> lsi.transform(["good film"]).shape
+        (1, 2)
+        """
         check_fitted(self, "components_")
         return np.asarray(self.tfidf_.transform(documents) @ self.components_)
 
     def fit_transform(self, documents: Any) -> np.ndarray:
+        """``fit(documents)`` then ``transform(documents)``.
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "a bad plot"]
+        >>> pearl.LSI(n_components=2, seed=0).fit_transform(docs).shape
+        (4, 2)
+        """
         return self.fit(documents).transform(documents)
 
 

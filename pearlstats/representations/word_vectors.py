@@ -166,6 +166,19 @@ class _GensimLearner(TextLearner):
         """Train the gensim model (word vectors, or Doc2Vec) on the tokenised ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "bad plot"] * 10
+        >>> w2v = pearl.Word2Vec(vector_size=4, min_count=1, seed=1).fit(docs)
+        >>> w2v.output_dim_
+        4
         """
         token_lists = self._tokens(documents)
         self._fit_model(token_lists, self._training_settings())
@@ -177,6 +190,20 @@ class _GensimLearner(TextLearner):
         raise NotImplementedError
 
     def fit_transform(self, documents: Any) -> np.ndarray:
+        """``fit(documents)`` then ``transform(documents)``.
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "bad plot"] * 10
+        >>> pearl.Doc2Vec(vector_size=4, min_count=1, seed=1).fit_transform(docs).shape
+        (40, 4)
+        """
         return self.fit(documents).transform(documents)
 
 
@@ -217,6 +244,9 @@ class Word2Vec(_GensimLearner):
     ----------
     vectors_ : gensim.models.KeyedVectors
         The trained word vectors.
+    input_kind : str
+        ``"text"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a list of strings (one text column).
 
     Examples
     --------
@@ -255,7 +285,22 @@ class Word2Vec(_GensimLearner):
         self.vectors_ = model.wv
 
     def transform(self, documents: Any) -> np.ndarray:
-        """Mean word vector of each document, shape (n_documents, vector_size)."""
+        """Mean word vector of each document, shape (n_documents, vector_size).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "bad plot"] * 10
+        >>> w2v = pearl.Word2Vec(vector_size=4, min_count=1, seed=1).fit(docs)
+        >>> blocks = w2v.transform(["good film", "unknown words"])
+        >>> blocks.shape, bool((blocks[1] == 0).all())  # no known word: a row of zeros
+        ((2, 4), True)
+        """
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
 
@@ -291,6 +336,9 @@ class Doc2Vec(_GensimLearner):
     Attributes
     ----------
     model_ : gensim.models.Doc2Vec
+    input_kind : str
+        ``"text"``: a ``Representations`` container hands :meth:`fit` and
+        :meth:`transform` a list of strings (one text column).
 
     Examples
     --------
@@ -331,7 +379,21 @@ class Doc2Vec(_GensimLearner):
         self.inference_seed_ = settings["seed"]
 
     def transform(self, documents: Any) -> np.ndarray:
-        """Inferred vector of each document, shape (n_documents, vector_size)."""
+        """Inferred vector of each document, shape (n_documents, vector_size).
+
+        Parameters
+        ----------
+        documents : list of str
+            The documents (one string per row).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> docs = ["good film", "bad film", "good plot", "bad plot"] * 10
+        >>> d2v = pearl.Doc2Vec(vector_size=4, min_count=1, seed=1).fit(docs)
+        >>> d2v.transform(["good film", "a new document"]).shape
+        (2, 4)
+        """
         check_fitted(self, "model_")
         model = self.model_
         token_lists = self._tokens(documents)

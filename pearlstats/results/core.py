@@ -127,89 +127,313 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
     # ---- description of the fit -------------------------------------------------
     @property
     def stages(self) -> FitState:
-        """The frozen values the fit's stages produced (design, folds, OOF predictions, ...)."""
+        """The frozen values the fit's stages produced (design, folds, OOF predictions, ...).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> type(res.stages).__name__
+        'FitState'
+        >>> res.stages.design.spec is res.design_spec
+        True
+        """
         return self._state
 
     @property
     def design_spec(self) -> DesignSpec:
-        """What rebuilds the design matrix for any rows (patsy's DesignInfo, the blocks' layout)."""
+        """What rebuilds the design matrix for any rows (patsy's DesignInfo, the blocks' layout).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.design_spec.column_names
+        ['Intercept', 'x', 'a[0]', 'a[1]', 'b[0]', 'b[1]']
+        """
         return self._design.spec
 
     @property
     def formula(self) -> str:
+        """The formula the fit was given.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.formula
+        'y ~ x + block(a) + block(b)'
+        """
         return self._spec.formula
 
     @property
     def family(self) -> str:
+        """Name of the response family: gaussian, binomial, multinomial or poisson.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.family
+        'gaussian'
+        """
         return self._family.name
 
     @property
     def loss(self) -> str:
-        """Name of the surrogate loss the weights minimise."""
+        """Name of the surrogate loss the weights minimise.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.loss
+        'squared'
+        """
         return self._loss.name
 
     @property
     def original_loss(self) -> str:
-        """The loss the surrogate stands for (e.g. ``"log-loss"`` for cross-entropy)."""
+        """The loss the surrogate stands for (e.g. ``"log-loss"`` for cross-entropy).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> y = np.where(a[:, 0] + rng.normal(size=60) > 0, "yes", "no")
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+        ...                 family="binomial", seed=0)
+        >>> res.loss, res.original_loss
+        ('cross_entropy', 'log-loss')
+        """
         return self._loss.original
 
     @property
     def nobs(self) -> int:
+        """Number of rows the fit used (after ``missing='drop'``).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.nobs
+        60
+        """
         return len(self._folds)
 
     @property
     def seed(self) -> int:
-        """The seed of the folds (drawn and recorded when ``fit`` got none)."""
+        """The seed of the folds (drawn and recorded when ``fit`` got none).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.seed
+        0
+        >>> drawn = pearl.fit("y ~ x + block(a) + block(b)", data)  # no seed: one is drawn
+        >>> isinstance(drawn.seed, int)
+        True
+        """
         return self._seed
 
     @property
     def ridge(self) -> float:
+        """Ridge penalty of the candidates' fits (``fit(..., ridge=)``; 0: none).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.ridge
+        0.0
+        >>> pearl.fit("y ~ x + block(a) + block(b)", data, seed=0, ridge=0.1).ridge
+        0.1
+        """
         return self._ridge
 
     @property
     def n_folds(self) -> int:
+        """Number of cross-validation folds K.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.n_folds
+        5
+        """
         if self._state.partitions is not None:  # known from the passes (no pass over the folds)
             return len(self._state.partitions.fitted.labels)
         return int(self._folds.max()) + 1
 
     @property
     def folds(self) -> np.ndarray:
-        """Fold label (0..K-1) of each row; -1 for a row no split tests (``TimeSeriesSplit``)."""
+        """Fold label (0..K-1) of each row; -1 for a row no split tests (``TimeSeriesSplit``).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.folds[:8]
+        array([2, 2, 1, 1, 2, 1, 4, 2])
+        >>> np.bincount(res.folds)
+        array([12, 12, 12, 12, 12])
+        """
         return self._folds.copy()
 
     @property
     def classes(self) -> list | None:
-        """Class labels in code order (classification), else None."""
+        """Class labels in code order (classification), else None.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> y = np.where(a[:, 0] + rng.normal(size=60) > 0, "yes", "no")
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+        ...                 family="binomial", seed=0)
+        >>> res.classes
+        ['no', 'yes']
+        """
         return None if self._response.classes is None else list(self._response.classes)
 
     @property
     def block_dims(self) -> dict:
-        """Width of each foundation block, in formula order."""
+        """Width of each foundation block, in formula order.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.block_dims
+        {'a': 2, 'b': 2}
+        """
         return self._design.block_dims
 
     @property
     def block_names(self) -> list:
+        """Names of the foundation blocks, in formula order.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.block_names
+        ['a', 'b']
+        """
         return list(self._design.block_slices)
 
     @property
     def candidate_labels(self) -> list:
+        """Labels of the candidates (blocks joined by ``+``), in the order of :attr:`weights`.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.candidate_labels
+        ['a', 'b', 'a+b']
+        """
         return [candidate.label for candidate in self._pool]
 
     @property
     def candidate_blocks(self) -> pd.Series:
-        """Blocks (tuple of names) each candidate uses."""
+        """Blocks (tuple of names) each candidate uses.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.candidate_blocks
+        a        (a,)
+        b        (b,)
+        a+b    (a, b)
+        Name: blocks, dtype: object
+        """
         return pd.Series([c.blocks for c in self._pool], index=self.candidate_labels, name="blocks")
 
     @property
     def n_params(self) -> pd.Series:
-        """Number of coefficients of each candidate (per class equation for multinomial)."""
+        """Number of coefficients of each candidate (per class equation for multinomial).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.n_params
+        a      4
+        b      4
+        a+b    6
+        Name: n_params, dtype: int64
+        """
         return pd.Series(
             [c.n_params for c in self._pool], index=self.candidate_labels, name="n_params"
         )
 
     @property
     def dropped_rows(self) -> np.ndarray:
-        """Positions of rows removed by ``missing='drop'`` (empty otherwise)."""
+        """Positions of rows removed by ``missing='drop'`` (empty otherwise).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> holes = dict(data, x=np.where(np.arange(60) % 20 == 3, np.nan, x))
+        >>> dropped = pearl.fit("y ~ x + block(a) + block(b)", holes, seed=0, missing="drop")
+        >>> dropped.dropped_rows, dropped.nobs
+        (array([ 3, 23, 43]), 57)
+        """
         return self._dropped_rows.copy()
 
     @property
@@ -220,27 +444,91 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         :attr:`cv_predictions`, :attr:`fittedvalues` and :attr:`resid` are indexed by them,
         as statsmodels indexes its fitted values by the data's rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> import pandas as pd
+        >>> frame = pd.DataFrame({"y": data["y"], "x": x}, index=[f"row{i}" for i in range(60)])
+        >>> labelled = pearl.fit("y ~ x + block(a) + block(b)", frame, blocks={"a": a, "b": b},
+        ...                      seed=0)
+        >>> list(labelled.row_labels[:3])
+        ['row0', 'row1', 'row2']
+        >>> list(labelled.fittedvalues.index[:3])
+        ['row0', 'row1', 'row2']
         """
         return self._row_labels
 
     # ---- cross-validation stage ------------------------------------------------
     @cached_table
     def weights(self) -> pd.Series:
-        """Simplex weights over the candidates (failed candidates get exactly 0)."""
+        """Simplex weights over the candidates (failed candidates get exactly 0).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.weights.round(3)
+        a      0.908
+        b      0.092
+        a+b    0.000
+        Name: weight, dtype: float64
+        """
         return pd.Series(self._solution.weights, index=self.candidate_labels, name="weight")
 
     @property
     def weight_objective(self) -> float:
-        """Mean surrogate loss of the weighted out-of-fold prediction."""
+        """Mean surrogate loss of the weighted out-of-fold prediction.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> round(res.weight_objective, 3)
+        1.008
+        """
         return float(self._solution.objective)
 
     @property
     def kkt_gap(self) -> float:
-        """Certified optimality gap of the weight solver (Frank-Wolfe duality gap)."""
+        """Certified optimality gap of the weight solver (Frank-Wolfe duality gap).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.kkt_gap < 1e-8
+        True
+        """
         return float(self._solution.kkt_gap)
 
     @property
     def weight_solver(self) -> str:
+        """Name of the solver that found the weights (see :class:`~pearlstats.WeightSolution`).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.weight_solver
+        'quadprog'
+        """
         return self._solution.solver
 
     @cached_table
@@ -251,6 +539,19 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         multinomial: class probabilities with MultiIndex columns
         ``(candidate, class)`` (for a fit on dask data, a dask DataFrame with columns
         ``"candidate[class]"``). NaN for failed candidates.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.cv_predictions.head(3).round(3)
+               a      b    a+b
+        0  0.691  0.363  0.453
+        1  0.338  0.216  0.682
+        2 -0.061  0.452 -0.029
         """
         J = len(self._pool)
         values = self._predictions[:, :J]
@@ -293,14 +594,42 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     @cached_table
     def cv_risk(self) -> pd.Series:
-        """Each candidate's cross-validated risk under the surrogate loss."""
+        """Each candidate's cross-validated risk under the surrogate loss.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.cv_risk.round(3)
+        a      1.013
+        b      1.580
+        a+b    1.052
+        Name: cv_risk, dtype: float64
+        """
         J = len(self._pool)
         (risk,) = computed(self._candidate_losses[:, :J].mean(axis=0))
         return pd.Series(risk, index=self.candidate_labels, name="cv_risk")
 
     @cached_table
     def cv_risk_se(self) -> pd.Series:
-        """Standard error of each CV risk: SD of the per-row losses / sqrt(n)."""
+        """Standard error of each CV risk: SD of the per-row losses / sqrt(n).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.cv_risk_se.round(3)
+        a      0.233
+        b      0.232
+        a+b    0.239
+        Name: cv_risk_se, dtype: float64
+        """
         J = len(self._pool)
         (se,) = computed(self._mean_se(self._candidate_losses[:, :J]))
         return pd.Series(se, index=self.candidate_labels, name="cv_risk_se")
@@ -314,12 +643,39 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     @property
     def failures(self) -> pd.DataFrame:
-        """The failure ledger: candidate, fold, stage, kind, reason, action, excluded."""
+        """The failure ledger: candidate, fold, stage, kind, reason, action, excluded.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> list(res.failures.columns)
+        ['candidate', 'fold', 'stage', 'kind', 'reason', 'action', 'excluded']
+        >>> len(res.failures)  # nothing failed
+        0
+        """
         return self._ledger.to_frame()
 
     @property
     def failed(self) -> pd.Series:
-        """Whether each candidate failed in cross-validation (and so has weight 0)."""
+        """Whether each candidate failed in cross-validation (and so has weight 0).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.failed
+        a      False
+        b      False
+        a+b    False
+        Name: failed, dtype: bool
+        """
         return pd.Series(
             self._failed[: len(self._pool)], index=self.candidate_labels, name="failed"
         )
@@ -362,6 +718,24 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         OptionError
             *coefficients* not None or a bool, *weight_uncertainty* not a bool or an
             int, *panels* not known.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> summary = res.summary()
+        >>> print(summary.tables[0])  # doctest: +NORMALIZE_WHITESPACE
+                                 PEARL model averaging
+        ========================================================================
+                   Formula: y ~ x + block(a) + block(b) No. observations:     60
+                    Family:                    gaussian Cross-validation: 5-fold
+            Surrogate loss:                     squared   Candidates (J):      3
+        Loss it stands for:               squared error             Seed:      0
+            Blocks (M = 2):                a (2), b (2)            Ridge:      0
+        ------------------------------------------------------------------------
         """
         from .summary import build_summary  # statsmodels' Summary: imported by those who ask
 
@@ -373,6 +747,17 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         """The fit's figures: ``res.plot.weights()``, ``.cv_risk()``, ``.block_importance()``, ...
 
         See :class:`~pearlstats.plotting.PlotAccessor` (matplotlib is imported on first use).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> ax = res.plot.weights()
+        >>> type(ax).__name__
+        'PearlFigure'
         """
         from ..plotting import PlotAccessor
 
@@ -426,6 +811,18 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         issue 28), is ``coef_table(revised=False)["std err"]``. The weights and the
         candidate set are taken as fixed. Warns when ``ridge > 0``
         (see :attr:`ridge_note`).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.bse.round(3)
+        Intercept    0.133
+        x            0.127
+        dtype: float64
         """
         return averaging.bse(self)
 
@@ -450,6 +847,18 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
             Intervals at level ``1 - alpha``.
         revised : bool, default True
             The SE formula: eq. 6.12 (MuMIn's default) or, with ``False``, eq. 4.9.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.conf_int().round(3)
+                   lower  upper
+        Intercept -0.270  0.261
+        x          0.225  0.733
         """
         return averaging.conf_int(self, alpha, revised)
 
@@ -499,26 +908,99 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
     @property
     def ridge_note(self) -> str | None:
-        """Why coefficients and SEs need care when a weighted candidate has a ridge (else None)."""
+        """Why coefficients and SEs need care when a weighted candidate has a ridge (else None).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> print(res.ridge_note)
+        None
+        >>> shrunk = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0, ridge=0.1)
+        >>> shrunk.ridge_note is not None
+        True
+        """
         return averaging.ridge_note(self)
 
     @property
     def fittedvalues(self) -> pd.Series | pd.DataFrame:
-        """The averaged prediction on the fit's rows, laid out as :meth:`predict`'s."""
+        """The averaged prediction on the fit's rows, laid out as :meth:`predict`'s.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.fittedvalues.head(3).round(3)
+        0    0.706
+        1    0.351
+        2   -0.020
+        Name: prediction, dtype: float64
+        """
         return averaging.fittedvalues(self)
 
     @property
     def resid(self) -> pd.Series | pd.DataFrame:
-        """Response residuals ``y - fittedvalues`` (one-hot minus probabilities for multinomial)."""
+        """Response residuals ``y - fittedvalues`` (one-hot minus probabilities for multinomial).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.resid.head(3).round(3)
+        0    1.272
+        1    0.754
+        2    0.470
+        Name: resid, dtype: float64
+        """
         return averaging.residuals(self, "response")
 
     @property
     def resid_pearson(self) -> pd.Series:
-        """Pearson residuals ``(y - mu) / sqrt(V(mu))`` (unit dispersion; not multinomial)."""
+        """Pearson residuals ``(y - mu) / sqrt(V(mu))`` (unit dispersion; not multinomial).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> y = np.where(a[:, 0] + rng.normal(size=60) > 0, "yes", "no")
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+        ...                 family="binomial", seed=0)
+        >>> res.resid_pearson.head(3).round(3)
+        0    0.956
+        1    0.592
+        2    1.608
+        Name: resid_pearson, dtype: float64
+        """
         return averaging.residuals(self, "pearson")
 
     def residuals(self, kind: str = "response") -> pd.Series | pd.DataFrame:
-        """Residuals of the averaged model: ``kind="response"`` or ``"pearson"``."""
+        """Residuals of the averaged model: ``kind="response"`` or ``"pearson"``.
+
+        Parameters
+        ----------
+        kind : {"response", "pearson"}, default "response"
+            :attr:`resid` (``y - fittedvalues``) or :attr:`resid_pearson`.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> bool((res.residuals("response") == res.resid).all())
+        True
+        """
         return averaging.residuals(self, kind)
 
     @cached_table

@@ -289,12 +289,39 @@ class WeightDiagnostics:
 
     @cached_table
     def block_membership(self) -> pd.DataFrame:
-        """Boolean table (candidates x blocks): which blocks each candidate uses."""
+        """Boolean table (candidates x blocks): which blocks each candidate uses.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.block_membership
+                 a      b
+        a     True  False
+        b    False   True
+        a+b   True   True
+        """
         return block_membership(self.stages.candidates.pool, self.block_names)
 
     @cached_table
     def block_importance(self) -> pd.Series:
-        """Per block, the total weight of the candidates that contain it."""
+        """Per block, the total weight of the candidates that contain it.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.block_importance.round(3)
+        a    0.908
+        b    0.092
+        Name: importance, dtype: float64
+        """
         importance = self.block_membership.astype(float).T @ self.weights
         return importance.rename("importance")
 
@@ -355,6 +382,19 @@ class WeightDiagnostics:
             ``attrs["kkt_gap"]`` maps each resample to the certified gap of its
             weight solve (before any shrinkage), ``attrs["uncertified"]`` lists
             those above ``1e-10 (1 + objective)``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.resample_weights().round(2)  # one re-solve per fold's complement
+             fold 0  fold 1  fold 2  fold 3  fold 4
+        a      0.91    0.95    0.82     0.9    0.92
+        b      0.09    0.05    0.13     0.1    0.08
+        a+b    0.00    0.00    0.05     0.0    0.00
         """
         if not isinstance(refit, (bool, np.bool_)):
             raise OptionError(f"refit={refit!r}; use True (refit the candidates) or False")
@@ -447,6 +487,20 @@ class WeightDiagnostics:
             ``failed`` (the resamples that could not be fitted, and why),
             ``alpha``, ``seed``, ``kkt_gap`` (each resample's certified gap) and
             ``uncertified`` (as for :meth:`resample_weights`).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> table = res.weight_uncertainty(n_resamples=20, seed=1, progress=False)
+        >>> table.round(2)
+             weight  mean  spread  q_lower  q_upper
+        a      0.91  0.84    0.20     0.37     1.00
+        b      0.09  0.10    0.10     0.00     0.29
+        a+b    0.00  0.06    0.13     0.00     0.38
         """
         alpha = bootstrap.check_alpha(alpha)
         seed = self.seed if seed is None else check_seed(seed)
@@ -463,12 +517,40 @@ class WeightDiagnostics:
 
     @property
     def last_weight_uncertainty(self) -> pd.DataFrame | None:
-        """The latest :meth:`weight_uncertainty` result, or None."""
+        """The latest :meth:`weight_uncertainty` result, or None.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> print(res.last_weight_uncertainty)
+        None
+        >>> table = res.weight_uncertainty(n_resamples=5, progress=False)
+        >>> res.last_weight_uncertainty.equals(table)
+        True
+        """
         return getattr(self, "_last_weight_uncertainty", None)
 
     @cached_table
     def weight_stability(self) -> pd.DataFrame:
-        """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x draws."""
+        """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x draws.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.weight_stability.round(2)
+             fold 0  fold 1  fold 2  fold 3  fold 4
+        a      0.91    0.95    0.82     0.9    0.92
+        b      0.09    0.05    0.13     0.1    0.08
+        a+b    0.00    0.00    0.05     0.0    0.00
+        """
         return self.resample_weights()
 
     @cached_property
@@ -481,6 +563,19 @@ class WeightDiagnostics:
         ``spread``: mean and SD of :attr:`weight_stability`, the fold-to-fold
         spread, which understates the weights' sampling SD; the refitting
         bootstrap is :meth:`weight_uncertainty`) and ``stability_resamples``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> list(res.diagnostics)  # doctest: +NORMALIZE_WHITESPACE
+        ['effective_candidates', 'weight_entropy', 'max_weight', 'n_nonzero', 'kkt_gap',
+         'weight_solver', 'solver_ridge', 'stability', 'stability_resamples']
+        >>> res.diagnostics["n_nonzero"], round(res.diagnostics["effective_candidates"], 3)
+        (2, 1.2)
         """
         w = self.weights.to_numpy()
         resamples = self.weight_stability
@@ -499,7 +594,28 @@ class WeightDiagnostics:
         })
 
     def resolve_candidates(self, names: str | Sequence[str | Sequence[str]]) -> list:
-        """Candidate labels for labels, ``"a+b"`` strings or tuples of block names (any order)."""
+        """Candidate labels for labels, ``"a+b"`` strings or tuples of block names (any order).
+
+        Parameters
+        ----------
+        names : str, tuple of str, or sequence of them
+            Candidates named by label (``"a+b"``) or by their blocks (``("b", "a")``).
+
+        Returns
+        -------
+        list of str
+            The candidates' labels, in the order given.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.resolve_candidates([("b", "a"), "a"])
+        ['a+b', 'a']
+        """
         return resolve_candidates(self.stages.candidates.pool, names)
 
     def tau_hat(self, correct: str | Sequence[str | Sequence[str]]) -> float:
@@ -540,6 +656,19 @@ class WeightDiagnostics:
             :class:`~pearlstats.exceptions.PearlWarning` says the weights use that draw alone.
             With observation weights the new loss is their weighted mean, as the fit's
             (losses they do not support, hinge and absolute, are refused by name).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.reweight("absolute").weights.round(3)
+        a      1.0
+        b      0.0
+        a+b    0.0
+        Name: weight, dtype: float64
         """
         new_loss = get_loss(loss, self.family)
         state = self.stages
@@ -581,6 +710,18 @@ class WeightDiagnostics:
         -------
         DataFrame
             Candidates x losses.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.loss_sensitivity().round(3)
+           squared  absolute
+        a    0.908       1.0
+        b    0.092       0.0
         """
         names = self.stages.family.sensitivity_losses if losses is None else list(losses)
         if losses is None and (self.stages.response.row_weights is not None
@@ -616,12 +757,48 @@ class WeightDiagnostics:
         HonestRisk
             ``.risk`` (risk and SE of PEARL, MS and every candidate),
             ``.fold_weights``, ``.best_candidate``, ``.excess``, ``.excess_se``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> nested.risk.round(3)
+                     risk     se
+        PEARL       0.990  0.240
+        MS          1.042  0.242
+        SA-FRL      1.081  0.201
+        SA-cand     1.041  0.212
+        Fusion      1.136  0.260
+        Best        1.042  0.242
+        AICc        1.048  0.243
+        BIC         1.044  0.243
+        Covariates  1.575  0.226
+        Null        1.779  0.287
+        a           1.042  0.242
+        b           1.555  0.222
+        a+b         1.136  0.260
         """
         self._last_honest_risk = evaluation.honest_risk(self, outer=outer, seed=seed)
         return self._last_honest_risk
 
     @property
     def last_honest_risk(self) -> HonestRisk | None:
-        """The latest :meth:`honest_risk` result, or None."""
+        """The latest :meth:`honest_risk` result, or None.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> res.last_honest_risk is nested
+        True
+        """
         return self._last_honest_risk
 

@@ -188,6 +188,19 @@ class HonestRisk:
 
     @property
     def n_outer(self) -> int:
+        """Number of outer folds of the nested cross-validation.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> nested.n_outer
+        3
+        """
         return int(self.outer_folds.max()) + 1
 
     @property
@@ -201,6 +214,27 @@ class HonestRisk:
         largest certified gap of its weight solves over the outer folds (NaN for
         the baselines, which solve nothing); ``certified`` is False on the PEARL row
         when some outer fold's solve was not certified (see :attr:`fold_gaps`).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> nested.table[["risk", "ratio", "certified"]].round(3)
+                     risk  ratio  certified
+        PEARL       1.144  1.000       True
+        MS          1.127  1.016       True
+        SA-FRL      1.333  0.858       True
+        SA-cand     1.246  0.918       True
+        Fusion      1.230  0.930       True
+        Best        1.127  1.016       True
+        AICc        1.153  0.992       True
+        BIC         1.140  1.004       True
+        Covariates  1.911  0.599       True
+        Null        1.911  0.599       True
         """
         table = paired_ratio_table(self.row_losses[list(TABLE_ROWS)],
                                    row_weights=self.row_weights, weight_type=self.weight_type,
@@ -219,6 +253,30 @@ class HonestRisk:
         A candidate with no prediction for some held-out rows (it failed in their
         outer fold, e.g. under ``separation="drop"``) has risk and SE NaN: its
         mean over the other rows would not be comparable with the others'.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> nested.risk.round(3)
+                     risk     se
+        PEARL       1.144  0.214
+        MS          1.127  0.215
+        SA-FRL      1.333  0.256
+        SA-cand     1.246  0.240
+        Fusion      1.230  0.233
+        Best        1.127  0.215
+        AICc        1.153  0.218
+        BIC         1.140  0.216
+        Covariates  1.911  0.353
+        Null        1.911  0.353
+        a           1.127  0.215
+        b           2.029  0.365
+        a+b         1.230  0.233
         """
         losses = self.row_losses
         return pd.DataFrame({"risk": losses.mean(skipna=False),
@@ -226,11 +284,41 @@ class HonestRisk:
 
     @property
     def best_candidate(self) -> str:
-        """The pool candidate with the lowest honest risk (in hindsight: no user could pick it)."""
+        """The pool candidate with the lowest honest risk (in hindsight: no user could pick it).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> nested.best_candidate
+        'a'
+        """
         return str(self.risk["risk"].iloc[len(TABLE_ROWS):].idxmin())
 
     def excess_over(self, strategy: str = "MS") -> tuple[float, float]:
-        """PEARL's honest risk minus a strategy's, and the paired SE of that difference."""
+        """PEARL's honest risk minus a strategy's, and the paired SE of that difference.
+
+        Parameters
+        ----------
+        strategy : str, default "MS"
+            A row of :attr:`table` (``"MS"``, ``"Best"``, ``"Null"``, ...).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> excess, se = nested.excess_over("MS")
+        >>> round(excess, 3), round(se, 3)
+        (0.017, 0.042)
+        """
         difference = self.row_losses["PEARL"] - self.row_losses[strategy]
         if self.row_weights is None:
             return float(difference.mean()), float(difference.std(ddof=1)
@@ -243,6 +331,23 @@ class HonestRisk:
         """The warning when PEARL's honest risk is more than one paired SE above MS's, else None.
 
         *number* formats the numbers (the summary passes its own formatter).
+
+        Parameters
+        ----------
+        number : callable, optional
+            ``float -> str``, the format of the numbers in the message (default 4
+            significant digits).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> print(nested.warning_against_ms())  # PEARL is not above MS here
+        None
         """
         return ms_warning(*self.excess_over("MS"), self.table, number)
 
@@ -251,6 +356,17 @@ class HonestRisk:
         """Whether PEARL's honest risk is more than one paired SE above MS's.
 
         MS is re-selected in each outer fold.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
+        >>> nested = res.honest_risk(outer=3)
+        >>> nested.pearl_above_ms
+        False
         """
         return self.warning_against_ms() is not None
 
@@ -375,11 +491,35 @@ class ComparisonTable:
 
     @property
     def marks(self) -> pd.DataFrame:
-        """1 where a method is best in its row, 2 where second, else 0."""
+        """1 where a method is best in its row, 2 where second, else 0.
+
+        Examples
+        --------
+        >>> import pandas as pd, pearlstats as pearl
+        >>> runs = [pd.DataFrame({"MSE": [1.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS"]),
+        ...         pd.DataFrame({"MSE": [1.5, 2.5, 3.5]}, index=["PEARL", "Best", "MS"])]
+        >>> table = pearl.compare_table({100: runs})
+        >>> table.marks  # doctest: +NORMALIZE_WHITESPACE
+                    PEARL  MS  Best
+        metric n
+        MSE    100      1   0     2
+        """
         return _rank_marks(self.mean, self.digits, self.higher_is_better)
 
     def to_frame(self) -> pd.DataFrame:
-        """The cells as ``"mean (SD)"`` strings."""
+        """The cells as ``"mean (SD)"`` strings.
+
+        Examples
+        --------
+        >>> import pandas as pd, pearlstats as pearl
+        >>> runs = [pd.DataFrame({"MSE": [1.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS"]),
+        ...         pd.DataFrame({"MSE": [1.5, 2.5, 3.5]}, index=["PEARL", "Best", "MS"])]
+        >>> table = pearl.compare_table({100: runs})
+        >>> table.to_frame()  # doctest: +NORMALIZE_WHITESPACE
+                            PEARL             MS           Best
+        metric n
+        MSE    100  1.250 (0.354)  3.250 (0.354)  2.250 (0.354)
+        """
         cells = [[format_mean_sd(m, s, self.digits) for m, s in zip(mr, sr)]
                  for mr, sr in zip(self.mean.to_numpy(), self.sd.to_numpy())]
         return pd.DataFrame(cells, index=self.mean.index, columns=self.mean.columns)
@@ -399,7 +539,19 @@ class ComparisonTable:
             previous = metric
 
     def as_text(self) -> str:
-        """Plain text; ``*`` marks the best value in a row, ``+`` the second."""
+        """Plain text; ``*`` marks the best value in a row, ``+`` the second.
+
+        Examples
+        --------
+        >>> import pandas as pd, pearlstats as pearl
+        >>> runs = [pd.DataFrame({"MSE": [1.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS"]),
+        ...         pd.DataFrame({"MSE": [1.5, 2.5, 3.5]}, index=["PEARL", "Best", "MS"])]
+        >>> table = pearl.compare_table({100: runs})
+        >>> print(table.as_text())
+        metric  n             PEARL             MS            Best
+        MSE     100  1.250 (0.354)*  3.250 (0.354)  2.250 (0.354)+
+        * best, + second best
+        """
         symbol = {1: "*", 2: "+", 0: ""}
         rows = list(self._rows())
         with_setting = rows[0][1] is not None
@@ -429,6 +581,20 @@ class ComparisonTable:
         Parameters
         ----------
         caption : str, optional
+
+        Examples
+        --------
+        >>> import pandas as pd, pearlstats as pearl
+        >>> runs = [pd.DataFrame({"MSE": [1.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS"]),
+        ...         pd.DataFrame({"MSE": [1.5, 2.5, 3.5]}, index=["PEARL", "Best", "MS"])]
+        >>> table = pearl.compare_table({100: runs})
+        >>> lines = table.as_latex(caption="Test MSE").splitlines()
+        >>> print(*lines[7:12], sep="\n")
+        \midrule
+        MSE & 100 & \mathbf{1}.\mathbf{250} & 3.250 & \underline{2}.\underline{250} \\
+         &  & (0.354) & (0.354) & (0.354) \\
+        \bottomrule
+        \end{tabular}
         """
         rows = list(self._rows())
         with_setting = rows[0][1] is not None
@@ -464,7 +630,18 @@ class ComparisonTable:
     to_latex = as_latex
 
     def as_html(self) -> str:
-        """An HTML table: best in ``<b>``, second in ``<u>``."""
+        """An HTML table: best in ``<b>``, second in ``<u>``.
+
+        Examples
+        --------
+        >>> import pandas as pd, pearlstats as pearl
+        >>> runs = [pd.DataFrame({"MSE": [1.0, 2.0, 3.0]}, index=["PEARL", "Best", "MS"]),
+        ...         pd.DataFrame({"MSE": [1.5, 2.5, 3.5]}, index=["PEARL", "Best", "MS"])]
+        >>> table = pearl.compare_table({100: runs})
+        >>> html = table.as_html()
+        >>> html.count("<b>"), html.count("<u>")  # best and second best of the one row
+        (1, 1)
+        """
         wrap = {1: "<b>%s</b>", 2: "<u>%s</u>", 0: "%s"}
         rows = list(self._rows())
         with_setting = rows[0][1] is not None

@@ -29,7 +29,20 @@ class AveragedTests:
     @property
     def cov_type(self) -> str:
         """The candidates' covariance type: ``"nonrobust"``, ``"HC0"``-``"HC3"``,
-        ``"cluster (G groups)"`` or ``"HAC (L lags)"``."""
+        ``"cluster (G groups)"`` or ``"HAC (L lags)"``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.cov_type
+        'nonrobust'
+        >>> res.get_robustcov("HC3").cov_type
+        'HC3'
+        """
         return covariance.describe(self)
 
     def get_robustcov(self, cov_type: str = "HC1", **kwds: Any) -> Any:
@@ -42,7 +55,8 @@ class AveragedTests:
 
         Parameters
         ----------
-        cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC"}
+        cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC"}, default "HC1"
+            The candidates' covariance (statsmodels' names).
         **kwds
             ``groups=`` (cluster: one label per row the fit used, or a Series aligned
             with :attr:`row_labels`), ``use_correction=`` (cluster, default True: the
@@ -115,6 +129,18 @@ class AveragedTests:
         cluster covariance). The candidates and their cross-validated weights are held
         fixed: the sampling variability of the weights and of the choice of candidates is
         not in it.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.tvalues.round(3)
+        Intercept   -0.037
+        x            3.933
+        Name: tvalues, dtype: float64
         """
         cov, _ = covariance.averaged_cov(self)
         return pd.Series(self.params.reindex(cov.index).to_numpy()
@@ -127,6 +153,18 @@ class AveragedTests:
 
         The candidates and their cross-validated weights are held fixed: the sampling
         variability of the weights and of the choice of candidates is not in it.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.pvalues.round(4)
+        Intercept    0.9703
+        x            0.0002
+        Name: pvalues, dtype: float64
         """
         _, df = covariance.averaged_cov(self)
         t = np.abs(self.tvalues)
@@ -136,10 +174,23 @@ class AveragedTests:
     def t_test(self, r_matrix: Any, use_t: bool | None = None) -> Any:
         """statsmodels' ``t_test`` of linear hypotheses about :attr:`params`.
 
-        *r_matrix* is a string (``"x = 0"``, ``"x = Intercept"``, ``"x = 0, Intercept = 1"``)
-        or a matrix over :attr:`params`' terms, as statsmodels'. The covariance is
-        :meth:`cov_params`. The candidates and their cross-validated weights are held
-        fixed: the sampling variability of the weights and of the choice of candidates is not in it.
+        The covariance is :meth:`cov_params`. The candidates and their cross-validated
+        weights are held fixed: the sampling variability of the weights and of the choice
+        of candidates is not in it.
+
+        Parameters
+        ----------
+        r_matrix : str, array_like or tuple
+            The hypotheses, as statsmodels': a string (``"x = 0"``, ``"x = Intercept"``,
+            ``"x = 0, Intercept = 1"``), a matrix over :attr:`params`' terms, or a
+            ``(R, q)`` tuple.
+        use_t : bool, optional
+            t (True) or normal (False) reference distribution; default: t for gaussian
+            fits, normal otherwise.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
 
         Examples
         --------
@@ -160,6 +211,30 @@ class AveragedTests:
         F with the t tests' df for gaussian fits, chi2 otherwise, unless *use_f* says.
         The candidates and their cross-validated weights are held fixed: the sampling
         variability of the weights and of the choice of candidates is not in it.
+
+        Parameters
+        ----------
+        r_matrix : str, array_like or tuple
+            The joint hypotheses, as for :meth:`t_test`.
+        use_f : bool, optional
+            F (True) or chi2 (False); default: F for gaussian fits, chi2 otherwise.
+        scalar : bool, default True
+            Return the statistic as a float (statsmodels' future default).
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> test = res.wald_test("x = 0, Intercept = 0")  # joint
+        >>> round(float(test.statistic), 3), round(float(test.pvalue), 4), int(test.df_num)
+        (7.77, 0.0011, 2)
         """
         tested = covariance.statsmodels_view(self)
         use_f = tested.use_t if use_f is None else use_f
@@ -170,5 +245,27 @@ class AveragedTests:
 
         The candidates and their cross-validated weights are held fixed: the sampling
         variability of the weights and of the choice of candidates is not in it.
+
+        Parameters
+        ----------
+        r_matrix : str, array_like or tuple
+            The joint hypotheses, as for :meth:`t_test`.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> test = res.f_test("x = 0")
+        >>> round(float(test.fvalue), 3), int(test.df_num), int(test.df_denom)
+        (15.467, 1, 56)
+        >>> bool(np.isclose(test.fvalue, res.tvalues["x"] ** 2))  # one restriction: F = t**2
+        True
         """
         return covariance.statsmodels_view(self).f_test(r_matrix)

@@ -136,6 +136,18 @@ class Prediction:
         ndarray (m, p)
             Covariate columns, then each block's, as :attr:`design_spec.column_names <design_spec>`;
             a CSR matrix when a block is a sparse matrix of more than 1 000 columns.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
+        >>> res.design_matrix(new)
+        array([[1., 0., 0., 0., 1., 1.],
+               [1., 1., 0., 0., 1., 1.]])
         """
         return self._design_for(newdata, blocks)[0]
 
@@ -145,7 +157,34 @@ class Prediction:
 
         Candidates are refitted on all labeled rows on first use; the
         baseline-only candidates (single blocks, fusion) may be named too.
-        *offset* (one per row of *X*) is needed by, and only by, a fit with an offset.
+
+        Parameters
+        ----------
+        X : ndarray (m, p)
+            Design rows laid out as the fit's (:meth:`design_matrix` of new rows).
+        labels : sequence of str
+            Candidate labels (:attr:`candidate_labels`, or a baseline-only candidate's).
+        offset : ndarray (m,), optional
+            One offset per row of *X*: needed by, and only by, a fit with an offset.
+
+        Returns
+        -------
+        dict
+            Label -> predictions on the response scale (an (m, classes) array for
+            multinomial fits).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
+        >>> X = res.design_matrix(new)
+        >>> parts = res.candidate_predictions_for(X, ["a", "b"])
+        >>> {label: prediction.round(3) for label, prediction in parts.items()}
+        {'a': array([-0.004,  0.48 ]), 'b': array([-0.237,  0.19 ])}
         """
         return self._candidate_predictions(X, labels, offset)
 
@@ -198,6 +237,19 @@ class Prediction:
             on first use); one label may be given as a string.
         offset, exposure : array_like, optional
             As for :meth:`predict`.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
+        >>> res.predict_candidates(new).round(3)
+               a      b    a+b
+        0 -0.004 -0.237 -0.136
+        1  0.480  0.190  0.319
         """
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
@@ -409,7 +461,36 @@ class Prediction:
         return self._loss.combine(stacked, active.to_numpy())
 
     def encode_response(self, values: Any) -> np.ndarray:
-        """Encode response values of new rows with the fit's classes."""
+        """Encode response values of new rows with the fit's classes.
+
+        Parameters
+        ----------
+        values : array_like
+            Response values of new rows: classes seen at fit time for a
+            classification fit, numbers otherwise.
+
+        Returns
+        -------
+        ndarray
+            Class codes in the order of :attr:`classes` (floats 0/1 for binomial,
+            integers for multinomial), or the numeric response.
+
+        Raises
+        ------
+        ResponseError
+            A value that was not a class at fit time.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+        >>> y = np.where(a[:, 0] + rng.normal(size=60) > 0, "yes", "no")
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+        ...                 family="binomial", seed=0)
+        >>> res.encode_response(["no", "yes", "yes"])
+        array([0., 1., 1.])
+        """
         values = pd.Series(np.asarray(values))
         if self.classes is None:
             return self._family.encode(values).y

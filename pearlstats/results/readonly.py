@@ -24,6 +24,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
@@ -31,15 +32,17 @@ import pandas as pd
 __all__ = ["cached_table"]
 
 
-class cached_table:  # noqa: N801  (used as a decorator, like functools.cached_property)
+class cached_table(cached_property):  # noqa: N801  (a decorator, like cached_property)
     """``cached_property`` for pandas tables: computed once, each reader gets a copy.
 
-    Values other than Series and DataFrames (None, say) are returned as they are.
+    Values other than Series and DataFrames (None, say) are returned as they are. A subclass
+    of ``cached_property`` so that documentation tools (``inspect``, Sphinx's autodoc) show
+    the table as the read-only property it is.
     """
 
     def __init__(self, function: Callable[[Any], Any]):
+        super().__init__(function)
         self.function = function
-        self.__doc__ = function.__doc__
         self.attribute = f"_cached_{function.__name__}"
 
     def __set_name__(self, owner: type, name: str) -> None:

@@ -89,7 +89,23 @@ class CandidateRefits:
 
     @property
     def candidates(self) -> Mapping:
-        """Mapping label -> statsmodels results of the candidate refitted on all rows."""
+        """Mapping label -> statsmodels results of the candidate refitted on all rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> refit = res.candidates["a"]  # statsmodels' OLS results
+        >>> refit.params.round(3)
+        Intercept   -0.004
+        x            0.484
+        a[0]         0.855
+        a[1]        -0.076
+        dtype: float64
+        """
         return self._candidates
 
     def candidate_params(self, label: str | Sequence[str] | None = None, *,

@@ -29,7 +29,7 @@ from ..weights.precision import exact_fit_notes, null_floor, risk_ratios
 from . import evaluation
 from .readonly import cached_table
 
-__all__ = ["StrategyRisks"]
+__all__ = ["StrategyRisks", "honest_for_report"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,13 @@ class _HonestOutcome:
     failure: str | None
     warning: str | None
     nested_se: NestedSEEstimate | None = None
+
+
+def honest_for_report(res: StrategyRisks) -> pd.DataFrame | None:
+    """``res.honest`` without its warning, for a report whose notes say the same (the summary:
+    its reader would otherwise get the message twice, once as a warning)."""
+    table = res._honest_outcome.table
+    return None if table is None else table.copy()
 
 
 class StrategyRisks:
@@ -72,6 +79,26 @@ class StrategyRisks:
         (:mod:`pearlstats.weights.precision`), a nested-CV risk whose bias
         correction falls below 0 is undefined (a risk is never negative), a
         strategy whose candidates failed has no risk; else it is ``""``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.honest[["risk", "ratio", "ratio_se"]].round(3)
+                     risk  ratio  ratio_se
+        PEARL       1.014  1.000     0.000
+        MS          1.013  1.001     0.025
+        SA-FRL      1.123  0.903     0.088
+        SA-cand     1.063  0.954     0.063
+        Fusion      1.052  0.964     0.044
+        Best        1.013  1.001     0.025
+        AICc        1.015  1.000     0.024
+        BIC         1.014  1.001     0.024
+        Covariates  1.600  0.634     0.119
+        Null        1.785  0.568     0.115
         """
         outcome = self._honest_outcome
         if outcome.failure is not None:
@@ -150,6 +177,16 @@ class StrategyRisks:
 
         Runs the nested cross-validation if :attr:`honest` has not (once, shared with it),
         without its warning.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> print(res.honest_failure)  # the nested cross-validation ran
+        None
         """
         return self._honest_outcome.failure
 
@@ -159,6 +196,25 @@ class StrategyRisks:
 
         Columns index pool candidates first, then the single-block / fusion
         candidates fitted only for the baselines.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.strategy_weights.round(2)
+                       a     b   a+b  covariates only
+        PEARL       0.91  0.09  0.00              0.0
+        MS          1.00  0.00  0.00              0.0
+        SA-FRL      0.50  0.50  0.00              0.0
+        SA-cand     0.33  0.33  0.33              0.0
+        Fusion      0.00  0.00  1.00              0.0
+        Best        1.00  0.00  0.00              0.0
+        AICc        0.85  0.00  0.15              0.0
+        BIC         0.96  0.00  0.04              0.0
+        Covariates  0.00  0.00  0.00              1.0
         """
         labels = [c.label for c in self._all_candidates]
         table = strategy_weights(
@@ -172,7 +228,18 @@ class StrategyRisks:
     def information_criteria(self) -> dict | None:
         """``llf``, AIC, AICc and BIC of every candidate fitted on all rows (arrays over the
         pool, then the baseline-only candidates, NaN there and where a candidate failed);
-        None for a downstream network (:mod:`pearlstats.weights.information`)."""
+        None for a downstream network (:mod:`pearlstats.weights.information`).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> sorted(res.information_criteria)
+        ['AIC', 'AICc', 'BIC', 'llf']
+        """
         state, pool = self._state, self._pool
         if not self._family.likelihood:
             return None
@@ -218,6 +285,26 @@ class StrategyRisks:
         :func:`~pearlstats.observation_weights.mean_se`. ``note`` says why a number is
         NaN (``""`` otherwise): a risk 0 to the response's precision has no ratio
         (:mod:`pearlstats.weights.precision`).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
+        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res.baselines[["cv_risk", "risk_ratio", "candidate"]].round(3)
+                    cv_risk  risk_ratio        candidate
+        PEARL         1.008       1.000     2 candidates
+        MS            1.013       0.994                a
+        SA-FRL        1.123       0.897     2 candidates
+        SA-cand       1.063       0.948     3 candidates
+        Fusion        1.052       0.958              a+b
+        Best          1.013       0.994                a
+        AICc          1.013       0.994     3 candidates
+        BIC           1.013       0.994     3 candidates
+        Covariates    1.600       0.630  covariates only
+        Null          1.785       0.564   intercept only
         """
         names, losses = self._strategy_losses
         risk, se = computed(losses.mean(axis=0), self._mean_se(losses))

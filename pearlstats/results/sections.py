@@ -128,11 +128,18 @@ def weights_table(res: PearlResults) -> SimpleTable:
 _LONG_LABEL = 40  # characters: a longer label of MS is not repeated in the LaTeX table
 
 
+def _honest(res: PearlResults) -> pd.DataFrame | None:
+    """``res.honest`` without its warning: the summary's notes say what it would."""
+    from .risks import honest_for_report  # here: risks imports evaluation, which imports us
+
+    return honest_for_report(res)
+
+
 def strategy_footnotes(res: PearlResults) -> dict[str, str]:
     """Why a row of the strategies panel shows ``--``: strategy -> reason (rows without
     ``--`` are absent). The reasons are the tables' ``note`` column; a ratio missing because
     PEARL's risk is missing says so."""
-    honest = res.honest
+    honest = _honest(res)
     shown = (honest[["risk", "se", "ratio", "ratio_se"]] if honest is not None
              else pd.DataFrame())
     baselines = res.baselines
@@ -161,7 +168,7 @@ def strategies_table(res: PearlResults) -> SimpleTable:
     """Honest (nested-CV) risks when available; else the in-sample CV risks, labelled optimistic.
 
     A row with a ``--`` cell gets a mark ``[k]`` and a note (:func:`strategy_footnotes`)."""
-    honest = res.honest
+    honest = _honest(res)
     uses = dict(res.baselines["candidate"])
     every = "+".join(res.block_dims)
     if uses.get("Fusion") == every:  # in a paper's table, "all M blocks" rather than M names
@@ -490,7 +497,7 @@ def summary_notes(res: PearlResults) -> list[str]:
         + ("; PEARL's weights are shrunk, so they need not have the lowest CV risk."
            if res.stages.weight_options.shrinkage is not None else ".")
     )
-    table = res.honest
+    table = _honest(res)
     if table is not None:
         notes.append(
             "Honest risk: the whole procedure re-run in each outer fold, scored on its held-out "

@@ -56,7 +56,8 @@ def log_likelihood(family: str, y: np.ndarray, mean: np.ndarray,
     if family == "gaussian":
         squared = w * (y - mean) ** 2
         n = len(y) if row_weights is None or weight_type == "variance" else w.sum()
-        llf = -0.5 * n * (np.log(2 * np.pi * squared.sum() / n) + 1.0)
+        with np.errstate(divide="ignore"):  # an exact fit's variance is 0: its llf is +inf
+            llf = -0.5 * n * (np.log(2 * np.pi * squared.sum() / n) + 1.0)
         if weight_type == "variance":
             llf += 0.5 * np.log(w).sum()
         return llf

@@ -280,28 +280,93 @@ class Loss:
 
     @property
     def original(self) -> str:
+        """The loss the surrogate stands for, as text for the summary (``"log-loss"``).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("cross_entropy", "binomial")
+        >>> loss.name, loss.original
+        ('cross_entropy', 'log-loss')
+        """
         return self._originals[self.family]
 
     @property
     def multiclass(self) -> bool:
+        """Whether predictions carry one probability per class (multinomial).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> pearl.get_loss("cross_entropy", "multinomial").multiclass
+        True
+        """
         return self.family == "multinomial"
 
     def effective_rows(self, n: int) -> float:
         """How many observations *n* rows of this loss count as: *n* (a loss with frequency
-        weights counts their sum, :class:`~pearlstats.weights.row_weighted.RowWeightedLoss`)."""
+        weights counts their sum, :class:`~pearlstats.weights.row_weighted.RowWeightedLoss`).
+
+        Parameters
+        ----------
+        n : int
+            Number of rows.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> loss.effective_rows(3)
+        3.0
+        """
         return float(n)
 
     def layout(self, candidates: bool) -> str:
         """Expected shape of the predictions, as text.
 
         (n, J) / (n, J, C) for candidates, (n,) / (n, C) otherwise.
+
+        Parameters
+        ----------
+        candidates : bool
+            The layout of candidates' predictions (True) or of one prediction (False).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> loss.layout(candidates=True), loss.layout(candidates=False)
+        ('(n, J)', '(n,)')
         """
         if self.multiclass:
             return "(n, J, C)" if candidates else "(n, C)"
         return "(n, J)" if candidates else "(n,)"
 
     def check_shape(self, y: np.ndarray, predictions: ArrayLike, *, candidates: bool) -> np.ndarray:
-        """Predictions as a float array shaped to match ``y`` and the family; raises DataError."""
+        """Predictions as a float array shaped to match ``y`` and the family; raises DataError.
+
+        Parameters
+        ----------
+        y : array_like (n,)
+            The response.
+        predictions : array_like
+            The predictions to check.
+        candidates : bool
+            Whether *predictions* hold one column per candidate (see :meth:`layout`).
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> loss.check_shape(y, P[:, 0], candidates=False)
+        array([1., 2., 3.])
+        """
         try:
             P = np.asarray(predictions, dtype=float)
         except (TypeError, ValueError) as err:
@@ -339,6 +404,30 @@ class Loss:
         response that does not suit the family
         :class:`~pearlstats.exceptions.ResponseError`. ``labels`` (candidates
         only) are the column numbers used in messages; default ``0..J-1``.
+
+        Parameters
+        ----------
+        y : array_like (n,)
+            The response.
+        predictions : array_like
+            (n, J) / (n, J, C) candidates' predictions with ``candidates=True``, else one
+            prediction (n,) / (n, C).
+        candidates : bool
+            Whether *predictions* hold one column per candidate.
+        labels : sequence of str, optional
+            Names of the candidates' columns in messages (default ``0..J-1``).
+        allow_nan : bool, default True
+            Whether NaN predictions (failed candidates) pass.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> y_checked, P_checked = loss.check(y, P, candidates=True)
+        >>> P_checked.shape
+        (3, 2)
         """
         P = self.check_shape(y, predictions, candidates=candidates)
         y = _check_response(self.family, y, P.shape[-1] if self.multiclass else None)
@@ -349,6 +438,13 @@ class Loss:
 
     def pointwise(self, y: ArrayLike, pred: ArrayLike) -> np.ndarray:
         """Per-row loss (n,) of a prediction: (n,) means/probabilities or (n, C) probabilities.
+
+        Parameters
+        ----------
+        y : array_like (n,)
+            The response.
+        pred : array_like
+            One prediction: (n,) means/probabilities or (n, C) class probabilities.
 
         Examples
         --------
@@ -364,11 +460,46 @@ class Loss:
 
         Skips :meth:`pointwise`'s checks, and broadcasts: ``y[:, None]`` against an
         (n, J) matrix of candidates' predictions gives (n, J) losses.
+
+        Parameters
+        ----------
+        y : ndarray
+            The checked response, (n,) or broadcast as ``y[:, None]``.
+        pred : ndarray
+            Predictions of the matching shape.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> loss.row_losses(y[:, None], P)  # (n, J): every candidate's losses
+        array([[0., 1.],
+               [0., 0.],
+               [1., 1.]])
         """
         return self._pointwise(y, pred)
 
     def risk(self, y: ArrayLike, pred: ArrayLike) -> float:
-        """Mean of :meth:`pointwise`."""
+        """Mean of :meth:`pointwise`.
+
+        Parameters
+        ----------
+        y : array_like (n,)
+            The response.
+        pred : array_like
+            One prediction: (n,) means/probabilities or (n, C) probabilities.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> round(loss.risk(y, P[:, 1]), 4)
+        0.6667
+        """
         return float(np.mean(self.pointwise(y, pred)))
 
     def combine(self, P: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -376,13 +507,48 @@ class Loss:
 
         Every loss averages predictions except ``hinge``, which averages
         decision functions.
+
+        Parameters
+        ----------
+        P : ndarray (n, J) or (n, J, C)
+            Checked candidates' predictions.
+        weights : ndarray (J,)
+            Simplex weights.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> loss.combine(P, np.array([0.25, 0.75]))
+        array([1.75, 2.  , 4.5 ])
         """
         used = np.flatnonzero(weights > 0)
         # np.take copies the used columns about twice as fast as fancy indexing
         return np.tensordot(np.take(P, used, axis=1), weights[used], axes=([1], [0]))
 
     def objective(self, y: np.ndarray, P: np.ndarray, weights: np.ndarray) -> float:
-        """Mean loss of ``combine(P, weights)``: the quantity the weights minimise."""
+        """Mean loss of ``combine(P, weights)``: the quantity the weights minimise.
+
+        Parameters
+        ----------
+        y : ndarray (n,)
+            The checked response.
+        P : ndarray (n, J) or (n, J, C)
+            Checked candidates' predictions.
+        weights : ndarray (J,)
+            Simplex weights.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> round(loss.objective(y, P, np.array([0.5, 0.5])), 4)
+        0.0833
+        """
         return float(np.mean(self._pointwise(y, self.combine(P, weights))))
 
     def _pointwise(self, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
@@ -391,7 +557,24 @@ class Loss:
     def form(
         self, y: np.ndarray, P: np.ndarray
     ) -> LeastSquaresForm | LogBarrierForm | PiecewiseLinearForm:
-        """Solver's view of ``mean pointwise(y, P @ w)`` for checked, NaN-free candidates ``P``."""
+        """Solver's view of ``mean pointwise(y, P @ w)`` for checked, NaN-free candidates ``P``.
+
+        Parameters
+        ----------
+        y : ndarray (n,)
+            The checked response.
+        P : ndarray (n, J) or (n, J, C)
+            Checked, NaN-free candidates' predictions.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> loss = pearl.get_loss("squared", "gaussian")
+        >>> y = np.array([1.0, 2.0, 4.0])
+        >>> P = np.array([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])  # two candidates' predictions
+        >>> type(loss.form(y, P)).__name__
+        'LeastSquaresForm'
+        """
         raise NotImplementedError
 
 

@@ -39,6 +39,15 @@ def test_gaussian_log_likelihood_equals_statsmodels_ols_and_wls(weight_type):
     np.testing.assert_allclose(value, fit.llf, rtol=RTOL)
 
 
+def test_an_exact_gaussian_fit_has_an_infinite_log_likelihood_without_a_warning():
+    # the maximum-likelihood variance of an exact fit is 0: the density, and so the llf, is
+    # +inf (the limit); numpy's "divide by zero encountered in log" is no news to the user
+    y = np.array([1.0, 2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert log_likelihood("gaussian", y, y.copy()) == np.inf
+
+
 def test_frequency_weights_give_the_log_likelihood_of_repeated_rows():
     rng, X, eta = _design()
     y = eta + rng.normal(size=len(eta))

@@ -23,6 +23,7 @@ from pearlstats.exceptions import (
     format_positions,
 )
 
+from ...progress import bar_class
 from .._checks import align_columns, check_seed, column_names, transactional
 from .._params import LearnerParams
 from ._torch import import_torch, resolve_device, training_session
@@ -72,7 +73,15 @@ class DeepLearner(LearnerParams):
 
     @property
     def seed_(self) -> int:
-        """The seed training uses: ``seed``, or 0 when it is None and no container set one."""
+        """The seed training uses: ``seed``, or 0 when it is None and no container set one.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> pearl.Autoencoder().seed_, pearl.Autoencoder(seed=7).seed_
+        (0, 7)
+        """
         return 0 if self.seed is None else int(self.seed)
 
     def __repr__(self):
@@ -97,6 +106,19 @@ class DeepLearner(LearnerParams):
 
         If ``fit`` raises (bad input, divergence, an interrupt), the learner keeps its
         previous fit, or stays unfitted.
+
+        Parameters
+        ----------
+        X : array_like
+            Training rows: 2-D (flattened), 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> ae = pearl.Autoencoder(latent_dim=2, epochs=2, progress=False).fit(X)
+        >>> len(ae.loss_history_)
+        2
         """
         torch = import_torch(type(self).__name__)
         self._check_options()
@@ -132,7 +154,21 @@ class DeepLearner(LearnerParams):
             )
 
     def transform(self, X: Any) -> np.ndarray:
-        """The learned representation of each row: a float64 array of shape ``(n, latent_dim)``."""
+        """The learned representation of each row: a float64 array of shape ``(n, latent_dim)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Rows shaped like the training inputs.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> ae = pearl.Autoencoder(latent_dim=2, epochs=2, progress=False).fit(X)
+        >>> ae.transform(X[:5]).shape
+        (5, 2)
+        """
         self._check_fitted()
         torch = import_torch(type(self).__name__)
         network = self._network(torch)
@@ -146,7 +182,20 @@ class DeepLearner(LearnerParams):
         return torch.cat(parts).double().numpy()
 
     def fit_transform(self, X: Any) -> np.ndarray:
-        """``fit(X)`` then ``transform(X)``."""
+        """``fit(X)`` then ``transform(X)``.
+
+        Parameters
+        ----------
+        X : array_like
+            Training rows: 2-D (flattened), 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> pearl.VAE(latent_dim=3, epochs=2, progress=False).fit_transform(X).shape
+        (64, 3)
+        """
         return self.fit(X).transform(X)
 
     # ------------------------------------------------------------------- checks
@@ -283,8 +332,7 @@ class DeepLearner(LearnerParams):
 
     # ---------------------------------------------------------------- training
     def _train(self, torch, network, data, device, generator):
-        from tqdm.auto import tqdm
-
+        tqdm = bar_class()  # not tqdm.auto: see pearlstats.progress.bar_class
         batch_loss = self._loss_function(network)
         optimizer = torch.optim.Adam(network.parameters(), lr=self.lr)
         history = []
@@ -352,7 +400,21 @@ class ReconstructingLearner(DeepLearner):
     """A learner with a decoder: adds :meth:`inverse_transform`."""
 
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
-        """Decode latent codes to flattened input rows ``(n, n_features_in_)`` in input units."""
+        """Decode latent codes to flattened input rows ``(n, n_features_in_)`` in input units.
+
+        Parameters
+        ----------
+        Z : array_like (n, latent_dim)
+            Latent codes, as :meth:`transform` returns.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> X = np.random.default_rng(0).normal(size=(64, 6))
+        >>> ae = pearl.Autoencoder(latent_dim=2, epochs=2, progress=False).fit(X)
+        >>> ae.inverse_transform(ae.transform(X[:5])).shape
+        (5, 6)
+        """
         self._check_fitted()
         torch = import_torch(type(self).__name__)
         network = self._network(torch)

@@ -73,6 +73,8 @@ class Autoencoder(ReconstructingLearner):
         Mean training loss of each epoch.
     device_ : str
         Device the network runs on.
+    min_rows : int
+        The fewest training rows :meth:`fit` accepts.
 
     Notes
     -----

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from pearlstats.exceptions import (
     format_positions,
 )
 
+from ...progress import bar_class
 from .._checks import is_missing, transactional
 from .._params import LearnerParams
 from ._torch import DEEP_EXTRA_HINT, import_optional, import_torch, resolve_device
@@ -130,6 +132,18 @@ class SentenceEncoder(LearnerParams):
         """Load the model (no training); ``X``, if given, is checked to be a column of strings.
 
         If ``fit`` raises, the learner keeps its previous state.
+
+        Parameters
+        ----------
+        X : list of str, optional
+            Texts to check (nothing is learned).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> encoder = pearl.SentenceEncoder(progress=False).fit(["a first sentence"])
+        >>> encoder.output_dim_
+        384
         """
         self._check_options()
         if X is not None:
@@ -150,15 +164,27 @@ class SentenceEncoder(LearnerParams):
         return self
 
     def transform(self, X: Any) -> np.ndarray:
-        """Embed each text: a float64 array of shape ``(n, embedding_dim_)``."""
+        """Embed each text: a float64 array of shape ``(n, embedding_dim_)``.
+
+        Parameters
+        ----------
+        X : list of str or one column of strings
+            The texts to embed.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> encoder = pearl.SentenceEncoder(progress=False).fit()
+        >>> encoder.transform(["The cat sat on the mat.", "A dog barked."]).shape
+        (2, 384)
+        """
         if not hasattr(self, "model_path_"):
             raise NotFittedError(
                 "SentenceEncoder is not fitted yet; call fit() first (it loads the model)"
             )
         texts = _texts(X)
         torch = import_torch("SentenceEncoder")
-        from tqdm.auto import tqdm
-
+        tqdm = bar_class()  # not tqdm.auto: see pearlstats.progress.bar_class
         tokenizer, network = self._load()
         device = next(network.parameters()).device
         starts = range(0, len(texts), self.batch_size)
@@ -185,7 +211,19 @@ class SentenceEncoder(LearnerParams):
         return torch.cat(parts).double().numpy()
 
     def fit_transform(self, X: Any) -> np.ndarray:
-        """``fit(X)`` then ``transform(X)``."""
+        """``fit(X)`` then ``transform(X)``.
+
+        Parameters
+        ----------
+        X : list of str or one column of strings
+            The texts to embed.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> pearl.SentenceEncoder(progress=False).fit_transform(["A short text."]).shape
+        (1, 384)
+        """
         return self.fit(X).transform(X)
 
     def _model_directory(self) -> Path:
@@ -213,9 +251,14 @@ class SentenceEncoder(LearnerParams):
 
     def _load(self):
         if self._network is None:
-            transformers = import_optional(
-                "transformers", needed_by="SentenceEncoder", install=DEEP_EXTRA_HINT
-            )
+            with warnings.catch_warnings():
+                # transformers imports tqdm.auto, which warns "IProgress not found" in a
+                # notebook without ipywidgets; its bars are switched off below, and ours are
+                # drawn by pearlstats.progress.bar_class, so the warning is about nothing
+                warnings.filterwarnings("ignore", message="IProgress not found")
+                transformers = import_optional(
+                    "transformers", needed_by="SentenceEncoder", install=DEEP_EXTRA_HINT
+                )
             torch = import_torch("SentenceEncoder")
             bars = transformers.utils.logging.is_progress_bar_enabled()
             # Its weight-loading bar would print on every load.

@@ -50,6 +50,11 @@ class SimCLR(DeepLearner):
         ``device``, ``seed``, ``progress``, ``columns``: as in
         :class:`~pearlstats.representations.deep.Autoencoder`.
 
+    Attributes
+    ----------
+    min_rows : int
+        The fewest training rows :meth:`fit` accepts (2: a batch needs a pair).
+
     Examples
     --------
     >>> import numpy as np
@@ -93,6 +98,14 @@ class SimCLR(DeepLearner):
         -------
         numpy.ndarray
             Same shape as ``X``.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> images = np.random.default_rng(0).uniform(size=(16, 8, 8))
+        >>> model = pearl.SimCLR(latent_dim=2, encoder="cnn", epochs=1, progress=False).fit(images)
+        >>> model.augment(images[:3], seed=0).shape
+        (3, 8, 8)
         """
         self._check_fitted()
         torch = import_torch(type(self).__name__)

@@ -36,6 +36,8 @@ class VAE(ReconstructingLearner):
     input_shape_, n_features_in_, scaling_, input_offset_, input_scale_, loss_history_, device_
         As in :class:`~pearlstats.representations.deep.Autoencoder`; ``loss_history_``
         holds the negative ELBO per row.
+    min_rows : int
+        The fewest training rows :meth:`fit` accepts.
 
     Examples
     --------
