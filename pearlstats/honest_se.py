@@ -238,6 +238,9 @@ class NestedSEEstimate:
         relative Monte Carlo error of ``se`` from using R splits, NaN where a
         bound sets the SE or R = 1; :func:`split_moments`) and ``note`` (why a
         number is missing, else "").
+    loss_name : str or None
+        The fit's loss, for the precision of its risks when a table is recomputed
+        from fewer splits (:meth:`using`).
 
     Examples
     --------
@@ -262,7 +265,19 @@ class NestedSEEstimate:
 
     @property
     def repeats(self) -> int:
-        """The number of random splits R."""
+        """The number of random splits R.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
+        >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
+        ...                 honest_se=pearl.NestedSE(repeats=3))
+        >>> res.nested_se.repeats
+        3
+        """
         return len(self.folds)
 
     def using(self, splits: int) -> pd.DataFrame:
@@ -278,6 +293,18 @@ class NestedSEEstimate:
         -------
         DataFrame
             Columns as :attr:`table`.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
+        >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
+        ...                 honest_se=pearl.NestedSE(repeats=3))
+        >>> one = res.nested_se.using(1)  # what NestedSE(repeats=1) reports
+        >>> list(one.index[:2]), bool(one.loc["PEARL", "se"] > 0)
+        (['PEARL', 'MS'], True)
         """
         check_int("splits", splits, minimum=1)
         if splits > self.repeats:
@@ -297,6 +324,18 @@ class NestedSEEstimate:
         -------
         DataFrame
             Index (``splits``, strategy), columns ``risk``, ``se``, ``se_bound``.
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> rng = np.random.default_rng(0)
+        >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
+        >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
+        ...                 honest_se=pearl.NestedSE(repeats=3))
+        >>> running = res.nested_se.running()
+        >>> running.xs("PEARL", level="strategy").index.tolist()
+        [1, 2, 3]
         """
         frames = {r: self.using(r)[["risk", "se", "se_bound"]]
                   for r in range(1, self.repeats + 1)}
