@@ -151,8 +151,9 @@ def check_honest_se(honest_se: Any, honest: int | bool, grouped: bool, weighted:
         (dask, "dask data (the honest re-runs run on in-memory rows only)"),
         (honest is False, "honest=False (it estimates the SE of res.honest; set honest=K)"),
         (grouped,
-         "cv= fold labels or a fold column (groups): the estimator's var(e_out) / |fold| "
-         "treats rows as independent, which grouped rows are not"),
+         "cv= fold labels, a fold column, a splitter object or groups= (the folds are "
+         "given or grouped): the estimator draws its own random splits, and its "
+         "var(e_out) / |fold| treats rows as independent, which grouped rows are not"),
         (weighted, "observation weights (the estimator is written for unweighted means)"),
         (honest is not False and honest < NESTED_MIN_OUTER,
          f"honest={honest} outer folds (each pair of outer folds is held out together, so it "

@@ -89,9 +89,13 @@ def test_repeats_and_nested_se_with_groups_are_refused(grouped):
     frame, blocks = grouped
     with pytest.raises(OptionError, match="cv_repeats=2 is not available with groups"):
         pearl.fit(F, frame, blocks=blocks, cv=5, groups="g", cv_repeats=2, seed=0)
-    with pytest.raises(OptionError, match="honest_se='nested' is not available"):
+    # the refusal names what the user gave: a splitter object, or groups=
+    with pytest.raises(OptionError, match="honest_se='nested' is not available.*a splitter "
+                                          "object or groups="):
         pearl.fit(F, frame, blocks=blocks, cv=model_selection.GroupKFold(3), groups="g",
                   honest_se="nested", seed=0)
+    with pytest.raises(OptionError, match="a splitter object or groups="):
+        pearl.fit(F, frame, blocks=blocks, cv=5, groups="g", honest_se="nested", seed=0)
 
 
 def test_cluster_bootstrap_draws_whole_groups_that_keep_their_folds(grouped):
