@@ -116,29 +116,42 @@ class _Hessians:
         self.sums = np.zeros((count, p))
         self.totals = np.zeros(count)
 
-    def _rows(self, rows: slice, root: np.ndarray, Z_rows) -> np.ndarray:
-        return self.Z.raw_rows(rows, root) if self.folded else Z_rows * root[:, None]
-
     def _add(self, g: int, A: np.ndarray, root: np.ndarray) -> None:
-        self.upper[g] = _gram_into(self.upper[g], A)
-        if self.folded:
-            self.sums[g] += root @ A
-            self.totals[g] += root @ root
+        """Add ``A'A`` (A rows x p) to group g's sum; folded: A is given transposed (p, rows)."""
+        if A.size == 0:
+            return
+        if not self.folded:
+            self.upper[g] = _gram_into(self.upper[g], A)
+            return
+        self.upper[g] = blas.dsyrk(1.0, A.T, beta=1.0, c=self.upper[g], trans=1, lower=0,
+                                   overwrite_c=1)
+        self.sums[g] += A @ root
+        self.totals[g] += root @ root
 
     def add(self, Z_rows, row_weights: np.ndarray, rows: slice) -> None:
         """Add the rows *rows* (``Z_rows``, None if folded; ``row_weights`` (K, rows) = w * v)."""
         root = np.sqrt(row_weights)
         if self.groups is not None:
             labels = self.groups[rows]
-            A = self._rows(rows, root[0], Z_rows)
+            A = self._weighted(rows, root[0], Z_rows)
             for g in range(len(self.upper)):
-                take = (labels == g) & (root[0] > 0)
-                self._add(g, A[take], root[0, take])
+                take = np.flatnonzero((labels == g) & (root[0] > 0))
+                self._add(g, self._take(A, take), root[0, take])
             return
         for k in range(len(self.upper)):
-            take = root[k] > 0
-            A = self._rows(rows, root[k], Z_rows)
-            self._add(k, A if take.all() else A[take], root[k] if take.all() else root[k, take])
+            A = self._weighted(rows, root[k], Z_rows)
+            if (root[k] > 0).all():
+                self._add(k, A, root[k])
+            else:
+                take = np.flatnonzero(root[k] > 0)
+                self._add(k, self._take(A, take), root[k, take])
+
+    def _weighted(self, rows: slice, root: np.ndarray, Z_rows) -> np.ndarray:
+        """The rows times *root*: (rows, p), or (p, rows) from the raw columns if folded."""
+        return self.Z.raw_columns(rows, root) if self.folded else Z_rows * root[:, None]
+
+    def _take(self, A: np.ndarray, take: np.ndarray) -> np.ndarray:
+        return np.take(A, take, axis=1) if self.folded else A[take]
 
     def _finish(self, g: int) -> np.ndarray:
         if self.folded:
@@ -318,7 +331,7 @@ def _engine(kind: str) -> NewtonEngine:
         return _mean_and_variance(kind, Z_rows @ theta)[0]
 
     return NewtonEngine(1, solve, predict, _notes, separates=kind == "binomial", reads_rows=True,
-                        warm_hessian=True, fold_hessians=True)
+                        warm_hessian=True, fold_hessians=True, mean=partial(mean_of, kind))
 
 
 def glm_cv_predict(

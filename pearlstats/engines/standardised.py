@@ -131,11 +131,17 @@ class StandardisedColumns:
         :attr:`folds` (the centring after the product then loses at most about
         ``log10(1 + FOLD_LIMIT)`` digits to cancellation).
         """
-        coef = theta / self._design.scale
-        eta = np.zeros((len(theta), len(range(self.shape[0])[rows])))
+        design = self._design
+        coef = theta / design.scale
+        shift = coef @ design.center
+        eta = np.empty((len(theta), len(range(self.shape[0])[rows])))
+        eta[:] = -shift[:, None]
         for part, local, at in self._runs:
-            eta += coef[:, at] @ part[rows, local].T
-        eta -= (coef @ self._design.center)[:, None]
+            if at.stop - at.start == 1 and at.start == design.intercept:
+                # The intercept is constant: its product is its coefficient times its value.
+                eta += (coef[:, at.start] * design.intercept_value)[:, None]
+            else:
+                eta += coef[:, at] @ part[rows, local].T
         return eta
 
     def transpose_times(self, R: np.ndarray, rows: slice) -> np.ndarray:
@@ -147,11 +153,15 @@ class StandardisedColumns:
         out /= self._design.scale
         return out
 
-    def raw_rows(self, rows: slice, root: np.ndarray) -> np.ndarray:
-        """``root[:, None] * X[rows, columns]`` (rows, p), C-ordered: one pass over the runs."""
-        block = np.empty((len(root), self.shape[1]))
+    def raw_columns(self, rows: slice, root: np.ndarray) -> np.ndarray:
+        """``(root[:, None] * X[rows, columns]).T`` (p, rows), C-ordered, from the raw columns.
+
+        Laid out by column, each run is multiplied along its rows (long inner loops; the
+        row-major layout's inner loops were a run's few columns, at three times the cost).
+        """
+        block = np.empty((self.shape[1], len(root)))
         for part, local, at in self._runs:
-            np.multiply(part[rows, local], root[:, None], out=block[:, at])
+            np.multiply(part[rows, local].T, root, out=block[at])
         return block
 
     def standardised_gram(self, upper: np.ndarray, sums: np.ndarray, total: float) -> np.ndarray:
