@@ -172,6 +172,7 @@ def batched_newton(
     max_chord: int = 1,
     hessian0: np.ndarray | None = None,
     final_step: bool = False,
+    exact_start: bool = False,
 ) -> NewtonResult:
     """Minimise K convex objectives by damped Newton steps that reuse Hessians.
 
@@ -220,6 +221,10 @@ def batched_newton(
         step, instead of within the tolerance itself. A problem also converges when its
         decrement times its last ratio of decrements (at most *reuse_contraction*: the
         decrement predicted after the step) is below tolerance, and takes that step.
+    exact_start : bool
+        Whether *hessian0* is the Hessian at *theta0* itself (e.g. ``X'X / 4`` at the
+        logistic start 0), not an approximation: the fit is then plain Newton from the
+        start, with the first Hessian known without a pass over the rows.
 
     Returns
     -------
@@ -227,17 +232,18 @@ def batched_newton(
     """
     with one_blas_thread():
         return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                                  max_chord, hessian0, final_step)
+                                  max_chord, hessian0, final_step, exact_start)
 
 
 def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                       max_chord, hessian0, final_step=False) -> NewtonResult:
+                       max_chord, hessian0, final_step=False, exact_start=False) -> NewtonResult:
     theta = theta0.copy()
     K = theta.shape[0]
     converged = np.zeros(K, dtype=bool)
     stopped = np.zeros(K, dtype=bool)
-    fresh = hessian0 is None  # the systems are the Hessians at the current theta
-    if fresh:
+    # Whether the systems are the Hessians at the current theta.
+    fresh = hessian0 is None or exact_start
+    if hessian0 is None:
         f, g, H = objective(theta, 2)
     else:
         (f, g), H = objective(theta, 1), hessian0

@@ -102,6 +102,10 @@ class NewtonEngine:
         (``Z[rows]``, ``Z[0]``, ``Z.shape``): they then get a
         :class:`~pearlstats.engines.standardised.StandardisedColumns`, which forms those
         rows from the design when asked, instead of an (n, |S|) array.
+    mean : callable, optional
+        ``mean(eta)``: *predict* of a single linear predictor *eta*; given, the out-of-fold
+        predictions are formed from products with the raw columns where the standardised
+        columns allow it (:func:`_out_of_fold`).
     """
 
     per_column: int
@@ -113,6 +117,7 @@ class NewtonEngine:
     nested_start: bool = False
     reads_rows: bool = False
     fold_hessians: bool = False
+    mean: Callable | None = None
 
 
 def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
@@ -460,6 +465,16 @@ def _out_of_fold(engine: NewtonEngine, Z, thetas: list, rows: list, out: np.ndar
     fold_of = np.full(len(out), -1)
     for k, r in enumerate(rows):
         fold_of[r] = k
+    if engine.mean is not None and getattr(Z, "folds", False):
+        # Every fold's linear predictors of a block from the raw columns read in place (K
+        # times the products needed, still less than standardising the block's rows).
+        theta = np.stack(thetas)
+        for start in range(0, len(out), _PREDICT_ROWS):
+            block = slice(start, min(len(out), start + _PREDICT_ROWS))
+            held = np.flatnonzero(fold_of[block] >= 0)
+            eta = Z.times(theta, block)
+            out[start + held] = engine.mean(eta[fold_of[block][held], held])
+        return
     for start in range(0, len(out), _PREDICT_ROWS):
         block = slice(start, min(len(out), start + _PREDICT_ROWS))
         Z_rows, labels = Z[block], fold_of[block]

@@ -31,7 +31,27 @@ from ..backends.columns import ColumnStack
 from ._common import ScaledDesign
 from .moments import chunk_columns
 
-__all__ = ["StandardisedColumns", "standardised_columns"]
+__all__ = ["FOLD_LIMIT", "StandardisedColumns", "standardised_columns"]
+
+# Largest |centre| / SD of a column for which products are formed from the raw columns and
+# centred after (:meth:`StandardisedColumns.times`): the cancellation then costs at most
+# log10(1 + 4), under one digit, of the 16; further out the standardised rows are formed.
+FOLD_LIMIT = 4.0
+
+# SDs of the columns whose raw products are formed: squares of the raw values (the Hessians'
+# X'WX) neither underflow nor overflow, even summed over 10^9 rows. Columns rescaled beyond it
+# (a block times 1e-162) are standardised first, as their Newton fits always were.
+SCALE_RANGE = (1e-100, 1e100)
+
+# Most design columns whose raw Gram is formed once for all candidates (:meth:`gram`: a
+# 256 x 256 matrix is 512 KiB); wider designs form each candidate's own.
+SHARED_GRAM_COLUMNS = 256
+
+# Key of that Gram in the *known* dict of column moments (whose other keys are column numbers).
+_GRAM = "gram"
+
+# Rows per block of the Gram's pass.
+_GRAM_ROWS = 8192
 
 
 class StandardisedColumns:
@@ -52,10 +72,18 @@ class StandardisedColumns:
 
     ndim = 2
 
-    def __init__(self, X: Any, columns: np.ndarray, design: ScaledDesign):
+    def __init__(self, X: Any, columns: np.ndarray, design: ScaledDesign,
+                 known: dict | None = None):
         self._X, self._columns, self._design = X, np.asarray(columns), design
+        self._known = known
         self.shape = (X.shape[0], self._columns.size)
         self._runs = _column_runs(X, self._columns)
+        # Products may read the raw columns and centre after (:meth:`times`) when every run is
+        # a float64 array and no column's centre is far from it in SDs (see FOLD_LIMIT).
+        self.folds = self._runs is not None and all(
+            isinstance(part, np.ndarray) and part.dtype == float for part, _, _ in self._runs
+        ) and bool(np.all(np.abs(design.center) <= FOLD_LIMIT * design.scale)) and bool(
+            np.all((design.scale >= SCALE_RANGE[0]) & (design.scale <= SCALE_RANGE[1])))
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -95,6 +123,82 @@ class StandardisedColumns:
         block /= scale
         return block
 
+    def times(self, theta: np.ndarray, rows: slice) -> np.ndarray:
+        """``theta @ Z[rows].T`` (K, rows) from the raw columns, read in place.
+
+        ``Z b = X (b / scale) - center . (b / scale)``: each run of columns is multiplied as
+        a view of its block (no copy of the rows, no standardised copy). Only where
+        :attr:`folds` (the centring after the product then loses at most about
+        ``log10(1 + FOLD_LIMIT)`` digits to cancellation).
+        """
+        design = self._design
+        coef = theta / design.scale
+        shift = coef @ design.center
+        eta = np.empty((len(theta), len(range(self.shape[0])[rows])))
+        eta[:] = -shift[:, None]
+        for part, local, at in self._runs:
+            if at.stop - at.start == 1 and at.start == design.intercept:
+                # The intercept is constant: its product is its coefficient times its value.
+                eta += (coef[:, at.start] * design.intercept_value)[:, None]
+            else:
+                eta += coef[:, at] @ part[rows, local].T
+        return eta
+
+    def transpose_times(self, R: np.ndarray, rows: slice) -> np.ndarray:
+        """``R @ Z[rows]`` (K, p) for R (K, rows), from the raw columns read in place."""
+        out = np.empty((len(R), self.shape[1]))
+        for part, local, at in self._runs:
+            out[:, at] = R @ part[rows, local]
+        out -= R.sum(axis=1)[:, None] * self._design.center
+        out /= self._design.scale
+        return out
+
+    def raw_columns(self, rows: slice, root: np.ndarray) -> np.ndarray:
+        """``(root[:, None] * X[rows, columns]).T`` (p, rows), C-ordered, from the raw columns.
+
+        Laid out by column, each run is multiplied along its rows (long inner loops; the
+        row-major layout's inner loops were a run's few columns, at three times the cost).
+        """
+        block = np.empty((self.shape[1], len(root)))
+        for part, local, at in self._runs:
+            np.multiply(part[rows, local].T, root, out=block[at])
+        return block
+
+    def standardised_gram(self, upper: np.ndarray, sums: np.ndarray, total: float) -> np.ndarray:
+        """``Z' W Z`` from the raw ``X' W X`` (upper triangle), ``X' w`` and ``sum(w)``.
+
+        ``(X - 1c')' W (X - 1c') = X'WX - c s' - s c' + (sum w) c c'``, then divided by
+        ``scale scale'``.
+        """
+        center, scale = self._design.center, self._design.scale
+        gram = np.triu(upper) + np.triu(upper, 1).T
+        cross = np.outer(center, sums)
+        gram -= cross + cross.T
+        gram += total * np.outer(center, center)
+        gram /= np.outer(scale, scale)
+        return gram
+
+    def gram(self) -> np.ndarray | None:
+        """``Z'Z`` (p, p) without a pass over the rows where one was made for all candidates.
+
+        With *known* (shared by the candidates of one design) and at most
+        :data:`SHARED_GRAM_COLUMNS` design columns, the raw Gram of all the design's columns
+        is formed once (one ``syrk`` pass) and each candidate's is its sub-block, centred and
+        scaled; otherwise one pass over the candidate's own columns. None where products are
+        not folded (:attr:`folds`).
+        """
+        if not self.folds:
+            return None
+        n, cols = self.shape[0], self._columns
+        shared = self._known is not None and self._X.shape[1] <= SHARED_GRAM_COLUMNS
+        if shared and _GRAM not in self._known:
+            self._known[_GRAM] = _raw_gram(self._X, np.arange(self._X.shape[1]))
+        if shared and self._known[_GRAM] is not None:
+            upper, sums = self._known[_GRAM]
+            return self.standardised_gram(upper[np.ix_(cols, cols)], sums[cols], n)
+        upper, sums = _raw_gram(self._X, cols)
+        return self.standardised_gram(upper, sums, n)
+
     def array(self) -> np.ndarray:
         """All rows as one array (the (n, |S|) copy this class exists to avoid; for tests)."""
         return self[:]
@@ -125,6 +229,27 @@ def _column_runs(X: Any, columns: np.ndarray) -> list[tuple] | None:
     return runs
 
 
+def _raw_gram(X: Any, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(X'X, X'1)`` of *columns* (symmetric, by ``syrk`` a block of rows at a time), or None
+    when a column is not in a float64 array block."""
+    from scipy.linalg import blas
+
+    runs = _column_runs(X, columns)
+    if runs is None or not all(isinstance(part, np.ndarray) and part.dtype == float
+                               for part, _, _ in runs):
+        return None
+    upper = np.zeros((columns.size, columns.size), order="F")
+    sums = np.zeros(columns.size)
+    for start in range(0, X.shape[0], _GRAM_ROWS):
+        rows = slice(start, min(X.shape[0], start + _GRAM_ROWS))
+        block = np.empty((rows.stop - rows.start, columns.size))
+        for part, local, at in runs:
+            block[:, at] = part[rows, local]
+        upper = blas.dsyrk(1.0, block.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
+        sums += block.sum(axis=0)
+    return np.triu(upper) + np.triu(upper, 1).T, sums
+
+
 def standardised_columns(X: Any, columns: np.ndarray,
                          known: dict | None = None) -> tuple[StandardisedColumns, ScaledDesign]:
     """A candidate's standardised columns read in place, and their standardisation.
@@ -133,4 +258,4 @@ def standardised_columns(X: Any, columns: np.ndarray,
     """
     columns = np.flatnonzero(columns) if columns.dtype == bool else columns
     design = ScaledDesign.from_columns(X, columns, known=known)
-    return StandardisedColumns(X, columns, design), design
+    return StandardisedColumns(X, columns, design, known), design

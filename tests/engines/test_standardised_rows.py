@@ -79,7 +79,7 @@ def test_hessian_sums_over_training_rows_equal_the_weighted_products(p, K):
     n = glm._BLOCK_ROWS
     Z = rng.normal(size=(n, p))
     weights = rng.uniform(size=(K, n)) * (rng.uniform(size=(K, n)) > 0.2)
-    hessians = glm._Hessians(K, p, None, 0)
+    hessians = glm._Hessians(Z, K, None, 0)
     hessians.add(Z, weights, slice(0, n))
     want = np.einsum("kn,ni,nj->kij", weights, Z, Z)
     np.testing.assert_allclose(hessians.problems(), want, rtol=0,
@@ -94,7 +94,7 @@ def test_all_rows_hessian_split_by_fold_gives_each_folds_training_rows_hessian()
     folds[:10] = -1  # rows no fold holds out are in every fold's training rows
     held_out = [np.flatnonzero(folds == k) for k in range(K)]
     groups = glm._fold_groups(held_out, n)
-    hessians = glm._Hessians(1, p, groups, K + 1)
+    hessians = glm._Hessians(Z, 1, groups, K + 1)
     for start in range(0, n, 1000):  # three passes' worth of blocks
         rows = slice(start, start + 1000)
         hessians.add(Z[rows], v[None, rows], rows)
@@ -123,7 +123,10 @@ def test_fold_fits_on_rows_read_in_place_equal_those_on_the_standardised_copy(ki
     out = newton_cv_predict(engine, X, y, candidates, folds, 0.0)
     copied = newton_cv_predict(dataclasses.replace(engine, reads_rows=False), X, y, candidates,
                                folds, 0.0)
-    assert out.predictions.tobytes() == copied.predictions.tobytes()
+    # Read in place, the products are formed from the raw columns and centred after (b is 2
+    # SDs off 0: within FOLD_LIMIT), so the sums round differently; both fits stop within
+    # about 1e-12 of the same optimum (decrement 1e-24), so the predictions agree to that.
+    np.testing.assert_allclose(out.predictions, copied.predictions, rtol=1e-10)
     stacked = np.asarray(X)
     family = sm.families.Binomial() if kind == "binomial" else sm.families.Poisson()
     for k in range(4):
@@ -150,3 +153,71 @@ def test_column_moments_read_once_for_all_candidates_equal_each_candidates_own()
             np.testing.assert_array_equal(getattr(shared, name), getattr(own, name))
         assert (shared.intercept, shared.intercept_value) == (own.intercept, own.intercept_value)
     assert sorted(known) == [0, 1, 2, 3, 5, 6, 7]
+
+
+def _folded_design(n: int, seed: int):
+    """Blocks within FOLD_LIMIT SDs of 0 (products folded) and the (n, p) copy."""
+    rng = np.random.default_rng(seed)
+    parts = [np.ones((n, 1)), rng.normal(loc=2.0, scale=3.0, size=(n, 4)),
+             np.asfortranarray(rng.uniform(size=(n, 3)))]
+    return ColumnStack(parts), np.hstack(parts)
+
+
+@pytest.mark.parametrize("rows", [slice(None), slice(5, 4100), slice(4090, 4096)])
+def test_products_from_raw_columns_equal_those_of_the_standardised_rows(rows):
+    # theta Z' and R Z from the raw columns, centred and scaled after: the numbers of the
+    # standardised rows to rounding. The raw values are at most 1 + FOLD_LIMIT times the
+    # standardised ones, so the sums' rounding is within a few units of 1e-16 of sum |terms|.
+    X, _ = _folded_design(5000, seed=6)
+    S = np.array([0, 2, 1, 6, 7, 4])
+    Z, _ = standardised_columns(X, S)
+    assert Z.folds
+    rng = np.random.default_rng(7)
+    theta, Z_rows = rng.normal(size=(3, S.size)), Z[rows]
+    R = rng.normal(size=(3, len(Z_rows)))
+    bound = 1e-14 * (np.abs(theta) @ np.abs(Z_rows).T).max()
+    np.testing.assert_allclose(Z.times(theta, rows), theta @ Z_rows.T, rtol=0, atol=bound)
+    bound = 1e-14 * (np.abs(R) @ np.abs(Z_rows)).max()
+    np.testing.assert_allclose(Z.transpose_times(R, rows), R @ Z_rows, rtol=0, atol=bound)
+
+
+def test_far_off_centre_columns_are_standardised_before_products():
+    # Columns 5 SDs off 0 (beyond FOLD_LIMIT) are centred before products when the candidate
+    # has an intercept; without one they are not centred at all, and products are folded.
+    n = 300
+    rng = np.random.default_rng(8)
+    X = ColumnStack([np.ones((n, 1)), rng.normal(loc=5.0, size=(n, 2))])
+    assert not standardised_columns(X, np.arange(3))[0].folds
+    assert standardised_columns(X, np.array([1, 2]))[0].folds  # no intercept: not centred
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_gram_of_the_standardised_columns(shared):
+    # From the design's raw Gram formed once (sub-block, centred, scaled) or the candidate's own.
+    X, stacked = _folded_design(9000, seed=9)
+    known: dict | None = {} if shared else None
+    for S in (np.array([0, 1, 2, 5]), np.array([0, 6, 3, 7])):
+        Z, _ = standardised_columns(X, S, known)
+        full = Z.array()
+        np.testing.assert_allclose(Z.gram(), full.T @ full, rtol=0,
+                                   atol=1e-13 * (full**2).sum(axis=0).max())
+    if shared:
+        assert known["gram"][0].shape == (8, 8)
+
+
+@pytest.mark.parametrize("kind", ["binomial", "poisson"])
+def test_start_hessian_is_the_hessian_at_the_engines_start(kind):
+    # The first Newton step of an all-rows fit uses v Z'Z / n, the Hessian where every row has
+    # the same mean: equal to the loss's own Hessian there, to rounding.
+    X, _ = _folded_design(5000, seed=10)
+    y = np.random.default_rng(11).poisson(2.0, size=5000).astype(float)
+    y = np.minimum(y, 1.0) if kind == "binomial" else y
+    Z, design = standardised_columns(X, np.arange(8))
+    theta0 = np.zeros((1, 8))
+    if kind == "poisson":
+        theta0[0, 0] = np.log(y.mean())
+    weights = np.ones((1, 5000))
+    loss = glm._make_loss(kind, Z, y, weights, weights.sum(axis=1))
+    want = loss(theta0, 2)[2]
+    got = glm._start_hessian(kind, Z, theta0, design.intercept)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.abs(want).max())
