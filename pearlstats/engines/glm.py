@@ -23,6 +23,7 @@ converged fit may legitimately give some rows probabilities within 1e-15 of
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
@@ -370,8 +371,34 @@ def glm_cv_predict(
         ``predictions`` (n, J): probabilities of class 1, or Poisson means;
         ``ridges`` the ridge each candidate was fitted with.
     """
-    return newton_cv_predict(_engine(kind), X, y, candidates, folds, ridge, separation=separation,
-                             ridges=ridges)
+    keep: dict = {}
+    output = newton_cv_predict(_engine(kind), X, y, candidates, folds, ridge,
+                               separation=separation, ridges=ridges, keep=keep)
+    _remember(kind, X, y, keep)
+    return output
+
+
+# The last cross-validation's all-rows fits, for the refits of the same candidates on the same
+# rows (results' statsmodels-agreeing coefficients): (kind, weak X, weak y, fits). Weak
+# references, so a design that goes is not kept, and a new one at its address is never matched;
+# only the last cross-validation's, so a fit keeps no more than its own candidates' optima.
+_LAST_CV: list = []
+
+
+def _remember(kind: str, X, y: np.ndarray, fits: dict) -> None:
+    try:
+        entry = (kind, weakref.ref(X), weakref.ref(y), fits)
+    except TypeError:  # not weakly referable: no reuse
+        entry = None
+    _LAST_CV[:] = [] if entry is None else [entry]
+
+
+def _cv_fit(kind: str, X, y: np.ndarray, columns: np.ndarray, ridge: float) -> tuple | None:
+    """The last cross-validation's all-rows fit of *columns* at *ridge* on these X and y."""
+    for known, X_ref, y_ref, fits in list(_LAST_CV):
+        if known == kind and X_ref() is X and y_ref() is y:
+            return fits.get((tuple(int(c) for c in np.asarray(columns)), float(ridge)))
+    return None
 
 
 def glm_fit(
@@ -396,5 +423,7 @@ def glm_fit(
     entries : list of LedgerEntry
         Separation / convergence notes for the refit (stage ``"refit"``).
     """
-    design, result, ladder = newton_fit(_engine(kind), X, y, columns, ridge, separation, label)
+    start = _cv_fit(kind, X, y, columns, ridge)  # a Newton step or none from the CV's optimum
+    design, result, ladder = newton_fit(_engine(kind), X, y, columns, ridge, separation, label,
+                                        start)
     return design.original(result.theta[0]), ladder + _notes(label, result, [None], "refit")

@@ -10,7 +10,7 @@ they start, predict and report; :class:`NewtonEngine` carries those.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -369,6 +369,7 @@ def newton_cv_predict(
     tail: tuple = (),
     separation: str = "drop",
     ridges: Mapping | None = None,
+    keep: dict | None = None,
 ) -> EngineOutput:
     """Out-of-fold predictions of every candidate by *engine*; (n, J) + *tail*, NaN where excluded.
 
@@ -385,6 +386,10 @@ def newton_cv_predict(
         Label -> ridge a candidate starts from (the larger of it and *ridge*),
         e.g. the ridges an earlier fold draw on the same rows chose (re-runs
         on other rows do not pass the fit's: they choose their own).
+    keep : dict, optional
+        Filled with ``(columns, ridge) -> (result, design, same)``: each candidate's finite
+        all-rows fit, for :func:`newton_fit`'s *start* (``same``: the fit started where
+        :func:`newton_fit` starts, so it solved the refit's problem by the same steps).
 
     Returns
     -------
@@ -432,6 +437,10 @@ def newton_cv_predict(
                 break
         if _finite(everything) and design.intercept is not None:
             optima[tuple(int(c) for c in S)] = everything.theta[0]
+        if keep is not None and _finite(everything):
+            nested = engine.nested_start and value > 0 and design.intercept is not None
+            keep[tuple(int(c) for c in S), float(value)] = (
+                replace(everything, hessian=None), design, not nested)
         if wide or value != start:
             reason = (_wide_reason(size, n_train_min) if wide else _trouble(*first, start))
             tried = [requested] + ladder if wide else ladder
@@ -483,6 +492,17 @@ def _out_of_fold(engine: NewtonEngine, Z, thetas: list, rows: list, out: np.ndar
             out[start + np.flatnonzero(mine)] = engine.predict(Z_rows[mine], thetas[k])
 
 
+def _known_start(start: tuple | None, design: ScaledDesign) -> tuple | None:
+    """``(result, same)`` of *start* where its standardisation is *design*'s, else None."""
+    if start is None:
+        return None
+    result, known, same = start
+    if (known.intercept != design.intercept or not np.array_equal(known.center, design.center)
+            or not np.array_equal(known.scale, design.scale)):
+        return None
+    return result, same
+
+
 def newton_fit(
     engine: NewtonEngine,
     X: np.ndarray,
@@ -491,8 +511,14 @@ def newton_fit(
     ridge: float,
     separation: str = "drop",
     label: str = "",
+    start: tuple | None = None,
 ) -> tuple[ScaledDesign, NewtonResult, list]:
     """Fit one candidate on all rows (coefficients on the standardised columns of the design).
+
+    *start* is the cross-validation's all-rows fit of this candidate at *ridge* (an entry of
+    :func:`newton_cv_predict`'s *keep*): where it solved this very problem (same
+    standardisation, same start and steps) it is the answer; otherwise the fit starts at its
+    optimum (a Newton step or none), with the same convergence rule.
 
     With ``separation="ridge"`` a fit without a finite optimum is redone with the next
     ridges of :func:`ridge_ladder` (the third value returned holds the ledger row saying
@@ -502,8 +528,14 @@ def newton_fit(
     Z, design = _standardised_columns(X, np.asarray(columns), engine.reads_rows)
     penalty = design.penalized[None].astype(float)
     ladder = ridge_ladder(ridge) if separation == "ridge" and engine.separates else [ridge]
+    known = _known_start(start, design)
     for value in ladder:
-        result = engine.solve(Z, y, np.ones((1, len(y))), penalty, value, design.intercept, None)
+        if value == ridge and known is not None and known[1]:
+            result = known[0]  # the cross-validation solved this problem: nothing to redo
+        else:
+            theta0 = known[0].theta if value == ridge and known is not None else None
+            result = engine.solve(Z, y, np.ones((1, len(y))), penalty, value, design.intercept,
+                                  theta0)
         if separation == "raise" and engine.separates:
             _raise_separation(label, result, result, value)
         if value == ridge:
