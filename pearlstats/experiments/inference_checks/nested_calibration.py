@@ -62,8 +62,8 @@ import numpy as np
 import pandas as pd
 
 from ...fitting import fit
-from ...honest_se import NestedSE
-from ...weights.baselines import STRATEGIES
+from ...honest_se import NestedSE, split_moments
+from ...weights.baselines import STRATEGIES, TABLE_ROWS
 from .designs import ALL_DESIGNS, get_design
 
 __all__ = ["COVERAGE_TARGET", "DEFAULT_N", "SE_RATIO_TARGET", "calibration_draws", "main",
@@ -96,13 +96,16 @@ def _one_data_set(design_name: str, outer: int, repeats: int, n_test: int, seed:
     rows = []
     for r in prefixes:
         table = estimate.using(r)
+        err_cv = split_moments(estimate.folds[:r], estimate.outer_losses[:r],
+                               estimate.inner_losses[:r])["err_cv"].mean(axis=0)
         naive_bound = table["se_bound"]
         for name in STRATEGIES:
             rows.append({
                 "design": design_name, "outer": outer, "data_set": index, "n": n,
                 "repeats": r, "strategy": name,
                 "risk": table.loc[name, "risk"], "se": table.loc[name, "se"],
-                "mse": table.loc[name, "mse"], "se_bound": naive_bound[name],
+                "mse": table.loc[name, "mse"], "bias": table.loc[name, "bias"],
+                "err_cv": err_cv[TABLE_ROWS.index(name)], "se_bound": naive_bound[name],
                 "se_mc_error": table.loc[name, "se_mc_error"],
                 "ratio": table.loc[name, "ratio"], "ratio_se": table.loc[name, "ratio_se"],
                 "test_risk": tested[name], "test_ratio": tested["PEARL"] / tested[name],
