@@ -199,7 +199,7 @@ class _PearlEstimator(BaseEstimator):
             learner = self.learners_.get(name)
             data[name] = X[:, columns] if learner is None else learner.transform(X[:, columns])
         for position, column in enumerate(self.covariate_columns_):
-            data[f"x{position}_"] = X[:, column]
+            data[_covariate_name(position)] = X[:, column]
         return data
 
     # --------------------------------------------------------------------- fit
@@ -210,6 +210,11 @@ class _PearlEstimator(BaseEstimator):
             np.empty(0, dtype=int) if self.covariates is None
             else self._columns(self.covariates, "covariates")
         )
+        clash = sorted(set(self.plan_) & {_covariate_name(i)
+                                          for i in range(len(self.covariate_columns_))})
+        if clash:
+            raise BlockError(f"block name(s) {clash} are the names the covariates take in the "
+                             "formula (x0_, x1_, ...); rename the block(s)")
         cv = _fold_labels(self.cv, X, y)
         groups = _row_groups(groups, len(X))
         if sample_weight is not None:
@@ -224,7 +229,7 @@ class _PearlEstimator(BaseEstimator):
             if learner is not None:
                 self.learners_[name] = clone(learner).fit(X[:, columns])
         data = {**self._blocks_of(X), _RESPONSE: y}
-        terms = [f"x{i}_" for i in range(len(self.covariate_columns_))]
+        terms = [_covariate_name(i) for i in range(len(self.covariate_columns_))]
         terms += [f"block({name})" for name in self.plan_]
         options = {"max_candidates": self.max_candidates} if self.max_candidates else {}
         if self.progress is not None:
@@ -383,6 +388,11 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
         """The most probable class of each row."""
         proba = self.predict_proba(X)  # first: it raises NotFittedError before fit
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+def _covariate_name(position: int) -> str:
+    """The name of covariate *position* in the formula and the data ``pearl.fit`` is given."""
+    return f"x{position}_"
 
 
 def _row_groups(groups: Any, n: int) -> np.ndarray | None:

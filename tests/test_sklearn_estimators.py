@@ -171,6 +171,8 @@ def test_bad_blocks_and_families_are_named():
         PearlRegressor({"a": [7]}).fit(X, y)
     with pytest.raises(OptionError, match="PearlRegressor\\(family='binomial'\\)"):
         PearlRegressor(family="binomial").fit(X, y)
+    with pytest.raises(BlockError, match=r"\['x0_'\] are the names the covariates take"):
+        PearlRegressor({"x0_": [1, 2]}, covariates=[0]).fit(X, y)
 
 
 @pytest.mark.slow
