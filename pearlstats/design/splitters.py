@@ -131,7 +131,9 @@ def split_rows(cv: Any, n: int, y: np.ndarray, groups: np.ndarray | None) -> Spl
     try:
         pairs = list(cv.split(np.zeros((n, 1)), y, groups))
     except Exception as err:  # the splitter is the user's code: keep its message, name it
-        hint = "; give groups= (a column name or one value per row)" if groups is None else ""
+        # the hint only for a failure about groups (a group splitter given none)
+        hint = ("; give groups= (a column name or one value per row)"
+                if groups is None and "group" in str(err).lower() else "")
         raise FoldError(f"{name} could not split the {n} rows: {err}{hint}") from err
     if not pairs:
         raise FoldError(f"{name} gave no split; cross-validation needs at least one")
