@@ -139,17 +139,17 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
     return check_observation_weights(*given, family, n, index, missing)
 
 
-def with_observation_weights(prepared: Prepared, loss: Loss,
-                             observed: ObservationWeights) -> tuple[Prepared, Loss]:
-    """The prepared rows' response carrying *observed*, and the loss weighted by its rows."""
+def with_observation_weights(prepared: Prepared, loss: Loss, observed: ObservationWeights,
+                             n_coefficients: int) -> tuple[Prepared, Loss]:
+    """The prepared rows' response carrying *observed*, and the loss weighted by its rows
+    (*n_coefficients*: the largest candidate's, for :func:`few_observations_note`)."""
     if not observed.given:
         return prepared, loss
     response = prepared.response.with_observation_weights(observed.weights, observed.offset,
                                                           observed.weight_type)
     if observed.weights is not None:
         loss = RowWeightedLoss(loss.family, loss, observed.weights, observed.weight_type)
-        note = few_observations_note(observed.weights, observed.weight_type,
-                                     prepared.design.X.shape[1])
+        note = few_observations_note(observed.weights, observed.weight_type, n_coefficients)
         if note:
             warn(note, ObservationWeightWarning)
     return dataclasses.replace(prepared, response=response), loss
@@ -599,7 +599,8 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     candidates = build_pool(prepared.design, options.candidates, options.max_candidates)
     n_given = len(prepared.response.y) + len(prepared.dropped_rows)
     kept = complement_rows(prepared.dropped_rows, n_given)
-    prepared, loss = with_observation_weights(prepared, loss, observed.kept(kept))
+    prepared, loss = with_observation_weights(prepared, loss, observed.kept(kept),
+                                              max(c.n_params for c in candidates.pool))
     family.check_fit_response(prepared.response)  # net of the offset, which is now attached
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
