@@ -28,7 +28,14 @@ import pandas as pd
 from patsy import EvalEnvironment
 
 from ._warnings import warn
-from .checks import check_choice, check_eval_env, check_int, check_n_jobs, check_seed
+from .checks import (
+    align_by_label,
+    check_choice,
+    check_eval_env,
+    check_int,
+    check_n_jobs,
+    check_seed,
+)
 from .design.candidates import DEFAULT_MAX_CANDIDATES
 from .design.data import data_index, split_data
 from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
@@ -132,17 +139,17 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
     return check_observation_weights(*given, family, n, index, missing)
 
 
-def with_observation_weights(prepared: Prepared, loss: Loss,
-                             observed: ObservationWeights) -> tuple[Prepared, Loss]:
-    """The prepared rows' response carrying *observed*, and the loss weighted by its rows."""
+def with_observation_weights(prepared: Prepared, loss: Loss, observed: ObservationWeights,
+                             n_coefficients: int) -> tuple[Prepared, Loss]:
+    """The prepared rows' response carrying *observed*, and the loss weighted by its rows
+    (*n_coefficients*: the largest candidate's, for :func:`few_observations_note`)."""
     if not observed.given:
         return prepared, loss
     response = prepared.response.with_observation_weights(observed.weights, observed.offset,
                                                           observed.weight_type)
     if observed.weights is not None:
         loss = RowWeightedLoss(loss.family, loss, observed.weights, observed.weight_type)
-        note = few_observations_note(observed.weights, observed.weight_type,
-                                     prepared.design.X.shape[1])
+        note = few_observations_note(observed.weights, observed.weight_type, n_coefficients)
         if note:
             warn(note, ObservationWeightWarning)
     return dataclasses.replace(prepared, response=response), loss
@@ -592,7 +599,8 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     candidates = build_pool(prepared.design, options.candidates, options.max_candidates)
     n_given = len(prepared.response.y) + len(prepared.dropped_rows)
     kept = complement_rows(prepared.dropped_rows, n_given)
-    prepared, loss = with_observation_weights(prepared, loss, observed.kept(kept))
+    prepared, loss = with_observation_weights(prepared, loss, observed.kept(kept),
+                                              max(c.n_params for c in candidates.pool))
     family.check_fit_response(prepared.response)  # net of the offset, which is now attached
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
@@ -626,10 +634,11 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         groups=None if groups is None else group_codes(np.asarray(groups)),
     )
     warn_unidentified(state)
-    return _with_cov(results_from_state(state, DASK_ROWS), options.cov, data, kept)
+    return _with_cov(results_from_state(state, DASK_ROWS), options.cov, data, kept, n_given)
 
 
-def _with_cov(res: PearlResults, cov: tuple, data: Any, kept: np.ndarray) -> PearlResults:
+def _with_cov(res: PearlResults, cov: tuple, data: Any, kept: np.ndarray,
+              n_given: int) -> PearlResults:
     """*res* with the covariance type of ``fit(cov_type=, cov_kwds=)``; cluster groups given
     as a column name or one per row of *data* are taken at the rows the fit kept."""
     cov_type, kwds = cov
@@ -641,10 +650,11 @@ def _with_cov(res: PearlResults, cov: tuple, data: Any, kept: np.ndarray) -> Pea
         if groups not in frame:
             raise DataError(f"cov_kwds groups={groups!r} is not a column of the data")
         groups = frame[groups]
-    elif isinstance(groups, pd.Series) and isinstance(data, pd.DataFrame):
-        groups = groups.reindex(data.index)  # a Series is matched to the rows by label
+    elif isinstance(groups, (pd.Series, pd.DataFrame)):
+        groups = align_by_label("cov_kwds groups=", groups, data_index(data))
     if groups is not None:
         values = np.asarray(groups)
-        kwds = {**kwds, "groups": values[kept] if values.ndim == 1 and len(values) == len(kept)
+        # one label per given row: those of the rows the fit kept (missing="drop")
+        kwds = {**kwds, "groups": values[kept] if values.ndim == 1 and len(values) == n_given
                 else values}
     return res.get_robustcov(cov_type, **kwds)

@@ -286,7 +286,7 @@ def few_observations_note(row_weights: np.ndarray | None, weight_type: str | Non
     Examples
     --------
     >>> print(few_observations_note(np.full(4, 0.25), "frequency", 3))  # doctest: +ELLIPSIS
-    frequency weights sum to 1 over 4 rows (normalised?): they count as 1 observations, ...
+    frequency weights sum to 1 over 4 rows (normalised?): they count as 1 observation, not ...
     >>> few_observations_note(np.full(4, 2.0), "frequency", 3) is None
     True
     """
@@ -298,8 +298,9 @@ def few_observations_note(row_weights: np.ndarray | None, weight_type: str | Non
         return None
     return (f"frequency weights sum to {total:.4g} over {row_weights.size} rows"
             + (" (normalised?)" if normalised else "")
-            + f": they count as {total:.4g} observations, "
-            + (f"not more than the {n_coefficients} coefficients of the largest candidate, so "
+            + f": they count as {total:.4g} observation{'' if total == 1 else 's'}, "
+            + (f"not more than the {n_coefficients} coefficient"
+               f"{'' if n_coefficients == 1 else 's'} of the largest candidate, so "
                "its residual degrees of freedom, standard errors and confidence intervals are "
                "NaN (as statsmodels' freq_weights gives them) and prediction intervals infinite"
                if total <= n_coefficients else "which frequency weights rarely are")

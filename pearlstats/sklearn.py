@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from .exceptions import BlockError, MissingDependencyError, OptionError, ResponseError
+from .design.splitters import is_splitter
+from .exceptions import BlockError, DataError, MissingDependencyError, OptionError, ResponseError
 from .fitting import fit as pearl_fit
 
 try:
@@ -198,29 +199,37 @@ class _PearlEstimator(BaseEstimator):
             learner = self.learners_.get(name)
             data[name] = X[:, columns] if learner is None else learner.transform(X[:, columns])
         for position, column in enumerate(self.covariate_columns_):
-            data[f"x{position}_"] = X[:, column]
+            data[_covariate_name(position)] = X[:, column]
         return data
 
     # --------------------------------------------------------------------- fit
-    def _fit_pearl(self, X: Any, y: np.ndarray, sample_weight: Any, family: str):
+    def _fit_pearl(self, X: Any, y: np.ndarray, sample_weight: Any, family: str,
+                   groups: Any = None):
         self.plan_ = self._block_plan()
         self.covariate_columns_ = (
             np.empty(0, dtype=int) if self.covariates is None
             else self._columns(self.covariates, "covariates")
         )
+        clash = sorted(set(self.plan_) & {_covariate_name(i)
+                                          for i in range(len(self.covariate_columns_))})
+        if clash:
+            raise BlockError(f"block name(s) {clash} are the names the covariates take in the "
+                             "formula (x0_, x1_, ...); rename the block(s)")
         cv = _fold_labels(self.cv, X, y)
+        groups = _row_groups(groups, len(X))
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
             # a frequency weight of 0 is the row's absence (statsmodels' freq_weights agree)
             kept = sample_weight > 0
             X, y, sample_weight = X[kept], y[kept], sample_weight[kept]
             cv = cv[kept] if isinstance(cv, np.ndarray) else cv
+            groups = None if groups is None else groups[kept]
         self.learners_ = {}
         for name, (learner, columns) in self.plan_.items():
             if learner is not None:
                 self.learners_[name] = clone(learner).fit(X[:, columns])
         data = {**self._blocks_of(X), _RESPONSE: y}
-        terms = [f"x{i}_" for i in range(len(self.covariate_columns_))]
+        terms = [_covariate_name(i) for i in range(len(self.covariate_columns_))]
         terms += [f"block({name})" for name in self.plan_]
         options = {"max_candidates": self.max_candidates} if self.max_candidates else {}
         if self.progress is not None:
@@ -231,7 +240,7 @@ class _PearlEstimator(BaseEstimator):
             n_jobs=self.n_jobs, downstream=copy.deepcopy(self.downstream), honest=self.honest,
             honest_se=self.honest_se, separation=self.separation, cv_repeats=self.cv_repeats,
             weight_shrinkage=self.weight_shrinkage, weights=sample_weight,
-            weight_type=None if sample_weight is None else "frequency", **options,
+            weight_type=None if sample_weight is None else "frequency", groups=groups, **options,
         )
         return self
 
@@ -300,8 +309,14 @@ honest_se, separation, cv_repeats, weight_shrinkage
     True
     """
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> PearlRegressor:
-        """Fit PEARL on the blocks of ``X`` and the response ``y``."""
+    def fit(self, X: Any, y: Any, sample_weight: Any = None,
+            groups: Any = None) -> PearlRegressor:
+        """Fit PEARL on the blocks of ``X`` and the response ``y``.
+
+        ``groups`` (one label per row of ``X``) is :func:`pearlstats.fit`'s ``groups=``:
+        a group splitter's ``groups`` (``cv=GroupKFold(3)``), or with ``cv=K`` whole
+        groups dealt into K folds; ``cross_val_score(..., params={"groups": g})`` passes it.
+        """
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
         family = "gaussian" if self.family == "auto" else self.family
         if family not in ("gaussian", "poisson"):
@@ -309,7 +324,7 @@ honest_se, separation, cv_repeats, weight_shrinkage
                 f"PearlRegressor(family={self.family!r}); use 'gaussian' or 'poisson' "
                 "(PearlClassifier for classes)"
             )
-        return self._fit_pearl(X, y, sample_weight, family)
+        return self._fit_pearl(X, y, sample_weight, family, groups)
 
     def predict(self, X: Any) -> np.ndarray:
         """PEARL predictions (the mean response) for the rows of ``X``."""
@@ -338,8 +353,12 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
     ((1, 3), True)
     """
 
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> PearlClassifier:
-        """Fit PEARL on the blocks of ``X`` and the class labels ``y``."""
+    def fit(self, X: Any, y: Any, sample_weight: Any = None,
+            groups: Any = None) -> PearlClassifier:
+        """Fit PEARL on the blocks of ``X`` and the class labels ``y``.
+
+        ``groups``: as in :meth:`PearlRegressor.fit`.
+        """
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -356,7 +375,7 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
                 f"PearlClassifier(family={self.family!r}); use 'auto', 'binomial' or "
                 "'multinomial' (PearlRegressor for a numeric response)"
             )
-        return self._fit_pearl(X, codes, sample_weight, family)
+        return self._fit_pearl(X, codes, sample_weight, family, groups)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities, one column per class of :attr:`classes_`."""
@@ -371,20 +390,37 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
 
-def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
-    """A scikit-learn splitter or a list of (train, test) pairs as fold labels of the rows.
+def _covariate_name(position: int) -> str:
+    """The name of covariate *position* in the formula and the data ``pearl.fit`` is given."""
+    return f"x{position}_"
 
-    ``pearl.fit`` takes K or fold labels; what scikit-learn passes as ``cv`` (a
-    splitter object, or the pairs ``GridSearchCV`` accepts) is read here when its
-    test sets are a partition of the rows.
+
+def _row_groups(groups: Any, n: int) -> np.ndarray | None:
+    """``fit(X, y, groups=)`` as one label per row of X (checked by ``pearl.fit`` further)."""
+    if groups is None:
+        return None
+    values = np.asarray(groups)
+    if values.ndim != 1 or len(values) != n:
+        raise DataError(f"groups= has shape {values.shape}; give one group label per row of X "
+                        f"({n} rows)")
+    return values
+
+
+def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
+    """``cv`` as ``pearl.fit`` takes it: a list of (train, test) pairs as fold labels.
+
+    A splitter object (``GroupKFold``, ``TimeSeriesSplit``, ...) goes to ``pearl.fit``
+    as it is, which runs it with the fit's ``groups``; the pairs ``GridSearchCV``
+    accepts are read here when their test sets are a partition of the rows.
     """
-    if isinstance(cv, numbers.Integral | str | np.ndarray) or cv is None:
+    if isinstance(cv, numbers.Integral | str | np.ndarray) or cv is None or is_splitter(cv):
         return cv
-    pairs = list(cv.split(X, y)) if hasattr(cv, "split") else list(cv)
     labels = np.full(len(X), -1)
-    for fold, pair in enumerate(pairs):
+    for fold, pair in enumerate(list(cv)):
         test = np.asarray(pair[1]) if isinstance(pair, tuple | list) and len(pair) == 2 else None
-        if test is None or (test.dtype != bool and np.any(labels[test.astype(int)] >= 0)):
+        if test is not None and test.dtype == bool:
+            test = np.flatnonzero(test) if test.shape == (len(X),) else None
+        if test is None or np.any(labels[test.astype(int)] >= 0):
             labels = None
             break
         labels[test] = fold

@@ -39,6 +39,7 @@ from .design.data import (
     data_index,
     resolve_blocks,
     split_data,
+    warn_durations,
 )
 from .design.folds import check_class_coverage, make_folds
 from .design.formula import covariate_row_variables, expression_missing_rows, response_values
@@ -296,6 +297,7 @@ def prepare_rows(
     kept = np.arange(n_given)
     frame, row_variables = covariate_row_variables(formula, frame, eval_env)
     check_no_dates(frame, row_variables)
+    warn_durations(data, (formula.response, *row_variables))
     if missing == "drop" and hasattr(blocks, "transform") and not isinstance(blocks, dict):
         # A Representations cannot transform missing inputs: clean its columns first.
         raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]

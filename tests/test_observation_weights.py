@@ -10,7 +10,8 @@ import pytest
 import statsmodels.api as sm
 
 import pearlstats as pearl
-from pearlstats.exceptions import DataError, OptionError
+from pearlstats.exceptions import DataError, ObservationWeightWarning, OptionError
+from pearlstats.observation_weights import few_observations_note
 
 SM_FAMILIES = {"gaussian": sm.families.Gaussian, "binomial": sm.families.Binomial,
                "poisson": sm.families.Poisson}
@@ -668,3 +669,31 @@ def test_weights_and_offset_may_name_columns_of_the_data():
     with pytest.raises(pearl.DataError, match=r"weights='cuont' names no column.*'count'"):
         pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
                   weights="cuont", weight_type="frequency", seed=0, honest=False)
+
+
+def test_few_observations_note_counts_the_largest_candidates_coefficients():
+    """The note compares the weights' total with the coefficients of the largest candidate
+    (``candidates="single"``: block a with the intercept, 3), not every design column (4)."""
+    data, _, _ = _data("gaussian", n=90, seed=5)
+    largest = 1 + data["a"].shape[1]  # intercept + block a's columns; block b has 1
+    assert largest == 3
+    for total, expect_note in ((2.0, True), (3.5, False)):
+        weights = np.full(90, total / 90)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = _fit(data, "gaussian", weights=weights, weight_type="frequency",
+                       candidates="single")
+        notes = [str(w.message) for w in caught if w.category is ObservationWeightWarning]
+        assert int(res.n_params.max()) == largest
+        if expect_note:
+            assert len(notes) == 1 and f"not more than the {largest} coefficients" in notes[0]
+            assert f"count as {total:.4g} observations" in notes[0]
+            with warnings.catch_warnings():
+                # the NaN standard errors the note announces: numpy's invalid-value warning
+                warnings.simplefilter("ignore", RuntimeWarning)
+                text = res.summary().as_text().replace("\n", " ")
+            assert f"the {largest} coefficients" in text
+        else:
+            assert not notes
+    note = few_observations_note(np.full(4, 0.25), "frequency", 1)
+    assert "count as 1 observation, not more than the 1 coefficient of" in note

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from test_observation_weights import _data, _fit
 
-from pearlstats.exceptions import OptionError
+from pearlstats.exceptions import OptionError, PearlError
 from pearlstats.inference import aps_prediction_sets, cv_plus_interval
 from pearlstats.inference.conformal import aps_scores
 from pearlstats.nested import row_uniforms
@@ -229,3 +229,33 @@ def test_variance_weighted_intervals_cover_rows_of_each_variance_at_about_the_le
     weighted, plain = hits["weighted"] / total, hits["plain"] / total
     assert np.all((weighted >= 0.84) & (weighted <= 0.97)), weighted  # measured 0.936, 0.885
     assert plain[0] < 0.88 and plain[1] > 0.97, plain  # measured 0.855, 1.000
+
+
+def test_get_prediction_checks_the_new_weights_as_predict_does():
+    """get_prediction(weights=) goes through predict's check: a bad weight is refused with
+    predict's message, and a Series is matched to the new rows by label."""
+    import pandas as pd
+
+    import pearlstats as pearl
+
+    data, weights, offset = _data("gaussian", n=90, seed=21)
+    frame = pd.DataFrame({"y": data["y"], "b": data["b"][:, 0]})
+    res = pearl.fit("y ~ b + block(a)", frame, blocks={"a": data["a"]}, weights=weights,
+                    weight_type="variance", honest=3, seed=3)
+    rows = [f"n{i}" for i in range(4)]
+    new = pd.DataFrame({"b": [0.1, -0.4, 1.2, 0.3]}, index=rows)
+    blocks = {"a": pd.DataFrame(np.linspace(-1, 1, 8).reshape(4, 2), index=rows)}
+    bad = np.array([-1.0, 5.0, 1.0, 1.0])
+    with pytest.raises(PearlError, match="weights") as by_predict:
+        res.predict(new, blocks, interval="prediction", weights=bad)
+    with pytest.raises(type(by_predict.value)) as by_get:
+        res.get_prediction(new, blocks, weights=bad).summary_frame()
+    assert str(by_get.value) == str(by_predict.value)
+    new_w = np.array([0.5, 2.0, 1.0, 3.0])
+    shuffled = pd.Series(new_w, index=rows).iloc[[2, 0, 3, 1]]
+    aligned = res.get_prediction(new, blocks, weights=new_w).summary_frame(alpha=0.1)
+    by_label = res.get_prediction(new, blocks, weights=shuffled).summary_frame(alpha=0.1)
+    pd.testing.assert_frame_equal(by_label, aligned)
+    band = res.predict(new, blocks, interval="prediction", alpha=0.1, weights=new_w)
+    np.testing.assert_allclose(aligned[["obs_ci_lower", "obs_ci_upper"]].to_numpy(),
+                               band[["lower", "upper"]].to_numpy(), rtol=1e-12)

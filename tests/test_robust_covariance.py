@@ -217,3 +217,54 @@ def test_ridge_candidate_sandwich_uses_the_penalised_bread(cov_type):
         e = e / (1 - np.einsum("ij,jk,ik->i", X, bread, X))
     expected = bread @ (X * e[:, None] ** 2).T @ X @ bread
     np.testing.assert_allclose(cov.to_numpy(), expected, rtol=RTOL)
+
+
+def test_cluster_covariance_with_a_dropped_row_equals_statsmodels_on_the_kept_rows():
+    """missing="drop" with one group label per given row: the labels of the kept rows, as
+    an array, a Series in shuffled order (matched by label) or a column name."""
+    import pandas as pd
+
+    data, X, y, offset, groups, _ = _rows("gaussian")
+    frame = pd.DataFrame({"y": y, "x": data["x"], "g": groups}, index=[f"r{i}" for i in range(N)])
+    frame.loc["r7", "x"] = np.nan
+    blocks = {"a": pd.DataFrame(data["a"], index=frame.index)}
+    kept = np.flatnonzero(np.arange(N) != 7)
+    expected = sm.OLS(y[kept] - offset[kept], X[kept]).fit().get_robustcov_results(
+        "cluster", groups=groups[kept]).cov_params()
+    shuffled = frame["g"].sample(frac=1.0, random_state=0)
+    for given in (groups, shuffled, "g"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = pearl.fit("y ~ x + block(a)", frame, blocks=blocks, seed=0, honest=False,
+                            offset=offset, missing="drop", cov_type="cluster",
+                            cov_kwds={"groups": given})
+        assert res.nobs == N - 1
+        cov, _ = averaging.candidate_cov(res, "a")
+        np.testing.assert_allclose(cov.to_numpy(), np.asarray(expected), rtol=RTOL)
+        # get_robustcov takes a Series aligned by label with the kept rows
+        again = res.get_robustcov("cluster", groups=shuffled.drop("r7"))
+        np.testing.assert_allclose(averaging.candidate_cov(again, "a")[0].to_numpy(),
+                                   np.asarray(expected), rtol=RTOL)
+
+
+def test_missing_or_mislabelled_cluster_groups_are_refused_by_name():
+    import pandas as pd
+
+    data, _, _, offset, groups, _ = _rows("gaussian")
+    res = _fit(data, "gaussian", offset)
+    labels = np.array([f"g{g}" for g in groups], dtype=object)
+    for missing in (None, np.nan):
+        bad = labels.copy()
+        bad[3] = missing
+        with pytest.raises(DataError, match="groups are missing at"):
+            res.get_robustcov("cluster", groups=bad)
+    mixed = labels.copy()
+    mixed[5] = 4
+    with pytest.raises(DataError, match="groups mix labels"):
+        res.get_robustcov("cluster", groups=mixed)
+    # a Series is matched by label: a label the rows do not have is named, not a NaN group
+    series = pd.Series(groups, index=np.arange(N))
+    with pytest.raises(DataError, match="row labels differ"):
+        res.get_robustcov("cluster", groups=series.rename(index={0: N}))
+    with pytest.raises(DataError, match="not a column name"):
+        res.get_robustcov("cluster", groups="g")

@@ -202,3 +202,25 @@ def test_evaluate_tables_concatenate_as_pandas_tables_do():
               res.evaluate({k: v[30:] for k, v in data.items()})]
     both = pd.concat(tables, keys=["first", "second"])
     assert both.shape == (2 * len(tables[0]), tables[0].shape[1])
+
+
+def test_the_duration_warning_comes_once_per_fit_for_the_columns_the_formula_reads():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(50, 2)), rng.normal(size=(50, 2))
+    seconds = rng.uniform(0, 100, 50)
+    frame = pd.DataFrame({"y": a[:, 0] + 0.05 * seconds + rng.normal(size=50),
+                          "d": pd.to_timedelta(seconds, unit="s"),
+                          "unused": pd.to_timedelta(seconds, unit="h"),
+                          "w": rng.uniform(0.5, 2.0, 50)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # weights= a column name: the data's columns are read once more for it
+        pearl.fit("y ~ block(a) + block(b) + d", frame, blocks={"a": a, "b": b}, seed=0,
+                  honest=False, weights="w", weight_type="variance")
+    durations = [str(w.message) for w in caught if "durations" in str(w.message)]
+    assert len(durations) == 1 and "['d']" in durations[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": a, "b": b}, seed=0,
+                  honest=False)
+    assert not [w for w in caught if "durations" in str(w.message)]

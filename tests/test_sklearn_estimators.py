@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
 import pearlstats as pearl
-from pearlstats.exceptions import BlockError, OptionError
+from pearlstats.exceptions import BlockError, DataError, OptionError
 from pearlstats.sklearn import PearlClassifier, PearlRegressor, expected_failed_checks
 
 # Both sides run the same float64 arithmetic on the same rows in the same order (the
@@ -171,6 +171,8 @@ def test_bad_blocks_and_families_are_named():
         PearlRegressor({"a": [7]}).fit(X, y)
     with pytest.raises(OptionError, match="PearlRegressor\\(family='binomial'\\)"):
         PearlRegressor(family="binomial").fit(X, y)
+    with pytest.raises(BlockError, match=r"\['x0_'\] are the names the covariates take"):
+        PearlRegressor({"x0_": [1, 2]}, covariates=[0]).fit(X, y)
 
 
 @pytest.mark.slow
@@ -239,3 +241,46 @@ def test_the_from_r_page_runs_as_written():
     np.testing.assert_allclose(res.strategy_weights.loc["AICc", res.candidate_labels], expected,
                                rtol=1e-12)
     assert res.cov_type == "HC3"
+
+
+def _split_labels(splits, n):
+    """Each row's test split, -1 for a row no split tests, from (train, test) pairs."""
+    labels = np.full(n, -1)
+    for k, (_, test) in enumerate(splits):
+        labels[test] = k
+    return labels
+
+
+def test_group_splitter_gets_the_groups_given_to_fit(diabetes):
+    from sklearn.model_selection import GroupKFold
+
+    X, y = diabetes
+    groups = np.arange(len(y)) % 17
+    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, cv=GroupKFold(3), seed=0,
+                           honest=False).fit(X, y, groups=groups)
+    expected = _split_labels(GroupKFold(3).split(X, y, groups), len(y))
+    np.testing.assert_array_equal(np.asarray(model.results_.folds), expected)
+    # scikit-learn's routing of fit parameters: cross_val_score(params={"groups": ...})
+    scores = cross_val_score(model, X, y, cv=KFold(2), params={"groups": groups})
+    assert np.all(np.isfinite(scores))
+    with pytest.raises(DataError, match="one group label per row of X"):
+        model.fit(X, y, groups=groups[:-1])
+
+
+def test_time_series_splitter_is_run_by_pearl_fit(diabetes):
+    from sklearn.model_selection import TimeSeriesSplit
+
+    X, y = diabetes
+    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, cv=TimeSeriesSplit(3),
+                           seed=0, honest=False).fit(X, y)
+    expected = _split_labels(TimeSeriesSplit(3).split(X), len(y))
+    np.testing.assert_array_equal(np.asarray(model.results_.folds), expected)
+    assert np.all(np.isfinite(model.predict(X)))
+
+
+def test_overlapping_boolean_test_masks_are_refused(diabetes):
+    X, y = diabetes
+    first, second = np.zeros(len(y), bool), np.zeros(len(y), bool)
+    first[:300], second[200:] = True, True
+    with pytest.raises(OptionError, match="partition of the rows"):
+        PearlRegressor(cv=[(~first, first), (~second, second)]).fit(X, y)

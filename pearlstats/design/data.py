@@ -26,6 +26,7 @@ from .sparse import as_csr, block_key, column_energy, constant_columns, finite_r
 __all__ = [
     "Block", "split_data", "data_index", "as_block", "align_rows", "resolve_blocks",
     "check_block_values", "first_block_index", "count_rows", "check_no_dates",
+    "warn_durations",
 ]
 
 # A dense copy of a sparse block is made only below this size; past it the
@@ -115,7 +116,7 @@ def check_no_dates(frame: pd.DataFrame, used: Sequence[str]) -> None:
 
 
 def _durations_as_seconds(frame: pd.DataFrame) -> pd.DataFrame:
-    """``timedelta64`` columns as float seconds, with a warning naming them.
+    """``timedelta64`` columns as float seconds (the fit warns once: :func:`warn_durations`).
 
     A duration has a natural zero, so seconds are a faithful number (a coefficient is then
     per second); numpy cannot multiply it by a float, which patsy's design needs.
@@ -123,13 +124,38 @@ def _durations_as_seconds(frame: pd.DataFrame) -> pd.DataFrame:
     durations = [position for position, dtype in enumerate(frame.dtypes) if dtype.kind == "m"]
     if not durations:
         return frame
-    names = [str(frame.columns[position]) for position in durations]
-    warn(f"column(s) {names} are durations (timedelta64), read as seconds (float): "
-         "their coefficients are per second", PearlWarning)
     frame = frame.copy()
     for position in durations:
         frame.isetitem(position, frame.iloc[:, position].dt.total_seconds().to_numpy())
     return frame
+
+
+def warn_durations(data: Any, used: Sequence[str]) -> None:
+    """Warn, naming them, that the duration columns of *data* the formula reads (*used*) are
+    read as seconds (see :func:`split_data`); called once per fit.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> data = pd.DataFrame({"d": pd.to_timedelta([1, 2], unit="s"), "x": [1.0, 2.0]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_durations(data, ["x"])
+    ...     warn_durations(data, ["d", "x"])
+    >>> [str(w.message)[:28] for w in caught]
+    ["column(s) ['d'] are duration"]
+    """
+    if isinstance(data, pd.DataFrame):
+        kinds = {str(name): dtype.kind for name, dtype in data.dtypes.items()}
+    elif isinstance(data, Mapping):
+        kinds = {str(name): getattr(value, "dtype", np.asarray(value).dtype).kind
+                 for name, value in data.items() if np.ndim(value) == 1}
+    else:
+        return
+    names = [name for name in dict.fromkeys(used) if kinds.get(name) == "m"]
+    if names:
+        warn(f"column(s) {names} are durations (timedelta64), read as seconds (float): "
+             "their coefficients are per second", PearlWarning)
 
 
 def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, dict]:

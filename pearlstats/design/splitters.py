@@ -131,7 +131,9 @@ def split_rows(cv: Any, n: int, y: np.ndarray, groups: np.ndarray | None) -> Spl
     try:
         pairs = list(cv.split(np.zeros((n, 1)), y, groups))
     except Exception as err:  # the splitter is the user's code: keep its message, name it
-        hint = "; give groups= (a column name or one value per row)" if groups is None else ""
+        # the hint only for a failure about groups (a group splitter given none)
+        hint = ("; give groups= (a column name or one value per row)"
+                if groups is None and "group" in str(err).lower() else "")
         raise FoldError(f"{name} could not split the {n} rows: {err}{hint}") from err
     if not pairs:
         raise FoldError(f"{name} gave no split; cross-validation needs at least one")
@@ -196,8 +198,10 @@ def deal_groups(codes: np.ndarray, k: int, seed: Any = None) -> np.ndarray:
     return fold_of[codes]
 
 
-def group_codes(groups: Any) -> np.ndarray:
+def group_codes(groups: Any, error: type[Exception] = FoldError) -> np.ndarray:
     """Each row's group as a code 0..G-1 (sorted group labels); missing groups refused.
+
+    *error* is what is raised (``DataError`` for cluster covariance groups).
 
     Examples
     --------
@@ -206,15 +210,15 @@ def group_codes(groups: Any) -> np.ndarray:
     """
     values = np.asarray(groups)
     if values.ndim != 1:
-        raise FoldError(f"groups has shape {values.shape}; give one group label per row")
+        raise error(f"groups has shape {values.shape}; give one group label per row")
     missing = np.flatnonzero(pd.isna(values))
     if missing.size:
-        raise FoldError(f"groups are missing at {format_positions(missing)}; give every row a "
-                        "group")
+        raise error(f"groups are missing at {format_positions(missing)}; give every row a "
+                    "group")
     try:
-        return np.unique(values, return_inverse=True)[1].astype(np.intp)
+        return np.unique(values, return_inverse=True)[1].ravel().astype(np.intp)
     except TypeError as err:
-        raise FoldError("groups mix labels that cannot be ordered; use labels of one type") from err
+        raise error("groups mix labels that cannot be ordered; use labels of one type") from err
 
 
 def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any) -> Any:

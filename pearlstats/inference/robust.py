@@ -50,6 +50,7 @@ import numpy as np
 
 from ..backends.chunks import sum_chunks
 from ..backends.columns import ColumnStack
+from ..design.splitters import group_codes
 from ..engines.likelihood import mean_of, variance_of
 from ..engines.moments import chunk_columns
 from ..exceptions import DataError, OptionError
@@ -109,10 +110,11 @@ def _group_codes(groups: object, nobs: int) -> np.ndarray:
     values = np.asarray(groups)
     if values.ndim != 1 or len(values) != nobs:
         raise DataError(f"groups has shape {values.shape}; give one group label per row the fit "
-                        f"used ({nobs} rows), as an array or a column name of the data")
+                        f"used ({nobs} rows), as an array or a Series (fit's cov_kwds also "
+                        "takes a column name of the data)")
     if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
         raise DataError("groups has NaN or infinite labels; give every row a group")
-    codes = np.unique(values, return_inverse=True)[1].ravel()
+    codes = group_codes(values, DataError)  # missing or unorderable labels refused by name
     if codes.max(initial=0) < 1:
         raise DataError("groups has a single group: the cluster covariance needs at least 2")
     return codes.astype(np.intp)

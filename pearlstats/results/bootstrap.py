@@ -446,8 +446,11 @@ def refitting_bootstrap(
     fitted = [item for item in done if item[3] is None]
     if not fitted:
         first = next(err for _, _, _, err in done)
-        raise type(first)(f"none of the {n_resamples} bootstrap resamples of {fit_name(state)} "
-                          f"could be fitted; the first: {first}") from first
+        message = (f"none of the {n_resamples} bootstrap resamples of {fit_name(state)} could "
+                   f"be fitted; the first: {first}")
+        if isinstance(first, AllCandidatesFailedError):  # its ledger says why: keep it
+            raise AllCandidatesFailedError(message, first.failures) from first
+        raise type(first)(message) from first
     weights = np.vstack([w for _, w, _, _ in fitted])
     names = [f"boot {b}" for b, _, _, _ in fitted]
     gaps = gap_table([solve for _, _, solve, _ in fitted], names)

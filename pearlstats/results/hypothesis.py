@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .._lazy import lazy_module
+from ..checks import align_by_label
+from ..exceptions import DataError
 from ..inference.robust import cov_spec
 from . import covariance
 
@@ -90,8 +92,12 @@ class AveragedTests:
         ('HC3', True)
         """
         groups = kwds.get("groups")
-        if isinstance(groups, pd.Series):
-            kwds["groups"] = groups.reindex(self.row_labels).to_numpy()
+        if isinstance(groups, str):
+            raise DataError(f"groups={groups!r}: get_robustcov takes the group labels, one per row "
+                            f"the fit used ({self.nobs}), not a column name; give the column's "
+                            "values, or the name to fit(cov_kwds={'groups': name})")
+        if isinstance(groups, (pd.Series, pd.DataFrame)):
+            kwds["groups"] = np.asarray(align_by_label("groups=", groups, self.row_labels))
         spec = cov_spec(cov_type, kwds, nobs=self.nobs)
         return covariance.with_cov_type(self, spec)
 

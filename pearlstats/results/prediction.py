@@ -72,7 +72,7 @@ class Prediction:
             raise OptionError(
                 f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
             )
-        new_weights = weights  # checked by predict (_new_row_weights)
+        new_weights = weights  # checked by predict and get_prediction (_new_row_weights)
         state = self._state
         if state.partitions is not None:  # dask rows: the outer re-runs are passes over them
             result = state.partitions.conformal(X, float(alpha), state.honest or 5, state.seed,
@@ -429,6 +429,7 @@ class Prediction:
                               "in-memory sample, or use predict() for the lazy means")
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
+        weights = self._new_row_weights(weights, X.shape[0], data_index(newdata))
         if self.family == "multinomial":
             mean_frame(self, X, index, 0.05, new_offset)  # raises, naming the alternatives
         observations = None

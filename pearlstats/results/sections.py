@@ -483,7 +483,7 @@ def summary_notes(res: PearlResults) -> list[str]:
     notes += _tested_rows_note(res)
     response = res.stages.response  # (dask fits refuse observation weights)
     few = response.row_weights is not None and few_observations_note(
-        response.row_weights, response.weight_type, res.stages.design.X.shape[1])
+        response.row_weights, response.weight_type, int(res.n_params.max()))
     if few:
         notes.append(f"Note: {few[0].upper()}{few[1:]}.")
     notes.append(

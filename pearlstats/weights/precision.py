@@ -58,8 +58,15 @@ def risk_floor(loss_name: str, null_risk: float) -> float:
 def risk_ratios(risks: np.ndarray, reference: int, floor: float) -> np.ndarray:
     """``risks[reference] / risks``, NaN where the divisor is 0 to the response's precision.
 
-    A numerator within *floor* is 0 to that precision too, and so is the ratio (kept as
-    computed, a rounding-level number, when the divisor is a real risk).
+    A numerator within *floor* is 0 to that precision too, and so is the ratio: exactly 0
+    when the divisor is a real risk (NaN when the divisor is within *floor* as well).
+
+    Examples
+    --------
+    >>> risk_ratios(np.array([1e-20, 2.0, 0.0]), 0, 1e-12).tolist()
+    [nan, 0.0, nan]
+    >>> risk_ratios(np.array([1.0, 2.0, 0.0]), 0, 1e-12).tolist()
+    [1.0, 0.5, nan]
     """
     risks = np.asarray(risks, dtype=float)
     exact = risks <= floor

@@ -103,3 +103,11 @@ def test_missing_group_is_refused_by_position():
     groups = np.array(["a", None, "b", "a"], dtype=object)
     with pytest.raises(FoldError, match="missing at row 1"):
         resolve_splits(2, groups, np.zeros(4), seed=0)
+
+
+def test_a_splitter_failure_unrelated_to_groups_gets_no_groups_hint():
+    # every class has fewer rows than the 5 splits: StratifiedKFold's own error, about classes
+    y = np.repeat([0.0, 1.0], 3)
+    with pytest.raises(FoldError, match="StratifiedKFold.*could not split") as raised:
+        split_rows(model_selection.StratifiedKFold(5), len(y), y, None)
+    assert "groups" not in str(raised.value)

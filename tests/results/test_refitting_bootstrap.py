@@ -307,3 +307,21 @@ def test_a_rare_class_keeps_its_rows_in_every_multinomial_resample():
     for b in range(8):
         rows, _ = _documented_resample(150, 0, b, n_folds=5, strata=codes)
         assert np.bincount(codes[rows]).tolist() == [70, 75, 5]
+
+
+def test_when_every_resample_fails_the_first_failure_keeps_its_ledger(res, monkeypatch):
+    """All resamples failing with AllCandidatesFailedError: the error raised names the count
+    and keeps the first resample's failure ledger (not only its message)."""
+    from pearlstats.exceptions import AllCandidatesFailedError
+    from pearlstats.results import bootstrap
+
+    ledger = pd.DataFrame({"candidate": ["a"], "fold": [0], "stage": ["fit"],
+                           "reason": ["singular"], "action": ["dropped"]})
+
+    def fail(*args, **kwargs):
+        raise AllCandidatesFailedError("every candidate failed", ledger)
+
+    monkeypatch.setattr(bootstrap, "refit_weights", fail)
+    with pytest.raises(AllCandidatesFailedError, match="none of the 3 bootstrap") as raised:
+        res.weight_uncertainty(n_resamples=3)
+    assert raised.value.failures is ledger
