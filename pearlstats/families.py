@@ -36,9 +36,10 @@ from scipy.special import expit
 from ._lazy import lazy_module
 from .checks import check_magnitude
 from .engines.glm import glm_cv_predict, glm_fit
+from .engines.likelihood import mean_of
 from .engines.multinomial import class_probabilities, multinomial_cv_predict, multinomial_fit
 from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
-from .engines.weighted import inverse_link, weighted_cv_predict, weighted_fit
+from .engines.weighted import weighted_cv_predict, weighted_fit
 from .engines.weighted_ridge import weighted_penalty_weights
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
 from .exceptions import DataError, OptionError, ResponseError
@@ -166,10 +167,14 @@ class Family:
     likelihood : bool
         Whether a candidate is a likelihood model whose parameters are its design columns'
         coefficients (the information criteria's ``k``); False for a downstream network.
+    engine_weighs_rows : bool
+        Whether the family's own engine fits observation weights and offsets; otherwise
+        :mod:`pearlstats.engines.weighted` fits them.
     """
 
     name: str = ""
     likelihood: bool = True
+    engine_weighs_rows: bool = False
     default_loss: str = ""
     # the losses res.loss_sensitivity() compares by default
     sensitivity_losses: tuple[str, ...] = ()
@@ -214,11 +219,14 @@ class Family:
         ridge: float,
     ) -> EngineOutput:
         """Out-of-fold predictions of every candidate: fold k's rows from fits without them."""
-        if response.weighted:
+        if response.weighted and not self.engine_weighs_rows:
             self._check_weighted(X)
             return weighted_cv_predict(self.name, X, response.y, response.weights_or_ones(),
                                        response.offset_or_zeros(), candidates, folds, ridge,
                                        self.separation, self.candidate_ridges)
+        if response.weighted:
+            self._check_weighted(X)
+            return self._cv_predict(X, response, candidates, folds, ridge)
         if is_wide_design(X):  # sparse or very wide: wide candidates screened or fitted dual
             return wide_cv_predict(self, X, response, candidates, folds, ridge,
                                    lambda Xd, cs: self._cv_predict(Xd, response, cs, folds, ridge))
@@ -248,11 +256,14 @@ class Family:
         label: str,
     ) -> tuple[Any, list[LedgerEntry]]:
         """Coefficients on all rows and ledger notes for the refit."""
-        if response.weighted:
+        if response.weighted and not self.engine_weighs_rows:
             self._check_weighted(X)
             return weighted_fit(self.name, X, response.y, response.weights_or_ones(),
                                 response.offset_or_zeros(), columns, label,
                                 self.candidate_ridge(label, ridge), self.separation)
+        if response.weighted:
+            self._check_weighted(X)
+            return self._fit_params(X, response, columns, ridge, label)
         if is_wide_design(X):
             return wide_fit_params(self, X, response, columns, ridge, label,
                                    lambda Xd, cs: self._fit_params(Xd, response, cs, ridge, label))
@@ -265,7 +276,7 @@ class Family:
                             offset: np.ndarray) -> np.ndarray:
         """Means of rows whose linear predictors get *offset* added (not multinomial)."""
         self._check_weighted(X_candidate)
-        return inverse_link(self.name, X_candidate @ params + offset)
+        return mean_of(self.name, X_candidate @ params + offset)
 
     def _check_weighted(self, X) -> None:
         """Refuse, by name, what observation weights and offsets do not support yet."""
@@ -424,13 +435,17 @@ class _GLMFamily(Family):
     Its ``separation`` option applies to logistic fits only (Poisson fits ignore it).
     """
 
+    # Observation weights and offsets are fitted by the same engine (issue 35).
+    engine_weighs_rows = True
+
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return glm_cv_predict(self.name, X, response.y, candidates, folds, ridge, self.separation,
-                              self.candidate_ridges)
+                              self.candidate_ridges, response.row_weights, response.offset)
 
     def _fit_params(self, X, response, columns, ridge, label):
         ridge = self.candidate_ridge(label, ridge)
-        return glm_fit(self.name, X, response.y, columns, ridge, label, self.separation)
+        return glm_fit(self.name, X, response.y, columns, ridge, label, self.separation,
+                       response.row_weights, response.offset)
 
 
 class _Classification(Family):

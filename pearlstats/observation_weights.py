@@ -10,8 +10,10 @@ drop the rows of weight 0. ``offset=`` is added to every candidate's linear pred
 ``exposure=`` (poisson) adds ``log(exposure)``.
 
 Supported (gaussian, binomial, poisson): the candidates' fits in every fold and on all rows
-(:mod:`pearlstats.engines.weighted`), also with ``ridge > 0`` (the engines' penalty with
-weighted column SDs, :mod:`pearlstats.engines.weighted_ridge`) and the separation ridge
+(gaussian: :mod:`pearlstats.engines.weighted`; binomial and poisson: the Newton engine of
+:mod:`pearlstats.engines.glm`, weights and offset inside it), also with ``ridge > 0`` (the
+engines' penalty with weighted column SDs, :mod:`pearlstats.engines.weighted_ridge`) and the
+separation ridge
 ladder for separated logistic candidates (``separation="ridge"``, the default; ``"drop"`` and
 ``"raise"`` too), the weight stage's weighted mean loss
 (:mod:`pearlstats.weights.row_weighted`; also over ``cv_repeats`` draws and with a given,

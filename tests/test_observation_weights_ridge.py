@@ -14,14 +14,31 @@ import pearlstats as pearl
 from conftest import simplex_minimum
 from pearlstats.design.candidates import build_candidates
 from pearlstats.design.folds import make_folds
+from pearlstats.engines import weighted
 from pearlstats.engines.glm import glm_cv_predict, glm_fit
 from pearlstats.engines.ols import ols_cv_predict, ols_fit
-from pearlstats.engines.weighted import weighted_cv_predict, weighted_fit
 from pearlstats.exceptions import SeparationError
 
 N = 120
 FAMILIES = ["gaussian", "binomial", "poisson"]
 LINKS = {"gaussian": lambda eta: eta, "binomial": expit, "poisson": np.exp}
+
+
+def weighted_cv_predict(family, X, y, w, offset, candidates, folds, ridge, separation="drop"):
+    """The out-of-fold fits pearl.fit makes of weighted rows: weighted least squares for
+    gaussian, the Newton engine with weights and offset for binomial and Poisson."""
+    if family == "gaussian":
+        return weighted.weighted_cv_predict(family, X, y, w, offset, candidates, folds, ridge,
+                                            separation)
+    return glm_cv_predict(family, X, y, candidates, folds, ridge, separation, row_weights=w,
+                          offset=offset)
+
+
+def weighted_fit(family, X, y, w, offset, columns, label, ridge):
+    """The all-rows refit pearl.fit makes of weighted rows (see weighted_cv_predict)."""
+    if family == "gaussian":
+        return weighted.weighted_fit(family, X, y, w, offset, columns, label, ridge)
+    return glm_fit(family, X, y, columns, ridge, label, row_weights=w, offset=offset)
 
 
 def _problem(family: str, seed: int = 0):

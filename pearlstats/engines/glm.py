@@ -42,6 +42,7 @@ from .newton_cv import (
     SEPARATION_MIN_ITER,
     SEPARATION_STEP,
     NewtonEngine,
+    Observed,
     newton_cv_predict,
     newton_fit,
     newton_notes,
@@ -170,7 +171,7 @@ class _Hessians:
         return np.stack(self.parts())
 
 
-def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None):
+def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None, offset=None):
     """Mean negative log-likelihood over each fold's training rows (no penalty).
 
     The value, gradient and Hessian are summed over blocks of :data:`_BLOCK_ROWS` rows, so
@@ -188,6 +189,8 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
 
     With *groups* (row labels 0..n_groups-1, one problem), each Hessian formed is also
     kept split by group in ``split["parts"]`` (sums, not means): see :class:`_Hessians`.
+    *offset* (n,), if given, is added to every linear predictor; *weights* are then the
+    fold weights times the observation weights.
     """
     folded = bool(getattr(Z, "folds", False))
 
@@ -195,6 +198,8 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
         w, y_rows = weights[:, rows], y[rows]
         Z_rows = None if folded else Z[rows]
         eta = Z.times(theta, rows) if folded else theta @ Z_rows.T  # (K, rows)
+        if offset is not None:
+            eta += offset[rows]
         loss, mu = row_terms(kind, eta, y_rows)  # the dask passes' row terms (one exp)
         sums = [np.sum(w * loss, axis=1)]
         if order >= 1:
@@ -234,7 +239,7 @@ def fold_hessians(parts: list, held_out: int) -> np.ndarray:
                      for k in range(held_out)])
 
 
-def _extreme_rows(Z, weights) -> Callable:
+def _extreme_rows(Z, weights, offset=None) -> Callable:
     """``extreme_rows(theta)`` of :func:`separation_check`, a block of rows at a time.
 
     The (K, n) linear predictors and masks are never formed at once (152 MiB at K = 10,
@@ -243,6 +248,8 @@ def _extreme_rows(Z, weights) -> Callable:
     def extreme_rows(theta):
         def block(rows: slice) -> np.ndarray:
             eta = Z.times(theta, rows) if getattr(Z, "folds", False) else theta @ Z[rows].T
+            if offset is not None:
+                eta += offset[rows]
             return np.any((weights[:, rows] > 0) & (np.abs(eta) > SEPARATION_ETA), axis=1)
 
         return np.logical_or.reduce(list(map_chunks(block, len(Z), _BLOCK_ROWS)))
@@ -276,8 +283,9 @@ def _start_hessian(kind, Z, theta0, intercept) -> np.ndarray | None:
     return (v * gram / len(Z))[None]
 
 
-def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None, folds=None):
-    """The Newton fits of the K problems *weights*.
+def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None, folds=None,
+           offset=None):
+    """The Newton fits of the K problems *weights* (offset *offset* on every linear predictor).
 
     With *folds* (the held-out rows of each fold; the all-rows fit), ``hessian`` of the result
     is each fold's training-row Hessian at the all-rows fit's last Hessian point: the fold
@@ -285,23 +293,25 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     order of the distance between the fold and all-rows optima) instead of forming Hessians.
     """
     n_train = weights.sum(axis=1)
-    separated = separation_check(_extreme_rows(Z, weights), ridge, kind == "binomial")
+    separated = separation_check(_extreme_rows(Z, weights, offset), ridge, kind == "binomial")
 
     own_start = theta0 is None
     if theta0 is None:
         theta0 = np.zeros((weights.shape[0], Z.shape[1]))
         if kind == "poisson" and intercept is not None:
-            # Start from the intercept-only mean so the first exp() cannot overflow.
-            mean_y = (weights @ y) / n_train
+            # Start from the intercept-only mean so the first exp() cannot overflow (with an
+            # offset o: the rate sum(w y) / sum(w exp(o))).
+            exposure = n_train if offset is None else weights @ np.exp(offset)
+            mean_y = (weights @ y) / exposure
             theta0[:, intercept] = np.log(np.maximum(mean_y, 1e-8)) / Z[0][intercept]
     penalty = penalty * np.ones((weights.shape[0], 1))
     split: dict = {}
     groups = None if folds is None else _fold_groups(folds, len(y))
-    loss = _make_loss(kind, Z, y, weights, n_train, groups, len(folds or ()) + 1, split)
+    loss = _make_loss(kind, Z, y, weights, n_train, groups, len(folds or ()) + 1, split, offset)
     # Chord steps pay in the fold fits started with their exact Hessian at the all-rows fit;
     # elsewhere a Hessian (one syrk) costs about a pass over the rows, and Newton steps win.
     chords = MAX_CHORD if hessian0 is not None else 1
-    exact = hessian0 is None and own_start and (weights == 1).all()
+    exact = hessian0 is None and own_start and offset is None and (weights == 1).all()
     if exact:
         hessian0 = _start_hessian(kind, Z, theta0, intercept)
         exact = hessian0 is not None
@@ -325,8 +335,10 @@ def _notes(label: str, result, fold_ids, stage: str) -> list:
 
 
 def _engine(kind: str) -> NewtonEngine:
-    def solve(Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None, folds=None):
-        return _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0, folds)
+    def solve(Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None, folds=None,
+              offset=None):
+        return _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0, folds,
+                      offset)
 
     def predict(Z_rows, theta):
         return _mean_and_variance(kind, Z_rows @ theta)[0]
@@ -344,6 +356,8 @@ def glm_cv_predict(
     ridge: float = 0.0,
     separation: str = "drop",
     ridges: Mapping[str, float] | None = None,
+    row_weights: np.ndarray | None = None,
+    offset: np.ndarray | None = None,
 ) -> EngineOutput:
     """Out-of-fold predicted means of logistic (``kind="binomial"``) or Poisson candidates.
 
@@ -364,6 +378,11 @@ def glm_cv_predict(
         :func:`~pearlstats.engines.newton_cv.newton_cv_predict`); Poisson fits ignore it.
     ridges : mapping, optional
         Label -> ridge a candidate starts from (at least *ridge*).
+    row_weights, offset : ndarray (n,), optional
+        Positive observation weights (frequency or variance: the same fits) and an offset
+        added to every linear predictor: each fit maximises the weighted log-likelihood, as
+        statsmodels' ``GLM(..., freq_weights=, offset=)``, and a ridge weighs the columns
+        by their weighted SDs (:class:`~pearlstats.engines.newton_cv.Observed`).
 
     Returns
     -------
@@ -372,31 +391,45 @@ def glm_cv_predict(
         ``ridges`` the ridge each candidate was fitted with.
     """
     keep: dict = {}
+    observed = _observed(len(y), row_weights, offset)
     output = newton_cv_predict(_engine(kind), X, y, candidates, folds, ridge,
-                               separation=separation, ridges=ridges, keep=keep)
-    _remember(kind, X, y, keep)
+                               separation=separation, ridges=ridges, keep=keep,
+                               observed=observed)
+    _remember(kind, (X, y, row_weights, offset), keep)
     return output
 
 
+def _observed(n: int, row_weights, offset) -> Observed | None:
+    """The rows' weights and offset for the Newton driver; None when neither is given."""
+    if row_weights is None and offset is None:
+        return None
+    weights = np.ones(n) if row_weights is None else np.asarray(row_weights, dtype=float)
+    return Observed(weights, None if offset is None else np.asarray(offset, dtype=float))
+
+
 # The last cross-validation's all-rows fits, for the refits of the same candidates on the same
-# rows (results' statsmodels-agreeing coefficients): (kind, weak X, weak y, fits). Weak
-# references, so a design that goes is not kept, and a new one at its address is never matched;
-# only the last cross-validation's, so a fit keeps no more than its own candidates' optima.
+# rows (results' statsmodels-agreeing coefficients): (kind, weak references to X, y and the
+# weights and offset (or None), fits). Weak references, so a design that goes is not kept, and a
+# new one at its address is never matched; only the last cross-validation's, so a fit keeps no
+# more than its own candidates' optima.
 _LAST_CV: list = []
 
 
-def _remember(kind: str, X, y: np.ndarray, fits: dict) -> None:
+def _remember(kind: str, arrays: tuple, fits: dict) -> None:
     try:
-        entry = (kind, weakref.ref(X), weakref.ref(y), fits)
+        refs = tuple(None if a is None else weakref.ref(a) for a in arrays)
     except TypeError:  # not weakly referable: no reuse
-        entry = None
-    _LAST_CV[:] = [] if entry is None else [entry]
+        refs = None
+    _LAST_CV[:] = [] if refs is None else [(kind, refs, fits)]
 
 
-def _cv_fit(kind: str, X, y: np.ndarray, columns: np.ndarray, ridge: float) -> tuple | None:
-    """The last cross-validation's all-rows fit of *columns* at *ridge* on these X and y."""
-    for known, X_ref, y_ref, fits in list(_LAST_CV):
-        if known == kind and X_ref() is X and y_ref() is y:
+def _cv_fit(kind: str, arrays: tuple, columns: np.ndarray, ridge: float) -> tuple | None:
+    """The last cross-validation's all-rows fit of *columns* at *ridge* on these very arrays
+    (X, y, weights, offset: the same objects, or None where none was given)."""
+    for known, refs, fits in list(_LAST_CV):
+        same = all((ref is None and a is None) or (ref is not None and ref() is a)
+                   for ref, a in zip(refs, arrays))
+        if known == kind and same:
             return fits.get((tuple(int(c) for c in np.asarray(columns)), float(ridge)))
     return None
 
@@ -409,8 +442,11 @@ def glm_fit(
     ridge: float = 0.0,
     label: str = "",
     separation: str = "drop",
+    row_weights: np.ndarray | None = None,
+    offset: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[LedgerEntry]]:
-    """Fit one candidate on all rows.
+    """Fit one candidate on all rows (with *row_weights* and *offset* as for
+    :func:`glm_cv_predict`).
 
     With ``separation="ridge"`` a separated logistic fit is redone with the
     smallest larger ridge of the ladder that has a finite optimum (recorded in
@@ -423,7 +459,8 @@ def glm_fit(
     entries : list of LedgerEntry
         Separation / convergence notes for the refit (stage ``"refit"``).
     """
-    start = _cv_fit(kind, X, y, columns, ridge)  # a Newton step or none from the CV's optimum
+    # a Newton step or none from the CV's optimum
+    start = _cv_fit(kind, (X, y, row_weights, offset), columns, ridge)
     design, result, ladder = newton_fit(_engine(kind), X, y, columns, ridge, separation, label,
-                                        start)
+                                        start, _observed(len(y), row_weights, offset))
     return design.original(result.theta[0]), ladder + _notes(label, result, [None], "refit")

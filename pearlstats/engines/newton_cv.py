@@ -38,9 +38,8 @@ SEPARATION_ETA = 30.0
 SEPARATION_MIN_ITER = 15
 SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
 
-__all__ = ["NewtonEngine", "newton_cv_predict", "newton_fit", "newton_notes", "ridge_ladder",
-           "trouble_from_entries", "trouble_words",
-           "separation_check"]
+__all__ = ["NewtonEngine", "Observed", "newton_cv_predict", "newton_fit", "newton_notes",
+           "ridge_ladder", "trouble_from_entries", "trouble_words", "separation_check"]
 
 
 def separation_check(extreme_rows: Callable, ridge: float, applies: bool = True) -> Callable:
@@ -326,8 +325,40 @@ def _standardised_columns(X, S: np.ndarray, in_place: bool = False, known: dict 
     return Z, design
 
 
+@dataclass(frozen=True)
+class Observed:
+    """Observation weights and an offset carried by the rows (``fit(weights=, offset=)``).
+
+    A fit then maximises ``sum_i w_i l_i(y_i, x_i'b + o_i)`` (what statsmodels'
+    ``GLM(..., freq_weights=w | var_weights=w, offset=o)`` maximises), divided by the
+    weights' sum over its rows, and a ridge weighs each column by its *weighted* SD over
+    the training rows (:mod:`pearlstats.engines.weighted_ridge`).
+
+    Attributes
+    ----------
+    weights : ndarray (n,)
+        Positive observation weights.
+    offset : ndarray (n,) or None
+        Added to every linear predictor.
+    """
+
+    weights: np.ndarray
+    offset: np.ndarray | None = None
+
+    def penalty(self, design: ScaledDesign, columns: np.ndarray,
+                rows: list[np.ndarray] | None) -> np.ndarray:
+        """Ridge weights on the standardised coefficients: (1, p) on all rows, else (K, p)."""
+        from .weighted_ridge import weighted_standardised_penalty
+
+        return weighted_standardised_penalty(design, columns, self.weights, rows)
+
+    def extra(self) -> dict:
+        """The keyword the engine's *solve* takes for the offset (none without one)."""
+        return {} if self.offset is None else {"offset": self.offset}
+
+
 def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, weights, ridge,
-               nested: tuple | None = None):
+               nested: tuple | None = None, observed: Observed | None = None):
     """The all-rows fit and the fold fits of one candidate at one ridge.
 
     *columns* gives the candidate's original columns ``X[:, S]`` (read again only for a
@@ -335,18 +366,27 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
 
     *nested* is ``(optima, columns)`` for :func:`_nested_start` (engines that use it, penalised
     fits of designs with an intercept); otherwise the all-rows fit starts at the engine's start.
+    *observed*: the rows' observation weights and offset (*weights* are then the fold
+    weights times them).
     """
     n = len(y)
     start0 = None
     if nested is not None and engine.nested_start and ridge > 0 and design.intercept is not None:
         start0 = _nested_start(*nested, engine.per_column)
     split = {"folds": rows} if engine.fold_hessians else {}
-    everything = engine.solve(Z, y, np.ones((1, n)), design.penalized[None].astype(float), ridge,
-                              design.intercept, start0, **split)
+    extra = {} if observed is None else observed.extra()
+    all_rows = np.ones((1, n)) if observed is None else observed.weights[None]
+    if observed is not None and ridge > 0:
+        penalty0 = observed.penalty(design, columns(), None)
+    else:
+        penalty0 = design.penalized[None].astype(float)
+    everything = engine.solve(Z, y, all_rows, penalty0, ridge, design.intercept, start0,
+                              **split, **extra)
     if everything.stopped[0]:
         return everything, separated_in_every_fold(everything, len(rows))
     if ridge > 0:
-        penalty = fold_penalty_weights(design, columns(), rows)
+        penalty = (fold_penalty_weights(design, columns(), rows) if observed is None
+                   else observed.penalty(design, columns(), rows))
     else:
         penalty = np.zeros((len(rows), Z.shape[1]))
     theta0 = fold_start(everything, len(rows))
@@ -356,7 +396,7 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
         start["hessian0"] = hessian if len(hessian) == len(rows) else np.repeat(
             hessian, len(rows), axis=0)
     return everything, engine.solve(Z, y, weights, penalty, ridge, design.intercept, theta0,
-                                    **start)
+                                    **start, **extra)
 
 
 def newton_cv_predict(
@@ -370,6 +410,7 @@ def newton_cv_predict(
     separation: str = "drop",
     ridges: Mapping | None = None,
     keep: dict | None = None,
+    observed: Observed | None = None,
 ) -> EngineOutput:
     """Out-of-fold predictions of every candidate by *engine*; (n, J) + *tail*, NaN where excluded.
 
@@ -390,6 +431,8 @@ def newton_cv_predict(
         Filled with ``(columns, ridge) -> (result, design, same)``: each candidate's finite
         all-rows fit, for :func:`newton_fit`'s *start* (``same``: the fit started where
         :func:`newton_fit` starts, so it solved the refit's problem by the same steps).
+    observed : Observed, optional
+        The rows' observation weights and offset (engines whose *solve* takes ``offset=``).
 
     Returns
     -------
@@ -400,7 +443,10 @@ def newton_cv_predict(
     rows = fold_rows(folds)
     n = len(y)
     weights = _fold_weights(rows, n)
+    # distinct training rows, whatever their weights: copies add no rank
     n_train_min = int(weights.sum(axis=1).min())
+    if observed is not None:
+        weights *= observed.weights
     predictions = np.full((n, len(candidates)) + tail, np.nan)
     failed = np.zeros(len(candidates), dtype=bool)
     used = np.full(len(candidates), ridge)
@@ -428,7 +474,7 @@ def newton_cv_predict(
         ladder = ridge_ladder(start) if separation == "ridge" and engine.separates else [start]
         for value in ladder:
             everything, result = _fit_folds(engine, Z, lambda S=S: X[:, S], y, design, rows,
-                                            weights, value, (optima, S))
+                                            weights, value, (optima, S), observed)
             if separation == "raise" and engine.separates:
                 _raise_separation(candidate.label, everything, result, value)
             if value == start:
@@ -456,7 +502,8 @@ def newton_cv_predict(
             _seen_by_training_rows(theta, Z, weights[k] > 0, design.intercept)
             if result.singular[k] else theta for k, theta in enumerate(result.theta)
         ]
-        _out_of_fold(engine, Z, thetas, rows, predictions[:, j])
+        _out_of_fold(engine, Z, thetas, rows, predictions[:, j],
+                     None if observed is None else observed.offset)
     return EngineOutput(predictions, failed, entries, used)
 
 
@@ -464,8 +511,11 @@ def newton_cv_predict(
 _PREDICT_ROWS = 8192
 
 
-def _out_of_fold(engine: NewtonEngine, Z, thetas: list, rows: list, out: np.ndarray) -> None:
+def _out_of_fold(engine: NewtonEngine, Z, thetas: list, rows: list, out: np.ndarray,
+                 offset: np.ndarray | None = None) -> None:
     """``out[rows[k]] = engine.predict(Z[rows[k]], thetas[k])`` for every fold k.
+
+    With *offset* (engines with ``mean``), each row's linear predictor gets its offset.
 
     Z is read by consecutive blocks of rows (a row slice of the design is read in place,
     where gathering a fold's scattered rows from every block of a column stack cost a
@@ -482,7 +532,14 @@ def _out_of_fold(engine: NewtonEngine, Z, thetas: list, rows: list, out: np.ndar
             block = slice(start, min(len(out), start + _PREDICT_ROWS))
             held = np.flatnonzero(fold_of[block] >= 0)
             eta = Z.times(theta, block)
-            out[start + held] = engine.mean(eta[fold_of[block][held], held])
+            eta = eta[fold_of[block][held], held]
+            if offset is not None:
+                eta += offset[start + held]
+            out[start + held] = engine.mean(eta)
+        return
+    if offset is not None:
+        for r, theta in zip(rows, thetas):
+            out[r] = engine.mean(Z[r] @ theta + offset[r])
         return
     for start in range(0, len(out), _PREDICT_ROWS):
         block = slice(start, min(len(out), start + _PREDICT_ROWS))
@@ -512,6 +569,7 @@ def newton_fit(
     separation: str = "drop",
     label: str = "",
     start: tuple | None = None,
+    observed: Observed | None = None,
 ) -> tuple[ScaledDesign, NewtonResult, list]:
     """Fit one candidate on all rows (coefficients on the standardised columns of the design).
 
@@ -523,10 +581,19 @@ def newton_fit(
     With ``separation="ridge"`` a fit without a finite optimum is redone with the next
     ridges of :func:`ridge_ladder` (the third value returned holds the ledger row saying
     so); ``"raise"`` raises :class:`~pearlstats.exceptions.SeparationError` instead.
+    *observed*: the rows' observation weights and offset (see :class:`Observed`).
     """
     ridge = check_ridge(ridge)
-    Z, design = _standardised_columns(X, np.asarray(columns), engine.reads_rows)
-    penalty = design.penalized[None].astype(float)
+    columns = np.asarray(columns)
+    Z, design = _standardised_columns(X, columns, engine.reads_rows)
+    row_weights = np.ones((1, len(y))) if observed is None else observed.weights[None]
+    extra = {} if observed is None else observed.extra()
+
+    def penalty(value: float) -> np.ndarray:
+        if observed is None or value == 0:
+            return design.penalized[None].astype(float)
+        return observed.penalty(design, X[:, columns], None)
+
     ladder = ridge_ladder(ridge) if separation == "ridge" and engine.separates else [ridge]
     known = _known_start(start, design)
     for value in ladder:
@@ -534,8 +601,8 @@ def newton_fit(
             result = known[0]  # the cross-validation solved this problem: nothing to redo
         else:
             theta0 = known[0].theta if value == ridge and known is not None else None
-            result = engine.solve(Z, y, np.ones((1, len(y))), penalty, value, design.intercept,
-                                  theta0)
+            result = engine.solve(Z, y, row_weights, penalty(value), value, design.intercept,
+                                  theta0, **extra)
         if separation == "raise" and engine.separates:
             _raise_separation(label, result, result, value)
         if value == ridge:

@@ -11,10 +11,11 @@ engines use their all-rows scale). ``l`` is half the squared error (gaussian) or
 negative log-likelihood (binomial, poisson). With all weights 1 and offset 0 this is the
 unweighted engines' objective, so the fits are theirs; a frequency weight of 2 is the row
 twice (the weighted SD and mean loss are those of the repeated rows); scaling all weights
-changes nothing. The fit runs on the columns standardised over the training rows (centred
-when the intercept is among them): gaussian by least squares on the penalised system,
-binomial and poisson by Newton's method with backtracking, until the Newton decrement is
-below ``1e-14 max(1, |f|)``, then one full step. statsmodels' ``GLM(..., freq_weights= |
+changes nothing. Gaussian fits (:func:`penalised_weighted_fit`) run on the columns
+standardised over the training rows (centred when the intercept is among them), by least
+squares on the penalised system; binomial and poisson fits are the Newton engine's, given
+this penalty on its standardised coefficients (:func:`weighted_standardised_penalty`).
+statsmodels' ``GLM(..., freq_weights= |
 var_weights=, offset=).fit_regularized(alpha=, L1_wt=0)`` divides the log-likelihood by
 the number of rows, not the weights' sum: its ``alpha`` is ``ridge * sd_j**2 * sum(w) / n`` (see
 :func:`weighted_penalty_weights`).
@@ -25,23 +26,14 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import ScaledDesign, _intercept
-from .likelihood import MAX_ETA, mean_of
 
 __all__ = ["weighted_moments", "weighted_penalty_weights", "penalised_weighted_fit",
-           "inverse_link", "MAX_ITER",
-           "all_rows_scale", "gram_solve"]
+           "weighted_standardised_penalty", "all_rows_scale", "gram_solve"]
 
-MAX_ITER = 100
-_ARMIJO = 1e-4
-_DECREMENT_TOL = 1e-14
 # Smallest squared Cholesky pivot of a unit-diagonal Gram solved by the normal equations
 # (its condition number is then below about 1e8, so they keep ~8 of least squares' digits
 # beyond float64's 1e-16); worse-conditioned systems go to lstsq.
 _PIVOT_FLOOR = 1e-8
-
-
-# The mean of a linear predictor: identity, logistic or exp (capped before it overflows).
-inverse_link = mean_of
 
 
 def gram_solve(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
@@ -107,6 +99,42 @@ def weighted_penalty_weights(X: np.ndarray, w: np.ndarray) -> np.ndarray:
     return penalized * scale**2
 
 
+def weighted_standardised_penalty(design: ScaledDesign, X_S: np.ndarray, w: np.ndarray,
+                                  rows: list[np.ndarray] | None) -> np.ndarray:
+    """This module's ridge as weights on coefficients standardised by *design*.
+
+    For training rows T the penalty is ``ridge / 2 * sum_j (sd_j b_j)^2`` with ``sd_j`` the
+    weighted SD of column j over T (its all-rows weighted scale where it is constant
+    there); on ``gamma_j = scale_j b_j`` that is ``ridge / 2 * (sd_j / scale_j)^2 *
+    gamma_j^2``. *rows* None: all rows, (1, p); else the held-out rows of each fold, (K, p)
+    for their training rows. 0 for the intercept.
+
+    Examples
+    --------
+    >>> X = np.column_stack([np.ones(4), [0.0, 1.0, 2.0, 3.0]])
+    >>> design = ScaledDesign.from_design(X)
+    >>> w = np.array([1.0, 1.0, 1.0, 1.0])
+    >>> weighted_standardised_penalty(design, X, w, None).tolist()
+    [[0.0, 1.0]]
+    >>> weighted_standardised_penalty(design, X, w, [np.array([3])]).round(4).tolist()
+    [[0.0, 0.5333]]
+    """
+    all_scale = all_rows_scale(X_S, w)
+    every = [np.ones(len(w), dtype=bool)]
+    if rows is not None:
+        every = []
+        for held in rows:
+            train = np.ones(len(w), dtype=bool)
+            train[held] = False
+            every.append(train)
+    out = np.empty((len(every), X_S.shape[1]))
+    for k, train in enumerate(every):
+        sd = weighted_moments(X_S[train], w[train])[1]
+        out[k] = np.where(design.penalized, (np.where(sd > 0, sd, all_scale) / design.scale) ** 2,
+                          0.0)
+    return out
+
+
 def _training_design(X_S: np.ndarray, w: np.ndarray, train: np.ndarray,
                      all_scale: np.ndarray) -> ScaledDesign:
     """Standardisation by the training rows' weighted moments (all-rows scale if constant)."""
@@ -118,60 +146,15 @@ def _training_design(X_S: np.ndarray, w: np.ndarray, train: np.ndarray,
     return ScaledDesign(center, np.where(sd > 0, sd, all_scale), penalized, intercept, value)
 
 
-def _objective(kind: str, Z, y, share, offset, ridge, penalized):
-    def f(gamma):
-        eta = Z @ gamma + offset
-        if kind == "gaussian":
-            rows = 0.5 * (y - eta) ** 2
-        elif kind == "binomial":
-            rows = np.logaddexp(0.0, eta) - y * eta
-        else:
-            rows = np.exp(np.minimum(eta, MAX_ETA)) - y * eta
-        return float(share @ rows + 0.5 * ridge * np.sum(penalized * gamma**2))
-    return f
-
-
-def _newton(kind: str, Z, y, share, offset, ridge, penalized, gamma) -> tuple[np.ndarray, bool]:
-    """Damped Newton on the penalised weighted mean loss; (optimum, converged)."""
-    f = _objective(kind, Z, y, share, offset, ridge, penalized)
-    value = f(gamma)
-    for _ in range(MAX_ITER):
-        mu = inverse_link(kind, Z @ gamma + offset)
-        var = mu * (1 - mu) if kind == "binomial" else mu
-        grad = Z.T @ (share * (mu - y)) + ridge * penalized * gamma
-        hess = (Z * (share * var)[:, None]).T @ Z + np.diag(ridge * penalized)
-        try:
-            step = -np.linalg.solve(hess, grad)
-        except np.linalg.LinAlgError:
-            step = -np.linalg.lstsq(hess, grad, rcond=None)[0]
-        decrement = -float(grad @ step)
-        if not np.isfinite(decrement):
-            return gamma, False
-        if decrement <= _DECREMENT_TOL * max(1.0, abs(value)):
-            # Newton's quadratic convergence: the full step leaves an error of order
-            # decrement**2, below what float64 resolves in the objective (which is why
-            # the step is taken without a line search: the objective cannot show it)
-            return gamma + step, True
-        t = 1.0
-        while True:
-            trial = f(gamma + t * step)
-            if trial <= value - _ARMIJO * t * decrement:
-                break
-            t /= 2
-            if t < 1e-12:  # no decrease left though the decrement is not small: stuck
-                return gamma, False
-        gamma, value = gamma + t * step, trial
-    return gamma, False
-
-
-def penalised_weighted_fit(kind: str, X_S: np.ndarray, y: np.ndarray, w: np.ndarray,
+def penalised_weighted_fit(X_S: np.ndarray, y: np.ndarray, w: np.ndarray,
                            offset: np.ndarray, train: np.ndarray, ridge: float,
-                           all_scale: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
-    """Coefficients (original columns) of one penalised weighted fit on the *train* rows.
+                           all_scale: np.ndarray | None = None) -> np.ndarray:
+    """Coefficients (original columns) of one penalised weighted least-squares fit on the
+    *train* rows (binomial and Poisson fits with this penalty are the Newton engine's:
+    :class:`~pearlstats.engines.newton_cv.Observed`).
 
     Parameters
     ----------
-    kind : {"gaussian", "binomial", "poisson"}
     X_S : ndarray (n, p)
         The candidate's columns over all rows (their intercept and all-rows scales).
     y, w, offset : ndarray (n,)
@@ -184,7 +167,6 @@ def penalised_weighted_fit(kind: str, X_S: np.ndarray, y: np.ndarray, w: np.ndar
     Returns
     -------
     params : ndarray (p,)
-    converged : bool
     """
     if all_scale is None:
         all_scale = all_rows_scale(X_S, w)
@@ -193,19 +175,11 @@ def penalised_weighted_fit(kind: str, X_S: np.ndarray, y: np.ndarray, w: np.ndar
     share = w[train] / w[train].sum()
     z, o = y[train], offset[train]
     penalized = design.penalized.astype(float)
-    if kind == "gaussian":
-        weighted = Z * share[:, None]
-        gamma = gram_solve(weighted.T @ Z + np.diag(ridge * penalized), weighted.T @ (z - o))
-        if gamma is None:  # ill-conditioned: least squares on the penalised system
-            root = np.sqrt(share)
-            system = np.vstack([Z * root[:, None], np.diag(np.sqrt(ridge * penalized))])
-            target = np.concatenate([(z - o) * root, np.zeros(Z.shape[1])])
-            gamma = np.linalg.lstsq(system, target, rcond=None)[0]
-        return design.original(gamma), True
-    gamma = np.zeros(Z.shape[1])
-    if kind == "poisson" and design.intercept is not None:
-        # the intercept-only optimum's level, so the first exp() cannot overflow
-        rate = (share @ z) / (share @ np.exp(np.minimum(o, MAX_ETA)))
-        gamma[design.intercept] = np.log(max(rate, 1e-8)) / design.intercept_value
-    gamma, converged = _newton(kind, Z, z, share, o, ridge, penalized, gamma)
-    return design.original(gamma), converged and bool(np.isfinite(gamma).all())
+    weighted = Z * share[:, None]
+    gamma = gram_solve(weighted.T @ Z + np.diag(ridge * penalized), weighted.T @ (z - o))
+    if gamma is None:  # ill-conditioned: least squares on the penalised system
+        root = np.sqrt(share)
+        system = np.vstack([Z * root[:, None], np.diag(np.sqrt(ridge * penalized))])
+        target = np.concatenate([(z - o) * root, np.zeros(Z.shape[1])])
+        gamma = np.linalg.lstsq(system, target, rcond=None)[0]
+    return design.original(gamma)
