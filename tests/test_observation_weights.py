@@ -697,3 +697,28 @@ def test_few_observations_note_counts_the_largest_candidates_coefficients():
             assert not notes
     note = few_observations_note(np.full(4, 0.25), "frequency", 1)
     assert "count as 1 observation, not more than the 1 coefficient of" in note
+
+
+def test_weighted_logistic_with_a_large_but_finite_linear_predictor_is_not_called_separated():
+    # One row far out along a (a = 60, y = 1) gives the maximum-likelihood fit a linear
+    # predictor near 60 there, though the classes overlap everywhere else: the estimate
+    # exists. Weighted fits used to call any linear predictor beyond 30 separation and drop
+    # the candidate; they now take the unweighted engine's rule (still diverging after 15
+    # Newton steps) and equal statsmodels' weighted GLM.
+    rng = np.random.default_rng(4)
+    n = 150
+    a, b = rng.normal(size=(n, 1)), rng.normal(size=(n, 1))
+    a[0, 0] = 60.0
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-a[:, 0]))).astype(float)
+    y[0] = 1.0
+    data = {"y": y, "a": a, "b": b}
+    weights = rng.uniform(0.5, 2.0, size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pearl.CandidateFailureWarning)
+        res = _fit(data, "binomial", weights=weights, weight_type="variance")
+    X = _exog(data, ["a"])
+    direct = _sm_fit("binomial", y, X, weights, "variance", None)
+    assert abs(float(X[0] @ direct.params)) > 30  # the case the old rule refused
+    # 1e-7: statsmodels' IRLS stops at a deviance change of 1e-13 (tol above), which leaves
+    # coefficients within about sqrt(1e-13) relative of the optimum the engine reaches.
+    np.testing.assert_allclose(res.candidate_params("a").to_numpy(), direct.params, rtol=1e-6)
