@@ -48,6 +48,7 @@ from .newton_cv import (
     newton_notes,
     separation_check,
 )
+from .standardised import symmetric_from_upper
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
@@ -86,11 +87,6 @@ def _gram_into(upper: np.ndarray, A: np.ndarray) -> np.ndarray:
     if len(A) == 0:
         return upper
     return blas.dsyrk(1.0, A.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
-
-
-def _symmetric(upper: np.ndarray) -> np.ndarray:
-    """The symmetric matrix whose upper triangle is *upper*'s."""
-    return np.triu(upper) + np.triu(upper, 1).T
 
 
 class _Hessians:
@@ -158,7 +154,7 @@ class _Hessians:
     def _finish(self, g: int) -> np.ndarray:
         if self.folded:
             return self.Z.standardised_gram(self.upper[g], self.sums[g], self.totals[g])
-        return _symmetric(self.upper[g])
+        return symmetric_from_upper(self.upper[g])
 
     def parts(self) -> list:
         """Each group's (problem's) Hessian sum."""

@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from ..backends.columns import ColumnStack
 from ._common import ScaledDesign
 from .moments import chunk_columns
 
-__all__ = ["FOLD_LIMIT", "StandardisedColumns", "standardised_columns"]
+__all__ = ["FOLD_LIMIT", "StandardisedColumns", "standardised_columns", "symmetric_from_upper"]
 
 # Largest |centre| / SD of a column for which products are formed from the raw columns and
 # centred after (:meth:`StandardisedColumns.times`): the cancellation then costs at most
@@ -52,6 +53,31 @@ _GRAM = "gram"
 
 # Rows per block of the Gram's pass.
 _GRAM_ROWS = 8192
+
+
+@lru_cache(maxsize=64)
+def _strictly_lower(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column positions of the strictly lower triangle of a p x p matrix."""
+    return np.tril_indices(p, -1)
+
+
+def symmetric_from_upper(upper: np.ndarray) -> np.ndarray:
+    """The symmetric matrix whose upper triangle (diagonal included) is *upper*'s.
+
+    The values are those of ``np.triu(upper) + np.triu(upper, 1).T`` (each is copied, none
+    computed), at a fraction of its cost for the small matrices of a candidate's Hessian:
+    ``np.triu`` builds its mask anew on every call, which cost a fifth of a small logistic
+    fit with its nested-CV SE (the Hessians of 1 000 Newton fits).
+
+    Examples
+    --------
+    >>> symmetric_from_upper(np.array([[1.0, 2.0], [9.0, 3.0]])).tolist()
+    [[1.0, 2.0], [2.0, 3.0]]
+    """
+    out = np.array(upper, order="C")
+    rows, columns = _strictly_lower(upper.shape[0])
+    out[rows, columns] = upper[columns, rows]
+    return out
 
 
 class StandardisedColumns:
@@ -171,11 +197,13 @@ class StandardisedColumns:
         ``scale scale'``.
         """
         center, scale = self._design.center, self._design.scale
-        gram = np.triu(upper) + np.triu(upper, 1).T
-        cross = np.outer(center, sums)
+        gram = symmetric_from_upper(upper)
+        # Broadcast products: the values of np.outer, without its per-call overhead (this
+        # runs once per Hessian, thousands of times in a small fit with its nested SE).
+        cross = center[:, None] * sums[None, :]
         gram -= cross + cross.T
-        gram += total * np.outer(center, center)
-        gram /= np.outer(scale, scale)
+        gram += total * (center[:, None] * center[None, :])
+        gram /= scale[:, None] * scale[None, :]
         return gram
 
     def gram(self) -> np.ndarray | None:
@@ -247,7 +275,7 @@ def _raw_gram(X: Any, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray] | No
             block[:, at] = part[rows, local]
         upper = blas.dsyrk(1.0, block.T, beta=1.0, c=upper, trans=0, lower=0, overwrite_c=1)
         sums += block.sum(axis=0)
-    return np.triu(upper) + np.triu(upper, 1).T, sums
+    return symmetric_from_upper(upper), sums
 
 
 def standardised_columns(X: Any, columns: np.ndarray,
