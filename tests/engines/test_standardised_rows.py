@@ -18,7 +18,11 @@ from pearlstats.design.candidates import Candidate
 from pearlstats.engines import _common, glm
 from pearlstats.engines._common import ScaledDesign
 from pearlstats.engines.newton_cv import newton_cv_predict
-from pearlstats.engines.standardised import StandardisedColumns, standardised_columns
+from pearlstats.engines.standardised import (
+    StandardisedColumns,
+    standardised_columns,
+    symmetric_from_upper,
+)
 
 
 def _design(n: int, seed: int = 0):
@@ -99,7 +103,7 @@ def test_all_rows_hessian_split_by_fold_gives_each_folds_training_rows_hessian()
         rows = slice(start, start + 1000)
         hessians.add(Z[rows], v[None, rows], rows)
     np.testing.assert_allclose(hessians.problems()[0], (Z * v[:, None]).T @ Z, rtol=1e-12)
-    parts = [glm._symmetric(upper) for upper in hessians.upper]
+    parts = [symmetric_from_upper(upper) for upper in hessians.upper]
     for k, H in enumerate(glm.fold_hessians(parts, K)):
         train = folds != k
         np.testing.assert_allclose(H, (Z[train] * v[train, None]).T @ Z[train], rtol=1e-12)
