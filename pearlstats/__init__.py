@@ -31,7 +31,7 @@ from . import exceptions, representations
 from ._version import __version__ as __version__
 from .citation import cite
 from .design.candidates import Candidate
-from .engines.mlp import MLP
+from .downstream.mlp import MLP
 from .exceptions import *  # noqa: F403  (the public exception and warning classes)
 from .fitting import fit
 from .honest_se import NestedSE, NestedSEEstimate

@@ -45,8 +45,8 @@ from .design.splitters import Splits, check_groups, group_codes, resolve_splits
 from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
+from .downstream.estimator import bind_estimator, is_estimator
 from .engines._common import check_ridge
-from .engines.estimator import bind_estimator, is_estimator
 from .exceptions import DataError, ObservationWeightWarning, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
@@ -351,7 +351,7 @@ def fit(
         ``RandomForestRegressor()``: a fresh copy is fitted on each candidate's
         design columns in each fold and on all rows, and one that raises in a
         fold is recorded in ``res.failures`` with weight 0
-        (:mod:`pearlstats.engines.estimator`). Other objects provide
+        (:mod:`pearlstats.downstream.estimator`). Other objects provide
         ``bind(family)`` returning the family interface (``cv_predict``,
         ``fit_params``, ``predict``, ``statsmodels_results``). The response
         coding and the weights' loss stay the family's.

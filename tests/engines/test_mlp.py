@@ -22,7 +22,7 @@ torch = pytest.importorskip(
 
 import pearlstats as pearl
 from pearlstats.design.candidates import Candidate
-from pearlstats.engines.mlp import MLP, MLPResults
+from pearlstats.downstream.mlp import MLP, MLPResults
 from pearlstats.exceptions import AllCandidatesFailedError, CandidateFailureWarning, OptionError
 from pearlstats.families import EncodedResponse
 
@@ -229,12 +229,12 @@ def test_pickled_results_predict_identically_with_and_without_torch(
                     raise ModuleNotFoundError("No module named torch")
 
         sys.meta_path.insert(0, NoTorch())
-        import pearlstats.engines.mlp
+        import pearlstats.downstream.mlp
         from pearlstats.representations.deep import MissingDependencyError
         res, blocks, expected = pickle.loads(open({str(path)!r}, "rb").read())
         assert np.array_equal(res.predict(blocks).to_numpy(), expected)
         try:
-            pearlstats.engines.mlp.MLP().bind("gaussian")
+            pearlstats.downstream.mlp.MLP().bind("gaussian")
         except MissingDependencyError as err:
             assert "torch" in str(err)
         else:

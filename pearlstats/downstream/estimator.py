@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..engines._common import EngineOutput, fold_rows
 from ..exceptions import CandidateError, OptionError
 from ..families import Family
 from ..ledger import LedgerEntry
-from ._common import EngineOutput, fold_rows
 
 if TYPE_CHECKING:
     from ..families import EncodedResponse

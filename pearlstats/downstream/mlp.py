@@ -48,10 +48,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
 
+from ..engines._common import EngineOutput, fold_rows
 from ..exceptions import DataError, OptionError
 from ..families import Family, get_family
 from ..ledger import LedgerEntry
-from ._common import EngineOutput, fold_rows
 
 if TYPE_CHECKING:
     from ..families import EncodedResponse
@@ -176,7 +176,7 @@ class MLPResults:
     Examples
     --------
     >>> import numpy as np
-    >>> from pearlstats.engines.mlp import MLP, train_network
+    >>> from pearlstats.downstream.mlp import MLP, train_network
     >>> X = np.random.default_rng(0).normal(size=(50, 3))
     >>> fitted = train_network(MLP(hidden=4, epochs=5), "gaussian", X, X[:, 0], 0, 0.0, seed=0)
     >>> MLPResults(fitted, ["a", "b", "c"]).n_params  # (3*4 + 4) + (4*1 + 1)
@@ -264,7 +264,7 @@ class MLP:
     Examples
     --------
     >>> import numpy as np, pearlstats as pearl
-    >>> from pearlstats.engines.mlp import MLP
+    >>> from pearlstats.downstream.mlp import MLP
     >>> rng = np.random.default_rng(0)
     >>> a, b = rng.normal(size=(120, 2)), rng.normal(size=(120, 2))
     >>> data = {"y": np.sin(2 * a[:, 0]) + rng.normal(scale=0.1, size=120), "a": a, "b": b}
