@@ -722,3 +722,22 @@ def test_weighted_logistic_with_a_large_but_finite_linear_predictor_is_not_calle
     # 1e-6: statsmodels' IRLS stops at a deviance change of 1e-13 (tol above), which leaves
     # coefficients within about sqrt(1e-13) = 3e-7 relative of the optimum the engine reaches.
     np.testing.assert_allclose(res.candidate_params("a").to_numpy(), direct.params, rtol=1e-6)
+
+
+@pytest.mark.parametrize("cov_type", ["HC2", "HC3"])
+def test_leverage_corrected_ses_with_too_few_counted_observations_are_nan_without_numpy_warnings(
+        cov_type):
+    # Frequency weights of 0.04 on 80 rows count 3.2 observations, fewer than the 4
+    # coefficients of a+b: every row's leverage h = w x'(X'WX)^-1 x exceeds 1 there, so HC2's
+    # sqrt(1 - h) and HC3's 1 - h have no meaning. The SEs are NaN, as the classical ones
+    # (statsmodels' df_resid <= 0), with the package's warning, not numpy's.
+    data, _, _ = _data("gaussian", n=80, seed=27)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(ObservationWeightWarning, match="count as 3.2 observations"):
+            res = _fit(data, "gaussian", weights=np.full(80, 0.04), weight_type="frequency",
+                       cov_type=cov_type)
+        text = res.summary().as_text()
+    assert np.all(np.isnan(res.candidates["a+b"].bse))
+    assert res.bse.isna().all()
+    assert "weight_type='variance'" in text.replace("\n", " ")

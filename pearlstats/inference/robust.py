@@ -299,7 +299,13 @@ def _row_factors(kind: str, spec: CovSpec, X: np.ndarray, y: np.ndarray, eta: np
         if weight_type == "variance":
             q = q * w[:, None]
         h = _leverage(X, columns, breads, q)
-        r /= (1.0 - h) ** (0.5 if spec.cov_type == "HC2" else 1.0)
+        # A leverage of 1 or more (a row that fits itself, e.g. frequency weights counting
+        # fewer observations than the candidate's coefficients) leaves no residual to scale:
+        # NaN, as for the classical SEs there (statsmodels' df_resid <= 0), not a numpy
+        # warning and a negative or infinite factor.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scaled = r / (1.0 - h) ** (0.5 if spec.cov_type == "HC2" else 1.0)
+        r = np.where(h < 1.0, scaled, np.nan)
     return r, e
 
 
