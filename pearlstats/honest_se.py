@@ -246,11 +246,8 @@ class NestedSEEstimate:
     Examples
     --------
     >>> import pearlstats as pearl
-    >>> rng = np.random.default_rng(0)
-    >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
-    >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
-    >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
-    ...                 honest_se=pearl.NestedSE(repeats=3))
+    >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
+    ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
     >>> estimate = res.nested_se
     >>> len(estimate.folds), list(estimate.running().columns)
     (3, ['risk', 'se', 'se_bound'])
@@ -271,11 +268,8 @@ class NestedSEEstimate:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
-        >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
-        ...                 honest_se=pearl.NestedSE(repeats=3))
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
+        ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
         >>> res.nested_se.repeats
         3
         """
@@ -298,11 +292,8 @@ class NestedSEEstimate:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
-        >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
-        ...                 honest_se=pearl.NestedSE(repeats=3))
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
+        ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
         >>> one = res.nested_se.using(1)  # what NestedSE(repeats=1) reports
         >>> list(one.index[:2]), bool(one.loc["PEARL", "se"] > 0)
         (['PEARL', 'MS'], True)
@@ -329,11 +320,8 @@ class NestedSEEstimate:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> blocks = {"a": rng.standard_normal((60, 2)), "b": rng.standard_normal((60, 2))}
-        >>> data = pd.DataFrame({"y": blocks["a"][:, 0] + rng.standard_normal(60)})
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, blocks=blocks, seed=0,
-        ...                 honest_se=pearl.NestedSE(repeats=3))
+        >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
+        ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
         >>> running = res.nested_se.running()
         >>> running.xs("PEARL", level="strategy").index.tolist()
         [1, 2, 3]

@@ -1,6 +1,7 @@
 """Data for examples and for reproducing the paper.
 
-The paper's simulation (:func:`simulate_paper`, Section 4.1) and loaders of
+The small data set of the documentation's examples (:func:`example_data`), the paper's
+simulation (:func:`simulate_paper`, Section 4.1) and loaders of
 real data bundled with installed packages (scikit-learn, gensim, Debian's
 ``dataset-fashion-mnist``); nothing is downloaded.
 
@@ -13,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+from .example import example_data
 from .real import (
     DIGITS_IMAGE_SHAPE,
     FASHION_MNIST_CLASSES,
@@ -34,6 +36,7 @@ __all__ = [
     "FashionMNIST",
     "MissingDependencyError",
     "SimulatedData",
+    "example_data",
     "fashion_mnist",
     "load_diabetes",
     "load_digits",

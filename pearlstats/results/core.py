@@ -131,10 +131,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> type(res.stages).__name__
         'FitState'
@@ -149,10 +147,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.design_spec.column_names
         ['Intercept', 'x', 'a[0]', 'a[1]', 'b[0]', 'b[1]']
@@ -165,10 +161,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.formula
         'y ~ x + block(a) + block(b)'
@@ -181,10 +175,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.family
         'gaussian'
@@ -197,10 +189,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.loss
         'squared'
@@ -230,10 +220,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.nobs
         60
@@ -246,10 +234,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.seed
         0
@@ -265,10 +251,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.ridge
         0.0
@@ -283,10 +267,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.n_folds
         5
@@ -302,9 +284,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.folds[:8]
         array([2, 2, 1, 1, 2, 1, 4, 2])
@@ -336,10 +316,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.block_dims
         {'a': 2, 'b': 2}
@@ -352,10 +330,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.block_names
         ['a', 'b']
@@ -368,10 +344,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.candidate_labels
         ['a', 'b', 'a+b']
@@ -384,10 +358,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.candidate_blocks
         a        (a,)
@@ -403,10 +375,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.n_params
         a      4
@@ -470,10 +440,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.weights.round(3)
         a      0.908
@@ -489,10 +457,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> round(res.weight_objective, 3)
         1.008
@@ -505,10 +471,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.kkt_gap < 1e-8
         True
@@ -521,10 +485,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.weight_solver
         'quadprog'
@@ -542,10 +504,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.cv_predictions.head(3).round(3)
                a      b    a+b
@@ -598,10 +558,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.cv_risk.round(3)
         a      1.013
@@ -619,10 +577,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.cv_risk_se.round(3)
         a      0.233
@@ -647,10 +603,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> list(res.failures.columns)
         ['candidate', 'fold', 'stage', 'kind', 'reason', 'action', 'excluded']
@@ -665,10 +619,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.failed
         a      False
@@ -721,10 +673,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> summary = res.summary()
         >>> print(summary.tables[0])  # doctest: +NORMALIZE_WHITESPACE
@@ -750,10 +700,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> ax = res.plot.weights()
         >>> type(ax).__name__
@@ -814,10 +762,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.bse.round(3)
         Intercept    0.133
@@ -850,10 +796,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.conf_int().round(3)
                    lower  upper
@@ -912,10 +856,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> print(res.ridge_note)
         None
@@ -931,10 +873,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.fittedvalues.head(3).round(3)
         0    0.706
@@ -950,10 +890,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.resid.head(3).round(3)
         0    1.272
@@ -993,10 +931,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> bool((res.residuals("response") == res.resid).all())
         True

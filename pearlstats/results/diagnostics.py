@@ -293,10 +293,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.block_membership
                  a      b
@@ -312,10 +310,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.block_importance.round(3)
         a    0.908
@@ -385,10 +381,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.resample_weights().round(2)  # one re-solve per fold's complement
              fold 0  fold 1  fold 2  fold 3  fold 4
@@ -490,10 +484,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> table = res.weight_uncertainty(n_resamples=20, seed=1, progress=False)
         >>> table.round(2)
@@ -521,10 +513,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> print(res.last_weight_uncertainty)
         None
@@ -540,10 +530,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.weight_stability.round(2)
              fold 0  fold 1  fold 2  fold 3  fold 4
@@ -566,10 +554,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> list(res.diagnostics)  # doctest: +NORMALIZE_WHITESPACE
         ['effective_candidates', 'weight_entropy', 'max_weight', 'n_nonzero', 'kkt_gap',
@@ -608,10 +594,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.resolve_candidates([("b", "a"), "a"])
         ['a+b', 'a']
@@ -659,10 +643,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.reweight("absolute").weights.round(3)
         a      1.0
@@ -713,10 +695,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.loss_sensitivity().round(3)
            squared  absolute
@@ -760,10 +740,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> nested = res.honest_risk(outer=3)
         >>> nested.risk.round(3)
@@ -791,10 +769,8 @@ class WeightDiagnostics:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> nested = res.honest_risk(outer=3)
         >>> res.last_honest_risk is nested

@@ -35,10 +35,8 @@ class AveragedTests:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.cov_type
         'nonrobust'
@@ -138,10 +136,8 @@ class AveragedTests:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.tvalues.round(3)
         Intercept   -0.037
@@ -162,10 +158,8 @@ class AveragedTests:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.pvalues.round(4)
         Intercept    0.9703
@@ -233,10 +227,8 @@ class AveragedTests:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> test = res.wald_test("x = 0, Intercept = 0")  # joint
         >>> round(float(test.statistic), 3), round(float(test.pvalue), 4), int(test.df_num)
@@ -264,9 +256,7 @@ class AveragedTests:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> test = res.f_test("x = 0")
         >>> round(float(test.fvalue), 3), int(test.df_num), int(test.df_denom)

@@ -140,9 +140,7 @@ class Prediction:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
         >>> res.design_matrix(new)
@@ -176,9 +174,7 @@ class Prediction:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
         >>> X = res.design_matrix(new)
@@ -241,9 +237,7 @@ class Prediction:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
         >>> res.predict_candidates(new).round(3)

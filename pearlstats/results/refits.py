@@ -93,10 +93,8 @@ class CandidateRefits:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> refit = res.candidates["a"]  # statsmodels' OLS results
         >>> refit.params.round(3)

@@ -82,10 +82,8 @@ class StrategyRisks:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.honest[["risk", "ratio", "ratio_se"]].round(3)
                      risk  ratio  ratio_se
@@ -180,10 +178,8 @@ class StrategyRisks:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> print(res.honest_failure)  # the nested cross-validation ran
         None
@@ -199,10 +195,8 @@ class StrategyRisks:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.strategy_weights.round(2)
                        a     b   a+b  covariates only
@@ -232,10 +226,8 @@ class StrategyRisks:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> sorted(res.information_criteria)
         ['AIC', 'AICc', 'BIC', 'llf']
@@ -288,10 +280,8 @@ class StrategyRisks:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, x = rng.normal(size=(60, 2)), rng.normal(size=(60, 2)), rng.normal(size=60)
-        >>> data = {"y": a[:, 0] + 0.5 * x + rng.normal(size=60), "x": x, "a": a, "b": b}
+        >>> import pearlstats as pearl
+        >>> data = pearl.datasets.example_data()
         >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
         >>> res.baselines[["cv_risk", "risk_ratio", "candidate"]].round(3)
                     cv_risk  risk_ratio        candidate
