@@ -74,6 +74,17 @@ _DEPRECATED: dict[str, Deprecated] = {
         "pearlstats.engines.likelihood:mean_of", "0.4.1", _REMOVED_IN,
     ),
 }
+# The downstream families moved out of the engines in 0.7.0 (the engines, families and weights
+# now read top-down).
+_DEPRECATED.update({
+    f"pearlstats.engines.{module}.{name}": Deprecated(
+        f"pearlstats.downstream.{module}:{name}", "0.7.0", "0.9.0")
+    for module, names in (
+        ("mlp", ("MLP", "FittedMLP", "MLPFamily", "MLPResults", "train_network")),
+        ("estimator", ("EstimatorFamily", "EstimatorResults", "FittedEstimator",
+                       "bind_estimator", "is_estimator")))
+    for name in names
+})
 
 
 def resolve(target: str) -> Any:
