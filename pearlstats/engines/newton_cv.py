@@ -28,6 +28,7 @@ from ._common import (
 )
 from .newton import NewtonResult, fold_start, separated_in_every_fold
 from .standardised import standardised_columns
+from .weighted_ridge import weighted_standardised_penalty
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
@@ -348,8 +349,6 @@ class Observed:
     def penalty(self, design: ScaledDesign, columns: np.ndarray,
                 rows: list[np.ndarray] | None) -> np.ndarray:
         """Ridge weights on the standardised coefficients: (1, p) on all rows, else (K, p)."""
-        from .weighted_ridge import weighted_standardised_penalty
-
         return weighted_standardised_penalty(design, columns, self.weights, rows)
 
     def extra(self) -> dict:
