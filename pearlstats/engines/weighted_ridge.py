@@ -15,10 +15,9 @@ changes nothing. Gaussian fits (:func:`penalised_weighted_fit`) run on the colum
 standardised over the training rows (centred when the intercept is among them), by least
 squares on the penalised system; binomial and poisson fits are the Newton engine's, given
 this penalty on its standardised coefficients (:func:`weighted_standardised_penalty`).
-statsmodels' ``GLM(..., freq_weights= |
-var_weights=, offset=).fit_regularized(alpha=, L1_wt=0)`` divides the log-likelihood by
-the number of rows, not the weights' sum: its ``alpha`` is ``ridge * sd_j**2 * sum(w) / n`` (see
-:func:`weighted_penalty_weights`).
+statsmodels' ``GLM(..., freq_weights= | var_weights=, offset=).fit_regularized(alpha=,
+L1_wt=0)`` divides the log-likelihood by the number of rows, not the weights' sum: its
+``alpha`` is ``ridge * sd_j**2 * sum(w) / n`` (see :func:`weighted_penalty_weights`).
 """
 
 from __future__ import annotations
