@@ -741,3 +741,34 @@ def test_leverage_corrected_ses_with_too_few_counted_observations_are_nan_withou
     assert np.all(np.isnan(res.candidates["a+b"].bse))
     assert res.bse.isna().all()
     assert "weight_type='variance'" in text.replace("\n", " ")
+
+
+@pytest.mark.parametrize(("cov_type", "total"), [("HC1", 3.0), ("cluster", 3.0),
+                                                 ("nonrobust", 1.5)])
+def test_small_sample_factors_without_residual_degrees_of_freedom_are_nan_not_numpy_warnings(
+        cov_type, total):
+    # 64 rows of frequency weight total/64 (exact in binary: the sum is exactly `total`)
+    # count `total` observations. Candidate a has 3 coefficients, b 2, a+b 4. At 3.0, a's
+    # df_resid is exactly 0: HC1's n / df_resid and the cluster factor's (n - 1) / (n - k)
+    # divided by zero (numpy's warning, infinite SEs). At 1.5 every df_resid is negative: the
+    # gaussian sigma_jk = sum w e_j e_k / sqrt(df_j df_k) took the square root of a product
+    # of two negatives, a finite covariance where the candidates' own SEs are NaN. The
+    # residual variance has no estimate without residual degrees of freedom (statsmodels'
+    # scale is NaN or infinite there), so the averaged covariance is NaN, with the package's
+    # warning at the fit.
+    n = 64
+    data, _, _ = _data("gaussian", n=n, seed=27)
+    options = {"cov_kwds": {"groups": np.arange(n) % 8}} if cov_type == "cluster" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(ObservationWeightWarning, match=f"count as {total:g} observations"):
+            res = _fit(data, "gaussian", weights=np.full(n, total / n),
+                       weight_type="frequency", cov_type=cov_type, **options)
+        text = res.summary().as_text()
+        cov = res.cov_params()
+        bse = res.bse
+    # a (df_resid 0 or negative) and a+b (negative) carry weight: the average has no estimate
+    assert res.weights["a"] > 0 and res.weights["a+b"] > 0
+    assert cov.isna().all().all()
+    assert bse.isna().all()
+    assert "weight_type='variance'" in text.replace("\n", " ")

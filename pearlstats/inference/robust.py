@@ -397,16 +397,31 @@ def chunk_meat(kind: str, X: np.ndarray | ColumnStack, y: np.ndarray,
 # ---- the sandwich --------------------------------------------------------------------------------
 def corrections(spec: CovSpec, counted: float, df_resid: Sequence[float],
                 n_columns: Sequence[int]) -> np.ndarray:
-    """Each candidate's small-sample factor (the joint blocks take the geometric mean)."""
+    """Each candidate's small-sample factor (the joint blocks take the geometric mean).
+
+    NaN for a candidate with no residual degrees of freedom (``df_resid`` or
+    ``counted - k`` at most 0: frequency weights counting no more observations than its
+    coefficients), as its classical SEs there; the fit warned of it
+    (:func:`~pearlstats.observation_weights.few_observations_note`).
+    """
     df_resid, k = np.asarray(df_resid, dtype=float), np.asarray(n_columns, dtype=float)
     if spec.cov_type == "HC1":
-        return counted / df_resid
+        return _ratio(counted, df_resid)
     if spec.cov_type == "cluster" and spec.use_correction:
         G = spec.n_groups
-        return G / (G - 1.0) * (counted - 1.0) / (counted - k)
+        return G / (G - 1.0) * _ratio(counted - 1.0, counted - k)
     if spec.cov_type == "HAC" and spec.use_correction:
-        return counted / (counted - k)
+        return _ratio(counted, counted - k)
     return np.ones(len(k))
+
+
+def _ratio(top: float, left: np.ndarray) -> np.ndarray:
+    """``top / left`` where *left* (residual degrees of freedom) is positive, else NaN: a
+    zero would give numpy's divide-by-zero warning and an infinite SE, a negative one a
+    finite SE of the wrong sign's factor (its square root taken for the joint blocks)."""
+    left = np.asarray(left, dtype=float)
+    safe = np.where(left > 0, left, 1.0)
+    return np.where(left > 0, top / safe, np.nan)
 
 
 def sandwich(meat: MeatSums, factors: np.ndarray,

@@ -71,9 +71,12 @@ def _factors(spec: CovSpec, meat, refits: list, counted: float) -> np.ndarray:
         return np.sqrt(np.outer(c, c))
     if meat.cross is None:  # binomial, Poisson: scale 1
         return np.ones((len(refits), len(refits)))
-    df = np.array([r.df_resid for r in refits])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return meat.cross / np.sqrt(np.outer(df, df))
+    # No residual degrees of freedom (df <= 0: frequency weights counting no more
+    # observations than the candidate's coefficients): its scale is NaN (sums_refit), so are
+    # its cross blocks, not a finite sigma_jk from the product of two negative dfs.
+    df = np.array([r.df_resid for r in refits], dtype=float)
+    df = np.where(df > 0, df, np.nan)
+    return meat.cross / np.sqrt(np.outer(df, df))
 
 
 def _first_pass(res: PearlResults, labels: list, params: list) -> tuple:
