@@ -6,11 +6,12 @@ convex weights combine the downstream models built on subsets of the blocks.
 
 The subpackages read top-down (the layers contract in ``pyproject.toml``, checked by
 ``tests/test_architecture.py``): ``experiments`` (replication runner) over
+``datasets`` (the simulation, the loaders, the examples' fit) over
 ``fitting`` (:func:`fit`) over ``results`` (:class:`PearlResults`) and, beside it,
 ``distributed`` (dask data) over ``plotting`` over ``honest_se`` over the
 stages (``nested``, ``weight_stage``, ``stages``; ``inference`` beside them)
-over ``engines``, ``families`` and ``weights`` (losses, solvers, the paper's
-baselines) over ``design``, ``representations`` and ``datasets`` over
+over ``downstream`` over ``families`` over ``engines`` and ``weights`` (losses,
+solvers, the paper's baselines) over ``design`` and ``representations`` over
 ``backends`` (where rows live and how they are read) over the ground floor
 (``checks``, ``ledger``, ``exceptions``).
 

@@ -247,8 +247,7 @@ class NestedSEEstimate:
     Examples
     --------
     >>> import pearlstats as pearl
-    >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
-    ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
+    >>> res = pearl.datasets.example_fit(honest_se=pearl.NestedSE(repeats=3))
     >>> estimate = res.nested_se
     >>> len(estimate.folds), list(estimate.running().columns)
     (3, ['risk', 'se', 'se_bound'])
@@ -269,8 +268,7 @@ class NestedSEEstimate:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
-        ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
+        >>> res = pearl.datasets.example_fit(honest_se=pearl.NestedSE(repeats=3))
         >>> res.nested_se.repeats
         3
         """
@@ -293,8 +291,7 @@ class NestedSEEstimate:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
-        ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
+        >>> res = pearl.datasets.example_fit(honest_se=pearl.NestedSE(repeats=3))
         >>> one = res.nested_se.using(1)  # what NestedSE(repeats=1) reports
         >>> list(one.index[:2]), bool(one.loc["PEARL", "se"] > 0)
         (['PEARL', 'MS'], True)
@@ -321,8 +318,7 @@ class NestedSEEstimate:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", pearl.datasets.example_data(),
-        ...                 seed=0, honest_se=pearl.NestedSE(repeats=3))
+        >>> res = pearl.datasets.example_fit(honest_se=pearl.NestedSE(repeats=3))
         >>> running = res.nested_se.running()
         >>> running.xs("PEARL", level="strategy").index.tolist()
         [1, 2, 3]

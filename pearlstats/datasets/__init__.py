@@ -1,6 +1,7 @@
 """Data for examples and for reproducing the paper.
 
-The small data set of the documentation's examples (:func:`example_data`), the paper's
+The small data set of the documentation's examples (:func:`example_data`) and their fit of it
+(:func:`example_fit`), the paper's
 simulation (:func:`simulate_paper`, Section 4.1) and loaders of
 real data bundled with installed packages (scikit-learn, gensim, Debian's
 ``dataset-fashion-mnist``); nothing is downloaded.
@@ -14,7 +15,7 @@ Examples
 
 from __future__ import annotations
 
-from .example import example_data
+from .example import example_data, example_fit
 from .real import (
     DIGITS_IMAGE_SHAPE,
     FASHION_MNIST_CLASSES,
@@ -37,6 +38,7 @@ __all__ = [
     "MissingDependencyError",
     "SimulatedData",
     "example_data",
+    "example_fit",
     "fashion_mnist",
     "load_diabetes",
     "load_digits",

@@ -132,8 +132,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> type(res.stages).__name__
         'FitState'
         >>> res.stages.design.spec is res.design_spec
@@ -148,8 +147,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.design_spec.column_names
         ['Intercept', 'x', 'a[0]', 'a[1]', 'b[0]', 'b[1]']
         """
@@ -162,8 +160,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.formula
         'y ~ x + block(a) + block(b)'
         """
@@ -176,8 +173,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.family
         'gaussian'
         """
@@ -190,8 +186,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.loss
         'squared'
         """
@@ -221,8 +216,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.nobs
         60
         """
@@ -235,11 +229,10 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.seed
         0
-        >>> drawn = pearl.fit("y ~ x + block(a) + block(b)", data)  # no seed: one is drawn
+        >>> drawn = pearl.datasets.example_fit(seed=None)  # no seed: one is drawn
         >>> isinstance(drawn.seed, int)
         True
         """
@@ -252,11 +245,10 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.ridge
         0.0
-        >>> pearl.fit("y ~ x + block(a) + block(b)", data, seed=0, ridge=0.1).ridge
+        >>> pearl.datasets.example_fit(ridge=0.1).ridge
         0.1
         """
         return self._ridge
@@ -268,8 +260,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.n_folds
         5
         """
@@ -284,8 +275,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.folds[:8]
         array([2, 2, 1, 1, 2, 1, 4, 2])
         >>> np.bincount(res.folds)
@@ -317,8 +307,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.block_dims
         {'a': 2, 'b': 2}
         """
@@ -331,8 +320,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.block_names
         ['a', 'b']
         """
@@ -345,8 +333,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.candidate_labels
         ['a', 'b', 'a+b']
         """
@@ -359,8 +346,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.candidate_blocks
         a        (a,)
         b        (b,)
@@ -376,8 +362,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.n_params
         a      4
         b      4
@@ -441,8 +426,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.weights.round(3)
         a      0.908
         b      0.092
@@ -458,8 +442,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> round(res.weight_objective, 3)
         1.008
         """
@@ -472,8 +455,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.kkt_gap < 1e-8
         True
         """
@@ -486,8 +468,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.weight_solver
         'quadprog'
         """
@@ -505,8 +486,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.cv_predictions.head(3).round(3)
                a      b    a+b
         0  0.691  0.363  0.453
@@ -559,8 +539,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.cv_risk.round(3)
         a      1.013
         b      1.580
@@ -578,8 +557,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.cv_risk_se.round(3)
         a      0.233
         b      0.232
@@ -604,8 +582,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> list(res.failures.columns)
         ['candidate', 'fold', 'stage', 'kind', 'reason', 'action', 'excluded']
         >>> len(res.failures)  # nothing failed
@@ -620,8 +597,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.failed
         a      False
         b      False
@@ -674,8 +650,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> summary = res.summary()
         >>> print(summary.tables[0])  # doctest: +NORMALIZE_WHITESPACE
                                  PEARL model averaging
@@ -701,8 +676,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> ax = res.plot.weights()
         >>> type(ax).__name__
         'PearlFigure'
@@ -763,8 +737,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.bse.round(3)
         Intercept    0.133
         x            0.127
@@ -797,8 +770,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.conf_int().round(3)
                    lower  upper
         Intercept -0.270  0.261
@@ -857,11 +829,10 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> print(res.ridge_note)
         None
-        >>> shrunk = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0, ridge=0.1)
+        >>> shrunk = pearl.datasets.example_fit(ridge=0.1)
         >>> shrunk.ridge_note is not None
         True
         """
@@ -874,8 +845,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.fittedvalues.head(3).round(3)
         0    0.706
         1    0.351
@@ -891,8 +861,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.resid.head(3).round(3)
         0    1.272
         1    0.754
@@ -932,8 +901,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> bool((res.residuals("response") == res.resid).all())
         True
         """

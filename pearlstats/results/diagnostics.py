@@ -294,8 +294,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.block_membership
                  a      b
         a     True  False
@@ -311,8 +310,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.block_importance.round(3)
         a    0.908
         b    0.092
@@ -382,8 +380,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.resample_weights().round(2)  # one re-solve per fold's complement
              fold 0  fold 1  fold 2  fold 3  fold 4
         a      0.91    0.95    0.82     0.9    0.92
@@ -485,8 +482,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> table = res.weight_uncertainty(n_resamples=20, seed=1, progress=False)
         >>> table.round(2)
              weight  mean  spread  q_lower  q_upper
@@ -514,8 +510,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> print(res.last_weight_uncertainty)
         None
         >>> table = res.weight_uncertainty(n_resamples=5, progress=False)
@@ -531,8 +526,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.weight_stability.round(2)
              fold 0  fold 1  fold 2  fold 3  fold 4
         a      0.91    0.95    0.82     0.9    0.92
@@ -555,8 +549,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> list(res.diagnostics)  # doctest: +NORMALIZE_WHITESPACE
         ['effective_candidates', 'weight_entropy', 'max_weight', 'n_nonzero', 'kkt_gap',
          'weight_solver', 'solver_ridge', 'stability', 'stability_resamples']
@@ -595,8 +588,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.resolve_candidates([("b", "a"), "a"])
         ['a+b', 'a']
         """
@@ -644,8 +636,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.reweight("absolute").weights.round(3)
         a      1.0
         b      0.0
@@ -696,8 +687,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.loss_sensitivity().round(3)
            squared  absolute
         a    0.908       1.0
@@ -741,8 +731,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> nested = res.honest_risk(outer=3)
         >>> nested.risk.round(3)
                      risk     se
@@ -770,8 +759,7 @@ class WeightDiagnostics:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> nested = res.honest_risk(outer=3)
         >>> res.last_honest_risk is nested
         True

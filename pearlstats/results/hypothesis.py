@@ -36,8 +36,7 @@ class AveragedTests:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.cov_type
         'nonrobust'
         >>> res.get_robustcov("HC3").cov_type
@@ -137,8 +136,7 @@ class AveragedTests:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.tvalues.round(3)
         Intercept   -0.037
         x            3.933
@@ -159,8 +157,7 @@ class AveragedTests:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.pvalues.round(4)
         Intercept    0.9703
         x            0.0002
@@ -228,8 +225,7 @@ class AveragedTests:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> test = res.wald_test("x = 0, Intercept = 0")  # joint
         >>> round(float(test.statistic), 3), round(float(test.pvalue), 4), int(test.df_num)
         (7.77, 0.0011, 2)
@@ -256,8 +252,7 @@ class AveragedTests:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> test = res.f_test("x = 0")
         >>> round(float(test.fvalue), 3), int(test.df_num), int(test.df_denom)
         (15.467, 1, 56)

@@ -140,8 +140,7 @@ class Prediction:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
         >>> res.design_matrix(new)
         array([[1., 0., 0., 0., 1., 1.],
@@ -174,8 +173,7 @@ class Prediction:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
         >>> X = res.design_matrix(new)
         >>> parts = res.candidate_predictions_for(X, ["a", "b"])
@@ -237,8 +235,7 @@ class Prediction:
         Examples
         --------
         >>> import numpy as np, pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> new = {"x": [0.0, 1.0], "a": np.zeros((2, 2)), "b": np.ones((2, 2))}
         >>> res.predict_candidates(new).round(3)
                a      b    a+b

@@ -94,8 +94,7 @@ class CandidateRefits:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> refit = res.candidates["a"]  # statsmodels' OLS results
         >>> refit.params.round(3)
         Intercept   -0.004

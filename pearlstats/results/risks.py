@@ -83,8 +83,7 @@ class StrategyRisks:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.honest[["risk", "ratio", "ratio_se"]].round(3)
                      risk  ratio  ratio_se
         PEARL       1.014  1.000     0.000
@@ -179,8 +178,7 @@ class StrategyRisks:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> print(res.honest_failure)  # the nested cross-validation ran
         None
         """
@@ -196,8 +194,7 @@ class StrategyRisks:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.strategy_weights.round(2)
                        a     b   a+b  covariates only
         PEARL       0.91  0.09  0.00              0.0
@@ -227,8 +224,7 @@ class StrategyRisks:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> sorted(res.information_criteria)
         ['AIC', 'AICc', 'BIC', 'llf']
         """
@@ -281,8 +277,7 @@ class StrategyRisks:
         Examples
         --------
         >>> import pearlstats as pearl
-        >>> data = pearl.datasets.example_data()
-        >>> res = pearl.fit("y ~ x + block(a) + block(b)", data, seed=0)
+        >>> res = pearl.datasets.example_fit()
         >>> res.baselines[["cv_risk", "risk_ratio", "candidate"]].round(3)
                     cv_risk  risk_ratio        candidate
         PEARL         1.008       1.000     2 candidates
