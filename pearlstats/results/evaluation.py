@@ -192,12 +192,8 @@ class HonestRisk:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
-        >>> nested = res.honest_risk(outer=3)
+        >>> import pearlstats as pearl
+        >>> nested = pearl.datasets.example_fit().honest_risk(outer=3)
         >>> nested.n_outer
         3
         """
@@ -217,24 +213,20 @@ class HonestRisk:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
-        >>> nested = res.honest_risk(outer=3)
+        >>> import pearlstats as pearl
+        >>> nested = pearl.datasets.example_fit().honest_risk(outer=3)
         >>> nested.table[["risk", "ratio", "certified"]].round(3)
                      risk  ratio  certified
-        PEARL       1.144  1.000       True
-        MS          1.127  1.016       True
-        SA-FRL      1.333  0.858       True
-        SA-cand     1.246  0.918       True
-        Fusion      1.230  0.930       True
-        Best        1.127  1.016       True
-        AICc        1.153  0.992       True
-        BIC         1.140  1.004       True
-        Covariates  1.911  0.599       True
-        Null        1.911  0.599       True
+        PEARL       0.990  1.000       True
+        MS          1.042  0.950       True
+        SA-FRL      1.081  0.916       True
+        SA-cand     1.041  0.951       True
+        Fusion      1.136  0.872       True
+        Best        1.042  0.950       True
+        AICc        1.048  0.945       True
+        BIC         1.044  0.948       True
+        Covariates  1.575  0.629       True
+        Null        1.779  0.557       True
         """
         table = paired_ratio_table(self.row_losses[list(TABLE_ROWS)],
                                    row_weights=self.row_weights, weight_type=self.weight_type,
@@ -256,27 +248,23 @@ class HonestRisk:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
-        >>> nested = res.honest_risk(outer=3)
+        >>> import pearlstats as pearl
+        >>> nested = pearl.datasets.example_fit().honest_risk(outer=3)
         >>> nested.risk.round(3)
                      risk     se
-        PEARL       1.144  0.214
-        MS          1.127  0.215
-        SA-FRL      1.333  0.256
-        SA-cand     1.246  0.240
-        Fusion      1.230  0.233
-        Best        1.127  0.215
-        AICc        1.153  0.218
-        BIC         1.140  0.216
-        Covariates  1.911  0.353
-        Null        1.911  0.353
-        a           1.127  0.215
-        b           2.029  0.365
-        a+b         1.230  0.233
+        PEARL       0.990  0.240
+        MS          1.042  0.242
+        SA-FRL      1.081  0.201
+        SA-cand     1.041  0.212
+        Fusion      1.136  0.260
+        Best        1.042  0.242
+        AICc        1.048  0.243
+        BIC         1.044  0.243
+        Covariates  1.575  0.226
+        Null        1.779  0.287
+        a           1.042  0.242
+        b           1.555  0.222
+        a+b         1.136  0.260
         """
         losses = self.row_losses
         return pd.DataFrame({"risk": losses.mean(skipna=False),
@@ -288,12 +276,8 @@ class HonestRisk:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
-        >>> nested = res.honest_risk(outer=3)
+        >>> import pearlstats as pearl
+        >>> nested = pearl.datasets.example_fit().honest_risk(outer=3)
         >>> nested.best_candidate
         'a'
         """
@@ -309,15 +293,11 @@ class HonestRisk:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
-        >>> nested = res.honest_risk(outer=3)
+        >>> import pearlstats as pearl
+        >>> nested = pearl.datasets.example_fit().honest_risk(outer=3)
         >>> excess, se = nested.excess_over("MS")
         >>> round(excess, 3), round(se, 3)
-        (0.017, 0.042)
+        (-0.052, 0.048)
         """
         difference = self.row_losses["PEARL"] - self.row_losses[strategy]
         if self.row_weights is None:
@@ -340,12 +320,8 @@ class HonestRisk:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
-        >>> nested = res.honest_risk(outer=3)
+        >>> import pearlstats as pearl
+        >>> nested = pearl.datasets.example_fit().honest_risk(outer=3)
         >>> print(nested.warning_against_ms())  # PEARL is not above MS here
         None
         """
@@ -359,12 +335,8 @@ class HonestRisk:
 
         Examples
         --------
-        >>> import numpy as np, pearlstats as pearl
-        >>> rng = np.random.default_rng(0)
-        >>> a, b = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
-        >>> data = {"y": a[:, 0] + rng.normal(size=60), "a": a, "b": b}
-        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=0)
-        >>> nested = res.honest_risk(outer=3)
+        >>> import pearlstats as pearl
+        >>> nested = pearl.datasets.example_fit().honest_risk(outer=3)
         >>> nested.pearl_above_ms
         False
         """
