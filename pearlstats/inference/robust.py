@@ -417,8 +417,9 @@ def corrections(spec: CovSpec, counted: float, df_resid: Sequence[float],
 
 def _ratio(top: float, left: np.ndarray) -> np.ndarray:
     """``top / left`` where *left* (residual degrees of freedom) is positive, else NaN: a
-    zero would give numpy's divide-by-zero warning and an infinite SE, a negative one a
-    finite SE of the wrong sign's factor (its square root taken for the joint blocks)."""
+    zero would give numpy's divide-by-zero warning and infinite SEs, a negative one a
+    negative factor whose square roots of products (:func:`sandwich`'s ``factors``) are
+    finite, SEs where no residual is left to scale."""
     left = np.asarray(left, dtype=float)
     safe = np.where(left > 0, left, 1.0)
     return np.where(left > 0, top / safe, np.nan)
