@@ -95,8 +95,9 @@ class NewtonEngine:
         Whether the fold fits also start from the all-rows fit's last Hessian
         (``solve(..., hessian0=...)``): worth it where forming Hessians dominates.
     nested_start : bool
-        Whether a penalised all-rows fit starts from the all-rows optimum of the largest
-        earlier candidate whose columns are among its own (:func:`_nested_start`).
+        Whether an all-rows fit starts from the all-rows optimum of the largest earlier
+        candidate whose columns are among its own (:func:`_nested_start`). An engine that
+        says so keeps its unpenalised fits' decisions (separation) independent of that start.
     reads_rows : bool
         Whether *solve* and *predict* read the standardised columns only by rows
         (``Z[rows]``, ``Z[0]``, ``Z.shape``): they then get a
@@ -363,14 +364,14 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
     *columns* gives the candidate's original columns ``X[:, S]`` (read again only for a
     ridge's fold penalty weights).
 
-    *nested* is ``(optima, columns)`` for :func:`_nested_start` (engines that use it, penalised
-    fits of designs with an intercept); otherwise the all-rows fit starts at the engine's start.
+    *nested* is ``(optima, columns)`` for :func:`_nested_start` (engines that use it, designs
+    with an intercept); otherwise the all-rows fit starts at the engine's start.
     *observed*: the rows' observation weights and offset (*weights* are then the fold
     weights times them).
     """
     n = len(y)
     start0 = None
-    if nested is not None and engine.nested_start and ridge > 0 and design.intercept is not None:
+    if nested is not None and engine.nested_start and design.intercept is not None:
         start0 = _nested_start(*nested, engine.per_column)
     split = {"folds": rows} if engine.fold_hessians else {}
     extra = {} if observed is None else observed.extra()
@@ -483,7 +484,7 @@ def newton_cv_predict(
         if _finite(everything) and design.intercept is not None:
             optima[tuple(int(c) for c in S)] = everything.theta[0]
         if keep is not None and _finite(everything):
-            nested = engine.nested_start and value > 0 and design.intercept is not None
+            nested = engine.nested_start and design.intercept is not None
             keep[tuple(int(c) for c in S), float(value)] = (
                 replace(everything, hessian=None), design, not nested)
         if wide or value != start:
