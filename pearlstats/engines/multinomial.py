@@ -77,6 +77,13 @@ UNPENALISED_CG_MAX = 60
 # far out are rare, and lose only the speed-up.
 FAST_PATH_ETA = 20.0
 
+# The fold fits' shared preconditioner is the all-rows Hessian at the all-rows optimum, formed
+# from every ceil(n / PRECONDITIONER_ROWS)-th row: an (C-1)p-square product over all rows cost
+# 69 ms per candidate at n = 2e4 (ten classes, 31 columns) and grows with n, while a sample of
+# 4 096 rows made conjugate gradients take 378 instead of 272 iterations over the 31 candidates
+# (1.4 CPU-s less in all). It only steers the steps; the optimum is unchanged.
+PRECONDITIONER_ROWS = 4096
+
 
 def _softmax_parts(theta: np.ndarray, XsT: np.ndarray, n_classes: int):
     """Class-major pieces of the softmax for K parameter vectors.
@@ -356,7 +363,7 @@ def _class_curvature(prob: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def _all_rows_hessian(XsT: np.ndarray, theta: np.ndarray, n_classes: int) -> np.ndarray:
-    """The mean Hessian over all rows at *theta* (single precision, one ``syrk``).
+    """The mean Hessian over the rows of *XsT* at *theta* (single precision, one ``syrk``).
 
     Per row the Hessian in the linear predictors is ``diag(p) - pp'``; with ``Q`` the rows
     ``p_a x`` (class-major, (C-1)s x n) it is ``blockdiag_a(X' diag(p_a) X) - QQ'``.
@@ -380,8 +387,8 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
     Forming an exact Hessian costs ((C-1)p)^2 n, a Newton-CG step a few products with the
     design (at n = 2e4, ten classes and 31 candidates the fit took 9.7 CPU-s instead of 66).
     Preconditioners: from zero the exact Hessian there, ``(I - 11'/C)/C (x) X'WX/n_k``; for the
-    fold fits (started at the all-rows optimum) the exact Hessian of all rows there, shared by
-    the K folds; for an all-rows fit from a nested candidate's optimum, and whenever conjugate
+    fold fits (started at the all-rows optimum) the Hessian of all rows there (from a sample of
+    ``PRECONDITIONER_ROWS`` rows), shared by the K folds; for an all-rows fit from a nested candidate's optimum, and whenever conjugate
     gradients slow down, ``A (x) X'WX/n_k`` with ``A`` the mean of ``diag p - pp'`` over the
     training rows at the current point.
 
@@ -415,7 +422,8 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
             A = (np.eye(m) - 1.0 / n_classes) / n_classes
             precondition = Preconditioner(np.stack([np.kron(A, g) for g in G]))
         elif K > 1:
-            precondition = Preconditioner(_all_rows_hessian(XsT, theta0[0], n_classes))
+            every = -(-XsT.shape[1] // PRECONDITIONER_ROWS)
+            precondition = Preconditioner(_all_rows_hessian(XsT[:, ::every], theta0[0], n_classes))
         else:
             precondition = curvature(theta0)
         result = newton_cg(objective, theta0, precondition, curvature,
