@@ -7,18 +7,20 @@ old dotted path; the module that held the name resolves it with :func:`module_ge
 
 The replacement is imported by its dotted path when the old name is used, not when the
 module that keeps the alias is imported: an alias is not a dependency of that module, and
-its layer stays where it is (``pearlstats.distributed.DaskPearlResults`` leads to the
-results layer, which ``distributed`` may not import).
+its layer stays where it is (``pearlstats.engines.mlp.MLPFamily`` leads to the
+downstream layer, which the engines may not import).
+
+The 0.3 names that 0.4.0 and 0.4.1 had removed warned until 0.6.0 and were removed in 0.8.0.
 
 Examples
 --------
 >>> import warnings
->>> import pearlstats.distributed.newton as newton
+>>> import pearlstats.engines.mlp as old
 >>> with warnings.catch_warnings(record=True) as caught:
 ...     warnings.simplefilter("always")
-...     mean_of = newton.mean_of
->>> caught[0].category.__name__, mean_of.__module__
-('FutureWarning', 'pearlstats.engines.likelihood')
+...     family = old.MLPFamily
+>>> caught[0].category.__name__, family.__module__
+('FutureWarning', 'pearlstats.downstream.mlp')
 """
 
 from __future__ import annotations
@@ -43,40 +45,9 @@ class Deprecated:
     note: str = ""  # what else a user of the old name needs to know
 
 
-_REMOVED_IN = "0.6.0"
-
-# Old dotted name -> its replacement: the names 0.3.0 had that 0.4.0 and 0.4.1 removed or
-# moved (CHANGELOG). Not here: distributed.data.is_dask_collection (still re-exported there),
-# and distributed.ols.scaled_design / standardised_gram / training_penalty, whose successors
-# in pearlstats.engines.moments take other arguments (FoldMoments, no fold index), so an alias
-# would fail at the call instead of warning.
+# Old dotted name -> its replacement. The downstream families moved out of the engines in 0.7.0
+# (the engines, families and weights now read top-down).
 _DEPRECATED: dict[str, Deprecated] = {
-    "pearlstats.distributed.DaskPearlResults": Deprecated(
-        "pearlstats.results:PearlResults", "0.4.0", _REMOVED_IN,
-        "pearlstats.fit on dask data returns a PearlResults; DaskPearlResults.null_risk is "
-        "res.baselines.loc['Null'], refit_coefficients(labels) is res.candidate_params(label)",
-    ),
-    "pearlstats.distributed.fit.fit_distributed": Deprecated(
-        "pearlstats.fitting:fit", "0.4.0", _REMOVED_IN,
-        "pearlstats.fit takes dask data directly (with pearlstats.fit's arguments)",
-    ),
-    "pearlstats.distributed.supported.refuse_in_memory_only": Deprecated(
-        "pearlstats.in_memory_only:refuse_in_memory_only", "0.4.0", _REMOVED_IN,
-        "it no longer takes shrinkage= (0.4.1)",
-    ),
-    "pearlstats.distributed.supported.FAMILIES": Deprecated(
-        "pearlstats.in_memory_only:FAMILIES", "0.4.0", _REMOVED_IN,
-    ),
-    "pearlstats.distributed.supported.LOSSES": Deprecated(
-        "pearlstats.in_memory_only:LOSSES", "0.4.0", _REMOVED_IN,
-    ),
-    "pearlstats.distributed.newton.mean_of": Deprecated(
-        "pearlstats.engines.likelihood:mean_of", "0.4.1", _REMOVED_IN,
-    ),
-}
-# The downstream families moved out of the engines in 0.7.0 (the engines, families and weights
-# now read top-down).
-_DEPRECATED.update({
     f"pearlstats.engines.{module}.{name}": Deprecated(
         f"pearlstats.downstream.{module}:{name}", "0.7.0", "0.9.0")
     for module, names in (
@@ -84,7 +55,7 @@ _DEPRECATED.update({
         ("estimator", ("EstimatorFamily", "EstimatorResults", "FittedEstimator",
                        "bind_estimator", "is_estimator")))
     for name in names
-})
+}
 
 
 def resolve(target: str) -> Any:

@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 
+import pearlstats
 from pearlstats.deprecation import _DEPRECATED, resolve
 
 
@@ -37,21 +38,27 @@ def test_aliases_live_one_minor_version_past_their_removal():
         assert until >= (since[0], since[1] + 2), old  # the next minor release still warns
 
 
-def test_0_3_imports_still_run_with_a_warning():
-    script = (
-        "import warnings; warnings.simplefilter('error', FutureWarning)\n"
-        "try:\n    from pearlstats.distributed.supported import refuse_in_memory_only\n"
-        "except FutureWarning as w:\n    print('warned:', w)\n"
-        "warnings.simplefilter('ignore', FutureWarning)\n"
-        "from pearlstats.distributed.supported import refuse_in_memory_only\n"
-        "from pearlstats.distributed import DaskPearlResults\n"
-        "import pearlstats as pearl\n"
-        "print(refuse_in_memory_only.__module__, DaskPearlResults is pearl.PearlResults)\n"
-    )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120, check=True)
-    assert "warned: pearlstats.distributed.supported.refuse_in_memory_only" in run.stdout
-    assert run.stdout.endswith("pearlstats.in_memory_only True\n")
+def test_aliases_are_gone_by_the_version_that_removes_them():
+    """An alias whose removal version has been reached must be deleted, not left to warn: this
+    fails as soon as the version is bumped past an entry's ``removed_in``."""
+    current = tuple(int(part) for part in pearlstats.__version__.split(".")[:3])
+    for old, entry in _DEPRECATED.items():
+        assert tuple(int(part) for part in entry.removed_in.split(".")) > current, old
+
+
+@pytest.mark.parametrize("module_name, name", [
+    ("pearlstats.distributed", "DaskPearlResults"),
+    ("pearlstats.distributed.fit", "fit_distributed"),
+    ("pearlstats.distributed.newton", "mean_of"),
+])
+def test_the_0_3_names_removed_in_0_8_raise_as_python_does(module_name, name):
+    module = importlib.import_module(module_name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no deprecation warning is left on the way
+        with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+            getattr(module, name)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pearlstats.distributed.supported")
 
 
 def test_unknown_names_still_raise_attribute_error():

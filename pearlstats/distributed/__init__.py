@@ -26,11 +26,7 @@ plumbing of partitions (one task each, sums added on the workers, hashed folds) 
 backend :mod:`pearlstats.backends.partitions`.
 """
 
-from ..deprecation import module_getattr
 from .data import hash_folds, uses_dask
 
 __all__ = ["hash_folds", "uses_dask"]
 
-
-# Names removed in 0.4 that warn for one more minor version (pearlstats.deprecation).
-__getattr__ = module_getattr(__name__)

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from ..checks import check_magnitude
-from ..deprecation import module_getattr
 from ..design.folds import FoldRule, fold_levels
 from ..exceptions import FoldError
 from ..stages import check_some_candidate_fitted, duplicate_entries
@@ -303,6 +302,3 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
                         mean_response=_mean_response(moments, classes),
                         ridges={c.label: moved.get(c.label, ridge) for c in everything})
 
-
-# Names removed in 0.4 that warn for one more minor version (pearlstats.deprecation).
-__getattr__ = module_getattr(__name__)

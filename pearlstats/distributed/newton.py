@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from ..backends.partitions import tree_sum
-from ..deprecation import module_getattr
 from ..engines._common import SEPARATION_RIDGES
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
 from ..engines.likelihood import row_terms, variance_of
@@ -391,6 +390,3 @@ def newton_with_separation(
         entries.extend(trouble[j])
     return coefs, failed, entries, passes, moved
 
-
-# Names removed in 0.4 that warn for one more minor version (pearlstats.deprecation).
-__getattr__ = module_getattr(__name__)

@@ -41,6 +41,7 @@ from ..engines._common import EngineOutput, fold_rows
 from ..exceptions import CandidateError, OptionError
 from ..families import Family
 from ..ledger import LedgerEntry
+from .base import WrappedFamily
 
 if TYPE_CHECKING:
     from ..families import EncodedResponse
@@ -109,23 +110,15 @@ class EstimatorResults:
         return f"<EstimatorResults: {self.estimator!r} on {len(self.exog_names)} columns>"
 
 
-class EstimatorFamily(Family):
+class EstimatorFamily(WrappedFamily):
     """A family whose candidate model is any estimator (made by :func:`bind_estimator`)."""
 
-    likelihood = False  # no log-likelihood with a parameter count: no AICc or BIC strategy
-
     def __init__(self, estimator: Any, base: Family):
+        super().__init__(base)
         self.estimator = estimator
-        self.base = base
-        self.name = base.name
-        self.default_loss = base.default_loss
-        self.sensitivity_losses = base.sensitivity_losses
 
     def __repr__(self) -> str:
         return f"<{type(self.estimator).__name__} downstream, {self.name} family>"
-
-    def encode(self, values: Any) -> EncodedResponse:
-        return self.base.encode(values)
 
     def check_fit_response(self, response: EncodedResponse) -> None:
         self.base.check_fit_response(response)

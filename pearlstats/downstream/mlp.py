@@ -52,9 +52,10 @@ from ..engines._common import EngineOutput, fold_rows
 from ..exceptions import DataError, OptionError
 from ..families import Family, get_family
 from ..ledger import LedgerEntry
+from .base import WrappedFamily
 
 if TYPE_CHECKING:
-    from ..families import EncodedResponse
+    pass
 
 __all__ = ["MLP", "FittedMLP", "MLPFamily", "MLPResults", "train_network"]
 
@@ -524,27 +525,19 @@ def _divergence_reason(fitted: FittedMLP, where: str) -> str:
     )
 
 
-class MLPFamily(Family):
+class MLPFamily(WrappedFamily):
     """A family whose candidate model is an :class:`MLP` (made by :meth:`MLP.bind`).
 
     Response coding and default loss are the base family's; cross-validation
     trains one network per candidate and fold on that fold's training rows.
     """
 
-    likelihood = False  # a network's parameters are not its inputs' coefficients
-
     def __init__(self, mlp: MLP, base: Family):
+        super().__init__(base)
         self.mlp = mlp
-        self.base = base
-        self.name = base.name
-        self.default_loss = base.default_loss
-        self.sensitivity_losses = base.sensitivity_losses
 
     def __repr__(self) -> str:
         return f"<{self.mlp!r} downstream, {self.name} family>"
-
-    def encode(self, values: pd.Series) -> EncodedResponse:
-        return self.base.encode(values)
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         # each fold's rows come from networks trained without them
