@@ -25,7 +25,6 @@ from ..ledger import LedgerEntry
 from ._common import EngineOutput, one_blas_thread
 from .newton import batched_newton, penalised_newton
 from .newton_cg import Preconditioner, newton_cg
-from .standardised import symmetric_from_upper
 from .newton_cv import (
     SEPARATION_ETA,
     NewtonEngine,
@@ -34,6 +33,7 @@ from .newton_cv import (
     newton_notes,
     separation_check,
 )
+from .standardised import symmetric_from_upper
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
@@ -77,6 +77,13 @@ UNPENALISED_CG_MAX = 60
 # far out are rare, and lose only the speed-up.
 FAST_PATH_ETA = 20.0
 
+# Rows per block of the Newton-CG objective's passes (_penalised_objective): the per-class
+# temporaries of K = 5 problems and ten classes are then 12 MB, where over all rows at n = 1e6
+# they took gigabytes, and touching their fresh pages put a quarter of the fit's time in the
+# kernel. At n = 2e5 (ten classes, 31 candidates) the fit took 83 CPU-s (7 in the kernel)
+# instead of 111 (22).
+ROWS_PER_BLOCK = 32768
+
 # The fold fits' shared preconditioner is the all-rows Hessian at the all-rows optimum, formed
 # from every ceil(n / PRECONDITIONER_ROWS)-th row: an (C-1)p-square product over all rows cost
 # 69 ms per candidate at n = 2e4 (ten classes, 31 columns) and grows with n, while a sample of
@@ -100,7 +107,8 @@ def _softmax_parts(theta: np.ndarray, XsT: np.ndarray, n_classes: int):
     m = n_classes - 1
     shifted = np.empty((K, n_classes, XsT.shape[1]))
     shifted[:, 0] = 0.0
-    np.matmul(theta.reshape(K, m, d // m), XsT, out=shifted[:, 1:])
+    # one (K m, p) x (p, n) product: faster than K batched ones, also from a transposed view
+    shifted[:, 1:] = (theta.reshape(K * m, d // m) @ XsT).reshape(K, m, -1)
     shifted -= shifted.max(axis=1, keepdims=True)
     scaled = np.exp(shifted)
     return shifted, scaled, np.log(scaled.sum(axis=1))
@@ -213,48 +221,64 @@ def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None, hessian0=
                             hessian0=hessian0)
 
 
+def _row_blocks(n: int) -> list[slice]:
+    """Consecutive blocks of at most ``ROWS_PER_BLOCK`` rows covering ``range(n)``."""
+    return [slice(start, min(start + ROWS_PER_BLOCK, n)) for start in range(0, n, ROWS_PER_BLOCK)]
+
+
 def _penalised_objective(Xs, onehot, weights, n_classes, ridge, penalty):
     """Penalised mean negative log-likelihood of K problems, its gradient and exact ``H v``.
 
     A Hessian-vector product costs two products with the design, like the gradient, where
-    forming the Hessian costs (C-1)p times more.
+    forming the Hessian costs (C-1)p times more. Every pass reads the rows a block at a time
+    (:data:`ROWS_PER_BLOCK`), as transposed views of the C-ordered design: no transposed copy
+    of it, and per-class temporaries of one block, not of all n rows. Only the probabilities
+    the Hessian-vector products need are kept for all rows, in single precision.
     """
     K, s, m = weights.shape[0], Xs.shape[1], n_classes - 1
     n_train = weights.sum(axis=1)
-    XsT = np.ascontiguousarray(Xs.T)
     labels = np.ascontiguousarray(onehot.T)  # (C, n)
     diagonal = ridge * penalty
     dtype = HESSP_DTYPE
-    Xs_h, XsT_h = Xs.astype(dtype), XsT.astype(dtype)
-
+    Xs_h = Xs.astype(dtype)
     codes = np.argmax(onehot, axis=1)
-    everyone = np.arange(len(codes))
     row_share = weights / n_train[:, None]
+    share_h = row_share.astype(dtype)
+    blocks = _row_blocks(len(codes))
 
     def objective(theta, order):
-        shifted, scaled, log_total = _softmax_parts(theta, XsT, n_classes)
-        # -log p(own class) = log_total - shifted[own class], a gather (was a C-term einsum)
-        f = np.einsum("kn,kn->k", row_share, log_total - shifted[:, codes, everyone])
-        f += 0.5 * np.einsum("kd,kd->k", diagonal, theta**2)
+        f = 0.5 * np.einsum("kd,kd->k", diagonal, theta**2)
+        g = diagonal * theta
+        prob_h = np.empty((K, m, len(codes)), dtype) if order else None
+        for rows in blocks:
+            X_rows, share = Xs[rows], row_share[:, rows]
+            shifted, scaled, log_total = _softmax_parts(theta, X_rows.T, n_classes)
+            # -log p(own class) = log_total - shifted[own class], a gather
+            own = shifted[:, codes[rows], np.arange(X_rows.shape[0])]
+            f += np.einsum("kn,kn->k", share, log_total - own)
+            if order == 0:
+                continue
+            prob = scaled[:, 1:]
+            prob *= np.exp(-log_total)[:, None, :]  # (K, m, rows)
+            prob_h[:, :, rows] = prob
+            prob -= labels[None, 1:, rows]
+            prob *= share[:, None, :]
+            g += (prob.reshape(K * m, -1) @ X_rows).reshape(K, -1)
         if order == 0:
             return f
-        prob = scaled[:, 1:]
-        prob *= np.exp(-log_total)[:, None, :]  # (K, m, n)
-        resid = prob - labels[None, 1:]
-        resid *= row_share[:, None, :]
-        g = np.matmul(resid, Xs).reshape(K, -1) + diagonal * theta
-        prepared = []
 
         def hessp(V):
             # Per row, the Hessian in the linear predictors is diag(p) - p p' (classes 1..C-1).
-            # Its single-precision pieces are formed at the first product (none at the end).
-            if not prepared:
-                prepared.extend((prob.astype(dtype), (prob * row_share[:, None, :]).astype(dtype)))
-            prob_h, weighted = prepared
-            A = np.matmul(V.reshape(K, m, s).astype(dtype), XsT_h)
-            A -= np.einsum("kmn,kmn->kn", prob_h, A)[:, None, :]
-            A *= weighted
-            return np.matmul(A, Xs_h).reshape(K, -1).astype(float) + diagonal * V
+            V_h = V.reshape(K * m, s).astype(dtype)
+            total = np.zeros((K * m, s), dtype)
+            for rows in blocks:
+                X_rows, P = Xs_h[rows], prob_h[:, :, rows]
+                A = (V_h @ X_rows.T).reshape(K, m, -1)
+                A -= np.einsum("kmn,kmn->kn", P, A)[:, None, :]
+                A *= P
+                A *= share_h[:, None, rows]
+                total += A.reshape(K * m, -1) @ X_rows
+            return total.reshape(K, -1).astype(float) + diagonal * V
 
         return f, g, hessp
 
@@ -353,12 +377,17 @@ def _definite(G: np.ndarray) -> bool:
     return bool(np.all(pivots.min(axis=1) > 1e-10 * largest))
 
 
-def _class_curvature(prob: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``mean_i (diag p_i - p_i p_i')`` over each problem's rows (K, m, m); prob is (K, m, n)."""
+def _class_curvature(Xs, theta, weights, n_classes) -> np.ndarray:
+    """``mean_i (diag p_i - p_i p_i')`` over each problem's rows at *theta* (K, C-1, C-1)."""
     share = weights / weights.sum(axis=1, keepdims=True)
-    curvature = -np.einsum("kan,kbn,kn->kab", prob, prob, share)
-    m = prob.shape[1]
-    curvature[:, np.arange(m), np.arange(m)] += np.einsum("kmn,kn->km", prob, share)
+    K, m = theta.shape[0], n_classes - 1
+    curvature = np.zeros((K, m, m))
+    for rows in _row_blocks(len(Xs)):
+        _, scaled, log_total = _softmax_parts(theta, Xs[rows].T, n_classes)
+        prob = scaled[:, 1:] * np.exp(-log_total)[:, None, :]  # (K, m, rows)
+        weighted = prob * share[:, None, rows]
+        curvature -= np.matmul(weighted, prob.transpose(0, 2, 1))
+        curvature[:, np.arange(m), np.arange(m)] += weighted.sum(axis=2)
     return curvature
 
 
@@ -388,9 +417,9 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
     design (at n = 2e4, ten classes and 31 candidates the fit took 9.7 CPU-s instead of 66).
     Preconditioners: from zero the exact Hessian there, ``(I - 11'/C)/C (x) X'WX/n_k``; for the
     fold fits (started at the all-rows optimum) the Hessian of all rows there (from a sample of
-    ``PRECONDITIONER_ROWS`` rows), shared by the K folds; for an all-rows fit from a nested candidate's optimum, and whenever conjugate
-    gradients slow down, ``A (x) X'WX/n_k`` with ``A`` the mean of ``diag p - pp'`` over the
-    training rows at the current point.
+    ``PRECONDITIONER_ROWS`` rows), shared by the K folds; for an all-rows fit from a nested
+    candidate's optimum, and whenever conjugate gradients slow down, ``A (x) X'WX/n_k`` with
+    ``A`` the mean of ``diag p - pp'`` over the training rows at the current point.
 
     Only fits whose optimum is a unique point in the interior are solved here: every Gram
     numerically definite, every class among every problem's training rows, every problem
@@ -410,11 +439,9 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
         K, m = weights.shape[0], n_classes - 1
         zero = np.zeros((K, m * Xs.shape[1]))
         objective = _penalised_objective(Xs, onehot, weights, n_classes, 0.0, zero)
-        XsT = np.ascontiguousarray(Xs.T)
 
         def curvature(theta):
-            _, scaled, log_total = _softmax_parts(theta, XsT, n_classes)
-            A = _class_curvature(scaled[:, 1:] * np.exp(-log_total)[:, None, :], weights)
+            A = _class_curvature(Xs, theta, weights, n_classes)
             return Preconditioner(np.stack([np.kron(a, g) for a, g in zip(A, G)]))
 
         if theta0 is None or not theta0.any():
@@ -422,17 +449,19 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
             A = (np.eye(m) - 1.0 / n_classes) / n_classes
             precondition = Preconditioner(np.stack([np.kron(A, g) for g in G]))
         elif K > 1:
-            every = -(-XsT.shape[1] // PRECONDITIONER_ROWS)
-            precondition = Preconditioner(_all_rows_hessian(XsT[:, ::every], theta0[0], n_classes))
+            every = -(-len(Xs) // PRECONDITIONER_ROWS)
+            precondition = Preconditioner(_all_rows_hessian(Xs[::every].T, theta0[0], n_classes))
         else:
             precondition = curvature(theta0)
         result = newton_cg(objective, theta0, precondition, curvature,
                            max_iter=UNPENALISED_CG_STEPS, max_cg=UNPENALISED_CG_MAX)
         if not (result.converged.all() and np.isfinite(result.theta).all()):
             return None
-        own = np.einsum("kcn,nc->kn", _log_probabilities(result.theta, XsT, n_classes), onehot)
-        if np.any((weights > 0) & (own > -np.exp(-FAST_PATH_ETA))):
-            return None
+        for rows in _row_blocks(len(codes)):
+            logp = _log_probabilities(result.theta, Xs[rows].T, n_classes)
+            own = np.einsum("kcn,nc->kn", logp, onehot[rows])
+            if np.any((weights[:, rows] > 0) & (own > -np.exp(-FAST_PATH_ETA))):
+                return None
     return result
 
 
