@@ -67,8 +67,6 @@ def resolve(target: str) -> Any:
 
 def _message(old: str, entry: Deprecated) -> str:
     new = entry.target.replace(":", ".")
-    if new == "pearlstats.fitting.fit":
-        new = "pearlstats.fit"
     note = f" ({entry.note})" if entry.note else ""
     return (f"{old} was removed in pearlstats {entry.since} and is an alias of {new} until "
             f"{entry.removed_in}; use {new}{note}")

@@ -66,8 +66,8 @@ def _problem(family: str, seed: int = 0) -> tuple[dict, np.ndarray]:
 
 
 def _dask_fit_inputs(data: dict, keep: np.ndarray, kind: str, formula: str = FORMULA):
-    """What fit_distributed computes before its passes (rows, spec, pool, folds), on a filtered
-    dask DataFrame with blocks as dask arrays of the same (unequal, one empty) chunks."""
+    """What pearl.fit computes on dask data before its passes (rows, spec, pool, folds), on a
+    filtered dask DataFrame with blocks as dask arrays of the same (unequal, one empty) chunks."""
     n_all = len(keep)
     columns = {k: np.zeros(n_all, dtype=data[k].dtype) for k in ("y", "x", "site")}
     for k in columns:
