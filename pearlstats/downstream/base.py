@@ -13,9 +13,9 @@ class WrappedFamily(Family):
     """A family whose model is not a likelihood, with a built-in family's coding and losses.
 
     The network (:class:`~pearlstats.downstream.mlp.MLPFamily`) and the fit/predict estimator
-    (:class:`~pearlstats.downstream.estimator.EstimatorFamily`) code the response, name
-    themselves and choose their default and sensitivity losses exactly as the *base* family
-    does; only how a candidate is fitted and predicted is their own.
+    (:class:`~pearlstats.downstream.estimator.EstimatorFamily`) code and check the response,
+    name themselves and choose their default and sensitivity losses exactly as the *base*
+    family does; only how a candidate is fitted and predicted is their own.
 
     Parameters
     ----------
@@ -33,3 +33,8 @@ class WrappedFamily(Family):
 
     def encode(self, values: Any) -> EncodedResponse:
         return self.base.encode(values)
+
+    def check_fit_response(self, response: EncodedResponse) -> None:
+        # The base family's checks (a constant gaussian response, magnitudes, offsets): a
+        # downstream model has nothing more to predict from a constant response than OLS.
+        self.base.check_fit_response(response)

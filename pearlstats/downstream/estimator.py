@@ -120,9 +120,6 @@ class EstimatorFamily(WrappedFamily):
     def __repr__(self) -> str:
         return f"<{type(self.estimator).__name__} downstream, {self.name} family>"
 
-    def check_fit_response(self, response: EncodedResponse) -> None:
-        self.base.check_fit_response(response)
-
     def _fitted(self, X: np.ndarray, response: EncodedResponse, rows: Any) -> FittedEstimator:
         y = response.y[rows]
         target = y.astype(np.intp) if self.name in ("binomial", "multinomial") else y

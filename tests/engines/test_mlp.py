@@ -322,3 +322,18 @@ def test_bad_options_name_the_option(options, named):
 def test_bind_rejects_unknown_families():
     with pytest.raises(OptionError, match="tweedie"):
         MLP().bind("tweedie")
+
+
+@pytest.mark.parametrize("downstream", [None, "mlp", "estimator"])
+def test_a_constant_gaussian_response_is_refused_with_or_without_a_downstream_model(downstream):
+    """The base family's response checks hold for every downstream model (the network used to
+    train on a constant response without a word, where OLS and an estimator refuse it)."""
+    from sklearn.linear_model import LinearRegression
+
+    from pearlstats.exceptions import ResponseError
+
+    rng = np.random.default_rng(0)
+    data = {"y": np.full(60, 3.0), "a": rng.normal(size=(60, 3))}
+    model = {None: None, "mlp": MLP(**FAST, seed=0), "estimator": LinearRegression()}[downstream]
+    with pytest.raises(ResponseError, match="the gaussian response is constant"):
+        pearl.fit("y ~ block(a)", data, downstream=model, seed=0)
