@@ -1,7 +1,8 @@
 """Peak memory of the in-memory ``pearl.fit`` beyond its data, as a ratio to the data (issue 27).
 
 Five 10-column blocks (``bench_scale.make_data``; binomial: ``y > 0`` of the same
-linear predictor plus noise; Poisson: counts with mean ``exp(0.3 y)``), every block
+linear predictor plus noise; Poisson: counts with mean ``exp(0.3 y)``; multinomial: ten
+classes, the deciles of ``y``), every block
 subset a candidate (J = 31), K = 10 folds, ``honest`` at its default (lazy: not part
 of the fit). For each family two fresh
 processes run: one only builds the data, the other builds it and fits. "Beyond the
@@ -9,7 +10,9 @@ data" is the difference of their peak RSS (VmHWM of /proc/self/status, the proce
 own high-water mark), divided by the data's size. The fitting process then reads
 ``res.cv_predictions`` and, with ``--summary``, ``res.summary()`` (which runs the lazy
 nested cross-validation: *honest* more fits) and reports the peak after each: they are
-served from what the fit stored, not by refitting.
+served from what the fit stored, not by refitting. The out-of-fold predictions the weights
+are solved from are n x J numbers (n x J x C for the multinomial: 6x the design at ten
+classes), so the report also gives the peak beyond the data *and* that array.
 
 Run (from the repository root, one BLAS thread)::
 
@@ -49,6 +52,8 @@ def make_data(family: str, n: int, seed: int) -> dict:
     elif family == "poisson":  # counts with log-mean 0.3 (linear predictor plus noise)
         rng = np.random.default_rng([seed, 1])
         data["y"] = rng.poisson(np.exp(0.3 * data["y"])).astype(float)
+    elif family == "multinomial":
+        data["y"] = np.digitize(data["y"], np.quantile(data["y"], np.arange(1, 10) / 10))
     return data
 
 
@@ -66,6 +71,7 @@ def child(family: str, n: int, folds: int, seed: int, fit: bool, summary: bool) 
     out["fit_s"] = time.perf_counter() - start
     out["fitted"] = peak_mib()
     out["cv_predictions_shape"] = list(res.cv_predictions.shape)
+    out["oof_mib"] = res.cv_predictions.to_numpy().nbytes / 2**20
     out["after_cv_predictions"] = peak_mib()
     if summary:
         start = time.perf_counter()
@@ -93,6 +99,9 @@ def report(family: str, base: dict, full: dict) -> None:
     print(f"{family}: data {data:.0f} MiB; fit {full['fit_s']:.1f} s; peak RSS beyond the data: "
           f"fit {beyond('fitted')}; after res.cv_predictions {full['cv_predictions_shape']} "
           f"{beyond('after_cv_predictions')}")
+    extra = full["fitted"] - base["built"] - full["oof_mib"]
+    print(f"  the fit's peak beyond the data and its {full['oof_mib']:.0f} MiB of out-of-fold "
+          f"predictions: {extra:.0f} MiB = {extra / data:.2f}x the data")
     if "after_summary" in full:
         print(f"  res.summary() ({full['summary_lines']} lines, {full['summary_s']:.1f} s, "
               f"the lazy nested CV included): {beyond('after_summary')}")
