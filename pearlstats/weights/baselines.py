@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .information import CRITERIA, akaike_weights
+from .losses import weighted_columns
 
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
@@ -158,7 +159,6 @@ def combine(predictions: np.ndarray, weights: np.ndarray, loss: Loss | None = No
     """
     if np.isnan(weights).any():
         return np.full(predictions.shape[:1] + predictions.shape[2:], np.nan)
-    used = np.flatnonzero(weights > 0)
     if loss is not None:
-        return loss.combine(predictions[:, used], weights[used])
-    return np.tensordot(weights[used], np.moveaxis(predictions[:, used], 1, 0), axes=1)
+        return loss.combine(predictions, weights)
+    return weighted_columns(predictions, weights)

@@ -524,9 +524,7 @@ class Loss:
         >>> loss.combine(P, np.array([0.25, 0.75]))
         array([1.75, 2.  , 4.5 ])
         """
-        used = np.flatnonzero(weights > 0)
-        # np.take copies the used columns about twice as fast as fancy indexing
-        return np.tensordot(np.take(P, used, axis=1), weights[used], axes=([1], [0]))
+        return weighted_columns(P, weights)
 
     def objective(self, y: np.ndarray, P: np.ndarray, weights: np.ndarray) -> float:
         """Mean loss of ``combine(P, weights)``: the quantity the weights minimise.
@@ -576,6 +574,36 @@ class Loss:
         'LeastSquaresForm'
         """
         raise NotImplementedError
+
+
+# Rows per block of :func:`weighted_columns`: the used columns of 8 192 rows are copied at
+# a time (16 MiB at 31 candidates of ten classes), not of all n rows.
+_COMBINE_ROWS = 8192
+
+
+def weighted_columns(P: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sum_j weights[j] P[:, j]`` over the columns of positive weight, a block of rows at a time.
+
+    Columns of weight 0 (failed candidates' NaN among them) are skipped. The used columns are
+    copied (``np.take``: about twice as fast as fancy indexing) a block of rows at a time, so
+    the working memory is a block's, not a copy of *P*, which for multinomial candidates
+    (n, J, C) is the largest array of a fit.
+
+    Examples
+    --------
+    >>> P = np.array([[1.0, 9.0, np.nan], [3.0, 5.0, np.nan]])
+    >>> weighted_columns(P, np.array([0.25, 0.75, 0.0]))
+    array([7. , 4.5])
+    """
+    used = np.flatnonzero(weights > 0)
+    if not isinstance(P, np.ndarray):  # a dask array stays lazy: its chunks bound the memory
+        return np.tensordot(np.take(P, used, axis=1), weights[used], axes=([1], [0]))
+    out = np.empty(P.shape[:1] + P.shape[2:])
+    for start in range(0, len(P), _COMBINE_ROWS):
+        rows = slice(start, start + _COMBINE_ROWS)
+        out[rows] = np.tensordot(np.take(P[rows], used, axis=1), weights[used],
+                                 axes=([1], [0]))
+    return out
 
 
 def observed_probability(y: np.ndarray, P: np.ndarray, multiclass: bool) -> np.ndarray:

@@ -361,6 +361,15 @@ _DUPLICATE_RTOL = 1e-9  # candidates closer than this fraction of their spread a
 _DUPLICATE_ULPS = 64  # ... or closer than this many units in the last place of their size
 
 
+# Rows per block of the passes over all candidates' predictions (:func:`_row_blocks`).
+_SUMMARY_ROWS = 8192
+
+
+def _row_blocks(n: int) -> list[slice]:
+    """Slices of at most :data:`_SUMMARY_ROWS` rows covering range(n) (one, empty, if n = 0)."""
+    return [slice(start, start + _SUMMARY_ROWS) for start in range(0, max(n, 1), _SUMMARY_ROWS)]
+
+
 def _column(P: np.ndarray, j: int) -> np.ndarray:
     return P[:, j]
 
@@ -377,9 +386,13 @@ def _column_summaries(sub: np.ndarray, direction: np.ndarray, classes: np.ndarra
     size for predictions that agree in exact arithmetic but were rounded at a
     large offset.
     """
-    # one matrix product gives the projections and the means; min and max one pass each
-    both = np.tensordot(np.stack([direction, np.full(sub.shape[0], 1.0 / sub.shape[0])]), sub,
-                        axes=(1, 0))
+    # one matrix product gives the projections and the means; min and max one pass each. The
+    # product is summed a block of rows at a time: tensordot copies a strided *sub* (the pool's
+    # columns of a wider array), which for class probabilities is the size of the fit's largest
+    # array.
+    weights = np.stack([direction, np.full(sub.shape[0], 1.0 / sub.shape[0])])
+    both = sum(np.tensordot(weights[:, rows], sub[rows], axes=(1, 0))
+               for rows in _row_blocks(sub.shape[0]))
     score, mean, low, high = both[0], both[1], sub.min(axis=0), sub.max(axis=0)
     spread = np.maximum(high - mean, mean - low)
     top = np.maximum(np.abs(high), np.abs(low))

@@ -100,3 +100,40 @@ def test_column_moments_of_a_column_major_candidate_read_eight_columns_at_a_time
     # the same numbers as the C-ordered copy read at once, to rounding
     np.testing.assert_allclose(np.concatenate(_column_moments(np.ascontiguousarray(X))),
                                np.concatenate([mean, sd, big]), rtol=1e-13, atol=0)
+
+
+def test_weighted_columns_over_row_blocks_equal_the_all_rows_average(monkeypatch):
+    # The weights stage's combined prediction, summed a block of rows at a time (no copy of the
+    # n x J x C probabilities), equals the direct average over the used candidates; a failed
+    # candidate's NaN column (weight 0) stays out.
+    from pearlstats.weights import losses
+
+    monkeypatch.setattr(losses, "_COMBINE_ROWS", 7)  # several blocks, the last partial
+    rng = np.random.default_rng(2)
+    P = rng.dirichlet(np.ones(4), size=(30, 5))  # (n, J, C)
+    P[:, 3] = np.nan
+    w = np.array([0.5, 0.0, 0.2, 0.0, 0.3])
+    expected = 0.5 * P[:, 0] + 0.2 * P[:, 2] + 0.3 * P[:, 4]
+    np.testing.assert_allclose(losses.weighted_columns(P, w), expected, rtol=1e-15)
+    np.testing.assert_allclose(losses.weighted_columns(P[:, :, 1], w), expected[:, 1],
+                               rtol=1e-15)
+
+
+def test_duplicate_summaries_over_row_blocks_equal_the_direct_products(monkeypatch):
+    # The projections and means that order candidates for the duplicate check, from a strided
+    # view of a wider array (the pool's columns), summed over blocks of rows.
+    from pearlstats.weights import solvers
+
+    monkeypatch.setattr(solvers, "_SUMMARY_ROWS", 6)
+    rng = np.random.default_rng(3)
+    wide = rng.dirichlet(np.ones(3), size=(20, 6))
+    sub = wide[:, :4]  # not contiguous
+    direction, classes = rng.standard_normal(20), rng.standard_normal(3)
+    score, tolerance = solvers._column_summaries(sub, direction, classes)
+    np.testing.assert_allclose(score, np.einsum("n,njc,c->j", direction, sub, classes),
+                               rtol=1e-13)
+    mean = sub.mean(axis=0)
+    spread = np.maximum(sub.max(axis=0) - mean, mean - sub.min(axis=0)).max(axis=1)
+    np.testing.assert_allclose(tolerance, solvers._DUPLICATE_RTOL * spread
+                               + solvers._DUPLICATE_ULPS * np.spacing(np.abs(sub).max(axis=(0, 2))),
+                               rtol=1e-12)
