@@ -505,7 +505,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
             return row_frame(values.reshape(values.shape[0], -1), self.row_labels,
                              [f"{label}[{level}]" for label, level in columns])
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns,
-                            index=self.row_labels)
+                            index=self.row_labels, copy=False)
 
     @property
     def _tested_rows(self) -> np.ndarray | None:

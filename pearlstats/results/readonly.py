@@ -5,7 +5,7 @@ reused by prediction, evaluation and the summary. ``functools.cached_property``
 would hand every reader the cached object itself, so a user who thresholds
 "their" weights (``w = res.weights; w[w < 0.05] = 0``) would change what
 ``predict`` averages, without a word. :class:`cached_table` caches the same way
-but gives each reader a copy.
+but gives each reader a copy (shallow under pandas 3's copy on write).
 
 Examples
 --------
@@ -31,6 +31,12 @@ import pandas as pd
 
 __all__ = ["cached_table"]
 
+# pandas 3 always copies on write: a reader's shallow copy then shares the cached table's
+# memory until either is written, and writing it copies. Before pandas 3 a shallow copy
+# would write through to the cache, so each reader gets a deep copy there (for the
+# multinomial out-of-fold table that is n x J x C numbers, the largest array of a fit).
+_COPY_ON_WRITE = int(pd.__version__.split(".", 1)[0]) >= 3
+
 
 class cached_table(cached_property):  # noqa: N801  (a decorator, like cached_property)
     """``cached_property`` for pandas tables: computed once, each reader gets a copy.
@@ -55,4 +61,6 @@ class cached_table(cached_property):  # noqa: N801  (a decorator, like cached_pr
             value = instance.__dict__[self.attribute]
         except KeyError:
             value = instance.__dict__[self.attribute] = self.function(instance)
-        return value.copy() if isinstance(value, (pd.Series, pd.DataFrame)) else value
+        if isinstance(value, (pd.Series, pd.DataFrame)):
+            return value.copy(deep=not _COPY_ON_WRITE)
+        return value
