@@ -226,22 +226,21 @@ def _row_blocks(n: int) -> list[slice]:
     return [slice(start, min(start + ROWS_PER_BLOCK, n)) for start in range(0, n, ROWS_PER_BLOCK)]
 
 
-def _penalised_objective(Xs, onehot, weights, n_classes, ridge, penalty):
+def _penalised_objective(Xs, codes, weights, n_classes, ridge, penalty):
     """Penalised mean negative log-likelihood of K problems, its gradient and exact ``H v``.
 
     A Hessian-vector product costs two products with the design, like the gradient, where
     forming the Hessian costs (C-1)p times more. Every pass reads the rows a block at a time
     (:data:`ROWS_PER_BLOCK`), as transposed views of the C-ordered design: no transposed copy
     of it, and per-class temporaries of one block, not of all n rows. Only the probabilities
-    the Hessian-vector products need are kept for all rows, in single precision.
+    the Hessian-vector products need are kept for all rows, in single precision. The classes
+    are read from their codes (*codes*, (n,) ints), not from an (n, C) indicator matrix.
     """
     K, s, m = weights.shape[0], Xs.shape[1], n_classes - 1
     n_train = weights.sum(axis=1)
-    labels = np.ascontiguousarray(onehot.T)  # (C, n)
     diagonal = ridge * penalty
     dtype = HESSP_DTYPE
     Xs_h = Xs.astype(dtype)
-    codes = np.argmax(onehot, axis=1)
     row_share = weights / n_train[:, None]
     share_h = row_share.astype(dtype)
     blocks = _row_blocks(len(codes))
@@ -261,7 +260,9 @@ def _penalised_objective(Xs, onehot, weights, n_classes, ridge, penalty):
             prob = scaled[:, 1:]
             prob *= np.exp(-log_total)[:, None, :]  # (K, m, rows)
             prob_h[:, :, rows] = prob
-            prob -= labels[None, 1:, rows]
+            # minus the indicator of each row's own class (class 0 has no column here)
+            local = np.flatnonzero(codes[rows] > 0)
+            prob[:, codes[rows][local] - 1, local] -= 1.0
             prob *= share[:, None, :]
             g += (prob.reshape(K * m, -1) @ X_rows).reshape(K, -1)
         if order == 0:
@@ -322,7 +323,7 @@ def _solve_penalised(Xs, codes, n_classes, weights, penalty, ridge, theta0, hess
 def _newton_cg_fit(Xs, codes, n_classes, weights, penalty, ridge, theta0, hessian0):
     onehot = np.eye(n_classes)[codes]
     diagonal = ridge * penalty
-    objective = _penalised_objective(Xs, onehot, weights, n_classes, ridge, penalty)
+    objective = _penalised_objective(Xs, codes, weights, n_classes, ridge, penalty)
     hessians = _make_loss(Xs, onehot, weights, weights.sum(axis=1), n_classes,
                           PENALISED_HESSIAN_DTYPE)
 
@@ -429,8 +430,8 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
     singular-Hessian and separation checks, fits the problems from the usual start: the fast
     path never decides a separation, and takes no fit the exact path would refuse.
     """
-    onehot = np.eye(n_classes)[codes]
-    if np.any(weights @ onehot <= 0):
+    counts = np.stack([np.bincount(codes, one, minlength=n_classes) for one in weights])
+    if np.any(counts <= 0):  # a class no training row has
         return None
     with one_blas_thread():
         G = _grams(Xs, weights)
@@ -438,7 +439,7 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
             return None
         K, m = weights.shape[0], n_classes - 1
         zero = np.zeros((K, m * Xs.shape[1]))
-        objective = _penalised_objective(Xs, onehot, weights, n_classes, 0.0, zero)
+        objective = _penalised_objective(Xs, codes, weights, n_classes, 0.0, zero)
 
         def curvature(theta):
             A = _class_curvature(Xs, theta, weights, n_classes)
@@ -459,7 +460,7 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
             return None
         for rows in _row_blocks(len(codes)):
             logp = _log_probabilities(result.theta, Xs[rows].T, n_classes)
-            own = np.einsum("kcn,nc->kn", logp, onehot[rows])
+            own = logp[:, codes[rows], np.arange(len(logp[0, 0]))]
             if np.any((weights[:, rows] > 0) & (own > -np.exp(-FAST_PATH_ETA))):
                 return None
     return result

@@ -165,6 +165,9 @@ def _iterations(objective, theta0, precondition, curvature, tol, max_iter, refre
         moving = ~converged
         if not moving.any():
             break
+        # The products of the last point are done with: dropped before the line search forms
+        # the next point's (a multinomial fit keeps (K, C-1, n) probabilities for them).
+        hessp = None
         theta, f, g, hessp, scale = _line_search(objective, theta, f, step, decrement, moving)
         converged |= moving & (scale == 0.0)
         if used > refresh_after:
@@ -215,5 +218,6 @@ def _line_search(objective, theta, f, step, decrement, moving):
             break
         f_trial = objective(trial, 0)
     if halvings > 0:
+        values = None  # the full step's products go before the accepted point's are formed
         values = objective(trial, 1)
     return (trial,) + tuple(values) + (scale,)
