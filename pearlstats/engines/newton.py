@@ -50,6 +50,11 @@ class NewtonResult:
     hessian : ndarray (K, d, d) or None
         The last Hessian of the loss (without penalty) the solver formed, at
         or near ``theta``; set by :func:`penalised_newton`.
+    fold_values : tuple or None
+        ``(point, f, g)`` for an all-rows fit whose likelihood sums were kept by fold: each
+        fold's training-row loss (F,) and gradient (F, d) (means, no penalty) at ``point``
+        (d,), the last point the fit evaluated (within its final step of ``theta``). The fold
+        fits start there with their first values known, without a pass over the rows.
     """
 
     theta: np.ndarray
@@ -58,6 +63,7 @@ class NewtonResult:
     singular: np.ndarray
     iterations: int
     hessian: np.ndarray | None = None
+    fold_values: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -312,15 +318,24 @@ def _line_search(objective, theta, f, step, decrement, moving, order):
     Returns the new theta, the objective's value, gradient and (for
     ``order=2``) Hessian there, and the step fraction taken (0 where no
     decrease was possible: the problem is at its optimum to rounding).
+
+    A step whose decrement is below ``_STALL * max(1, |f|)`` is taken in full, as in
+    :mod:`~pearlstats.engines.newton_cg`: it would lower f by less than f's rounding error,
+    so values of f cannot judge it. (A fold fit that starts with its values summed by fold in
+    the all-rows pass has an f a few units in the last place from the same f summed directly;
+    at a fold optimum equal to the all-rows one, stratified folds of the intercept-only
+    model, the comparison then rejected the step 60 times, a pass each.)
     """
     scale = np.where(moving, 1.0, 0.0)
     trial = theta - scale[:, None] * step
     # The full step is usually accepted, so the derivatives are formed with f.
     values = objective(trial, order)
     f_trial = values[0]
+    full = moving & (decrement <= _STALL * np.maximum(1.0, np.abs(f)))
     for halvings in range(61):
         accepted = (
             ~moving
+            | full
             | (f_trial <= f - 1e-4 * scale * decrement)
             | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
         )
