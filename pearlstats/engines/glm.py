@@ -186,17 +186,22 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
 
     With *groups* (row labels 0..n_groups-1, one problem), each Hessian formed is also
     kept split by group in ``split["parts"]`` (sums, not means): see :class:`_Hessians`; and
-    the value and gradient of each evaluation are summed by group, the last in
-    ``split["values"]`` as ``(theta, (n_groups,) sums, (n_groups, p) sums)`` (the problem's
-    own are their totals). *known*: ``(theta, f, g)``, the values at theta of the first
-    evaluation (order 1 at that very theta), which is then served without a pass.
+    the value and gradient of each gradient-only evaluation after a Hessian are summed by
+    group, in ``split["values"]`` as ``(theta, (n_groups,) sums, (n_groups, p) sums)`` (the
+    problem's own are their totals) if it is the last evaluation. *known*: ``(theta, f, g)``,
+    the values at theta of the first evaluation (order 1 at that very theta), which is then
+    served without a pass.
     *offset* (n,), if given, is added to every linear predictor; *weights* are then the
     fold weights times the observation weights.
     """
     folded = bool(getattr(Z, "folds", False))
     first = [known]
+    # Hessians formed so far: the sums by group are kept only for gradients after the first,
+    # near the optimum, where the fit's last evaluation is (they cost a (groups, rows) product
+    # per block instead of a (1, rows) one, a fifth of an all-rows pass).
+    formed = [0]
 
-    def block(theta, order, rows: slice, hessians) -> list:
+    def block(theta, order, rows: slice, hessians, grouped: bool) -> list:
         w, y_rows = weights[:, rows], y[rows]
         Z_rows = None if folded else Z[rows]
         eta = Z.times(theta, rows) if folded else theta @ Z_rows.T  # (K, rows)
@@ -204,7 +209,7 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
             eta += offset[rows]
         loss, mu = row_terms(kind, eta, y_rows)  # the dask passes' row terms (one exp)
         residual = w * (mu - y_rows) if order >= 1 else None
-        if groups is not None and order >= 1:
+        if grouped:
             sums = _group_sums(Z, Z_rows, rows, groups[rows], n_groups, w[0] * loss[0],
                                residual[0])
         else:
@@ -222,12 +227,16 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
         first[0] = None
         sums = None
         hessians = _Hessians(Z, len(theta), groups, n_groups) if order == 2 else None
-        for values in map_chunks(lambda rows: block(theta, order, rows, hessians), len(y),
-                                 _BLOCK_ROWS):
+        grouped = groups is not None and order == 1 and formed[0] > 0
+        formed[0] += order == 2
+        for values in map_chunks(lambda rows: block(theta, order, rows, hessians, grouped),
+                                 len(y), _BLOCK_ROWS):
             sums = values if sums is None else [a + b for a, b in zip(sums, values)]
-        if groups is not None and order >= 1:
+        if grouped:
             split["values"] = (theta[0].copy(), sums[0], sums[1])
             sums = [sums[0].sum()[None], sums[1].sum(axis=0)[None]]
+        elif order >= 1 and split is not None:
+            split.pop("values", None)  # this later point's values are not summed by group
         f = sums[0] / n_train
         if order == 0:
             return f
@@ -360,7 +369,7 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     start = {} if hessian0 is None else {"hessian0": hessian0}
     # batched_newton is looked up here, at call time, so tests can replace it in this module.
     newton = partial(batched_newton, max_chord=chords, final_step=True, tol=TOLERANCE,
-                     exact_start=exact)
+                     exact_start=exact, secant=hessian0 is not None and not exact)
     result = penalised_newton(loss, theta0, ridge, penalty, stop=separated, newton=newton,
                               **start)
     if folds is None or "parts" not in split:

@@ -102,3 +102,22 @@ def test_folds_at_the_all_rows_optimum_take_one_confirming_pass(monkeypatch):
     np.testing.assert_allclose(output.predictions[:, 0], 0.502, rtol=1e-12)
     fold_calls = [order for K, order in calls if K == 5]
     assert len(fold_calls) <= 2, fold_calls  # the known values, then at most one pass
+
+
+def test_the_secant_update_matches_the_step_and_stays_symmetric():
+    from pearlstats.engines.newton import _bfgs_update
+
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(3, 5, 5))
+    H = A @ A.transpose(0, 2, 1) + 5 * np.eye(5)
+    s = rng.normal(size=(3, 5))
+    s[2] = 0.0  # a problem that did not move keeps its matrix
+    B = rng.normal(size=(3, 5, 5))
+    y = np.einsum("kij,kj->ki", B @ B.transpose(0, 2, 1) + np.eye(5), s)  # positive curvature
+    out = _bfgs_update(H, s, y)
+    # the secant equation (H+ s = y) to rounding of entries of order 10-100
+    np.testing.assert_allclose(np.einsum("kij,kj->ki", out[:2], s[:2]), y[:2], atol=1e-10)
+    np.testing.assert_allclose(out, out.transpose(0, 2, 1), atol=1e-12)
+    np.testing.assert_array_equal(out[2], H[2])
+    assert np.all(np.linalg.eigvalsh(out) > 0)
+    assert _bfgs_update(H, s, -y) is None  # negative curvature: no update
