@@ -167,7 +167,8 @@ class _Hessians:
         return np.stack(self.parts())
 
 
-def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None, offset=None):
+def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None, offset=None,
+               known=None):
     """Mean negative log-likelihood over each fold's training rows (no penalty).
 
     The value, gradient and Hessian are summed over blocks of :data:`_BLOCK_ROWS` rows, so
@@ -184,33 +185,58 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
     no longer copies and standardises the candidate's rows (a third of a fit's time before).
 
     With *groups* (row labels 0..n_groups-1, one problem), each Hessian formed is also
-    kept split by group in ``split["parts"]`` (sums, not means): see :class:`_Hessians`.
+    kept split by group in ``split["parts"]`` (sums, not means): see :class:`_Hessians`; and
+    the value and gradient of each gradient-only evaluation after a Hessian are summed by
+    group, in ``split["values"]`` as ``(theta, (n_groups,) sums, (n_groups, p) sums)`` (the
+    problem's own are their totals) if it is the last evaluation. *known*: ``(theta, f, g)``,
+    the values at theta of the first evaluation (order 1 at that very theta), which is then
+    served without a pass.
     *offset* (n,), if given, is added to every linear predictor; *weights* are then the
     fold weights times the observation weights.
     """
     folded = bool(getattr(Z, "folds", False))
+    first = [known]
+    # Hessians formed so far: the sums by group are kept only for gradients after the first,
+    # near the optimum, where the fit's last evaluation is (they cost a (groups, rows) product
+    # per block instead of a (1, rows) one, a fifth of an all-rows pass).
+    formed = [0]
 
-    def block(theta, order, rows: slice, hessians) -> list:
+    def block(theta, order, rows: slice, hessians, grouped: bool) -> list:
         w, y_rows = weights[:, rows], y[rows]
         Z_rows = None if folded else Z[rows]
         eta = Z.times(theta, rows) if folded else theta @ Z_rows.T  # (K, rows)
         if offset is not None:
             eta += offset[rows]
         loss, mu = row_terms(kind, eta, y_rows)  # the dask passes' row terms (one exp)
-        sums = [np.sum(w * loss, axis=1)]
-        if order >= 1:
-            residual = w * (mu - y_rows)
-            sums.append(Z.transpose_times(residual, rows) if folded else residual @ Z_rows)
+        residual = w * (mu - y_rows) if order >= 1 else None
+        if grouped:
+            sums = _group_sums(Z, Z_rows, rows, groups[rows], n_groups, w[0] * loss[0],
+                               residual[0])
+        else:
+            sums = [np.sum(w * loss, axis=1)]
+            if order >= 1:
+                sums.append(Z.transpose_times(residual, rows) if folded else residual @ Z_rows)
         if order == 2:
             hessians.add(Z_rows, w * variance_of(kind, mu), rows)
         return sums
 
     def loss(theta, order):
+        if first[0] is not None and order == 1 and np.array_equal(theta, first[0][0]):
+            values, first[0] = first[0][1:], None
+            return values
+        first[0] = None
         sums = None
         hessians = _Hessians(Z, len(theta), groups, n_groups) if order == 2 else None
-        for values in map_chunks(lambda rows: block(theta, order, rows, hessians), len(y),
-                                 _BLOCK_ROWS):
+        grouped = groups is not None and order == 1 and formed[0] > 0
+        formed[0] += order == 2
+        for values in map_chunks(lambda rows: block(theta, order, rows, hessians, grouped),
+                                 len(y), _BLOCK_ROWS):
             sums = values if sums is None else [a + b for a, b in zip(sums, values)]
+        if grouped:
+            split["values"] = (theta[0].copy(), sums[0], sums[1])
+            sums = [sums[0].sum()[None], sums[1].sum(axis=0)[None]]
+        elif order >= 1 and split is not None:
+            split.pop("values", None)  # this later point's values are not summed by group
         f = sums[0] / n_train
         if order == 0:
             return f
@@ -222,6 +248,32 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
         return f, g, hessians.problems() / n_train[:, None, None]
 
     return loss
+
+
+def _group_sums(Z, Z_rows, rows: slice, labels: np.ndarray, n_groups: int, loss: np.ndarray,
+                residual: np.ndarray) -> list:
+    """The loss (n_groups,) and gradient (n_groups, p) sums of one problem's rows by group.
+
+    The residuals are laid out one row per group (zero elsewhere), so the gradients of all
+    groups are one product with the rows, as a problem's own gradient is.
+    """
+    by_group = np.zeros((n_groups, len(labels)))
+    by_group[labels, np.arange(len(labels))] = residual
+    gradient = Z.transpose_times(by_group, rows) if Z_rows is None else by_group @ Z_rows
+    return [np.bincount(labels, loss, minlength=n_groups), gradient]
+
+
+def fold_values(values: tuple, totals: np.ndarray, held_out: int) -> tuple:
+    """Each fold's training-row loss and gradient (means) from the all-rows sums by group.
+
+    *values* is ``(theta, loss sums, gradient sums)`` by group (``split["values"]`` of
+    :func:`_make_loss`), *totals* the groups' weight sums; fold k's training rows are all
+    groups but its own. Returns ``(theta, f (held_out,), g (held_out, p))``.
+    """
+    theta, f, g = values
+    n_train = totals.sum() - totals[:held_out]
+    return (theta, (f.sum() - f[:held_out]) / n_train,
+            (g.sum(axis=0) - g[:held_out]) / n_train[:, None])
 
 
 def fold_hessians(parts: list, held_out: int) -> np.ndarray:
@@ -280,13 +332,15 @@ def _start_hessian(kind, Z, theta0, intercept) -> np.ndarray | None:
 
 
 def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None, folds=None,
-           offset=None):
+           offset=None, known=None):
     """The Newton fits of the K problems *weights* (offset *offset* on every linear predictor).
 
     With *folds* (the held-out rows of each fold; the all-rows fit), ``hessian`` of the result
     is each fold's training-row Hessian at the all-rows fit's last Hessian point: the fold
     fits, started at the all-rows optimum, take chord steps with it (its error is of the
     order of the distance between the fold and all-rows optima) instead of forming Hessians.
+    Its ``fold_values`` are each fold's loss and gradient at the all-rows fit's last
+    evaluated point, which the fold fits start from with *known* (their first pass saved).
     """
     n_train = weights.sum(axis=1)
     separated = separation_check(_extreme_rows(Z, weights, offset), ridge, kind == "binomial")
@@ -303,7 +357,8 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     penalty = penalty * np.ones((weights.shape[0], 1))
     split: dict = {}
     groups = None if folds is None else _fold_groups(folds, len(y))
-    loss = _make_loss(kind, Z, y, weights, n_train, groups, len(folds or ()) + 1, split, offset)
+    loss = _make_loss(kind, Z, y, weights, n_train, groups, len(folds or ()) + 1, split, offset,
+                      known)
     # Chord steps pay in the fold fits started with their exact Hessian at the all-rows fit;
     # elsewhere a Hessian (one syrk) costs about a pass over the rows, and Newton steps win.
     chords = MAX_CHORD if hessian0 is not None else 1
@@ -314,15 +369,18 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     start = {} if hessian0 is None else {"hessian0": hessian0}
     # batched_newton is looked up here, at call time, so tests can replace it in this module.
     newton = partial(batched_newton, max_chord=chords, final_step=True, tol=TOLERANCE,
-                     exact_start=exact)
+                     exact_start=exact, secant=hessian0 is not None and not exact)
     result = penalised_newton(loss, theta0, ridge, penalty, stop=separated, newton=newton,
                               **start)
     if folds is None or "parts" not in split:
         return result
     n_folds = len(folds)
     sums = fold_hessians(split["parts"], n_folds)
-    n_fold_train = len(y) - np.array([len(rows) for rows in folds], dtype=float)
-    return replace(result, hessian=sums / n_fold_train[:, None, None])
+    # the folds' training weights (row counts without observation weights)
+    totals = np.bincount(groups, weights[0], minlength=n_folds + 1)
+    n_fold_train = totals.sum() - totals[:n_folds]
+    values = fold_values(split["values"], totals, n_folds) if "values" in split else None
+    return replace(result, hessian=sums / n_fold_train[:, None, None], fold_values=values)
 
 
 def _notes(label: str, result, fold_ids, stage: str) -> list:
@@ -332,9 +390,9 @@ def _notes(label: str, result, fold_ids, stage: str) -> list:
 
 def _engine(kind: str) -> NewtonEngine:
     def solve(Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None, folds=None,
-              offset=None):
+              offset=None, known=None):
         return _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0, folds,
-                      offset)
+                      offset, known)
 
     def predict(Z_rows, theta):
         return _mean_and_variance(kind, Z_rows @ theta)[0]

@@ -50,6 +50,11 @@ class NewtonResult:
     hessian : ndarray (K, d, d) or None
         The last Hessian of the loss (without penalty) the solver formed, at
         or near ``theta``; set by :func:`penalised_newton`.
+    fold_values : tuple or None
+        ``(point, f, g)`` for an all-rows fit whose likelihood sums were kept by fold: each
+        fold's training-row loss (F,) and gradient (F, d) (means, no penalty) at ``point``
+        (d,), the last point the fit evaluated (within its final step of ``theta``). The fold
+        fits start there with their first values known, without a pass over the rows.
     """
 
     theta: np.ndarray
@@ -58,6 +63,7 @@ class NewtonResult:
     singular: np.ndarray
     iterations: int
     hessian: np.ndarray | None = None
+    fold_values: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,7 @@ def batched_newton(
     hessian0: np.ndarray | None = None,
     final_step: bool = False,
     exact_start: bool = False,
+    secant: bool = False,
 ) -> NewtonResult:
     """Minimise K convex objectives by damped Newton steps that reuse Hessians.
 
@@ -225,6 +232,12 @@ def batched_newton(
         Whether *hessian0* is the Hessian at *theta0* itself (e.g. ``X'X / 4`` at the
         logistic start 0), not an approximation: the fit is then plain Newton from the
         start, with the first Hessian known without a pass over the rows.
+    secant : bool
+        Whether a kept Hessian is corrected after each chord step by the BFGS update from
+        the step and the change of gradient it made (the matrix then agrees with the
+        objective's curvature along the last step): the chord steps converge superlinearly
+        instead of linearly, where the kept Hessian is one at a nearby point (fold fits
+        started with the all-rows fit's).
 
     Returns
     -------
@@ -232,11 +245,30 @@ def batched_newton(
     """
     with one_blas_thread():
         return _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                                  max_chord, hessian0, final_step, exact_start)
+                                  max_chord, hessian0, final_step, exact_start, secant)
+
+
+def _bfgs_update(H: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """``H - Hss'H / s'Hs + yy' / y's`` for each problem (K, d, d); None where any problem's
+    curvature along its step is not positive (the update would not stay definite).
+
+    A problem that did not move (s = 0) keeps its matrix.
+    """
+    Hs = np.einsum("kij,kj->ki", H, s)
+    sHs, ys = np.einsum("ki,ki->k", s, Hs), np.einsum("ki,ki->k", y, s)
+    moved = sHs > 0
+    if np.any(moved & ~(ys > 1e-12 * np.sqrt(sHs * np.einsum("ki,ki->k", y, y)))):
+        return None
+    out = H.copy()
+    k = np.flatnonzero(moved)
+    out[k] += (y[k, :, None] * y[k, None, :]) / ys[k, None, None] - (
+        Hs[k, :, None] * Hs[k, None, :]) / sHs[k, None, None]
+    return out
 
 
 def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction,
-                       max_chord, hessian0, final_step=False, exact_start=False) -> NewtonResult:
+                       max_chord, hessian0, final_step=False, exact_start=False,
+                       secant=False) -> NewtonResult:
     theta = theta0.copy()
     K = theta.shape[0]
     converged = np.zeros(K, dtype=bool)
@@ -291,12 +323,18 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         # After a contracting step, try keeping this Hessian for the next.
         chords = 0 if fresh else chords
         reuse_next = contracting and reuse_contraction > 0 and chords < max_chord
+        theta_before, g_before = theta, g
         theta, f, g, H, scale = _line_search(
             objective, theta, f, step, decrement, moving, 1 if reuse_next else 2
         )
         if H is not None:
             systems = NewtonSystems.from_hessians(H)
             singular |= systems.singular
+        elif secant and not systems.singular.any():
+            moved = moving[:, None] * (theta - theta_before)
+            updated = _bfgs_update(systems.H, moved, moving[:, None] * (g - g_before))
+            if updated is not None:
+                systems = NewtonSystems.from_hessians(updated)
         fresh = H is not None
         chords += not fresh
         converged |= moving & (scale == 0.0)
@@ -312,15 +350,24 @@ def _line_search(objective, theta, f, step, decrement, moving, order):
     Returns the new theta, the objective's value, gradient and (for
     ``order=2``) Hessian there, and the step fraction taken (0 where no
     decrease was possible: the problem is at its optimum to rounding).
+
+    A step whose decrement is below ``_STALL * max(1, |f|)`` is taken in full, as in
+    :mod:`~pearlstats.engines.newton_cg`: it would lower f by less than f's rounding error,
+    so values of f cannot judge it. (A fold fit that starts with its values summed by fold in
+    the all-rows pass has an f a few units in the last place from the same f summed directly;
+    at a fold optimum equal to the all-rows one, stratified folds of the intercept-only
+    model, the comparison then rejected the step 60 times, a pass each.)
     """
     scale = np.where(moving, 1.0, 0.0)
     trial = theta - scale[:, None] * step
     # The full step is usually accepted, so the derivatives are formed with f.
     values = objective(trial, order)
     f_trial = values[0]
+    full = moving & (decrement <= _STALL * np.maximum(1.0, np.abs(f)))
     for halvings in range(61):
         accepted = (
             ~moving
+            | full
             | (f_trial <= f - 1e-4 * scale * decrement)
             | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
         )

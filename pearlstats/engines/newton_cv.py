@@ -391,6 +391,12 @@ def _fit_folds(engine: NewtonEngine, Z, columns, y, design: ScaledDesign, rows, 
         penalty = np.zeros((len(rows), Z.shape[1]))
     theta0 = fold_start(everything, len(rows))
     start = {}
+    if theta0 is not None and everything.fold_values is not None:
+        # Start at the all-rows fit's last evaluated point, where each fold's loss and
+        # gradient were summed in the same pass: the fold fits' first pass is saved.
+        point, f, g = everything.fold_values
+        theta0 = np.repeat(point[None], len(rows), axis=0)
+        start["known"] = (theta0, f, g)
     if engine.warm_hessian and theta0 is not None and everything.hessian is not None:
         hessian = everything.hessian
         start["hessian0"] = hessian if len(hessian) == len(rows) else np.repeat(
