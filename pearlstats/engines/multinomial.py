@@ -460,7 +460,7 @@ def _solve_unpenalised(Xs, codes, n_classes, weights, theta0):
             return None
         for rows in _row_blocks(len(codes)):
             logp = _log_probabilities(result.theta, Xs[rows].T, n_classes)
-            own = logp[:, codes[rows], np.arange(len(logp[0, 0]))]
+            own = logp[:, codes[rows], np.arange(logp.shape[2])]  # each row's own class
             if np.any((weights[:, rows] > 0) & (own > -np.exp(-FAST_PATH_ETA))):
                 return None
     return result
