@@ -15,7 +15,15 @@ Cross-entropy and Poisson deviance: the active-set Newton method of
 :class:`DistributedBarrierForm`, whose value, gradient and Hessian factor at
 a weight vector come from one pass over the partitions (the out-of-fold
 predictions are recomputed from the fold coefficients in each pass; the
-(n, J) matrix is never stored). Each Newton step costs one pass.
+(n, J) matrix is never stored). Each Newton step costs one pass, and so does
+each change of that method's face (the candidates with positive weight), which
+on the simplex is most of its steps. So the method starts where a sequence of
+quadratic models says the optimum is (:func:`sqp_start`): each model (the
+pass's value, gradient and Hessian at the current point) is minimised over the
+whole simplex on the client, faces and all, without a pass, and the pass at
+the model's minimiser (after Armijo's test along the way to it) gives the next
+model. The Newton method then only certifies that point (its Frank-Wolfe gap),
+so the weights are the same method's, to its tolerance.
 
 Candidates whose out-of-fold residuals agree to 1e-9 of their norm (in the
 Euclidean norm, where the in-memory solver compares maximum norms) are merged
@@ -30,11 +38,14 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import AllCandidatesFailedError, OptionError
+from ..weights.convex import frank_wolfe_gap, solve_smooth
 from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_checked
 
-__all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form"]
+__all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form", "sqp_start"]
 
 _DUPLICATE_RTOL = 1e-9
+_MODEL_TOL = 1e-3  # the model's own gap, relative to the gap the weights are certified at
+_ARMIJO, _HALVINGS = 1e-4, 30
 
 
 def _factor(M: np.ndarray) -> np.ndarray:
@@ -141,6 +152,89 @@ class DistributedBarrierForm:
         return self._vertex.copy()
 
 
+class _QuadraticModel:
+    """``f + g'(w - c) + (w - c)'H(w - c) / 2`` on the simplex: a pass's second-order model at c.
+
+    Has the solver interface :func:`~pearlstats.weights.convex.solve_smooth` reads, and no
+    pass behind it.
+    """
+
+    unit = 1.0
+
+    def __init__(self, centre: np.ndarray, f: float, g: np.ndarray, H: np.ndarray, n: int):
+        self.centre, self.f, self.g = centre, float(f), g
+        self.H = (H + H.T) / 2
+        self.factor = _factor(self.H)
+        self.n_rows = n
+
+    @property
+    def size(self) -> int:
+        return self.g.size
+
+    def value(self, w: np.ndarray) -> float:
+        d = w - self.centre
+        return self.f + float(self.g @ d) + 0.5 * float(d @ self.H @ d)
+
+    def gradient(self, w: np.ndarray) -> np.ndarray:
+        return self.g + self.H @ (w - self.centre)
+
+    def hessian_factor(self, w: np.ndarray) -> np.ndarray:
+        return self.factor
+
+    def vertex_values(self) -> np.ndarray:
+        d_centre = self.g @ self.centre
+        # e_j - c: f + g_j - g'c + (H_jj - 2 (Hc)_j + c'Hc) / 2
+        Hc = self.H @ self.centre
+        return self.f + self.g - d_centre + 0.5 * (np.diagonal(self.H) - 2 * Hc + self.centre @ Hc)
+
+
+def sqp_start(form: DistributedBarrierForm, tol: float, max_iter: int) -> np.ndarray:
+    """Weights near the optimum of *form* by sequential quadratic models, a pass per step.
+
+    From the best single candidate: the model at the current point (its value,
+    gradient and Hessian, one pass) is minimised over the simplex on the client by
+    :func:`~pearlstats.weights.convex.solve_smooth`; the objective is then
+    evaluated toward that minimiser (the full step first, halved until Armijo's
+    condition holds). It stops at a Frank-Wolfe gap the Newton method would accept,
+    when a step no longer decreases the objective, or after *max_iter* steps; the
+    caller's Newton method starts there and certifies (or finishes) the solve.
+
+    Parameters
+    ----------
+    form : DistributedBarrierForm
+    tol, max_iter : as :func:`~pearlstats.weights.convex.solve_smooth`
+
+    Returns
+    -------
+    ndarray (J,)
+        A point of the simplex.
+    """
+    w = np.zeros(form.size)
+    w[int(np.nanargmin(form.vertex_values()))] = 1.0
+    f, g, H = form.at(w)[:3]
+    for _ in range(max_iter):
+        goal = tol * (1.0 + abs(f)) / 4
+        if frank_wolfe_gap(g, w) <= goal:
+            break
+        model = _QuadraticModel(w, f, g, H, form.n_rows)
+        target, _ = solve_smooth(model, w, tol * _MODEL_TOL, max_iter)
+        step = target - w
+        slope = float(g @ step)
+        if not slope < 0:  # the model sees no descent from here
+            break
+        for halving in range(_HALVINGS):
+            alpha = 0.5**halving
+            trial = np.maximum(w + alpha * step, 0.0)  # (a convex combination: on the simplex)
+            trial /= trial.sum()
+            f_trial, g_trial, H_trial = form.at(trial)[:3]
+            if f_trial <= f + _ARMIJO * alpha * slope:
+                break
+        else:
+            break  # no decrease along the model's direction: the Newton method takes over
+        w, f, g, H = trial, f_trial, g_trial, H_trial
+    return w
+
+
 def solve_from_form(
     form: Any, kind: str, active: np.ndarray, *, tol: float = 1e-10, max_iter: int = 500
 ) -> Any:
@@ -171,8 +265,10 @@ def solve_from_form(
     reduced = sub.restrict(leaders) if leaders.size < columns.size else sub
     if isinstance(reduced, GramLeastSquaresForm):
         reduced = GramLeastSquaresForm(reduced.EtE, reduced.n_rows, sizes)
+    start = sqp_start(reduced, tol, max_iter) if isinstance(reduced, DistributedBarrierForm) \
+        else None
     weights, _, _, _, solver = _solve_checked(reduced, kind, columns, group, sizes, J, tol,
-                                              max_iter)
+                                              max_iter, start)
     if leaders.size == 1:
         gap = 0.0
     else:

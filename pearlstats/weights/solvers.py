@@ -451,8 +451,11 @@ def _check_tuning(tol, max_iter) -> None:
         raise OptionError(f"max_iter={max_iter!r}; use a positive integer")
 
 
-def _solve_reduced(form, kind: str, tol: float, max_iter: int):
-    """Merged candidates' weights: ``(w, lower bound or None, ridge, converged, solver name)``."""
+def _solve_reduced(form, kind: str, tol: float, max_iter: int, start: np.ndarray | None = None):
+    """Merged candidates' weights: ``(w, lower bound or None, ridge, converged, solver name)``.
+
+    *start*: where the Newton method of the smooth losses starts (default: the best vertex).
+    """
     if form.size == 1:
         return np.ones(1), None, 0.0, True, "single candidate"
     if kind == "lp":
@@ -467,9 +470,10 @@ def _solve_reduced(form, kind: str, tol: float, max_iter: int):
     if kind != "qp":
         # the active-set Newton method of .convex, from the best vertex: an overfitted
         # candidate with wild predictions would dominate the uniform start
-        w0 = np.zeros(form.size)
-        w0[int(np.nanargmin(form.vertex_values()))] = 1.0
-        w, converged = solve_smooth(form, w0, tol, max_iter)
+        if start is None:
+            start = np.zeros(form.size)
+            start[int(np.nanargmin(form.vertex_values()))] = 1.0
+        w, converged = solve_smooth(form, start, tol, max_iter)
         # the dual bound at the solver's own point: a weight rounded by snap_to_simplex can move
         # the gradient of a candidate with huge predictions far more than the objective
         lower = form.value(w) - _fw_gap(form.gradient(w), w)
@@ -567,14 +571,15 @@ def _certified_gap(form, kind: str, w: np.ndarray, lower, n_leaders: int) -> flo
 
 
 def _solve_checked(form, kind: str, columns, group, sizes, n_all: int, tol: float,
-                   max_iter: int):
+                   max_iter: int, start: np.ndarray | None = None):
     """The solver's weights over all ``n_all`` candidates, through the final check.
 
     Weights failing the check (a solver bug) become the best single candidate, with a warning.
-    Returns ``(weights, lower bound or None, ridge, converged, solver name)``.
+    Returns ``(weights, lower bound or None, ridge, converged, solver name)``; *start* as
+    :func:`_solve_reduced`.
     """
     try:
-        w, lower, ridge, converged, solver = _solve_reduced(form, kind, tol, max_iter)
+        w, lower, ridge, converged, solver = _solve_reduced(form, kind, tol, max_iter, start)
         weights = _expand(w, columns, group, sizes, n_all)
     except InvalidWeightsError as err:
         # never reached on any problem we know of: a solver bug must not become invalid weights

@@ -318,7 +318,11 @@ def test_shrunk_weights_agree_in_the_fit_the_re_solves_and_the_honest_risks(fami
     data, on_dask, in_memory = _both(family, weight_shrinkage=amount, shrinkage_target=target)
     _close(on_dask.weights, in_memory.weights)
     assert on_dask.weight_objective == pytest.approx(in_memory.weight_objective, rel=1e-8)
-    assert on_dask.kkt_gap == pytest.approx(in_memory.kkt_gap, rel=1e-6, abs=1e-12)
+    # The gap of shrunk weights is the shrinkage's and agrees; the solver's own part is only
+    # certified below tol (1 + |f|) (default tol 1e-10) on either path, each stopping at its
+    # own point (the dask solve starts from a sequence of quadratic models).
+    certified = 1e-10 * (1 + abs(in_memory.weight_objective))
+    assert on_dask.kkt_gap == pytest.approx(in_memory.kkt_gap, rel=1e-6, abs=certified)
     notes = [f[f["kind"] == "shrinkage"].reset_index(drop=True)
              for f in (on_dask.failures, in_memory.failures)]
     pd.testing.assert_frame_equal(*notes)
