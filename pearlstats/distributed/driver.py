@@ -16,7 +16,9 @@ spends passes, and the work inside a pass, only where a problem needs them:
   gradient), as the in-memory engine does, but decided per problem;
 * a problem may start from another's optimum with that problem's Hessian
   (a fold from its candidate's all-rows fit), so its first steps need no
-  Hessian at all.
+  Hessian at all; with ``secant=True`` each such chord step corrects the kept
+  matrix by a BFGS update (as the in-memory fold fits do), so the chords
+  converge superlinearly instead of at the old Hessian's linear rate.
 
 The minimised function is ``loss(theta) + 1/2 sum(penalty_weight * u**2)`` in
 ``u = theta / r`` (:func:`pearlstats.engines._common.shrinkage_factors`), and
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engines._common import shrinkage_factors
-from ..engines.newton import NewtonResult, NewtonSystems
+from ..engines.newton import NewtonResult, NewtonSystems, _bfgs_update
 
 __all__ = ["PassNewton", "pass_newton"]
 
@@ -58,6 +60,9 @@ class PassNewton:
         The Hessian steps are solved with (possibly from an earlier point).
     loss_hessian : ndarray (Q, d, d)
         The loss's Hessian in theta (no penalty) when last formed, for warm starts.
+    by_fold : (ndarray (Q, K), ndarray (Q, K, d)) or None
+        Where the passes also return sums over each fold's rows (``f_by``, ``g_by``): those
+        at each problem's current point (:mod:`pearlstats.distributed.fold_sums`).
     """
 
     u: np.ndarray
@@ -82,6 +87,7 @@ class PassNewton:
     singular: np.ndarray = field(init=False)
     iterations: np.ndarray = field(init=False)
     evaluations: np.ndarray = field(init=False)
+    by_fold: tuple | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         Q, d = self.u.shape
@@ -114,6 +120,13 @@ class PassNewton:
         self._set_hessian(which, loss_hessian)
         self.want_hessian[which] = False
         self.previous[which] = np.inf  # trusted: the first steps reuse it
+
+    def known(self, which: np.ndarray, f: np.ndarray, g: np.ndarray) -> None:
+        """Problems *which* start with their loss *f* and gradient *g* (theta) known: no pass."""
+        u = self.u[which]
+        self.f[which] = f + 0.5 * np.sum(self.penalty[which] * u**2, axis=1)
+        self.g[which] = self.r[which] * g + self.penalty[which] * u
+        self.ready[which] = True
 
     def _set_hessian(self, which: np.ndarray, loss_hessian: np.ndarray) -> None:
         r = self.r[which]
@@ -174,8 +187,13 @@ def _objective_columns(state: PassNewton, request: dict, values: dict):
     return u, f, g
 
 
-def _accept(state: PassNewton, request: dict, values: dict, stop: Callable | None) -> None:
-    """Take, per problem, the longest trial that decreases the objective enough."""
+def _accept(state: PassNewton, request: dict, values: dict, stop: Callable | None,
+            secant: bool = False) -> None:
+    """Take, per problem, the longest trial that decreases the objective enough.
+
+    With *secant*, a problem that stepped without a fresh Hessian updates its kept one
+    (:func:`_secant_update`).
+    """
     todo, columns, t = request["problems"], request["columns"], request["t"]
     u, f, g = _objective_columns(state, request, values)
     q = todo[columns]
@@ -199,7 +217,16 @@ def _accept(state: PassNewton, request: dict, values: dict, stop: Callable | Non
     c, q = taken[hit], todo[hit]
     stepped = t[c] > 0
     step_theta = state.r[q] * (t[c][:, None] * state.step[q])
+    if secant:
+        chord = stepped & ~fresh[hit]
+        _secant_update(state, q[chord], u[c][chord] - state.u[q[chord]],
+                       g[c][chord] - state.g[q[chord]])
     state.u[q], state.f[q], state.g[q] = u[c], f[c], g[c]
+    if "f_by" in values:
+        if state.by_fold is None:
+            Q, K = state.u.shape[0], values["f_by"].shape[1]
+            state.by_fold = (np.zeros((Q, K)), np.zeros((Q, K, state.u.shape[1])))
+        state.by_fold[0][q], state.by_fold[1][q] = values["f_by"][c], values["g_by"][c]
     state.ready[q] = True
     state.iterations[q] += stepped
     state.previous[q] = np.where(stepped, state.decrement[q], state.previous[q])
@@ -209,6 +236,15 @@ def _accept(state: PassNewton, request: dict, values: dict, stop: Callable | Non
     if stop is not None:
         halt = stop(q, state.theta[q], step_theta, state.iterations[q], values, c)
         state.stopped[q] |= halt & stepped & ~state.converged[q]
+
+
+def _secant_update(state: PassNewton, which: np.ndarray, s: np.ndarray, y: np.ndarray) -> None:
+    """BFGS updates of the kept matrices of problems *which* after steps *s* (gradient change
+    *y*, both in u); a problem whose curvature along its step is not positive keeps its own."""
+    for a, q in enumerate(which):  # one at a time: _bfgs_update refuses a batch if any fails
+        updated = _bfgs_update(state.hessian[q][None], s[a][None], y[a][None])
+        if updated is not None:
+            state.hessian[q] = updated[0]
 
 
 def _after_miss(state: PassNewton, missed: np.ndarray) -> None:
@@ -231,6 +267,8 @@ def pass_newton(
     max_iter: int = 100,
     tol: float = 1e-20,
     reuse: float = 0.01,
+    secant: bool = False,
+    known: tuple | None = None,
 ) -> tuple[NewtonResult, PassNewton, int]:
     """Minimise ``loss(theta) + ridge / 2 * sum(weights * theta**2)`` for Q problems, by passes.
 
@@ -255,6 +293,11 @@ def pass_newton(
         checked after each step; *values* and *columns* locate each problem's
         accepted trial in the pass's result (e.g. for a separation check).
     max_iter, tol, reuse : as :func:`pearlstats.engines.newton.batched_newton`
+    secant : bool
+        BFGS updates of the kept matrices after chord steps (module notes).
+    known : (which, f, g), optional
+        Problems whose loss (Q_w,) and gradient (Q_w, d) in theta at *theta0* are known:
+        their first pass is a step.
 
     Returns
     -------
@@ -268,6 +311,8 @@ def pass_newton(
     if warm is not None:
         state.warm(*warm)
     state.step[:] = 0.0
+    if known is not None:
+        state.known(*known)
     passes = 0
     while True:
         _directions(state, tol, reuse)
@@ -277,7 +322,7 @@ def pass_newton(
             break
         request = _request(state, todo)
         passes += 1
-        _accept(state, request, evaluate(request), stop)
+        _accept(state, request, evaluate(request), stop, secant)
     result = NewtonResult(
         state.theta, state.converged, state.stopped, state.singular,
         int(state.iterations.max(initial=0)),

@@ -33,6 +33,7 @@ from ..engines.multinomial import log_softmax
 from ..exceptions import ResponseError
 from ..weights.losses import EPS
 from .data import partition_folds, partition_inputs, partition_response
+from .fold_sums import add_fold_sums
 from .oof import fold_scores
 
 __all__ = ["Classes", "MultinomialOof", "candidate_sums", "class_codes", "class_level",
@@ -181,7 +182,10 @@ def _column_sums(ZS, codes, train, n_classes, request, mine, cols, out) -> None:
         out["H"][mine[a], : m * s, : m * s] = _hessian(ZS[rows], prob[c][:, rows])
     prob -= np.arange(1, n_classes)[:, None] == codes[None, :]  # p - 1[y = c], classes 1..C-1
     prob *= w[:, None, :]
-    out["g"][cols, : m * s] = (prob @ ZS).reshape(len(cols), m * s)
+    if "f_by" in out:  # the all-rows fit's passes: also by fold (rows in fold order)
+        out["g"][cols, : m * s] = add_fold_sums(out, cols, w * loss, prob, ZS, out["bounds"])
+    else:
+        out["g"][cols, : m * s] = (prob @ ZS).reshape(len(cols), m * s)
 
 
 # ---- out-of-fold class probabilities -------------------------------------------------------------

@@ -36,6 +36,7 @@ from ..engines.newton_cv import _ladder_entry, ridge_ladder, trouble_from_entrie
 from ..exceptions import SeparationError
 from .data import partition_inputs
 from .driver import pass_newton
+from .fold_sums import add_fold_sums, fold_order, training_sums
 from .multinomial import candidate_sums, class_codes
 from .ols import feasible_candidates, to_original
 
@@ -66,7 +67,10 @@ def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
         out["H"][mine[a], :s, :s] = B.T @ B  # one product with itself: half the work
     mu -= y
     mu *= w
-    out["g"][cols, :s] = mu @ ZS
+    if "f_by" in out:  # the all-rows fit's passes: also by fold (rows in fold order)
+        out["g"][cols, :s] = add_fold_sums(out, cols, w * loss, mu, ZS, out["bounds"])
+    else:
+        out["g"][cols, :s] = mu @ ZS
 
 
 def _standardised(X, plan, candidates) -> dict:
@@ -85,6 +89,12 @@ def _standardised(X, plan, candidates) -> dict:
 def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan, request):
     """Sums over one partition's rows for the requested problems and trial points."""
     X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
+    A, C, d = len(request["problems"]), len(request["columns"]), request["theta"].shape[1]
+    out = {"f": np.zeros(C), "g": np.zeros((C, d)), "H": np.zeros((A, d, d))}
+    if request["by_fold"]:
+        order, out["bounds"] = fold_order(folds, labels)
+        X, y, folds = X[order], y[order], folds[order]
+        out["f_by"], out["g_by"] = np.zeros((C, len(labels))), np.zeros((C, len(labels), d))
     if kind == "multinomial":  # class codes 0..C-1, and the multinomial sums
         y = class_codes(y, plan["classes"])
     train = np.ones((len(labels) + 1, len(y)))  # (fold slot, row): 1 for training rows
@@ -92,8 +102,6 @@ def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan
     candidates = np.unique(request["candidate"])
     Z = _standardised(X, plan, candidates)
     del X
-    A, C, d = len(request["problems"]), len(request["columns"]), request["theta"].shape[1]
-    out = {"f": np.zeros(C), "g": np.zeros((C, d)), "H": np.zeros((A, d, d))}
     if request["emax"]:
         out["emax"] = np.zeros(C)
     for jj in candidates:
@@ -105,16 +113,18 @@ def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan
             _candidate_sums(Z[centre][:, S], y, train, kind, request, mine, out)
     if request["emax"]:
         out["emax"] = (-out["emax"], out["emax"])  # combined by maximum
+    out.pop("bounds", None)
     return out
 
 
 class _Passes:
     """The distributed evaluation of :func:`~pearlstats.distributed.driver.pass_newton`."""
 
-    def __init__(self, rows, args, problems, n_train, sizes, separates):
+    def __init__(self, rows, args, problems, n_train, sizes, separates, by_fold=False):
         self.rows, self.args, self.separates = rows, args, separates
         self.candidate, self.fold = problems  # per problem: candidate position, fold slot
         self.n_train, self.sizes = n_train, sizes
+        self.by_fold = by_fold  # also the sums over each fold's rows (:mod:`.fold_sums`)
         self.passes = 0
 
     def __call__(self, request: dict) -> dict:
@@ -125,6 +135,7 @@ class _Passes:
             candidate=self.candidate[problems],
             fold=self.fold[problems],
             emax=self.separates,
+            by_fold=self.by_fold,
         )
         self.passes += 1
         total = tree_sum(
@@ -134,12 +145,15 @@ class _Passes:
         H = total["H"] / self.n_train[problems][:, None, None]
         for a, s in enumerate(self.sizes[problems]):
             H[a, s:, s:] = np.eye(H.shape[1] - s)  # padded coordinates never move
-        return {
+        values = {
             "f": total["f"] / per_column,
             "g": total["g"] / per_column[:, None],
             "H": H,
             "emax": total["emax"][1] if self.separates else None,
         }
+        if self.by_fold:  # sums, not means: each fold's training rows are counted later
+            values["f_by"], values["g_by"] = total["f_by"], total["g_by"]
+        return values
 
 
 def _starts(kind, moments, designs, plan_candidates, slots, per_column=1) -> tuple:
@@ -173,8 +187,12 @@ def _per_column(plan: dict) -> int:
 
 
 def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=None, start=None,
-           reuse=0.01):
-    """One :func:`pass_newton` run over the problems *slots* = (candidate positions, fold slots)."""
+           reuse=0.01, secant=False, by_fold=False, known=None):
+    """One :func:`pass_newton` run over the problems *slots* = (candidate positions, fold slots).
+
+    *by_fold*: the passes also sum by fold (kept at each problem's last point); *known*:
+    ``(which, f, g)``, loss means and gradients of problems at their start (no pass for it).
+    """
     kind = args[1]
     per_column = _per_column(args[5])
     slots = (np.asarray(slots[0], dtype=int), np.asarray(slots[1], dtype=int))
@@ -185,7 +203,7 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
     sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]]) * per_column
     # only then is the largest |eta| (multinomial: -log(-log p_own)) needed
     separates = kind in ("binomial", "multinomial") and ridge == 0
-    evaluate = _Passes(rows, args, slots, moments.n_train[slots[1]], sizes, separates)
+    evaluate = _Passes(rows, args, slots, moments.n_train[slots[1]], sizes, separates, by_fold)
 
     def separated(problems, theta, step, iterations, values, columns):
         if not separates:
@@ -197,13 +215,19 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
         )
 
     result, state, passes = pass_newton(
-        evaluate, theta0, ridge, penalty, warm=warm, stop=separated, reuse=reuse
+        evaluate, theta0, ridge, penalty, warm=warm, stop=separated, reuse=reuse, secant=secant,
+        known=known,
     )
     return result, state, passes
 
 
-def _fold_phase(rows, args, moments, designs, plan_candidates, ridge, everything, hessians):
-    """Fold problems of every candidate whose all-rows fit is not separated, from its optimum."""
+def _fold_phase(rows, args, moments, designs, plan_candidates, ridge, everything, hessians,
+                by_fold):
+    """Fold problems of every candidate whose all-rows fit is not separated, from its optimum.
+
+    *by_fold*: ``(f_by, g_by)``, the all-rows fit's sums over each fold's rows at its optimum
+    (F, K) and (F, K, d): the fold problems' loss and gradient there, so they start stepping.
+    """
     K = len(moments.labels)
     J = len(plan_candidates)
     fit = np.flatnonzero(~everything.stopped)
@@ -216,10 +240,16 @@ def _fold_phase(rows, args, moments, designs, plan_candidates, ridge, everything
         return NewtonResult(theta, converged, stopped, singular, 0), 0
     good = everything.converged[slots[0]]  # the in-memory rule (engines.newton.fold_start)
     given = np.flatnonzero(good)
+    n_train = moments.n_train[slots[1][given]]
+    f_train, g_train = (training_sums(values) for values in by_fold)
+    f_known = f_train[slots[0][given], slots[1][given]] / n_train
+    g_known = g_train[slots[0][given], slots[1][given]] / n_train[:, None]
     result, _, passes = _phase(
         rows, args, moments, designs, plan_candidates, slots, ridge,
         warm=(given, hessians[slots[0][given]]),
         start=(given, everything.theta[slots[0][given]]),
+        secant=True,  # the chords from the all-rows Hessian, corrected as they go
+        known=(given, f_known, g_known),
     )
     where = slots[0] * K + slots[1]
     theta[where], converged[where] = result.theta, result.converged
@@ -282,10 +312,11 @@ def newton_coefficients(
     # start with the Hessian at the all-rows optimum, close to theirs.
     everything, state, passes = _phase(
         rows, args, moments, designs, plan_candidates, (np.arange(F), np.full(F, K)), ridge,
-        reuse=0.0,
+        reuse=0.0, by_fold=True,
     )
     folds, fold_passes = _fold_phase(
-        rows, args, moments, designs, plan_candidates, ridge, everything, state.loss_hessian
+        rows, args, moments, designs, plan_candidates, ridge, everything, state.loss_hessian,
+        state.by_fold,
     )
     notes_of = multinomial_notes if classes is not None else _notes
     for jj, j in enumerate(feasible):
