@@ -18,11 +18,12 @@ computed on the partitions. What stays in-memory-only is refused in one place,
 Modules: :mod:`.data` (dask data aligned with its blocks; each partition's design,
 response and folds), :mod:`.fit` (the passes of a fit), :mod:`.ols`, :mod:`.newton`,
 :mod:`.driver`, :mod:`.fold_sums` and :mod:`.multinomial` (coefficients), :mod:`.oof`
-and :mod:`.weights` (out-of-fold statistics and the weights), :mod:`.shrinkage` (``weight_shrinkage``),
-:mod:`.state` (the results' stage values), :mod:`.inference` (the candidates' refits:
-covariances from one pass of :mod:`pearlstats.inference.refit_sums`), :mod:`.honest` (the
-nested re-runs behind ``res.honest`` and CV+), :mod:`.predict` (new dask rows). The
-plumbing of partitions (one task each, sums added on the workers, hashed folds) is the
+and :mod:`.weights` (out-of-fold statistics and the weights), :mod:`.shrinkage`
+(``weight_shrinkage``), :mod:`.state` (the results' stage values), :mod:`.inference`
+(the candidates' refits: covariances from one pass of
+:mod:`pearlstats.inference.refit_sums`), :mod:`.honest` (the nested re-runs behind
+``res.honest`` and CV+), :mod:`.predict` (new dask rows). The plumbing of partitions
+(one task each, sums added on the workers, hashed folds) is the
 backend :mod:`pearlstats.backends.partitions`.
 """
 
