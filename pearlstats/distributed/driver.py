@@ -121,6 +121,15 @@ class PassNewton:
         self.want_hessian[which] = False
         self.previous[which] = np.inf  # trusted: the first steps reuse it
 
+    def kept_loss_hessians(self) -> np.ndarray:
+        """The matrices steps are solved with, as loss Hessians in theta (no penalty): the last
+        formed Hessian, or its BFGS update after chord steps."""
+        Q, d = self.u.shape
+        H = self.hessian.copy()
+        diagonal = np.arange(d)
+        H[:, diagonal, diagonal] -= self.penalty
+        return H / (self.r[:, :, None] * self.r[:, None, :])
+
     def known(self, which: np.ndarray, f: np.ndarray, g: np.ndarray) -> None:
         """Problems *which* start with their loss *f* and gradient *g* (theta) known: no pass."""
         u = self.u[which]
