@@ -130,12 +130,25 @@ class PassNewton:
         H[:, diagonal, diagonal] -= self.penalty
         return H / (self.r[:, :, None] * self.r[:, None, :])
 
-    def known(self, which: np.ndarray, f: np.ndarray, g: np.ndarray) -> None:
-        """Problems *which* start with their loss *f* and gradient *g* (theta) known: no pass."""
+    def known(self, which: np.ndarray, f: np.ndarray, g: np.ndarray,
+              by_fold: tuple | None = None) -> None:
+        """Problems *which* start with their loss *f* and gradient *g* (theta) known: no pass.
+
+        *by_fold*: their sums over each fold's rows there (:attr:`by_fold`), if the passes
+        keep them.
+        """
         u = self.u[which]
         self.f[which] = f + 0.5 * np.sum(self.penalty[which] * u**2, axis=1)
         self.g[which] = self.r[which] * g + self.penalty[which] * u
         self.ready[which] = True
+        if by_fold is not None:
+            self._keep_by_fold(which, *by_fold)
+
+    def _keep_by_fold(self, which: np.ndarray, f_by: np.ndarray, g_by: np.ndarray) -> None:
+        if self.by_fold is None:
+            Q, d = self.u.shape
+            self.by_fold = (np.zeros((Q, f_by.shape[1])), np.zeros((Q, f_by.shape[1], d)))
+        self.by_fold[0][which], self.by_fold[1][which] = f_by, g_by
 
     def _set_hessian(self, which: np.ndarray, loss_hessian: np.ndarray) -> None:
         r = self.r[which]
@@ -163,7 +176,9 @@ def _directions(state: PassNewton, tol: float, reuse: float) -> None:
     state.step[which], state.decrement[which] = step, decrement
     state.ready[which] = False
     # A Hessian is formed at the next point until the decrements contract quickly.
-    state.want_hessian[which] = ~(decrement <= reuse * previous) | ~state.has_hessian[which]
+    # (reuse 0: a Hessian at every point, also after a trusted warm start's previous = inf)
+    contracting = decrement <= reuse * previous if reuse > 0 else np.zeros(which.size, bool)
+    state.want_hessian[which] = ~contracting | ~state.has_hessian[which]
     state.longest[which] = 1.0
     state.halvings[which] = 0
 
@@ -232,10 +247,7 @@ def _accept(state: PassNewton, request: dict, values: dict, stop: Callable | Non
                        g[c][chord] - state.g[q[chord]])
     state.u[q], state.f[q], state.g[q] = u[c], f[c], g[c]
     if "f_by" in values:
-        if state.by_fold is None:
-            Q, K = state.u.shape[0], values["f_by"].shape[1]
-            state.by_fold = (np.zeros((Q, K)), np.zeros((Q, K, state.u.shape[1])))
-        state.by_fold[0][q], state.by_fold[1][q] = values["f_by"][c], values["g_by"][c]
+        state._keep_by_fold(q, values["f_by"][c], values["g_by"][c])
     state.ready[q] = True
     state.iterations[q] += stepped
     state.previous[q] = np.where(stepped, state.decrement[q], state.previous[q])
@@ -304,9 +316,9 @@ def pass_newton(
     max_iter, tol, reuse : as :func:`pearlstats.engines.newton.batched_newton`
     secant : bool
         BFGS updates of the kept matrices after chord steps (module notes).
-    known : (which, f, g), optional
-        Problems whose loss (Q_w,) and gradient (Q_w, d) in theta at *theta0* are known:
-        their first pass is a step.
+    known : (which, f, g) or (which, f, g, (f_by, g_by)), optional
+        Problems whose loss (Q_w,) and gradient (Q_w, d) in theta at *theta0* are known
+        (and their sums over each fold's rows): their first pass is a step.
 
     Returns
     -------

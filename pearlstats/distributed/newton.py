@@ -30,6 +30,7 @@ from ..backends.partitions import tree_sum
 from ..engines._common import SEPARATION_RIDGES
 from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
 from ..engines.likelihood import row_terms, variance_of
+from ..engines.moments import standardised_systems
 from ..engines.multinomial import _notes as multinomial_notes
 from ..engines.newton import NewtonResult
 from ..engines.newton_cv import _ladder_entry, ridge_ladder, trouble_from_entries
@@ -180,6 +181,52 @@ def _starts(kind, moments, designs, plan_candidates, slots, per_column=1) -> tup
     return theta0, penalty
 
 
+def _moment_start(kind, moments, designs, plan_candidates, candidates, theta0):
+    """What the all-rows fits' first pass would give at their start, from the moments.
+
+    A binomial or Poisson start has one linear predictor ``c`` on every row (0, or the
+    Poisson intercept's ``log(mean y)``), so the loss, gradient and Hessian there are
+    functions of ``Z'1``, ``Z'y`` and ``Z'Z`` of each fold's rows, which the moment pass
+    already summed: ``sum L(c) - c y``, ``mu(c) Z'1 - Z'y`` and ``v(c) Z'Z``. None where a
+    design has no intercept column (``Z'1`` is then not among the moments) or for the
+    multinomial.
+
+    Returns
+    -------
+    (which, f, g, H, (f_by, g_by)) or None
+        Means over all rows (f, g, and H in theta, padded coordinates with an identity
+        Hessian), and the sums over each fold's rows as :mod:`.fold_sums` keeps them.
+    """
+    if kind not in ("binomial", "poisson") or any(
+            designs[centre].intercept is None for _, centre in plan_candidates):
+        return None
+    K, (F, d) = len(moments.labels), theta0.shape
+    folds = moments.folds
+    y_sums = (folds.pilot[-1] + folds.mean[:, -1] * folds.unit[-1]) * folds.count  # (K,)
+    systems = {centre: standardised_systems(folds, design) for centre, design in designs.items()}
+    f_by, g_by = np.zeros((F, K)), np.zeros((F, K, d))
+    H = np.zeros((F, d, d))
+    for q, jj in enumerate(candidates):
+        S, centre = plan_candidates[jj]
+        design, (gram, cross) = designs[centre], systems[centre]
+        z0 = design.intercept_value / design.scale[design.intercept]
+        ones = gram[:, S, design.intercept] / z0  # Z'1 of each fold's rows (K, |S|)
+        where = int(np.flatnonzero(S == design.intercept)[0]) if design.intercept in S else None
+        c = 0.0 if where is None else theta0[q, where] * z0
+        if kind == "binomial":
+            row_loss, mu = np.logaddexp(0.0, c), 1.0 / (1.0 + np.exp(-c))
+            variance = mu * (1.0 - mu)
+        else:
+            row_loss, mu = np.exp(c), np.exp(c)
+            variance = mu
+        f_by[q] = folds.count * row_loss - c * y_sums
+        g_by[q, :, : S.size] = mu * ones - cross[:, S]
+        H[q, : S.size, : S.size] = variance * gram[:, S][:, :, S].sum(axis=0) / moments.n
+        H[q, S.size:, S.size:] = np.eye(d - S.size)  # padded coordinates, as the passes give
+    f, g = f_by.sum(axis=1) / moments.n, g_by.sum(axis=1) / moments.n
+    return np.arange(F), f, g, H, (f_by, g_by)
+
+
 def _per_column(plan: dict) -> int:
     """Coefficients per design column: C - 1 for multinomial (``plan["classes"]``), else 1."""
     classes = plan.get("classes")
@@ -192,6 +239,8 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
 
     *by_fold*: the passes also sum by fold (kept at each problem's last point); *known*:
     ``(which, f, g)``, loss means and gradients of problems at their start (no pass for it).
+    The all-rows fits (*by_fold* and no *start*) take their first values and Hessian from
+    the moments where :func:`_moment_start` can.
     """
     kind = args[1]
     per_column = _per_column(args[5])
@@ -200,6 +249,11 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
     if start is not None:
         given, values = start
         theta0[given] = values
+    elif by_fold:  # the all-rows fits: their first pass, from the moments where it can be
+        first = _moment_start(kind, moments, designs, plan_candidates, slots[0], theta0)
+        if first is not None:
+            which, f, g, H, sums = first
+            warm, known = (which, H), (which, f, g, sums)
     sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]]) * per_column
     # only then is the largest |eta| (multinomial: -log(-log p_own)) needed
     separates = kind in ("binomial", "multinomial") and ridge == 0

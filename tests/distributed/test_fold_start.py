@@ -3,9 +3,11 @@
 Each pass of a candidate's all-rows fit also returns its loss and gradient sums over
 each fold's rows (:mod:`pearlstats.distributed.fold_sums`), so the fold fits, which start
 at the all-rows optimum, know their values there without a pass; their chord steps
-then correct the kept Hessian by BFGS updates. Checked: the values handed to the fold
-fits equal an evaluation pass at that point (the pass the fold fits used to begin with),
-no fold pass evaluates a starting point, and the sums by fold against direct sums.
+then correct the kept Hessian by BFGS updates. Binomial and Poisson all-rows fits take
+their first values and Hessian from the moments (one linear predictor on every row at
+the start). Checked: the values handed over equal an evaluation pass at that point (the
+pass each phase used to begin with), no fold pass evaluates a starting point, and the
+sums by fold against direct sums.
 """
 
 from __future__ import annotations
@@ -50,26 +52,30 @@ def _dask_data(family: str, seed: int = 0) -> tuple:
 def test_the_fold_fits_start_with_the_values_an_evaluation_pass_gives(family, monkeypatch):
     lazy, blocks = _dask_data(family)
     original = distributed_newton.pass_newton
-    seen = {"known": 0, "starts": 0}
+    seen = {"known": 0, "starts": 0, "all_rows": 0}
 
     def checked(evaluate, theta0, ridge, weights, **options):
         known = options.get("known")
         if known is not None:
-            which, f, g = known
+            which, f, g = known[:3]
             seen["known"] += which.size
             # The pass the fold fits began with before: every known problem at its start.
             request = {
                 "problems": which, "theta": theta0[which], "step": np.zeros_like(theta0[which]),
                 "columns": np.arange(which.size), "t": np.zeros(which.size),
-                "first": np.arange(which.size), "hessian": np.zeros(which.size, dtype=bool),
+                "first": np.arange(which.size), "hessian": np.ones(which.size, dtype=bool),
             }
             passes = evaluate.passes
             values = evaluate(request)
             evaluate.passes = passes  # (this check's pass is not the fit's)
-            # Sums over the same rows in another order (by fold, then added): rounding of
-            # a few hundred terms of size <= 10 (log-likelihood terms and their gradients).
+            # Sums over the same rows in another order (by fold, then added; or from the
+            # centred moments): rounding of a few hundred terms of size <= 10.
             np.testing.assert_allclose(f, values["f"], rtol=1e-13)
             np.testing.assert_allclose(g, values["g"], rtol=1e-11, atol=1e-13)
+            if len(known) == 4:  # the all-rows fits (with their sums by fold): the Hessian too
+                seen["all_rows"] += which.size
+                np.testing.assert_allclose(options["warm"][1], values["H"], rtol=1e-11,
+                                           atol=1e-13)
 
             def counting(request):
                 seen["starts"] += int(np.sum(request["t"] == 0.0))
@@ -83,6 +89,9 @@ def test_the_fold_fits_start_with_the_values_an_evaluation_pass_gives(family, mo
         res = pearl.fit(FORMULA, lazy, blocks=blocks, family=family, cv=4, seed=1, honest=False)
     assert seen["known"] >= 4 * 3  # every fold of every fitted candidate (3 candidates)
     assert seen["starts"] == 0  # no fold pass evaluated a starting point
+    # Binomial and Poisson all-rows fits start from the moments (multinomial: a first pass).
+    # (four all-rows fits: the three candidates and the covariates-only model)
+    assert seen["all_rows"] == (0 if family == "multinomial" else 4)
     assert res.weights.sum() == pytest.approx(1.0)
 
 
