@@ -274,10 +274,10 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     classes, passes = None, 1
     if family.name == "multinomial":  # one more pass: the classes, counted per fold
         classes, passes = class_pass(rows, spec, fold_spec, env), 2
-    moments = moment_pass(rows, spec, family.name, fold_spec, centre, env)
+    levels = None if classes is None else classes.levels
+    moments = moment_pass(rows, spec, family.name, fold_spec, centre, env, levels)
     _check_folds(moments, family.name)
     _check_magnitudes(moments, spec, family.name)
-    levels = None if classes is None else classes.levels
     moved: dict = {}
     if family.name == "gaussian":
         coefs, failed, entries = solve_least_squares(moments, everything, ridge)

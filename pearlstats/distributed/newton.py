@@ -197,6 +197,8 @@ def _moment_start(kind, moments, designs, plan_candidates, candidates, theta0):
         Means over all rows (f, g, and H in theta, padded coordinates with an identity
         Hessian), and the sums over each fold's rows as :mod:`.fold_sums` keeps them.
     """
+    if kind == "multinomial":
+        return _multinomial_moment_start(moments, designs, plan_candidates, candidates, theta0)
     if kind not in ("binomial", "poisson") or any(
             designs[centre].intercept is None for _, centre in plan_candidates):
         return None
@@ -223,6 +225,40 @@ def _moment_start(kind, moments, designs, plan_candidates, candidates, theta0):
         g_by[q, :, : S.size] = mu * ones - cross[:, S]
         H[q, : S.size, : S.size] = variance * gram[:, S][:, :, S].sum(axis=0) / moments.n
         H[q, S.size:, S.size:] = np.eye(d - S.size)  # padded coordinates, as the passes give
+    f, g = f_by.sum(axis=1) / moments.n, g_by.sum(axis=1) / moments.n
+    return np.arange(F), f, g, H, (f_by, g_by)
+
+
+def _multinomial_moment_start(moments, designs, plan_candidates, candidates, theta0):
+    """:func:`_moment_start` of multinomial fits, which start at 0: every class has p = 1/C.
+
+    There the loss is ``log C`` per row, class a's gradient ``Z'1 / C - Z'1[y = a]`` and the
+    Hessian ``(I / C - 11' / C^2) (x) Z'Z`` (classes 1..C-1, class-major), from the sums of
+    the design by fold and class (:attr:`~pearlstats.distributed.ols.Moments.class_sums`).
+    """
+    sums = moments.class_sums
+    if sums is None or theta0.any():
+        return None
+    K, C, p = sums.shape[0], sums.shape[1], sums.shape[2] - 1
+    m, (F, d) = C - 1, theta0.shape
+    counts = sums[:, :, p]  # (K, C)
+    pilot = moments.folds.pilot[:p]
+    grams = {centre: standardised_systems(moments.total, design)[0][0]
+             for centre, design in designs.items()}
+    curvature = np.eye(m) / C - 1.0 / C**2
+    f_by, g_by, H = np.zeros((F, K)), np.zeros((F, K, d)), np.zeros((F, d, d))
+    for q, jj in enumerate(candidates):
+        S, centre = plan_candidates[jj]
+        design = designs[centre]
+        # Z'1[y = c] of each fold's rows: sum of (x - pilot) less the count times (centre - pilot)
+        by_class = (sums[:, :, S] - counts[:, :, None] * (design.center[S] - pilot[S]))
+        by_class /= design.scale[S]  # (K, C, |S|)
+        width = m * S.size
+        f_by[q] = counts.sum(axis=1) * np.log(C)
+        g_by[q, :, :width] = (by_class.sum(axis=1)[:, None, :] / C - by_class[:, 1:]).reshape(
+            K, width)
+        H[q, :width, :width] = np.kron(curvature, grams[centre][np.ix_(S, S)]) / moments.n
+        H[q, width:, width:] = np.eye(d - width)
     f, g = f_by.sum(axis=1) / moments.n, g_by.sum(axis=1) / moments.n
     return np.arange(F), f, g, H, (f_by, g_by)
 

@@ -53,9 +53,15 @@ class Moments:
     ----------
     folds : FoldMoments
         Group k: the rows of fold k.
+    class_sums : ndarray (K, C, p + 1) or None
+        Multinomial fits: sums of ``x - pilot`` over each fold's rows of each class (the
+        class's codes 0..C-1 among the fit's levels), then the rows' count; a multinomial
+        fit starts with every class equally likely, where its gradient is a function of
+        these (:func:`pearlstats.distributed.newton._moment_start`).
     """
 
     folds: FoldMoments
+    class_sums: np.ndarray | None = None
 
     @property
     def labels(self) -> list[int]:
@@ -112,26 +118,41 @@ class Moments:
                                training_penalty_weights(self.total, design)])
 
 
-def _moment_part(frame, blocks, offset, spec, family, fold_spec, pilot, env):
+def _moment_part(frame, blocks, offset, spec, family, fold_spec, pilot, env, levels=None):
     X, y, folds = partition_inputs(frame, blocks, offset, spec, family, fold_spec, env)
     K = fold_count(fold_spec)
-    return fold_moments(X, y.astype(float), folds, np.arange(K), rest=False,
-                        pilot=pilot).take(np.arange(K))
+    moments = fold_moments(X, y.astype(float), folds, np.arange(K), rest=False,
+                           pilot=pilot).take(np.arange(K))
+    if levels is None:
+        return moments
+    C, p = len(levels), X.shape[1]
+    group = folds * C + np.minimum(np.searchsorted(levels, y), C - 1)  # (fold, class code)
+    sums = np.empty((K * C, p + 1))
+    for j in range(p):
+        sums[:, j] = np.bincount(group, weights=X[:, j] - pilot[j], minlength=K * C)
+    sums[:, p] = np.bincount(group, minlength=K * C)
+    return {"folds": moments, "class_sums": sums.reshape(K, C, p + 1)}
 
 
 def moment_pass(
-    rows: Any, spec: Any, family: str, fold_spec: Any, pilot: np.ndarray, env: Any
+    rows: Any, spec: Any, family: str, fold_spec: Any, pilot: np.ndarray, env: Any,
+    levels: np.ndarray | None = None,
 ) -> Moments:
     """One pass: the per-fold moments of the design and response.
 
     *pilot* is the centre of the design's columns and then the response (a centre of
     the columns alone takes 0 for the response); every partition's moments are taken
-    around it, so they add up exactly.
+    around it, so they add up exactly. With the multinomial's sorted class *levels* (from
+    the class pass, which has checked every value is among them) the pass also sums the
+    design by fold and class (:attr:`Moments.class_sums`).
     """
     pilot = np.asarray(pilot, dtype=float)
     if len(pilot) == len(spec.column_names):
         pilot = np.append(pilot, 0.0)
-    return Moments(tree_sum(rows.tasks(_moment_part, spec, family, fold_spec, pilot, env)))
+    total = tree_sum(rows.tasks(_moment_part, spec, family, fold_spec, pilot, env, levels))
+    if levels is None:
+        return Moments(total)
+    return Moments(total["folds"], total["class_sums"])
 
 
 def _rank_note(label: str) -> LedgerEntry:

@@ -89,9 +89,9 @@ def test_the_fold_fits_start_with_the_values_an_evaluation_pass_gives(family, mo
         res = pearl.fit(FORMULA, lazy, blocks=blocks, family=family, cv=4, seed=1, honest=False)
     assert seen["known"] >= 4 * 3  # every fold of every fitted candidate (3 candidates)
     assert seen["starts"] == 0  # no fold pass evaluated a starting point
-    # Binomial and Poisson all-rows fits start from the moments (multinomial: a first pass).
-    # (four all-rows fits: the three candidates and the covariates-only model)
-    assert seen["all_rows"] == (0 if family == "multinomial" else 4)
+    # The all-rows fits start from the moments (four: the three candidates and the
+    # covariates-only model).
+    assert seen["all_rows"] == 4
     assert res.weights.sum() == pytest.approx(1.0)
 
 
