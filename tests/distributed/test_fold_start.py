@@ -3,9 +3,9 @@
 Each pass of a candidate's all-rows fit also returns its loss and gradient sums over
 each fold's rows (:mod:`pearlstats.distributed.fold_sums`), so the fold fits, which start
 at the all-rows optimum, know their values there without a pass; their chord steps
-then correct the kept Hessian by BFGS updates. Binomial and Poisson all-rows fits take
-their first values and Hessian from the moments (one linear predictor on every row at
-the start). Checked: the values handed over equal an evaluation pass at that point (the
+then correct the kept Hessian by BFGS updates. The all-rows fits take their first values
+and Hessian from the moments (one linear predictor on every row at the start; for the
+multinomial, every class at 1/C, from the design's sums by fold and class). Checked: the values handed over equal an evaluation pass at that point (the
 pass each phase used to begin with), no fold pass evaluates a starting point, and the
 sums by fold against direct sums.
 """
