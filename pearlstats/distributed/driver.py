@@ -124,9 +124,8 @@ class PassNewton:
     def kept_loss_hessians(self) -> np.ndarray:
         """The matrices steps are solved with, as loss Hessians in theta (no penalty): the last
         formed Hessian, or its BFGS update after chord steps."""
-        Q, d = self.u.shape
         H = self.hessian.copy()
-        diagonal = np.arange(d)
+        diagonal = np.arange(H.shape[1])
         H[:, diagonal, diagonal] -= self.penalty
         return H / (self.r[:, :, None] * self.r[:, None, :])
 

@@ -188,8 +188,8 @@ def _moment_start(kind, moments, designs, plan_candidates, candidates, theta0):
     Poisson intercept's ``log(mean y)``), so the loss, gradient and Hessian there are
     functions of ``Z'1``, ``Z'y`` and ``Z'Z`` of each fold's rows, which the moment pass
     already summed: ``sum L(c) - c y``, ``mu(c) Z'1 - Z'y`` and ``v(c) Z'Z``. None where a
-    design has no intercept column (``Z'1`` is then not among the moments) or for the
-    multinomial.
+    design has no intercept column (``Z'1`` is then not among the moments). Multinomial
+    fits: :func:`_multinomial_moment_start`.
 
     Returns
     -------

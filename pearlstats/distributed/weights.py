@@ -182,10 +182,10 @@ class _QuadraticModel:
         return self.factor
 
     def vertex_values(self) -> np.ndarray:
-        d_centre = self.g @ self.centre
-        # e_j - c: f + g_j - g'c + (H_jj - 2 (Hc)_j + c'Hc) / 2
+        # at e_j, d = e_j - c: f + g_j - g'c + (H_jj - 2 (Hc)_j + c'Hc) / 2
         Hc = self.H @ self.centre
-        return self.f + self.g - d_centre + 0.5 * (np.diagonal(self.H) - 2 * Hc + self.centre @ Hc)
+        return (self.f + self.g - self.g @ self.centre
+                + 0.5 * (np.diagonal(self.H) - 2 * Hc + self.centre @ Hc))
 
 
 def sqp_start(form: DistributedBarrierForm, tol: float, max_iter: int) -> np.ndarray:
@@ -211,6 +211,8 @@ def sqp_start(form: DistributedBarrierForm, tol: float, max_iter: int) -> np.nda
     """
     w = np.zeros(form.size)
     w[int(np.nanargmin(form.vertex_values()))] = 1.0
+    if form.size == 1:  # nothing to solve: no pass
+        return w
     f, g, H = form.at(w)[:3]
     for _ in range(max_iter):
         goal = tol * (1.0 + abs(f)) / 4
