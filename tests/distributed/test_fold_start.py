@@ -32,8 +32,9 @@ LENGTHS = (150, 0, 170, 80)  # unequal partitions, one empty
 def _dask_data(family: str, seed: int = 0) -> tuple:
     n = sum(LENGTHS)
     rng = np.random.default_rng(seed)
-    a, b, x = rng.normal(size=(n, 3)), rng.normal(size=(n, 2)), rng.normal(size=n)
-    signal = a[:, 0] - b[:, 1] + 0.5 * x
+    a, b = rng.normal(size=(n, 3)), rng.normal(size=(n, 2))
+    x = rng.normal(size=n) + 5.0  # an offset: the moments are taken around a pilot centre
+    signal = a[:, 0] - b[:, 1] + 0.5 * (x - 5.0)
     if family == "binomial":
         y = (signal + rng.logistic(size=n) > 0).astype(float)
     elif family == "poisson":
