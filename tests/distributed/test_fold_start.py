@@ -5,9 +5,10 @@ each fold's rows (:mod:`pearlstats.distributed.fold_sums`), so the fold fits, wh
 at the all-rows optimum, know their values there without a pass; their chord steps
 then correct the kept Hessian by BFGS updates. The all-rows fits take their first values
 and Hessian from the moments (one linear predictor on every row at the start; for the
-multinomial, every class at 1/C, from the design's sums by fold and class). Checked: the values handed over equal an evaluation pass at that point (the
-pass each phase used to begin with), no fold pass evaluates a starting point, and the
-sums by fold against direct sums.
+multinomial, every class at 1/C, from the design's sums by fold and class). Checked: the
+values handed over equal an evaluation pass at that point (the pass each phase used to
+begin with), no fold pass evaluates a starting point, and the sums by fold against direct
+sums.
 """
 
 from __future__ import annotations
