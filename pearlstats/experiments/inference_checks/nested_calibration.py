@@ -11,7 +11,9 @@ compared with its test risk, the mean loss of the strategy fitted on the n rows 
 What is measured, per (design, K, R, strategy) (:func:`summarise`):
 
 * ``coverage`` of the test risk by risk +- 1.96 SE (target 0.93-0.98) and its Monte
-  Carlo SE;
+  Carlo SE; ``miss_above``, the share of data sets whose test risk lies above the
+  interval (the rest of the misses lie below it): misses on one side say the risk
+  estimate is skewed, which no SE of a symmetric interval mends;
 * ``se_over_sd``: mean SE / SD over data sets of the risk estimate (issue 36's
   0.8-1.25 target), and ``se_over_rmse``: mean SE / root mean square of (risk -
   test risk), the spread the SE is meant to describe (Bates et al. estimate the
@@ -27,6 +29,9 @@ What is measured, per (design, K, R, strategy) (:func:`summarise`):
   test risk;
 * ``ratio_coverage``: coverage of the test ratio PEARL / strategy by ratio +- 1.96
   ``ratio_se`` (the heuristic ratio SE);
+* the draws keep ``naive_se`` (the lower bound: SD of the inner losses / sqrt(n)) beside
+  ``mse`` (the raw MSE estimate), so another way of combining them can be judged on the
+  same draws without refitting;
 * ``cpu_seconds``: CPU time of one fit with its nested SE at R splits (the
   measured time at R_max, scaled by R / R_max: the splits cost the same).
 
@@ -61,8 +66,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...exceptions import OptionError
 from ...fitting import fit
-from ...honest_se import NestedSE, split_moments
+from ...honest_se import NestedSE, ncv_moments
 from ...weights.baselines import STRATEGIES, TABLE_ROWS
 from .designs import ALL_DESIGNS, get_design
 
@@ -75,6 +81,9 @@ DEFAULT_N = {"logistic": 150}  # the referee's logistic design; 100 rows elsewhe
 PREFIXES = (5, 10, 20, 50)
 _Z = 1.959963984540054
 _KEY = ["design", "outer", "data_set"]
+DRAW_COLUMNS = ("design", "outer", "data_set", "n", "repeats", "strategy", "risk", "se", "mse",
+                "bias", "err_cv", "naive_se", "se_bound", "se_mc_error", "ratio", "ratio_se",
+                "test_risk", "test_ratio", "cpu_seconds")
 
 
 def _one_data_set(design_name: str, outer: int, repeats: int, n_test: int, seed: int,
@@ -96,8 +105,8 @@ def _one_data_set(design_name: str, outer: int, repeats: int, n_test: int, seed:
     rows = []
     for r in prefixes:
         table = estimate.using(r)
-        err_cv = split_moments(estimate.folds[:r], estimate.outer_losses[:r],
-                               estimate.inner_losses[:r])["err_cv"].mean(axis=0)
+        moments = ncv_moments(estimate.folds[:r], estimate.outer_losses[:r],
+                              estimate.inner_losses[:r])
         naive_bound = table["se_bound"]
         for name in STRATEGIES:
             rows.append({
@@ -105,13 +114,15 @@ def _one_data_set(design_name: str, outer: int, repeats: int, n_test: int, seed:
                 "repeats": r, "strategy": name,
                 "risk": table.loc[name, "risk"], "se": table.loc[name, "se"],
                 "mse": table.loc[name, "mse"], "bias": table.loc[name, "bias"],
-                "err_cv": err_cv[TABLE_ROWS.index(name)], "se_bound": naive_bound[name],
+                "err_cv": moments["err_cv"][TABLE_ROWS.index(name)],
+                "naive_se": moments["naive_se"][TABLE_ROWS.index(name)],
+                "se_bound": naive_bound[name],
                 "se_mc_error": table.loc[name, "se_mc_error"],
                 "ratio": table.loc[name, "ratio"], "ratio_se": table.loc[name, "ratio_se"],
                 "test_risk": tested[name], "test_ratio": tested["PEARL"] / tested[name],
                 "cpu_seconds": cpu * r / repeats,
             })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(DRAW_COLUMNS))
 
 
 def calibration_draws(designs: Sequence[str], outer: int = 5, repeats: int = 50,
@@ -148,6 +159,11 @@ def calibration_draws(designs: Sequence[str], outer: int = 5, repeats: int = 50,
     done = set()
     if out is not None and Path(out).exists():
         previous = pd.read_csv(out)
+        if tuple(previous.columns) != DRAW_COLUMNS:
+            raise OptionError(
+                f"out={str(out)!r} holds draws with the columns {list(previous.columns)}, "
+                f"not this version's {list(DRAW_COLUMNS)}; resume it with the version that "
+                "made it, or draw into a new file")
         done = set(map(tuple, previous[_KEY].drop_duplicates().to_numpy().tolist()))
     frames = []
     for name in designs:
@@ -180,6 +196,8 @@ def summarise(draws: pd.DataFrame) -> pd.DataFrame:
             "undefined_risk": 1 - len(usable) / len(group),
             "coverage": coverage,
             "coverage_mcse": np.sqrt(coverage * (1 - coverage) / max(len(usable), 1)),
+            # which side the misses fall on: above = the estimate too low for its test risk
+            "miss_above": (error < -_Z * usable["se"]).mean() if len(usable) else np.nan,
             "mean_se": usable["se"].mean(),
             "risk_sd": usable["risk"].std(ddof=1),
             "se_over_sd": usable["se"].mean() / usable["risk"].std(ddof=1),
