@@ -58,8 +58,10 @@ class PassNewton:
         Objective and gradient at ``u`` (valid where ``ready``).
     hessian : ndarray (Q, d, d)
         The Hessian steps are solved with (possibly from an earlier point).
-    loss_hessian : ndarray (Q, d, d)
-        The loss's Hessian in theta (no penalty) when last formed, for warm starts.
+    sizes : ndarray of int (Q,)
+        How many leading coordinates of each problem are its own (default all d): the rest
+        pad it to the widest problem, with gradient 0 and an identity Hessian, so the
+        systems are solved and updated at each problem's own width.
     by_fold : (ndarray (Q, K), ndarray (Q, K, d)) or None
         Where the passes also return sums over each fold's rows (``f_by``, ``g_by``): those
         at each problem's current point (:mod:`pearlstats.distributed.fold_sums`).
@@ -68,10 +70,10 @@ class PassNewton:
     u: np.ndarray
     r: np.ndarray
     penalty: np.ndarray
+    sizes: np.ndarray | None = None
     f: np.ndarray = field(init=False)
     g: np.ndarray = field(init=False)
     hessian: np.ndarray = field(init=False)
-    loss_hessian: np.ndarray = field(init=False)
     has_hessian: np.ndarray = field(init=False)
     step: np.ndarray = field(init=False)
     decrement: np.ndarray = field(init=False)
@@ -91,8 +93,10 @@ class PassNewton:
 
     def __post_init__(self) -> None:
         Q, d = self.u.shape
+        self.sizes = np.full(Q, d) if self.sizes is None else np.asarray(self.sizes, dtype=int)
         self.f, self.g = np.zeros(Q), np.zeros((Q, d))
-        self.hessian, self.loss_hessian = np.zeros((Q, d, d)), np.zeros((Q, d, d))
+        # identity in the padded coordinates, which no update touches (:func:`_steps`)
+        self.hessian = np.tile(np.eye(d), (Q, 1, 1))
         self.has_hessian = np.zeros(Q, dtype=bool)
         self.step, self.decrement = np.zeros((Q, d)), np.zeros(Q)
         self.previous = np.full(Q, np.nan)  # the decrement of the problem's previous step
@@ -150,12 +154,16 @@ class PassNewton:
         self.by_fold[0][which], self.by_fold[1][which] = f_by, g_by
 
     def _set_hessian(self, which: np.ndarray, loss_hessian: np.ndarray) -> None:
-        r = self.r[which]
-        H = r[:, :, None] * loss_hessian * r[:, None, :]
-        diagonal = np.arange(H.shape[1])
-        H[:, diagonal, diagonal] += self.penalty[which]
-        self.loss_hessian[which] = loss_hessian
-        self.hessian[which] = H
+        """The penalised Hessians in u of problems *which* from their loss Hessians in theta,
+        each at its own width."""
+        sizes = self.sizes[which]
+        for size in np.unique(sizes):
+            part = np.flatnonzero(sizes == size)
+            q, r = which[part], self.r[which[part], :size]
+            H = r[:, :, None] * loss_hessian[part, :size, :size] * r[:, None, :]
+            diagonal = np.arange(size)
+            H[:, diagonal, diagonal] += self.penalty[q, :size]
+            self.hessian[q, :size, :size] = H
         self.has_hessian[which] = True
 
 
@@ -164,9 +172,7 @@ def _directions(state: PassNewton, tol: float, reuse: float) -> None:
     which = np.flatnonzero(state.ready & state.moving)
     if which.size == 0:
         return
-    systems = NewtonSystems.from_hessians(state.hessian[which])
-    state.singular[which] |= systems.singular
-    step, decrement = systems.steps(state.g[which])
+    step, decrement = _steps(state, which)
     scale = np.maximum(1.0, np.abs(state.f[which]))
     previous = state.previous[which]
     done = decrement <= tol * scale
@@ -180,6 +186,23 @@ def _directions(state: PassNewton, tol: float, reuse: float) -> None:
     state.want_hessian[which] = ~contracting | ~state.has_hessian[which]
     state.longest[which] = 1.0
     state.halvings[which] = 0
+
+
+def _steps(state: PassNewton, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Newton steps and decrements of problems *which*, each system at its own width.
+
+    The padded coordinates (identity Hessian, gradient 0) take no step; factorising them
+    with the rest cost most of the client's time for multinomial fits of mixed widths.
+    """
+    step, decrement = np.zeros((which.size, state.u.shape[1])), np.zeros(which.size)
+    sizes = state.sizes[which]
+    for size in np.unique(sizes):
+        part = np.flatnonzero(sizes == size)
+        problems = which[part]
+        systems = NewtonSystems.from_hessians(state.hessian[problems, :size, :size])
+        state.singular[problems] |= systems.singular
+        step[part, :size], decrement[part] = systems.steps(state.g[problems, :size])
+    return step, decrement
 
 
 def _request(state: PassNewton, todo: np.ndarray) -> dict:
@@ -233,8 +256,9 @@ def _accept(state: PassNewton, request: dict, values: dict, stop: Callable | Non
         taken[columns[c]] = c
     hit = taken >= 0
     fresh = hit & request["hessian"] & (taken == request["first"])
-    if fresh.any():
-        state._set_hessian(todo[fresh], values["H"][fresh])
+    if fresh.any():  # values["H"]: the problems that asked for one, in order
+        position = np.cumsum(request["hessian"]) - 1
+        state._set_hessian(todo[fresh], values["H"][position[fresh]])
     missed = todo[~hit]
     _after_miss(state, missed)
     c, q = taken[hit], todo[hit]
@@ -262,9 +286,11 @@ def _secant_update(state: PassNewton, which: np.ndarray, s: np.ndarray, y: np.nd
     """BFGS updates of the kept matrices of problems *which* after steps *s* (gradient change
     *y*, both in u); a problem whose curvature along its step is not positive keeps its own."""
     for a, q in enumerate(which):  # one at a time: _bfgs_update refuses a batch if any fails
-        updated = _bfgs_update(state.hessian[q][None], s[a][None], y[a][None])
+        size = state.sizes[q]  # the padded coordinates neither move nor change the gradient
+        updated = _bfgs_update(state.hessian[q, :size, :size][None], s[a, :size][None],
+                               y[a, :size][None])
         if updated is not None:
-            state.hessian[q] = updated[0]
+            state.hessian[q, :size, :size] = updated[0]
 
 
 def _after_miss(state: PassNewton, missed: np.ndarray) -> None:
@@ -289,6 +315,7 @@ def pass_newton(
     reuse: float = 0.01,
     secant: bool = False,
     known: tuple | None = None,
+    sizes: np.ndarray | None = None,
 ) -> tuple[NewtonResult, PassNewton, int]:
     """Minimise ``loss(theta) + ridge / 2 * sum(weights * theta**2)`` for Q problems, by passes.
 
@@ -300,8 +327,8 @@ def pass_newton(
         problem position of each trial, ``t`` (C,) its step length, ``first``
         (A,) each problem's first column and ``hessian`` (A,) bool). Returns the
         loss ``f`` (C,) and its gradient ``g`` (C, d) at ``theta - t * step``
-        of each column, and ``H`` (A, d, d), the loss Hessian at each problem's
-        first column where ``hessian`` (anything elsewhere).
+        of each column, and ``H`` (H, d, d), the loss Hessians at the first
+        column of the H problems whose ``hessian`` is True, in their order.
     theta0 : ndarray (Q, d)
     ridge : float
     weights : ndarray (Q, d)
@@ -315,6 +342,8 @@ def pass_newton(
     max_iter, tol, reuse : as :func:`pearlstats.engines.newton.batched_newton`
     secant : bool
         BFGS updates of the kept matrices after chord steps (module notes).
+    sizes : ndarray of int (Q,), optional
+        Each problem's own width; the coordinates after it pad it (:class:`PassNewton`).
     known : (which, f, g) or (which, f, g, (f_by, g_by)), optional
         Problems whose loss (Q_w,) and gradient (Q_w, d) in theta at *theta0* are known
         (and their sums over each fold's rows): their first pass is a step.
@@ -327,7 +356,7 @@ def pass_newton(
     passes : int
     """
     r, penalty = shrinkage_factors(ridge, weights)
-    state = PassNewton(theta0 / r, r, penalty)
+    state = PassNewton(theta0 / r, r, penalty, sizes)
     if warm is not None:
         state.warm(*warm)
     state.step[:] = 0.0

@@ -179,7 +179,7 @@ def _column_sums(ZS, codes, train, n_classes, request, mine, cols, out) -> None:
     for a in np.flatnonzero(request["hessian"][mine] & np.isin(firsts, cols)):
         c = int(np.searchsorted(cols, firsts[a]))
         rows = w[c] > 0
-        out["H"][mine[a], : m * s, : m * s] = _hessian(ZS[rows], prob[c][:, rows])
+        out["H"][out["slot"][mine[a]], : m * s, : m * s] = _hessian(ZS[rows], prob[c][:, rows])
     prob -= np.arange(1, n_classes)[:, None] == codes[None, :]  # p - 1[y = c], classes 1..C-1
     prob *= w[:, None, :]
     if "f_by" in out:  # the all-rows fit's passes: also by fold (rows in fold order)

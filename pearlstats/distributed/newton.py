@@ -65,7 +65,7 @@ def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
         c = np.searchsorted(cols, request["first"][mine[a]])
         v = w[c] * variance_of(kind, mu[c])
         B = ZS * np.sqrt(v)[:, None]
-        out["H"][mine[a], :s, :s] = B.T @ B  # one product with itself: half the work
+        out["H"][out["slot"][mine[a]], :s, :s] = B.T @ B  # a product with itself: half the work
     mu -= y
     mu *= w
     if "f_by" in out:  # the all-rows fit's passes: also by fold (rows in fold order)
@@ -90,8 +90,12 @@ def _standardised(X, plan, candidates) -> dict:
 def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan, request):
     """Sums over one partition's rows for the requested problems and trial points."""
     X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
-    A, C, d = len(request["problems"]), len(request["columns"]), request["theta"].shape[1]
-    out = {"f": np.zeros(C), "g": np.zeros((C, d)), "H": np.zeros((A, d, d))}
+    C, d = len(request["columns"]), request["theta"].shape[1]
+    # Hessians only for the problems that ask for one (a chord pass asks for none): out["slot"]
+    # is each problem's row of out["H"]
+    hessian = np.asarray(request["hessian"], dtype=bool)
+    out = {"f": np.zeros(C), "g": np.zeros((C, d)), "H": np.zeros((hessian.sum(), d, d)),
+           "slot": np.cumsum(hessian) - 1}
     if request["by_fold"]:
         order, out["bounds"] = fold_order(folds, labels)
         X, y, folds = X[order], y[order], folds[order]
@@ -115,6 +119,7 @@ def _newton_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan
     if request["emax"]:
         out["emax"] = (-out["emax"], out["emax"])  # combined by maximum
     out.pop("bounds", None)
+    out.pop("slot")
     return out
 
 
@@ -143,8 +148,9 @@ class _Passes:
             self.rows.tasks(_newton_part, spec, kind, fold_spec, env, labels, plan, request)
         )
         per_column = self.n_train[problems[request["columns"]]]
-        H = total["H"] / self.n_train[problems][:, None, None]
-        for a, s in enumerate(self.sizes[problems]):
+        hessian = problems[request["hessian"]]  # total["H"] holds theirs only, in order
+        H = total["H"] / self.n_train[hessian][:, None, None]
+        for a, s in enumerate(self.sizes[hessian]):
             H[a, s:, s:] = np.eye(H.shape[1] - s)  # padded coordinates never move
         values = {
             "f": total["f"] / per_column,
@@ -306,7 +312,7 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
 
     result, state, passes = pass_newton(
         evaluate, theta0, ridge, penalty, warm=warm, stop=separated, reuse=reuse, secant=secant,
-        known=known,
+        known=known, sizes=sizes,
     )
     return result, state, passes
 

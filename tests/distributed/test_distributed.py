@@ -233,7 +233,7 @@ def _recording_evaluate(Z, y, masks, family: str = "binomial"):
         return {
             "f": np.sum(w * loss, axis=1) / n_train,
             "g": (w * (mu - y)) @ Z / n_train[:, None],
-            "H": H,
+            "H": H[request["hessian"]],  # those of the problems that asked, in order
         }
 
     return evaluate, requests
@@ -283,6 +283,50 @@ def test_pass_newton_warm_start_reuses_the_given_hessian():
     np.testing.assert_allclose(result.theta, expected, rtol=0, atol=1e-8)
     assert result.converged.all()
     assert not any(r["hessian"].any() for r in requests)  # chord steps only
+
+
+def _padded_evaluate(Z, y, widths):
+    """pass_newton's evaluate for logistic problems on the first widths[q] columns of Z, padded
+    to all of them as the distributed passes pad (gradient 0, identity Hessian)."""
+
+    def evaluate(request):
+        q = request["problems"][request["columns"]]
+        own = np.arange(Z.shape[1])[None, :] < np.asarray(widths)[q][:, None]
+        theta = request["theta"][request["columns"]] - request["t"][:, None] * request["step"][
+            request["columns"]]
+        eta = (theta * own) @ Z.T
+        mu = 1.0 / (1.0 + np.exp(-eta))
+        H = []
+        for a in np.flatnonzero(request["hessian"]):
+            c, w = request["first"][a], widths[request["problems"][a]]
+            one = np.eye(Z.shape[1])
+            one[:w, :w] = (Z[:, :w] * (mu[c] * (1 - mu[c]))[:, None]).T @ Z[:, :w] / len(y)
+            H.append(one)
+        return {"f": np.mean(np.logaddexp(0.0, eta) - y * eta, axis=1),
+                "g": own * ((mu - y) @ Z) / len(y), "H": np.array(H).reshape(-1, *Z.shape[1:2] * 2)}
+
+    return evaluate
+
+
+def test_pass_newton_solves_each_problem_at_its_own_width():
+    """Problems padded to the widest are solved at their own widths, to the same optima."""
+    from pearlstats.distributed.driver import pass_newton
+
+    Z, y, masks = _logistic_problems(seed=9)
+    widths = [3, 5]
+    expected = [_statsmodels_fit(Z[:, :w], y, masks[2]) for w in widths]
+    theta0 = np.zeros((2, Z.shape[1]))
+    evaluate = _padded_evaluate(Z, y, widths)
+    own, state, _ = pass_newton(evaluate, theta0, 0.0, np.zeros_like(theta0),
+                                sizes=np.array(widths))
+    padded, _, _ = pass_newton(evaluate, theta0, 0.0, np.zeros_like(theta0))
+    assert own.converged.all() and not state.singular.any()
+    # statsmodels' IRLS stops at tol 1e-13 on the deviance: its params to about 1e-8
+    np.testing.assert_allclose(own.theta[0, :3], expected[0], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(own.theta[1], expected[1], rtol=0, atol=1e-8)
+    assert (own.theta[0, 3:] == 0).all()  # the padding never moves
+    # the same arithmetic as the padded systems (a block-diagonal factor): rounding apart
+    np.testing.assert_allclose(own.theta, padded.theta, rtol=0, atol=1e-12)
 
 
 def test_pass_newton_tries_several_step_lengths_in_one_pass():
