@@ -72,8 +72,8 @@ from ...honest_se import NestedSE, ncv_moments
 from ...weights.baselines import STRATEGIES, TABLE_ROWS
 from .designs import ALL_DESIGNS, get_design
 
-__all__ = ["COVERAGE_TARGET", "DEFAULT_N", "SE_RATIO_TARGET", "calibration_draws", "main",
-           "summarise"]
+__all__ = ["COVERAGE_TARGET", "DEFAULT_N", "DRAW_COLUMNS", "SE_RATIO_TARGET", "calibration_draws",
+           "main", "summarise"]
 
 COVERAGE_TARGET = (0.93, 0.98)  # issue 36, item 5
 SE_RATIO_TARGET = (0.8, 1.25)
