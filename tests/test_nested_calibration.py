@@ -62,3 +62,40 @@ def test_resuming_draws_of_another_version_is_refused(tmp_path):
         calibration_draws(["blocks"], outer=OUTER, repeats=1, n_datasets=1, n_test=50,
                           prefixes=(1,), out=old)
     assert pd.read_csv(old).shape == (1, 3)  # nothing appended
+
+
+def test_mean_interval_coverage_equals_a_direct_count():
+    from pearlstats.experiments.inference_checks.loss_tails import mean_interval_coverage
+
+    losses = np.random.default_rng(5).lognormal(0.0, 1.5, 200 * 50)
+    row = mean_interval_coverage(losses, 50)
+    risk, hits, above = losses.mean(), 0, 0
+    for start in range(0, losses.size, 50):
+        sample = losses[start:start + 50]
+        half = 1.959963984540054 * sample.std(ddof=1) / np.sqrt(50)
+        hits += abs(sample.mean() - risk) <= half
+        above += sample.mean() + half < risk
+    assert row["samples"] == 200 and row["risk"] == pytest.approx(risk, rel=1e-15)
+    assert row["coverage"] == hits / 200 and row["miss_above"] == above / 200
+    # a right-skewed loss: the misses fall above (the mean of 50 rows usually under the risk)
+    assert row["miss_above"] > 0.5 * (1 - row["coverage"]) > 0
+
+
+def test_normal_losses_are_covered_at_the_nominal_rate():
+    from pearlstats.experiments.inference_checks.loss_tails import mean_interval_coverage
+
+    row = mean_interval_coverage(np.random.default_rng(6).normal(3.0, 1.0, 2000 * 100), 100)
+    # 2 000 intervals: Monte Carlo SE 0.005 around 0.95 (t quantile vs 1.96 at n = 100: -0.002)
+    assert abs(row["coverage"] - 0.948) < 4 * 0.005
+
+
+def test_loss_tail_table_scores_the_fitted_predictor_on_fresh_rows():
+    from pearlstats.experiments.inference_checks.loss_tails import loss_tail_table
+
+    table = loss_tail_table(["blocks"], n_datasets=1, samples=50)
+    # y's noise variance is 1.5^2 = 2.25, the least any predictor's risk can be; on 5 000
+    # rows the mean squared error is within 3 SD (about 8 %) of its risk, and a fit of
+    # 7 candidates on 100 rows adds a little: a misaligned prediction would be far above
+    assert 2.25 * 0.92 < table.loc[0, "risk"] < 3.0
+    with pytest.raises(OptionError, match="gaussian"):
+        loss_tail_table(["logistic"], n_datasets=1, samples=2)
