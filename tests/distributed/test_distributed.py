@@ -511,3 +511,36 @@ def test_a_block_given_in_data_and_in_blocks_is_refused_as_in_memory(client):
     arrays = {k: da.from_array(v, chunks=(100,) + v.shape[1:]) for k, v in data.items()}
     with pytest.raises(BlockError, match=message):
         pearl.fit(FORMULA, arrays, blocks={"a": da.from_array(other, chunks=(100, 3))}, cv=3)
+
+
+@pytest.mark.parametrize("family", ["binomial", "multinomial"])
+def test_a_collinear_candidate_narrower_than_the_widest_is_singular_as_in_memory(client, family):
+    """The dask Newton solves each problem at its own width (not padded to the widest): a
+    candidate with collinear columns is still found singular in every fold, as in memory."""
+    rng = np.random.default_rng(1)
+    n = 2000
+    a = rng.normal(size=(n, 3))
+    b = rng.normal(size=(n, 2))
+    b = np.column_stack([b, 2.0 * b[:, 0]])  # its third column twice its first
+    if family == "binomial":
+        y = (rng.random(n) < 1 / (1 + np.exp(-(a[:, 0] - b[:, 1])))).astype(float)
+    else:
+        y = rng.integers(0, 3, n).astype(float)
+    formula = "y ~ block(a) + block(b)"
+    res_m = pearl.fit(formula, {"y": y, "a": a, "b": b}, family=family,
+                      cv=hash_folds(np.arange(n), 5, seed=0), seed=0, honest=False)
+    lazy = {"y": da.from_array(y, chunks=500), "a": da.from_array(a, chunks=(500, 3)),
+            "b": da.from_array(b, chunks=(500, 3))}
+    res_d = pearl.fit(formula, lazy, family=family, cv=5, seed=0)
+
+    def singular(res):  # the fold fits' notes (the in-memory multinomial refit of a+b, started
+        failures = res.failures  # from a nested candidate's optimum, notes none: not compared)
+        rows = failures[(failures["kind"] == "rank deficient") & (failures["stage"] == "cv")]
+        return sorted((str(c), str(k), str(s)) for c, k, s in
+                      zip(rows["candidate"], rows["fold"], rows["stage"]))
+
+    assert singular(res_d) == singular(res_m)
+    assert {c for c, _, _ in singular(res_m)} == {"b", "a+b"}
+    oof_d = np.asarray(res_d.cv_predictions.compute())
+    # the package's dask / in-memory agreement (both at the Newton tolerance; min-norm steps)
+    np.testing.assert_allclose(oof_d, np.asarray(res_m.cv_predictions), rtol=0, atol=1e-8)
