@@ -533,8 +533,8 @@ def test_a_collinear_candidate_narrower_than_the_widest_is_singular_as_in_memory
             "b": da.from_array(b, chunks=(500, 3))}
     res_d = pearl.fit(formula, lazy, family=family, cv=5, seed=0)
 
-    def singular(res):  # the fold fits' notes (the in-memory multinomial refit of a+b, started
-        failures = res.failures  # from a nested candidate's optimum, notes none: not compared)
+    def singular(res):  # the fold fits' notes (in memory only candidates with weight are
+        failures = res.failures  # refitted on all rows: a+b has none in the multinomial)
         rows = failures[(failures["kind"] == "rank deficient") & (failures["stage"] == "cv")]
         return sorted((str(c), str(k), str(s)) for c, k, s in
                       zip(rows["candidate"], rows["fold"], rows["stage"]))
