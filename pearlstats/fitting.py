@@ -51,7 +51,7 @@ from .exceptions import DataError, ObservationWeightWarning, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
 from .in_memory_only import refuse_in_memory_only
-from .inference.robust import check_cov_names
+from .inference.robust import check_cov_names, cov_type_name
 from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
@@ -507,7 +507,9 @@ def fit(
         afterwards without refitting. In memory, gaussian, binomial and poisson.
     cov_kwds : dict, optional
         Its keywords: ``groups`` (cluster: one label per row of *data*, or a column
-        name), ``maxlags`` (HAC), ``use_correction``, ``df_correction``.
+        name; default the fit's *groups*), ``maxlags`` (HAC), ``use_correction``,
+        ``df_correction``. *cov_type* is read in any case (``"hc3"``), as statsmodels
+        reads it.
 
     Returns
     -------
@@ -533,6 +535,8 @@ def fit(
     honest = _check_honest(honest)
     rule = check_cv(cv, fold_column_names(data))
     groups = check_groups(groups, rule.kind, fold_column_names(data), data)
+    cov_type = cov_type_name(cov_type)
+    _refuse_robust_early(cov_type, family_.name, downstream)
     options = _Options(
         missing=check_choice("missing", missing, {"raise": "report rows with NaN/inf",
                                                   "drop": "remove those rows"}),
@@ -545,7 +549,8 @@ def fit(
         cv_repeats=_check_cv_repeats(cv_repeats, cv, groups),
         shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
         candidates=candidates, max_candidates=max_candidates, groups=groups,
-        progress=check_progress(progress), cov=(cov_type, check_cov_names(cov_type, cov_kwds)),
+        progress=check_progress(progress),
+        cov=(cov_type, _cov_keywords(cov_type, cov_kwds, groups)),
     )
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
@@ -635,6 +640,31 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     )
     warn_unidentified(state)
     return _with_cov(results_from_state(state, DASK_ROWS), options.cov, data, kept, n_given)
+
+
+def _cov_keywords(cov_type: str, cov_kwds: Any, groups: Any) -> dict:
+    """The checked *cov_kwds*; a cluster covariance without groups of its own clusters by
+    the fit's ``groups=`` (the groups its folds keep whole), where it has them."""
+    kwds = check_cov_names(cov_type, cov_kwds)
+    if cov_type == "cluster" and "groups" not in kwds:
+        if groups is None:
+            raise OptionError("cov_type='cluster' needs the clusters: cov_kwds={'groups': ...} "
+                              "(a column name or one label per row), or the fit's groups=")
+        kwds["groups"] = groups
+    return kwds
+
+
+def _refuse_robust_early(cov_type: str, family: str, downstream: Any) -> None:
+    """Refuse before any fitting the robust covariances no refit of *family* has sums for
+    (the other cases, sparse or wide blocks, are known once the design is built)."""
+    if cov_type == "nonrobust" or (family != "multinomial" and downstream is None):
+        return
+    what = "a downstream network" if downstream is not None else "multinomial fits"
+    raise OptionError(
+        f"cov_type={cov_type!r} is computed from sums over the rows for gaussian, binomial and "
+        f"poisson fits, not for {what}; fit with cov_type='nonrobust' and refit a candidate "
+        "in statsmodels with the covariance you want, e.g. "
+        "res.candidates[label].model.fit(cov_type='HC0')")
 
 
 def _with_cov(res: PearlResults, cov: tuple, data: Any, kept: np.ndarray,

@@ -653,6 +653,30 @@ def fold_procedure_predictions(state: FitState, nested: NestedCV, X_new: np.ndar
     return np.stack(out)
 
 
+def check_conformal_available(state: FitState) -> None:
+    """Refuse CV+ intervals and sets for a fit whose splitter is not a partition of the rows.
+
+    Checked before the outer re-runs that CV+ reads, so the refusal costs no fit.
+
+    Raises
+    ------
+    OptionError
+        A time-ordered splitter (the rows are not exchangeable) or one that tests some rows
+        only (no outer folds hold every row out once).
+    """
+    spec = state.cv_spec
+    if not isinstance(spec, Splits):
+        return
+    why = ("cross-validates in time order, and CV+ assumes exchangeable rows" if spec.time_ordered
+           else "tests some rows only, and CV+ holds every row out once")
+    raise OptionError(
+        f"prediction intervals and sets (CV+) are not available for a fit with "
+        f"cv={type(spec.splitter).__name__}(...): it {why}; predict without interval= (with "
+        "get_prediction, conf_int() gives the mean's interval), or fit with a partition "
+        "splitter (cv=K, KFold, GroupKFold)"
+    )
+
+
 def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, alpha: float,
                          seed: int | None = None, offset: np.ndarray | None = None,
                          new_weights: np.ndarray | None = None,
@@ -672,12 +696,7 @@ def conformal_prediction(state: FitState, nested: NestedCV, X_new: np.ndarray, a
     """
     from .inference import aps_prediction_sets, cv_plus_interval
 
-    if nested.outer_train is not None:
-        raise OptionError(
-            "prediction intervals and sets (CV+) assume exchangeable rows, which a fit "
-            "cross-validated in time order (a time-ordered splitter) does not; predict without "
-            "interval=, or fit with a partition splitter"
-        )
+    check_conformal_available(state)
     held_out = nested.held_out_predictions("PEARL", state.loss)
     new = fold_procedure_predictions(state, nested, X_new, offset)
     _check_finite_fold_predictions(state, nested, X_new, new, offset)

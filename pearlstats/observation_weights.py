@@ -182,8 +182,11 @@ def _unusable_rows(*columns: np.ndarray | None) -> np.ndarray | None:
 def named_columns(given: tuple, frame: pd.DataFrame) -> tuple:
     """``(weights, weight_type, offset, exposure)`` with a column name replaced by its column.
 
-    ``weights="count"`` names a column of the data, as ``cv="fold"`` does; the column is a
-    Series on the data's index, so it is matched to the rows by label.
+    ``weights="count"`` names a column of the data, as ``cv="fold"`` does. *frame* is the
+    data's columns in its row order (its index reset, as :func:`~pearlstats.design.data.split_data`
+    gives them), so the column is returned as an array, read by position: as a Series on
+    that reset index it was matched by label to the data's own index, which paired each row
+    with another row's value wherever the index was not 0..n-1.
 
     Raises
     ------
@@ -201,7 +204,7 @@ def _named_column(name: str, value: Any, frame: pd.DataFrame) -> Any:
     if value not in frame.columns:
         raise DataError(f"{name}={value!r} names no column of the data (columns: "
                         f"{list(frame.columns)[:20]}); give a column name or one number per row")
-    return frame[value]
+    return frame[value].to_numpy()
 
 
 def refuse_unsupported(*, downstream: Any) -> None:

@@ -134,3 +134,23 @@ def test_cov_params_matches_the_monte_carlo_covariance_of_the_fixed_weight_avera
     predicted = np.mean(covariances, axis=0)
     np.testing.assert_allclose(np.diagonal(predicted), np.diagonal(simulated), rtol=0.15)
     assert time.perf_counter() - start < 120  # the budget this test was written for
+
+
+def test_binomial_tests_with_t_and_f_references_equal_statsmodels_logit():
+    # statsmodels' Logit has df_resid = n - k: use_t=True and f_test read it (z and chi2 stay
+    # the defaults); a one-candidate fit is that Logit, so the p-values agree to its 1e-7.
+    data = _rows(3, family="binomial")
+    res = _fit(data, "y ~ x + block(a)", family="binomial")
+    X = np.column_stack([np.ones(N), data["x"], data["a"]])
+    logit = sm.Logit(data["y"], X).fit(disp=0, tol=1e-12)
+    ours, theirs = res.f_test("x = 0, Intercept = 0"), logit.f_test("x1 = 0, const = 0")
+    np.testing.assert_allclose([ours.fvalue, ours.pvalue, ours.df_denom],
+                               [theirs.fvalue, theirs.pvalue, theirs.df_denom], rtol=1e-7)
+    ours, theirs = res.wald_test("x = 0", use_f=True), logit.wald_test("x1 = 0", use_f=True,
+                                                                      scalar=True)
+    np.testing.assert_allclose(ours.pvalue, theirs.pvalue, rtol=1e-7)
+    ours, theirs = res.t_test("x = 0", use_t=True), logit.t_test("x1 = 0", use_t=True)
+    np.testing.assert_allclose(np.ravel(ours.pvalue), np.ravel(theirs.pvalue), rtol=1e-7)
+    # the defaults stay normal, as statsmodels' Logit's
+    np.testing.assert_allclose(res.pvalues["x"], logit.pvalues[1], rtol=1e-7)
+    np.testing.assert_allclose(np.ravel(res.t_test("x = 0").pvalue), logit.pvalues[1], rtol=1e-7)

@@ -156,6 +156,24 @@ def test_fit_cov_type_equals_get_robustcov_and_summary_names_it():
                                rtol=1e-12)
 
 
+def test_cov_type_in_any_case_and_clusters_from_the_fits_groups():
+    # statsmodels reads "hc3"; a cluster covariance without groups of its own takes those the
+    # folds keep whole (groups=): the same sandwich as naming them again in cov_kwds
+    data, _, _, offset, groups, _ = _rows("poisson")
+    data = {**data, "g": groups}
+    upper = _fit(data, "poisson", offset, cov_type="HC3")
+    lower = _fit(data, "poisson", offset, cov_type="hc3")
+    assert lower.cov_type == "HC3"
+    np.testing.assert_array_equal(lower.bse, upper.bse)
+    from_groups = _fit(data, "poisson", offset, cov_type="Cluster", cv=5, groups="g")
+    named = _fit(data, "poisson", offset, cov_type="cluster", cv=5, groups="g",
+                 cov_kwds={"groups": groups})
+    assert from_groups.cov_type == "cluster (11 groups)"
+    np.testing.assert_array_equal(from_groups.bse, named.bse)
+    with pytest.raises(OptionError, match="needs the clusters"):
+        _fit(data, "poisson", offset, cov_type="cluster")
+
+
 def test_bad_covariance_options_are_refused_by_name():
     data, _, _, offset, groups, _ = _rows("gaussian")
     res = _fit(data, "gaussian", offset)
@@ -180,6 +198,11 @@ def test_multinomial_robust_covariance_is_refused_by_name():
     res = pearl.fit("y ~ x + block(a)", data, family="multinomial", seed=0, honest=False)
     with pytest.raises(OptionError, match="multinomial"):
         res.get_robustcov("HC0")
+    # at fit, before any fitting, with advice statsmodels' MNLogit results can follow
+    with pytest.raises(OptionError, match=r"multinomial.*model\.fit\(cov_type="):
+        pearl.fit("y ~ x + block(a)", data, family="multinomial", cov_type="HC0")
+    candidate = next(iter(res.candidates.values()))
+    assert candidate.model.fit(cov_type="HC0", disp=0).cov_type == "HC0"
 
 
 def test_dask_fit_refuses_robust_covariance_by_name():

@@ -224,3 +224,26 @@ def test_the_duration_warning_comes_once_per_fit_for_the_columns_the_formula_rea
         pearl.fit("y ~ block(a) + block(b)", frame, blocks={"a": a, "b": b}, seed=0,
                   honest=False)
     assert not [w for w in caught if "durations" in str(w.message)]
+
+
+@pytest.mark.parametrize("labels", ["shuffled integers", "strings"])
+def test_columns_named_for_weights_offset_exposure_and_blocks_are_read_in_the_datas_rows(labels):
+    # A column named by a string is the data's own column, in the data's row order, whatever
+    # its index: the reference passes the same values as NumPy arrays (matched by position).
+    frame, blocks, offset = _poisson_frame(1)
+    rng = np.random.default_rng(7)
+    frame = frame.assign(t=np.exp(offset.to_numpy()), w=rng.integers(1, 4, N).astype(float),
+                         a0=blocks["a"][0].to_numpy(), a1=blocks["a"][1].to_numpy())
+    order = rng.permutation(N)
+    frame = frame.iloc[order]
+    frame.index = order if labels == "shuffled integers" else [f"s{i}" for i in order]
+    common = dict(family="poisson", seed=0, honest=False, weight_type="frequency")
+    by_name = pearl.fit("y ~ x + block(a)", frame, blocks={"a": ["a0", "a1"]}, weights="w",
+                        exposure="t", **common)
+    by_position = pearl.fit("y ~ x + block(a)", frame,
+                            blocks={"a": frame[["a0", "a1"]].to_numpy()},
+                            weights=frame["w"].to_numpy(), exposure=frame["t"].to_numpy(),
+                            **common)
+    # the same rows, values and folds: the same arithmetic, so equal to rounding
+    np.testing.assert_allclose(by_name.params, by_position.params, rtol=1e-12)
+    np.testing.assert_allclose(by_name.weights, by_position.weights, rtol=1e-12, atol=1e-14)

@@ -139,6 +139,12 @@ def test_predefined_split_with_untested_rows(series):
         warnings.simplefilter("ignore", PearlWarning)
         assert res.honest is None
     assert "not time-ordered" in res.honest_failure
+    # CV+ holds every row out once: refused by what it needs, not by the honest risk's rule
+    new = frame.iloc[:3], {k: v[:3] for k, v in blocks.items()}
+    with pytest.raises(OptionError, match=r"PredefinedSplit\(\.\.\.\): it tests some rows"):
+        res.get_prediction(new[0], blocks=new[1]).summary_frame()
+    frame_means = res.get_prediction(new[0], blocks=new[1]).conf_int()
+    assert np.isfinite(np.asarray(frame_means)).all()
 
 
 def test_resampling_rows_is_refused_in_time_order(gaussian_fit):

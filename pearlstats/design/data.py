@@ -428,7 +428,11 @@ def resolve_blocks(
             )
         else:
             raise BlockError(_unknown_block_message(name, available))
-        value = _named_columns(name, value, frame)
+        named = _named_columns(name, value, frame)
+        if named is not value and index is not None and len(index) == len(named):
+            # the data's own columns, in its row order (*frame*'s index is reset): its labels
+            named = named.set_axis(index, axis=0)
+        value = named
         if isinstance(value, (pd.DataFrame, pd.Series)):  # a Series is a pandas object too
             value = align_rows(name, value, index)
         resolved[name] = as_block(name, value)

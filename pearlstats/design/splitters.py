@@ -184,6 +184,10 @@ def deal_groups(codes: np.ndarray, k: int, seed: Any = None) -> np.ndarray:
     """
     sizes = np.bincount(codes)
     n_groups = sizes.size
+    if n_groups < 2:
+        raise FoldError(f"groups= has a single group, so whole groups cannot be dealt into cv={k} "
+                        "folds: cross-validation needs at least 2 groups; give groups= two or "
+                        "more labels, or fit without it")
     if n_groups < k:
         raise FoldError(f"cv={k} folds but groups= has only {n_groups} groups; whole groups are "
                         f"dealt into folds, so use cv <= {n_groups}")

@@ -56,7 +56,7 @@ from ..engines.moments import chunk_columns
 from ..exceptions import DataError, OptionError
 
 __all__ = ["COV_TYPES", "CovSpec", "MeatSums", "check_cov_names", "chunk_meat", "cov_spec",
-           "corrections",
+           "cov_type_name", "corrections",
            "row_meat", "sandwich"]
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC")
@@ -120,10 +120,30 @@ def _group_codes(groups: object, nobs: int) -> np.ndarray:
     return codes.astype(np.intp)
 
 
+def cov_type_name(cov_type: object) -> str:
+    """*cov_type* as :data:`COV_TYPES` spells it, given in any case (statsmodels reads
+    ``"hc3"`` and ``"hac"`` too).
+
+    Raises
+    ------
+    OptionError
+        A name that is none of :data:`COV_TYPES`.
+
+    Examples
+    --------
+    >>> cov_type_name("hc3"), cov_type_name("Cluster")
+    ('HC3', 'cluster')
+    """
+    if isinstance(cov_type, str):
+        for name in COV_TYPES:
+            if name.lower() == cov_type.lower():
+                return name
+    raise OptionError(f"cov_type={cov_type!r} is not known; use one of {list(COV_TYPES)}")
+
+
 def check_cov_names(cov_type: str, cov_kwds: dict | None) -> dict:
-    """*cov_kwds* as a dict, after checking the type's and the keywords' names."""
-    if cov_type not in COV_TYPES:
-        raise OptionError(f"cov_type={cov_type!r} is not known; use one of {list(COV_TYPES)}")
+    """*cov_kwds* as a dict, after checking the type's (any case) and the keywords' names."""
+    cov_type = cov_type_name(cov_type)
     if cov_kwds is not None and not isinstance(cov_kwds, dict):
         raise OptionError(f"cov_kwds must be a dict of keywords, not {type(cov_kwds).__name__}")
     kwds = dict(cov_kwds or {})
@@ -156,6 +176,7 @@ def cov_spec(cov_type: str = "nonrobust", cov_kwds: dict | None = None, *,
 'HC0', 'HC1', 'HC2', 'HC3', 'cluster', 'HAC']
     """
     kwds = check_cov_names(cov_type, cov_kwds)
+    cov_type = cov_type_name(cov_type)
     if cov_type == "cluster":
         if "groups" not in kwds:
             raise OptionError("cov_type='cluster' needs groups= (one label per row)")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .core import PearlResults
 
 __all__ = ["averaged_cov", "check_robust_supported", "cov_spec_of", "statsmodels_view",
-           "summed_refits"]
+           "summed_refits", "uses_t"]
 
 
 def cov_spec_of(res: PearlResults) -> CovSpec:
@@ -55,8 +55,8 @@ def check_robust_supported(res: PearlResults, spec: CovSpec) -> None:
             f"cov_type={spec.cov_type!r} is computed from sums over the rows for gaussian, "
             f"binomial and poisson fits on a dense design in memory; this {res.family} fit "
             "does not have them (multinomial, sparse or wide blocks, a downstream network): "
-            "use cov_type='nonrobust', or statsmodels' get_robustcov_results on "
-            "res.candidates[label]")
+            "use cov_type='nonrobust', and refit a candidate in statsmodels with the "
+            "covariance you want, e.g. res.candidates[label].model.fit(cov_type='HC0')")
 
 
 def _counted(sums, weight_type: str | None) -> float:
@@ -163,8 +163,10 @@ def _common(res: PearlResults) -> list:
 
 def averaged_cov(res: PearlResults) -> tuple[pd.DataFrame, float | None]:
     """``(cov, df)``: the covariance of the averaged common terms ``sum_j w_j b_j`` under
-    fixed weights and candidates, and the degrees of freedom of its t quantiles (gaussian:
-    the smallest of the weighted candidates'; None for z).
+    fixed weights and candidates, and the degrees of freedom of its t and F references: the
+    smallest residual df of the weighted candidates (G - 1 with a cluster covariance). Every
+    family has them, as statsmodels' Logit and GLM do: z and chi2 are the defaults of the
+    non-gaussian ones (:func:`uses_t`), t and F what ``use_t=True`` or ``f_test`` ask for.
 
     ``sum_jk f_jk (w_j u_j)(sum_i s_ij s_ik')(w_k u_k)'`` with ``u_j`` the common terms' rows
     of candidate j's bread: each row's scores are projected onto the T common terms in the
@@ -194,9 +196,7 @@ def averaged_cov(res: PearlResults) -> tuple[pd.DataFrame, float | None]:
         missing = [t for t in terms if t in unidentified(res)]
         cov.loc[missing, :] = np.nan
         cov.loc[:, missing] = np.nan
-        df = None
-        if res.family == "gaussian":
-            df = min(_df_inference(spec, r) or r.df_resid for r in refits.values())
+        df = min(_df_inference(spec, r) or r.df_resid for r in refits.values())
         cached = res.__dict__["_joint"] = (cov, df)
     return cached[0].copy(), cached[1]
 
@@ -213,9 +213,14 @@ def statsmodels_view(res: PearlResults) -> Any:
     model = SimpleNamespace(data=data, exog_names=names)
     out = LikelihoodModelResults(model, res.params.reindex(names).to_numpy(),
                                  normalized_cov_params=cov.to_numpy(), scale=1.0)
-    out.use_t = df is not None
-    out.df_resid = np.inf if df is None else df
+    out.use_t = uses_t(res)
+    out.df_resid = df
     return out
+
+
+def uses_t(res: PearlResults) -> bool:
+    """Whether the averaged terms' default reference is t (gaussian fits) rather than z."""
+    return res.family == "gaussian"
 
 
 def describe(res: PearlResults) -> str:

@@ -50,7 +50,8 @@ class AveragedTests:
         As statsmodels' ``get_robustcov_results``: ``bse``, ``conf_int()``,
         ``coef_table()``, ``candidate_params()``, the summary, ``cov_params()``, the tests
         and ``get_prediction`` of the copy use it (``candidates[label]``, statsmodels' own
-        refits, keep theirs: call their ``get_robustcov_results``).
+        refits, keep theirs: ``candidates[label].model.fit(cov_type=...)`` refits one with
+        another; only OLS results have ``get_robustcov_results``).
 
         Parameters
         ----------
@@ -165,7 +166,7 @@ class AveragedTests:
         """
         _, df = covariance.averaged_cov(self)
         t = np.abs(self.tvalues)
-        tail = stats.norm.sf(t) if df is None else stats.t.sf(t, df)
+        tail = stats.t.sf(t, df) if covariance.uses_t(self) else stats.norm.sf(t)
         return pd.Series(2 * tail, index=t.index, name="pvalues")
 
     def t_test(self, r_matrix: Any, use_t: bool | None = None) -> Any:

@@ -37,7 +37,7 @@ from ..design.formula import covariate_row_variables
 from ..design.offsets import formula_offset
 from ..engines.wide import candidate_rows
 from ..exceptions import CandidateError, DataError, OptionError, ResponseError
-from ..nested import conformal_prediction
+from ..nested import check_conformal_available, conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights
 from ..stages import incomplete_rows
 from . import averaging, evaluation
@@ -78,6 +78,7 @@ class Prediction:
             result = state.partitions.conformal(X, float(alpha), state.honest or 5, state.seed,
                                                 state.family, state.loss, state.ridge)
         else:
+            check_conformal_available(state)  # before self._nested runs the outer re-runs
             result = conformal_prediction(state, self._nested, X, float(alpha), offset=offset,
                                           new_weights=new_weights)
         if self.classes is None:

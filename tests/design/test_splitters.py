@@ -97,6 +97,8 @@ def test_dealt_groups_equal_sizes_make_equal_folds():
 def test_fewer_groups_than_folds_is_refused():
     with pytest.raises(FoldError, match="only 3 groups"):
         deal_groups(np.repeat(np.arange(3), 4), 5)
+    with pytest.raises(FoldError, match="a single group.*at least 2 groups"):
+        deal_groups(np.zeros(12, dtype=np.intp), 5)
 
 
 def test_missing_group_is_refused_by_position():
