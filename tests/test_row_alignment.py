@@ -50,6 +50,19 @@ def test_predict_matches_a_permuted_offset_series_by_label(offset_fit):
     np.testing.assert_array_equal(res.predict(new, blocks, offset=permuted), by_position)
 
 
+def test_predict_evaluate_and_get_prediction_read_named_columns_as_fit_does(offset_fit):
+    # the new rows' own columns, named: read in their row order, as the arrays are
+    res, new, blocks, offset = offset_fit
+    w = np.random.default_rng(4).uniform(0.5, 2, len(new))
+    named = new.assign(o=offset.to_numpy(), t=np.exp(offset.to_numpy()), w=w)
+    np.testing.assert_array_equal(res.predict(named, blocks, offset="o"),
+                                  res.predict(new, blocks, offset=offset.to_numpy()))
+    np.testing.assert_allclose(res.get_prediction(named, blocks, exposure="t").predicted_mean,
+                               res.predict(new, blocks, offset=offset.to_numpy()), rtol=1e-12)
+    pd.testing.assert_frame_equal(res.evaluate(named, blocks, offset="o", weights="w"),
+                                  res.evaluate(new, blocks, offset=offset.to_numpy(), weights=w))
+
+
 def test_evaluate_matches_permuted_weights_and_offset_by_label(offset_fit):
     res, new, blocks, offset = offset_fit
     w = pd.Series(np.random.default_rng(2).uniform(0.5, 2, len(new)), index=new.index)

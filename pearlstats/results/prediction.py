@@ -39,6 +39,7 @@ from ..engines.wide import candidate_rows
 from ..exceptions import CandidateError, DataError, OptionError, ResponseError
 from ..nested import check_conformal_available, conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights
+from ..observation_weights import named_columns as named_weight_columns
 from ..stages import incomplete_rows
 from . import averaging, evaluation
 from .prediction_frame import PredictionResults, mean_frame
@@ -61,6 +62,16 @@ class LazyRows(Protocol):
     def predict(self, res: Any, newdata: Any, blocks: Any) -> Any: ...
 
     def evaluate(self, res: Any, test_data: Any, blocks: Any) -> pd.DataFrame: ...
+
+
+def named_columns(data: Any, weights: Any, offset: Any, exposure: Any) -> tuple:
+    """*weights*, *offset*, *exposure* with a column name of *data* replaced by that column,
+    read in the data's row order, as :func:`~pearlstats.fit` reads ``weights="w"``."""
+    if not any(isinstance(value, str) for value in (weights, offset, exposure)):
+        return weights, offset, exposure
+    weights, _, offset, exposure = named_weight_columns((weights, None, offset, exposure),
+                                                        split_data(data)[0])
+    return weights, offset, exposure
 
 
 class Prediction:
@@ -311,7 +322,8 @@ class Prediction:
             ``"set"`` every outer fold's procedure predicts the new rows with
             them (Poisson bounds on the count scale of the new row's exposure).
             A pandas Series (here and for *weights*) is matched to a DataFrame
-            *newdata*'s rows by index label, an array by position, as at fit.
+            *newdata*'s rows by index label, an array by position, as at fit; a
+            string names a column of *newdata* (``offset="log_t"``), as at fit.
         weights : array_like, optional
             Only for ``interval="prediction"`` of a fit with
             ``weight_type="variance"``: each new row's variance weight (default 1:
@@ -353,6 +365,7 @@ class Prediction:
                     "predict those, or leave interval=None"
                 )
             return self._lazy_rows.predict(self, newdata, blocks)
+        weights, offset, exposure = named_columns(newdata, weights, offset, exposure)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
         if interval is None and weights is None:
@@ -419,6 +432,7 @@ class Prediction:
         if self._lazy_rows is not None and self._lazy_rows.holds(newdata, blocks):
             raise OptionError("get_prediction of dask rows is not available yet; predict an "
                               "in-memory sample, or use predict() for the lazy means")
+        weights, offset, exposure = named_columns(newdata, weights, offset, exposure)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
         weights = self._new_row_weights(weights, X.shape[0], data_index(newdata))
@@ -522,10 +536,10 @@ class Prediction:
             best on these test rows (named in ``.attrs["best_candidate"]``), a
             reference in hindsight that no strategy could have picked.
 
-        weights : array_like, optional
-            Positive weights of the test rows: every score is then a weighted
-            mean (without them the test rows count equally, whatever the fit's
-            weights were).
+        weights : array_like or str, optional
+            Positive weights of the test rows (or the name of their column): every
+            score is then a weighted mean (without them the test rows count equally,
+            whatever the fit's weights were).
         offset, exposure : array_like, optional
             The test rows' offset/exposure, needed by (and only by) a fit with
             an offset, as for :meth:`predict`; ``offset()`` in the formula is
@@ -557,6 +571,7 @@ class Prediction:
             if weights is not None:
                 raise OptionError("evaluate(weights=) is not yet supported for dask test data")
             return self._lazy_rows.evaluate(self, test_data, blocks)
+        weights, offset, exposure = named_columns(test_data, weights, offset, exposure)
         dropped = np.zeros(0, dtype=np.intp)
         if missing == "drop":
             test_data, blocks, weights, offset, exposure, dropped = self._complete_rows(
