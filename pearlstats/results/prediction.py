@@ -413,10 +413,12 @@ class Prediction:
             mean_ci_lower, mean_ci_upper, obs_ci_lower, obs_ci_upper``. The mean
             interval uses the candidates' covariance (:attr:`cov_type`) by the delta
             method, the weights and candidates held fixed (one candidate: statsmodels'
-            ``get_prediction``); the observation interval is CV+ over the whole
-            procedure, whose coverage of a new response is marginal (on average over new
-            rows, not at each x). Binomial fits have mean columns only; multinomial fits
-            are refused.
+            ``get_prediction``, except that a cluster covariance's t quantiles take G - 1
+            df here, as its coefficients' intervals do in both packages, where
+            statsmodels' ``get_prediction`` takes n - k); the observation interval is CV+
+            over the whole procedure, whose coverage of a new response is marginal (on
+            average over new rows, not at each x). Binomial fits have mean columns only;
+            multinomial fits are refused.
 
         Examples
         --------
