@@ -61,6 +61,11 @@ def _is_learner(value: Any) -> bool:
 class _PearlEstimator(BaseEstimator):
     """What the regressor and the classifier share: blocks from X, then ``pearl.fit``."""
 
+    # With metadata routing on, groups routed to a search's GroupKFold are not asked for by
+    # fit unless set_fit_request(groups=True) says so: the usual case (groups for the
+    # search's splitter) then works without a request, as for estimators without groups.
+    __metadata_request__fit = {"groups": False}
+
     def __init__(
         self,
         blocks: Mapping[str, Any] | None = None,
@@ -132,10 +137,15 @@ class _PearlEstimator(BaseEstimator):
         return super().set_params(**params)
 
     def _learner_blocks(self) -> dict[str, Any]:
+        """Learner blocks by name; one named like a parameter is left out (``fit`` refuses
+        it), so that ``get_params``/``set_params`` keep meaning the parameter."""
         if not isinstance(self.blocks, Mapping):
             return {}
         found = {}
+        parameters = set(self._get_param_names())
         for name, spec in self.blocks.items():
+            if name in parameters:
+                continue
             learner = spec[0] if isinstance(spec, tuple) and spec else spec
             if _is_learner(learner) and hasattr(learner, "get_params"):
                 found[name] = learner
@@ -152,12 +162,21 @@ class _PearlEstimator(BaseEstimator):
                 f"{{'pca': [0, 1], 'kpca': KernelPCA(2)}}; got {type(specs).__name__}"
             )
         plan = {}
+        parameters = sorted(self._get_param_names())
         for name, spec in specs.items():
             if not isinstance(name, str) or not name.isidentifier() or name == _RESPONSE:
                 raise BlockError(
                     f"block name {name!r} must be a Python identifier other than "
                     f"{_RESPONSE!r} (it becomes block({name}) in the formula)"
                 )
+            if name in parameters:
+                # get_params/set_params would mix the learner with the parameter (as Pipeline
+                # refuses step names that are its parameters)
+                raise BlockError(f"block name {name!r} is a parameter of {type(self).__name__}; "
+                                 f"rename the block (parameters: {parameters})")
+            if isinstance(spec, tuple) and not (len(spec) == 2 and _is_learner(spec[0])):
+                raise BlockError(f"block {name!r} is a tuple {spec!r:.60}: a tuple is (learner, "
+                                 "columns); give columns as a list ([0, 1] or ['age', 'sex'])")
             learner, selector = spec if isinstance(spec, tuple) else (None, spec)
             if learner is None and _is_learner(selector):
                 learner, selector = selector, slice(None)
@@ -219,6 +238,9 @@ class _PearlEstimator(BaseEstimator):
         groups = _row_groups(groups, len(X))
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
+            if np.any(sample_weight < 0):
+                raise DataError(f"sample_weight has {int(np.sum(sample_weight < 0))} negative "
+                                "values; a frequency weight is 0 (the row left out) or more")
             # a frequency weight of 0 is the row's absence (statsmodels' freq_weights agree)
             kept = sample_weight > 0
             X, y, sample_weight = X[kept], y[kept], sample_weight[kept]
@@ -231,7 +253,7 @@ class _PearlEstimator(BaseEstimator):
         data = {**self._blocks_of(X), _RESPONSE: y}
         terms = [_covariate_name(i) for i in range(len(self.covariate_columns_))]
         terms += [f"block({name})" for name in self.plan_]
-        options = {"max_candidates": self.max_candidates} if self.max_candidates else {}
+        options = {} if self.max_candidates is None else {"max_candidates": self.max_candidates}
         if self.progress is not None:
             options["progress"] = self.progress
         self.results_ = pearl_fit(
@@ -253,6 +275,8 @@ class _PearlEstimator(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         tags.non_deterministic = self.seed is None and self.blocks is not None
+        if tags.target_tags is not None and self.family == "poisson":
+            tags.target_tags.positive_only = True  # as PoissonRegressor's
         return tags
 
 
@@ -295,9 +319,13 @@ honest_se, separation, cv_repeats, weight_shrinkage
 
     Notes
     -----
-    ``sample_weight`` in :meth:`fit` is a frequency weight (a weight of 2 is the
-    row twice; ``weight_type="frequency"`` in :func:`pearlstats.fit`); rows of
-    weight 0 are left out.
+    ``sample_weight`` in :meth:`fit` is a frequency weight (in every candidate's fit
+    a weight of 2 is the row twice; ``weight_type="frequency"`` in
+    :func:`pearlstats.fit`); rows of weight 0 are left out, negative weights are
+    refused. The folds deal rows, not copies: a row of weight 2 is in one fold, where
+    two copies of it could fall in two, so with several blocks the weights and
+    predictions differ from those of the duplicated rows. Multinomial fits take no
+    ``sample_weight``.
 
     Examples
     --------
@@ -316,6 +344,9 @@ honest_se, separation, cv_repeats, weight_shrinkage
         ``groups`` (one label per row of ``X``) is :func:`pearlstats.fit`'s ``groups=``:
         a group splitter's ``groups`` (``cv=GroupKFold(3)``), or with ``cv=K`` whole
         groups dealt into K folds; ``cross_val_score(..., params={"groups": g})`` passes it.
+        With scikit-learn's metadata routing on, fit does not ask for ``groups`` unless
+        ``set_fit_request(groups=True)`` says so (groups routed to a search's
+        ``GroupKFold`` then need no request).
         """
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
         family = "gaussian" if self.family == "auto" else self.family
@@ -416,20 +447,42 @@ def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
     if isinstance(cv, numbers.Integral | str | np.ndarray) or cv is None or is_splitter(cv):
         return cv
     labels = np.full(len(X), -1)
-    for fold, pair in enumerate(list(cv)):
-        test = np.asarray(pair[1]) if isinstance(pair, tuple | list) and len(pair) == 2 else None
-        if test is not None and test.dtype == bool:
-            test = np.flatnonzero(test) if test.shape == (len(X),) else None
-        if test is None or np.any(labels[test.astype(int)] >= 0):
+    pairs = list(cv)
+    given = f"cv= (a {type(cv).__name__} of {len(pairs)} splits)"
+    trains = []
+    for fold, pair in enumerate(pairs):
+        train, test = (_positions(part, len(X)) for part in pair) \
+            if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
+        if test is None or train is None or np.any(labels[test] >= 0):
             labels = None
             break
         labels[test] = fold
+        trains.append(train)
     if labels is None or np.any(labels < 0):
         raise OptionError(
-            f"cv={cv!r:.80}: the test sets of the splits must be a partition of the rows (each "
+            f"{given}: the test sets of the splits must be a partition of the rows (each "
             "row tested once), as KFold, StratifiedKFold and GroupKFold give; or use cv=K"
         )
+    for fold, train in enumerate(trains):
+        if not np.array_equal(np.sort(train), np.flatnonzero(labels != fold)):
+            # fold labels would train on every other row: the gap would be lost silently
+            raise OptionError(
+                f"{given}: split {fold} trains on other rows than all those it does not "
+                "test (a gap or an embargo); a list of pairs is read as fold labels, so give "
+                "the splitter object itself (one with split and get_n_splits), which pearl.fit "
+                "runs with its own training sets"
+            )
     return labels
+
+
+def _positions(part: Any, n: int) -> np.ndarray | None:
+    """Row positions of one side of a (train, test) pair: positions or a mask of n rows."""
+    values = np.asarray(part)
+    if values.dtype == bool:
+        return np.flatnonzero(values) if values.shape == (n,) else None
+    if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+        return None
+    return values.astype(np.intp)
 
 
 def expected_failed_checks(estimator: Any) -> dict[str, str]:
@@ -446,8 +499,10 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
     if isinstance(estimator, PearlClassifier):
         multinomial = ("pearl.fit has no observation weights for the multinomial family yet "
                        "(this check fits 3 classes with sample_weight)")
-        return {
-            "check_sample_weights_list": multinomial,
-            "check_sample_weight_equivalence_on_dense_data": multinomial,
-        }
+        listed = ["check_sample_weights_list", "check_sample_weight_equivalence_on_dense_data"]
+        if estimator.family == "multinomial":  # then two classes are multinomial too
+            listed += ["check_sample_weights_pandas_series", "check_sample_weights_not_an_array",
+                       "check_sample_weights_shape", "check_sample_weights_not_overwritten",
+                       "check_classifiers_one_label_sample_weights"]
+        return dict.fromkeys(listed, multinomial)
     return {"check_sample_weight_equivalence_on_dense_data": few_rows}

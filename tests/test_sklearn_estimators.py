@@ -173,11 +173,75 @@ def test_bad_blocks_and_families_are_named():
         PearlRegressor(family="binomial").fit(X, y)
     with pytest.raises(BlockError, match=r"\['x0_'\] are the names the covariates take"):
         PearlRegressor({"x0_": [1, 2]}, covariates=[0]).fit(X, y)
+    with pytest.raises(BlockError, match=r"a tuple is \(learner, columns\)"):
+        PearlRegressor({"a": (0, 1)}).fit(X, y)
+    with pytest.raises(OptionError, match="max_candidates=0"):  # pearl.fit's check, not dropped
+        PearlRegressor({"a": [0], "b": [1]}, max_candidates=0).fit(X, y)
+
+
+def test_a_block_named_like_a_parameter_is_refused_and_does_not_shadow_it():
+    from sklearn.decomposition import PCA
+
+    X, y = np.random.default_rng(0).normal(size=(30, 3)), np.arange(30.0)
+    model = PearlRegressor({"loss": PCA(2), "raw": [0, 1]})
+    assert model.get_params()["loss"] is None  # the parameter, not the learner
+    model.set_params(seed=3)
+    assert model.seed == 3 and isinstance(model.blocks["loss"], PCA)
+    with pytest.raises(BlockError, match="block name 'loss' is a parameter of PearlRegressor"):
+        model.fit(X, y)
+
+
+def test_negative_sample_weights_are_refused_not_dropped(diabetes):
+    X, y = diabetes
+    weights = np.ones(len(y))
+    weights[:5] = -1.0
+    with pytest.raises(DataError, match="sample_weight has 5 negative values"):
+        PearlRegressor(honest=False).fit(X, y, sample_weight=weights)
+
+
+def test_pairs_with_a_gap_are_refused_and_pairs_without_one_are_fold_labels(diabetes):
+    X, y = diabetes
+    rows = np.arange(len(y))
+    tests = np.array_split(rows, 5)
+    gapped = [(rows[(rows < t[0] - 10) | (rows > t[-1] + 10)], t) for t in tests]
+    blocks = {"a": slice(0, 5), "b": slice(5, 10)}
+    with pytest.raises(OptionError, match="split 0 trains on other rows.*splitter object"):
+        PearlRegressor(blocks, cv=gapped, honest=False).fit(X, y)
+    plain = [(np.setdiff1d(rows, t), t) for t in tests]
+    by_pairs = PearlRegressor(blocks, cv=plain, seed=0, honest=False).fit(X, y)
+    by_splitter = PearlRegressor(blocks, cv=KFold(5), seed=0, honest=False).fit(X, y)
+    np.testing.assert_array_equal(np.asarray(by_pairs.results_.folds),
+                                  np.asarray(by_splitter.results_.folds))
+
+
+def test_a_search_with_routed_groups_needs_no_request_for_fit(diabetes):
+    # with metadata routing on, groups meant for the search's GroupKFold are not asked for by
+    # fit (as for estimators without a groups parameter); set_fit_request(groups=True) asks
+    import sklearn
+    from sklearn.model_selection import GroupKFold
+
+    X, y = diabetes
+    groups = np.arange(len(y)) % 17
+    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, seed=0, honest=False)
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = GridSearchCV(model, {"ridge": [0.0, 1.0]}, cv=GroupKFold(3))
+        assert search.fit(X, y, groups=groups).best_params_["ridge"] in (0.0, 1.0)
+        asked = clone(model).set_params(cv=GroupKFold(3)).set_fit_request(groups=True)
+        scores = cross_val_score(asked, X, y, cv=GroupKFold(3), params={"groups": groups})
+    assert np.all(np.isfinite(scores))
+
+
+def test_poisson_regressor_tells_the_checks_its_targets_are_non_negative():
+    assert PearlRegressor(family="poisson").__sklearn_tags__().target_tags.positive_only
+    assert not PearlRegressor().__sklearn_tags__().target_tags.positive_only
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", [PearlRegressor(), PearlClassifier()],
-                         ids=["PearlRegressor", "PearlClassifier"])
+@pytest.mark.parametrize("estimator", [PearlRegressor(), PearlClassifier(),
+                                       PearlRegressor(family="poisson"),
+                                       PearlClassifier(family="multinomial")],
+                         ids=["PearlRegressor", "PearlClassifier", "PearlRegressor-poisson",
+                              "PearlClassifier-multinomial"])
 def test_check_estimator_passes_but_for_the_listed_checks(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the checks' separable toy data warns by design
