@@ -330,7 +330,11 @@ def fit(
         1 000 columns stays sparse: its candidates with at least as many
         columns as training rows are recorded as infeasible without a ridge,
         and with ``ridge > 0`` are fitted in the row space (the n x n dual),
-        never forming a p x p matrix.
+        never forming a p x p matrix. Multinomial fits penalise the C - 1
+        non-reference classes' coefficients (statsmodels' ``MNLogit``
+        parametrisation, the first class in sorted order the reference), so with
+        ``ridge > 0`` their probabilities depend on which class that is, unlike
+        the symmetric penalty of glmnet or scikit-learn's ``LogisticRegression``.
     max_candidates : int, default 32767
         Refuse candidate specifications larger than this.
     missing : {"raise", "drop"}
