@@ -498,7 +498,8 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
     )
     if isinstance(estimator, PearlClassifier):
         multinomial = ("pearl.fit has no observation weights for the multinomial family yet "
-                       "(this check fits 3 classes with sample_weight)")
+                       "(the check fits sample_weight with 3 classes, or with 2 when "
+                       "family='multinomial')")
         listed = ["check_sample_weights_list", "check_sample_weight_equivalence_on_dense_data"]
         if estimator.family == "multinomial":  # then two classes are multinomial too
             listed += ["check_sample_weights_pandas_series", "check_sample_weights_not_an_array",
