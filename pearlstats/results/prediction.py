@@ -38,8 +38,7 @@ from ..design.offsets import formula_offset
 from ..engines.wide import candidate_rows
 from ..exceptions import CandidateError, DataError, OptionError, ResponseError
 from ..nested import check_conformal_available, conformal_prediction
-from ..observation_weights import check_new_offset, check_observation_weights
-from ..observation_weights import named_columns as named_weight_columns
+from ..observation_weights import check_new_offset, check_observation_weights, named_columns
 from ..stages import incomplete_rows
 from . import averaging, evaluation
 from .prediction_frame import PredictionResults, mean_frame
@@ -64,13 +63,13 @@ class LazyRows(Protocol):
     def evaluate(self, res: Any, test_data: Any, blocks: Any) -> pd.DataFrame: ...
 
 
-def named_columns(data: Any, weights: Any, offset: Any, exposure: Any) -> tuple:
+def _named_in(data: Any, weights: Any, offset: Any, exposure: Any) -> tuple:
     """*weights*, *offset*, *exposure* with a column name of *data* replaced by that column,
     read in the data's row order, as :func:`~pearlstats.fit` reads ``weights="w"``."""
     if not any(isinstance(value, str) for value in (weights, offset, exposure)):
         return weights, offset, exposure
-    weights, _, offset, exposure = named_weight_columns((weights, None, offset, exposure),
-                                                        split_data(data)[0])
+    weights, _, offset, exposure = named_columns((weights, None, offset, exposure),
+                                                 split_data(data)[0])
     return weights, offset, exposure
 
 
@@ -365,7 +364,7 @@ class Prediction:
                     "predict those, or leave interval=None"
                 )
             return self._lazy_rows.predict(self, newdata, blocks)
-        weights, offset, exposure = named_columns(newdata, weights, offset, exposure)
+        weights, offset, exposure = _named_in(newdata, weights, offset, exposure)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
         if interval is None and weights is None:
@@ -434,7 +433,7 @@ class Prediction:
         if self._lazy_rows is not None and self._lazy_rows.holds(newdata, blocks):
             raise OptionError("get_prediction of dask rows is not available yet; predict an "
                               "in-memory sample, or use predict() for the lazy means")
-        weights, offset, exposure = named_columns(newdata, weights, offset, exposure)
+        weights, offset, exposure = _named_in(newdata, weights, offset, exposure)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
         weights = self._new_row_weights(weights, X.shape[0], data_index(newdata))
@@ -573,7 +572,7 @@ class Prediction:
             if weights is not None:
                 raise OptionError("evaluate(weights=) is not yet supported for dask test data")
             return self._lazy_rows.evaluate(self, test_data, blocks)
-        weights, offset, exposure = named_columns(test_data, weights, offset, exposure)
+        weights, offset, exposure = _named_in(test_data, weights, offset, exposure)
         dropped = np.zeros(0, dtype=np.intp)
         if missing == "drop":
             test_data, blocks, weights, offset, exposure, dropped = self._complete_rows(
