@@ -127,9 +127,11 @@ def _wait_for_rows(path, process, timeout=120.0):
 
 def test_sigint_keeps_the_finished_runs_and_resume_gives_the_uninterrupted_csv(tmp_path):
     """Done-when of issue 26 item 3: interrupt the command (SIGINT), resume it, same CSV."""
-    # ~0.1-0.3 s each: with 8 a loaded machine finished all of them (1 s) before the poll saw the
-    # first row and sent the interrupt; 30 leave it seconds to land
-    repetitions = 30
+    # The interrupt must land before the last run finishes. With 8 runs of 0.1-0.3 s a loaded
+    # machine finished them all (1 s) before the poll saw the first row; at 0.8.4 a run takes
+    # about 0.03 s, and 30 of them (1 s) finished first on a loaded CI machine too. 200 leave
+    # it about 6 s to land, and cost that twice more (the resume and the uninterrupted run).
+    repetitions = 200
     out = tmp_path / "resumed.csv"
     partial = tmp_path / "resumed.csv.partial"
     argv = [*TINY, "--repetitions", str(repetitions), "--seed", "7", "--out", str(out)]
