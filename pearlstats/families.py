@@ -34,6 +34,7 @@ import pandas as pd
 from scipy.special import expit
 
 from ._lazy import lazy_module
+from ._warnings import warn
 from .checks import check_magnitude
 from .engines.glm import glm_cv_predict, glm_fit
 from .engines.likelihood import mean_of
@@ -42,7 +43,7 @@ from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .engines.weighted import weighted_cv_predict, weighted_fit
 from .engines.weighted_ridge import weighted_penalty_weights
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
-from .exceptions import DataError, OptionError, ResponseError
+from .exceptions import DataError, OptionError, PearlWarning, ResponseError
 from .weights.losses import DEFAULT_LOSSES, check_response_variation
 
 if TYPE_CHECKING:
@@ -106,10 +107,29 @@ class EncodedResponse:
 
 
 def _class_levels(values: pd.Series) -> list:
+    """The response's classes: a categorical's categories in their order, else sorted values.
+
+    A category without rows is not a class (a fit cannot estimate its probability, and R's
+    ``nnet::multinom`` drops such a group too); a :class:`PearlWarning` names it.
+    """
     if isinstance(values.dtype, pd.CategoricalDtype):
         present = set(values.dropna().unique())
-        return [level for level in values.cat.categories if level in present]
+        levels = [level for level in values.cat.categories if level in present]
+        unused = [level for level in values.cat.categories if level not in present]
+        if unused:
+            warn(f"the response's categories {unused[:10]} have no rows: they are not classes "
+                 f"of this fit, whose classes are {levels[:10]}", PearlWarning)
+        return levels
     return sorted(pd.unique(values).tolist())
+
+
+def _class_codes(values: pd.Series, levels: list) -> np.ndarray:
+    """Each value's position in *levels* (every value is one of them)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        # Recoded by the categories, not rebuilt from the values: pandas deprecates building
+        # a Categorical from one whose dtype has categories the new one lacks.
+        return values.cat.set_categories(levels).cat.codes.to_numpy().astype(np.intp)
+    return pd.Categorical(values, categories=levels).codes.astype(np.intp)
 
 
 # Families whose candidates take observation weights and offsets (multinomial does not yet).
@@ -486,7 +506,7 @@ class Multinomial(_Classification):
         levels = _class_levels(values)
         if len(levels) < 2:
             raise ResponseError(f"the multinomial family needs at least 2 classes, got {levels}")
-        codes = pd.Categorical(values, categories=levels).codes.astype(np.intp)
+        codes = _class_codes(values, levels)
         return EncodedResponse(codes, levels)
 
     def _cv_predict(self, X, response, candidates, folds, ridge):

@@ -274,14 +274,20 @@ def test_averaged_mean_se_combines_candidates_like_coefficients():
     out = inf.averaged_mean_se({j: new[COLUMNS[j]] for j in fits},
                                {j: r.cov_params() for j, r in fits.items()},
                                {j: r.params for j, r in fits.items()}, WEIGHTS)
+    out_49 = inf.averaged_mean_se({j: new[COLUMNS[j]] for j in fits},
+                                  {j: r.cov_params() for j, r in fits.items()},
+                                  {j: r.params for j, r in fits.items()}, WEIGHTS, revised=False)
     for row in range(5):
         pred = {j: r.get_prediction(new[COLUMNS[j]].iloc[[row]]) for j, r in fits.items()}
         m = {j: float(p.predicted_mean[0]) for j, p in pred.items()}
         s = {j: float(p.se_mean[0]) for j, p in pred.items()}
         avg = sum(WEIGHTS[j] * m[j] for j in fits)
-        se = sum(WEIGHTS[j] * math.sqrt(s[j] ** 2 + (m[j] - avg) ** 2) for j in fits)
+        # eq. 6.12 (the default, as unconditional_se), eq. 4.9 with revised=False
+        se = math.sqrt(sum(WEIGHTS[j] * (s[j] ** 2 + (m[j] - avg) ** 2) for j in fits))
+        se_49 = sum(WEIGHTS[j] * math.sqrt(s[j] ** 2 + (m[j] - avg) ** 2) for j in fits)
         assert out["mean"][row] == pytest.approx(avg, rel=1e-12)
         assert out["mean_se"][row] == pytest.approx(se, rel=1e-10)
+        assert out_49["mean_se"][row] == pytest.approx(se_49, rel=1e-10)
 
 
 # ---------------------------------------------------------------------------

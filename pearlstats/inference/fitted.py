@@ -127,17 +127,17 @@ def averaged_resid(
 
 
 def combined_mean_se(means: np.ndarray, variances: np.ndarray, weights: np.ndarray, *,
-                     revised: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                     revised: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, se)``: candidates' means (J, m) with delta-method variances combined as
     :func:`averaged_mean_se` combines them (fixed weights, unconditional SE).
 
     Examples
     --------
     >>> import numpy as np
-    >>> mean, se = combined_mean_se(np.array([[1.0], [3.0]]), np.zeros((2, 1)),
+    >>> mean, se = combined_mean_se(np.array([[1.0], [3.0]]), np.array([[9.0], [0.0]]),
     ...                             np.array([0.5, 0.5]))
-    >>> mean.tolist(), se.tolist()
-    ([2.0], [1.0])
+    >>> mean.tolist(), round(float(se[0]), 4)  # sqrt(0.5 (9 + 1) + 0.5 (0 + 1))
+    ([2.0], 2.3452)
     """
     w = np.asarray(weights, dtype=float)
     return w @ means, _spread(means, variances, w, revised)
@@ -147,12 +147,16 @@ def averaged_mean_se(X_by_candidate: Mapping[Hashable, object],
                      cov_by_candidate: Mapping[Hashable, object],
                      params_by_candidate: Mapping[Hashable, object], weights: pd.Series, *,
                      alpha: float = 0.05, df_resid: Mapping[Hashable, float] | None = None,
-                     revised: bool = False) -> pd.DataFrame:
+                     revised: bool = True) -> pd.DataFrame:
     """Averaged mean ``sum_j w_j x_j' b_j`` of linear candidates with an unconditional SE.
 
     Per candidate the delta method gives ``var_j(x) = x_j' V_j x_j`` (exact for a
     linear mean); the candidates are then combined as the coefficients are
-    (:func:`unconditional_se`): ``se = sum_j w_j sqrt(var_j + (m_j - m_avg)**2)``.
+    (:func:`unconditional_se`): ``se = sqrt(sum_j w_j (var_j + (m_j - m_avg)**2))``
+    (Burnham & Anderson 2002, eq. 6.12), or with ``revised=False``
+    ``se = sum_j w_j sqrt(var_j + (m_j - m_avg)**2)`` (eq. 4.9). A mean that is a
+    coefficient (the row picks one term every candidate has) then has that
+    coefficient's averaged SE.
     The weights are treated as fixed, so the SE is conditional on them. The
     interval is ``m_avg +- z_{1-alpha/2} se`` with the t adjustment of
     :func:`adjusted_se` when ``df_resid`` is given; for one candidate this is
@@ -169,7 +173,7 @@ def averaged_mean_se(X_by_candidate: Mapping[Hashable, object],
     alpha : float, default 0.05
     df_resid : mapping of label -> float, optional
         Residual df of each candidate for t quantiles.
-    revised : bool, default False
+    revised : bool, default True
         As in :func:`unconditional_se`.
 
     Returns

@@ -520,12 +520,13 @@ def candidate_table(res: PearlResults) -> pd.DataFrame:
 
 
 def confidence_interval(
-    res: PearlResults, X: np.ndarray, index: pd.Index, alpha: float
+    res: PearlResults, X: np.ndarray, index: pd.Index, alpha: float, revised: bool = True
 ) -> pd.DataFrame:
     """``mean, mean_se, lower, upper`` of the averaged mean at design rows ``X`` (gaussian).
 
     Delta method per candidate, combined as the coefficients (unconditional
-    variance, t quantiles); conditional on the cross-validated weights.
+    variance by eq. 6.12, or eq. 4.9 with ``revised=False``; t quantiles);
+    conditional on the cross-validated weights.
     """
     if res.family != "gaussian":
         raise OptionError(f"interval='confidence' is for gaussian fits, this one is {res.family}; "
@@ -539,6 +540,7 @@ def confidence_interval(
         {label: covs[label][0].to_numpy() for label in labels},
         {label: res.candidate_params(label).to_numpy() for label in labels},
         res.weights, alpha=alpha, df_resid={label: covs[label][1] for label in labels},
+        revised=revised,
     )
     out = out.rename(columns={"mean_ci_lower": "lower", "mean_ci_upper": "upper"})
     out.index = pd.RangeIndex(len(out)) if index is None else index

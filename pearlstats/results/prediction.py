@@ -275,7 +275,7 @@ class Prediction:
 
     def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
                 alpha: float = 0.05, *, offset: Any = None, exposure: Any = None,
-                weights: Any = None) -> pd.Series | pd.DataFrame:
+                weights: Any = None, revised: bool = True) -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
         Parameters
@@ -304,7 +304,9 @@ class Prediction:
             ``"confidence"`` (gaussian fits): a DataFrame ``mean, mean_se, lower,
             upper`` for the averaged mean. Per candidate the delta method gives
             ``x' V x``; the candidates combine as the coefficients do
-            (unconditional SE, Burnham & Anderson 2002 eq. 4.9, t quantiles).
+            (unconditional SE, Burnham & Anderson 2002 eq. 6.12, t quantiles),
+            so a row that picks out a term every candidate has gets that
+            coefficient's :meth:`conf_int`.
             It estimates the fixed-weight average of the candidates' means,
             with the weights and the candidate set held fixed; for that target
             it is conservative (issue 28 measured 0.98-0.99 at 95%), and it is
@@ -334,6 +336,9 @@ class Prediction:
             weights. ``interval="confidence"`` uses the refits' weighted
             covariances (statsmodels' GLM with ``freq_weights``/``var_weights``)
             and adds the new rows' offset to the mean and both bounds.
+        revised : bool, default True
+            ``interval="confidence"`` only: eq. 6.12 (as :attr:`bse`), or eq. 4.9
+            with ``False`` (see :meth:`get_prediction`).
 
         Returns
         -------
@@ -376,7 +381,7 @@ class Prediction:
         if interval == "confidence":
             # The refits are GLMs with the fit's weights and offset, so their covariances are
             # the weighted ones; an offset shifts every candidate's mean, not its SE.
-            out = averaging.confidence_interval(self, X, index, alpha)
+            out = averaging.confidence_interval(self, X, index, alpha, revised)
             if new_offset is not None:
                 out[["mean", "lower", "upper"]] += new_offset[:, None]
             return out
@@ -393,7 +398,8 @@ class Prediction:
             )
 
     def get_prediction(self, newdata: Any, blocks: Any = None, *, offset: Any = None,
-                       exposure: Any = None, weights: Any = None) -> PredictionResults:
+                       exposure: Any = None, weights: Any = None,
+                       revised: bool = True) -> PredictionResults:
         """The averaged mean of new rows with its SE and intervals, as statsmodels'.
 
         Parameters
@@ -403,6 +409,10 @@ class Prediction:
         weights : array_like, optional
             The new rows' variance weights for the observation interval (as
             :meth:`predict`'s ``weights`` with ``interval="prediction"``).
+        revised : bool, default True
+            How the candidates' means and SEs combine into the mean's SE: Burnham &
+            Anderson's eq. 6.12 (MuMIn's ``revised.var = TRUE``), as :attr:`bse` and
+            :meth:`conf_int` combine the coefficients, or eq. 4.9 with ``False``.
 
         Returns
         -------
@@ -438,14 +448,14 @@ class Prediction:
         new_offset = self._new_offset(offset, exposure, X, newdata)
         weights = self._new_row_weights(weights, X.shape[0], data_index(newdata))
         if self.family == "multinomial":
-            mean_frame(self, X, index, 0.05, new_offset)  # raises, naming the alternatives
+            mean_frame(self, X, index, 0.05, new_offset, revised)  # raises, naming the others
         observations = None
         if self.family != "binomial":
             def observations(alpha: float) -> pd.DataFrame:
                 return self._conformal(X, index, alpha, new_offset, weights)
 
-        return PredictionResults(lambda alpha: mean_frame(self, X, index, alpha, new_offset),
-                                 observations)
+        return PredictionResults(
+            lambda alpha: mean_frame(self, X, index, alpha, new_offset, revised), observations)
 
     def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
         """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else

@@ -37,7 +37,7 @@ __all__ = ["PredictionResults", "mean_frame"]
 
 
 def _glm_mean_frame(res: PearlResults, X: np.ndarray, alpha: float,
-                    offset: np.ndarray | None) -> pd.DataFrame:
+                    offset: np.ndarray | None, revised: bool) -> pd.DataFrame:
     """Binomial/Poisson: the averaged mean, its delta-method SE and the link-scale interval."""
     labels = active_labels(res)
     means, variances = [], []
@@ -52,7 +52,7 @@ def _glm_mean_frame(res: PearlResults, X: np.ndarray, alpha: float,
         means.append(mu)
         variances.append(slope**2 * np.sum((XS @ cov) * XS, axis=1))
     mean, se = combined_mean_se(np.stack(means), np.stack(variances),
-                                res.weights[labels].to_numpy())
+                                res.weights[labels].to_numpy(), revised=revised)
     link, inverse = (logit, expit) if res.family == "binomial" else (np.log, np.exp)
     slope = mean * (1 - mean) if res.family == "binomial" else mean
     half = stats.norm.ppf(1 - alpha / 2) * se / slope
@@ -62,10 +62,11 @@ def _glm_mean_frame(res: PearlResults, X: np.ndarray, alpha: float,
 
 
 def mean_frame(res: PearlResults, X: np.ndarray, index: pd.Index | None, alpha: float,
-               offset: np.ndarray | None) -> pd.DataFrame:
-    """``mean, mean_se, mean_ci_lower, mean_ci_upper`` of the averaged mean at rows *X*."""
+               offset: np.ndarray | None, revised: bool = True) -> pd.DataFrame:
+    """``mean, mean_se, mean_ci_lower, mean_ci_upper`` of the averaged mean at rows *X*
+    (the candidates combined by eq. 6.12, or eq. 4.9 with ``revised=False``)."""
     if res.family == "gaussian":
-        out = confidence_interval(res, X, index, alpha)
+        out = confidence_interval(res, X, index, alpha, revised)
         out = out.rename(columns={"lower": "mean_ci_lower", "upper": "mean_ci_upper"})
         if offset is not None:  # an offset shifts every candidate's mean, not its SE
             out[["mean", "mean_ci_lower", "mean_ci_upper"]] += offset[:, None]
@@ -74,7 +75,7 @@ def mean_frame(res: PearlResults, X: np.ndarray, index: pd.Index | None, alpha: 
         raise OptionError(f"get_prediction is for gaussian, binomial and poisson fits, this one "
                           f"is {res.family}; use predict() for the class probabilities and "
                           "predict(interval='set') for prediction sets")
-    out = _glm_mean_frame(res, X, alpha, offset)
+    out = _glm_mean_frame(res, X, alpha, offset, revised)
     out.index = pd.RangeIndex(len(out)) if index is None else index
     return out
 

@@ -27,6 +27,7 @@ import pearlstats as pearl  # noqa: E402
 from pearlstats.distributed import hash_folds  # noqa: E402
 from pearlstats.exceptions import OptionError  # noqa: E402
 from pearlstats.results import PearlResults  # noqa: E402
+from pearlstats.weights.certificate import GAP_RTOL  # noqa: E402
 
 # A numpy function dask does not implement computes its dask arguments into memory (with a
 # FutureWarning): the row-sized values would be gathered on the client, not reduced in place.
@@ -239,9 +240,20 @@ def test_results_do_not_depend_on_the_partitioning(cuts):
                           honest=False)
     ddf, blocks = _partitioned(data, lengths)
     res = pearl.fit(FORMULA, ddf, blocks=blocks, family="binomial", cv=4, seed=3, honest=False)
-    _close(res.weights, reference.weights, rtol=1e-12)
+    # The Newton fits stop at a decrement of 1e-24 (coefficients within about 1e-12), whatever
+    # order the partitions sum their rows in: the out-of-fold predictions agree to rounding
+    # (2e-16 seen), and so do the candidates' CV risks.
+    _close(res.cv_predictions, reference.cv_predictions, rtol=1e-12)
     _close(res.cv_risk, reference.cv_risk, rtol=1e-12)
-    _close(res.baselines[["cv_risk", "se"]], reference.baselines[["cv_risk", "se"]], rtol=1e-12)
+    # The weights are certified to a duality gap of GAP_RTOL (1 + |f|), not solved exactly: two
+    # solves of the same QP summed in another order may stop at different points within that
+    # gap. Their objectives then agree within two gaps; the weights (and PEARL's risk, a
+    # function of them) to 2e-10 in the partitionings seen, 1e-8 here to leave room for flatter
+    # directions of the QP (nearly collinear candidates).
+    gap = GAP_RTOL * (1 + abs(reference.weight_objective))
+    assert abs(res.weight_objective - reference.weight_objective) <= 2 * gap
+    np.testing.assert_allclose(res.weights, reference.weights, rtol=0, atol=1e-8)
+    _close(res.baselines[["cv_risk", "se"]], reference.baselines[["cv_risk", "se"]], rtol=1e-8)
 
 
 def test_the_fits_warn_alike_about_separated_candidates():

@@ -213,7 +213,9 @@ def test_confidence_interval_combines_candidates_like_coefficients(fits):
     res = fits["gaussian"]
     w = {j: float(v) for j, v in res.weights.items() if v > 0}
     blocks, _ = _data(seed=5, n=4)
+    assert len(w) > 1  # the two formulas differ only for an average
     got = res.predict(blocks, interval="confidence")
+    got_49 = res.predict(blocks, interval="confidence", revised=False)
     rows = {"Intercept": np.ones(4), "age": blocks["age"], "a[0]": blocks["a"][:, 0],
             "a[1]": blocks["a"][:, 1], "b[0]": blocks["b"][:, 0]}
     for i in range(4):
@@ -224,8 +226,33 @@ def test_confidence_interval_combines_candidates_like_coefficients(fits):
         mean = sum(w[j] * m[j] for j in w)
         assert got["mean"][i] == pytest.approx(mean, rel=1e-10)
         assert got["mean"][i] == pytest.approx(res.predict(blocks)[i], rel=1e-12)
+        # Burnham & Anderson (2002) eq. 6.12, as bse; eq. 4.9 with revised=False
         assert got["mean_se"][i] == pytest.approx(
+            math.sqrt(sum(w[j] * (s[j] ** 2 + (m[j] - mean) ** 2) for j in w)), rel=1e-8)
+        assert got_49["mean_se"][i] == pytest.approx(
             sum(w[j] * math.sqrt(s[j] ** 2 + (m[j] - mean) ** 2) for j in w), rel=1e-8)
+
+
+def test_the_mean_at_a_row_that_picks_a_coefficient_has_that_coefficients_interval():
+    """A row whose covariates and block columns are all 0 has the intercept as its mean: its SE
+    and interval are the intercept's (gaussian: the mean is linear in the coefficients; a
+    GLM's averaged mean averages the candidates' means, not their linear predictors)."""
+    blocks, ys = _data(seed=4)
+    res = pearl.fit("y ~ age + block(a) + block(b)", dict(blocks, y=ys["gaussian"]), seed=0,
+                    honest=False)
+    assert (res.weights > 1e-6).sum() > 1  # an average, where eq. 6.12 and eq. 4.9 differ
+    zero = {"age": np.zeros(1), "a": np.zeros((1, 2)), "b": np.zeros((1, 1))}
+    frame = res.get_prediction(zero).summary_frame(alpha=0.1)
+    # the same linear functional and the same sums: equal to rounding
+    assert frame["mean"].iloc[0] == pytest.approx(res.params["Intercept"], rel=1e-10)
+    assert frame["mean_se"].iloc[0] == pytest.approx(res.bse["Intercept"], rel=1e-10)
+    lower, upper = res.conf_int(alpha=0.1).loc["Intercept"]
+    assert frame["mean_ci_lower"].iloc[0] == pytest.approx(lower, rel=1e-10)
+    assert frame["mean_ci_upper"].iloc[0] == pytest.approx(upper, rel=1e-10)
+    old = res.get_prediction(zero, revised=False).summary_frame(alpha=0.1)
+    lower, upper = res.conf_int(alpha=0.1, revised=False).loc["Intercept"]
+    assert old["mean_ci_lower"].iloc[0] == pytest.approx(lower, rel=1e-10)
+    assert old["mean_se"].iloc[0] < frame["mean_se"].iloc[0]  # Jensen: eq. 4.9 <= eq. 6.12
 
 
 def test_binomial_predictions_are_named_after_their_class_and_match_logit():
