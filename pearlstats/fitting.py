@@ -506,7 +506,10 @@ def fit(
     cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC"}
         The covariance of the candidates' refits, as statsmodels'
         ``fit(cov_type=)``; the averaged terms' ``bse``, ``conf_int()``,
-        ``cov_params()`` and tests use it. See
+        ``cov_params()`` and tests, ``candidate_params()`` and ``get_prediction``'s
+        mean intervals use it. ``res.candidates[label]`` stays statsmodels' own
+        (nonrobust) results; ``res.candidates[label].get_robustcov_results(...)`` (OLS) or
+        ``.model.fit(cov_type=...)`` gives a robust one. See
         :meth:`~pearlstats.results.PearlResults.get_robustcov`, which changes it
         afterwards without refitting. In memory, gaussian, binomial and poisson.
     cov_kwds : dict, optional

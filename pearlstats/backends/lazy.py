@@ -59,15 +59,21 @@ def computed(*values: Any) -> tuple:
         return tuple(np.asarray(value) for value in dask.compute(*values))
 
 
-def _labelled_part(values: np.ndarray, start: int, name: Any, columns: Any) -> Any:
-    index = pd.RangeIndex(start, start + len(values))
+def _labelled_part(values: np.ndarray, start: int, name: Any, columns: Any,
+                   index: pd.Index | None = None) -> Any:
+    index = pd.RangeIndex(start, start + len(values)) if index is None else index
     if columns is None:
         return pd.Series(values, index=index, name=name)
     return pd.DataFrame(values, index=index, columns=columns)
 
 
-def _lazy_rows(values: Any, name: Any = None, columns: Any = None) -> Any:
-    """A dask Series or DataFrame of a dask array, one partition per row chunk, indexed 0..n-1.
+def _lazy_rows(values: Any, name: Any = None, columns: Any = None,
+               labels: tuple | None = None) -> Any:
+    """A dask Series or DataFrame of a dask array, one partition per row chunk.
+
+    Indexed 0..n-1, or with *labels* ``(indexes, divisions)`` (one delayed pandas Index per
+    chunk: the partitions of the dask DataFrame the rows came from) by that DataFrame's own
+    index, so that ``ddf.assign(fitted=res.fittedvalues)`` aligns row by row.
 
     Built from the chunks' delayed values (``dd.from_dask_array`` would tokenize the graph,
     which holds the design spec, not deterministically hashable).
@@ -80,25 +86,28 @@ def _lazy_rows(values: Any, name: Any = None, columns: Any = None) -> Any:
     starts = np.concatenate([[0], np.cumsum(values.chunks[0])]).astype(int)
     # optimize_graph=False: the array optimisation (fusion) loses dd.from_delayed partitions
     chunks = values.to_delayed(optimize_graph=False).ravel()
-    parts = [delayed(_labelled_part)(chunk, int(start), name, columns)
-             for chunk, start in zip(chunks, starts)]
+    indexes, divisions = labels if labels is not None else ([None] * len(chunks), None)
+    parts = [delayed(_labelled_part)(chunk, int(start), name, columns, index)
+             for chunk, start, index in zip(chunks, starts, indexes)]
     meta = _labelled_part(np.empty((0,) + values.shape[1:], dtype=values.dtype), 0, name,
                           columns)
-    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+    return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
 
 
-def row_series(values: Any, index: pd.Index, name: Any) -> Any:
+def row_series(values: Any, index: pd.Index, name: Any, labels: tuple | None = None) -> Any:
     """A Series of one value per row: pandas for numpy *values*, dask for a dask array.
 
-    A dask Series is indexed by row position (as *index* is for a fit on dask data).
+    A dask Series is indexed by row position (as *index* is for a fit on dask data), or with
+    *labels* by the dask DataFrame's index (see :func:`_lazy_rows`).
     """
     if is_dask_collection(values):
-        return _lazy_rows(values, name=name)
+        return _lazy_rows(values, name=name, labels=labels)
     return pd.Series(np.asarray(values), index=index, name=name)
 
 
-def row_frame(values: Any, index: pd.Index, columns: Any, copy: bool = True) -> Any:
+def row_frame(values: Any, index: pd.Index, columns: Any, copy: bool = True,
+              labels: tuple | None = None) -> Any:
     """A DataFrame of rows: pandas for numpy *values*, dask for a dask array (see row_series)."""
     if is_dask_collection(values):
-        return _lazy_rows(values, columns=list(columns))
+        return _lazy_rows(values, columns=list(columns), labels=labels)
     return pd.DataFrame(values, index=index, columns=columns, copy=copy)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..exceptions import MissingValueError
 from .threads import one_blas_thread
@@ -95,6 +96,17 @@ class DaskRows:
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
 
+    def row_index(self) -> tuple[list, tuple] | None:
+        """Each partition's index (delayed) and the divisions, for a dask DataFrame's rows.
+
+        None for a dict of dask arrays, whose rows have no labels but their positions.
+        """
+        if self.divisions is None:
+            return None
+        from dask import delayed
+
+        return [delayed(_index_of, pure=True)(frame) for frame in self.frames], self.divisions
+
     def tasks(self, function: Callable[..., Any], *args: Any, keep_empty: bool = False) -> list:
         """One delayed ``function(frame, blocks, offset, *args)`` per partition.
 
@@ -126,6 +138,10 @@ class DaskRows:
             for i in range(len(self.lengths))
             if keep_empty or self.lengths[i] > 0
         ]
+
+
+def _index_of(frame: pd.DataFrame) -> pd.Index:
+    return frame.index
 
 
 def _run_partition(function, frame, arrays, groups, representations, offset, args):

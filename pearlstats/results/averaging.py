@@ -441,11 +441,18 @@ def candidate_coefficients(res: PearlResults, labels: list | None = None,
                      != "multinomial" else ["candidate", "class", "term"])
 
 
+def lazy_row_labels(res: PearlResults) -> tuple | None:
+    """For a fit on a dask DataFrame, its partitions' indexes and divisions, which label the
+    lazy row outputs (``fittedvalues``, ``resid``, ``cv_predictions``); else None."""
+    partitions = res.stages.partitions
+    return None if partitions is None else partitions.rows.row_index()
+
+
 def _format(res: PearlResults, values: np.ndarray) -> ParamsLike:
-    index = res.row_labels
+    index, labels = res.row_labels, lazy_row_labels(res)
     if values.ndim == 2:
-        return row_frame(values, index, res.classes)
-    return row_series(values, index, prediction_name(res))
+        return row_frame(values, index, res.classes, labels=labels)
+    return row_series(values, index, prediction_name(res), labels=labels)
 
 
 def _fitted_values(res: PearlResults) -> np.ndarray:

@@ -398,7 +398,10 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         for other dicts.
 
         :attr:`cv_predictions`, :attr:`fittedvalues` and :attr:`resid` are indexed by them,
-        as statsmodels indexes its fitted values by the data's rows.
+        as statsmodels indexes its fitted values by the data's rows. For a fit on dask data
+        this is positions 0..n-1 (the labels are not gathered on the client); those outputs
+        are then dask objects indexed by a dask DataFrame's own index, partition by
+        partition (positions for a dict of dask arrays), so they align with its rows.
 
         Examples
         --------
@@ -497,13 +500,15 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         values = self._predictions[:, :J]
         # copy=False: the cached table shares the stored predictions (readers get copies).
         if values.ndim == 2:
-            return row_frame(values, self.row_labels, self.candidate_labels, copy=False)
+            return row_frame(values, self.row_labels, self.candidate_labels, copy=False,
+                             labels=averaging.lazy_row_labels(self))
         columns = pd.MultiIndex.from_product(
             [self.candidate_labels, self.classes], names=["candidate", "class"]
         )
         if is_dask_collection(values):  # a dask DataFrame's columns are flat: "candidate[class]"
             return row_frame(values.reshape(values.shape[0], -1), self.row_labels,
-                             [f"{label}[{level}]" for label, level in columns])
+                             [f"{label}[{level}]" for label, level in columns],
+                             labels=averaging.lazy_row_labels(self))
         return pd.DataFrame(values.reshape(len(values), -1), columns=columns,
                             index=self.row_labels, copy=False)
 
