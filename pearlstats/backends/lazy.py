@@ -71,9 +71,10 @@ def _lazy_rows(values: Any, name: Any = None, columns: Any = None,
                labels: tuple | None = None) -> Any:
     """A dask Series or DataFrame of a dask array, one partition per row chunk.
 
-    Indexed 0..n-1, or with *labels* ``(indexes, divisions)`` (one delayed pandas Index per
-    chunk: the partitions of the dask DataFrame the rows came from) by that DataFrame's own
-    index, so that ``ddf.assign(fitted=res.fittedvalues)`` aligns row by row.
+    Indexed 0..n-1, or with *labels* ``(indexes, divisions, lengths)`` (one delayed pandas
+    Index per partition of the dask DataFrame the rows came from, and the partitions' rows)
+    by that DataFrame's own index, so that ``ddf.assign(fitted=res.fittedvalues)`` aligns
+    row by row.
 
     Built from the chunks' delayed values (``dd.from_dask_array`` would tokenize the graph,
     which holds the design spec, not deterministically hashable).
@@ -83,10 +84,12 @@ def _lazy_rows(values: Any, name: Any = None, columns: Any = None,
 
     if values.ndim == 2:  # one chunk across the columns: a partition is a block of whole rows
         values = values.rechunk({1: -1})
+    if labels is not None:  # one chunk per partition of the data, empty ones included
+        values = values.rechunk({0: tuple(labels[2])})
     starts = np.concatenate([[0], np.cumsum(values.chunks[0])]).astype(int)
     # optimize_graph=False: the array optimisation (fusion) loses dd.from_delayed partitions
     chunks = values.to_delayed(optimize_graph=False).ravel()
-    indexes, divisions = labels if labels is not None else ([None] * len(chunks), None)
+    indexes, divisions = labels[:2] if labels is not None else ([None] * len(chunks), None)
     parts = [delayed(_labelled_part)(chunk, int(start), name, columns, index)
              for chunk, start, index in zip(chunks, starts, indexes)]
     meta = _labelled_part(np.empty((0,) + values.shape[1:], dtype=values.dtype), 0, name,

@@ -96,8 +96,9 @@ class DaskRows:
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
 
-    def row_index(self) -> tuple[list, tuple] | None:
-        """Each partition's index (delayed) and the divisions, for a dask DataFrame's rows.
+    def row_index(self) -> tuple[list, tuple, tuple] | None:
+        """Each partition's index (delayed), the divisions and the partitions' lengths, for a
+        dask DataFrame's rows.
 
         None for a dict of dask arrays, whose rows have no labels but their positions.
         """
@@ -105,7 +106,8 @@ class DaskRows:
             return None
         from dask import delayed
 
-        return [delayed(_index_of, pure=True)(frame) for frame in self.frames], self.divisions
+        indexes = [delayed(_index_of, pure=True)(frame) for frame in self.frames]
+        return indexes, self.divisions, self.lengths
 
     def tasks(self, function: Callable[..., Any], *args: Any, keep_empty: bool = False) -> list:
         """One delayed ``function(frame, blocks, offset, *args)`` per partition.

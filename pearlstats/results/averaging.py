@@ -442,8 +442,8 @@ def candidate_coefficients(res: PearlResults, labels: list | None = None,
 
 
 def lazy_row_labels(res: PearlResults) -> tuple | None:
-    """For a fit on a dask DataFrame, its partitions' indexes and divisions, which label the
-    lazy row outputs (``fittedvalues``, ``resid``, ``cv_predictions``); else None."""
+    """For a fit on a dask DataFrame, its partitions' indexes, divisions and lengths, which
+    label the lazy row outputs (``fittedvalues``, ``resid``, ``cv_predictions``); else None."""
     partitions = res.stages.partitions
     return None if partitions is None else partitions.rows.row_index()
 

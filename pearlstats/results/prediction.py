@@ -309,7 +309,8 @@ class Prediction:
             coefficient's :meth:`conf_int`.
             It estimates the fixed-weight average of the candidates' means,
             with the weights and the candidate set held fixed; for that target
-            it is conservative (issue 28 measured 0.98-0.99 at 95%), and it is
+            it is conservative (issue 28 measured 0.98-0.99 at 95% with eq. 4.9,
+            which is never wider than eq. 6.12), and it is
             not an interval for a new response.
             Dask rows get point predictions only (an interval is refused by
             name: predict an in-memory sample of them instead); an unknown
