@@ -166,6 +166,10 @@ class PartitionedRows:
                               "has no refit on all rows (see results.failures)")
         return self.refits[candidate.label]
 
+    def design_moment(self, columns: np.ndarray) -> np.ndarray:
+        """``X'X`` of the design's *columns* on all rows (p x p, from the moment pass)."""
+        return self.fitted.design.subset(np.asarray(columns)).moment()
+
     def _stack(self, candidates: list) -> tuple:
         columns = [np.asarray(c.columns) for c in candidates]
         return columns, self.fitted.coefs[-1][:, [self.position(c) for c in candidates]]
