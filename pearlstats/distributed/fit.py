@@ -277,12 +277,16 @@ def _mean_response(moments: Any, classes: Any) -> float | np.ndarray:
 
 
 def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
-                   everything: list, n_pool: int, ridge: float, centre: np.ndarray) -> PartitionFit:
+                   everything: list, n_pool: int, ridge: float, centre: np.ndarray,
+                   check_response: bool = False) -> PartitionFit:
     """Cross-validate every candidate and solve the weights, one pass over the partitions each.
 
     *everything* is the pool's candidates then the baseline-only ones (the first *n_pool*
     are weighted); *centre* is the pilot centre of the design's columns and the response
-    (:func:`~pearlstats.distributed.ols.moment_pass`).
+    (:func:`~pearlstats.distributed.ols.moment_pass`). ``check_response=True`` (the fit,
+    not its honest re-runs, as in memory) refuses a response with nothing to fit
+    (:meth:`~pearlstats.families.Family.check_response_range`) from the moment pass's
+    extremes of the response, before the folds are checked.
     """
     env = None  # patsy's EvalEnvironment does not pickle: workers use the spec's namespace
     classes, passes = None, 1
@@ -290,6 +294,9 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
         classes, passes = class_pass(rows, spec, fold_spec, env), 2
     levels = None if classes is None else classes.levels
     moments = moment_pass(rows, spec, family.name, fold_spec, centre, env, levels)
+    if check_response:
+        total = moments.total
+        family.check_response_range(float(total.low[0, -1]), float(total.high[0, -1]), moments.n)
     _check_folds(moments, family.name)
     _check_magnitudes(moments, spec, family.name)
     moved: dict = {}

@@ -308,7 +308,7 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     pool = build_pool(head, candidates, max_candidates)
     spec = head.spec
     fitted = fit_partitions(rows, spec, family, loss, fold_spec, pool.everything,
-                            len(pool.pool), ridge, centre)
+                            len(pool.pool), ridge, centre, check_response=True)
     fitted = shrink_fit(rows, head.spec, family, loss, fold_spec, fitted, pool.pool, shrinkage)
     partitions = PartitionedRows(rows, fold_spec, fitted, centre, tuple(pool.everything),
                                  len(pool.pool), spec, family.name, shrinkage)
