@@ -16,15 +16,11 @@ dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is n
 import pearlstats as pearl  # noqa: E402
 from pearlstats.exceptions import ResponseError  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("synchronous_dask")
+
 FORMULA = "y ~ x + block(a) + block(b)"
 BLOCKS = {"a": ["a0", "a1"], "b": ["b0", "b1"]}
 N = 300
-
-
-@pytest.fixture(autouse=True)
-def synchronous():
-    with dask.config.set(scheduler="synchronous"):
-        yield
 
 
 def _frame(y: float) -> pd.DataFrame:

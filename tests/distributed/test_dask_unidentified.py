@@ -24,7 +24,8 @@ from pearlstats.exceptions import UnidentifiedCoefficientWarning  # noqa: E402
 
 # A numpy function dask does not implement computes its dask arguments into memory: the
 # decision must not gather the n-row design.
-pytestmark = pytest.mark.filterwarnings("error:The `numpy.*is not implemented by Dask")
+pytestmark = [pytest.mark.usefixtures("synchronous_dask"),
+              pytest.mark.filterwarnings("error:The `numpy.*is not implemented by Dask")]
 
 FORMULA = "y ~ x + block(a) + block(b)"
 N = 400
@@ -35,12 +36,6 @@ SEED = 3
 # by lstsq on the rows in memory; Newton stopping at 1e-10 relative), as the 1e-8 of
 # tests/distributed/test_backends_agree.py.
 TOL = 1e-8
-
-
-@pytest.fixture(autouse=True)
-def synchronous():
-    with dask.config.set(scheduler="synchronous"):
-        yield
 
 
 def _frame(family: str) -> pd.DataFrame:

@@ -20,7 +20,8 @@ import pearlstats as pearl  # noqa: E402
 from pearlstats.distributed import hash_folds  # noqa: E402
 
 # The honest risks are compared, not judged: its note on PEARL against MS is no concern here.
-pytestmark = pytest.mark.filterwarnings("ignore:PEARL.s honest risk")
+pytestmark = [pytest.mark.usefixtures("synchronous_dask"),
+              pytest.mark.filterwarnings("ignore:PEARL.s honest risk")]
 
 FORMULA = "y ~ x + block(a) + block(b)"
 BLOCKS = {"a": ["a0", "a1", "a2"], "b": ["b0", "b1"]}
@@ -31,12 +32,6 @@ NUMBERS = ["risk", "se", "ratio", "ratio_se"]
 # partitions' sums are added and in where each Newton and weight solve stops (1e-10
 # relative); the fits of tests/distributed/test_multinomial_dask.py agree to 1e-8.
 TOL = 1e-8
-
-
-@pytest.fixture(autouse=True)
-def synchronous():
-    with dask.config.set(scheduler="synchronous"):
-        yield
 
 
 def _frame(seed: int = 0) -> pd.DataFrame:
