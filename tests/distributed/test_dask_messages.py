@@ -1,0 +1,96 @@
+"""What a fit on dask data refuses says what was wrong and what works instead.
+
+Each refusal is a pearlstats exception whose message names the cause and a remedy; where
+part of a feature works on dask data its numbers are those of the in-memory fit at the
+same fold labels (the reference).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dask = pytest.importorskip("dask", reason="dask is not installed")
+dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is not installed")
+
+import pearlstats as pearl  # noqa: E402
+from pearlstats.distributed import hash_folds  # noqa: E402
+from pearlstats.exceptions import InMemoryOnlyError  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("synchronous_dask")
+
+FORMULA = "y ~ x + block(a) + block(b)"
+BLOCKS = {"a": ["a0", "a1", "a2"], "b": ["b0", "b1"]}
+N = 300
+K = 4
+SEED = 3
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _frame(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(rng.normal(size=(N, 6)), columns=["x", "a0", "a1", "a2", "b0", "b1"])
+    signal = frame["a0"] - frame["b1"] + 0.3 * frame["x"]
+    frame["y"] = np.digitize(signal + rng.logistic(size=N), [-1.0, 0.5])
+    return frame
+
+
+@pytest.fixture(scope="module")
+def multinomial_fits():
+    with dask.config.set(scheduler="synchronous"):
+        frame = _frame()
+        on_dask = pearl.fit(FORMULA, dd.from_pandas(frame, npartitions=3), blocks=BLOCKS,
+                            family="multinomial", cv=K, seed=SEED, honest=False)
+        in_memory = pearl.fit(FORMULA, frame, blocks=BLOCKS, family="multinomial",
+                              cv=hash_folds(np.arange(N), K, SEED), seed=SEED, honest=False)
+    return on_dask, in_memory
+
+
+REFUSED = {
+    "bse": lambda res: res.bse,
+    "conf_int()": lambda res: res.conf_int(),
+    "candidate_params()": lambda res: res.candidate_params(),
+    "candidate_table": lambda res: res.candidate_table,
+    "coef_table(terms='all')": lambda res: res.coef_table(terms="all"),
+    "candidates[label]": lambda res: res.candidates["a+b"].params,
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_multinomial_refits_on_dask_are_refused_naming_what_works(multinomial_fits, name):
+    on_dask, in_memory = multinomial_fits
+    REFUSED[name](in_memory)  # in memory it works
+    with pytest.raises(InMemoryOnlyError) as caught:
+        REFUSED[name](on_dask)
+    said = str(caught.value)
+    for words in (name, "'multinomial'", "MNLogit", "params (the averaged coefficients)",
+                  "candidate_params(label)", "ddf.sample(frac=0.1).compute()"):
+        assert words in said, words
+
+
+def test_multinomial_params_on_dask_are_the_in_memory_ones(multinomial_fits):
+    on_dask, in_memory = multinomial_fits
+    # The same rows and folds; the Newton fits stop at 1e-10 relative and the partitions' sums
+    # add in another order: 1e-8, as tests/distributed/test_multinomial_dask.py.
+    np.testing.assert_allclose(on_dask.params.to_numpy(float),
+                               in_memory.params.to_numpy(float), rtol=0, atol=1e-8)
+    np.testing.assert_allclose(np.asarray(on_dask.candidate_params("a+b"), dtype=float),
+                               np.asarray(in_memory.candidate_params("a+b"), dtype=float),
+                               rtol=0, atol=1e-8)
+
+
+def _dask_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Data in dask partitions"):]
+    return re.sub(r"\s+", " ", section[:section.index("\n## ", 3)])
+
+
+def test_readme_says_which_multinomial_results_dask_data_lack():
+    section = _dask_section()
+    assert "a multinomial fit on dask data has `params` and `candidate_params(label)`" in section
+    for name in ("`bse`", "`conf_int()`", "`candidate_table`", "`candidates[label]`"):
+        assert name in section.split("a multinomial fit on dask data")[1], name
