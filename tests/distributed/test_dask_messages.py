@@ -19,7 +19,7 @@ dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is n
 
 import pearlstats as pearl  # noqa: E402
 from pearlstats.distributed import hash_folds  # noqa: E402
-from pearlstats.exceptions import InMemoryOnlyError  # noqa: E402
+from pearlstats.exceptions import InMemoryOnlyError, OptionError  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("synchronous_dask")
 
@@ -94,3 +94,21 @@ def test_readme_says_which_multinomial_results_dask_data_lack():
     assert "a multinomial fit on dask data has `params` and `candidate_params(label)`" in section
     for name in ("`bse`", "`conf_int()`", "`candidate_table`", "`candidates[label]`"):
         assert name in section.split("a multinomial fit on dask data")[1], name
+
+
+@pytest.mark.filterwarnings("error:The `numpy.*is not implemented by Dask")  # no compute
+@pytest.mark.parametrize("form, shown, remedy", [
+    ("series", "cv=<dask Series 'fold'>", "a dask column of fold labels is given by its name: "
+                                          "cv='fold'"),
+    ("array", "cv=<dask Array>", "given as a column of the data, by its name, e.g. cv='fold'"),
+])
+def test_dask_fold_labels_given_as_values_are_refused_naming_the_column_form(form, shown,
+                                                                              remedy):
+    ddf = dd.from_pandas(_frame().assign(fold=np.arange(N) % K), npartitions=3)
+    cv = ddf["fold"] if form == "series" else ddf["fold"].to_dask_array()
+    with pytest.raises(OptionError) as caught:
+        pearl.fit(FORMULA, ddf, blocks=BLOCKS, family="multinomial", cv=cv, seed=SEED,
+                  honest=False)
+    said = str(caught.value)
+    assert shown in said and remedy in said
+    assert "in-memory fold labels" not in said and "Scalar" not in said
