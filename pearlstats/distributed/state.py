@@ -46,6 +46,7 @@ from .inference import meat_partitions, refit_partitions, sums_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
 from .oof import oof_predictions
 from .shrinkage import shrink_fit, shrink_partition_weights
+from .weights import check_candidate_count
 
 __all__ = ["PartitionedRows", "dask_fit_state"]
 
@@ -306,6 +307,7 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     rows = dask_rows(data, blocks, formula)
     head, centre = head_design_and_pilot(rows, formula, env, family.name)
     pool = build_pool(head, candidates, max_candidates)
+    check_candidate_count(len(pool.pool))  # before any pass, not after the fold fits
     spec = head.spec
     fitted = fit_partitions(rows, spec, family, loss, fold_spec, pool.everything,
                             len(pool.pool), ridge, centre, check_response=True)

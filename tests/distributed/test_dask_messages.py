@@ -15,11 +15,12 @@ import pandas as pd
 import pytest
 
 dask = pytest.importorskip("dask", reason="dask is not installed")
+da = pytest.importorskip("dask.array", reason="dask is not installed")
 dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe (pyarrow) is not installed")
 
 import pearlstats as pearl  # noqa: E402
 from pearlstats.distributed import hash_folds  # noqa: E402
-from pearlstats.exceptions import InMemoryOnlyError, OptionError  # noqa: E402
+from pearlstats.exceptions import DataError, InMemoryOnlyError, OptionError  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("synchronous_dask")
 
@@ -112,3 +113,40 @@ def test_dask_fold_labels_given_as_values_are_refused_naming_the_column_form(for
     said = str(caught.value)
     assert shown in said and remedy in said
     assert "in-memory fold labels" not in said and "Scalar" not in said
+
+
+def test_new_rows_in_memory_with_dask_blocks_are_refused_saying_what_to_pass(
+        multinomial_fits):
+    on_dask, in_memory = multinomial_fits
+    new = _frame(seed=4).iloc[:30]
+    arrays = {name: new[columns].to_numpy() for name, columns in BLOCKS.items()}
+    lazy = {name: da.from_array(values, chunks=(15, values.shape[1]))
+            for name, values in arrays.items()}
+    with pytest.raises(DataError) as caught:
+        on_dask.predict(new[["x"]], blocks=lazy)
+    said = str(caught.value)
+    assert "in memory (DataFrame) but their blocks are dask arrays" in said
+    assert "dd.from_pandas(frame" in said and "block.compute()" in said
+    assert "for the distributed fit" not in said
+    # both remedies give the in-memory fit's predictions (the same coefficients: 1e-8, as
+    # test_multinomial_params_on_dask_are_the_in_memory_ones)
+    expected = in_memory.predict(new[["x"]], blocks=arrays).to_numpy(float)
+    as_arrays = on_dask.predict(new[["x"]], blocks=arrays)
+    as_dask = on_dask.predict(dd.from_pandas(new[["x"]], npartitions=2), blocks=lazy).compute()
+    for got in (as_arrays, as_dask):
+        np.testing.assert_allclose(np.asarray(got, dtype=float), expected, rtol=0, atol=1e-8)
+
+
+def test_more_candidates_than_the_dask_weight_solver_takes_are_refused_with_remedies():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(120, 10)), columns=["y"] + [f"z{i}" for i in range(9)])
+    blocks = {f"k{i}": [f"z{i}"] for i in range(9)}  # candidates="all": 2**9 - 1 = 511
+    formula = "y ~ " + " + ".join(f"block(k{i})" for i in range(9))
+    with pytest.raises(OptionError) as caught:
+        pearl.fit(formula, dd.from_pandas(frame, npartitions=2), blocks=blocks, cv=K, seed=SEED,
+                  honest=False, progress=False)
+    said = str(caught.value)
+    for words in ("at most 500 candidates, got 511", "candidates='single' or 'nested'",
+                  "explicit list", "fit in memory", "ddf.compute()"):
+        assert words in said, words
+    assert "at most 500 candidates" in _dask_section()
