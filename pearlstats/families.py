@@ -227,6 +227,13 @@ class Family:
         if response.offset is not None:
             check_link_offset(response.offset)
 
+    def check_response_range(self, low: float, high: float, n: int) -> None:
+        """The checks of :meth:`check_fit_response` and :meth:`encode` that the response's
+        smallest and largest values (*low*, *high*, in the family's coding) over the fit's
+        *n* rows decide: for rows that are not at hand (dask partitions), the same
+        ResponseError from reductions taken where the rows live. None here (multinomial:
+        its class pass checks the classes)."""
+
     # The public methods below state the contract (types, meaning) once; each family supplies
     # the underscore hook of the same name.
 
@@ -400,6 +407,26 @@ def _state_penalty(fitted, ridge: float, alpha: np.ndarray):
     return fitted
 
 
+def _check_two_levels(levels: list) -> None:
+    """Refuse a binomial response whose distinct values (sorted) are not exactly two."""
+    if len(levels) != 2:
+        raise ResponseError(
+            "the binomial family needs a response with exactly 2 distinct values, got "
+            f"{len(levels)}: {levels[:10]}; use family='multinomial' for more classes"
+        )
+
+
+def _check_some_count(high: float, n: int) -> None:
+    """Refuse non-negative counts whose largest, *high*, over *n* rows is 0."""
+    if high <= 0:
+        # log(mean) -> -inf: no maximum-likelihood estimate (statsmodels' GLM raises), and
+        # every candidate predicts 0, so there is nothing to weigh.
+        raise ResponseError(
+            f"the poisson family needs at least one positive count; the response is 0 in all {n} "
+            "rows"
+        )
+
+
 def _require_numeric(values: pd.Series, family: str) -> np.ndarray:
     if values.dtype.kind == "b":
         return values.to_numpy(dtype=float)
@@ -429,6 +456,10 @@ class Gaussian(Family):
         net = response.y if response.offset is None else response.y - response.offset
         check_response_variation(net, where)
         check_magnitude(f"the gaussian response{where}", net, power=4)  # risk SEs: r^4
+
+    def check_response_range(self, low: float, high: float, n: int) -> None:
+        # the largest |y| is at an extreme, so the test on the two extremes is the same
+        check_response_variation(np.array([low, high]))
 
     def _cv_predict(self, X, response, candidates, folds, ridge):
         return ols_cv_predict(X, response.y, candidates, folds, ridge)
@@ -480,13 +511,11 @@ class Binomial(_GLMFamily, _Classification):
 
     def encode(self, values: pd.Series) -> EncodedResponse:
         levels = _class_levels(values)
-        if len(levels) != 2:
-            shown = levels[:10]
-            raise ResponseError(
-                "the binomial family needs a response with exactly 2 distinct values, got "
-                f"{len(levels)}: {shown}; use family='multinomial' for more classes"
-            )
+        _check_two_levels(levels)
         return EncodedResponse((values == levels[1]).to_numpy(dtype=float), levels)
+
+    def check_response_range(self, low: float, high: float, n: int) -> None:
+        _check_two_levels(sorted({low, high}))  # 0/1 coded: both classes or one
 
     def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return expit(X_candidate @ params)
@@ -546,14 +575,11 @@ class Poisson(_GLMFamily):
                 "the poisson family needs non-negative counts; the "
                 f"response is negative at rows {negative[:10].tolist()}"
             )
-        if not y.any():
-            # log(mean) -> -inf: no maximum-likelihood estimate (statsmodels' GLM raises), and
-            # every candidate predicts 0, so there is nothing to weigh.
-            raise ResponseError(
-                "the poisson family needs at least one positive count; the response is 0 in "
-                f"all {len(y)} rows"
-            )
+        _check_some_count(float(y.max(initial=0.0)), len(y))
         return EncodedResponse(y)
+
+    def check_response_range(self, low: float, high: float, n: int) -> None:
+        _check_some_count(high, n)
 
     def predict(self, params: np.ndarray, X_candidate: np.ndarray) -> np.ndarray:
         return np.exp(X_candidate @ params)

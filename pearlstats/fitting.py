@@ -572,6 +572,7 @@ def fit(
         state = dask_fit_state(formula_spec, family_, loss_, data, blocks, candidates, rule,
                                options.seed, options.ridge, max_candidates, options.env,
                                _representations(blocks), options.honest, options.shrinkage)
+        warn_unidentified(state)  # as in memory: at fit time, from the all-rows Gram
         return results_from_state(state, DASK_ROWS)
     observed = _observation_weights(data, blocks, formula_spec, options.env, family_.name, given,
                                     dict(downstream=downstream), options.missing)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .design.folds import FoldRule, describe_cv
+from .design.folds import FoldRule, dask_column_name, describe_cv, is_dask_collection
 from .exceptions import InMemoryOnlyError, OptionError
 
 __all__ = ["FAMILIES", "LOSSES", "RESULTS_NEEDING_ROWS", "refuse_in_memory_only",
@@ -40,9 +40,7 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
         (rule.kind == "loo",
          "cv='loo' (leave-one-out needs the row count and one fold per row; use K-fold or a "
          "fold column)"),
-        (rule.kind == "labels",
-         f"{describe_cv(cv)} (in-memory fold labels cannot be matched to dask partitions; put "
-         "them in a column of the data and give its name, e.g. cv='fold')"),
+        (rule.kind == "labels", _labels_reason(cv)),
         (rule.kind == "splitter",
          f"{describe_cv(cv)} (a splitter object needs every row's position, response and group "
          "in one process; put its fold labels in a column of the data, e.g. cv='fold')"),
@@ -59,6 +57,19 @@ def _reasons(family: str, loss: str, missing: str, rule: FoldRule, cv: Any, cv_r
          f"cov_type={cov_type!r} (the sandwich's pass of stacked scores runs over row chunks in "
          "memory only)"),
     ) if used]
+
+
+def _labels_reason(cv: Any) -> str:
+    """Why fold labels given as values are refused, and how to give them instead."""
+    if not is_dask_collection(cv):
+        return (f"{describe_cv(cv)} (in-memory fold labels cannot be matched to dask partitions; "
+                "put them in a column of the data and give its name, e.g. cv='fold')")
+    column = dask_column_name(cv)
+    if column is not None:
+        return (f"{describe_cv(cv)} (a dask column of fold labels is given by its name: "
+                f"cv={column!r})")
+    return (f"{describe_cv(cv)} (dask fold labels are given as a column of the data, by its "
+            "name, e.g. cv='fold')")
 
 
 def refuse_in_memory_only(*, family: str, loss: str, missing: str, rule: FoldRule, cv: Any,

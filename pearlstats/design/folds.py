@@ -62,7 +62,21 @@ def describe_cv(cv: Any) -> str:
     if isinstance(cv, (str, numbers.Number)) or cv is None or np.ndim(cv) == 0:
         text = repr(cv)
         return f"cv={text if len(text) <= 60 else text[:57] + '...'}"
+    if is_dask_collection(cv):  # its length is a computation: named by its column, if any
+        column = dask_column_name(cv)
+        return f"cv=<dask {type(cv).__name__}{'' if column is None else f' {column!r}'}>"
     return f"cv=<{type(cv).__name__} of {np.size(cv)} fold labels>"
+
+
+def is_dask_collection(value: Any) -> bool:
+    """Whether *value* is a dask collection (without importing dask)."""
+    return hasattr(value, "__dask_graph__")
+
+
+def dask_column_name(value: Any) -> str | None:
+    """The column name of a dask Series (a dask array's ``name`` is its graph key: None)."""
+    name = getattr(value, "name", None)
+    return name if hasattr(value, "index") and isinstance(name, str) else None
 
 
 def fold_column_names(data: Any) -> list:

@@ -20,6 +20,7 @@ import numpy as np
 from ..checks import check_magnitude
 from ..design.folds import FoldRule, fold_levels
 from ..exceptions import FoldError
+from ..inference.refit_sums import Spread
 from ..stages import check_some_candidate_fitted, duplicate_entries
 from .data import relabel_folds
 from .multinomial import MultinomialOof, class_pass
@@ -222,6 +223,9 @@ class PartitionFit:
         Rows in each fold.
     cv_entries : list of LedgerEntry
         The cross-validation's ledger rows alone (``entries`` adds the weight solve's).
+    design : Spread or None
+        The row count, column means and centred Gram matrix of the design on all rows (from
+        the moment pass): which coefficients a candidate identifies is decided on it.
     """
 
     labels: list
@@ -240,6 +244,7 @@ class PartitionFit:
     ridges: dict = field(default_factory=dict)
     fold_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cv_entries: list = field(default_factory=list)
+    design: Spread | None = None
 
 
 def _check_magnitudes(moments: Any, spec: Any, family: str) -> None:
@@ -253,6 +258,15 @@ def _check_magnitudes(moments: Any, spec: Any, family: str) -> None:
         check_magnitude("the gaussian response", np.array([low[-1], high[-1]]), power=4)
 
 
+def _design_spread(moments: Any) -> Spread:
+    """The design's columns on all rows as a :class:`Spread`, in the columns' own units
+    (the moments are of ``(X - pilot) / unit``)."""
+    total, p = moments.total, moments.p
+    unit = total.unit[:p]
+    mean = total.pilot[:p] + total.mean[0, :p] * unit
+    return Spread(float(total.count[0]), mean, total.cross[0, :p, :p] * np.outer(unit, unit))
+
+
 def _mean_response(moments: Any, classes: Any) -> float | np.ndarray:
     """The intercept-only model of the rows fitted: the mean response (multinomial: the
     class frequencies)."""
@@ -263,12 +277,16 @@ def _mean_response(moments: Any, classes: Any) -> float | np.ndarray:
 
 
 def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
-                   everything: list, n_pool: int, ridge: float, centre: np.ndarray) -> PartitionFit:
+                   everything: list, n_pool: int, ridge: float, centre: np.ndarray,
+                   check_response: bool = False) -> PartitionFit:
     """Cross-validate every candidate and solve the weights, one pass over the partitions each.
 
     *everything* is the pool's candidates then the baseline-only ones (the first *n_pool*
     are weighted); *centre* is the pilot centre of the design's columns and the response
-    (:func:`~pearlstats.distributed.ols.moment_pass`).
+    (:func:`~pearlstats.distributed.ols.moment_pass`). ``check_response=True`` (the fit,
+    not its honest re-runs, as in memory) refuses a response with nothing to fit
+    (:meth:`~pearlstats.families.Family.check_response_range`) from the moment pass's
+    extremes of the response, before the folds are checked.
     """
     env = None  # patsy's EvalEnvironment does not pickle: workers use the spec's namespace
     classes, passes = None, 1
@@ -276,6 +294,9 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
         classes, passes = class_pass(rows, spec, fold_spec, env), 2
     levels = None if classes is None else classes.levels
     moments = moment_pass(rows, spec, family.name, fold_spec, centre, env, levels)
+    if check_response:
+        total = moments.total
+        family.check_response_range(float(total.low[0, -1]), float(total.high[0, -1]), moments.n)
     _check_folds(moments, family.name)
     _check_magnitudes(moments, spec, family.name)
     moved: dict = {}
@@ -300,5 +321,6 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
                         entries=entries, solution=solution, risk=risk, se=se, null=null,
                         null_means=oof.null, passes=passes + extra, classes=levels,
                         mean_response=_mean_response(moments, classes),
-                        ridges={c.label: moved.get(c.label, ridge) for c in everything})
+                        ridges={c.label: moved.get(c.label, ridge) for c in everything},
+                        design=_design_spread(moments))
 

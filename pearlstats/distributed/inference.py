@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.partitions import tree_sum
-from ..exceptions import DataError, OptionError, UnknownCandidateError
+from ..exceptions import DataError, InMemoryOnlyError, UnknownCandidateError
 from ..inference.refit_sums import FAMILIES, RefitSums, Spread, row_sums
 from ..inference.robust import CovSpec, MeatSums, row_meat
 from ..inference.sums_refit import RowsNeededError, SumsRefit, refits_from_sums
@@ -28,6 +28,16 @@ from .data import partition_design, partition_response
 
 __all__ = ["PartitionRefit", "RowsNeededError", "Spread", "meat_partitions", "refit_partitions",
            "sums_partitions"]
+
+# A multinomial candidate's refit is statsmodels' MNLogit on the rows: no pass over partitions.
+_NO_REFITS = (
+    "on dask data the candidates' refits (bse, conf_int(), candidate_params() of every "
+    "candidate, candidate_table, coef_table(terms='all'), candidates[label]) are for families "
+    "{families}, not {family!r}: statsmodels' MNLogit has no pass over partitions. On dask "
+    "data params (the averaged coefficients), candidate_params(label) of one candidate, the "
+    "weights, risks, summary() and predict() work; for the rest fit an in-memory sample, e.g. "
+    "pearl.fit(formula, ddf.sample(frac=0.1).compute(), ...)"
+)
 
 # the refit of a candidate on dask data (the name the fits on dask data have always used)
 PartitionRefit = SumsRefit
@@ -109,8 +119,8 @@ def refit_partitions(rows: Any, spec: Any, family_name: str, candidates: Sequenc
 
     Raises
     ------
-    OptionError
-        For a family other than gaussian, binomial or Poisson.
+    InMemoryOnlyError
+        For a family other than gaussian, binomial or Poisson (an OptionError).
     UnknownCandidateError
         For a label not among *candidates*.
 
@@ -138,8 +148,7 @@ def refit_partitions(rows: Any, spec: Any, family_name: str, candidates: Sequenc
     (True, 47.0)
     """
     if family_name not in FAMILIES:
-        raise OptionError(f"refits on dask data are for families {list(FAMILIES)}, not "
-                          f"{family_name!r} (statsmodels' MNLogit has no distributed pass)")
+        raise InMemoryOnlyError(_NO_REFITS.format(families=list(FAMILIES), family=family_name))
     chosen = _positions(candidates, labels)
     columns = [np.asarray(candidates[j].columns) for j in chosen]
     B = np.asarray(coefs)[-1][:, chosen]

@@ -227,7 +227,9 @@ def _oof_part(frame, blocks, offset, spec, fold_spec, labels, coefs, levels, env
     codes = class_codes(y, levels)
     step = max(1, BATCH_VALUES // (coefs.shape[2] * (coefs.shape[3] + 1)))
     total = None
-    for start in range(0, len(codes), step):
+    # At least one (possibly empty) block: a partition whose rows are all left out (fold -1,
+    # e.g. a re-run's held-out fold) still returns zero sums, not None, to the tree sum.
+    for start in range(0, max(len(codes), 1), step):
         block = slice(start, start + step)
         P = oof_probabilities(X[block], folds[block], labels, coefs)
         sums = rows_sums(codes[block], P, folds[block], *args)

@@ -68,6 +68,13 @@ def _rows_for(res, newdata, blocks):
             "predicts and evaluates dask rows; wrap them, e.g. dd.from_pandas(frame, "
             "npartitions=1) or a dict of da.from_array(...)"
         )
+    if not uses_dask(newdata):  # dask blocks beside rows in memory: one of each
+        raise DataError(
+            f"the rows are in memory ({type(newdata).__name__}) but their blocks are dask "
+            "arrays; give both as dask (the rows as dd.from_pandas(frame, npartitions=...), "
+            "the blocks chunked as its partitions) or both in memory (the blocks as numpy "
+            "arrays, e.g. {name: block.compute()})"
+        )
     source = blocks if blocks is not None else _representations(res)
     return dask_rows(newdata, source, res.design_spec.formula)
 

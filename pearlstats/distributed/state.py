@@ -46,6 +46,7 @@ from .inference import meat_partitions, refit_partitions, sums_partitions
 from .multinomial import class_codes, class_level, oof_probabilities
 from .oof import oof_predictions
 from .shrinkage import shrink_fit, shrink_partition_weights
+from .weights import check_candidate_count
 
 __all__ = ["PartitionedRows", "dask_fit_state"]
 
@@ -165,6 +166,10 @@ class PartitionedRows:
             raise OptionError(f"candidate {candidate.label!r} failed in cross-validation and "
                               "has no refit on all rows (see results.failures)")
         return self.refits[candidate.label]
+
+    def design_moment(self, columns: np.ndarray) -> np.ndarray:
+        """``X'X`` of the design's *columns* on all rows (p x p, from the moment pass)."""
+        return self.fitted.design.subset(np.asarray(columns)).moment()
 
     def _stack(self, candidates: list) -> tuple:
         columns = [np.asarray(c.columns) for c in candidates]
@@ -302,9 +307,10 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     rows = dask_rows(data, blocks, formula)
     head, centre = head_design_and_pilot(rows, formula, env, family.name)
     pool = build_pool(head, candidates, max_candidates)
+    check_candidate_count(len(pool.pool))  # before any pass, not after the fold fits
     spec = head.spec
     fitted = fit_partitions(rows, spec, family, loss, fold_spec, pool.everything,
-                            len(pool.pool), ridge, centre)
+                            len(pool.pool), ridge, centre, check_response=True)
     fitted = shrink_fit(rows, head.spec, family, loss, fold_spec, fitted, pool.pool, shrinkage)
     partitions = PartitionedRows(rows, fold_spec, fitted, centre, tuple(pool.everything),
                                  len(pool.pool), spec, family.name, shrinkage)

@@ -41,7 +41,8 @@ from ..exceptions import AllCandidatesFailedError, OptionError
 from ..weights.convex import frank_wolfe_gap, solve_smooth
 from ..weights.solvers import DENSE_LIMIT, WeightSolution, _fw_gap, _solve_checked
 
-__all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "solve_from_form", "sqp_start"]
+__all__ = ["DistributedBarrierForm", "GramLeastSquaresForm", "check_candidate_count",
+           "solve_from_form", "sqp_start", "too_many_candidates"]
 
 _DUPLICATE_RTOL = 1e-9
 _MODEL_TOL = 1e-3  # the model's own gap, relative to the gap the weights are certified at
@@ -52,6 +53,24 @@ def _factor(M: np.ndarray) -> np.ndarray:
     """A square ``R`` with ``R'R = M`` for a symmetric positive semi-definite M."""
     values, vectors = np.linalg.eigh((M + M.T) / 2)
     return np.sqrt(np.maximum(values, 0.0))[:, None] * vectors.T
+
+
+def too_many_candidates(J: int) -> OptionError:
+    """The refusal of *J* > :data:`~pearlstats.weights.solvers.DENSE_LIMIT` weighted
+    candidates on dask data, with what to do instead (the in-memory solver has no limit:
+    it generates columns)."""
+    return OptionError(
+        f"the distributed weight solver handles at most {DENSE_LIMIT} candidates, got {J}; "
+        "use candidates='single' or 'nested', or an explicit list of at most "
+        f"{DENSE_LIMIT} candidates, or fit in memory, where there is no such limit (the rows, "
+        "ddf.compute(), or a sample of them, ddf.sample(frac=0.1).compute())"
+    )
+
+
+def check_candidate_count(J: int) -> None:
+    """Raise :func:`too_many_candidates` for more than ``DENSE_LIMIT`` weighted candidates."""
+    if J > DENSE_LIMIT:
+        raise too_many_candidates(J)
 
 
 class GramLeastSquaresForm:
@@ -134,7 +153,7 @@ class DistributedBarrierForm:
         return self._memo[key]
 
     def restrict(self, columns: Any) -> Any:
-        raise OptionError(f"the distributed weight solver handles at most {DENSE_LIMIT} candidates")
+        raise too_many_candidates(self.size)
 
     def value(self, w: np.ndarray) -> float:
         hot = np.flatnonzero(w)
@@ -255,10 +274,7 @@ def solve_from_form(
         raise AllCandidatesFailedError(
             f"no candidate is active for the weights: all {J} are marked failed"
         )
-    if J > DENSE_LIMIT:
-        raise OptionError(
-            f"the distributed weight solver handles at most {DENSE_LIMIT} candidates, got {J}"
-        )
+    check_candidate_count(J)
     columns = np.flatnonzero(active)
     sub = form.restrict(columns) if columns.size < J else form
     group = sub.duplicate_groups() if hasattr(sub, "duplicate_groups") else np.arange(columns.size)

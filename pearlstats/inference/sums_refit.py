@@ -59,7 +59,7 @@ from ..families import _state_penalty
 from ..observation_weights import effective_nobs
 from .refit_sums import RefitSums, Spread
 
-__all__ = ["RowsNeededError", "SumsRefit", "bread_of", "candidate_ridge_of",
+__all__ = ["RowsNeededError", "SumsRefit", "bread_of", "candidate_ridge_of", "dependent_columns",
            "refits_from_sums", "sum_ranks"]
 
 # pearlstats.results.identification's threshold (not imported: the inference sits below the
@@ -154,11 +154,19 @@ def bread_of(kind: str, sums: RefitSums, S: np.ndarray, j: int, ridge: float) ->
     return _covariance(spread, intercept, value, penalty, bread=True)[0]
 
 
-def _dependent_columns(moment: np.ndarray) -> np.ndarray:
+def dependent_columns(moment: np.ndarray) -> np.ndarray:
     """:func:`pearlstats.results.identification._dependent_columns` from ``X'X`` (not X).
 
     The right singular vectors and squared singular values of the unit-norm columns are
-    the eigenvectors and eigenvalues of their Gram matrix.
+    the eigenvectors and eigenvalues of their Gram matrix, so the in-memory rule (singular
+    values above ``sqrt(RANK_TOLERANCE)`` times the largest) is the one on eigenvalues above
+    ``RANK_TOLERANCE`` times the largest: a p x p matrix where the rows need not be at hand.
+
+    Examples
+    --------
+    >>> X = np.column_stack([np.ones(4), [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]])
+    >>> dependent_columns(X.T @ X).tolist()
+    [1, 2]
     """
     norms = np.sqrt(np.maximum(np.diagonal(moment), 0.0))
     unit = np.where(norms > 0, norms, 1.0)
@@ -208,7 +216,7 @@ def _assemble(kind: str, label: str, names: Sequence, params: np.ndarray, S: np.
     penalty = None
     if ridge > 0:
         penalty = _state_penalty(SimpleNamespace(), ridge, ridge * weights)
-    dependent = _dependent_columns(sums.design.subset(S).moment())
+    dependent = dependent_columns(sums.design.subset(S).moment())
     return SumsRefit(
         family=kind, label=label, exog_names=tuple(names), _params=_frozen(params),
         _cov=_frozen(cov * scale), nobs=float(sums.rows), df_resid=float(df_resid),

@@ -37,6 +37,7 @@ import numpy as np
 from .._warnings import warn
 from ..engines._common import RANK_TOLERANCE
 from ..exceptions import UnidentifiedCoefficientWarning
+from ..inference.sums_refit import dependent_columns
 
 if TYPE_CHECKING:
     from ..stages import FitState
@@ -62,6 +63,17 @@ def _dependent_columns(X: np.ndarray) -> np.ndarray:
     return np.flatnonzero((norms == 0) | (outside > _INVOLVED))
 
 
+def _candidate_dependent(state: FitState, columns: np.ndarray) -> np.ndarray:
+    """:func:`_dependent_columns` of the design's *columns* on all rows.
+
+    On dask data the rows stay in their partitions: the decision is taken on the p x p
+    ``X'X`` of all rows that the fit's moment pass computed (the same rule, on eigenvalues).
+    """
+    if state.partitions is not None:
+        return dependent_columns(state.partitions.design_moment(columns))
+    return _dependent_columns(state.design.X[:, columns])
+
+
 def unidentified_terms(state: FitState) -> dict[str, tuple[str, ...]]:
     """Candidate label -> terms whose coefficients its design does not identify on all rows.
 
@@ -75,7 +87,7 @@ def unidentified_terms(state: FitState) -> dict[str, tuple[str, ...]]:
     for candidate in state.candidates.pool:
         if candidate.label not in deficient or ridge_of(candidate.label, state.ridge) > 0:
             continue
-        dependent = _dependent_columns(state.design.X[:, candidate.columns])
+        dependent = _candidate_dependent(state, candidate.columns)
         if dependent.size:
             found[candidate.label] = tuple(names[candidate.columns[j]] for j in dependent)
     return found
