@@ -13,7 +13,9 @@ Lines break between block names (after ``+`` or a comma), never at a name's
 underscores; where whole names would leave the page no room for one candidate,
 the main table's labels name the blocks by letters, keyed in its Blocks row.
 
-The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn).
+The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn); names
+with characters pdflatex's fonts lack (CJK, emoji) need XeLaTeX or LuaLaTeX
+(:func:`~pearlstats.results.formatting.latex_escape`).
 nbconvert's LaTeX template loads booktabs and array but not dcolumn: each float
 defines ``D`` as a right-aligned math column when dcolumn is absent (the
 numbers of a column have the same decimals, so they still align on the point),

@@ -471,3 +471,20 @@ def test_summary_takes_the_panels_its_latex_sets(fits_31):
             ["importance"])
         with pytest.raises(pearl.OptionError, match=r"panels='everything'"):
             res.summary(panels="everything")
+
+
+def test_greek_block_and_covariate_names_compile_with_pdflatex(tmp_path):
+    # a kernel's bandwidth in a block name (rbf_λ) and a Greek covariate: as_latex() set with
+    # LATEX_PREAMBLE alone stopped at "Unicode character λ (U+03BB) not set up for use"
+    rng = np.random.default_rng(2)
+    blocks = {"rbf_λ": rng.normal(size=(80, 2)), "Σ_pca": rng.normal(size=(80, 2))}
+    frame = pd.DataFrame({"θ_dose": rng.normal(size=80)})
+    frame["y"] = frame["θ_dose"] + blocks["rbf_λ"][:, 0] + rng.normal(size=80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit('y ~ θ_dose + block("rbf_λ") + block("Σ_pca")', frame, blocks=blocks,
+                        seed=0, honest=False)
+        latex = res.summary().as_latex("all")
+    _, problems = _set(tmp_path, latex)
+    assert not problems, problems
+    assert r"rbf\_\ensuremath{\lambda}" in latex and r"\ensuremath{\Sigma}" in latex

@@ -405,3 +405,18 @@ def test_strategies_note_does_not_claim_shrunk_weights_are_the_optimum(paper_dat
     assert res.baselines.loc["PEARL", "cv_risk"] > res.baselines.loc["MS", "cv_risk"]
     text = " ".join(str(res.summary()).split())  # the note wraps where its words fall
     assert "weights are shrunk, so they need not have the lowest CV risk" in text
+
+
+def test_latex_escapes_greek_letters_as_mathematics():
+    # pdflatex's text fonts have no Greek: "rbf_λ" stopped it ("Unicode character λ (U+03BB)
+    # not set up for use with LaTeX"); every Greek letter, small or capital, is set in math
+    from pearlstats.results.formatting import latex_escape
+
+    assert latex_escape("rbf_λ") == r"rbf\_\ensuremath{\lambda}"
+    assert latex_escape("ΣΛΩ") == r"\ensuremath{\Sigma}\ensuremath{\Lambda}\ensuremath{\Omega}"
+    assert latex_escape("Α ο ς φ ϕ") == (r"\ensuremath{\mathrm{A}} \ensuremath{o} "
+                                         r"\ensuremath{\varsigma} \ensuremath{\varphi} "
+                                         r"\ensuremath{\phi}")
+    greek = [chr(c) for c in (*range(0x391, 0x3AA), *range(0x3B1, 0x3CA)) if c != 0x3A2]
+    assert not re.search(r"[^\x00-\x7f]", latex_escape("".join(greek)))  # none left as is
+    assert latex_escape("Müller_ß") == r"Müller\_ß"  # Latin-1: pdflatex's utf8 sets it
