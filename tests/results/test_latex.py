@@ -488,3 +488,21 @@ def test_greek_block_and_covariate_names_compile_with_pdflatex(tmp_path):
     _, problems = _set(tmp_path, latex)
     assert not problems, problems
     assert r"rbf\_\ensuremath{\lambda}" in latex and r"\ensuremath{\Sigma}" in latex
+
+
+@pytest.mark.parametrize("name", ["age_at_baseline", "age_at_baseline_years",
+                                  "age_at_baseline_in_years_x"])
+def test_coefficients_panel_fits_the_line_with_a_long_covariate_name(name, tmp_path):
+    # eight columns of four-decimal numbers leave the names about 4 em: a 15 to 26 character
+    # covariate set whole ran 11 to 35 pt past the margin, "sum w" right of the rules
+    from sklearn.datasets import load_diabetes
+
+    frame = load_diabetes(as_frame=True).frame.rename(columns={"age": name})
+    data = frame.drop(columns="target").to_numpy()
+    blocks = {"a": data[:, 2:4], "b": data[:, 4:7]}
+    res = pearl.fit(f"target ~ {name} + sex + block(a) + block(b)", frame, blocks=blocks,
+                    honest=False, seed=0)
+    summary = res.summary()
+    for panels in (["coefficients"], "all"):
+        log, problems = _set(tmp_path, summary.as_latex(panels))
+        assert "Overfull \\hbox" not in log and not problems, (panels, problems)
