@@ -71,6 +71,8 @@ def _greek_math() -> dict[str, str]:
 
 
 _LATEX_SPECIALS |= _greek_math()
+# a "+" with a character after it (not a space, not a tag), outside any tag
+_JOINING_PLUS = re.compile(r"\+(?=[^\s<])(?![^<]*>)")
 _LATEX_PATTERN = re.compile("|".join(re.escape(char) for char in _LATEX_SPECIALS))
 
 
@@ -178,8 +180,20 @@ def cell_latex(cell: object) -> str:
 
 
 def cell_html(cell: object) -> str:
-    """A cell's HTML: a :class:`Label`'s own form, else the escaped text."""
-    return cell.html if isinstance(cell, Label) else html_escape(cell)
+    """A cell's HTML: a :class:`Label`'s own form, else the escaped text; a line may break
+    after a ``+`` that joins two names.
+
+    A candidate label (blocks joined by ``+``) has no space to break at: a long one
+    made its table wider than the notebook (the columns right of it out of view).
+    ``<wbr>`` adds no text, so a copied label is the label.
+
+    Examples
+    --------
+    >>> cell_html("pca+kpca_rbf"), cell_html("y ~ a + b")
+    ('pca+<wbr>kpca_rbf', 'y ~ a + b')
+    """
+    html = cell.html if isinstance(cell, Label) else html_escape(cell)
+    return _JOINING_PLUS.sub("+<wbr>", html)
 
 
 class Number(str):

@@ -250,7 +250,7 @@ def _environments(latex: str) -> list:
 
 
 class _TagChecker(HTMLParser):
-    VOID = {"br", "hr", "img", "meta", "input"}
+    VOID = {"br", "hr", "img", "meta", "input", "wbr"}
 
     def __init__(self):
         super().__init__()
@@ -420,3 +420,54 @@ def test_latex_escapes_greek_letters_as_mathematics():
     greek = [chr(c) for c in (*range(0x391, 0x3AA), *range(0x3B1, 0x3CA)) if c != 0x3A2]
     assert not re.search(r"[^\x00-\x7f]", latex_escape("".join(greek)))  # none left as is
     assert latex_escape("Müller_ß") == r"Müller\_ß"  # Latin-1: pdflatex's utf8 sets it
+
+
+class _Cells(HTMLParser):
+    """The text of each ``th`` and ``td`` cell, table by table (``<wbr>`` adds none)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self.cell = [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag in ("th", "td"):
+            self.cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("th", "td"):
+            self.tables[-1].append(self.cell.strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def test_html_labels_may_break_after_plus_and_read_as_the_text():
+    # candidate labels of long block names joined by "+" had no break opportunity: the
+    # candidates' table pushed weight, CV risk, SE and rank out of a 1000-px notebook
+    names = ["kernel_pca_rbf_on_lab_values", "kernel_pca_poly_on_lab_values",
+             "autoencoder_bottleneck_lab"]
+    rng = np.random.default_rng(4)
+    blocks = {name: rng.normal(size=(80, 2)) for name in names}
+    y = blocks[names[0]][:, 0] + blocks[names[2]][:, 1] + rng.normal(size=80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit("y ~ " + " + ".join(f"block({n})" for n in names), {"y": y},
+                        blocks=blocks, seed=0, honest=False)
+        summary = res.summary()
+    html = res._repr_html_()
+    shown = [label for label in res.weights.index if "+" in label and res.weights[label] > 0]
+    assert shown
+    for label in shown:
+        assert f"<th>{label.replace('+', '+<wbr>')}</th>" in html, label
+    assert "<wbr> " not in html  # a "+" with a space after it breaks already
+    # what a reader sees (and copies) in a cell is the text summary's cell
+    parser = _Cells()
+    parser.feed(html)
+    tables = dict(zip([table.title for table in summary.tables], parser.tables))
+    for name in ("candidates", "strategies"):
+        table = summary.panels[name]
+        assert tables[table.title] == [str(cell.data).strip() for row in table for cell in row]
