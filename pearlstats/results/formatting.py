@@ -43,6 +43,9 @@ _LATEX_SPECIALS = {
     "<": r"\textless{}",
     ">": r"\textgreater{}",
     "|": r"\textbar{}",
+    # OT1, LATEX_PREAMBLE's encoding, has no straight " (char 34 of cmr is a closing quote,
+    # Q("sex") read Q(”sex”)) and \textquotedbl needs T1; typewriter's char 34 is straight
+    '"': r"\texttt{\char34}",
 }
 
 

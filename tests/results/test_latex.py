@@ -506,3 +506,20 @@ def test_coefficients_panel_fits_the_line_with_a_long_covariate_name(name, tmp_p
     for panels in (["coefficients"], "all"):
         log, problems = _set(tmp_path, summary.as_latex(panels))
         assert "Overfull \\hbox" not in log and not problems, (panels, problems)
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs poppler-utils")
+def test_quoted_covariate_prints_straight_quotes(tmp_path):
+    # pdflatex set Q("sex") as Q(”sex”): the OT1 font's character 34 is a closing quote
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"sex": rng.normal(size=80), "y": rng.normal(size=80)})
+    blocks = {"a": rng.normal(size=(80, 2))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit('y ~ Q("sex") + block(a)', frame, blocks=blocks, seed=0, honest=False)
+    latex = res.summary().as_latex(["main", "coefficients"])
+    _, problems = _set(tmp_path, latex)
+    assert not problems, problems
+    text = subprocess.run(["pdftotext", "tables.pdf", "-"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    assert 'Q("sex")' in text and "\u201d" not in text, text

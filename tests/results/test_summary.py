@@ -68,7 +68,7 @@ def test_header_states_the_fit(fitted, paper_data):
     pairs = {row[i].strip(): row[i + 1].strip() for row in cells for i in (0, 2)}
     assert pairs["Formula:"] == PAPER_FORMULA
     assert pairs["Family:"] == "gaussian"
-    assert pairs["Surrogate loss:"] == "squared" and pairs["Loss it stands for:"] == "squared error"
+    assert pairs["Surrogate loss:"] == pairs["Loss it stands for:"] == "squared error"
     assert pairs["No. observations:"] == str(len(paper_data["frame"]))
     assert pairs["Cross-validation:"] == "5-fold"
     assert pairs["Candidates (J):"] == str(2 ** len(NAMES) - 1)
@@ -329,7 +329,7 @@ def test_classification_summary_risks_are_log_losses(paper_data):
         for row in _table(summary, "PEARL model averaging")
         for i in (0, 2)
     }
-    assert (pairs["Surrogate loss:"], pairs["Loss it stands for:"]) == ("cross_entropy", "log-loss")
+    assert (pairs["Surrogate loss:"], pairs["Loss it stands for:"]) == ("cross-entropy", "log-loss")
     y = (frame["hit"] == "yes").to_numpy(float)
     for label, cells in _body(_table(summary, "Candidates with non-zero weight")).items():
         _close(cells[3], log_loss(y, res.cv_predictions[label].to_numpy()))
@@ -471,3 +471,18 @@ def test_html_labels_may_break_after_plus_and_read_as_the_text():
     for name in ("candidates", "strategies"):
         table = summary.panels[name]
         assert tables[table.title] == [str(cell.data).strip() for row in table for cell in row]
+
+
+def test_surrogate_loss_reads_the_same_in_text_latex_and_html(fitted):
+    # the HTML said "squared", LaTeX "squared error"
+    summary = fitted.summary()
+    assert re.search(r"Surrogate loss:\s+squared error\s", summary.as_text())
+    assert "Surrogate loss: & squared error &" in summary.as_latex()
+    assert re.search(r"<td>Surrogate loss:</td>\s*<td>squared error</td>", summary.as_html())
+
+
+def test_latex_sets_a_double_quote_straight():
+    # cmr's character 34 is a closing quote: Q("sex") read Q(”sex”) outside typewriter text
+    from pearlstats.results.formatting import latex_escape
+
+    assert latex_escape('Q("sex")') == r"Q(\texttt{\char34}sex\texttt{\char34})"
