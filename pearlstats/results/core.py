@@ -662,7 +662,7 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         ========================================================================
                    Formula: y ~ x + block(a) + block(b) No. observations:     60
                     Family:                    gaussian Cross-validation: 5-fold
-            Surrogate loss:                     squared   Candidates (J):      3
+            Surrogate loss:               squared error   Candidates (J):      3
         Loss it stands for:               squared error             Seed:      0
             Blocks (M = 2):                a (2), b (2)            Ridge:      0
         ------------------------------------------------------------------------

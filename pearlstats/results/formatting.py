@@ -43,7 +43,39 @@ _LATEX_SPECIALS = {
     "<": r"\textless{}",
     ">": r"\textgreater{}",
     "|": r"\textbar{}",
+    # OT1, LATEX_PREAMBLE's encoding, has no straight " (char 34 of cmr is a closing quote,
+    # Q("sex") read Q(”sex”)) and \textquotedbl needs T1; typewriter's char 34 is straight
+    '"': r"\texttt{\char34}",
 }
+
+
+def _greek_math() -> dict[str, str]:
+    r"""Greek letter -> math mode (``\ensuremath{\lambda}``): pdflatex's text fonts have no Greek.
+
+    Capitals that look like Latin ones have no command of their own: they are
+    the Latin letter, upright as math sets Greek capitals (omicron an italic
+    o). The variant glyphs (U+03D1 and after) follow unicode-math's names.
+    """
+    lower = ("alpha beta gamma delta varepsilon zeta eta theta iota kappa lambda mu nu xi o "
+             "pi rho varsigma sigma tau upsilon varphi chi psi omega").split()
+    upper = ("A B Gamma Delta E Z H Theta I K Lambda M N Xi O Pi P Sigma T Upsilon Phi X Psi "
+             "Omega").split()
+    names = dict(zip(map(chr, range(0x3B1, 0x3CA)), lower))
+    names |= dict(zip([chr(c) for c in range(0x391, 0x3AA) if c != 0x3A2], upper))  # no U+03A2
+    names |= {"\u03d1": "vartheta", "\u03d5": "phi", "\u03d6": "varpi", "\u03f1": "varrho",
+              "\u03f5": "epsilon"}
+
+    def math(name: str) -> str:
+        if len(name) > 1:
+            return "\\" + name
+        return name if name == "o" else rf"\mathrm{{{name}}}"
+
+    return {char: rf"\ensuremath{{{math(name)}}}" for char, name in names.items()}
+
+
+_LATEX_SPECIALS |= _greek_math()
+# a "+" with a character after it (not a space, not a tag), outside any tag
+_JOINING_PLUS = re.compile(r"\+(?=[^\s<])(?![^<]*>)")
 _LATEX_PATTERN = re.compile("|".join(re.escape(char) for char in _LATEX_SPECIALS))
 
 
@@ -92,10 +124,18 @@ def format_mean_sd(mean: float, sd: float, digits: int = 3) -> str:
 def latex_escape(text: object) -> str:
     r"""Escape LaTeX's special characters in one pass (so escapes are never re-escaped).
 
+    Greek letters become mathematics (``\ensuremath{\lambda}``), which every
+    engine sets. Other characters stay as they are: pdflatex's utf8 input sets
+    Latin letters (é, ß, ł) and common symbols; those its fonts lack (CJK,
+    emoji) need XeLaTeX or LuaLaTeX with a font that has them. Replacing them
+    would change the names a reader matches against the data.
+
     Examples
     --------
     >>> print(latex_escape("y ~ block(kpca_rbf) & 50%"))
     y \textasciitilde{} block(kpca\_rbf) \& 50\%
+    >>> print(latex_escape("rbf_λ"))
+    rbf\_\ensuremath{\lambda}
     """
     return _LATEX_PATTERN.sub(lambda match: _LATEX_SPECIALS[match.group(0)], str(text))
 
@@ -143,8 +183,20 @@ def cell_latex(cell: object) -> str:
 
 
 def cell_html(cell: object) -> str:
-    """A cell's HTML: a :class:`Label`'s own form, else the escaped text."""
-    return cell.html if isinstance(cell, Label) else html_escape(cell)
+    """A cell's HTML: a :class:`Label`'s own form, else the escaped text; a line may break
+    after a ``+`` that joins two names.
+
+    A candidate label (blocks joined by ``+``) has no space to break at: a long one
+    made its table wider than the notebook (the columns right of it out of view).
+    ``<wbr>`` adds no text, so a copied label is the label.
+
+    Examples
+    --------
+    >>> cell_html("pca+kpca_rbf"), cell_html("y ~ a + b")
+    ('pca+<wbr>kpca_rbf', 'y ~ a + b')
+    """
+    html = cell.html if isinstance(cell, Label) else html_escape(cell)
+    return _JOINING_PLUS.sub("+<wbr>", html)
 
 
 class Number(str):

@@ -13,7 +13,9 @@ Lines break between block names (after ``+`` or a comma), never at a name's
 underscores; where whole names would leave the page no room for one candidate,
 the main table's labels name the blocks by letters, keyed in its Blocks row.
 
-The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn).
+The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn); names
+with characters pdflatex's fonts lack (CJK, emoji) need XeLaTeX or LuaLaTeX
+(:func:`~pearlstats.results.formatting.latex_escape`).
 nbconvert's LaTeX template loads booktabs and array but not dcolumn: each float
 defines ``D`` as a right-aligned math column when dcolumn is absent (the
 numbers of a column have the same decimals, so they still align on the point),
@@ -38,7 +40,9 @@ PANELS = ("main", "candidates", "importance", "diagnostics", "stability", "uncer
 # lines a float beyond the main table may take (a page at \small holds about 48); rows past
 # them are counted in one row
 MAX_LINES = 36
-_WRAP_EM = 12.0  # a wrapped column is at least this wide, so a cell takes at most so many lines
+# a long cell's lines are counted at this width (em), and names up to it stay whole; a wrapped
+# column left narrower (beside many number columns) breaks names wider than itself
+_WRAP_EM = 12.0
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
 _PAGE_LINES = 48  # lines of \small text on a page of a default article
 # the main table's caption, panel titles, column headers, rules and skips, in lines: with it
@@ -131,10 +135,24 @@ def text_em(text: str) -> float:
     return width
 
 
-def number_em(text: str) -> float:
-    """Estimated width of a number's text in a ``D`` column at ``\\small``, in em."""
-    shown = text.replace("{<}", "<").replace("{>}", ">").replace("{-}", "-")
-    return sum(0.78 if char in "-<>" else 0.28 if char == "." else 0.5 for char in shown)
+def _digits(texts: list[str | None]) -> tuple[int, int]:
+    """Characters a ``D`` column reserves left and right of the point (its ``{left.right}``)."""
+    left = max([len(t.split(".")[0]) for t in texts if t] + [1])
+    right = _DECIMALS if any("." in t for t in texts if t) else 0
+    return left, right
+
+
+def reserved_em(texts: list[str | None]) -> float:
+    """Width of a ``D`` column at ``\\small``, in em: dcolumn reserves a digit's width (0.5
+    em) for each place of its ``{left.right}`` and the point's, however narrow the numbers.
+
+    Examples
+    --------
+    >>> reserved_em(["152.1335", "{<}0.0001", None]), reserved_em(["3", "12"])
+    (4.28, 1.0)
+    """
+    left, right = _digits(texts)
+    return 0.5 * (left + right) + (0.28 if right else 0.0)
 
 
 def header_em(header: object) -> float:
@@ -149,11 +167,10 @@ def _name_em(latex: str) -> float:
     return text_em(latex.replace(r"\_", "_"))
 
 
-def _unbroken(match: re.Match) -> str:
-    name = match.group(0)
-    if _name_em(name) <= _WRAP_EM:
+def _unbroken(name: str, width: float) -> str:
+    if _name_em(name) <= width:
         return rf"\mbox{{{name}}}"
-    # wider than the narrowest wrapped column: kept whole it would stick out of it
+    # wider than its column: kept whole it would stick out of it
     return _loose(name)
 
 
@@ -162,19 +179,22 @@ def _loose(name: str) -> str:
     return name.replace(r"\_", r"\_\allowbreak{}")
 
 
-def breakable(latex: str) -> str:
+def breakable(latex: str, width: float = _WRAP_EM) -> str:
     r"""Allow line breaks after ``+`` (between block names) and commas; names stay whole.
 
     A name joined by underscores (``kpca_cosine``) is boxed, so it never breaks
     at them ("kpca\_" on one line, "cosine" on the next); one wider than
-    ``_WRAP_EM``, the narrowest a wrapped column gets, may still break there.
+    *width* em, its column's estimated width (by default ``_WRAP_EM``), may
+    still break there.
 
     Examples
     --------
     >>> print(breakable(r"pca+kpca\_cosine"))
     pca+\allowbreak{}\mbox{kpca\_cosine}
+    >>> print(breakable(r"age\_at\_baseline", width=4.0))
+    age\_\allowbreak{}at\_\allowbreak{}baseline
     """
-    latex = _UNDERSCORED.sub(_unbroken, latex)
+    latex = _UNDERSCORED.sub(lambda match: _unbroken(match.group(0), width), latex)
     return latex.replace("+", r"+\allowbreak{}").replace(",", r",\allowbreak{}")
 
 
@@ -229,7 +249,7 @@ def _layout(columns: list[list], headers: list | None) -> tuple[list[str], list,
             kinds.append("D")
             numbers.append((texts, power))
             words = [text_em(c) for c, t in zip(cells, texts) if t is None]  # e.g. a solver
-            least = max([number_em(t) for t in shown] + words + [4.0 if power else 0.0])
+            least = max([reserved_em(texts)] + words + [4.0 if power else 0.0])
             widths.append(max(least, header_em(header)))
             flat.append(max(least, text_em(cell_latex(header)) if not isinstance(header, Label)
                             else header_em(header)))
@@ -244,30 +264,51 @@ def _layout(columns: list[list], headers: list | None) -> tuple[list[str], list,
     return kinds, numbers, widths, stack
 
 
+def _wrapping(kinds: list[str], widths: list[float]) -> list[int]:
+    """The text columns that wrap: those wider than ``10`` em, and the widest of the others
+    until the columns that do not wrap, their gaps and 1 em to spare fit the line.
+
+    A ``tabular*`` cannot shrink a column: short labels set whole beside eight number
+    columns (the coefficients) ran past the margin.
+    """
+    text = sorted((i for i, kind in enumerate(kinds) if kind != "D"), key=lambda i: -widths[i])
+    wrapping = [i for i in text if widths[i] > 10]
+    room = _LINE_EM - 1 - 2 * (len(kinds) - 1) * _TABCOLSEP_EM
+    for i in text:
+        if sum(widths[j] for j in range(len(kinds)) if j not in wrapping) <= room:
+            break
+        if i not in wrapping:
+            wrapping.append(i)
+    return sorted(wrapping)
+
+
 def _shares(kinds: list[str], widths: list[float]) -> tuple[float, int, dict[int, int]]:
     """Width of the columns that do not wrap (em), column gaps, and each wrapped column's share.
 
-    Text wider than ``10`` em wraps in a ``p{}`` column, which gets a share (in
-    percent) of what the line leaves; short text columns (labels such as
-    "Family:") keep their natural width.
+    Text wider than ``10`` em, or too wide for the line beside the other
+    columns (:func:`_wrapping`), wraps in a ``p{}`` column, which gets a share
+    (in percent) of what the line leaves; short text columns (labels such as
+    "Family:") keep their natural width where the line has room.
     """
-    text = [i for i, kind in enumerate(kinds) if kind != "D"]
-    wrapping = [i for i in text if widths[i] > 10]
+    wrapping = _wrapping(kinds, widths)
     fixed_em = sum(widths[i] for i in range(len(kinds)) if i not in wrapping)
     total = sum(widths[i] for i in wrapping) or 1.0
     return (fixed_em, 2 * (len(kinds) - 1),
             {i: max(1, round(100 * widths[i] / total)) for i in wrapping})
 
 
+def _wrapped_em(kinds: list[str], widths: list[float]) -> dict[int, float]:
+    """Estimated width in em of each wrapped text column, by position."""
+    fixed_em, seps, shares = _shares(kinds, widths)
+    left = _LINE_EM - fixed_em - 1 - seps * _TABCOLSEP_EM
+    return {i: left * share / 100 for i, share in shares.items()}
+
+
 def column_em(rows: list[list], headers: list | None, column: int) -> float | None:
     """Estimated width in em of a wrapped text *column* of a panel (None if it does not wrap)."""
     columns = [list(cells) for cells in zip(*rows)]
     kinds, _, widths, _ = _layout(columns, headers)
-    fixed_em, seps, shares = _shares(kinds, widths)
-    column %= len(kinds)
-    if column not in shares:
-        return None
-    return (_LINE_EM - fixed_em - 1 - seps * _TABCOLSEP_EM) * shares[column] / 100
+    return _wrapped_em(kinds, widths).get(column % len(kinds))
 
 
 def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[str]:
@@ -276,8 +317,7 @@ def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[s
     spec = []
     for i, kind in enumerate(kinds):
         if kind == "D":
-            left = max([len(t.split(".")[0]) for t in numbers[i][0] if t] + [1])
-            right = _DECIMALS if any("." in t for t in numbers[i][0] if t) else 0
+            left, right = _digits(numbers[i][0])
             spec.append(rf"D{{.}}{{.}}{{{left}.{right}}}")
         elif i in shares:
             share = shares[i]
@@ -330,6 +370,9 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
     columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in headers or []]
     kinds, numbers, widths, stack = _layout(columns, headers)
     spec = _column_spec(kinds, widths, numbers)
+    # a name wider than its wrapped column breaks at its underscores rather than stick out
+    wrapped = _wrapped_em(kinds, widths)
+    limits = [min(_WRAP_EM, wrapped.get(i, _WRAP_EM)) for i in range(len(kinds))]
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}" + "".join(spec) + "@{}}"]
     if title:
         lines.append(_title_row(title, len(kinds)))
@@ -340,9 +383,9 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
         lines += [" & ".join(cells) + r" \\", r"\midrule"]
     for r, row in enumerate(rows):
         cells = []
-        for cell, kind, (texts, _) in zip(row, kinds, numbers):
+        for cell, kind, (texts, _), limit in zip(row, kinds, numbers, limits):
             if kind != "D":
-                cells.append(breakable(cell_latex(cell)))
+                cells.append(breakable(cell_latex(cell), limit))
             elif texts[r] is not None:
                 cells.append(texts[r])
             else:

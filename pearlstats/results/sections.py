@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 MAX_LEDGER_ROWS = 20
 # Above this many block columns the coefficient section shows the covariates only.
-# Loss names are options (loss="cross_entropy"); a paper's table says them in words.
+# Loss names are options (loss="cross_entropy"); every form of the summary says them in words.
 _LOSS_WORDS = {"squared": "squared error", "cross_entropy": "cross-entropy",
                "absolute": "absolute error"}
 
@@ -50,9 +50,10 @@ def _table(rows, headers, stubs, title) -> SimpleTable:
     return table
 
 
-def _words(text: str) -> Label:
-    """An option's name as printed, said in words in LaTeX (``cross_entropy``: cross-entropy)."""
-    return Label(text, latex=latex_escape(_LOSS_WORDS.get(text, text.replace("_", " "))))
+def _words(text: str) -> str:
+    """A loss option's name in words (``cross_entropy``: cross-entropy), the same in the text,
+    LaTeX and HTML (the HTML showed the option's name, LaTeX the words)."""
+    return _LOSS_WORDS.get(text, text.replace("_", " "))
 
 
 def separation_ridges(res: PearlResults) -> dict[str, float]:

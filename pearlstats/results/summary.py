@@ -144,6 +144,14 @@ class PearlSummary(Summary):
             \usepackage{array}
             \usepackage{dcolumn}
 
+        Names are set as given: LaTeX's specials are escaped, Greek letters
+        set as mathematics (``rbf_λ`` as rbf\_$\lambda$), other characters left
+        to pdflatex's utf8 input, which sets Latin letters (é, ß, ł) and common
+        symbols. A name with a character its fonts lack (CJK, emoji) stops
+        pdflatex ("Unicode character ... not set up for use with LaTeX"): set
+        such a table with XeLaTeX or LuaLaTeX, with ``\usepackage{fontspec}``
+        and a font that has the characters.
+
         Parameters
         ----------
         panels : str or sequence of str, optional

@@ -38,7 +38,8 @@ def table_cells(table: SimpleTable) -> tuple[list | None, list[list]]:
 def wrap_text(text: str, width: int) -> list[str]:
     """Lines of at most *width* characters, broken after a space, ``+`` or comma.
 
-    A word longer than *width* is split; nothing is dropped.
+    A word longer than *width* is split; nothing is dropped. A ``+`` that
+    would stand on a line of its own starts the next line, with its term.
 
     Examples
     --------
@@ -46,6 +47,8 @@ def wrap_text(text: str, width: int) -> list[str]:
     ['y ~ block(a) +', 'block(b)']
     >>> wrap_text("pca+kpca_rbf+kpca_poly", 10)
     ['pca+', 'kpca_rbf+', 'kpca_poly']
+    >>> wrap_text("y ~ block(a) + block(bbbbbbbb) + c", 12)
+    ['y ~ block(a)', '+ block(bbbb', 'bbbb) + c']
     """
     text = str(text)
     if len(text) <= width:
@@ -55,9 +58,12 @@ def wrap_text(text: str, width: int) -> list[str]:
         if len((line + piece).rstrip()) <= width:
             line += piece
             continue
-        if line.strip():
-            lines.append(line.rstrip())
-        line = piece.lstrip()
+        if line.strip() == "+":  # a line holding only "+" reads as a lost term
+            line += piece
+        else:
+            if line.strip():
+                lines.append(line.rstrip())
+            line = piece.lstrip()
         while len(line.rstrip()) > width:
             lines.append(line[:width])
             line = line[width:]

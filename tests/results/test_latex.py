@@ -471,3 +471,55 @@ def test_summary_takes_the_panels_its_latex_sets(fits_31):
             ["importance"])
         with pytest.raises(pearl.OptionError, match=r"panels='everything'"):
             res.summary(panels="everything")
+
+
+def test_greek_block_and_covariate_names_compile_with_pdflatex(tmp_path):
+    # a kernel's bandwidth in a block name (rbf_λ) and a Greek covariate: as_latex() set with
+    # LATEX_PREAMBLE alone stopped at "Unicode character λ (U+03BB) not set up for use"
+    rng = np.random.default_rng(2)
+    blocks = {"rbf_λ": rng.normal(size=(80, 2)), "Σ_pca": rng.normal(size=(80, 2))}
+    frame = pd.DataFrame({"θ_dose": rng.normal(size=80)})
+    frame["y"] = frame["θ_dose"] + blocks["rbf_λ"][:, 0] + rng.normal(size=80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit('y ~ θ_dose + block("rbf_λ") + block("Σ_pca")', frame, blocks=blocks,
+                        seed=0, honest=False)
+        latex = res.summary().as_latex("all")
+    _, problems = _set(tmp_path, latex)
+    assert not problems, problems
+    assert r"rbf\_\ensuremath{\lambda}" in latex and r"\ensuremath{\Sigma}" in latex
+
+
+@pytest.mark.parametrize("name", ["age_at_baseline", "age_at_baseline_years",
+                                  "age_at_baseline_in_years_x"])
+def test_coefficients_panel_fits_the_line_with_a_long_covariate_name(name, tmp_path):
+    # eight columns of four-decimal numbers leave the names about 4 em: a 15 to 26 character
+    # covariate set whole ran 11 to 35 pt past the margin, "sum w" right of the rules
+    from sklearn.datasets import load_diabetes
+
+    frame = load_diabetes(as_frame=True).frame.rename(columns={"age": name})
+    data = frame.drop(columns="target").to_numpy()
+    blocks = {"a": data[:, 2:4], "b": data[:, 4:7]}
+    res = pearl.fit(f"target ~ {name} + sex + block(a) + block(b)", frame, blocks=blocks,
+                    honest=False, seed=0)
+    summary = res.summary()
+    for panels in (["coefficients"], "all"):
+        log, problems = _set(tmp_path, summary.as_latex(panels))
+        assert "Overfull \\hbox" not in log and not problems, (panels, problems)
+
+
+@pytest.mark.skipif(shutil.which("pdftotext") is None, reason="needs poppler-utils")
+def test_quoted_covariate_prints_straight_quotes(tmp_path):
+    # pdflatex set Q("sex") as Q(”sex”): the OT1 font's character 34 is a closing quote
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"sex": rng.normal(size=80), "y": rng.normal(size=80)})
+    blocks = {"a": rng.normal(size=(80, 2))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit('y ~ Q("sex") + block(a)', frame, blocks=blocks, seed=0, honest=False)
+    latex = res.summary().as_latex(["main", "coefficients"])
+    _, problems = _set(tmp_path, latex)
+    assert not problems, problems
+    text = subprocess.run(["pdftotext", "tables.pdf", "-"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    assert 'Q("sex")' in text and "\u201d" not in text, text

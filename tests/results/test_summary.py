@@ -68,7 +68,7 @@ def test_header_states_the_fit(fitted, paper_data):
     pairs = {row[i].strip(): row[i + 1].strip() for row in cells for i in (0, 2)}
     assert pairs["Formula:"] == PAPER_FORMULA
     assert pairs["Family:"] == "gaussian"
-    assert pairs["Surrogate loss:"] == "squared" and pairs["Loss it stands for:"] == "squared error"
+    assert pairs["Surrogate loss:"] == pairs["Loss it stands for:"] == "squared error"
     assert pairs["No. observations:"] == str(len(paper_data["frame"]))
     assert pairs["Cross-validation:"] == "5-fold"
     assert pairs["Candidates (J):"] == str(2 ** len(NAMES) - 1)
@@ -250,7 +250,7 @@ def _environments(latex: str) -> list:
 
 
 class _TagChecker(HTMLParser):
-    VOID = {"br", "hr", "img", "meta", "input"}
+    VOID = {"br", "hr", "img", "meta", "input", "wbr"}
 
     def __init__(self):
         super().__init__()
@@ -329,7 +329,7 @@ def test_classification_summary_risks_are_log_losses(paper_data):
         for row in _table(summary, "PEARL model averaging")
         for i in (0, 2)
     }
-    assert (pairs["Surrogate loss:"], pairs["Loss it stands for:"]) == ("cross_entropy", "log-loss")
+    assert (pairs["Surrogate loss:"], pairs["Loss it stands for:"]) == ("cross-entropy", "log-loss")
     y = (frame["hit"] == "yes").to_numpy(float)
     for label, cells in _body(_table(summary, "Candidates with non-zero weight")).items():
         _close(cells[3], log_loss(y, res.cv_predictions[label].to_numpy()))
@@ -405,3 +405,84 @@ def test_strategies_note_does_not_claim_shrunk_weights_are_the_optimum(paper_dat
     assert res.baselines.loc["PEARL", "cv_risk"] > res.baselines.loc["MS", "cv_risk"]
     text = " ".join(str(res.summary()).split())  # the note wraps where its words fall
     assert "weights are shrunk, so they need not have the lowest CV risk" in text
+
+
+def test_latex_escapes_greek_letters_as_mathematics():
+    # pdflatex's text fonts have no Greek: "rbf_λ" stopped it ("Unicode character λ (U+03BB)
+    # not set up for use with LaTeX"); every Greek letter, small or capital, is set in math
+    from pearlstats.results.formatting import latex_escape
+
+    assert latex_escape("rbf_λ") == r"rbf\_\ensuremath{\lambda}"
+    assert latex_escape("ΣΛΩ") == r"\ensuremath{\Sigma}\ensuremath{\Lambda}\ensuremath{\Omega}"
+    assert latex_escape("Α ο ς φ ϕ") == (r"\ensuremath{\mathrm{A}} \ensuremath{o} "
+                                         r"\ensuremath{\varsigma} \ensuremath{\varphi} "
+                                         r"\ensuremath{\phi}")
+    greek = [chr(c) for c in (*range(0x391, 0x3AA), *range(0x3B1, 0x3CA)) if c != 0x3A2]
+    assert not re.search(r"[^\x00-\x7f]", latex_escape("".join(greek)))  # none left as is
+    assert latex_escape("Müller_ß") == r"Müller\_ß"  # Latin-1: pdflatex's utf8 sets it
+
+
+class _Cells(HTMLParser):
+    """The text of each ``th`` and ``td`` cell, table by table (``<wbr>`` adds none)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self.cell = [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag in ("th", "td"):
+            self.cell = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("th", "td"):
+            self.tables[-1].append(self.cell.strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def test_html_labels_may_break_after_plus_and_read_as_the_text():
+    # candidate labels of long block names joined by "+" had no break opportunity: the
+    # candidates' table pushed weight, CV risk, SE and rank out of a 1000-px notebook
+    names = ["kernel_pca_rbf_on_lab_values", "kernel_pca_poly_on_lab_values",
+             "autoencoder_bottleneck_lab"]
+    rng = np.random.default_rng(4)
+    blocks = {name: rng.normal(size=(80, 2)) for name in names}
+    y = blocks[names[0]][:, 0] + blocks[names[2]][:, 1] + rng.normal(size=80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit("y ~ " + " + ".join(f"block({n})" for n in names), {"y": y},
+                        blocks=blocks, seed=0, honest=False)
+        summary = res.summary()
+    html = res._repr_html_()
+    shown = [label for label in res.weights.index if "+" in label and res.weights[label] > 0]
+    assert shown
+    for label in shown:
+        assert f"<th>{label.replace('+', '+<wbr>')}</th>" in html, label
+    assert "<wbr> " not in html  # a "+" with a space after it breaks already
+    # what a reader sees (and copies) in a cell is the text summary's cell
+    parser = _Cells()
+    parser.feed(html)
+    tables = dict(zip([table.title for table in summary.tables], parser.tables))
+    for name in ("candidates", "strategies"):
+        table = summary.panels[name]
+        assert tables[table.title] == [str(cell.data).strip() for row in table for cell in row]
+
+
+def test_surrogate_loss_reads_the_same_in_text_latex_and_html(fitted):
+    # the HTML said "squared", LaTeX "squared error"
+    summary = fitted.summary()
+    assert re.search(r"Surrogate loss:\s+squared error\s", summary.as_text())
+    assert "Surrogate loss: & squared error &" in summary.as_latex()
+    assert re.search(r"<td>Surrogate loss:</td>\s*<td>squared error</td>", summary.as_html())
+
+
+def test_latex_sets_a_double_quote_straight():
+    # cmr's character 34 is a closing quote: Q("sex") read Q(”sex”) outside typewriter text
+    from pearlstats.results.formatting import latex_escape
+
+    assert latex_escape('Q("sex")') == r"Q(\texttt{\char34}sex\texttt{\char34})"

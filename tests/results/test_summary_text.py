@@ -113,6 +113,19 @@ def test_strategies_header_shows_where_each_column_starts(demo_text):
     ("y ~ block(a) + block(b)", 14, ["y ~ block(a) +", "block(b)"]),
     ("pca+kpca_rbf+kpca_poly", 10, ["pca+", "kpca_rbf+", "kpca_poly"]),
     ("abcdefghij", 4, ["abcd", "efgh", "ij"]),  # too long for any line: split, never cut
+    # a "+" that would stand alone starts the next line with its term
+    ("y ~ block(a) + block(bbbbbbbb) + c", 12, ["y ~ block(a)", "+ block(bbbb", "bbbb) + c"]),
 ])
 def test_wrap_text_breaks_after_spaces_and_plus_signs(text, width, expected):
     assert wrap_text(text, width) == expected
+
+
+@pytest.mark.parametrize("text", ["y ~ block(a) + block(bbbbbbbb) + c",
+                                  "y ~ x + block(kpca_polynomial_degree2) + block(pca)"])
+def test_wrap_text_leaves_no_line_holding_only_a_plus(text):
+    # "y ~ block(a)" / "+" / "block(bbbbbb" at 12 columns: the "+" goes with its term
+    for width in range(6, len(text)):
+        lines = wrap_text(text, width)
+        assert "+" not in [line.strip() for line in lines], (width, lines)
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
