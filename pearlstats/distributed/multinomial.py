@@ -108,13 +108,22 @@ def class_level(value: float) -> Any:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def class_codes(y: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Codes 0..C-1 of a partition's response values among the fit's sorted *levels*."""
+def class_codes(y: np.ndarray, levels: np.ndarray, new_rows: bool = False) -> np.ndarray:
+    """Codes 0..C-1 of a partition's response values among the fit's sorted *levels*.
+
+    A value outside them is a :class:`ResponseError`: in the fit's own passes the data changed
+    between passes; in *new_rows* (evaluation) it is a class the fit never saw.
+    """
     codes = np.minimum(np.searchsorted(levels, y), len(levels) - 1)
     unknown = levels[codes] != y
     if unknown.any():
+        values = [class_level(v) if isinstance(v, (int, float, np.number)) else v
+                  for v in np.unique(y[unknown])[:10]]
+        if new_rows:
+            raise ResponseError(f"response values {values} were not classes at fit time "
+                                f"({levels[:20].tolist()}); evaluate rows of those classes only")
         raise ResponseError(
-            f"response value(s) {np.unique(y[unknown])[:10].tolist()} are not among the classes "
+            f"response value(s) {values} are not among the classes "
             f"{levels[:20].tolist()} the class pass found; the data changed between passes"
         )
     return codes

@@ -126,7 +126,7 @@ def _score_part(frame, blocks, offset, spec, kind, B, W, env, classes):
     y = partition_response(spec, kind, frame, env)
     P = _candidate_means(X, B, kind)
     if classes is not None:  # class probabilities (rows, methods, C) of the class codes
-        y = class_codes(y, classes)
+        y = class_codes(y, classes, new_rows=True)
         combined = np.einsum("rjc,jm->rmc", P, W)
     else:
         combined = P @ W  # (rows, methods)

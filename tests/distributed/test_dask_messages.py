@@ -150,3 +150,16 @@ def test_more_candidates_than_the_dask_weight_solver_takes_are_refused_with_reme
                   "explicit list", "fit in memory", "ddf.compute()"):
         assert words in said, words
     assert "at most 500 candidates" in _dask_section()
+
+
+def test_dask_rows_of_a_class_the_fit_never_saw_are_refused_as_in_memory(multinomial_fits):
+    """evaluate() of rows whose response is not a class of the fit: the in-memory message (it
+    said "the data changed between passes", which is about the fit's own passes)."""
+    on_dask, in_memory = multinomial_fits
+    new = _frame(seed=1)
+    new["y"] = new["y"].replace({2: 7})
+    with pytest.raises(pearl.exceptions.ResponseError, match="were not classes at fit time"):
+        in_memory.evaluate(new, blocks=BLOCKS)
+    with pytest.raises(pearl.exceptions.ResponseError,
+                       match=r"response values \[7\] were not classes at fit time"):
+        on_dask.evaluate(dd.from_pandas(new, npartitions=2), blocks=BLOCKS)
