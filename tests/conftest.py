@@ -118,3 +118,16 @@ def tracked_files_unchanged():
         assert tracked_state(root) == before, (
             "the test suite changed tracked files: see `git status`"
         )
+
+
+@pytest.fixture
+def synchronous_dask():
+    """Dask's synchronous scheduler: the partitions' tasks run in order in this process (no
+    thread pool on a machine the tests share; an error's traceback is the task's).
+
+    Here, not in a tests/distributed/conftest.py: the test modules import helpers with
+    ``from conftest import ...``, which a second conftest module would shadow.
+    """
+    dask = pytest.importorskip("dask", reason="dask is not installed")
+    with dask.config.set(scheduler="synchronous"):
+        yield

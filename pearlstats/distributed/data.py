@@ -255,6 +255,10 @@ def _first_rows(rows: DaskRows, formula: Any, eval_env: Any) -> tuple:
     if not tasks:
         raise DataError("the data has no rows (every partition is empty)")
     frame, blocks = compute(tasks[0])[0]
+    # A block given as columns of the data is named by them (a[a0], as in memory), not by
+    # position: the spec keeps the names, and each partition's values come in the same order.
+    blocks = {name: pd.DataFrame(values, columns=list(rows.groups[name]))
+              if name in rows.groups else values for name, values in blocks.items()}
     frame, _ = covariate_row_variables(formula, frame, eval_env)
     design = build_design(formula, frame, blocks, eval_env)
     check_distributable(design)

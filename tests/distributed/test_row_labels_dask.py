@@ -77,3 +77,17 @@ def test_a_dict_of_dask_arrays_keeps_positions():
     res = pearl.fit(FORMULA, data, cv=4, seed=3, honest=False)
     pd.testing.assert_index_equal(res.fittedvalues.compute().index, pd.RangeIndex(N),
                                   exact=False)
+
+
+def test_a_block_of_the_datas_columns_is_named_by_them_as_in_memory():
+    """Block a given as columns a0, a1: its coefficients are a[a0], a[a1] on both backends
+    (the dask fit named them by position, a[0], a[1])."""
+    frame = _frame(pd.RangeIndex(N), "gaussian")
+    on_dask = pearl.fit(FORMULA, dd.from_pandas(frame, npartitions=3), blocks=BLOCKS, cv=4,
+                        seed=3, honest=False)
+    in_memory = pearl.fit(FORMULA, frame, blocks=BLOCKS, cv=hash_folds(np.arange(N), 4, 3),
+                          seed=3, honest=False)
+    assert on_dask.design_spec.column_names == in_memory.design_spec.column_names
+    assert "a[a0]" in on_dask.design_spec.column_names
+    pd.testing.assert_series_equal(on_dask.candidate_params("a+b"),
+                                   in_memory.candidate_params("a+b"), rtol=1e-8)
