@@ -3,8 +3,9 @@
 Every error a user can trigger is a subclass of :class:`PearlError` and also of
 the built-in class that fits (``ValueError``, ``TypeError``, ``RuntimeError``),
 so ``except ValueError`` keeps working for code written against numpy or
-statsmodels. Messages name the offending thing (block, column, row positions,
-class, option) and say what would be right.
+statsmodels. Messages name the offending thing (block, column, class, option, rows: by
+the data's index labels where it has its own, else by position) and say what would be
+right.
 
 Examples
 --------
@@ -200,7 +201,8 @@ class ObservationWeightWarning(PearlWarning):
     weights normalised to sum 1 (use ``weight_type="variance"`` for relative weights)."""
 
 
-def format_positions(positions: Sequence[int], limit: int = 10) -> str:
+def format_positions(positions: Sequence[int], limit: int = 10,
+                     labels: pd.Index | None = None) -> str:
     """Render row positions for an error message, truncating long lists.
 
     Parameters
@@ -209,6 +211,10 @@ def format_positions(positions: Sequence[int], limit: int = 10) -> str:
         Zero-based row positions.
     limit : int, default 10
         How many positions to show before summarising the rest.
+    labels : pandas.Index, optional
+        The labels of the rows *positions* index (a DataFrame's index). Where they are
+        not 0..n-1 in order, the rows are named by their labels, which is how the user
+        finds them (``df.loc[...]``).
 
     Returns
     -------
@@ -221,9 +227,43 @@ def format_positions(positions: Sequence[int], limit: int = 10) -> str:
     'rows 3, 17'
     >>> format_positions(range(12), limit=3)
     'rows 0, 1, 2 and 9 more'
+    >>> import pandas as pd
+    >>> format_positions([1], labels=pd.Index(["ann", "bob", "cy"]))
+    "row labelled 'bob'"
     """
-    positions = list(positions)
-    shown = ", ".join(str(int(p)) for p in positions[:limit])
-    word = "row" if len(positions) == 1 else "rows"
+    positions = [int(p) for p in positions]
+    if labels is not None and not _is_default_index(labels):
+        return format_labels(labels[positions], limit)
+    shown = ", ".join(str(p) for p in positions[:limit])
     extra = len(positions) - limit
+    word = "row" if len(positions) == 1 else "rows"
     return f"{word} {shown}" + (f" and {extra} more" if extra > 0 else "")
+
+
+def format_labels(labels: Sequence, limit: int = 10) -> str:
+    """Render row labels (index values) for an error message, truncating long lists.
+
+    Examples
+    --------
+    >>> format_labels(["a", "b"])
+    "rows labelled 'a', 'b'"
+    >>> format_labels([7, 8, 9], limit=2)
+    'rows labelled 7, 8 and 1 more'
+    """
+    labels = list(labels)
+    shown = ", ".join(repr(_plain(label)) for label in labels[:limit])
+    extra = len(labels) - limit
+    word = "row labelled" if len(labels) == 1 else "rows labelled"
+    return f"{word} {shown}" + (f" and {extra} more" if extra > 0 else "")
+
+
+def _plain(label):
+    """A numpy scalar as its Python value, so ``repr`` prints ``7``, not ``np.int64(7)``."""
+    return label.item() if hasattr(label, "item") and not isinstance(label, str) else label
+
+
+def _is_default_index(labels: pd.Index) -> bool:
+    """True for the labels 0..n-1 in order, where a position and a label say the same."""
+    import pandas as pd
+
+    return bool(labels.equals(pd.RangeIndex(len(labels))))

@@ -43,7 +43,7 @@ from .engines.ols import ols_cv_predict, ols_fit, ols_loo_predict
 from .engines.weighted import weighted_cv_predict, weighted_fit
 from .engines.weighted_ridge import weighted_penalty_weights
 from .engines.wide import is_wide_design, wide_cv_predict, wide_fit_params
-from .exceptions import DataError, OptionError, PearlWarning, ResponseError
+from .exceptions import DataError, OptionError, PearlWarning, ResponseError, format_positions
 from .weights.losses import DEFAULT_LOSSES, check_response_variation
 
 if TYPE_CHECKING:
@@ -572,8 +572,8 @@ class Poisson(_GLMFamily):
         negative = np.flatnonzero(y < 0)
         if negative.size:
             raise ResponseError(
-                "the poisson family needs non-negative counts; the "
-                f"response is negative at rows {negative[:10].tolist()}"
+                "the poisson family needs non-negative counts; the response is negative at "
+                f"{format_positions(negative, labels=getattr(values, 'index', None))}"
             )
         _check_some_count(float(y.max(initial=0.0)), len(y))
         return EncodedResponse(y)

@@ -37,7 +37,7 @@ from .checks import (
     check_seed,
 )
 from .design.candidates import DEFAULT_MAX_CANDIDATES
-from .design.data import data_index, split_data
+from .design.data import data_index, labelled_rows, split_data
 from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
@@ -133,7 +133,7 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
         if given[2] is not None or given[3] is not None:
             raise OptionError("give the offset either in the formula (offset(...)) or as "
                               "offset=/exposure=, not both")
-        given = given[:2] + (formula_offset(formula, split_data(data)[0], env, missing), None)
+        given = given[:2] + (formula_offset(formula, labelled_rows(data), env, missing), None)
     index = data_index(data)
     n = len(index) if index is not None else len(split_data(data)[0])
     return check_observation_weights(*given, family, n, index, missing)

@@ -60,7 +60,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .checks import align_by_label
-from .exceptions import DataError, OptionError
+from .exceptions import DataError, OptionError, format_positions
 
 __all__ = ["ObservationWeights", "check_observation_weights", "named_columns",
            "refuse_unsupported", "check_new_offset", "effective_nobs", "few_observations_note",
@@ -115,15 +115,16 @@ def _values(name: str, values, n: int, index: pd.Index | None,
     bad = np.flatnonzero(~np.isfinite(array))
     if bad.size and missing != "drop":
         hint = "" if missing is None else "; remove those rows, or pass missing='drop' to drop them"
-        raise DataError(f"{name}= has NaN or infinite values at rows {bad[:10].tolist()}{hint}")
+        raise DataError(f"{name}= has NaN or infinite values at "
+                        f"{format_positions(bad, labels=index)}{hint}")
     return array
 
 
-def _positive(name: str, array: np.ndarray, what: str) -> None:
+def _positive(name: str, array: np.ndarray, what: str, index: pd.Index | None) -> None:
     bad = np.flatnonzero(array <= 0)
     if bad.size:
-        raise DataError(f"{name}= must be > 0; it is {array[bad[0]]:g} at rows "
-                        f"{bad[:10].tolist()} ({what})")
+        raise DataError(f"{name}= must be > 0; it is {array[bad[0]]:g} at "
+                        f"{format_positions(bad, labels=index)} ({what})")
 
 
 def check_observation_weights(weights: Any, weight_type: str | None, offset: Any, exposure: Any,
@@ -159,14 +160,14 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
             options = [f"{k!r} ({v})" for k, v in WEIGHT_TYPES.items()]
             raise OptionError(f"weight_type={weight_type!r}; with weights= use one of {options}")
         w = _values("weights", weights, n, index, missing)
-        _positive("weights", w, "drop the rows of weight 0")
+        _positive("weights", w, "drop the rows of weight 0", index)
     total = None if offset is None else _values("offset", offset, n, index, missing)
     if exposure is not None:
         if family != "poisson":
             raise OptionError(f"exposure= is for family='poisson' (log link), got {family!r}; "
                               "give offset= instead")
         t = _values("exposure", exposure, n, index, missing)
-        _positive("exposure", t, "exposure is a time or size at risk")
+        _positive("exposure", t, "exposure is a time or size at risk", index)
         total = np.log(t) if total is None else total + np.log(t)
     return ObservationWeights(w, weight_type if w is not None else None, total,
                               _unusable_rows(w, total))
@@ -235,7 +236,7 @@ def check_new_offset(offset: Any, exposure: Any, n: int, fitted_offset: bool,
     total = np.zeros(n) if offset is None else _values("offset", offset, n, index)
     if exposure is not None:
         t = _values("exposure", exposure, n, index)
-        _positive("exposure", t, "exposure is a time or size at risk")
+        _positive("exposure", t, "exposure is a time or size at risk", index)
         total = total + np.log(t)
     return total
 

@@ -314,16 +314,19 @@ def prepare_rows(
             frame, _, resolved = _drop_rows(frame, {}, resolved, bad)  # embedded: resolved
             kept = kept[~bad]
             n = len(frame)
+    labels = data_index(data)
+    labels = (pd.RangeIndex(n_given) if labels is None else labels)[kept]
+    # The checks below name a bad row by its label in the data (a position among the rows
+    # left would be wrong once missing="drop" has dropped some).
+    frame = frame.set_axis(labels)
     for block in resolved.values():
-        check_block_values(block.name, block.values, n)
+        check_block_values(block.name, block.values, n, labels)
     check_block_information(resolved)
     # family.check_fit_response comes once the offset is attached (fitting.py): a constant
     # y may vary net of its offset
     response = family.encode(response_values(formula, frame, eval_env))
     design = build_design(formula, frame, resolved, eval_env)
-    labels = data_index(data)
-    labels = pd.RangeIndex(n_given) if labels is None else labels
-    return Prepared(design, response, complement_rows(kept, n_given), labels[kept])
+    return Prepared(design, response, complement_rows(kept, n_given), labels)
 
 
 def complement_rows(rows: np.ndarray, n: int) -> np.ndarray:

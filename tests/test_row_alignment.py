@@ -140,7 +140,8 @@ def test_a_missing_offset_without_drop_says_how_to_drop():
     frame, blocks, log_t = _poisson_frame()
     offset = log_t.copy()
     offset.iloc[5] = np.nan
-    with pytest.raises(pearl.DataError, match=r"offset= has NaN .*rows \[5\].*missing='drop'"):
+    with pytest.raises(pearl.DataError,
+                       match=r"offset= has NaN .*row labelled 'r5'.*missing='drop'"):
         pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks, family="poisson",
                   offset=offset, honest=False)
 

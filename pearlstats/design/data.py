@@ -204,6 +204,14 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
     return _durations_as_seconds(_numpy_columns(pd.DataFrame(columns))), embedded
 
 
+def labelled_rows(data: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
+    """The one-dimensional columns of *data* (:func:`split_data`) indexed by its row labels
+    (:func:`data_index`), for a check that names a bad row as the user's data does."""
+    frame = split_data(data)[0]
+    index = data_index(data)
+    return frame if index is None else frame.set_axis(index)
+
+
 def data_index(data: Any) -> pd.Index | None:
     """The row labels of ``data`` that pandas blocks align to, else None.
 
@@ -293,8 +301,11 @@ def as_block(name: str, value: Any) -> Block:
     return Block(name, values, column_names, labels)
 
 
-def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
+def check_block_values(name: str, values: np.ndarray, n_rows: int,
+                       labels: pd.Index | None = None) -> None:
     """Check one block's shape and values against the data's row count.
+
+    *labels*, the data's row labels, name the rows in a message (positions without them).
 
     Raises
     ------
@@ -319,7 +330,8 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int) -> None:
     bad_rows = np.flatnonzero(~finite_rows(values))
     if bad_rows.size:
         raise MissingValueError(
-            f"block {name!r} has NaN or infinite values at {format_positions(bad_rows)}; "
+            f"block {name!r} has NaN or infinite values at "
+            f"{format_positions(bad_rows, labels=labels)}; "
             "impute or remove those rows (or pass missing='drop' to fit or evaluate)"
         )
     raise BlockError(

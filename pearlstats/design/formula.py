@@ -239,7 +239,8 @@ def _check_finite_columns(frame: pd.DataFrame, columns, what: str) -> None:
         bad = _missing_positions(frame[column])
         if bad.size:
             raise MissingValueError(
-                f"{what} {column!r} has missing or infinite values at {format_positions(bad)}; "
+                f"{what} {column!r} has missing or infinite values at "
+                f"{format_positions(bad, labels=frame.index)}; "
                 "remove or impute them (or drop those rows: missing='drop' in fit or evaluate)"
             )
 
@@ -555,14 +556,22 @@ def build_covariates(
         matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env, NA_action="raise",
                                return_type="matrix")
     except PatsyError as err:
-        raise DataError(
-            f"cannot build the covariate terms of {spec.formula!r}: {err.message}"
-        ) from err
+        # A term such as np.log(x) is NaN where x <= 0, which patsy refuses: built again with
+        # the NaN kept, the check below names those rows.
+        try:
+            matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env,
+                                   NA_action=patsy.NAAction(NA_types=[]), return_type="matrix")
+        except PatsyError:
+            raise DataError(
+                f"cannot build the covariate terms of {spec.formula!r}: {err.message}"
+            ) from err
     values = np.asarray(matrix, dtype=float)
     bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
     if bad.size:
         raise MissingValueError(
-            f"covariate terms of {spec.formula!r} evaluate to NaN or inf at {format_positions(bad)}"
+            f"covariate terms of {spec.formula!r} evaluate to NaN or inf at "
+            f"{format_positions(bad, labels=frame.index)}; remove those rows, or pass "
+            "missing='drop' to drop them"
         )
     for name, column in zip(matrix.design_info.column_names, values.T):
         check_magnitude(f"covariate column {name!r}", column)
@@ -662,12 +671,15 @@ def expression_missing_rows(spec: FormulaSpec, frame: pd.DataFrame,
 def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment) -> pd.Series:
     """Evaluate the response: a data column by name, or an expression such as ``np.log(y)``.
 
+    The values keep the frame's row labels, so that a check of them (a family's) names a
+    bad row as the user's data does.
+
     Raises
     ------
     DataError
         The response column is not in the data.
     MissingValueError
-        The response has missing or infinite values (with their row positions).
+        The response has missing or infinite values (with their rows).
     ResponseError
         Values of types that cannot be ordered (e.g. ints and strings), or a
         numeric response so large that its squares overflow.
@@ -677,7 +689,8 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
     if bad.size:
         raise MissingValueError(
             f"response {spec.response!r} has missing or infinite values at "
-            f"{format_positions(bad)}; remove them, or pass missing='drop' to drop those rows"
+            f"{format_positions(bad, labels=values.index)}; remove them, or pass "
+            "missing='drop' to drop those rows"
         )
     if values.dtype == object:
         try:
@@ -698,4 +711,4 @@ def response_values(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviro
                 f"response {spec.response!r} has values too large for float64 arithmetic "
                 f"(largest |value| {np.abs(numbers).max():.3g}); rescale it"
             )
-    return values.reset_index(drop=True)
+    return values

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from patsy import EvalEnvironment
 
-from ..exceptions import DataError
+from ..exceptions import DataError, format_positions
 from .formula import _PATSY_BUILTINS, FormulaSpec
 
 __all__ = ["formula_offset"]
@@ -57,7 +57,7 @@ def formula_offset(spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnviron
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size and missing != "drop":
             hint = "" if missing is None else "; pass missing='drop' to drop those rows"
-            raise DataError(f"offset({code}) is NaN or infinite at rows {bad[:10].tolist()}"
-                            f"{hint}")
+            raise DataError(f"offset({code}) is NaN or infinite at "
+                            f"{format_positions(bad, labels=frame.index)}{hint}")
         total += values
     return total

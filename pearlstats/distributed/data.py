@@ -31,6 +31,7 @@ from ..exceptions import (
     DataError,
     OptionError,
     ResponseError,
+    format_labels,
 )
 
 __all__ = ["DaskRows", "dask_rows", "fold_count", "hash_folds", "head_design",
@@ -296,10 +297,19 @@ def partition_response(spec: Any, family: str, frame: Any, eval_env: Any=None) -
             "recode it with dask first"
         )
     y = values.to_numpy(dtype=float)
+    # A partition's positions mean nothing to the user; its index labels are the data's own.
     if family == "binomial" and not np.isin(y, (0.0, 1.0)).all():
-        raise ResponseError("the distributed binomial fit needs the response coded 0/1 (or bool)")
+        bad = np.flatnonzero(~np.isin(y, (0.0, 1.0)))
+        raise ResponseError(
+            "the distributed binomial fit needs the response coded 0/1 (or bool); it is "
+            f"{y[bad[0]]:g} at {format_labels(frame.index[bad])}"
+        )
     if family == "poisson" and (y < 0).any():
-        raise ResponseError("poisson y must be non-negative counts")
+        bad = np.flatnonzero(y < 0)
+        raise ResponseError(
+            f"poisson y must be non-negative counts; it is {y[bad[0]]:g} at "
+            f"{format_labels(frame.index[bad])}"
+        )
     return y
 
 

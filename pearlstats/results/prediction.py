@@ -30,6 +30,7 @@ from ..design.data import (
     count_rows,
     data_index,
     first_block_index,
+    labelled_rows,
     resolve_blocks,
     split_data,
 )
@@ -467,7 +468,7 @@ class Prediction:
                 raise OptionError("this fit's offset comes from the formula's offset() terms, "
                                   "which are rebuilt from the new rows; leave offset=/exposure= "
                                   "None")
-            return formula_offset(spec.formula, split_data(newdata)[0],
+            return formula_offset(spec.formula, labelled_rows(newdata),
                                   dict(spec.covariates.namespace))
         return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None,
                                 data_index(newdata))

@@ -344,7 +344,7 @@ CASES = [
     Case(
         "poisson response with negative counts",
         pearl.ResponseError,
-        r"non-negative counts; the response is negative at rows \[0\]",
+        r"non-negative counts; the response is negative at row 0$",
         lambda: _fit(data=DATA.with_column(y=np.r_[-1.0, np.ones(N - 1)]), family="poisson"),
     ),
     Case(
