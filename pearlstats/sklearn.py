@@ -18,7 +18,7 @@ Examples
 >>> from pearlstats.representations import KernelPCA
 >>> X, y = load_diabetes(return_X_y=True)
 >>> model = PearlRegressor({"demo": [0, 1, 2, 3],
-...                         "kpca": (KernelPCA(3, seed=0), slice(4, 10))}, seed=0).fit(X, y)
+...                         "kpca": (KernelPCA(3, seed=0), slice(4, 10))}, random_state=0).fit(X, y)
 >>> list(model.results_.weights.index)
 ['demo', 'kpca', 'demo+kpca']
 >>> model.predict(X[:2]).shape
@@ -34,12 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from ._warnings import warn
 from .design.splitters import is_splitter
 from .exceptions import BlockError, DataError, MissingDependencyError, OptionError, ResponseError
 from .fitting import fit as pearl_fit
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+    from sklearn.utils import check_random_state
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 except ImportError as err:  # pragma: no cover - exercised only without scikit-learn
@@ -52,6 +54,11 @@ __all__ = ["PearlRegressor", "PearlClassifier", "expected_failed_checks"]
 
 # The response's name in the formula the estimators build (block names may not take it).
 _RESPONSE = "y"
+
+
+def _is_unset(seed: Any) -> bool:
+    """True for the deprecated ``seed``'s default (not given)."""
+    return isinstance(seed, str) and seed == "deprecated"
 
 
 def _is_learner(value: Any) -> bool:
@@ -75,7 +82,7 @@ class _PearlEstimator(BaseEstimator):
         loss: str | None = None,
         candidates: Any = "all",
         cv: Any = 5,
-        seed: int | None = None,
+        random_state: Any = None,
         ridge: float = 0.0,
         max_candidates: int | None = None,
         n_jobs: int | None = None,
@@ -86,6 +93,7 @@ class _PearlEstimator(BaseEstimator):
         cv_repeats: int = 1,
         weight_shrinkage: Any = None,
         progress: bool | None = None,
+        seed: Any = "deprecated",
     ):
         self.blocks = blocks
         self.covariates = covariates
@@ -93,7 +101,7 @@ class _PearlEstimator(BaseEstimator):
         self.loss = loss
         self.candidates = candidates
         self.cv = cv
-        self.seed = seed
+        self.random_state = random_state
         self.ridge = ridge
         self.max_candidates = max_candidates
         self.n_jobs = n_jobs
@@ -104,6 +112,7 @@ class _PearlEstimator(BaseEstimator):
         self.cv_repeats = cv_repeats
         self.weight_shrinkage = weight_shrinkage
         self.progress = progress
+        self.seed = seed
 
     # ------------------------------------------------------------- parameters
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -258,13 +267,33 @@ class _PearlEstimator(BaseEstimator):
             options["progress"] = self.progress
         self.results_ = pearl_fit(
             f"{_RESPONSE} ~ " + " + ".join(terms), data, family=family, loss=self.loss,
-            candidates=self.candidates, cv=cv, seed=self.seed, ridge=self.ridge,
+            candidates=self.candidates, cv=cv, seed=self._fold_seed(), ridge=self.ridge,
             n_jobs=self.n_jobs, downstream=copy.deepcopy(self.downstream), honest=self.honest,
             honest_se=self.honest_se, separation=self.separation, cv_repeats=self.cv_repeats,
             weight_shrinkage=self.weight_shrinkage, weights=sample_weight,
             weight_type=None if sample_weight is None else "frequency", groups=groups, **options,
         )
         return self
+
+    def _fold_seed(self) -> int | None:
+        """``pearl.fit``'s ``seed`` from ``random_state`` (or the deprecated ``seed``).
+
+        An int is the seed itself; a ``RandomState`` or ``Generator`` gives one int drawn
+        from it, as scikit-learn's estimators that wrap others do; None lets ``pearl.fit``
+        draw one (recorded in ``results_.seed``).
+        """
+        random_state = self.random_state
+        if not _is_unset(self.seed):
+            if random_state is not None:
+                raise OptionError("give random_state= only; seed= is its deprecated name")
+            warn("seed= was renamed random_state= (scikit-learn's name) in 0.8.6 and goes in "
+                 "0.10.0; pass random_state= instead", FutureWarning)
+            random_state = self.seed
+        if random_state is None or isinstance(random_state, numbers.Integral):
+            return None if random_state is None else int(random_state)
+        if isinstance(random_state, np.random.Generator):
+            return int(random_state.integers(np.iinfo(np.int32).max))
+        return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
     def _predict_raw(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "results_")
@@ -274,7 +303,8 @@ class _PearlEstimator(BaseEstimator):
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
-        tags.non_deterministic = self.seed is None and self.blocks is not None
+        seeded = self.random_state is not None or not _is_unset(self.seed)
+        tags.non_deterministic = not seeded and self.blocks is not None
         if tags.target_tags is not None and self.family == "poisson":
             tags.target_tags.positive_only = True  # as PoissonRegressor's
         return tags
@@ -302,11 +332,17 @@ class PearlRegressor(RegressorMixin, _PearlEstimator):
         Ordinary covariates, in every candidate (as a formula's ``+ x`` terms).
     family : {"auto", "gaussian", "poisson"}, default "auto"
         ``"auto"`` is gaussian.
-    loss, candidates, cv, seed, ridge, max_candidates, n_jobs, downstream, honest, \
+    loss, candidates, cv, ridge, max_candidates, n_jobs, downstream, honest, \
 honest_se, separation, cv_repeats, weight_shrinkage
         Passed to :func:`pearlstats.fit` (``max_candidates=None``: its default).
+    random_state : int, RandomState, Generator or None, default None
+        Seeds the folds (:func:`pearlstats.fit`'s ``seed``): an int is that seed; a
+        ``RandomState`` or ``Generator`` gives one drawn from it; None lets ``pearl.fit``
+        draw one, recorded in ``results_.seed``.
     progress : bool, optional
         Progress bars for the long stages (None: the package option).
+    seed : int, optional
+        Deprecated since 0.8.6 (removed in 0.10.0): ``random_state``, scikit-learn's name.
 
     Attributes
     ----------
@@ -332,7 +368,7 @@ honest_se, separation, cv_repeats, weight_shrinkage
     >>> from sklearn.datasets import load_diabetes
     >>> from sklearn.model_selection import cross_val_score
     >>> X, y = load_diabetes(return_X_y=True)
-    >>> model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, seed=0)
+    >>> model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, random_state=0)
     >>> bool(cross_val_score(model, X, y, cv=3).mean() > 0.4)
     True
     """
@@ -379,7 +415,8 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
     --------
     >>> from sklearn.datasets import load_iris
     >>> X, y = load_iris(return_X_y=True)
-    >>> model = PearlClassifier({"sepal": [0, 1], "petal": [2, 3]}, ridge=0.01, seed=0).fit(X, y)
+    >>> model = PearlClassifier({"sepal": [0, 1], "petal": [2, 3]}, ridge=0.01,
+    ...                         random_state=0).fit(X, y)
     >>> model.predict_proba(X[:1]).shape, float(model.score(X, y)) > 0.9
     ((1, 3), True)
     """

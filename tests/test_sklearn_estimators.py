@@ -53,7 +53,7 @@ def test_grid_search_over_a_learner_parameter_refits_it_on_each_split(diabetes):
         ("scale", StandardScaler()),
         ("pearl", PearlRegressor(
             {"demo": [0, 1, 2, 3], "kpca": (pearl.KernelPCA(2, seed=0), slice(4, 10))},
-            seed=0, honest=False,
+            random_state=0, honest=False,
         )),
     ])
     outer = KFold(3, shuffle=True, random_state=1)
@@ -74,7 +74,7 @@ def test_grid_search_over_a_learner_parameter_refits_it_on_each_split(diabetes):
 
 def test_cross_val_score_equals_pearl_fit_on_the_same_folds(diabetes):
     X, y = diabetes
-    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, seed=3, honest=False)
+    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, random_state=3, honest=False)
     folds = KFold(4, shuffle=True, random_state=0)
     scores = cross_val_score(model, X, y, cv=folds)
     for score, (train, test) in zip(scores, folds.split(X), strict=True):
@@ -89,7 +89,7 @@ def test_classifier_probabilities_equal_pearl_fit_and_labels_are_kept():
     X, y = load_breast_cancer(return_X_y=True)
     X = StandardScaler().fit_transform(X)
     labels = np.where(y == 1, "benign", "malignant")
-    model = PearlClassifier({"mean": slice(0, 10), "worst": slice(20, 30)}, seed=0,
+    model = PearlClassifier({"mean": slice(0, 10), "worst": slice(20, 30)}, random_state=0,
                             honest=False, ridge=1.0).fit(X, labels)
     assert list(model.classes_) == ["benign", "malignant"]
     # the direct fit codes the labels 0/1 in sorted order, as classes_ lists them
@@ -132,9 +132,9 @@ def test_sample_weight_is_a_frequency_weight(diabetes):
 def test_dataframe_column_names_select_blocks(diabetes):
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     named = PearlRegressor({"demo": ["age", "sex", "bmi", "bp"], "serum": ["s1", "s2", "s3"]},
-                           seed=0, honest=False).fit(X, y)
+                           random_state=0, honest=False).fit(X, y)
     positions = PearlRegressor({"demo": [0, 1, 2, 3], "serum": slice(4, 7)},
-                               seed=0, honest=False).fit(X.to_numpy(), y.to_numpy())
+                               random_state=0, honest=False).fit(X.to_numpy(), y.to_numpy())
     assert list(named.feature_names_in_) == list(X.columns) and named.n_features_in_ == 10
     np.testing.assert_array_equal(named.predict(X), positions.predict(X.to_numpy()))
     with pytest.raises(BlockError, match="names column 'glucose'.*'s6'"):
@@ -145,8 +145,8 @@ def test_learner_parameters_are_nested_parameters():
     model = PearlRegressor({"pca": pearl.PCA(2), "raw": [0, 1]})
     params = model.get_params()
     assert params["pca__n_components"] == 2 and "raw__n_components" not in params
-    model.set_params(pca__n_components=3, seed=4)
-    assert model.blocks["pca"].n_components == 3 and model.seed == 4
+    model.set_params(pca__n_components=3, random_state=4)
+    assert model.blocks["pca"].n_components == 3 and model.random_state == 4
     model.set_params(pca=pearl.KernelPCA(1))
     assert isinstance(model.blocks["pca"], pearl.KernelPCA)
     with pytest.raises(OptionError, match="no parameter 'n_component'"):
@@ -156,7 +156,7 @@ def test_learner_parameters_are_nested_parameters():
 def test_fit_leaves_the_given_learners_unfitted_and_clone_is_unfitted(diabetes):
     X, y = diabetes
     learner = pearl.PCA(2)
-    model = PearlRegressor({"pca": learner}, honest=False, seed=0).fit(X, y)
+    model = PearlRegressor({"pca": learner}, honest=False, random_state=0).fit(X, y)
     assert not hasattr(learner, "components_")
     assert hasattr(model.learners_["pca"], "components_")
     copy = clone(model)
@@ -185,8 +185,8 @@ def test_a_block_named_like_a_parameter_is_refused_and_does_not_shadow_it():
     X, y = np.random.default_rng(0).normal(size=(30, 3)), np.arange(30.0)
     model = PearlRegressor({"loss": PCA(2), "raw": [0, 1]})
     assert model.get_params()["loss"] is None  # the parameter, not the learner
-    model.set_params(seed=3)
-    assert model.seed == 3 and isinstance(model.blocks["loss"], PCA)
+    model.set_params(random_state=3)
+    assert model.random_state == 3 and isinstance(model.blocks["loss"], PCA)
     with pytest.raises(BlockError, match="block name 'loss' is a parameter of PearlRegressor"):
         model.fit(X, y)
 
@@ -208,8 +208,8 @@ def test_pairs_with_a_gap_are_refused_and_pairs_without_one_are_fold_labels(diab
     with pytest.raises(OptionError, match="split 0 trains on other rows.*splitter object"):
         PearlRegressor(blocks, cv=gapped, honest=False).fit(X, y)
     plain = [(np.setdiff1d(rows, t), t) for t in tests]
-    by_pairs = PearlRegressor(blocks, cv=plain, seed=0, honest=False).fit(X, y)
-    by_splitter = PearlRegressor(blocks, cv=KFold(5), seed=0, honest=False).fit(X, y)
+    by_pairs = PearlRegressor(blocks, cv=plain, random_state=0, honest=False).fit(X, y)
+    by_splitter = PearlRegressor(blocks, cv=KFold(5), random_state=0, honest=False).fit(X, y)
     np.testing.assert_array_equal(np.asarray(by_pairs.results_.folds),
                                   np.asarray(by_splitter.results_.folds))
 
@@ -222,7 +222,7 @@ def test_a_search_with_routed_groups_needs_no_request_for_fit(diabetes):
 
     X, y = diabetes
     groups = np.arange(len(y)) % 17
-    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, seed=0, honest=False)
+    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, random_state=0, honest=False)
     with sklearn.config_context(enable_metadata_routing=True):
         search = GridSearchCV(model, {"ridge": [0.0, 1.0]}, cv=GroupKFold(3))
         assert search.fit(X, y, groups=groups).best_params_["ridge"] in (0.0, 1.0)
@@ -320,7 +320,7 @@ def test_group_splitter_gets_the_groups_given_to_fit(diabetes):
 
     X, y = diabetes
     groups = np.arange(len(y)) % 17
-    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, cv=GroupKFold(3), seed=0,
+    model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, cv=GroupKFold(3), random_state=0,
                            honest=False).fit(X, y, groups=groups)
     expected = _split_labels(GroupKFold(3).split(X, y, groups), len(y))
     np.testing.assert_array_equal(np.asarray(model.results_.folds), expected)
@@ -336,7 +336,7 @@ def test_time_series_splitter_is_run_by_pearl_fit(diabetes):
 
     X, y = diabetes
     model = PearlRegressor({"a": slice(0, 5), "b": slice(5, 10)}, cv=TimeSeriesSplit(3),
-                           seed=0, honest=False).fit(X, y)
+                           random_state=0, honest=False).fit(X, y)
     expected = _split_labels(TimeSeriesSplit(3).split(X), len(y))
     np.testing.assert_array_equal(np.asarray(model.results_.folds), expected)
     assert np.all(np.isfinite(model.predict(X)))
@@ -348,3 +348,30 @@ def test_overlapping_boolean_test_masks_are_refused(diabetes):
     first[:300], second[200:] = True, True
     with pytest.raises(OptionError, match="partition of the rows"):
         PearlRegressor(cv=[(~first, first), (~second, second)]).fit(X, y)
+
+
+def test_random_state_seeds_the_folds_as_pearl_fit_seed_and_seed_is_its_deprecated_name(diabetes):
+    X, y = diabetes
+    blocks = {"a": slice(0, 5), "b": slice(5, 10)}
+    direct = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": X[:, :5], "b": X[:, 5:]},
+                       cv=5, seed=11, honest=False)
+    by_int = PearlRegressor(blocks, random_state=11, honest=False).fit(X, y)
+    assert by_int.results_.seed == 11
+    np.testing.assert_array_equal(by_int.results_.weights, direct.weights)
+    # scikit-learn's other forms: one seed drawn from a RandomState or a Generator, the same
+    # draw for the same state (two fits from equal states agree)
+    for state in (np.random.RandomState, np.random.default_rng):
+        first = PearlRegressor(blocks, random_state=state(5), honest=False).fit(X, y)
+        again = PearlRegressor(blocks, random_state=state(5), honest=False).fit(X, y)
+        assert first.results_.seed == again.results_.seed
+        np.testing.assert_array_equal(first.results_.weights, again.results_.weights)
+    with pytest.warns(FutureWarning, match="renamed random_state"):
+        old = PearlRegressor(blocks, seed=11, honest=False).fit(X, y)
+    np.testing.assert_array_equal(old.results_.weights, direct.weights)
+    with pytest.raises(OptionError, match="random_state= only"):
+        PearlRegressor(blocks, seed=11, random_state=11, honest=False).fit(X, y)
+    assert clone(PearlRegressor(blocks, random_state=11)).get_params()["random_state"] == 11
+    # docs/deprecation.md: the old name goes in 0.10.0; this fails once the version gets there
+    # with the argument still in place
+    version = tuple(int(part) for part in pearl.__version__.split(".")[:2])
+    assert version < (0, 10), "remove PearlRegressor/PearlClassifier(seed=) in 0.10.0"
