@@ -223,6 +223,11 @@ class PartitionFit:
         Rows in each fold.
     cv_entries : list of LedgerEntry
         The cross-validation's ledger rows alone (``entries`` adds the weight solve's).
+    refit_entries : list of LedgerEntry
+        The all-rows fits' notes (stage ``"refit"``), kept out of ``entries``: a results
+        object records a candidate's when it first uses its coefficients
+        (:meth:`~pearlstats.distributed.state.PartitionedRows.params`), as an in-memory fit
+        records a refit's notes when it refits.
     design : Spread or None
         The row count, column means and centred Gram matrix of the design on all rows (from
         the moment pass): which coefficients a candidate identifies is decided on it.
@@ -245,6 +250,7 @@ class PartitionFit:
     fold_rows: np.ndarray = field(default_factory=lambda: np.zeros(0))
     cv_entries: list = field(default_factory=list)
     design: Spread | None = None
+    refit_entries: list = field(default_factory=list)
 
 
 def _check_magnitudes(moments: Any, spec: Any, family: str) -> None:
@@ -311,6 +317,12 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
             fit_rung, everything, ridge, family.name, family.separation
         )
         passes += newton_passes
+    # The passes fit every candidate on all rows (the folds start there), dropped ones too. In
+    # memory a candidate is refitted, and its refit's notes recorded, when its coefficients are
+    # first used (at fit time for those with weight): recorded here, the dask ledger had a
+    # "refit" row more per candidate separated on all rows under separation="drop".
+    refit_entries = [entry for entry in entries if entry.stage == "refit"]
+    entries = [entry for entry in entries if entry.stage != "refit"]
     check_some_candidate_fitted(entries, failed[:n_pool])
     oof = _oof(rows, spec, family, fold_spec, moments, coefs, env, classes)
     solution, risk, se, extra, null = _weights(oof, loss, moments.n, failed, n_pool)
@@ -318,7 +330,8 @@ def fit_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,
     entries.extend(duplicate_entries(solution.merged, [c.label for c in everything]))
     return PartitionFit(labels=moments.labels, n=moments.n, coefs=coefs, failed=failed,
                         fold_rows=moments.folds.count.astype(int), cv_entries=cv_entries,
-                        entries=entries, solution=solution, risk=risk, se=se, null=null,
+                        entries=entries, refit_entries=refit_entries, solution=solution,
+                        risk=risk, se=se, null=null,
                         null_means=oof.null, passes=passes + extra, classes=levels,
                         mean_response=_mean_response(moments, classes),
                         ridges={c.label: moved.get(c.label, ridge) for c in everything},

@@ -124,8 +124,10 @@ def _outer_procedure(rows, spec, family, loss, fold_spec, dealt, k, everything, 
                                                   n_pool))
     return (fitted.coefs[-1], np.array([weights[name] for name in STRATEGIES]),
             fitted.mean_response, solve,
-            _ledger_frame(fitted.entries, f"inside outer fold {k}"), fitted.passes + 1,
-            fitted.classes)
+            # the re-run's refits (its training-row fits, which score the held-out rows) are
+            # done with it: their notes belong to its ledger now, as honest_table says
+            _ledger_frame(fitted.entries + fitted.refit_entries, f"inside outer fold {k}"),
+            fitted.passes + 1, fitted.classes)
 
 
 def _training_llf_part(frame, blocks, offset, spec, kind, fold_spec, env, coefs, classes):

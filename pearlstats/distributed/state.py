@@ -146,9 +146,13 @@ class PartitionedRows:
     def labels(self) -> list:
         return [c.label for c in self.everything]
 
-    def params(self, candidate: Any) -> np.ndarray:
-        """The candidate's all-rows coefficients (its own columns), from the passes."""
-        return self.fitted.coefs[-1][candidate.columns, self.position(candidate)]
+    def params(self, candidate: Any) -> tuple[np.ndarray, list]:
+        """The candidate's all-rows coefficients (its own columns), from the passes, and the
+        ledger rows of that fit (as :meth:`~pearlstats.families.Family.fit_params` returns a
+        refit's, for the results to record on first use)."""
+        notes = [entry for entry in self.fitted.refit_entries
+                 if entry.candidate == candidate.label]
+        return self.fitted.coefs[-1][candidate.columns, self.position(candidate)], notes
 
     def refit(self, candidate: Any, column_names: list) -> Any:
         """The candidate's all-rows fit as a statsmodels-like results object.

@@ -78,7 +78,7 @@ class CandidateRefits:
             if label not in self._params:
                 candidate = self._find(label)
                 if self._state.partitions is not None:  # rows on dask workers: from the passes
-                    params, notes = self._state.partitions.params(candidate), []
+                    params, notes = self._state.partitions.params(candidate)
                 else:
                     params, notes = self._family.fit_params(
                         self._design.X, self._response, candidate.columns, self._ridge, label

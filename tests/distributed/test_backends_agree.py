@@ -271,6 +271,37 @@ def test_the_fits_warn_alike_about_separated_candidates():
     _close(lazy.weights, memory.weights)
 
 
+def test_dropped_separated_candidates_leave_the_same_ledger():
+    """``separation="drop"``: the same ledger rows, in the same order, on both backends.
+
+    The dask ledger had one ``"refit"`` separation row more per dropped candidate (20 rows
+    against 16 here, for a, a+b, a+c and a+b+c): the passes fit every candidate on all rows
+    and their notes were recorded with the fit, where memory records a refit's notes when the
+    refit is done (at fit time for the candidates with weight, else on first use of the
+    candidate's coefficients).
+    """
+    data = _problem("binomial")
+    data["a"][:, 0] = np.where(data["y"] == 1, 5.0, -5.0)  # block a separates the classes
+    ddf, blocks = _partitioned(data, LENGTHS)
+    options = {"family": "binomial", "seed": 3, "honest": False, "separation": "drop"}
+    with pytest.warns(pearl.exceptions.CandidateFailureWarning):
+        lazy = pearl.fit(FORMULA, ddf, blocks=blocks, cv=4, **options)
+    with pytest.warns(pearl.exceptions.CandidateFailureWarning):
+        memory = pearl.fit(FORMULA, data, cv=hash_folds(np.arange(N), 4, 3), **options)
+    _close(lazy.weights, memory.weights)
+    dropped = ["a", "a+b", "a+c", "a+b+c"]
+    assert sorted(memory.weights.index[memory.failed]) == sorted(dropped)
+    pd.testing.assert_frame_equal(lazy.failures, memory.failures)
+    # A dropped candidate's coefficients asked for: its all-rows refit's separation joins
+    # each ledger then, once (a second request reads the stored refit).
+    for res in (lazy, memory):
+        res.candidate_params("a+b")
+        res.candidate_params("a+b")
+    pd.testing.assert_frame_equal(lazy.failures, memory.failures)
+    refits = memory.failures[memory.failures["stage"] == "refit"]
+    assert list(zip(refits["candidate"], refits["kind"])) == [("a+b", "separation")]
+
+
 def test_a_frame_built_with_from_delayed_gives_the_same_results():
     """dd.from_delayed frames lost their partitions when dask fused the array graphs built on
     them ("Missing dependency ('fromdelayed-...')"); every value is computed here."""
