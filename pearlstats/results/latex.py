@@ -10,8 +10,11 @@ every number of a column formatted one way: four decimals (a non-zero value
 below 0.00005 as ``<0.0001``), or, when the column's largest magnitude is below
 1e-4 or at least 1e4, four decimals of a power of ten stated in the header.
 Lines break between block names (after ``+`` or a comma), never at a name's
-underscores; where whole names would leave the page no room for one candidate,
-the main table's labels name the blocks by letters, keyed in its Blocks row.
+underscores; a name wider than its column (a long covariate beside eight number
+columns) breaks inside it instead of running past the margin, at its underscores,
+case changes and digits first (:func:`breakable`). Where whole names would leave
+the page no room for one candidate, the main table's labels name the blocks by
+letters, keyed in its Blocks row.
 
 The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn); names
 with characters pdflatex's fonts lack (CJK, emoji) need XeLaTeX or LuaLaTeX
@@ -40,9 +43,20 @@ PANELS = ("main", "candidates", "importance", "diagnostics", "stability", "uncer
 # lines a float beyond the main table may take (a page at \small holds about 48); rows past
 # them are counted in one row
 MAX_LINES = 36
-# a long cell's lines are counted at this width (em), and names up to it stay whole; a wrapped
-# column left narrower (beside many number columns) breaks names wider than itself
+# a long cell's lines are counted at this width (em) where its column does not wrap; a wrapped
+# column breaks the names wider than itself (beside many number columns it is about 4 em)
 _WRAP_EM = 12.0
+# a name breaks inside when its estimate exceeds this share of its column: text_em is an average
+# (mmmm is 1.7 times its estimate, illicit 0.7 times), and the break points a name that fits
+# gets go unused (their penalties below), so this errs towards giving them
+_BREAK_SHARE = 0.8
+# penalties of the break points inside a name: TeX's line demerits are (10 + badness)^2 +
+# penalty^2, the badness 0 in a ragged column. At its boundaries (5^2 < 10^2) a line is saved
+# before a name is kept whole, so the fewest lines are those of packing its parts
+# (wrapped_lines), and a break after "+" (0) wins where both take the lines; between other
+# characters (50^2 = 25 lines) only where a part is wider than the column
+_PART_BREAK = r"\penalty5 "
+_CHARACTER_BREAK = r"\penalty50 "
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
 _PAGE_LINES = 48  # lines of \small text on a page of a default article
 # the main table's caption, panel titles, column headers, rules and skips, in lines: with it
@@ -53,6 +67,17 @@ _USES_EM = 20.0  # a strategy's candidate label longer than this goes on a line 
 LEADING = 5  # candidates the main table lists by name
 # a name joined by underscores as LaTeX (kpca\_cosine): not a command's tail (\foo\_)
 _UNDERSCORED = re.compile(r"(?<![\\A-Za-z0-9])(?:[A-Za-z0-9]*\\_)+[A-Za-z0-9]*")
+# a name's pieces as LaTeX or as text: an escaped character (\_), a command with its braced
+# arguments (\texttt{\char34}, \ensuremath{\lambda}), or one character
+_TOKEN = re.compile(r"\\(?:[A-Za-z]+(?:\{(?:[^{}]|\{[^{}]*\})*\})*|.)|.", re.DOTALL)
+# a word of a name: letters, digits, latex_escape's escapes and the punctuation of formula terms
+# (Q("x"), kpca_rbf[0], np.log(x)); never the tail of a command (\allowbreak)
+_NAME_TOKEN = (r"(?:\\(?:[_%&#]|texttt\{\\char34\}|ensuremath\{(?:[^{}]|\{[^{}]*\})*\}"
+               r"|text[a-z]+\{\})|[^\W_]|[_.'\"()\[\]:;/*=!?@^|<>-])")
+_WORD = re.compile(rf"(?<![\\A-Za-z]){_NAME_TOKEN}+")
+_MATH = re.compile(r"(\$[^$]*\$)")
+# a name's parts end after these (kpca_|rbf, np.|log(|x))
+_PART_ENDS = ("_", r"\_", "(", "[", ".", "/", "-", ":")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _DECIMALS = 4
 _LINE_EM = 37.0  # a default article's text width (345pt) in em at \small
@@ -162,63 +187,158 @@ def header_em(header: object) -> float:
     return max([text_em(word) for word in str(header).split()] + [0.0])
 
 
+def _token_em(token: str) -> float:
+    """Estimated width of one piece of a name (:data:`_TOKEN`) at ``\\small``, in em."""
+    if len(token) > 2 and token.startswith("\\"):
+        return 0.55  # a quote, a Greek letter or a symbol, not the letters of its command
+    return text_em(token[-1])  # a character, escaped (\_) or not
+
+
 def _name_em(latex: str) -> float:
-    """Estimated width of a name's LaTeX (``kpca\\_cosine``) at ``\\small``, in em."""
-    return text_em(latex.replace(r"\_", "_"))
+    """Estimated width of a name as LaTeX (``kpca\\_cosine``) or as text, at ``\\small``, in em.
+
+    Examples
+    --------
+    >>> _name_em(r"Q(\\texttt{\\char34}bmi\\texttt{\\char34})") == _name_em('Q("bmi")') + 0.16
+    True
+    """
+    return sum(_token_em(token) for token in _TOKEN.findall(latex))
 
 
-def _unbroken(name: str, width: float) -> str:
-    if _name_em(name) <= width:
-        return rf"\mbox{{{name}}}"
-    # wider than its column: kept whole it would stick out of it
-    return _loose(name)
+def _parts(name: str) -> list[str]:
+    """A name cut where a line may break inside it: after an underscore or ``(``, ``[``,
+    ``.``, ``/``, ``-``, ``:``, at a change of case (``High|Density``, ``HDL|Level``) and
+    between letters and digits (``pca|2020``).
+
+    Examples
+    --------
+    >>> _parts(r"HDLCholesterol\\_level2")
+    ['HDL', 'Cholesterol\\\\_', 'level', '2']
+    """
+    tokens = _TOKEN.findall(name)
+    parts = tokens[:1]
+    for before, token, after in zip(tokens, tokens[1:], tokens[2:] + [""]):
+        single = len(before) == len(token) == 1
+        cut = (before in _PART_ENDS
+               or single and before.islower() and token.isupper()
+               or single and before.isupper() and token.isupper() and after.islower()
+               or single and before.isalnum() and token.isalnum()
+               and before.isdigit() != token.isdigit())
+        if cut:
+            parts.append(token)
+        else:
+            parts[-1] += token
+    return parts
 
 
-def _loose(name: str) -> str:
-    """A name that may break after its underscores."""
-    return name.replace(r"\_", r"\_\allowbreak{}")
+def _breaks_inside(name: str, width: float) -> bool:
+    """Whether *name* gets break points inside it in a column *width* em wide."""
+    return _name_em(name) > _BREAK_SHARE * width
+
+
+def _broken(name: str, width: float) -> str:
+    r"""*name* (LaTeX) with break points: between its parts (:func:`_parts`), and between the
+    characters of a part that is itself too wide for the column.
+
+    The break points are penalties, which print nothing: the name copies and
+    searches whole on each line, and no hyphen suggests one the name lacks.
+    """
+    pieces = []
+    for part in _parts(name):
+        if not _breaks_inside(part, width):
+            pieces.append(part)
+            continue
+        tokens = _TOKEN.findall(part)
+        # no line of one or two characters ("d" under "ecorde"): the first two and the last
+        # three stay together, as TeX's \lefthyphenmin and \righthyphenmin keep a hyphen's
+        pieces.append("".join(tokens[:2]) + "".join(
+            (_CHARACTER_BREAK if 2 <= i <= len(tokens) - 3 else "") + token
+            for i, token in enumerate(tokens[2:], start=2)))
+    return _PART_BREAK.join(pieces)
+
+
+def _word(name: str, width: float) -> str:
+    """One word of a cell's LaTeX in a column *width* em wide: whole (a name joined by
+    underscores boxed, so that it never breaks at them) or, too wide, :func:`_broken`."""
+    if _breaks_inside(name, width):
+        return _broken(name, width)
+    return _UNDERSCORED.sub(lambda match: rf"\mbox{{{match.group(0)}}}", name)
 
 
 def breakable(latex: str, width: float = _WRAP_EM) -> str:
-    r"""Allow line breaks after ``+`` (between block names) and commas; names stay whole.
+    r"""Allow line breaks after ``+`` (between block names) and commas; names stay whole
+    where their column, *width* em wide (by default ``_WRAP_EM``), holds them.
 
     A name joined by underscores (``kpca_cosine``) is boxed, so it never breaks
-    at them ("kpca\_" on one line, "cosine" on the next); one wider than
-    *width* em, its column's estimated width (by default ``_WRAP_EM``), may
-    still break there.
+    at them ("kpca\_" on one line, "cosine" on the next). A name wider than
+    about *width* (a covariate beside eight number columns, whose column is
+    about 4 em) may break inside instead of running past the margin: at its
+    parts (:func:`_parts`), and a part wider than the column between its
+    characters (TeX breaks no name of a cell itself: it hyphenates no word that
+    starts a paragraph, and its patterns are for words, not identifiers).
 
     Examples
     --------
     >>> print(breakable(r"pca+kpca\_cosine"))
     pca+\allowbreak{}\mbox{kpca\_cosine}
-    >>> print(breakable(r"age\_at\_baseline", width=4.0))
-    age\_\allowbreak{}at\_\allowbreak{}baseline
+    >>> print(breakable(r"age\_at\_baseline", width=6.0))
+    age\_\penalty5 at\_\penalty5 baseline
+    >>> print(breakable(r"bodymass", width=3.0))
+    bo\penalty50 d\penalty50 y\penalty50 m\penalty50 ass
     """
-    latex = _UNDERSCORED.sub(lambda match: _unbroken(match.group(0), width), latex)
+    latex = "".join(piece if _MATH.fullmatch(piece) else
+                    _WORD.sub(lambda match: _word(match.group(0), width), piece)
+                    for piece in _MATH.split(latex))
     return latex.replace("+", r"+\allowbreak{}").replace(",", r",\allowbreak{}")
+
+
+def _units(piece: str, width: float) -> list[tuple[str, bool]]:
+    """The text between a piece's break points, as :func:`breakable` allows them, and
+    whether each breaks between its characters."""
+    name = piece.rstrip("+, ")
+    if not name or not _breaks_inside(name, width):
+        return [(piece, False)]
+    parts = _parts(name)
+    parts[-1] += piece[len(name):]
+    return [(part, _breaks_inside(part.rstrip("+, "), width)) for part in parts]
 
 
 def wrapped_lines(text: object, width: float, em: Callable[[str], float] = text_em) -> int:
     """Lines *text* takes in a column *width* em wide, broken as :func:`breakable` allows.
 
-    Lines break after ``+`` and commas and at spaces, never inside a name, so a
-    line holds less than *width* when the next name does not fit; a piece wider
-    than the column (a name longer than ``_WRAP_EM``) takes the lines it needs.
-    *em* estimates a piece's width (:func:`text_em`, or a typewriter font's).
+    Lines break after ``+`` and commas and at spaces; a name wider than about
+    the column breaks at its parts (:func:`_parts`), the fewest lines TeX finds
+    with them, and a part wider than the column fills the lines it needs,
+    starting on the line before where that saves a line (as TeX's penalties
+    choose). *em* estimates a piece's width (:func:`text_em`, or a typewriter
+    font's).
 
     Examples
     --------
     >>> wrapped_lines("kpca_sigmoid+kpca_cosine", 8.0), wrapped_lines("pca+pca", 8.0)
     (2, 1)
+    >>> wrapped_lines("HighDensityLipoproteinFactors", 6.0)  # HighDensity|Lipoprotein|Factors
+    3
+    >>> wrapped_lines("bodymassindexatbaseline", 4.0)  # 10.8 em
+    3
     """
     lines, used = 1, 0.0
     for piece in re.split(r"(?<=[+, ])", str(text)):
-        if used and used + em(piece.rstrip()) > width:
-            lines, used = lines + 1, 0.0
-        used += em(piece)
-        if used > width:  # a piece wider than the column breaks inside
-            extra = math.ceil(used / width) - 1
-            lines, used = lines + extra, used - extra * width
+        for unit, inside in _units(piece, width):
+            size = em(unit)
+            if inside:  # fills lines, from a line of its own unless the line before saves one
+                alone = math.ceil(size / width)
+                if used and math.ceil((used + size) / width) - 1 >= alone:
+                    lines, used = lines + 1, 0.0
+                extra = math.ceil((used + size) / width) - 1
+                lines, used = lines + extra, used + size - extra * width
+                continue
+            if used and used + em(unit.rstrip()) > width:
+                lines, used = lines + 1, 0.0
+            used += size
+            if used > width:  # wider than the column, yet kept whole: it sticks out
+                extra = math.ceil(used / width) - 1
+                lines, used = lines + extra, used - extra * width
     return lines
 
 
@@ -304,6 +424,14 @@ def _wrapped_em(kinds: list[str], widths: list[float]) -> dict[int, float]:
     return {i: left * share / 100 for i, share in shares.items()}
 
 
+def _limits(kinds: list[str], widths: list[float]) -> list[float]:
+    """The width in em at which each column's names break (:func:`breakable`): a wrapped
+    column's own (beside eight number columns about 4 em; names wider than it broke out
+    past the margin), ``_WRAP_EM`` for the others, which are narrower than that."""
+    wrapped = _wrapped_em(kinds, widths)
+    return [wrapped.get(i, _WRAP_EM) for i in range(len(kinds))]
+
+
 def column_em(rows: list[list], headers: list | None, column: int) -> float | None:
     """Estimated width in em of a wrapped text *column* of a panel (None if it does not wrap)."""
     columns = [list(cells) for cells in zip(*rows)]
@@ -370,9 +498,7 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
     columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in headers or []]
     kinds, numbers, widths, stack = _layout(columns, headers)
     spec = _column_spec(kinds, widths, numbers)
-    # a name wider than its wrapped column breaks at its underscores rather than stick out
-    wrapped = _wrapped_em(kinds, widths)
-    limits = [min(_WRAP_EM, wrapped.get(i, _WRAP_EM)) for i in range(len(kinds))]
+    limits = _limits(kinds, widths)
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}" + "".join(spec) + "@{}}"]
     if title:
         lines.append(_title_row(title, len(kinds)))
@@ -392,7 +518,8 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
                 cells.append(rf"\multicolumn{{1}}{{c}}{{{cell_latex(str(cell).strip())}}}")
         lines.append(" & ".join(cells) + r" \\")
         if r in below:
-            lines.append(spanning_row(breakable(cell_latex(below[r])), len(kinds), "1em"))
+            lines.append(spanning_row(breakable(cell_latex(below[r]), _LINE_EM - 1), len(kinds),
+                                      "1em"))
     lines += [r"\bottomrule", r"\end{tabular*}"]
     return "\n".join(lines)
 
@@ -448,13 +575,14 @@ def latex_pairs(rows: list[list], title: str | None = None) -> str:
     their label, so a long formula wraps over the whole width.
     """
     long, short, label_em = _split_pairs(rows)
+    span_em = _LINE_EM - label_em - 2 * _TABCOLSEP_EM
     span = (rf"\multicolumn{{3}}{{>{{\raggedright\arraybackslash}}p{{\dimexpr\linewidth"
             rf"-{label_em:.1f}em-2\tabcolsep\relax}}}}")
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}llll@{}}"]
     if title:
         lines.append(_title_row(title, 4))
     lines.append(r"\toprule")
-    lines += [rf"{cell_latex(label)} & {span}{{{breakable(cell_latex(value))}}} \\"
+    lines += [rf"{cell_latex(label)} & {span}{{{breakable(cell_latex(value), span_em)}}} \\"
               for label, value in long]
     for first in range(0, len(short), 2):
         cells = [cell_latex(cell) for pair in short[first:first + 2] for cell in pair]
@@ -479,7 +607,7 @@ def latex_float(panels: list[str], caption: str | None, notes: Sequence[str] = (
         lines.append(rf"\label{{{label}}}")
     lines.append("\n\\par\\smallskip\n".join(panels))
     if notes:
-        text = " ".join(breakable(cell_latex(note)) for note in notes)
+        text = " ".join(breakable(cell_latex(note), _LINE_EM) for note in notes)
         lines += [r"\par\smallskip",
                   rf"\parbox{{\linewidth}}{{\raggedright\emph{{Notes:}} {text}}}"]
     lines.append(end)
@@ -523,7 +651,8 @@ def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
     """Lines of \\small text a page leaves for the main table's candidate rows (an estimate).
 
     The formula and the blocks wrap over the line less a label, "uses" in its
-    column, the notes over the whole line, names never broken (:func:`wrapped_lines`);
+    column, the notes over the whole line, names broken only where wider than the line
+    (:func:`wrapped_lines`);
     the other header pairs take a line per two; titles, headers and rules
     ``_FRAME_LINES``.
     """
@@ -581,11 +710,17 @@ def _strategies_panel(headers: list, rows: list[list], title: str) -> str:
     return latex_panel(shown, headers, title, below)
 
 
-def _capped(rows: list[list]) -> list[list]:
-    """The rows that fit :data:`MAX_LINES` (long labels wrap), the rest counted in one row."""
+def _capped(rows: list[list], headers: list | None) -> list[list]:
+    """The rows that fit :data:`MAX_LINES` (long labels wrap in their columns' widths, as
+    :func:`latex_panel` sets them), the rest counted in one row."""
+    if not rows:
+        return rows
+    kinds, _, widths, _ = _layout([list(cells) for cells in zip(*rows)], headers)
+    limits = _limits(kinds, widths)
     used = 0
     for position, row in enumerate(rows):
-        used += max(wrapped_lines(cell, _WRAP_EM) for cell in row)
+        used += max(wrapped_lines(_shown(cell), limit) if kind != "D" else 1
+                    for cell, kind, limit in zip(row, kinds, limits))
         if used > MAX_LINES - 1 and position < len(rows) - 1:
             rest = len(rows) - position
             return rows[:position] + [[f"{rest} more rows (in the text summary)"]
@@ -668,7 +803,7 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
                      _strategies_panel(*main["strategies"])]
         else:
             headers, rows, title = sections[name]
-            parts = [latex_panel(_capped(rows), headers, None if captions else title)]
+            parts = [latex_panel(_capped(rows, headers), headers, None if captions else title)]
         out.append(latex_float(parts, title if captions else None, notes.get(name, ()), suffix,
                                floating=captions))
     return "\n\n".join(out)
