@@ -12,7 +12,9 @@ below 0.00005 as ``<0.0001``), or, when the column's largest magnitude is below
 Lines break between block names (after ``+`` or a comma), never at a name's
 underscores; a name wider than its column (a long covariate beside eight number
 columns) breaks inside it instead of running past the margin, at its underscores,
-case changes and digits first (:func:`breakable`). Where whole names would leave
+case changes and digits first (:func:`breakable`); a name of up to 12 characters
+("Intercept") never breaks inside, and a stub name that would take more than two
+lines goes on a line of its own above its row's numbers. Where whole names would leave
 the page no room for one candidate, the main table's labels name the blocks by
 letters, keyed in its Blocks row.
 
@@ -57,6 +59,13 @@ _BREAK_SHARE = 0.8
 # characters (50^2 = 25 lines) only where a part is wider than the column
 _PART_BREAK = r"\penalty5 "
 _CHARACTER_BREAK = r"\penalty50 "
+# a name of at most this many characters never breaks inside ("Interc|ept" and "candi|dates"
+# read worse than a column made wider for them, _spare, or a name sticking out a little); one
+# joined by underscores may still break after them where its column is narrower
+_SHORT = 12
+# a name broken inside over more lines than this in its column (5 to 7 letters a line beside
+# eight number columns) goes on a line of its own over its row's numbers (:func:`_own_lines`)
+_NAME_LINES = 2
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
 _PAGE_LINES = 48  # lines of \small text on a page of a default article
 # the main table's caption, panel titles, column headers, rules and skips, in lines: with it
@@ -236,6 +245,17 @@ def _breaks_inside(name: str, width: float) -> bool:
     return _name_em(name) > _BREAK_SHARE * width
 
 
+def _short(name: str) -> bool:
+    """Whether *name* (LaTeX or text) is short enough never to break (:data:`_SHORT`).
+
+    Examples
+    --------
+    >>> _short("Intercept"), _short(r"kpca\\_sigmoid"), _short("ageatbaselineinyears")
+    (True, True, False)
+    """
+    return len(_TOKEN.findall(name)) <= _SHORT
+
+
 def _broken(name: str, width: float) -> str:
     r"""*name* (LaTeX) with break points: between its parts (:func:`_parts`), and between the
     characters of a part that is itself too wide for the column.
@@ -259,10 +279,30 @@ def _broken(name: str, width: float) -> str:
 
 def _word(name: str, width: float) -> str:
     """One word of a cell's LaTeX in a column *width* em wide: whole (a name joined by
-    underscores boxed, so that it never breaks at them) or, too wide, :func:`_broken`."""
-    if _breaks_inside(name, width):
+    underscores boxed, so that it never breaks at them; a short one wider than the column
+    free to break after them) or, too wide and not short (:func:`_short`), :func:`_broken`."""
+    if _breaks_inside(name, width) and not _short(name):
         return _broken(name, width)
-    return _UNDERSCORED.sub(lambda match: rf"\mbox{{{match.group(0)}}}", name)
+    return _UNDERSCORED.sub(lambda match: _unbroken(match.group(0), width), name)
+
+
+def _unbroken(name: str, width: float) -> str:
+    """A name joined by underscores (LaTeX) boxed whole, or free to break after them where
+    it is wider than its column, *width* em."""
+    if _name_em(name) <= width:
+        return rf"\mbox{{{name}}}"
+    return name.replace(r"\_", r"\_\allowbreak{}")  # kpca\_|sigmoid rather than past the margin
+
+
+def _seamless(name: str) -> bool:
+    """Whether *name* never breaks in any column: short (:func:`_short`), no underscore.
+
+    Examples
+    --------
+    >>> _seamless("Intercept"), _seamless("kpca_sigmoid"), _seamless(r"kpca\\_rbf")
+    (True, False, False)
+    """
+    return _short(name) and "_" not in name
 
 
 def breakable(latex: str, width: float = _WRAP_EM) -> str:
@@ -272,7 +312,8 @@ def breakable(latex: str, width: float = _WRAP_EM) -> str:
     A name joined by underscores (``kpca_cosine``) is boxed, so it never breaks
     at them ("kpca\_" on one line, "cosine" on the next). A name wider than
     about *width* (a covariate beside eight number columns, whose column is
-    about 4 em) may break inside instead of running past the margin: at its
+    about 4 em), unless it is short (:data:`_SHORT` characters: "Intercept"),
+    may break inside instead of running past the margin: at its
     parts (:func:`_parts`), and a part wider than the column between its
     characters (TeX breaks no name of a cell itself: it hyphenates no word that
     starts a paragraph, and its patterns are for words, not identifiers).
@@ -283,8 +324,10 @@ def breakable(latex: str, width: float = _WRAP_EM) -> str:
     pca+\allowbreak{}\mbox{kpca\_cosine}
     >>> print(breakable(r"age\_at\_baseline", width=6.0))
     age\_\penalty5 at\_\penalty5 baseline
-    >>> print(breakable(r"bodymass", width=3.0))
-    bo\penalty50 d\penalty50 y\penalty50 m\penalty50 ass
+    >>> print(breakable(r"bodymassindex", width=3.0).replace(r"\penalty50 ", "|"))
+    bo|d|y|m|a|s|s|i|n|dex
+    >>> print(breakable(r"Intercept", width=3.0))
+    Intercept
     """
     latex = "".join(piece if _MATH.fullmatch(piece) else
                     _WORD.sub(lambda match: _word(match.group(0), width), piece)
@@ -296,7 +339,7 @@ def _units(piece: str, width: float) -> list[tuple[str, bool]]:
     """The text between a piece's break points, as :func:`breakable` allows them, and
     whether each breaks between its characters."""
     name = piece.rstrip("+, ")
-    if not name or not _breaks_inside(name, width):
+    if not name or _short(name) or not _breaks_inside(name, width):
         return [(piece, False)]
     parts = _parts(name)
     parts[-1] += piece[len(name):]
@@ -336,7 +379,9 @@ def wrapped_lines(text: object, width: float, em: Callable[[str], float] = text_
             if used and used + em(unit.rstrip()) > width:
                 lines, used = lines + 1, 0.0
             used += size
-            if used > width:  # wider than the column, yet kept whole: it sticks out
+            if used > width and not _seamless(unit.rstrip("+, ")):
+                # wider than the column: breaks after its underscores, or, kept whole, sticks
+                # out (a short one without them widens the column instead, :func:`_spare`)
                 extra = math.ceil(used / width) - 1
                 lines, used = lines + extra, used - extra * width
     return lines
@@ -417,18 +462,36 @@ def _shares(kinds: list[str], widths: list[float]) -> tuple[float, int, dict[int
             {i: max(1, round(100 * widths[i] / total)) for i in wrapping})
 
 
-def _wrapped_em(kinds: list[str], widths: list[float]) -> dict[int, float]:
-    """Estimated width in em of each wrapped text column, by position."""
+def _wrapped_em(kinds: list[str], widths: list[float], spare: float = 1.0
+                ) -> dict[int, float]:
+    """Estimated width in em of each wrapped text column, by position, *spare* em of the
+    line left over (:func:`_spare`)."""
     fixed_em, seps, shares = _shares(kinds, widths)
-    left = _LINE_EM - fixed_em - 1 - seps * _TABCOLSEP_EM
+    left = _LINE_EM - fixed_em - spare - seps * _TABCOLSEP_EM
     return {i: left * share / 100 for i, share in shares.items()}
 
 
-def _limits(kinds: list[str], widths: list[float]) -> list[float]:
+def _spare(kinds: list[str], widths: list[float], columns: list[list]) -> float:
+    """Em of the line the wrapped columns leave unused: 1 (the estimates are not exact), or 0
+    where a name that never breaks (:func:`_seamless`) is wider than its column.
+
+    Beside seven number columns the coefficients' names are left about 3 em and
+    "Intercept" needs 4: the em spared is what lets it stand whole in its column
+    (the number columns' widths are exact, dcolumn's, so the line still holds them).
+    """
+    wrapped = _wrapped_em(kinds, widths)
+    # a name alone in its cell: TeX may hyphenate the words of a sentence ("15 more rows")
+    widest = {i: max([_name_em(name) for cell in columns[i] for name in _names(cell)
+                      if _seamless(name) and " " not in _shown(cell).strip()] + [0.0])
+              for i in wrapped}
+    return 0.0 if any(widest[i] > wrapped[i] for i in wrapped) else 1.0
+
+
+def _limits(kinds: list[str], widths: list[float], spare: float = 1.0) -> list[float]:
     """The width in em at which each column's names break (:func:`breakable`): a wrapped
     column's own (beside eight number columns about 4 em; names wider than it broke out
     past the margin), ``_WRAP_EM`` for the others, which are narrower than that."""
-    wrapped = _wrapped_em(kinds, widths)
+    wrapped = _wrapped_em(kinds, widths, spare)
     return [wrapped.get(i, _WRAP_EM) for i in range(len(kinds))]
 
 
@@ -439,8 +502,10 @@ def column_em(rows: list[list], headers: list | None, column: int) -> float | No
     return _wrapped_em(kinds, widths).get(column % len(kinds))
 
 
-def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[str]:
-    """Column types: text wider than its share of the line becomes a ``p{}`` column."""
+def _column_spec(kinds: list[str], widths: list[float], numbers: list, spare: float = 1.0
+                 ) -> list[str]:
+    """Column types: text wider than its share of the line becomes a ``p{}`` column, the
+    line less the other columns and *spare* em (:func:`_spare`)."""
     fixed_em, seps, shares = _shares(kinds, widths)
     spec = []
     for i, kind in enumerate(kinds):
@@ -450,7 +515,8 @@ def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[s
         elif i in shares:
             share = shares[i]
             # 1em to spare: the estimates are not exact, and \extracolsep{\fill} takes up slack
-            width = rf"\dimexpr(\linewidth-{fixed_em + 1:.1f}em-{seps}\tabcolsep)*{share}/100\relax"
+            width = (rf"\dimexpr(\linewidth-{fixed_em + spare:.1f}em-{seps}\tabcolsep)*{share}"
+                     r"/100\relax")
             spec.append(rf">{{\raggedright\arraybackslash}}p{{{width}}}")
         else:
             spec.append("l")
@@ -477,6 +543,54 @@ def _title_row(title: str, columns: int) -> str:
     return spanning_row(rf"\emph{{{cell_latex(title)}}}", columns)
 
 
+def _names(cell: object) -> list[str]:
+    """The names of a cell as LaTeX shows it: its text between ``+``, commas and spaces."""
+    return [name for name in re.split(r"[+, ]", _shown(cell)) if name]
+
+
+def _own_line(cell: object, width: float, narrowed: bool = False) -> bool:
+    """Whether a stub cell in a column *width* em wide goes on a line of its own: more than
+    ``_NAME_LINES`` lines in all, and a name broken inside it (:func:`breakable`) or, once
+    such names have left the column (*narrowed*), any text ("15 more rows (in the text
+    summary)" took 7 lines of the column they left).
+
+    Examples
+    --------
+    >>> _own_line("ageatbaselineinyearsrecorded", 3.3), _own_line("bodymassindex", 3.3)
+    (True, False)
+    >>> _own_line("Intercept", 3.3), _own_line("pca+kpca_rbf+kpca_poly+kpca_sigmoid", 6.0)
+    (False, False)
+    """
+    return (wrapped_lines(_shown(cell), width) > _NAME_LINES
+            and (narrowed or any(_breaks_inside(name, width) and not _short(name)
+                                 for name in _names(cell))))
+
+
+def _panel_layout(rows: list[list], headers: list | None
+                  ) -> tuple[list[list], dict[int, object], list[str], list, list[float], bool,
+                             float]:
+    """How :func:`latex_panel` sets *rows*: the rows shown in the columns, the stubs set on a
+    line of their own above their rows (:func:`_own_line`), by row number, and per column
+    kind, numbers and width, whether to stack the headers, and the em spared (:func:`_spare`).
+
+    A name in the stub column's own line leaves that column (its cell empty): the column
+    is then sized by the names left in it, which may narrow it, so the names are weighed
+    again until none moves.
+    """
+    above: dict[int, object] = {}
+    while True:  # at most one pass per row
+        shown = [["", *row[1:]] if r in above else row for r, row in enumerate(rows)]
+        columns = [list(column) for column in zip(*shown)] if rows else [[] for _ in headers or []]
+        kinds, numbers, widths, stack = _layout(columns, headers)
+        spare = _spare(kinds, widths, columns)
+        width = _wrapped_em(kinds, widths, spare).get(0)
+        moved = {r: row[0] for r, row in enumerate(rows)
+                 if r in above or width is not None and _own_line(row[0], width, bool(above))}
+        if moved.keys() == above.keys():
+            return shown, above, kinds, numbers, widths, stack, spare
+        above = moved
+
+
 def latex_panel(rows: list[list], headers: list | None, title: str | None = None,
                 below: dict[int, str] | None = None) -> str:
     """One panel: a ``tabular*`` as wide as the line, its title above the rules.
@@ -493,12 +607,15 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
     below : dict, optional
         Row number -> text set on a line of its own under that row, the whole
         width (a label too long for its column).
+
+    A stub name broken over more than two lines of a narrow column (a long
+    covariate beside seven number columns) is set on a line of its own above
+    its row instead, the whole width (:func:`_panel_layout`).
     """
     below = below or {}
-    columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in headers or []]
-    kinds, numbers, widths, stack = _layout(columns, headers)
-    spec = _column_spec(kinds, widths, numbers)
-    limits = _limits(kinds, widths)
+    rows, above, kinds, numbers, widths, stack, spare = _panel_layout(rows, headers)
+    spec = _column_spec(kinds, widths, numbers, spare)
+    limits = _limits(kinds, widths, spare)
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}" + "".join(spec) + "@{}}"]
     if title:
         lines.append(_title_row(title, len(kinds)))
@@ -508,6 +625,10 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
                  for h, kind, (_, power) in zip(headers, kinds, numbers)]
         lines += [" & ".join(cells) + r" \\", r"\midrule"]
     for r, row in enumerate(rows):
+        if r in above:
+            lines.append(spanning_row(breakable(cell_latex(above[r]), _LINE_EM - 1), len(kinds)))
+            if not any(str(cell).strip() for cell in row):
+                continue  # a text alone in its row ("15 more rows"): no empty row under it
         cells = []
         for cell, kind, (texts, _), limit in zip(row, kinds, numbers, limits):
             if kind != "D":
@@ -711,16 +832,20 @@ def _strategies_panel(headers: list, rows: list[list], title: str) -> str:
 
 
 def _capped(rows: list[list], headers: list | None) -> list[list]:
-    """The rows that fit :data:`MAX_LINES` (long labels wrap in their columns' widths, as
-    :func:`latex_panel` sets them), the rest counted in one row."""
+    """The rows that fit :data:`MAX_LINES` (long labels wrap in their columns' widths, or
+    take a line of their own, as :func:`latex_panel` sets them), the rest counted in one row."""
     if not rows:
         return rows
-    kinds, _, widths, _ = _layout([list(cells) for cells in zip(*rows)], headers)
-    limits = _limits(kinds, widths)
+    shown, above, kinds, _, widths, _, spare = _panel_layout(rows, headers)
+    limits = _limits(kinds, widths, spare)
+    # cells are counted at _WRAP_EM, or at their column's width where it is narrower and its
+    # long names left it (those columns are a few em wide; elsewhere the count is as before)
+    widths = [min(limit, _WRAP_EM) if above else _WRAP_EM for limit in limits]
     used = 0
-    for position, row in enumerate(rows):
-        used += max(wrapped_lines(_shown(cell), limit) if kind != "D" else 1
-                    for cell, kind, limit in zip(row, kinds, limits))
+    for position, row in enumerate(shown):
+        # a stub on a line of its own takes its lines over the row's
+        used += wrapped_lines(_shown(above[position]), _LINE_EM - 1) if position in above else 0
+        used += max(wrapped_lines(cell, width) for cell, width in zip(row, widths))
         if used > MAX_LINES - 1 and position < len(rows) - 1:
             rest = len(rows) - position
             return rows[:position] + [[f"{rest} more rows (in the text summary)"]
