@@ -10,8 +10,13 @@ every number of a column formatted one way: four decimals (a non-zero value
 below 0.00005 as ``<0.0001``), or, when the column's largest magnitude is below
 1e-4 or at least 1e4, four decimals of a power of ten stated in the header.
 Lines break between block names (after ``+`` or a comma), never at a name's
-underscores; where whole names would leave the page no room for one candidate,
-the main table's labels name the blocks by letters, keyed in its Blocks row.
+underscores; a name wider than its column (a long covariate beside eight number
+columns) breaks inside it instead of running past the margin, at its underscores,
+case changes and digits first (:func:`breakable`); a name of up to 12 characters
+("Intercept") never breaks inside, and a stub name that would take more than two
+lines goes on a line of its own above its row's numbers. Where whole names would leave
+the page no room for one candidate, the main table's labels name the blocks by
+letters, keyed in its Blocks row.
 
 The preamble needs only :data:`LATEX_PREAMBLE` (booktabs, array, dcolumn); names
 with characters pdflatex's fonts lack (CJK, emoji) need XeLaTeX or LuaLaTeX
@@ -40,9 +45,27 @@ PANELS = ("main", "candidates", "importance", "diagnostics", "stability", "uncer
 # lines a float beyond the main table may take (a page at \small holds about 48); rows past
 # them are counted in one row
 MAX_LINES = 36
-# a long cell's lines are counted at this width (em), and names up to it stay whole; a wrapped
-# column left narrower (beside many number columns) breaks names wider than itself
+# a long cell's lines are counted at this width (em) where its column does not wrap; a wrapped
+# column breaks the names wider than itself (beside many number columns it is about 4 em)
 _WRAP_EM = 12.0
+# a name breaks inside when its estimate exceeds this share of its column: text_em is an average
+# (mmmm is 1.7 times its estimate, illicit 0.7 times), and the break points a name that fits
+# gets go unused (their penalties below), so this errs towards giving them
+_BREAK_SHARE = 0.8
+# penalties of the break points inside a name: TeX's line demerits are (10 + badness)^2 +
+# penalty^2, the badness 0 in a ragged column. At its boundaries (5^2 < 10^2) a line is saved
+# before a name is kept whole, so the fewest lines are those of packing its parts
+# (wrapped_lines), and a break after "+" (0) wins where both take the lines; between other
+# characters (50^2 = 25 lines) only where a part is wider than the column
+_PART_BREAK = r"\penalty5 "
+_CHARACTER_BREAK = r"\penalty50 "
+# a name of at most this many characters never breaks inside ("Interc|ept" and "candi|dates"
+# read worse than a column made wider for them, _spare, or a name sticking out a little); one
+# joined by underscores may still break after them where its column is narrower
+_SHORT = 12
+# a name broken inside over more lines than this in its column (5 to 7 letters a line beside
+# eight number columns) goes on a line of its own over its row's numbers (:func:`_own_lines`)
+_NAME_LINES = 2
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
 _PAGE_LINES = 48  # lines of \small text on a page of a default article
 # the main table's caption, panel titles, column headers, rules and skips, in lines: with it
@@ -53,6 +76,17 @@ _USES_EM = 20.0  # a strategy's candidate label longer than this goes on a line 
 LEADING = 5  # candidates the main table lists by name
 # a name joined by underscores as LaTeX (kpca\_cosine): not a command's tail (\foo\_)
 _UNDERSCORED = re.compile(r"(?<![\\A-Za-z0-9])(?:[A-Za-z0-9]*\\_)+[A-Za-z0-9]*")
+# a name's pieces as LaTeX or as text: an escaped character (\_), a command with its braced
+# arguments (\texttt{\char34}, \ensuremath{\lambda}), or one character
+_TOKEN = re.compile(r"\\(?:[A-Za-z]+(?:\{(?:[^{}]|\{[^{}]*\})*\})*|.)|.", re.DOTALL)
+# a word of a name: letters, digits, latex_escape's escapes and the punctuation of formula terms
+# (Q("x"), kpca_rbf[0], np.log(x)); never the tail of a command (\allowbreak)
+_NAME_TOKEN = (r"(?:\\(?:[_%&#]|texttt\{\\char34\}|ensuremath\{(?:[^{}]|\{[^{}]*\})*\}"
+               r"|text[a-z]+\{\})|[^\W_]|[_.'\"()\[\]:;/*=!?@^|<>-])")
+_WORD = re.compile(rf"(?<![\\A-Za-z]){_NAME_TOKEN}+")
+_MATH = re.compile(r"(\$[^$]*\$)")
+# a name's parts end after these (kpca_|rbf, np.|log(|x))
+_PART_ENDS = ("_", r"\_", "(", "[", ".", "/", "-", ":")
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
 _DECIMALS = 4
 _LINE_EM = 37.0  # a default article's text width (345pt) in em at \small
@@ -162,63 +196,194 @@ def header_em(header: object) -> float:
     return max([text_em(word) for word in str(header).split()] + [0.0])
 
 
+def _token_em(token: str) -> float:
+    """Estimated width of one piece of a name (:data:`_TOKEN`) at ``\\small``, in em."""
+    if len(token) > 2 and token.startswith("\\"):
+        return 0.55  # a quote, a Greek letter or a symbol, not the letters of its command
+    return text_em(token[-1])  # a character, escaped (\_) or not
+
+
 def _name_em(latex: str) -> float:
-    """Estimated width of a name's LaTeX (``kpca\\_cosine``) at ``\\small``, in em."""
-    return text_em(latex.replace(r"\_", "_"))
+    """Estimated width of a name as LaTeX (``kpca\\_cosine``) or as text, at ``\\small``, in em.
+
+    Examples
+    --------
+    >>> _name_em(r"Q(\\texttt{\\char34}bmi\\texttt{\\char34})") == _name_em('Q("bmi")') + 0.16
+    True
+    """
+    return sum(_token_em(token) for token in _TOKEN.findall(latex))
+
+
+def _parts(name: str) -> list[str]:
+    """A name cut where a line may break inside it: after an underscore or ``(``, ``[``,
+    ``.``, ``/``, ``-``, ``:``, at a change of case (``High|Density``, ``HDL|Level``) and
+    between letters and digits (``pca|2020``).
+
+    Examples
+    --------
+    >>> _parts(r"HDLCholesterol\\_level2")
+    ['HDL', 'Cholesterol\\\\_', 'level', '2']
+    """
+    tokens = _TOKEN.findall(name)
+    parts = tokens[:1]
+    for before, token, after in zip(tokens, tokens[1:], tokens[2:] + [""]):
+        single = len(before) == len(token) == 1
+        cut = (before in _PART_ENDS
+               or single and before.islower() and token.isupper()
+               or single and before.isupper() and token.isupper() and after.islower()
+               or single and before.isalnum() and token.isalnum()
+               and before.isdigit() != token.isdigit())
+        if cut:
+            parts.append(token)
+        else:
+            parts[-1] += token
+    return parts
+
+
+def _breaks_inside(name: str, width: float) -> bool:
+    """Whether *name* gets break points inside it in a column *width* em wide."""
+    return _name_em(name) > _BREAK_SHARE * width
+
+
+def _short(name: str) -> bool:
+    """Whether *name* (LaTeX or text) is short enough never to break (:data:`_SHORT`).
+
+    Examples
+    --------
+    >>> _short("Intercept"), _short(r"kpca\\_sigmoid"), _short("ageatbaselineinyears")
+    (True, True, False)
+    """
+    return len(_TOKEN.findall(name)) <= _SHORT
+
+
+def _broken(name: str, width: float) -> str:
+    r"""*name* (LaTeX) with break points: between its parts (:func:`_parts`), and between the
+    characters of a part that is itself too wide for the column.
+
+    The break points are penalties, which print nothing: the name copies and
+    searches whole on each line, and no hyphen suggests one the name lacks.
+    """
+    pieces = []
+    for part in _parts(name):
+        if not _breaks_inside(part, width):
+            pieces.append(part)
+            continue
+        tokens = _TOKEN.findall(part)
+        # no line of one or two characters ("d" under "ecorde"): the first two and the last
+        # three stay together, as TeX's \lefthyphenmin and \righthyphenmin keep a hyphen's
+        pieces.append("".join(tokens[:2]) + "".join(
+            (_CHARACTER_BREAK if 2 <= i <= len(tokens) - 3 else "") + token
+            for i, token in enumerate(tokens[2:], start=2)))
+    return _PART_BREAK.join(pieces)
+
+
+def _word(name: str, width: float) -> str:
+    """One word of a cell's LaTeX in a column *width* em wide: whole (a name joined by
+    underscores boxed, so that it never breaks at them; a short one wider than the column
+    free to break after them) or, too wide and not short (:func:`_short`), :func:`_broken`."""
+    if _breaks_inside(name, width) and not _short(name):
+        return _broken(name, width)
+    return _UNDERSCORED.sub(lambda match: _unbroken(match.group(0), width), name)
 
 
 def _unbroken(name: str, width: float) -> str:
+    """A name joined by underscores (LaTeX) boxed whole, or free to break after them where
+    it is wider than its column, *width* em."""
     if _name_em(name) <= width:
         return rf"\mbox{{{name}}}"
-    # wider than its column: kept whole it would stick out of it
-    return _loose(name)
+    return name.replace(r"\_", r"\_\allowbreak{}")  # kpca\_|sigmoid rather than past the margin
 
 
-def _loose(name: str) -> str:
-    """A name that may break after its underscores."""
-    return name.replace(r"\_", r"\_\allowbreak{}")
+def _seamless(name: str) -> bool:
+    """Whether *name* never breaks in any column: short (:func:`_short`), no underscore.
+
+    Examples
+    --------
+    >>> _seamless("Intercept"), _seamless("kpca_sigmoid"), _seamless(r"kpca\\_rbf")
+    (True, False, False)
+    """
+    return _short(name) and "_" not in name
 
 
 def breakable(latex: str, width: float = _WRAP_EM) -> str:
-    r"""Allow line breaks after ``+`` (between block names) and commas; names stay whole.
+    r"""Allow line breaks after ``+`` (between block names) and commas; names stay whole
+    where their column, *width* em wide (by default ``_WRAP_EM``), holds them.
 
     A name joined by underscores (``kpca_cosine``) is boxed, so it never breaks
-    at them ("kpca\_" on one line, "cosine" on the next); one wider than
-    *width* em, its column's estimated width (by default ``_WRAP_EM``), may
-    still break there.
+    at them ("kpca\_" on one line, "cosine" on the next). A name wider than
+    about *width* (a covariate beside eight number columns, whose column is
+    about 4 em), unless it is short (:data:`_SHORT` characters: "Intercept"),
+    may break inside instead of running past the margin: at its
+    parts (:func:`_parts`), and a part wider than the column between its
+    characters (TeX breaks no name of a cell itself: it hyphenates no word that
+    starts a paragraph, and its patterns are for words, not identifiers).
 
     Examples
     --------
     >>> print(breakable(r"pca+kpca\_cosine"))
     pca+\allowbreak{}\mbox{kpca\_cosine}
-    >>> print(breakable(r"age\_at\_baseline", width=4.0))
-    age\_\allowbreak{}at\_\allowbreak{}baseline
+    >>> print(breakable(r"age\_at\_baseline", width=6.0))
+    age\_\penalty5 at\_\penalty5 baseline
+    >>> print(breakable(r"bodymassindex", width=3.0).replace(r"\penalty50 ", "|"))
+    bo|d|y|m|a|s|s|i|n|dex
+    >>> print(breakable(r"Intercept", width=3.0))
+    Intercept
     """
-    latex = _UNDERSCORED.sub(lambda match: _unbroken(match.group(0), width), latex)
+    latex = "".join(piece if _MATH.fullmatch(piece) else
+                    _WORD.sub(lambda match: _word(match.group(0), width), piece)
+                    for piece in _MATH.split(latex))
     return latex.replace("+", r"+\allowbreak{}").replace(",", r",\allowbreak{}")
+
+
+def _units(piece: str, width: float) -> list[tuple[str, bool]]:
+    """The text between a piece's break points, as :func:`breakable` allows them, and
+    whether each breaks between its characters."""
+    name = piece.rstrip("+, ")
+    if not name or _short(name) or not _breaks_inside(name, width):
+        return [(piece, False)]
+    parts = _parts(name)
+    parts[-1] += piece[len(name):]
+    return [(part, _breaks_inside(part.rstrip("+, "), width)) for part in parts]
 
 
 def wrapped_lines(text: object, width: float, em: Callable[[str], float] = text_em) -> int:
     """Lines *text* takes in a column *width* em wide, broken as :func:`breakable` allows.
 
-    Lines break after ``+`` and commas and at spaces, never inside a name, so a
-    line holds less than *width* when the next name does not fit; a piece wider
-    than the column (a name longer than ``_WRAP_EM``) takes the lines it needs.
-    *em* estimates a piece's width (:func:`text_em`, or a typewriter font's).
+    Lines break after ``+`` and commas and at spaces; a name wider than about
+    the column breaks at its parts (:func:`_parts`), the fewest lines TeX finds
+    with them, and a part wider than the column fills the lines it needs,
+    starting on the line before where that saves a line (as TeX's penalties
+    choose). *em* estimates a piece's width (:func:`text_em`, or a typewriter
+    font's).
 
     Examples
     --------
     >>> wrapped_lines("kpca_sigmoid+kpca_cosine", 8.0), wrapped_lines("pca+pca", 8.0)
     (2, 1)
+    >>> wrapped_lines("HighDensityLipoproteinFactors", 6.0)  # HighDensity|Lipoprotein|Factors
+    3
+    >>> wrapped_lines("bodymassindexatbaseline", 4.0)  # 10.8 em
+    3
     """
     lines, used = 1, 0.0
     for piece in re.split(r"(?<=[+, ])", str(text)):
-        if used and used + em(piece.rstrip()) > width:
-            lines, used = lines + 1, 0.0
-        used += em(piece)
-        if used > width:  # a piece wider than the column breaks inside
-            extra = math.ceil(used / width) - 1
-            lines, used = lines + extra, used - extra * width
+        for unit, inside in _units(piece, width):
+            size = em(unit)
+            if inside:  # fills lines, from a line of its own unless the line before saves one
+                alone = math.ceil(size / width)
+                if used and math.ceil((used + size) / width) - 1 >= alone:
+                    lines, used = lines + 1, 0.0
+                extra = math.ceil((used + size) / width) - 1
+                lines, used = lines + extra, used + size - extra * width
+                continue
+            if used and used + em(unit.rstrip()) > width:
+                lines, used = lines + 1, 0.0
+            used += size
+            if used > width and not _seamless(unit.rstrip("+, ")):
+                # wider than the column: breaks after its underscores, or, kept whole, sticks
+                # out (a short one without them widens the column instead, :func:`_spare`)
+                extra = math.ceil(used / width) - 1
+                lines, used = lines + extra, used - extra * width
     return lines
 
 
@@ -297,11 +462,37 @@ def _shares(kinds: list[str], widths: list[float]) -> tuple[float, int, dict[int
             {i: max(1, round(100 * widths[i] / total)) for i in wrapping})
 
 
-def _wrapped_em(kinds: list[str], widths: list[float]) -> dict[int, float]:
-    """Estimated width in em of each wrapped text column, by position."""
+def _wrapped_em(kinds: list[str], widths: list[float], spare: float = 1.0
+                ) -> dict[int, float]:
+    """Estimated width in em of each wrapped text column, by position, *spare* em of the
+    line left over (:func:`_spare`)."""
     fixed_em, seps, shares = _shares(kinds, widths)
-    left = _LINE_EM - fixed_em - 1 - seps * _TABCOLSEP_EM
+    left = _LINE_EM - fixed_em - spare - seps * _TABCOLSEP_EM
     return {i: left * share / 100 for i, share in shares.items()}
+
+
+def _spare(kinds: list[str], widths: list[float], columns: list[list]) -> float:
+    """Em of the line the wrapped columns leave unused: 1 (the estimates are not exact), or 0
+    where a name that never breaks (:func:`_seamless`) is wider than its column.
+
+    Beside seven number columns the coefficients' names are left about 3 em and
+    "Intercept" needs 4: the em spared is what lets it stand whole in its column
+    (the number columns' widths are exact, dcolumn's, so the line still holds them).
+    """
+    wrapped = _wrapped_em(kinds, widths)
+    # a name alone in its cell: TeX may hyphenate the words of a sentence ("15 more rows")
+    widest = {i: max([_name_em(name) for cell in columns[i] for name in _names(cell)
+                      if _seamless(name) and " " not in _shown(cell).strip()] + [0.0])
+              for i in wrapped}
+    return 0.0 if any(widest[i] > wrapped[i] for i in wrapped) else 1.0
+
+
+def _limits(kinds: list[str], widths: list[float], spare: float = 1.0) -> list[float]:
+    """The width in em at which each column's names break (:func:`breakable`): a wrapped
+    column's own (beside eight number columns about 4 em; names wider than it broke out
+    past the margin), ``_WRAP_EM`` for the others, which are narrower than that."""
+    wrapped = _wrapped_em(kinds, widths, spare)
+    return [wrapped.get(i, _WRAP_EM) for i in range(len(kinds))]
 
 
 def column_em(rows: list[list], headers: list | None, column: int) -> float | None:
@@ -311,8 +502,10 @@ def column_em(rows: list[list], headers: list | None, column: int) -> float | No
     return _wrapped_em(kinds, widths).get(column % len(kinds))
 
 
-def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[str]:
-    """Column types: text wider than its share of the line becomes a ``p{}`` column."""
+def _column_spec(kinds: list[str], widths: list[float], numbers: list, spare: float = 1.0
+                 ) -> list[str]:
+    """Column types: text wider than its share of the line becomes a ``p{}`` column, the
+    line less the other columns and *spare* em (:func:`_spare`)."""
     fixed_em, seps, shares = _shares(kinds, widths)
     spec = []
     for i, kind in enumerate(kinds):
@@ -322,7 +515,8 @@ def _column_spec(kinds: list[str], widths: list[float], numbers: list) -> list[s
         elif i in shares:
             share = shares[i]
             # 1em to spare: the estimates are not exact, and \extracolsep{\fill} takes up slack
-            width = rf"\dimexpr(\linewidth-{fixed_em + 1:.1f}em-{seps}\tabcolsep)*{share}/100\relax"
+            width = (rf"\dimexpr(\linewidth-{fixed_em + spare:.1f}em-{seps}\tabcolsep)*{share}"
+                     r"/100\relax")
             spec.append(rf">{{\raggedright\arraybackslash}}p{{{width}}}")
         else:
             spec.append("l")
@@ -349,6 +543,54 @@ def _title_row(title: str, columns: int) -> str:
     return spanning_row(rf"\emph{{{cell_latex(title)}}}", columns)
 
 
+def _names(cell: object) -> list[str]:
+    """The names of a cell as LaTeX shows it: its text between ``+``, commas and spaces."""
+    return [name for name in re.split(r"[+, ]", _shown(cell)) if name]
+
+
+def _own_line(cell: object, width: float, narrowed: bool = False) -> bool:
+    """Whether a stub cell in a column *width* em wide goes on a line of its own: more than
+    ``_NAME_LINES`` lines in all, and a name broken inside it (:func:`breakable`) or, once
+    such names have left the column (*narrowed*), any text ("15 more rows (in the text
+    summary)" took 7 lines of the column they left).
+
+    Examples
+    --------
+    >>> _own_line("ageatbaselineinyearsrecorded", 3.3), _own_line("bodymassindex", 3.3)
+    (True, False)
+    >>> _own_line("Intercept", 3.3), _own_line("pca+kpca_rbf+kpca_poly+kpca_sigmoid", 6.0)
+    (False, False)
+    """
+    return (wrapped_lines(_shown(cell), width) > _NAME_LINES
+            and (narrowed or any(_breaks_inside(name, width) and not _short(name)
+                                 for name in _names(cell))))
+
+
+def _panel_layout(rows: list[list], headers: list | None
+                  ) -> tuple[list[list], dict[int, object], list[str], list, list[float], bool,
+                             float]:
+    """How :func:`latex_panel` sets *rows*: the rows shown in the columns, the stubs set on a
+    line of their own above their rows (:func:`_own_line`), by row number, and per column
+    kind, numbers and width, whether to stack the headers, and the em spared (:func:`_spare`).
+
+    A name in the stub column's own line leaves that column (its cell empty): the column
+    is then sized by the names left in it, which may narrow it, so the names are weighed
+    again until none moves.
+    """
+    above: dict[int, object] = {}
+    while True:  # at most one pass per row
+        shown = [["", *row[1:]] if r in above else row for r, row in enumerate(rows)]
+        columns = [list(column) for column in zip(*shown)] if rows else [[] for _ in headers or []]
+        kinds, numbers, widths, stack = _layout(columns, headers)
+        spare = _spare(kinds, widths, columns)
+        width = _wrapped_em(kinds, widths, spare).get(0)
+        moved = {r: row[0] for r, row in enumerate(rows)
+                 if r in above or width is not None and _own_line(row[0], width, bool(above))}
+        if moved.keys() == above.keys():
+            return shown, above, kinds, numbers, widths, stack, spare
+        above = moved
+
+
 def latex_panel(rows: list[list], headers: list | None, title: str | None = None,
                 below: dict[int, str] | None = None) -> str:
     """One panel: a ``tabular*`` as wide as the line, its title above the rules.
@@ -365,14 +607,15 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
     below : dict, optional
         Row number -> text set on a line of its own under that row, the whole
         width (a label too long for its column).
+
+    A stub name broken over more than two lines of a narrow column (a long
+    covariate beside seven number columns) is set on a line of its own above
+    its row instead, the whole width (:func:`_panel_layout`).
     """
     below = below or {}
-    columns = [list(column) for column in zip(*rows)] if rows else [[] for _ in headers or []]
-    kinds, numbers, widths, stack = _layout(columns, headers)
-    spec = _column_spec(kinds, widths, numbers)
-    # a name wider than its wrapped column breaks at its underscores rather than stick out
-    wrapped = _wrapped_em(kinds, widths)
-    limits = [min(_WRAP_EM, wrapped.get(i, _WRAP_EM)) for i in range(len(kinds))]
+    rows, above, kinds, numbers, widths, stack, spare = _panel_layout(rows, headers)
+    spec = _column_spec(kinds, widths, numbers, spare)
+    limits = _limits(kinds, widths, spare)
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}" + "".join(spec) + "@{}}"]
     if title:
         lines.append(_title_row(title, len(kinds)))
@@ -382,6 +625,10 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
                  for h, kind, (_, power) in zip(headers, kinds, numbers)]
         lines += [" & ".join(cells) + r" \\", r"\midrule"]
     for r, row in enumerate(rows):
+        if r in above:
+            lines.append(spanning_row(breakable(cell_latex(above[r]), _LINE_EM - 1), len(kinds)))
+            if not any(str(cell).strip() for cell in row):
+                continue  # a text alone in its row ("15 more rows"): no empty row under it
         cells = []
         for cell, kind, (texts, _), limit in zip(row, kinds, numbers, limits):
             if kind != "D":
@@ -392,7 +639,8 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
                 cells.append(rf"\multicolumn{{1}}{{c}}{{{cell_latex(str(cell).strip())}}}")
         lines.append(" & ".join(cells) + r" \\")
         if r in below:
-            lines.append(spanning_row(breakable(cell_latex(below[r])), len(kinds), "1em"))
+            lines.append(spanning_row(breakable(cell_latex(below[r]), _LINE_EM - 1), len(kinds),
+                                      "1em"))
     lines += [r"\bottomrule", r"\end{tabular*}"]
     return "\n".join(lines)
 
@@ -448,13 +696,14 @@ def latex_pairs(rows: list[list], title: str | None = None) -> str:
     their label, so a long formula wraps over the whole width.
     """
     long, short, label_em = _split_pairs(rows)
+    span_em = _LINE_EM - label_em - 2 * _TABCOLSEP_EM
     span = (rf"\multicolumn{{3}}{{>{{\raggedright\arraybackslash}}p{{\dimexpr\linewidth"
             rf"-{label_em:.1f}em-2\tabcolsep\relax}}}}")
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}llll@{}}"]
     if title:
         lines.append(_title_row(title, 4))
     lines.append(r"\toprule")
-    lines += [rf"{cell_latex(label)} & {span}{{{breakable(cell_latex(value))}}} \\"
+    lines += [rf"{cell_latex(label)} & {span}{{{breakable(cell_latex(value), span_em)}}} \\"
               for label, value in long]
     for first in range(0, len(short), 2):
         cells = [cell_latex(cell) for pair in short[first:first + 2] for cell in pair]
@@ -479,7 +728,7 @@ def latex_float(panels: list[str], caption: str | None, notes: Sequence[str] = (
         lines.append(rf"\label{{{label}}}")
     lines.append("\n\\par\\smallskip\n".join(panels))
     if notes:
-        text = " ".join(breakable(cell_latex(note)) for note in notes)
+        text = " ".join(breakable(cell_latex(note), _LINE_EM) for note in notes)
         lines += [r"\par\smallskip",
                   rf"\parbox{{\linewidth}}{{\raggedright\emph{{Notes:}} {text}}}"]
     lines.append(end)
@@ -523,7 +772,8 @@ def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
     """Lines of \\small text a page leaves for the main table's candidate rows (an estimate).
 
     The formula and the blocks wrap over the line less a label, "uses" in its
-    column, the notes over the whole line, names never broken (:func:`wrapped_lines`);
+    column, the notes over the whole line, names broken only where wider than the line
+    (:func:`wrapped_lines`);
     the other header pairs take a line per two; titles, headers and rules
     ``_FRAME_LINES``.
     """
@@ -581,11 +831,21 @@ def _strategies_panel(headers: list, rows: list[list], title: str) -> str:
     return latex_panel(shown, headers, title, below)
 
 
-def _capped(rows: list[list]) -> list[list]:
-    """The rows that fit :data:`MAX_LINES` (long labels wrap), the rest counted in one row."""
+def _capped(rows: list[list], headers: list | None) -> list[list]:
+    """The rows that fit :data:`MAX_LINES` (long labels wrap in their columns' widths, or
+    take a line of their own, as :func:`latex_panel` sets them), the rest counted in one row."""
+    if not rows:
+        return rows
+    shown, above, kinds, _, widths, _, spare = _panel_layout(rows, headers)
+    limits = _limits(kinds, widths, spare)
+    # cells are counted at _WRAP_EM, or at their column's width where it is narrower and its
+    # long names left it (those columns are a few em wide; elsewhere the count is as before)
+    widths = [min(limit, _WRAP_EM) if above else _WRAP_EM for limit in limits]
     used = 0
-    for position, row in enumerate(rows):
-        used += max(wrapped_lines(cell, _WRAP_EM) for cell in row)
+    for position, row in enumerate(shown):
+        # a stub on a line of its own takes its lines over the row's
+        used += wrapped_lines(_shown(above[position]), _LINE_EM - 1) if position in above else 0
+        used += max(wrapped_lines(cell, width) for cell, width in zip(row, widths))
         if used > MAX_LINES - 1 and position < len(rows) - 1:
             rest = len(rows) - position
             return rows[:position] + [[f"{rest} more rows (in the text summary)"]
@@ -668,7 +928,7 @@ def summary_latex(sections: dict, notes: dict, panels: str | Sequence[str], capt
                      _strategies_panel(*main["strategies"])]
         else:
             headers, rows, title = sections[name]
-            parts = [latex_panel(_capped(rows), headers, None if captions else title)]
+            parts = [latex_panel(_capped(rows, headers), headers, None if captions else title)]
         out.append(latex_float(parts, title if captions else None, notes.get(name, ()), suffix,
                                floating=captions))
     return "\n\n".join(out)

@@ -27,6 +27,8 @@ import pytest
 import pearlstats as pearl
 from conftest import separated_binomial
 from pearlstats.results.evaluation import compare_table
+from pearlstats.results.formatting import latex_escape
+from pearlstats.results.latex import breakable
 from pearlstats.results.summary import LATEX_PREAMBLE
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None,
@@ -523,3 +525,81 @@ def test_quoted_covariate_prints_straight_quotes(tmp_path):
     text = subprocess.run(["pdftotext", "tables.pdf", "-"], cwd=tmp_path, capture_output=True,
                           text=True, check=True).stdout
     assert 'Q("sex")' in text and "\u201d" not in text, text
+
+
+def _principal_components(columns: np.ndarray, k: int = 2) -> np.ndarray:
+    centred = columns - columns.mean(axis=0)
+    u, s, _ = np.linalg.svd(centred, full_matrices=False)
+    return u[:, :k] * s[:k]
+
+
+@pytest.fixture(scope="module")
+def long_names_summary():
+    """Diabetes data, five covariates renamed to 23-34 character words and five blocks of
+    27-31 character names (J = 31): the coefficients' names beside seven number columns."""
+    from sklearn.datasets import load_diabetes
+
+    covariates = {"age": "ageatbaselineinyearsrecorded", "sex": "biologicalsexcodedindicator",
+                  "bmi": "bodymassindexatbaseline", "bp": "Systolicbloodpressuremeasurement",
+                  "s1": "totalserumcholesterolconcentration"}
+    frame = load_diabetes(as_frame=True).frame.rename(columns=covariates)
+    serum = frame[["s2", "s3", "s4", "s5", "s6"]].to_numpy()
+    subsets = {"kernelpcaradialbasisfunction": [0, 1, 2], "lipidprofileprincipalcomponents":
+               [0, 1, 3], "glucosetriglyceridescomponents": [3, 4],
+               "HighDensityLipoproteinFactors": [1, 2, 4], "anthropometricsummaryscores": [0, 4]}
+    blocks = {name: _principal_components(serum[:, columns]) for name, columns in subsets.items()}
+    terms = [f'Q("{name}")' if name[0].isupper() else name for name in covariates.values()]
+    formula = "target ~ " + " + ".join(terms + [f"block({name})" for name in blocks])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit(formula, frame, blocks=blocks, seed=0, honest=3)
+        summary = res.summary()
+    assert len(res.weights) == 31
+    return summary
+
+
+def test_long_one_word_names_break_inside_their_column(long_names_summary, tmp_path):
+    # beside seven number columns the coefficients' names are left about 3 em; a name of one
+    # word (no underscore to break at) ran up to 134 pt past the margin, block names 21 to 34 pt
+    # in the candidates' column, since TeX breaks no name by itself
+    everything = long_names_summary.as_latex("all")
+    log, problems = _set(tmp_path, everything, "all")
+    # the main table is 100 pt too tall for its page, as before names broke (the formula, the
+    # Blocks key and the notes are long); every other float fits its page
+    tall = [line for line in problems if "Float too large" in line]
+    assert len(tall) == 1 and "input line 52." in tall[0], tall
+    assert "Overfull \\hbox" not in log and not set(problems) - set(tall), problems
+    # broken by penalties, which print nothing: the name reads whole on each of its lines
+    assert r"gl\penalty50 u\penalty50 c" in everything
+    assert r"High\penalty5 Density" in everything  # at its case changes first
+
+
+def test_long_names_take_a_line_of_their_own_over_their_numbers(long_names_summary, tmp_path):
+    # broken in their 30 pt column, the covariates took 4 to 7 lines of 5 to 7 letters each
+    # ("ageatb", "aselinei", "nyearsr", ...), and the float was 8.3 pt too tall for its page
+    latex = long_names_summary.as_latex("coefficients")
+    lines = latex.splitlines()
+    for name in ("ageatbaselineinyearsrecorded", "bodymassindexatbaseline",
+                 "totalserumcholesterolconcentration", r"Q(\texttt{\char34}Systolic"):
+        [at] = [i for i, line in enumerate(lines) if name in line]
+        # whole, over all eight columns, the row of its numbers under it with no name
+        assert lines[at].startswith(r"\multicolumn{8}") and r"\penalty" not in lines[at]
+        assert lines[at + 1].startswith(" & ") and lines[at + 1].count("&") == 7, lines[at + 1]
+    assert "\nIntercept & 152.1335 &" in latex  # short: whole, in its column
+    log, problems = _set(tmp_path, latex, "coefficients")
+    assert "Overfull" not in log and not problems, problems
+    assert re.search(r"Output written on coefficients\.pdf \(1 page,", log), log[-500:]
+
+
+@pytest.mark.parametrize("name", ["Intercept", "candidates", "bodymass", "Q(\"weight\")",
+                                  "kpca_sigmoid"])
+def test_short_names_never_break_inside(name):
+    # "Interc|ept" in the coefficients' 3 em column read worse than the column 1 em wider
+    latex = breakable(latex_escape(name), 2.5)
+    assert r"\penalty" not in latex, latex
+
+
+def test_a_short_name_gets_the_spare_em_of_its_column(long_names_summary):
+    # the line less seven number columns left "Intercept" (36.5 pt) a 30 pt column
+    latex = long_names_summary.as_latex("coefficients")
+    assert r"p{\dimexpr(\linewidth-27.0em-14\tabcolsep)*100/100\relax}" in latex
