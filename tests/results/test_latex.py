@@ -28,7 +28,7 @@ import pearlstats as pearl
 from conftest import separated_binomial
 from pearlstats.results.evaluation import compare_table
 from pearlstats.results.formatting import latex_escape
-from pearlstats.results.latex import breakable
+from pearlstats.results.latex_names import breakable
 from pearlstats.results.summary import LATEX_PREAMBLE
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None,
@@ -402,7 +402,8 @@ def test_numbers_in_small_units_keep_their_digits_under_a_power_of_ten(paper_dat
 
 def test_the_main_table_names_fewer_candidates_when_their_labels_are_long():
     from pearlstats.results.formatting import number_cell
-    from pearlstats.results.latex import leading_rows, wrapped_lines
+    from pearlstats.results.latex import leading_rows
+    from pearlstats.results.latex_names import wrapped_lines
 
     headers = ["", "blocks", "parameters", "weight", "CV risk", "SE", "rank"]
     # 8 long names, 119 characters: 4 lines each of about 20 em, broken only between names
