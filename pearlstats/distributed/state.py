@@ -152,7 +152,10 @@ class PartitionedRows:
         refit's, for the results to record on first use)."""
         notes = [entry for entry in self.fitted.refit_entries
                  if entry.candidate == candidate.label]
-        return self.fitted.coefs[-1][candidate.columns, self.position(candidate)], notes
+        position = self.position(candidate)
+        if self.fitted.failed[position]:  # no coefficients (the passes hold zeros): NaN says so
+            return np.full(len(candidate.columns), np.nan), notes
+        return self.fitted.coefs[-1][candidate.columns, position], notes
 
     def refit(self, candidate: Any, column_names: list) -> Any:
         """The candidate's all-rows fit as a statsmodels-like results object.

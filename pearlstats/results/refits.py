@@ -22,9 +22,10 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from .._warnings import warn
 from ..engines._common import ridge_penalty_weights
 from ..engines.wide import candidate_exog
-from ..exceptions import OptionError, UnknownCandidateError
+from ..exceptions import CandidateFailureWarning, OptionError, UnknownCandidateError
 from . import averaging
 
 __all__ = ["CandidateRefits"]
@@ -138,6 +139,12 @@ class CandidateRefits:
         candidate = self._find(label)
         names = [self._design.column_names[i] for i in candidate.columns]
         values = self._candidate_params(label)
+        if candidate.label in self.failed.index and self.failed[candidate.label]:
+            # e.g. dropped for separated classes, where no finite estimate exists: the
+            # numbers are a stopped iterate (NaN where the rows are on dask workers)
+            warn(f"candidate {label!r} failed in cross-validation and has weight 0 (see "
+                 "results.failures for why); its coefficients are not estimates to report",
+                 CandidateFailureWarning)
         if not isinstance(values, np.ndarray):
             raise OptionError(
                 f"candidate {label!r} is not a linear model ({type(values).__name__}); "
