@@ -134,7 +134,15 @@ class _PearlEstimator(BaseEstimator):
         return params
 
     def set_params(self, **params: Any) -> _PearlEstimator:
-        """Set parameters; a learner block's as ``name__param`` (or ``name`` to replace it)."""
+        """Set parameters; a learner block's as ``name__param`` (or ``name`` to replace it).
+
+        As in a ``Pipeline``, ``blocks`` is set first, then the learners given by name,
+        then the rest: ``name__param`` set with ``blocks`` in one call (a search's grid
+        point) sets the learner of the new blocks, and ``set_params(**other.get_params())``
+        works on an estimator without those blocks.
+        """
+        if "blocks" in params:
+            super().set_params(blocks=params.pop("blocks"))
         learners = self._learner_blocks()
         replaced = {key: params.pop(key) for key in list(params) if key in learners}
         if replaced:

@@ -375,3 +375,25 @@ def test_random_state_seeds_the_folds_as_pearl_fit_seed_and_seed_is_its_deprecat
     # with the argument still in place
     version = tuple(int(part) for part in pearl.__version__.split(".")[:2])
     assert version < (0, 10), "remove PearlRegressor/PearlClassifier(seed=) in 0.10.0"
+
+
+def test_set_params_sets_blocks_before_the_parameters_of_their_learners(diabetes):
+    from sklearn.decomposition import PCA
+
+    X, y = diabetes
+    est = PearlRegressor({"p": (PCA(2), slice(4, 10)), "a": [0, 1, 2, 3]}, random_state=0,
+                         honest=False)
+    # a grid point that gives blocks and a parameter of their learner together: the parameter
+    # is the new learner's (it was set on the replaced one and lost, both points scoring alike)
+    folds = KFold(3, shuffle=True, random_state=0)
+    grid = GridSearchCV(est, {"blocks": [{"p": (PCA(1), slice(4, 10)), "a": [0, 1, 2, 3]}],
+                              "p__n_components": [3, 5]}, cv=folds).fit(X, y)
+    for score, n in zip(grid.cv_results_["mean_test_score"], [3, 5], strict=True):
+        built = PearlRegressor({"p": (PCA(n), slice(4, 10)), "a": [0, 1, 2, 3]}, random_state=0,
+                               honest=False)
+        # the same fits on the same rows: equal to rounding
+        assert score == pytest.approx(cross_val_score(built, X, y, cv=folds).mean(),
+                                      abs=SAME_ARITHMETIC)
+    # set_params(**get_params()) on an estimator without those blocks, as for a Pipeline
+    params = est.get_params(deep=True)
+    assert PearlRegressor().set_params(**params).get_params(deep=True) == params
