@@ -239,9 +239,10 @@ def test_poisson_regressor_tells_the_checks_its_targets_are_non_negative():
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", [PearlRegressor(), PearlClassifier(),
                                        PearlRegressor(family="poisson"),
-                                       PearlClassifier(family="multinomial")],
+                                       PearlClassifier(family="multinomial"),
+                                       PearlClassifier(family="binomial")],
                          ids=["PearlRegressor", "PearlClassifier", "PearlRegressor-poisson",
-                              "PearlClassifier-multinomial"])
+                              "PearlClassifier-multinomial", "PearlClassifier-binomial"])
 def test_check_estimator_passes_but_for_the_listed_checks(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the checks' separable toy data warns by design
@@ -397,3 +398,27 @@ def test_set_params_sets_blocks_before_the_parameters_of_their_learners(diabetes
     # set_params(**get_params()) on an estimator without those blocks, as for a Pipeline
     params = est.get_params(deep=True)
     assert PearlRegressor().set_params(**params).get_params(deep=True) == params
+
+
+def test_a_binomial_classifier_says_it_is_binary_only():
+    from sklearn.datasets import load_iris
+    from sklearn.utils import get_tags
+
+    X, y = load_iris(return_X_y=True)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    assert not get_tags(PearlClassifier(family="binomial")).classifier_tags.multi_class
+    assert get_tags(PearlClassifier()).classifier_tags.multi_class
+    # scikit-learn's wording for a binary-only classifier, with the user's labels (not codes)
+    with pytest.raises(ValueError, match="Only binary classification is supported.*"
+                                         "'setosa', 'versicolor', 'virginica'.*family='auto'"):
+        PearlClassifier(family="binomial").fit(X, names)
+    # two of the classes (a ridge as petals nearly separate them): pearl.fit's fit, to rounding
+    two = y > 0
+    model = PearlClassifier({"sepal": [0, 1], "petal": [2, 3]}, family="binomial",
+                            ridge=0.1, random_state=0, honest=False).fit(X[two], names[two])
+    res = pearl.fit("y ~ block(sepal) + block(petal)",
+                    {"y": (y[two] == 2).astype(float), "sepal": X[two, :2], "petal": X[two, 2:]},
+                    family="binomial", seed=0, honest=False, ridge=0.1)
+    np.testing.assert_allclose(model.predict_proba(X[two])[:, 1],
+                               res.predict({"sepal": X[two, :2], "petal": X[two, 2:]}),
+                               rtol=SAME_ARITHMETIC)
