@@ -240,9 +240,11 @@ def test_poisson_regressor_tells_the_checks_its_targets_are_non_negative():
 @pytest.mark.parametrize("estimator", [PearlRegressor(), PearlClassifier(),
                                        PearlRegressor(family="poisson"),
                                        PearlClassifier(family="multinomial"),
-                                       PearlClassifier(family="binomial")],
+                                       PearlClassifier(family="binomial"),
+                                       PearlRegressor(ridge=1.0)],
                          ids=["PearlRegressor", "PearlClassifier", "PearlRegressor-poisson",
-                              "PearlClassifier-multinomial", "PearlClassifier-binomial"])
+                              "PearlClassifier-multinomial", "PearlClassifier-binomial",
+                              "PearlRegressor-ridge"])
 def test_check_estimator_passes_but_for_the_listed_checks(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the checks' separable toy data warns by design
