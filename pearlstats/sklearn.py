@@ -260,6 +260,16 @@ class _PearlEstimator(BaseEstimator):
                                 "values; a frequency weight is 0 (the row left out) or more")
             # a frequency weight of 0 is the row's absence (statsmodels' freq_weights agree)
             kept = sample_weight > 0
+            if np.sum(kept) < 2:
+                raise DataError(f"sample_weight is positive on {int(np.sum(kept))} row(s); a fit "
+                                "needs at least 2 rows of positive weight (0 leaves a row out)")
+            if family in ("binomial", "multinomial") and np.ptp(y[kept]) == 0:
+                # y holds the codes of classes_: said in the user's labels, not as a response
+                raise ResponseError(
+                    f"only class {self.classes_.tolist()[y[kept][0]]!r} has rows of positive "
+                    f"sample_weight (classes: {', '.join(map(repr, self.classes_.tolist()))}); "
+                    "a classifier needs rows of at least 2 classes"
+                )
             X, y, sample_weight = X[kept], y[kept], sample_weight[kept]
             cv = cv[kept] if isinstance(cv, np.ndarray) else cv
             groups = None if groups is None else groups[kept]
@@ -564,8 +574,7 @@ def expected_failed_checks(estimator: Any) -> dict[str, str]:
         listed = ["check_sample_weights_list", "check_sample_weight_equivalence_on_dense_data"]
         if estimator.family == "multinomial":  # then two classes are multinomial too
             listed += ["check_sample_weights_pandas_series", "check_sample_weights_not_an_array",
-                       "check_sample_weights_shape", "check_sample_weights_not_overwritten",
-                       "check_classifiers_one_label_sample_weights"]
+                       "check_sample_weights_shape", "check_sample_weights_not_overwritten"]
         return dict.fromkeys(listed, multinomial)
     if isinstance(estimator.ridge, numbers.Real) and estimator.ridge > 0:  # not few rows then
         return {}

@@ -424,3 +424,17 @@ def test_a_binomial_classifier_says_it_is_binary_only():
     np.testing.assert_allclose(model.predict_proba(X[two])[:, 1],
                                res.predict({"sepal": X[two, :2], "petal": X[two, 2:]}),
                                rtol=SAME_ARITHMETIC)
+
+
+def test_weights_that_leave_one_class_or_one_row_say_so():
+    X, y = load_breast_cancer(return_X_y=True)
+    labels = np.where(y == 1, "benign", "malignant")
+    # the zero weights leave only benign rows: said in the labels, not as a 1-valued response
+    with pytest.raises(ValueError, match="only class 'benign' has rows of positive sample_weight"):
+        PearlClassifier(honest=False, ridge=1.0).fit(X, labels, sample_weight=(y == 1) * 1.0)
+    with pytest.raises(ValueError, match="only class .benign. has rows"):  # labels as objects
+        PearlClassifier(honest=False, ridge=1.0).fit(X, labels.astype(object),
+                                                     sample_weight=(y == 1) * 1.0)
+    X, y = load_diabetes(return_X_y=True)
+    with pytest.raises(DataError, match="sample_weight is positive on 1 row"):
+        PearlRegressor(honest=False).fit(X, y, sample_weight=np.r_[1.0, np.zeros(len(y) - 1)])
