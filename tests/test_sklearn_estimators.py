@@ -239,9 +239,12 @@ def test_poisson_regressor_tells_the_checks_its_targets_are_non_negative():
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", [PearlRegressor(), PearlClassifier(),
                                        PearlRegressor(family="poisson"),
-                                       PearlClassifier(family="multinomial")],
+                                       PearlClassifier(family="multinomial"),
+                                       PearlClassifier(family="binomial"),
+                                       PearlRegressor(ridge=1.0)],
                          ids=["PearlRegressor", "PearlClassifier", "PearlRegressor-poisson",
-                              "PearlClassifier-multinomial"])
+                              "PearlClassifier-multinomial", "PearlClassifier-binomial",
+                              "PearlRegressor-ridge"])
 def test_check_estimator_passes_but_for_the_listed_checks(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the checks' separable toy data warns by design
@@ -375,3 +378,63 @@ def test_random_state_seeds_the_folds_as_pearl_fit_seed_and_seed_is_its_deprecat
     # with the argument still in place
     version = tuple(int(part) for part in pearl.__version__.split(".")[:2])
     assert version < (0, 10), "remove PearlRegressor/PearlClassifier(seed=) in 0.10.0"
+
+
+def test_set_params_sets_blocks_before_the_parameters_of_their_learners(diabetes):
+    from sklearn.decomposition import PCA
+
+    X, y = diabetes
+    est = PearlRegressor({"p": (PCA(2), slice(4, 10)), "a": [0, 1, 2, 3]}, random_state=0,
+                         honest=False)
+    # a grid point that gives blocks and a parameter of their learner together: the parameter
+    # is the new learner's (it was set on the replaced one and lost, both points scoring alike)
+    folds = KFold(3, shuffle=True, random_state=0)
+    grid = GridSearchCV(est, {"blocks": [{"p": (PCA(1), slice(4, 10)), "a": [0, 1, 2, 3]}],
+                              "p__n_components": [3, 5]}, cv=folds).fit(X, y)
+    for score, n in zip(grid.cv_results_["mean_test_score"], [3, 5], strict=True):
+        built = PearlRegressor({"p": (PCA(n), slice(4, 10)), "a": [0, 1, 2, 3]}, random_state=0,
+                               honest=False)
+        # the same fits on the same rows: equal to rounding
+        assert score == pytest.approx(cross_val_score(built, X, y, cv=folds).mean(),
+                                      abs=SAME_ARITHMETIC)
+    # set_params(**get_params()) on an estimator without those blocks, as for a Pipeline
+    params = est.get_params(deep=True)
+    assert PearlRegressor().set_params(**params).get_params(deep=True) == params
+
+
+def test_a_binomial_classifier_says_it_is_binary_only():
+    from sklearn.datasets import load_iris
+    from sklearn.utils import get_tags
+
+    X, y = load_iris(return_X_y=True)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    assert not get_tags(PearlClassifier(family="binomial")).classifier_tags.multi_class
+    assert get_tags(PearlClassifier()).classifier_tags.multi_class
+    # scikit-learn's wording for a binary-only classifier, with the user's labels (not codes)
+    with pytest.raises(ValueError, match="Only binary classification is supported.*"
+                                         "'setosa', 'versicolor', 'virginica'.*family='auto'"):
+        PearlClassifier(family="binomial").fit(X, names)
+    # two of the classes (a ridge as petals nearly separate them): pearl.fit's fit, to rounding
+    two = y > 0
+    model = PearlClassifier({"sepal": [0, 1], "petal": [2, 3]}, family="binomial",
+                            ridge=0.1, random_state=0, honest=False).fit(X[two], names[two])
+    res = pearl.fit("y ~ block(sepal) + block(petal)",
+                    {"y": (y[two] == 2).astype(float), "sepal": X[two, :2], "petal": X[two, 2:]},
+                    family="binomial", seed=0, honest=False, ridge=0.1)
+    np.testing.assert_allclose(model.predict_proba(X[two])[:, 1],
+                               res.predict({"sepal": X[two, :2], "petal": X[two, 2:]}),
+                               rtol=SAME_ARITHMETIC)
+
+
+def test_weights_that_leave_one_class_or_one_row_say_so():
+    X, y = load_breast_cancer(return_X_y=True)
+    labels = np.where(y == 1, "benign", "malignant")
+    # the zero weights leave only benign rows: said in the labels, not as a 1-valued response
+    with pytest.raises(ValueError, match="only class 'benign' has rows of positive sample_weight"):
+        PearlClassifier(honest=False, ridge=1.0).fit(X, labels, sample_weight=(y == 1) * 1.0)
+    with pytest.raises(ValueError, match="only class .benign. has rows"):  # labels as objects
+        PearlClassifier(honest=False, ridge=1.0).fit(X, labels.astype(object),
+                                                     sample_weight=(y == 1) * 1.0)
+    X, y = load_diabetes(return_X_y=True)
+    with pytest.raises(DataError, match="sample_weight is positive on 1 row"):
+        PearlRegressor(honest=False).fit(X, y, sample_weight=np.r_[1.0, np.zeros(len(y) - 1)])
