@@ -642,6 +642,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         ridge=options.ridge, output=output, solution=solution, ledger=tuple(entries),
         representations=_representations(blocks), dropped_rows=prepared.dropped_rows,
         honest=options.honest, row_labels=prepared.row_labels,
+        dropped_labels=prepared.dropped_labels,
         weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
         honest_se=options.honest_se, progress=options.progress,
         groups=None if groups is None else group_codes(np.asarray(groups)),

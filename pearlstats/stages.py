@@ -97,12 +97,15 @@ class Prepared:
         Positions of the rows ``missing="drop"`` removed.
     row_labels : pandas.Index
         Labels of the rows kept: the data's index labels for a DataFrame, positions otherwise.
+    dropped_labels : pandas.Index or None
+        Labels (as *row_labels*) of the rows ``missing="drop"`` removed.
     """
 
     design: Design
     response: EncodedResponse
     dropped_rows: np.ndarray
     row_labels: pd.Index
+    dropped_labels: pd.Index | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,8 @@ class FitState:
         Outer folds of the nested cross-validation behind ``res.honest``.
     row_labels : pandas.Index or None
         Labels of the fit's rows (:attr:`Prepared.row_labels`); None means positions.
+    dropped_labels : pandas.Index or None
+        Labels of the rows ``missing="drop"`` removed (:attr:`Prepared.dropped_labels`).
     weight_options : WeightOptions
         Fold draws and shrinkage of the weight stage, which re-runs of the procedure repeat.
     honest_se : "naive" or NestedSE
@@ -201,6 +206,7 @@ class FitState:
     dropped_rows: np.ndarray
     honest: int | bool = 5
     row_labels: pd.Index | None = None
+    dropped_labels: pd.Index | None = None
     weight_options: WeightOptions = WeightOptions()
     honest_se: object = "naive"
     partitions: object = None
@@ -314,8 +320,10 @@ def prepare_rows(
             frame, _, resolved = _drop_rows(frame, {}, resolved, bad)  # embedded: resolved
             kept = kept[~bad]
             n = len(frame)
-    labels = data_index(data)
-    labels = (pd.RangeIndex(n_given) if labels is None else labels)[kept]
+    given = data_index(data)
+    given = pd.RangeIndex(n_given) if given is None else given
+    dropped = complement_rows(kept, n_given)
+    labels = given[kept]
     # The checks below name a bad row by its label in the data (a position among the rows
     # left would be wrong once missing="drop" has dropped some).
     frame = frame.set_axis(labels)
@@ -326,7 +334,7 @@ def prepare_rows(
     # y may vary net of its offset
     response = family.encode(response_values(formula, frame, eval_env))
     design = build_design(formula, frame, resolved, eval_env)
-    return Prepared(design, response, complement_rows(kept, n_given), labels)
+    return Prepared(design, response, dropped, labels, given[dropped])
 
 
 def complement_rows(rows: np.ndarray, n: int) -> np.ndarray:

@@ -270,6 +270,34 @@ def test_cluster_covariance_with_a_dropped_row_equals_statsmodels_on_the_kept_ro
                                    np.asarray(expected), rtol=RTOL)
 
 
+def test_get_robustcov_reads_a_data_column_of_groups_after_missing_drop():
+    """A Poisson rate fit with missing="drop": ``get_robustcov("cluster", groups=column)``
+    with the data's whole group column (shuffled; the dropped row's label in it) equals
+    statsmodels' GLM on the kept rows with their exposure, as ``fit(cov_kwds=)`` does."""
+    import pandas as pd
+
+    data, X, y, _, groups, rng = _rows("poisson")
+    exposure = rng.uniform(0.2, 3.0, N)
+    y = rng.poisson(exposure * np.exp(X @ [0.3, 0.5, 0.5, 0.0])).astype(float)
+    frame = pd.DataFrame({"y": y, "x": data["x"], "g": groups}, index=[f"r{i}" for i in range(N)])
+    frame.loc["r7", "x"] = np.nan
+    blocks = {"a": pd.DataFrame(data["a"], index=frame.index)}
+    kept = np.flatnonzero(np.arange(N) != 7)
+    expected = sm.GLM(y[kept], X[kept], family=sm.families.Poisson(), exposure=exposure[kept]).fit(
+        tol=1e-12, cov_type="cluster", cov_kwds={"groups": groups[kept]}).cov_params()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pearl.fit("y ~ x + block(a)", frame, blocks=blocks, family="poisson", seed=0,
+                        honest=False, exposure=exposure, missing="drop")
+    column = frame["g"].sample(frac=1.0, random_state=0)
+    robust = res.get_robustcov("cluster", groups=column)
+    np.testing.assert_allclose(averaging.candidate_cov(robust, "a")[0].to_numpy(),
+                               np.asarray(expected), rtol=RTOL)
+    # a label that is no row of the data is still refused by name
+    with pytest.raises(DataError, match="'elsewhere'"):
+        res.get_robustcov("cluster", groups=column.rename(index={"r3": "elsewhere"}))
+
+
 def test_missing_or_mislabelled_cluster_groups_are_refused_by_name():
     import pandas as pd
 

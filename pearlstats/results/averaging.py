@@ -74,7 +74,8 @@ if TYPE_CHECKING:  # core imports this module
 __all__ = [
     "active_labels", "candidate_bse", "candidate_cov", "params", "bse", "conf_int",
     "coef_table", "candidate_coefficients", "common_terms",
-    "fittedvalues", "residuals", "candidate_table", "confidence_interval", "prediction_name",
+    "fittedvalues", "residuals", "candidate_table", "confidence_interval",
+    "refuse_confidence_interval", "prediction_name",
     "ridge_note", "unidentified", "inference_refit", "sums_apply",
 ]
 
@@ -526,6 +527,29 @@ def candidate_table(res: PearlResults) -> pd.DataFrame:
     return table
 
 
+def refuse_confidence_interval(family: str) -> None:
+    """Refuse ``predict(interval="confidence")``, which is for gaussian fits.
+
+    Parameters
+    ----------
+    family : str
+        The fit's family, not ``"gaussian"``.
+
+    Raises
+    ------
+    OptionError
+        Naming what gives the mean's interval instead: ``get_prediction`` for binomial and
+        Poisson fits, ``predict()`` for the averaged mean otherwise.
+    """
+    if family in ("binomial", "poisson"):
+        raise OptionError(f"interval='confidence' is for gaussian fits, this one is {family}; "
+                          "its mean's confidence interval is get_prediction(rows).summary_frame()"
+                          " (mean_ci_lower, mean_ci_upper: the delta method on the link scale, "
+                          "statsmodels' GLM interval), predict() its averaged mean")
+    raise OptionError(f"interval='confidence' is for gaussian fits, this one is {family}; "
+                      "use predict() for the averaged mean or probabilities")
+
+
 def confidence_interval(
     res: PearlResults, X: np.ndarray, index: pd.Index, alpha: float, revised: bool = True
 ) -> pd.DataFrame:
@@ -536,8 +560,7 @@ def confidence_interval(
     conditional on the cross-validated weights.
     """
     if res.family != "gaussian":
-        raise OptionError(f"interval='confidence' is for gaussian fits, this one is {res.family}; "
-                          "use predict() for the averaged mean or probabilities")
+        refuse_confidence_interval(res.family)
     labels = active_labels(res)
     _warn_ridge(res)
     covs = {label: candidate_cov(res, label) for label in labels}

@@ -25,6 +25,29 @@ stats = lazy_module("scipy.stats")  # quantiles and tail areas, on first use
 __all__ = ["AveragedTests"]
 
 
+def _without_dropped(values: pd.Series | pd.DataFrame, dropped: pd.Index | None,
+                     rows: pd.Index) -> pd.Series | pd.DataFrame:
+    """*values* without the labels of the rows ``missing='drop'`` removed.
+
+    Parameters
+    ----------
+    values : Series or DataFrame
+        One value per row, labelled as the data the fit was given.
+    dropped : pandas.Index or None
+        Labels of the rows the fit dropped (None: none recorded).
+    rows : pandas.Index
+        Labels of the rows the fit used; a label among them is kept.
+
+    Returns
+    -------
+    Series or DataFrame
+        *values* at every other label, in its own order, ready to be matched to *rows*.
+    """
+    if dropped is None or not len(dropped):
+        return values
+    return values[~values.index.isin(dropped.difference(rows))]
+
+
 class AveragedTests:
     """Covariance types, ``cov_params()`` and tests of the averaged common terms."""
 
@@ -59,8 +82,10 @@ class AveragedTests:
             The candidates' covariance (statsmodels' names).
         **kwds
             ``groups=`` (cluster: one label per row the fit used, or a Series aligned
-            with :attr:`row_labels`), ``use_correction=`` (cluster, default True: the
-            factor ``G/(G-1) (n-1)/(n-k)``; HAC, default False: ``n/(n-k)``),
+            with :attr:`row_labels`; the labels of rows ``missing='drop'`` removed may be
+            in it, so a column of the data the fit was given serves), ``use_correction=``
+            (cluster, default True: the factor ``G/(G-1) (n-1)/(n-k)``; HAC, default False:
+            ``n/(n-k)``),
             ``df_correction=`` (cluster, default True: t quantiles with G - 1 df),
             ``maxlags=`` (HAC, Bartlett weights, rows in the fit's order).
 
@@ -95,7 +120,8 @@ class AveragedTests:
                             f"the fit used ({self.nobs}), not a column name; give the column's "
                             "values, or the name to fit(cov_kwds={'groups': name})")
         if isinstance(groups, (pd.Series, pd.DataFrame)):
-            kwds["groups"] = np.asarray(align_by_label("groups=", groups, self.row_labels))
+            kept = _without_dropped(groups, self._state.dropped_labels, self.row_labels)
+            kwds["groups"] = np.asarray(align_by_label("groups=", kept, self.row_labels))
         spec = cov_spec(cov_type, kwds, nobs=self.nobs)
         return covariance.with_cov_type(self, spec)
 

@@ -392,6 +392,8 @@ class Prediction:
     def _check_interval(self, interval: Any) -> None:
         """Refuse an *interval* this fit cannot give, before any work (on every backend)."""
         usable = ("set",) if self.classes is not None else ("prediction", "confidence")
+        if interval == "confidence" and self.family == "binomial":
+            averaging.refuse_confidence_interval(self.family)  # names get_prediction
         if interval is not None and interval not in usable:
             named = " or ".join(repr(option) for option in usable)
             raise OptionError(

@@ -79,6 +79,21 @@ def test_glm_mean_columns_equal_statsmodels(family):
         assert list(frame.columns[-2:]) == ["obs_ci_lower", "obs_ci_upper"]
 
 
+@pytest.mark.parametrize("family", ["poisson", "binomial"])
+def test_a_glm_confidence_interval_request_names_get_prediction(family):
+    """predict(interval="confidence") is gaussian only; for a GLM the refusal names
+    get_prediction(...).summary_frame(), whose mean interval is statsmodels' (1e-8, as above)."""
+    res, new, X, y, Xnew = _fit(family)
+    with pytest.raises(OptionError, match=r"get_prediction\(rows\)\.summary_frame\(\)"):
+        res.predict(new, interval="confidence")
+    glm = sm.GLM(y, X, family={"poisson": sm.families.Poisson(),
+                               "binomial": sm.families.Binomial()}[family]).fit(tol=1e-12)
+    frame = res.get_prediction(new).summary_frame()
+    expected = glm.get_prediction(Xnew).summary_frame()
+    np.testing.assert_allclose(frame[["mean_ci_lower", "mean_ci_upper"]].to_numpy(),
+                               expected[["mean_ci_lower", "mean_ci_upper"]].to_numpy(), rtol=1e-8)
+
+
 def test_multinomial_get_prediction_is_refused_by_name():
     rng = np.random.default_rng(0)
     data = {"y": rng.choice(["a", "b", "c"], 90), "a": rng.normal(size=(90, 2))}
