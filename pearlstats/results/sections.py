@@ -172,7 +172,8 @@ def strategies_table(res: PearlResults) -> SimpleTable:
     honest = _honest(res)
     uses = dict(res.baselines["candidate"])
     every = "+".join(res.block_dims)
-    if uses.get("Fusion") == every:  # in a paper's table, "all M blocks" rather than M names
+    # in a paper's table, "all M blocks" rather than M names (one block is named: "all 1 blocks")
+    if uses.get("Fusion") == every and len(res.block_dims) > 1:
         uses["Fusion"] = Label(every, latex=f"all {len(res.block_dims)} blocks")
     if len(uses["MS"]) > _LONG_LABEL:  # MS is the rank-1 candidate, named in the panel above
         uses["MS"] = Label(uses["MS"], latex="the rank-1 candidate")

@@ -604,3 +604,15 @@ def test_a_short_name_gets_the_spare_em_of_its_column(long_names_summary):
     # the line less seven number columns left "Intercept" (36.5 pt) a 30 pt column
     latex = long_names_summary.as_latex("coefficients")
     assert r"p{\dimexpr(\linewidth-27.0em-14\tabcolsep)*100/100\relax}" in latex
+
+
+def test_a_one_block_fusion_row_names_its_block():
+    # "all M blocks" stands for M names in a paper's table; with one block it read "all 1
+    # blocks" where the text summary names the block
+    rng = np.random.default_rng(4)
+    data = {"y": rng.normal(size=80), "x": rng.normal(size=80), "health": rng.normal(size=(80, 2))}
+    res = pearl.fit("y ~ x + block(health)", data, seed=0, honest=3)
+    latex = res.summary().as_latex()
+    assert "all 1 blocks" not in latex
+    fusion = next(line for line in latex.splitlines() if line.lstrip().startswith("Fusion"))
+    assert "health" in fusion
