@@ -137,6 +137,9 @@ class RefitSums:
     info : tuple of Spread, or None
         Binomial, Poisson: each candidate's columns weighted by the GLM working
         weights (``mu (1 - mu)`` or ``mu``) times the observation weights.
+    pearson : ndarray (J,) or None
+        Binomial, Poisson: each candidate's Pearson statistic, the sum of the observation
+        weights times ``(y - mu)^2 / V(mu)`` (statsmodels' GLM ``pearson_chi2``).
     """
 
     design: Spread
@@ -148,6 +151,7 @@ class RefitSums:
     rss: np.ndarray | None = None
     llf: np.ndarray | None = None
     info: tuple | None = None
+    pearson: np.ndarray | None = None
 
     def __add__(self, other: RefitSums) -> RefitSums:
         info = (None if self.info is None
@@ -156,7 +160,7 @@ class RefitSums:
                          np.maximum(self.high, other.high), np.maximum(self.big, other.big),
                          self.rows + other.rows, self.log_weights + other.log_weights,
                          _add_optional(self.rss, other.rss), _add_optional(self.llf, other.llf),
-                         info)
+                         info, _add_optional(self.pearson, other.pearson))
 
     # sum_chunks adds with +=; the pooled value is a new object (the dataclass is frozen)
     __iadd__ = __add__
@@ -237,6 +241,11 @@ def row_sums(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
     sums["llf"] = ll.sum(axis=0) if weights is None else weights @ ll
     mu = mean_of(kind, eta)
     working = mu * (1.0 - mu) if kind == "binomial" else mu
+    squares = (y[:, None] - mu) ** 2
+    # (y - mu)^2 / V(mu); a row fitted exactly where V is 0 (mu = 0 for a count of 0) adds 0
+    pearson = np.divide(squares, working, out=np.where(squares > 0, np.inf, 0.0),
+                        where=working > 0)
+    sums["pearson"] = pearson.sum(axis=0) if weights is None else weights @ pearson
     if weights is not None:
         working *= weights[:, None]
     sums["info"] = tuple(Spread.of(X[:, S], working[:, j]) for j, S in enumerate(columns))

@@ -77,7 +77,7 @@ ROW_ATTRIBUTES = (
 NOT_SUMMED = (
     "cov_HC0", "cov_HC1", "cov_HC2", "cov_HC3", "HC0_se", "HC1_se", "HC2_se", "HC3_se",
     "rsquared", "rsquared_adj", "centered_tss", "ess", "fvalue", "f_pvalue", "deviance",
-    "pearson_chi2", "null_deviance", "llnull", "llr", "llr_pvalue", "prsquared",
+    "null_deviance", "llnull", "llr", "llr_pvalue", "prsquared",
 )
 
 stats = lazy_module("scipy.stats")  # quantiles, on the first interval
@@ -205,6 +205,7 @@ def _assemble(kind: str, label: str, names: Sequence, params: np.ndarray, S: np.
     value = 1.0 if intercept is None else float(sums.low[S[intercept]])
     cov, rank, trace = _covariance(spread, intercept, value, n * ridge * weights)
     k_constant = int(intercept is not None)
+    pearson = None
     if kind == "gaussian":
         df_resid = counted - (trace if ridge > 0 else rank)
         ssr, scale, llf = _gaussian_fit(sums, j, counted, df_resid, weight_type)
@@ -212,6 +213,7 @@ def _assemble(kind: str, label: str, names: Sequence, params: np.ndarray, S: np.
     else:
         ssr, scale, df_resid = None, 1.0, counted - rank
         llf = float(sums.llf[j])
+        pearson = None if sums.pearson is None else float(sums.pearson[j])
         df_model = rank - 1  # statsmodels' Logit and GLM subtract 1 with or without a constant
     penalty = None
     if ridge > 0:
@@ -225,7 +227,7 @@ def _assemble(kind: str, label: str, names: Sequence, params: np.ndarray, S: np.
         penalty=None if penalty is None else penalty.penalty,
         penalty_ridge=None if penalty is None else penalty.penalty_ridge,
         penalty_alpha=None if penalty is None else _frozen(penalty.penalty_alpha),
-        unidentified=tuple(names[i] for i in dependent),
+        unidentified=tuple(names[i] for i in dependent), _pearson=pearson,
     )
 
 
@@ -298,7 +300,8 @@ class SumsRefit:
     ``params``, ``bse``, ``cov_params()``,
     ``normalized_cov_params``, ``tvalues``, ``pvalues``, ``conf_int(alpha)``,
     ``nobs``, ``df_resid``, ``df_model``, ``rank``, ``k_constant``, ``scale``,
-    ``use_t``, ``llf``, ``aic``, ``bic``, ``ssr`` (gaussian) and ``exog_names``; with a
+    ``use_t``, ``llf``, ``aic``, ``bic``, ``ssr`` (gaussian), ``pearson_chi2`` (binomial,
+    Poisson) and ``exog_names``; with a
     ridge, ``penalty``, ``penalty_ridge`` and ``penalty_alpha`` as the in-memory
     refit. ``unidentified`` names the columns whose coefficients the design (all rows,
     with the observation weights if any) does not identify, as
@@ -326,6 +329,7 @@ class SumsRefit:
     unidentified: tuple = ()
     cov_type: str = "nonrobust"
     df_resid_inference: float | None = None
+    _pearson: float | None = None
 
     def with_cov(self, cov: np.ndarray, cov_type: str,
                  df_resid_inference: float | None = None) -> SumsRefit:
@@ -386,6 +390,15 @@ class SumsRefit:
     @property
     def bic(self) -> float:
         return -2 * self.llf + np.log(self.nobs) * self.rank
+
+    @property
+    def pearson_chi2(self) -> float:
+        """Pearson's statistic, ``sum w (y - mu)^2 / V(mu)`` (statsmodels' GLM
+        ``pearson_chi2``): binomial and Poisson refits (a gaussian one has ``ssr``)."""
+        if self._pearson is None:
+            raise AttributeError(f"a {self.family} refit has no pearson_chi2 here; its "
+                                 "residual sum of squares is ssr")
+        return self._pearson
 
     def __getattr__(self, name: str) -> Any:
         # only reached for names the class lacks

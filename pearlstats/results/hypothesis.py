@@ -19,6 +19,7 @@ from ..checks import align_by_label
 from ..exceptions import DataError
 from ..inference.robust import cov_spec
 from . import covariance
+from .dispersion import dispersion_table
 
 stats = lazy_module("scipy.stats")  # quantiles and tail areas, on first use
 
@@ -287,3 +288,42 @@ class AveragedTests:
         True
         """
         return covariance.statsmodels_view(self).f_test(r_matrix)
+
+    def dispersion(self) -> pd.DataFrame:
+        """Pearson's ``X^2 / df`` of each candidate with weight: is a Poisson fit overdispersed?
+
+        The classical covariance (``cov_type="nonrobust"``, statsmodels' ``GLM(Poisson())``
+        with ``scale = 1``) assumes a count's variance equals its mean. Where the counts
+        vary more, ``dispersion`` is well above 1 and the SEs, tests and intervals are too
+        small by about its square root; a sandwich (``get_robustcov("HC1")``, or
+        ``fit(..., cov_type="HC1")``) does not assume it. The summary notes it when every
+        candidate with weight has ``pvalue`` below 0.01.
+
+        Returns
+        -------
+        DataFrame
+            Indexed by candidate: ``weight``, ``pearson_chi2`` (statsmodels' GLM
+            ``pearson_chi2`` of the all-rows refit), ``df_resid``, ``dispersion``
+            (``pearson_chi2 / df_resid``) and ``pvalue`` (upper tail of
+            ``chi2(df_resid)`` at ``pearson_chi2`` under dispersion 1).
+
+        Raises
+        ------
+        OptionError
+            For a family other than Poisson.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(1)
+        >>> a, b = rng.normal(size=(300, 2)), rng.normal(size=(300, 1))
+        >>> y = rng.poisson(np.exp(0.5 + 0.4 * a[:, 0]))  # Poisson: dispersion near 1
+        >>> res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b},
+        ...                 family="poisson", seed=0, honest=False)
+        >>> table = res.dispersion()
+        >>> list(table.columns)
+        ['weight', 'pearson_chi2', 'df_resid', 'dispersion', 'pvalue']
+        >>> table["dispersion"].round(2).to_dict()  # b lacks a[0]: its counts vary more
+        {'a': 0.96, 'b': 1.22, 'a+b': 0.95}
+        """
+        return dispersion_table(self)

@@ -22,6 +22,7 @@ from ..honest_se import honest_se_note
 from ..observation_weights import few_observations_note
 from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
 from .averaging import active_labels, candidate_ridge, unidentified
+from .dispersion import overdispersion_note
 from .formatting import (
     Label,
     Number,
@@ -322,7 +323,8 @@ def _tests(res: PearlResults, shown: list) -> tuple[dict, str, str]:
     except OptionError:  # no joint covariance for this fit (e.g. a wide design)
         return {name: ["", ""] for name in shown}, statistic, ""
     cells = {name: [number_cell(t[name]), number_cell(p[name])] for name in shown}
-    return cells, statistic, TEST_NOTE.format(statistic=statistic, cov_type=res.cov_type)
+    note = TEST_NOTE.format(statistic=statistic, cov_type=res.cov_type)
+    return cells, statistic, note + overdispersion_note(res)
 
 
 def coefficients_table(res: PearlResults, blocks: bool | str | None
