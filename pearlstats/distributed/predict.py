@@ -25,7 +25,7 @@ from ..backends.partitions import tree_sum
 from ..engines.likelihood import mean_of
 from ..exceptions import DataError, OptionError
 from ..weights.baselines import STRATEGIES
-from ..weights.metrics import CLASSIFICATION_METRICS, ORACLE, REGRESSION_METRICS, metric_sums
+from ..weights.metrics import ORACLE, metric_names, metric_sums, primary_metric
 from .data import dask_rows, partition_design, partition_response, uses_dask
 from .multinomial import class_codes, oof_probabilities
 
@@ -153,14 +153,13 @@ def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
     rows = _rows_for(res, test_data, blocks)
     classes = np.asarray(res.classes) if res.family == "multinomial" else None
     total = tree_sum(rows.tasks(_score_part, res.design_spec, res.family, B, W, None, classes))
-    classifies = res.family in ("binomial", "multinomial")
-    names = list(CLASSIFICATION_METRICS if classifies else REGRESSION_METRICS)
+    names = list(metric_names(res.family))
     scores = {name: total[name] / total["n"] for name in names}
     table = {method: {name: scores[name][i] for name in names} for i, method in enumerate(methods)}
     single = {
         s: {name: scores[name][len(methods) + i] for name in names} for i, s in enumerate(singles)
     }
-    primary = "cross_entropy" if classifies else "MSE"
+    primary = primary_metric(res.family)
     best = min(singles, key=lambda s: single[s][primary]) if singles else None
     table[ORACLE] = single[best] if best is not None else {}
     frame = pd.DataFrame.from_dict(table, orient="index").reindex(

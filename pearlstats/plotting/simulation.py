@@ -98,7 +98,8 @@ def plot_risk_ratio(
 
 
 # Metrics as a reader names them (the tables' columns are identifiers).
-_METRIC_NAMES = {"cross_entropy": "log-loss", "MSE": "MSE", "MAE": "MAE", "accuracy": "accuracy"}
+_METRIC_NAMES = {"cross_entropy": "log-loss", "MSE": "MSE", "MAE": "MAE", "accuracy": "accuracy",
+                 "poisson_deviance": "Poisson deviance"}
 
 
 def _mean_se_lines(ax: Axes, stats: pd.DataFrame, methods: list, sizes: list,

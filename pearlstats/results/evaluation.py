@@ -41,6 +41,8 @@ from ..weights.metrics import (
     ORACLE,
     REGRESSION_METRICS,
     classification_metrics,
+    metric_names,
+    primary_metric,
     regression_metrics,
 )
 from ..weights.precision import EXACT_FIT_NOTE
@@ -71,7 +73,7 @@ HIGHER_IS_BETTER = frozenset({"accuracy"})
 
 def _metrics(res, y, prediction, weights=None) -> dict:
     if res.classes is None:
-        return regression_metrics(y, prediction, weights)
+        return regression_metrics(y, prediction, weights, res.family)
     if prediction.ndim == 1:
         prediction = np.column_stack([1.0 - prediction, prediction])
     return classification_metrics(y, prediction, weights)
@@ -114,7 +116,7 @@ def evaluate(
     predictions = res.candidate_predictions_for(X, list(dict.fromkeys([*used, *singles])),
                                                 offset)
     single_scores = {label: _metrics(res, y, predictions[label], weights) for label in singles}
-    primary = "MSE" if res.classes is None else "cross_entropy"
+    primary = primary_metric(res.family if res.classes is None else "multinomial")
     best = min(singles, key=lambda label: single_scores[label][primary]) if singles else None
     rows = {}
     for method in METHODS:
@@ -128,7 +130,7 @@ def evaluate(
                                 weights)
     # The single block best on these very test rows: a hindsight reference no user could pick.
     rows[ORACLE] = single_scores[best] if best is not None else {}
-    names = REGRESSION_METRICS if res.classes is None else CLASSIFICATION_METRICS
+    names = metric_names(res.family if res.classes is None else "multinomial")
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(
         index=[*METHODS, ORACLE], columns=list(names)
     )

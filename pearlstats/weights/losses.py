@@ -726,6 +726,20 @@ class CrossEntropyLoss(Loss):
         return LogBarrierForm(A, np.ones(len(y)), np.zeros(A.shape[1]), 0.0, len(y))
 
 
+def poisson_deviance_rows(y: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """Each row's Poisson deviance ``2 (y log(y / mu) - (y - mu))``, the means floored at EPS.
+
+    *mean* is (n,) or (n, M) (*y* then a column against each); ``0 log 0`` is 0.
+
+    Examples
+    --------
+    >>> poisson_deviance_rows(np.array([0.0, 2.0]), np.array([1.0, 2.0]))
+    array([2., 0.])
+    """
+    y = y[:, None] if np.ndim(mean) == 2 else y
+    return 2.0 * (xlogy(y, y) - xlogy(y, np.maximum(mean, EPS)) - (y - mean))
+
+
 @dataclass(frozen=True)
 class PoissonDevianceLoss(Loss):
     name: ClassVar[str] = "poisson_deviance"
@@ -734,7 +748,7 @@ class PoissonDevianceLoss(Loss):
     _originals: ClassVar[dict] = {"poisson": "Poisson deviance"}
 
     def _pointwise(self, y, pred):
-        return 2.0 * (xlogy(y, y) - xlogy(y, np.maximum(pred, EPS)) - (y - pred))
+        return poisson_deviance_rows(y, pred)
 
     def form(self, y: np.ndarray, P: np.ndarray) -> LogBarrierForm:
         counted = y > 0

@@ -1,7 +1,9 @@
 """The held-out metrics every score table reports, in memory and on dask rows.
 
 ==============  ==================================================================
-regression      ``MSE`` (mean squared error), ``MAE`` (mean absolute error)
+regression      ``MSE`` (mean squared error), ``MAE`` (mean absolute error); Poisson
+                fits also ``poisson_deviance`` (mean ``2 (y log(y / mu) - (y - mu))``,
+                the family's loss, by which the oracle row's block is chosen)
 classification  ``accuracy`` (argmax class), ``cross_entropy`` (mean ``-log p_y``,
                 probabilities floored at 1e-15), ``MSE`` between the one-hot
                 labels and the class probabilities (mean over rows and classes)
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .losses import mean_squared_error
+from .losses import mean_squared_error, poisson_deviance_rows
 
 __all__ = [
     "ORACLE",
     "REGRESSION_METRICS",
     "CLASSIFICATION_METRICS",
+    "metric_names",
+    "primary_metric",
     "regression_metrics",
     "classification_metrics",
     "metric_sums",
@@ -35,12 +39,39 @@ CLASSIFICATION_METRICS = ("accuracy", "cross_entropy", "MSE")
 _PROBABILITY_FLOOR = 1e-15
 
 
-def regression_metrics(y: np.ndarray, mean: np.ndarray, weights: np.ndarray | None = None) -> dict:
-    """``MSE`` and ``MAE`` of predicted means (weighted means with row *weights*)."""
+def metric_names(family: str) -> tuple:
+    """The columns of a score table of a fit of *family*.
+
+    Examples
+    --------
+    >>> metric_names("poisson"), metric_names("binomial")
+    (('MSE', 'MAE', 'poisson_deviance'), ('accuracy', 'cross_entropy', 'MSE'))
+    """
+    if family in ("binomial", "multinomial"):
+        return CLASSIFICATION_METRICS
+    return REGRESSION_METRICS + (("poisson_deviance",) if family == "poisson" else ())
+
+
+def primary_metric(family: str) -> str:
+    """The metric of the family's default loss: the oracle row's block is the best by it."""
+    return {"binomial": "cross_entropy", "multinomial": "cross_entropy",
+            "poisson": "poisson_deviance"}.get(family, "MSE")
+
+
+def regression_metrics(y: np.ndarray, mean: np.ndarray, weights: np.ndarray | None = None,
+                       family: str = "gaussian") -> dict:
+    """``MSE`` and ``MAE`` of predicted means, and for ``family="poisson"`` the mean Poisson
+    deviance (weighted means with row *weights*)."""
     if weights is not None:
-        return {"MSE": float(np.average((y - mean) ** 2, weights=weights)),
-                "MAE": float(np.average(np.abs(y - mean), weights=weights))}
-    return {"MSE": mean_squared_error(y, mean, "gaussian"), "MAE": float(np.mean(np.abs(y - mean)))}
+        scores = {"MSE": float(np.average((y - mean) ** 2, weights=weights)),
+                  "MAE": float(np.average(np.abs(y - mean), weights=weights))}
+    else:
+        scores = {"MSE": mean_squared_error(y, mean, "gaussian"),
+                  "MAE": float(np.mean(np.abs(y - mean)))}
+    if family == "poisson":
+        scores["poisson_deviance"] = float(np.average(poisson_deviance_rows(y, mean),
+                                                      weights=weights))
+    return scores
 
 
 def classification_metrics(codes: np.ndarray, probabilities: np.ndarray,
@@ -106,7 +137,10 @@ def metric_sums(family: str, y: np.ndarray, predictions: np.ndarray) -> dict:
     """
     if family not in ("binomial", "multinomial"):
         error = y[:, None] - predictions
-        return {"MSE": np.sum(error**2, axis=0), "MAE": np.sum(np.abs(error), axis=0)}
+        sums = {"MSE": np.sum(error**2, axis=0), "MAE": np.sum(np.abs(error), axis=0)}
+        if family == "poisson":
+            sums["poisson_deviance"] = poisson_deviance_rows(y, predictions).sum(axis=0)
+        return sums
     if family == "binomial":
         ones = (y == 1)[:, None]
         observed = np.where(ones, predictions, 1.0 - predictions)

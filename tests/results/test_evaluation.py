@@ -279,3 +279,32 @@ def test_compare_table_rejects_mismatched_evaluations():
         compare_table(runs)
     with pytest.raises(pearl.DataError):
         compare_table({})
+
+
+def test_a_poisson_fit_is_scored_by_its_deviance_too():
+    # the family's loss, as the honest table's: mean 2 (y log(y / mu) - (y - mu)) on test rows,
+    # written out here with scipy's xlogy (0 log 0 = 0); the oracle block is the best by it
+    from scipy.special import xlogy
+
+    rng = np.random.default_rng(8)
+    n = 700
+    a, b, c = rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), rng.normal(size=(n, 1))
+    y = rng.poisson(np.exp(0.2 + 0.5 * a[:, 0] + 0.3 * b[:, 1])).astype(float)
+    data = {"y": y, "a": a, "b": b, "c": c}
+    train = {k: v[:500] for k, v in data.items()}
+    test = {k: v[500:] for k, v in data.items()}
+    res = pearl.fit("y ~ block(a) + block(b) + block(c)", train, family="poisson", seed=0,
+                    honest=False)
+    table = res.evaluate(test)
+    assert list(table.columns) == ["MSE", "MAE", "poisson_deviance"]
+    mean = res.predict({k: v for k, v in test.items() if k != "y"}).to_numpy()
+    truth = test["y"]
+    deviance = np.mean(2 * (xlogy(truth, truth) - xlogy(truth, mean) - (truth - mean)))
+    assert table.loc["PEARL", "poisson_deviance"] == pytest.approx(deviance, rel=1e-12)
+    singles = {}
+    for label in ("a", "b", "c"):
+        mu = res.candidate_predictions_for(res.design_matrix(test), [label], None)[label]
+        singles[label] = np.mean(2 * (xlogy(truth, truth) - xlogy(truth, mu) - (truth - mu)))
+    assert table.attrs["best_candidate"] == min(singles, key=singles.get)
+    assert table.loc["Oracle block", "poisson_deviance"] == pytest.approx(
+        min(singles.values()), rel=1e-12)
