@@ -236,6 +236,24 @@ def candidate_cov(res: PearlResults, label: Hashable) -> tuple[pd.DataFrame, flo
     return pd.DataFrame(np.asarray(fitted.cov_params()), index=names, columns=names), df_resid
 
 
+def _multinomial_ridge_refusal(res: PearlResults, label: Hashable) -> str:
+    """Why a ridge-penalised multinomial candidate has no SEs, and what the user can do.
+
+    A ridge the separation ladder chose cannot be removed by refitting with ``ridge=0``
+    (that is the fit that separated): the way out is ``separation='drop'``.
+    """
+    stem = (f"standard errors of ridge-penalised multinomial candidates are not available "
+            f"(candidate {label!r}, ridge={candidate_ridge(res, label):g}); ")
+    if candidate_ridge(res, label) <= res.ridge:
+        return stem + "refit with ridge=0 for statsmodels' MNLogit standard errors"
+    return stem + (
+        "the separation ladder chose that ridge because its classes separate (see "
+        "results.failures), so no unpenalised estimate exists; candidate_params(label) gives "
+        "its penalised coefficients without SEs, and pearl.fit(..., separation='drop') gives "
+        "the separated candidates weight 0, so that bse, conf_int() and candidate_params() "
+        "come from the other candidates")
+
+
 def candidate_bse(res: PearlResults, label: Hashable) -> ParamsLike:
     """Standard errors of one candidate's coefficients, laid out like ``candidate_params``."""
     template = res.candidate_params(label)
@@ -243,10 +261,7 @@ def candidate_bse(res: PearlResults, label: Hashable) -> ParamsLike:
         cov, _ = candidate_cov(res, label)
         return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=template.index, name=label)
     if candidate_ridge(res, label) > 0:
-        remedy = (_separation_remedy([label]) if candidate_ridge(res, label) > res.ridge
-                  else "refit with ridge=0")
-        raise OptionError("standard errors of ridge-penalised multinomial candidates are not "
-                          f"available; {remedy}")
+        raise OptionError(_multinomial_ridge_refusal(res, label))
     # MNLogit labels its equations 0..C-2; ours are named by class.
     values = np.asarray(res.candidates[label].bse)
     return pd.DataFrame(values, index=template.index, columns=template.columns)

@@ -324,6 +324,29 @@ def test_separated_multinomial_candidates_match_a_direct_penalised_fit():
         res.candidates["s"]
 
 
+def test_separated_multinomial_se_refusal_names_a_remedy_that_works():
+    # The refusal used to end "read the intervals as those of the penalised fit", an
+    # instruction about intervals it had just refused. It must name what gives SEs, and
+    # that remedy must work: with separation="drop" only 'a' is left, and the averaged
+    # intercept's SE is statsmodels' MNLogit SE of that candidate (a single candidate of
+    # weight 1: eq. 6.12 is its own SE). Both are Newton fits of the same likelihood, so
+    # they agree to ~1e-8 relative; 1e-6 leaves room for the convergence tolerances.
+    y, blocks = _multinomial_data()
+    res, _ = _fit(y, blocks, family="multinomial")
+    assert res.weights[["s", "a+s"]].sum() > 0  # a separated candidate is weighted
+    for method in (lambda: res.bse, res.conf_int, res.candidate_params):
+        with pytest.raises(pearl.OptionError) as refused:
+            method()
+        message = str(refused.value)
+        assert "separation='drop'" in message and "candidate_params(label)" in message
+        assert "read the intervals" not in message
+    dropped, _ = _fit(y, blocks, family="multinomial", separation="drop")
+    assert dropped.weights["a"] == 1.0
+    direct = sm.MNLogit(y, _design(blocks, "a")).fit(method="newton", disp=0, tol=1e-12)
+    np.testing.assert_allclose(dropped.bse.loc["Intercept"].to_numpy(), direct.bse[0],
+                               rtol=1e-6)
+
+
 def test_digits_with_small_pca_blocks_fit_with_defaults():
     from sklearn.datasets import load_digits
     from sklearn.decomposition import PCA
