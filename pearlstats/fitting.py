@@ -332,7 +332,8 @@ def fit(
         and with ``ridge > 0`` are fitted in the row space (the n x n dual),
         never forming a p x p matrix. Multinomial fits penalise the C - 1
         non-reference classes' coefficients (statsmodels' ``MNLogit``
-        parametrisation, the first class in sorted order the reference), so with
+        parametrisation, the first class the reference: in sorted order, or a
+        categorical response's first category), so with
         ``ridge > 0`` their probabilities depend on which class that is, unlike
         the symmetric penalty of glmnet or scikit-learn's ``LogisticRegression``.
     max_candidates : int, default 32767
