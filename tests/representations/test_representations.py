@@ -367,3 +367,26 @@ def test_binomial_pearl_over_three_text_blocks_of_real_sentences(texts):
     np.testing.assert_allclose(
         probabilities.to_numpy(), res.predict(new, blocks=reps.transform(new)).to_numpy()
     )
+
+
+def test_evaluate_missing_drop_drops_rows_whose_text_is_missing(texts):
+    # fit(missing="drop") dropped rows with a None/NaN text; evaluate(missing="drop") raised
+    # the MissingValueError of the Representations instead of dropping them.
+    from pearlstats.representations import LSI
+
+    data = pd.DataFrame({"text": texts["text"], "positive": load_polarity()["label"]})
+    reps = Representations({"lsi": LSI(4)}, columns="text", seed=0).fit(data)
+    res = pearl.fit("positive ~ block(lsi)", data.iloc[::2], blocks=reps, family="binomial",
+                    seed=0, honest=False)
+    test = data.iloc[1::2].head(30).copy()
+    test.iloc[[2, 17], 0] = [None, np.nan]
+    test.iloc[9, 1] = np.nan  # and a missing response, dropped as before
+    weights = np.random.default_rng(3).uniform(0.5, 2.0, len(test))
+    keep = np.ones(len(test), dtype=bool)
+    keep[[2, 9, 17]] = False
+    scores = res.evaluate(test, weights=weights, missing="drop")
+    # Reference: the same rows removed by hand (and their weights, by position); identical
+    # arithmetic on the same rows, so equal to rounding
+    by_hand = res.evaluate(test[keep], weights=weights[keep])
+    pd.testing.assert_frame_equal(scores, by_hand, check_exact=False, rtol=1e-12, atol=0)
+    assert scores.attrs["dropped_rows"] == (2, 9, 17)
