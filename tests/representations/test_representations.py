@@ -390,3 +390,40 @@ def test_evaluate_missing_drop_drops_rows_whose_text_is_missing(texts):
     by_hand = res.evaluate(test[keep], weights=weights[keep])
     pd.testing.assert_frame_equal(scores, by_hand, check_exact=False, rtol=1e-12, atol=0)
     assert scores.attrs["dropped_rows"] == (2, 9, 17)
+
+
+def test_a_missing_text_is_named_by_the_data_label_at_fit_and_predict(texts):
+    # The row label is how the user finds the row (df.loc[...]), as for covariates and blocks;
+    # the message named its position, "row 3", even in data with labels of its own.
+    from pearlstats.representations import LSI
+
+    data = pd.DataFrame({"text": texts["text"], "positive": load_polarity()["label"],
+                         "length": texts["length"]})
+    data.index = [f"S{i:03d}" for i in range(len(data))]
+    reps = Representations({"lsi": LSI(4)}, columns="text", seed=0).fit(data)
+    res = pearl.fit("positive ~ block(lsi)", data, blocks=reps, family="binomial", seed=0,
+                    honest=False)
+    holed = data.head(20).copy()
+    holed.loc["S003", "text"] = None
+    calls = {
+        "fit": lambda: pearl.fit("positive ~ block(lsi)", holed, blocks=reps,
+                                 family="binomial", seed=0, honest=False),
+        "predict": lambda: res.predict(holed),
+        "get_prediction": lambda: res.get_prediction(holed),
+        "evaluate": lambda: res.evaluate(holed),
+        "transform": lambda: reps.transform(holed),
+    }
+    for name, call in calls.items():
+        with pytest.raises(MissingValueError) as info:
+            call()
+        assert "'text' is missing in row labelled 'S003' (None, NaN or pd.NA)" in str(info.value)
+        assert "row 3" not in str(info.value), name
+    # a numeric learner's input too
+    numeric = Representations({"pca": PCA(1)}, columns=["length"]).fit(data)
+    holed = data.head(20).copy()
+    holed.loc["S011", "length"] = np.nan
+    with pytest.raises(MissingValueError, match="in row labelled 'S011'"):
+        pearl.fit("positive ~ block(pca)", holed, blocks=numeric, family="binomial", seed=0)
+    # a dict's rows have no labels: the position
+    with pytest.raises(MissingValueError, match="'text' is missing in row 3 "):
+        reps.transform({"text": holed["text"].where(holed.index != "S003", None).to_numpy()})
