@@ -246,6 +246,37 @@ def _drop_rows(frame, embedded, blocks: dict, bad: np.ndarray):
     return frame, embedded, blocks
 
 
+def drop_missing_inputs(frame: pd.DataFrame, embedded: dict,
+                        blocks: Any) -> tuple[pd.DataFrame, dict, np.ndarray]:
+    """The rows ``missing="drop"`` removes before a ``Representations`` maps them to blocks.
+
+    A ``Representations`` cannot transform a missing input (a None/NaN text, say), so the rows
+    with one in a column it reads are dropped first, at fit and at ``evaluate`` alike.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The data's one-dimensional columns.
+    embedded : dict
+        2-D values of a dict ``data``.
+    blocks : mapping, Representations or None
+        The ``blocks=`` given; anything but a ``Representations`` drops nothing.
+
+    Returns
+    -------
+    frame, embedded
+        Without the dropped rows.
+    bad : ndarray of bool
+        The dropped rows among those given.
+    """
+    if not hasattr(blocks, "transform") or isinstance(blocks, Mapping):
+        return frame, embedded, np.zeros(len(frame), dtype=bool)
+    raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]
+    bad = _missing_rows(frame, raw)
+    frame, embedded, _ = _drop_rows(frame, embedded, {}, bad)
+    return frame, embedded, bad
+
+
 def incomplete_rows(formula: FormulaSpec, frame: pd.DataFrame, row_variables: Sequence[str],
                     blocks: Mapping[str, Block], eval_env: EvalEnvironment) -> np.ndarray:
     """The rows ``missing="drop"`` removes (a boolean mask), at fit and at ``evaluate``.
@@ -304,11 +335,8 @@ def prepare_rows(
     frame, row_variables = covariate_row_variables(formula, frame, eval_env)
     check_no_dates(frame, row_variables)
     warn_durations(data, (formula.response, *row_variables))
-    if missing == "drop" and hasattr(blocks, "transform") and not isinstance(blocks, dict):
-        # A Representations cannot transform missing inputs: clean its columns first.
-        raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]
-        bad = _missing_rows(frame, raw)
-        frame, embedded, _ = _drop_rows(frame, embedded, {}, bad)
+    if missing == "drop":
+        frame, embedded, bad = drop_missing_inputs(frame, embedded, blocks)
         kept = kept[~bad]
     resolved = resolve_blocks(formula.block_names, frame, embedded, blocks, index=data_index(data))
     n = count_rows(frame, resolved)

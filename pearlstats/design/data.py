@@ -411,7 +411,10 @@ def resolve_blocks(
     if blocks is None:
         supplied: Mapping = {}
     elif _is_representations(blocks):
-        supplied = blocks.transform(frame)
+        # with the data's row labels (*frame*'s index is reset), so that a bad input is named
+        # by its label
+        labelled = index is not None and len(index) == len(frame)
+        supplied = blocks.transform(frame.set_axis(index) if labelled else frame)
     elif isinstance(blocks, Mapping):
         supplied = blocks
     else:

@@ -56,6 +56,8 @@ class Rows:
             self.columns = list(rows.columns)
             self._values = {name: rows[name] for name in self.columns}
             self.n = len(rows)
+            # a message names a bad row by its label, as the user finds it (df.loc[...])
+            self.labels = rows.index
         elif isinstance(rows, Mapping):
             self.columns = list(rows)
             self._values = {name: _as_column(name, value) for name, value in rows.items()}
@@ -66,6 +68,7 @@ class Rows:
                     "every column needs one value per row"
                 )
             self.n = next(iter(lengths.values()), 0)
+            self.labels = None  # a dict's rows: by position
         else:
             raise DataError(
                 f"rows must be a pandas DataFrame or a dict of columns, got {type(rows).__name__}; "
@@ -115,7 +118,7 @@ class Rows:
             if bad.any():
                 raise MissingValueError(
                     f"{who}: column {name!r} has NaN or infinite values "
-                    f"in {format_positions(np.flatnonzero(bad))}; "
+                    f"in {format_positions(np.flatnonzero(bad), labels=self.labels)}; "
                     "drop or impute those rows first (pearl.fit(..., missing='drop') drops them)"
                 )
             parts.append(array)
@@ -135,14 +138,16 @@ class Rows:
         absent = [i for i, v in enumerate(values) if is_missing(v)]
         if absent:
             raise MissingValueError(
-                f"{who}: text column {name!r} is missing in {format_positions(absent)}; "
-                "(None, NaN or pd.NA); drop those rows or replace them with '' (an empty document)"
+                f"{who}: text column {name!r} is missing in "
+                f"{format_positions(absent, labels=self.labels)} (None, NaN or pd.NA); drop "
+                "those rows (pearl.fit(..., missing='drop') drops them) or replace them with '' "
+                "(an empty document)"
             )
         wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]
         if wrong:
             raise DataError(
                 f"{who} reads strings, but column {name!r} holds {type(values[wrong[0]]).__name__} "
-                f"values in {format_positions(wrong)}"
+                f"values in {format_positions(wrong, labels=self.labels)}"
             )
         return values
 

@@ -39,6 +39,7 @@ from ._checks import (
     transactional,
 )
 from ._params import LearnerParams
+from .pca import NULL_VARIANCE
 
 if TYPE_CHECKING:
     from ._checks import Tokenizer
@@ -389,7 +390,8 @@ class LSI(TextLearner):
     ----------
     n_components : int, default 100
         Number of latent dimensions (the block's width); less than both the
-        number of training documents and the vocabulary size.
+        number of training documents and the vocabulary size, and at most the
+        rank of their TF-IDF matrix (duplicated documents lower it).
     seed : int, optional
         Seed of the solver's start vector (the result does not depend on it beyond rounding).
     **vocabulary
@@ -461,11 +463,32 @@ class LSI(TextLearner):
                 f"LSI(n_components={k}) needs more documents and vocabulary words than components; "
                 f"got {X.shape[0]} documents and {X.shape[1]} words — {fix}"
             )
+        if not np.any(X.data):
+            # every word is in every training document (idf 0): ARPACK would fail on a zero
+            # start vector, and there is no direction to learn
+            raise BlockError(
+                f"LSI(n_components={k}) got a TF-IDF matrix of zeros: each of the {X.shape[1]} "
+                f"vocabulary words occurs in all {X.shape[0]} training documents, so its inverse "
+                "document frequency is 0; give documents that differ in their words"
+            )
         _, singular, right = svds(X, k=k, random_state=self.seed)
         order = np.argsort(singular)[::-1]
+        singular, right = singular[order], right[order]
+        # Beyond the TF-IDF matrix's rank (duplicated documents, words that only occur
+        # together) a direction is an arbitrary vector of the null space chosen by the solver's
+        # start vector: zero on the training rows, but seed-dependent on new ones. The cut-off
+        # is PCA's (squared singular-value ratio 1e-10).
+        rank = int(np.sum((singular / singular[0]) ** 2 > NULL_VARIANCE))
+        if rank < k:
+            raise BlockError(
+                f"LSI(n_components={k}) found only {rank} non-zero singular value(s) of the "
+                f"TF-IDF matrix of the {X.shape[0]} training documents (its rank is {rank}: "
+                "duplicated documents or words that always occur together add no direction); "
+                f"use n_components <= {rank}"
+            )
         self.tfidf_ = tfidf
-        self.components_ = flip_signs(right[order].T)
-        self.singular_values_ = singular[order]
+        self.components_ = flip_signs(right.T)
+        self.singular_values_ = singular
         self.output_dim_ = k
         return self
 

@@ -40,7 +40,7 @@ from ..engines.wide import candidate_rows
 from ..exceptions import CandidateError, DataError, OptionError, ResponseError
 from ..nested import check_conformal_available, conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights, named_columns
-from ..stages import incomplete_rows
+from ..stages import drop_missing_inputs, incomplete_rows
 from . import averaging, evaluation
 from .prediction_frame import PredictionResults, mean_frame
 
@@ -617,6 +617,9 @@ class Prediction:
         if source is None and self._representations is not None and not embedded:
             source = self._representations
         frame, row_variables = covariate_row_variables(spec.formula, frame, env)
+        n_given = len(frame)
+        # rows a Representations cannot map (a None/NaN text), as the fit drops them
+        frame, embedded, early = drop_missing_inputs(frame, embedded, source)
         resolved = resolve_blocks(self.block_names, frame, embedded, source, index=rows)
         n = count_rows(frame, resolved)
         bad = incomplete_rows(spec.formula, frame, row_variables, resolved, env)
@@ -626,6 +629,8 @@ class Prediction:
                    np.asarray(align_by_label(f"{name}=", value, rows), dtype=float)
                    for name, value in (("weights", weights), ("offset", offset),
                                        ("exposure", exposure))]
+        aligned = [values[~early] if values is not None and values.shape == (n_given,) else values
+                   for values in aligned]
         for values in aligned:
             if values is not None and values.shape == (n,):
                 bad |= ~np.isfinite(values)
@@ -634,5 +639,7 @@ class Prediction:
         kept |= {name: block.values[keep] for name, block in resolved.items()}
         aligned = [values[keep] if values is not None and values.shape == (n,) else values
                    for values in aligned]
-        return (kept, None, *aligned, np.flatnonzero(bad))
+        dropped = np.flatnonzero(early)
+        dropped = np.sort(np.concatenate([dropped, np.flatnonzero(~early)[bad]]))
+        return (kept, None, *aligned, dropped)
 

@@ -367,3 +367,63 @@ def test_binomial_pearl_over_three_text_blocks_of_real_sentences(texts):
     np.testing.assert_allclose(
         probabilities.to_numpy(), res.predict(new, blocks=reps.transform(new)).to_numpy()
     )
+
+
+def test_evaluate_missing_drop_drops_rows_whose_text_is_missing(texts):
+    # fit(missing="drop") dropped rows with a None/NaN text; evaluate(missing="drop") raised
+    # the MissingValueError of the Representations instead of dropping them.
+    from pearlstats.representations import LSI
+
+    data = pd.DataFrame({"text": texts["text"], "positive": load_polarity()["label"]})
+    reps = Representations({"lsi": LSI(4)}, columns="text", seed=0).fit(data)
+    res = pearl.fit("positive ~ block(lsi)", data.iloc[::2], blocks=reps, family="binomial",
+                    seed=0, honest=False)
+    test = data.iloc[1::2].head(30).copy()
+    test.iloc[[2, 17], 0] = [None, np.nan]
+    test.iloc[9, 1] = np.nan  # and a missing response, dropped as before
+    weights = np.random.default_rng(3).uniform(0.5, 2.0, len(test))
+    keep = np.ones(len(test), dtype=bool)
+    keep[[2, 9, 17]] = False
+    scores = res.evaluate(test, weights=weights, missing="drop")
+    # Reference: the same rows removed by hand (and their weights, by position); identical
+    # arithmetic on the same rows, so equal to rounding
+    by_hand = res.evaluate(test[keep], weights=weights[keep])
+    pd.testing.assert_frame_equal(scores, by_hand, check_exact=False, rtol=1e-12, atol=0)
+    assert scores.attrs["dropped_rows"] == (2, 9, 17)
+
+
+def test_a_missing_text_is_named_by_the_data_label_at_fit_and_predict(texts):
+    # The row label is how the user finds the row (df.loc[...]), as for covariates and blocks;
+    # the message named its position, "row 3", even in data with labels of its own.
+    from pearlstats.representations import LSI
+
+    data = pd.DataFrame({"text": texts["text"], "positive": load_polarity()["label"],
+                         "length": texts["length"]})
+    data.index = [f"S{i:03d}" for i in range(len(data))]
+    reps = Representations({"lsi": LSI(4)}, columns="text", seed=0).fit(data)
+    res = pearl.fit("positive ~ block(lsi)", data, blocks=reps, family="binomial", seed=0,
+                    honest=False)
+    holed = data.head(20).copy()
+    holed.loc["S003", "text"] = None
+    calls = {
+        "fit": lambda: pearl.fit("positive ~ block(lsi)", holed, blocks=reps,
+                                 family="binomial", seed=0, honest=False),
+        "predict": lambda: res.predict(holed),
+        "get_prediction": lambda: res.get_prediction(holed),
+        "evaluate": lambda: res.evaluate(holed),
+        "transform": lambda: reps.transform(holed),
+    }
+    for name, call in calls.items():
+        with pytest.raises(MissingValueError) as info:
+            call()
+        assert "'text' is missing in row labelled 'S003' (None, NaN or pd.NA)" in str(info.value)
+        assert "row 3" not in str(info.value), name
+    # a numeric learner's input too
+    numeric = Representations({"pca": PCA(1)}, columns=["length"]).fit(data)
+    holed = data.head(20).copy()
+    holed.loc["S011", "length"] = np.nan
+    with pytest.raises(MissingValueError, match="in row labelled 'S011'"):
+        pearl.fit("positive ~ block(pca)", holed, blocks=numeric, family="binomial", seed=0)
+    # a dict's rows have no labels: the position
+    with pytest.raises(MissingValueError, match="'text' is missing in row 3 "):
+        reps.transform({"text": holed["text"].where(holed.index != "S003", None).to_numpy()})

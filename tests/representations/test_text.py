@@ -156,3 +156,30 @@ def test_a_generator_tokenizer_keeps_its_tokens():
     counts = reference.fit_transform(docs).toarray()
     order = [reference.vocabulary_[word] for word in lazy.vocabulary_]
     np.testing.assert_array_equal(lazy.transform(docs).toarray(), counts[:, order])
+
+
+def test_lsi_refuses_components_beyond_the_rank_of_the_tfidf_matrix(corpus):
+    # 40 real sentences, each twice: 80 documents, but the TF-IDF matrix has the rank of the 40
+    # distinct ones. A direction past the rank used to be the solver's arbitrary null-space
+    # vector: zero on the training rows, but different for each seed on new documents.
+    distinct = corpus["train"][:40]
+    doubled = distinct + distinct
+    # Reference: numpy's rank of the dense matrix (its default tolerance, which the 1e-10
+    # squared-ratio cut-off agrees with on a matrix of unit-length rows)
+    rank = np.linalg.matrix_rank(TfIdf().fit(doubled).transform(doubled).toarray())
+    assert rank <= 40
+    with pytest.raises(BlockError, match=rf"found only {rank} non-zero singular value\(s\).*"
+                                         rf"use n_components <= {rank}"):
+        LSI(rank + 1, seed=0).fit(doubled)
+    # at the rank the block does not depend on the seed beyond rounding (1e-10 on values
+    # of order 1: the solver converges to machine precision)
+    blocks = [LSI(rank, seed=s).fit(doubled).transform(corpus["new"]) for s in (0, 1)]
+    np.testing.assert_allclose(blocks[0], blocks[1], atol=1e-10)
+
+
+def test_lsi_of_documents_sharing_every_word_is_a_block_error_not_arpack():
+    # every word in every document: all idf are 0 (log2(3/3)), the TF-IDF matrix is zero
+    documents = ["good film", "film good", "good good film"]
+    np.testing.assert_array_equal(TfIdf().fit(documents).transform(documents).toarray(), 0.0)
+    with pytest.raises(BlockError, match="TF-IDF matrix of zeros"):
+        LSI(1, seed=0).fit(documents)
