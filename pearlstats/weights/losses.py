@@ -729,14 +729,15 @@ class CrossEntropyLoss(Loss):
 def poisson_deviance_rows(y: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """Each row's Poisson deviance ``2 (y log(y / mu) - (y - mu))``, the means floored at EPS.
 
-    *mean* is (n,) or (n, M) (*y* then a column against each); ``0 log 0`` is 0.
+    *mean* is (n,) or (n, M); a (n,) *y* is then a column against each of its columns (a
+    caller's (n, 1) *y* already is); ``0 log 0`` is 0.
 
     Examples
     --------
     >>> poisson_deviance_rows(np.array([0.0, 2.0]), np.array([1.0, 2.0]))
     array([2., 0.])
     """
-    y = y[:, None] if np.ndim(mean) == 2 else y
+    y = y[:, None] if np.ndim(mean) == 2 and np.ndim(y) == 1 else y
     return 2.0 * (xlogy(y, y) - xlogy(y, np.maximum(mean, EPS)) - (y - mean))
 
 
