@@ -159,8 +159,9 @@ class DesignSpec:
             values.append(spec.values_for(block))
         # Rows of ordinary columns, when there are any, say how many rows there are.
         n_rows = len(frame) if len(frame.columns) else values[0].shape[0]
+        labels = frame.index if len(frame.columns) else None  # the rows' labels, if any
         for spec, block_values in zip(self.blocks, values):
-            check_block_values(spec.name, block_values, n_rows)
+            check_block_values(spec.name, block_values, n_rows, labels)
         rows = frame if len(frame.columns) else pd.DataFrame(index=range(n_rows))
         return stack_design(self.covariates.matrix(rows), values)
 

@@ -105,5 +105,5 @@ def overdispersion_note(res: PearlResults) -> str:
               else f"{mean:.2f}")
     return (f" Overdispersion: Pearson chi-square / df is {spread} (1 under the Poisson model; "
             f"P < {_EVIDENCE} for each), so the SEs, z and intervals, which assume 1, are too "
-            f"small by a factor of about {np.sqrt(mean):.1f}; cov_type='HC1' (a sandwich) does "
-            "not assume it. res.dispersion() gives the figures.")
+            f"small by a factor of about {np.sqrt(mean):.1f}; a robust (sandwich, HC1) "
+            "covariance type does not assume it.")

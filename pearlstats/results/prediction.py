@@ -126,6 +126,9 @@ class Prediction:
             self.block_names, frame, embedded, source, index=data_index(newdata)
         )
         count_rows(frame, resolved)  # fit's check: a block of another length names both counts
+        labels = data_index(newdata)
+        if labels is not None and len(labels) == len(frame):
+            frame = frame.set_axis(labels)  # a bad value is named by its row's label, as at fit
         X = self._design.spec.design_matrix(frame, resolved)
         if X.shape[0] == 0:
             raise DataError("the new data has no rows; give at least one row to predict")

@@ -337,8 +337,8 @@ def coefficients_table(res: PearlResults, blocks: bool | str | None
     """
     if res.family == "multinomial":
         return None, ("Model-averaged coefficients: a multinomial fit has one set per class, "
-                      "not tabulated in this summary (res.params has the terms in every "
-                      "candidate by class; res.candidate_params(label) a candidate's).")
+                      "not tabulated in this summary (the results' params hold them, by "
+                      "class).")
     average = "conditional" if blocks is True else blocks or None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PearlWarning)  # the ridge caveat is the note below

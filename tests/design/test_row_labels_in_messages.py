@@ -113,3 +113,17 @@ def test_a_dask_response_names_the_rows_label(synchronous_dask, family, value):
     message = _message(lambda: pearl.fit("y ~ x + block(a)", ddf, family=family,
                                          blocks={"a": ["a0", "a1", "a2"]}))
     assert f"it is {value:g} at row labelled 'P027'" in message
+
+
+def test_new_rows_name_a_bad_value_by_its_label():
+    # predict/get_prediction rebuild the design of the new rows: a bad value there is named
+    # as at fit (it was named by its position among the new rows)
+    frame, block = _data()
+    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, cv=3, honest=False)
+    new, new_block = frame.iloc[[5, 9, 20]].copy(), block.iloc[[5, 9, 20]].copy()
+    new.loc["P009", "x"] = np.nan
+    assert "row labelled 'P009'" in _message(lambda: res.predict(new, blocks={"a": new_block}))
+    new_block.loc["P020", 1] = np.inf
+    message = _message(lambda: res.get_prediction(frame.iloc[[5, 9, 20]],
+                                                  blocks={"a": new_block}))
+    assert "row labelled 'P020'" in message

@@ -61,7 +61,10 @@ def test_the_summary_says_the_counts_are_overdispersed_and_what_does_not_assume_
     mean = np.average(res.dispersion()["dispersion"], weights=res.dispersion()["weight"])
     assert f"{mean:.2f} weighted" in text and "Overdispersion" in text
     assert f"too small by a factor of about {np.sqrt(mean):.1f}" in text
-    assert "cov_type='HC1'" in text
+    assert "robust (sandwich, HC1) covariance type does not assume it" in text
+    # a paper's notes: words, no code (the convention of the summary's other notes)
+    note = text[text.index("Overdispersion"):]
+    assert "res." not in note and "_" not in note and "()" not in note
     # a sandwich does not assume dispersion 1: no note then
     robust = _fit(visits, cov_type="HC1")
     assert "Overdispersion" not in str(robust.summary())
