@@ -712,8 +712,9 @@ class WeightDiagnostics:
         Each outer fold is held out while the inner K-fold cross-validation
         and the weight solve are re-run on the remaining rows; every candidate
         refitted on those rows predicts the held-out fold. The summary shows
-        the last result and warns when PEARL's honest risk is more than one
-        paired SE above the best single candidate's.
+        the fit's own nested cross-validation (``res.honest``, ``honest=K`` of
+        the fit), not this one, and warns when PEARL's honest risk there is more
+        than one paired SE above that of MS (re-selected in each outer fold).
 
         Parameters
         ----------
@@ -725,8 +726,9 @@ class WeightDiagnostics:
         Returns
         -------
         HonestRisk
-            ``.risk`` (risk and SE of PEARL, MS and every candidate),
-            ``.fold_weights``, ``.best_candidate``, ``.excess``, ``.excess_se``.
+            ``.risk`` (risk and SE of PEARL, MS and every candidate), ``.table``,
+            ``.fold_weights``, ``.best_candidate``, ``.excess_over(strategy)``
+            (PEARL's risk minus a strategy's, and its paired SE).
 
         Examples
         --------

@@ -29,17 +29,19 @@ from ..weights.precision import exact_fit_notes, null_floor, risk_ratios
 from . import evaluation
 from .readonly import cached_table
 
-__all__ = ["StrategyRisks", "honest_for_report"]
+__all__ = ["StrategyRisks", "honest_for_report", "honest_risk_for_report"]
 
 
 @dataclass(frozen=True)
 class _HonestOutcome:
-    """What the honest re-runs gave: the table, or the reason there is none; a warning."""
+    """What the honest re-runs gave: the table, or the reason there is none; a warning; the
+    fit's own outer cross-validation (None on dask rows), whose warning the summary words."""
 
     table: pd.DataFrame | None
     failure: str | None
     warning: str | None
     nested_se: NestedSEEstimate | None = None
+    risk: evaluation.HonestRisk | None = None
 
 
 def honest_for_report(res: StrategyRisks) -> pd.DataFrame | None:
@@ -47,6 +49,12 @@ def honest_for_report(res: StrategyRisks) -> pd.DataFrame | None:
     its reader would otherwise get the message twice, once as a warning)."""
     table = res._honest_outcome.table
     return None if table is None else table.copy()
+
+
+def honest_risk_for_report(res: StrategyRisks) -> evaluation.HonestRisk | None:
+    """The outer cross-validation behind ``res.honest`` (``honest=K`` of the fit), whatever
+    :meth:`honest_risk` ran since; None on dask rows or without an honest table."""
+    return res._honest_outcome.risk
 
 
 class StrategyRisks:
@@ -116,7 +124,9 @@ class StrategyRisks:
         except (FoldError, AllCandidatesFailedError, ResponseError) as err:
             # ResponseError: an outer training set's gaussian response is constant
             return _HonestOutcome(None, str(err), None)
-        return _HonestOutcome(table, None, warning, estimate)
+        # the fit's own re-runs (honest=K), not whatever res.honest_risk(...) ran last
+        risk = None if self._state.partitions is not None else self._last_honest_risk
+        return _HonestOutcome(table, None, warning, estimate, risk)
 
     @property
     def nested_se(self) -> NestedSEEstimate | None:

@@ -510,8 +510,11 @@ def summary_notes(res: PearlResults) -> list[str]:
             + honest_se_note(res.stages.honest_se, table)
         )
         from .evaluation import ms_warning  # here: evaluation imports summary, which imports us
+        from .risks import honest_risk_for_report
 
-        honest = res.last_honest_risk  # None on dask rows: the table carries PEARL - MS
+        # the re-runs of the table shown (not a later res.honest_risk(outer=...)); None on dask
+        # rows, whose table carries PEARL - MS
+        honest = honest_risk_for_report(res)
         message = (honest.warning_against_ms(format_number) if honest is not None
                    else ms_warning(*table.attrs["excess_over_ms"], table, format_number))
         if message:
