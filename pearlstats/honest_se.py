@@ -213,6 +213,10 @@ def honest_se_note(options: NestedSE | str, table: pd.DataFrame | None = None) -
     if lower:
         note += (f" The SE is its lower bound (the naive SE) for {lower} of {len(table)} rows: "
                  "their MSE estimate fell below it.")
+    upper = int((table["se_bound"] == "upper").sum())
+    if upper:
+        note += (f" The SE is its upper bound (sqrt(K) times the naive SE, K outer folds) for "
+                 f"{upper} of {len(table)} rows: their MSE estimate exceeded it.")
     noisy = table["se_mc_error"].max(skipna=True)
     if np.isfinite(noisy) and noisy > _MC_ERROR_NOTE_ABOVE:
         note += (f" With {options.repeats} splits an SE varies by up to {noisy:.0%} "

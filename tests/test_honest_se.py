@@ -139,6 +139,25 @@ def test_summary_counts_the_rows_whose_se_is_the_lower_bound():
     assert ("Monte Carlo error" in text) == bool(np.isfinite(noisy) and noisy > 0.20)
 
 
+def test_summary_counts_the_rows_whose_se_is_the_upper_bound():
+    # 60 rows, K = 3, R = 2: the MSE estimate of 7 of the 10 rows exceeds sqrt(K) naive SEs
+    # here (two splits of three folds: six noisy a-terms), so the upper bound sets their SE.
+    # The note must count those rows as it counts the lower bound's; the count is read from
+    # the table itself, so the comparison is exact.
+    rng = np.random.default_rng(0)
+    n = 60
+    blocks = {"a": rng.normal(size=(n, 2)), "b": rng.normal(size=(n, 2)),
+              "c": rng.normal(size=(n, 6))}
+    y = blocks["a"][:, 0] + blocks["b"][:, 1] + rng.normal(size=n)
+    res = pearl.fit("y ~ block(a) + block(b) + block(c)", {"y": y, **blocks}, seed=7, honest=3,
+                    honest_se=pearl.NestedSE(repeats=2))
+    upper = int((res.honest["se_bound"] == "upper").sum())
+    assert upper > 0
+    text = " ".join(res.summary().as_text().split())
+    assert (f"upper bound (sqrt(K) times the naive SE, K outer folds) for {upper} of "
+            f"{len(res.honest)} rows") in text
+
+
 def test_check_honest_se_quick_mode():
     table = check_honest_se(designs=("blocks",), n=60, n_datasets=2, n_test=300, seed=5,
                             repeats=1)
