@@ -378,7 +378,8 @@ def fit(
         Tibshirani (2023), with a bias-corrected risk (:mod:`pearlstats.honest_se`).
         It costs about 3R times ``res.honest`` for 5 outer folds (R = 5: 12-15x,
         0.35-0.50 CPU-s at n = 100 with 7-31 candidates); not available
-        for dask data, fold labels given as ``cv=`` or observation weights.
+        for dask data, fold labels given as ``cv=``, a splitter object, ``groups=``,
+        observation weights or ``honest`` below 3.
     separation : {"ridge", "drop", "raise"}, default "ridge"
         What to do with a logistic (binomial or multinomial) candidate whose
         classes are (quasi-)separated, on all rows or in some fold, so that
