@@ -399,3 +399,14 @@ def test_no_dollar_sign_is_left_as_text_by_the_math_parser():
     stray = [(name, text[:60]) for name, source in sources
              for text in _prose(parser.parse(source)) if "$" in text]
     assert not stray, stray
+
+
+@pytest.mark.slow
+def test_the_sklearn_page_links_to_the_estimators(site):
+    # the estimators are described on the module page only; {class} references to them
+    # resolve there (a module page without index entries left them as unlinked code)
+    html = (site / "sklearn.html").read_text(encoding="utf-8")
+    for name in ("PearlRegressor", "PearlClassifier"):
+        assert f'href="api/pearlstats.sklearn.html#pearlstats.sklearn.{name}"' in html, name
+        assert f'id="pearlstats.sklearn.{name}"' in (
+            site / "api" / "pearlstats.sklearn.html").read_text(encoding="utf-8"), name
