@@ -368,3 +368,45 @@ def test_search_results_show_excerpts_in_headless_chromium(site, tmp_path):
     # Sphinx puts a result's excerpt in <p class="context">; a text result shows one
     excerpts = re.findall(r'<p class="context">(.*?)</p>', dom, flags=re.S)
     assert excerpts and any("predict" in excerpt.lower() for excerpt in excerpts), dom[-3000:]
+
+
+def _prose(tokens) -> list[str]:
+    """The text runs of parsed Markdown (not code, not math)."""
+    runs = []
+    for token in tokens:
+        if token.children:
+            runs += _prose(token.children)
+        elif token.type == "text":
+            runs.append(token.content)
+    return runs
+
+
+def test_no_dollar_sign_is_left_as_text_by_the_math_parser():
+    # a "$$" in the middle of a paragraph is not display math to MyST: it and every "$" after
+    # it pair up wrongly, so prose is typeset as math and formulas show as TeX source
+    jupytext = pytest.importorskip("jupytext")
+    pytest.importorskip("myst_parser", reason='needs pip install ".[docs]"')
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    parser = create_md_parser(MdParserConfig(enable_extensions={"dollarmath", "colon_fence"}),
+                              RendererHTML)
+    sources = [(path.name, cell.source) for path in sorted((ROOT / "vignettes").glob("[0-9]*.py"))
+               for cell in jupytext.read(path).cells if cell.cell_type == "markdown"]
+    sources += [(path.name, path.read_text(encoding="utf-8"))
+                for path in sorted((ROOT / "docs").glob("*.md"))]
+    stray = [(name, text[:60]) for name, source in sources
+             for text in _prose(parser.parse(source)) if "$" in text]
+    assert not stray, stray
+
+
+@pytest.mark.slow
+def test_the_sklearn_page_links_to_the_estimators(site):
+    # the estimators are described on the module page only; {class} references to them
+    # resolve there (a module page without index entries left them as unlinked code)
+    html = (site / "sklearn.html").read_text(encoding="utf-8")
+    for name in ("PearlRegressor", "PearlClassifier"):
+        assert f'href="api/pearlstats.sklearn.html#pearlstats.sklearn.{name}"' in html, name
+        assert f'id="pearlstats.sklearn.{name}"' in (
+            site / "api" / "pearlstats.sklearn.html").read_text(encoding="utf-8"), name

@@ -24,8 +24,10 @@
 #   their real labels (`label`: 1 positive, 0 negative).
 # * **Numbers** (simulated): six columns `x1..x6` per sentence, drawn once (seed 7) *given the
 #   sentence's label* and independently of its words. With $s = 2\,\text{label} - 1$,
+#
 #   $$f_1 = \delta s + e_1,\quad f_2 = e_2,\quad x = L\,(f_1, f_2)^\top + 0.6\,\varepsilon,\qquad
 #   e_1, e_2 \sim N(0, 1),\ \varepsilon \sim N(0, I_6),\ \delta = 0.5,$$
+#
 #   with the fixed $6 \times 2$ loading matrix `LOADINGS` below. The label shifts one latent factor;
 #   the other factor and the noise carry nothing. Knowing $f_1$ exactly would give accuracy
 #   $\Phi(\delta)$ in the population; the best rule on $x$ (linear, with the true parameters) gives
