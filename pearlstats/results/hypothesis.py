@@ -296,8 +296,8 @@ class AveragedTests:
         with ``scale = 1``) assumes a count's variance equals its mean. Where the counts
         vary more, ``dispersion`` is well above 1 and the SEs, tests and intervals are too
         small by about its square root; a sandwich (``get_robustcov("HC1")``, or
-        ``fit(..., cov_type="HC1")``) does not assume it. The summary notes it when every
-        candidate with weight has ``pvalue`` below 0.01.
+        ``fit(..., cov_type="HC1")``) does not assume it. With the classical covariance the
+        summary notes it when every candidate with weight has ``pvalue`` below 0.01.
 
         Returns
         -------
