@@ -76,6 +76,8 @@ class EncodedResponse:
     row_weights: np.ndarray | None = None
     offset: np.ndarray | None = None
     weight_type: str | None = None
+    #: Where the offset came from (:attr:`ObservationWeights.offset_source`), for the summary.
+    offset_source: str | None = None
 
     @property
     def n_classes(self) -> int:
@@ -87,9 +89,12 @@ class EncodedResponse:
         return self.row_weights is not None or self.offset is not None
 
     def with_observation_weights(self, row_weights: np.ndarray | None, offset: np.ndarray | None,
-                                 weight_type: str | None) -> EncodedResponse:
-        """The same response carrying observation weights and an offset (either may be None)."""
-        return EncodedResponse(self.y, self.classes, row_weights, offset, weight_type)
+                                 weight_type: str | None,
+                                 offset_source: str | None = None) -> EncodedResponse:
+        """The same response carrying observation weights and an offset (either may be None);
+        *offset_source* says where the offset came from (the response's own by default)."""
+        source = None if offset is None else offset_source or self.offset_source
+        return EncodedResponse(self.y, self.classes, row_weights, offset, weight_type, source)
 
     def subset(self, rows: np.ndarray) -> EncodedResponse:
         """The response of *rows*, with their weights and offsets."""
@@ -97,7 +102,7 @@ class EncodedResponse:
             return None if values is None else values[rows]
 
         return EncodedResponse(self.y[rows], self.classes, pick(self.row_weights),
-                               pick(self.offset), self.weight_type)
+                               pick(self.offset), self.weight_type, self.offset_source)
 
     def weights_or_ones(self) -> np.ndarray:
         return np.ones(len(self.y)) if self.row_weights is None else self.row_weights

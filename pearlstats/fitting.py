@@ -136,7 +136,10 @@ def _observation_weights(data: Any, blocks: Any, formula: FormulaSpec, env: Eval
         given = given[:2] + (formula_offset(formula, labelled_rows(data), env, missing), None)
     index = data_index(data)
     n = len(index) if index is not None else len(split_data(data)[0])
-    return check_observation_weights(*given, family, n, index, missing)
+    observed = check_observation_weights(*given, family, n, index, missing)
+    if formula.offset_codes:
+        observed = dataclasses.replace(observed, offset_source="in the formula")
+    return observed
 
 
 def with_observation_weights(prepared: Prepared, loss: Loss, observed: ObservationWeights,
@@ -145,8 +148,8 @@ def with_observation_weights(prepared: Prepared, loss: Loss, observed: Observati
     (*n_coefficients*: the largest candidate's, for :func:`few_observations_note`)."""
     if not observed.given:
         return prepared, loss
-    response = prepared.response.with_observation_weights(observed.weights, observed.offset,
-                                                          observed.weight_type)
+    response = prepared.response.with_observation_weights(
+        observed.weights, observed.offset, observed.weight_type, observed.offset_source)
     if observed.weights is not None:
         loss = RowWeightedLoss(loss.family, loss, observed.weights, observed.weight_type)
         note = few_observations_note(observed.weights, observed.weight_type, n_coefficients)

@@ -83,6 +83,9 @@ class ObservationWeights:
     #: Positions of rows whose weight or offset is NaN/inf, with ``missing="drop"`` (which
     #: drops them with the rows missing a covariate); None when every value is finite.
     unusable: np.ndarray | None = None
+    #: Where the offset came from, as the summary names it: ``"given"`` (``offset=``),
+    #: ``"log(exposure)"``, ``"given + log(exposure)"`` or ``"in the formula"``.
+    offset_source: str | None = None
 
     @property
     def given(self) -> bool:
@@ -93,7 +96,8 @@ class ObservationWeights:
         def pick(values):
             return None if values is None else values[rows]
 
-        return ObservationWeights(pick(self.weights), self.weight_type, pick(self.offset))
+        return ObservationWeights(pick(self.weights), self.weight_type, pick(self.offset),
+                                  offset_source=self.offset_source)
 
 
 def _values(name: str, values, n: int, index: pd.Index | None,
@@ -162,6 +166,7 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
         w = _values("weights", weights, n, index, missing)
         _positive("weights", w, "drop the rows of weight 0", index)
     total = None if offset is None else _values("offset", offset, n, index, missing)
+    source = None if offset is None else "given"
     if exposure is not None:
         if family != "poisson":
             raise OptionError(f"exposure= is for family='poisson' (log link), got {family!r}; "
@@ -169,8 +174,9 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
         t = _values("exposure", exposure, n, index, missing)
         _positive("exposure", t, "exposure is a time or size at risk", index)
         total = np.log(t) if total is None else total + np.log(t)
+        source = "log(exposure)" if source is None else "given + log(exposure)"
     return ObservationWeights(w, weight_type if w is not None else None, total,
-                              _unusable_rows(w, total))
+                              _unusable_rows(w, total), source)
 
 
 def _unusable_rows(*columns: np.ndarray | None) -> np.ndarray | None:

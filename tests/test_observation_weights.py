@@ -516,7 +516,41 @@ def test_results_refuse_what_weights_do_not_support_yet():
         warnings.simplefilter("error")
         text = str(res.summary())  # the fold-complement stability re-solves use their rows' weights
     assert "fold complements" in text
-    assert "Row weights:  variance" in text and "Offset:  yes" in text
+    assert "Row weights:  variance" in text and "Offset:  given" in text
+
+
+def _offset_cell(res) -> str:
+    """The summary header's "Offset:" cell."""
+    line = next(line for line in str(res.summary()).splitlines() if "Offset:" in line)
+    return line.split("Offset:")[1].strip()
+
+
+def test_the_summary_names_where_the_offset_came_from():
+    # "Offset: yes" read the same for offset=, exposure= and the formula's offset(), though
+    # exposure= means log(exposure) was added and a reader checks which scale the rates are on
+    data, weights, offset = _data("poisson", seed=21)
+    t = np.exp(offset)
+    assert _offset_cell(_fit(data, "poisson", offset=offset)) == "given"
+    by_exposure = _fit(data, "poisson", exposure=t)
+    assert _offset_cell(by_exposure) == "log(exposure)"
+    assert _offset_cell(_fit(data, "poisson", offset=offset / 2, exposure=np.sqrt(t))) == (
+        "given + log(exposure)")
+    frame = pd.DataFrame({"y": data["y"], "t": t})
+    in_formula = pearl.fit("y ~ offset(np.log(t)) + block(a) + block(b)", frame,
+                           blocks={"a": data["a"], "b": data["b"]}, family="poisson",
+                           honest=False, seed=3)
+    assert _offset_cell(in_formula) == "in the formula"
+    assert _offset_cell(_fit(data, "poisson", weights=weights, weight_type="frequency")) == "none"
+    import pickle
+
+    assert _offset_cell(pickle.loads(pickle.dumps(by_exposure))) == "log(exposure)"
+    # every copy of the response keeps it (subsets for folds, frequency counts of a resample)
+    response = by_exposure.stages.response
+    assert response.subset(np.arange(5)).offset_source == "log(exposure)"
+    counted = response.with_observation_weights(np.ones(len(response.y)), response.offset,
+                                                "frequency")
+    assert counted.offset_source == "log(exposure)"
+    assert response.with_observation_weights(None, None, None).offset_source is None
 
 
 def test_offset_in_the_formula_equals_offset_given_and_is_rebuilt_for_new_rows():

@@ -106,8 +106,8 @@ def header_table(res: PearlResults) -> SimpleTable:
     response = res.stages.response
     if response.weighted:  # risks are weighted means, candidates fitted with the offset
         weights = "none" if response.weight_type is None else response.weight_type
-        rows.append(["Row weights:", weights, "Offset:",
-                     "yes" if response.offset is not None else "none"])
+        offset = "none" if response.offset is None else response.offset_source or "given"
+        rows.append(["Row weights:", weights, "Offset:", offset])
     return SimpleTable(rows, title="PEARL model averaging")
 
 
