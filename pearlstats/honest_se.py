@@ -314,6 +314,46 @@ class NestedSEEstimate:
         return _table(self.folds[:splits], self.outer_losses[:splits],
                       self.inner_losses[:splits], self.loss_name)
 
+    def excess_over(self, strategy: str = "MS") -> tuple[float, float]:
+        """PEARL's nested-CV risk minus a strategy's, and the nested-CV SE of that difference.
+
+        The difference of the two bias-corrected risks of :attr:`table`, and Bates et al.'s
+        SE of the per-row loss differences (their estimator is linear in the losses, so
+        this is the SE of the difference itself, not a delta-method heuristic as the ratio's).
+
+        Parameters
+        ----------
+        strategy : str, default "MS"
+            A row of :attr:`table`.
+
+        Returns
+        -------
+        (float, float)
+            NaN where either risk is undefined (its ``note`` says why).
+
+        Examples
+        --------
+        >>> import pearlstats as pearl
+        >>> res = pearl.datasets.example_fit(honest_se=pearl.NestedSE(repeats=3))
+        >>> excess, se = res.nested_se.excess_over("MS")
+        >>> table = res.nested_se.table
+        >>> bool(np.isclose(excess, table.loc["PEARL", "risk"] - table.loc["MS", "risk"]))
+        True
+        """
+        names = list(TABLE_ROWS)
+        if strategy not in names:
+            raise OptionError(f"strategy={strategy!r} is not a row of the nested table; use one "
+                              f"of {names}")
+        s = names.index(strategy)
+
+        def difference(losses: np.ndarray) -> np.ndarray:
+            return losses[..., :1] - losses[..., s:s + 1]
+
+        se = ncv_moments(self.folds, [difference(o) for o in self.outer_losses],
+                         [difference(i) for i in self.inner_losses])["se"][0]
+        excess = self.table.loc["PEARL", "risk"] - self.table.loc[strategy, "risk"]
+        return float(excess), float(se)
+
     def running(self) -> pd.DataFrame:
         """The running estimate over the splits: risk, SE and its bound after r = 1..R splits.
 

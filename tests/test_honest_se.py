@@ -226,3 +226,55 @@ def test_se_bound_and_monte_carlo_error_from_the_per_split_terms():
     else:
         assert np.isnan(table.loc["PEARL", "se_mc_error"])
     assert set(table["se_bound"]) <= {"lower", "upper", ""}
+
+
+def _hand_algorithm_1(folds, outer, inner) -> tuple[float, float]:
+    """Bates et al.'s Algorithm 1 on one column of stored losses, written out with loops."""
+    n, K = len(folds[0]), inner[0].shape[0]
+    a_terms, b_terms, inner_all, outer_means = [], [], [], []
+    for split, out, inn in zip(folds, outer, inner):
+        for k in range(K):
+            held = split == k
+            a_terms.append((inn[k][~held].mean() - out[held].mean()) ** 2)
+            b_terms.append(out[held].var(ddof=1) / held.sum())
+            inner_all.append(inn[k][~held])
+        outer_means.append(out.mean())
+    every = np.concatenate(inner_all)
+    err_ncv, err_cv = every.mean(), np.mean(outer_means)
+    mse = np.mean(a_terms) - np.mean(b_terms)
+    naive = every.std(ddof=1) / np.sqrt(n)
+    se = min(max(np.sqrt((K - 1) / K * max(mse, 0.0)), naive), np.sqrt(K) * naive)
+    return err_ncv - (1 + (K - 2) / K) * (err_ncv - err_cv), se
+
+
+def test_the_warning_against_ms_compares_the_nested_risks_the_table_shows():
+    # With honest_se="nested" the table shows the nested estimates, but the warning "PEARL's
+    # honest risk exceeds MS's" came from split 0's naive re-run: on this data it read
+    # 0.094 above MS (paired SE 0.045) beside a table where PEARL is 0.007 *below* MS.
+    rng = np.random.default_rng(8)
+    n = 50
+    blocks = {"a": rng.standard_normal((n, 2)), "b": rng.standard_normal((n, 3)),
+              "c": rng.standard_normal((n, 3))}
+    data = pd.DataFrame({"y": 1.5 * blocks["a"][:, 0] + rng.standard_normal(n)})
+    res = pearl.fit("y ~ block(a) + block(b) + block(c)", data, blocks=blocks, seed=8,
+                    honest=5, honest_se=pearl.NestedSE(repeats=3))
+    estimate = res.nested_se
+    excess, se = estimate.excess_over("MS")
+    ms = list(TABLE_ROWS).index("MS")
+    difference = (
+        [o[:, 0] - o[:, ms] for o in estimate.outer_losses],
+        [i[..., 0] - i[..., ms] for i in estimate.inner_losses],
+    )
+    hand_excess, hand_se = _hand_algorithm_1(estimate.folds, *difference)
+    # the same sums in another order: agreement to rounding (losses are O(1), n = 50)
+    assert excess == pytest.approx(hand_excess, rel=1e-10)
+    assert se == pytest.approx(hand_se, rel=1e-10)
+    table = res.honest
+    assert excess == pytest.approx(table.loc["PEARL", "risk"] - table.loc["MS", "risk"],
+                                   rel=1e-10)
+    assert excess < se  # here PEARL is not above MS by the table's own numbers
+    naive_excess, naive_se = res.last_honest_risk.excess_over("MS")
+    assert naive_excess > naive_se  # ... while split 0 alone would have warned
+    assert "exceeds that of MS" not in str(res.summary())
+    with pytest.raises(OptionError, match="not a row"):
+        estimate.excess_over("MSE")

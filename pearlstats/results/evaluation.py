@@ -349,7 +349,7 @@ def ms_warning(excess: float, se: float, table: pd.DataFrame,
     response is not a finding. *table* is the honest table (its ``risk`` column is quoted).
     """
     exact = "note" in table.columns and table.loc["PEARL", "note"] == EXACT_FIT_NOTE
-    if excess <= se or exact:
+    if not excess > se or exact:  # NaN: a nested-CV risk is undefined (its note says why)
         return None
     pearl, ms = number(table.loc["PEARL", "risk"]), number(table.loc["MS", "risk"])
     return (

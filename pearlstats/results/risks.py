@@ -165,12 +165,13 @@ class StrategyRisks:
             excess, se = table.attrs["excess_over_ms"]
             return table, evaluation.ms_warning(excess, se, table), None
         result = evaluation.honest_risk(self, nested=self._nested)
-        table, estimate = result.table, None
-        if state.honest_se != "naive":  # Bates et al.'s nested CV (honest_se.py)
-            estimate = nested_se(state, self._nested, state.honest_se)
-            table = estimate.table.join(table[["kkt_gap", "certified"]])
         self._last_honest_risk = result
-        return table, result.warning_against_ms(), estimate
+        if state.honest_se == "naive":
+            return result.table, result.warning_against_ms(), None
+        # Bates et al.'s nested CV (honest_se.py): the warning compares the risks shown
+        estimate = nested_se(state, self._nested, state.honest_se)
+        table = estimate.table.join(result.table[["kkt_gap", "certified"]])
+        return table, evaluation.ms_warning(*estimate.excess_over("MS"), table), estimate
 
     @cached_property
     def _nested(self) -> NestedCV:

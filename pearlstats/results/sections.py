@@ -512,11 +512,15 @@ def summary_notes(res: PearlResults) -> list[str]:
         from .evaluation import ms_warning  # here: evaluation imports summary, which imports us
         from .risks import honest_risk_for_report
 
-        # the re-runs of the table shown (not a later res.honest_risk(outer=...)); None on dask
-        # rows, whose table carries PEARL - MS
+        # the re-runs of the table shown (not a later res.honest_risk(outer=...)): the nested
+        # estimate's difference, the fit's own outer CV, or on dask rows the table's PEARL - MS
         honest = honest_risk_for_report(res)
-        message = (honest.warning_against_ms(format_number) if honest is not None
-                   else ms_warning(*table.attrs["excess_over_ms"], table, format_number))
+        if res.nested_se is not None:
+            message = ms_warning(*res.nested_se.excess_over("MS"), table, format_number)
+        elif honest is not None:
+            message = honest.warning_against_ms(format_number)
+        else:
+            message = ms_warning(*table.attrs["excess_over_ms"], table, format_number)
         if message:
             notes.append(f"Warning: {message}.")
     elif res.honest_failure:
