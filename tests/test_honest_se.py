@@ -29,26 +29,18 @@ def _ols_losses(X, y, train, test) -> np.ndarray:
 def _hand_ncv(X, y, splits) -> tuple[float, float]:
     """Algorithm 1 of Bates et al. with OLS as the fitting algorithm, bias-corrected, + its SE."""
     n, K = len(y), int(splits[0].max()) + 1
-    a_terms, b_terms, inner_all, outer_means = [], [], [], []
+    outer, inner = [], []
     for folds in splits:
-        outer_rows = []
+        out, inn = np.full(n, np.nan), np.full((K, n), np.nan)
         for k in range(K):
-            out_k = _ols_losses(X, y, folds != k, folds == k)
-            in_k = np.concatenate([
-                _ols_losses(X, y, (folds != k) & (folds != j), folds == j)
-                for j in range(K) if j != k
-            ])
-            a_terms.append((in_k.mean() - out_k.mean()) ** 2)
-            b_terms.append(out_k.var(ddof=1) / len(out_k))
-            inner_all.append(in_k)
-            outer_rows.append(out_k)
-        outer_means.append(np.concatenate(outer_rows).mean())
-    inner = np.concatenate(inner_all)
-    err_ncv, err_cv = inner.mean(), np.mean(outer_means)
-    mse = np.mean(a_terms) - np.mean(b_terms)
-    naive = inner.std(ddof=1) / np.sqrt(n)
-    se = min(max(np.sqrt((K - 1) / K * max(mse, 0.0)), naive), np.sqrt(K) * naive)
-    return err_ncv - (1 + (K - 2) / K) * (err_ncv - err_cv), se
+            out[folds == k] = _ols_losses(X, y, folds != k, folds == k)
+            for j in range(K):
+                if j != k:
+                    inn[k, folds == j] = _ols_losses(X, y, (folds != k) & (folds != j),
+                                                     folds == j)
+        outer.append(out)
+        inner.append(inn)
+    return _hand_algorithm_1(splits, outer, inner)
 
 
 def test_nested_se_equals_hand_written_ncv_with_one_ols_candidate():
