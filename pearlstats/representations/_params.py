@@ -10,6 +10,7 @@ parameters alone) is unfitted.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from ..exceptions import OptionError
@@ -27,8 +28,9 @@ class LearnerParams:
     """
 
     @classmethod
-    def _param_names(cls) -> list[str]:
-        names: dict[str, None] = {}
+    def _signature(cls) -> dict[str, inspect.Parameter]:
+        """The named arguments of every ``__init__`` in the MRO (the most derived first)."""
+        parameters: dict[str, inspect.Parameter] = {}
         for klass in cls.__mro__:
             init = klass.__dict__.get("__init__")
             if init is None or klass is object:
@@ -37,8 +39,12 @@ class LearnerParams:
                 if name != "self" and parameter.kind not in (
                     parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL
                 ):
-                    names[name] = None
-        return sorted(names)
+                    parameters.setdefault(name, parameter)
+        return parameters
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return sorted(cls._signature())
 
     def _extra_params(self) -> dict[str, Any]:
         """Keyword options beyond the named arguments (none unless a learner says so)."""
@@ -73,6 +79,30 @@ class LearnerParams:
                     for inner, inner_value in value.get_params(deep=True).items():
                         params[f"{name}__{inner}"] = inner_value
         return params
+
+    def _changed_params(self, *shown: str) -> dict[str, Any]:
+        """The constructor arguments other than *shown* whose value is not the default,
+        for a repr that names what makes this learner differ (scikit-learn's
+        ``print_changed_only``): a seed, a gamma, the columns."""
+        changed = {}
+        for name, parameter in self._signature().items():
+            if name in shown or parameter.default is parameter.empty or not hasattr(self, name):
+                continue
+            value = getattr(self, name)
+            if value is not parameter.default and value != parameter.default:
+                changed[name] = value
+        return changed
+
+    def _repr(self, *head: str, exclude: Sequence[str] = (), **shown: Any) -> str:
+        """``Name(*head, shown..., every other argument not at its default)``: two learners
+        that transform differently never print alike (a seed, a gamma, gensim options).
+        *head* are shown as they are (a function's name); *exclude* names arguments they show.
+        """
+        others = {**self._changed_params(*shown, *exclude), **self._extra_params()}
+        items = {**shown, **{k: v for k, v in others.items() if k not in shown}}
+        text = ", ".join([*head, *(f"{name}={value!r}" if isinstance(value, str)
+                                   else f"{name}={value}" for name, value in items.items())])
+        return f"{type(self).__name__}({text})"
 
     def __sklearn_tags__(self) -> Any:
         """scikit-learn's tags of a transformer (read only by scikit-learn, so imported here)."""

@@ -60,7 +60,8 @@ class FunctionLearner(LearnerParams):
         self.columns = columns
 
     def __repr__(self):
-        return f"FunctionLearner({getattr(self.func, '__name__', repr(self.func))})"
+        # the function by its name, then what else was given (columns=)
+        return self._repr(getattr(self.func, "__name__", repr(self.func)), exclude=("func",))
 
     def fit(self, X: Any) -> FunctionLearner:
         """Nothing to learn; returns the learner.
@@ -286,8 +287,9 @@ class Representations:
         >>> rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
         >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
         ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
-        >>> reps.fit(rows)
-        Representations(pca=PCA(n_components=2, standardize=False), raw=Raw(standardize=False))
+        >>> reps.fit(rows)  # doctest: +NORMALIZE_WHITESPACE
+        Representations(pca=PCA(n_components=2, standardize=False),
+                        raw=Raw(standardize=False, columns=['x3']))
         >>> reps["pca"].components_.shape  # the fitted copy of the PCA learner
         (2, 2)
         """

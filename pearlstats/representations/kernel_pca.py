@@ -204,10 +204,8 @@ class KernelPCA(LearnerParams):
         self._weights = None
 
     def __repr__(self):
-        return (
-            f"KernelPCA(n_components={self.n_components}, kernel={self.kernel!r}, "
-            f"method={self.method!r})"
-        )
+        return self._repr(n_components=self.n_components, kernel=self.kernel,
+                          method=self.method)
 
     # ------------------------------------------------------------------ fitting
     @transactional

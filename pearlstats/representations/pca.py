@@ -90,7 +90,7 @@ class PCA(LearnerParams):
         self.columns = columns
 
     def __repr__(self):
-        return f"PCA(n_components={self.n_components}, standardize={self.standardize})"
+        return self._repr(n_components=self.n_components, standardize=self.standardize)
 
     @transactional
     def fit(self, X: Any) -> PCA:
@@ -222,7 +222,7 @@ class Raw(LearnerParams):
         self.columns = columns
 
     def __repr__(self):
-        return f"Raw(standardize={self.standardize})"
+        return self._repr(standardize=self.standardize)
 
     @transactional
     def fit(self, X: Any) -> Raw:

@@ -210,7 +210,7 @@ class PretrainedVectors(TextLearner):
             if isinstance(self.source, (str, os.PathLike))
             else type(self.source).__name__
         )
-        return f"PretrainedVectors({str(source)!r})"
+        return self._repr(source=str(source))
 
     def __deepcopy__(self, memo):
         # The vectors are read-only and may be large: copies share them.

@@ -175,10 +175,8 @@ class BagOfWords(TextLearner):
         self.max_features = max_features
 
     def __repr__(self):
-        return (
-            f"{type(self).__name__}(min_df={self.min_df}, max_df={self.max_df}, "
-            f"max_features={self.max_features})"
-        )
+        return self._repr(min_df=self.min_df, max_df=self.max_df,
+                          max_features=self.max_features)
 
     @property
     def vocabulary_(self) -> list[str]:
@@ -431,7 +429,7 @@ class LSI(TextLearner):
         return dict(self.vocabulary)  # TfIdf's options, given as **vocabulary
 
     def __repr__(self):
-        return f"LSI(n_components={self.n_components})"
+        return self._repr(n_components=self.n_components)
 
     @transactional
     def fit(self, documents: Any) -> LSI:

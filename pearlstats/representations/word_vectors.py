@@ -275,7 +275,7 @@ class Word2Vec(_GensimLearner):
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
 
     def __repr__(self):
-        return f"Word2Vec(vector_size={self.vector_size}, seed={self.seed})"
+        return self._repr(vector_size=self.vector_size, seed=self.seed)
 
     def _fit_model(self, token_lists: list[list[str]], settings: dict) -> None:
         from gensim.models import Word2Vec as GensimWord2Vec
@@ -366,7 +366,7 @@ class Doc2Vec(_GensimLearner):
         super().__init__(vector_size, seed, workers, tokenizer, columns, options)
 
     def __repr__(self):
-        return f"Doc2Vec(vector_size={self.vector_size}, dm={self.options['dm']}, seed={self.seed})"
+        return self._repr(vector_size=self.vector_size, dm=self.options["dm"], seed=self.seed)
 
     def _fit_model(self, token_lists: list[list[str]], settings: dict) -> None:
         from gensim.models.doc2vec import Doc2Vec as GensimDoc2Vec

@@ -110,7 +110,7 @@ class SentenceEncoder(LearnerParams):
         self._check_options()
 
     def __repr__(self):
-        return f"SentenceEncoder(model={str(self.model)!r})"
+        return self._repr(model=str(self.model))
 
     def _check_options(self):
         for name, value in (("batch_size", self.batch_size), ("max_length", self.max_length)):
