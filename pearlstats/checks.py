@@ -17,7 +17,7 @@ pearlstats.exceptions.OptionError: seed=-1; use a non-negative int (or None to d
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,8 @@ from patsy import EvalEnvironment
 from .exceptions import DataError, OptionError
 
 __all__ = ["MAGNITUDE_RANGE", "magnitude_range", "check_seed", "check_n_jobs", "check_int",
-           "check_choice", "check_eval_env", "check_magnitude", "align_by_label"]
+           "check_choice", "check_eval_env", "check_magnitude", "align_by_label",
+           "align_series_columns"]
 
 # A fit forms powers of its numbers and divides by them: squares of covariates (Gram entries,
 # coefficient variances), fourth powers of a gaussian response (the SE of a squared-error
@@ -209,6 +210,33 @@ match rows by position)
             "match rows by position)"
         )
     return value.loc[index]
+
+
+def align_series_columns(columns: Mapping[str, Any], error: type[Exception] = DataError) -> dict:
+    """A dict's columns with every pandas Series in the row order of the first Series.
+
+    pandas would align a dict of Series on the sorted union of their labels, so rows
+    given by position beside them (an array block, a list) would meet other rows; here
+    the Series' labels say which row is which, in the first Series' order, and labels
+    that do not match are refused by name (:func:`align_by_label`). Other values are
+    left as they are (by position).
+
+    Examples
+    --------
+    >>> y = pd.Series([1.0, 2.0, 3.0], index=["r1", "r2", "r10"])
+    >>> x = pd.Series([30.0, 10.0, 20.0], index=["r10", "r1", "r2"])
+    >>> align_series_columns({"y": y, "x": x})["x"].tolist()
+    [10.0, 20.0, 30.0]
+    """
+    series = [(name, value) for name, value in columns.items() if isinstance(value, pd.Series)]
+    if len(series) < 2:
+        return dict(columns)
+    first, labels = series[0][0], series[0][1].index
+    aligned = dict(columns)
+    for name, value in series[1:]:
+        aligned[name] = align_by_label(f"column {name!r} (rows labelled as column {first!r})",
+                                       value, labels, error)
+    return aligned
 
 
 def check_magnitude(what: str, values: np.ndarray, power: int = 2) -> None:

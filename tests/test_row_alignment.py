@@ -261,3 +261,31 @@ def test_columns_named_for_weights_offset_exposure_and_blocks_are_read_in_the_da
     # the same rows, values and folds: the same arithmetic, so equal to rounding
     np.testing.assert_allclose(by_name.params, by_position.params, rtol=1e-12)
     np.testing.assert_allclose(by_name.weights, by_position.weights, rtol=1e-12, atol=1e-14)
+
+
+def test_a_dict_of_series_meets_its_rows_by_label_in_the_first_series_order():
+    # pandas aligns a dict of Series on the sorted union of their labels ('r0', 'r1', 'r10',
+    # ...), so an array block beside them met other rows (x's coefficient 1.839, not 1.980);
+    # the Series now meet by label in the first Series' order, and arrays by that position
+    frame, blocks, _ = _poisson_frame(seed=5)
+    a = blocks["a"].to_numpy()
+    y = frame["y"].astype(float)
+    by_hand = pearl.fit("y ~ x + block(a)", {"y": y.to_numpy(), "x": frame["x"].to_numpy()},
+                        blocks={"a": a}, honest=False, seed=2)
+    shuffled = frame["x"].sample(frac=1.0, random_state=0)
+    res = pearl.fit("y ~ x + block(a)", {"y": y, "x": shuffled}, blocks={"a": a},
+                    honest=False, seed=2)
+    # the same rows in the same order: the same arithmetic
+    np.testing.assert_array_equal(res.params.to_numpy(), by_hand.params.to_numpy())
+    np.testing.assert_array_equal(res.cv_predictions.to_numpy(),
+                                  by_hand.cv_predictions.to_numpy())
+    with pytest.raises(pearl.exceptions.DataError, match="column 'x'.*'r0'"):
+        pearl.fit("y ~ x + block(a)", {"y": y.iloc[1:], "x": frame["x"].iloc[:-1]},
+                  blocks={"a": a[1:]}, honest=False)
+    # Representations read a dict of Series by the same rule (they paired them by position)
+    reps = pearl.Representations({"p": pearl.PCA(1)}).fit(frame[["y", "x"]].astype(float))
+    expected = reps.transform(frame[["y", "x"]].astype(float))["p"]
+    got = reps.transform({"y": y, "x": shuffled})["p"]
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(pearl.exceptions.DataError, match="column 'x'"):
+        reps.transform({"y": y.iloc[1:], "x": frame["x"].iloc[:-1]})

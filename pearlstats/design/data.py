@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .._warnings import warn
-from ..checks import align_by_label
+from ..checks import align_by_label, align_series_columns
 from ..exceptions import BlockError, DataError, MissingValueError, PearlWarning, format_positions
 from .sparse import as_csr, block_key, column_energy, constant_columns, finite_rows, keeps_sparse
 
@@ -201,6 +201,7 @@ def split_data(data: pd.DataFrame | Mapping[str, Any]) -> tuple[pd.DataFrame, di
     lengths = {name: len(value) for name, value in columns.items()}
     if len(set(lengths.values())) > 1:
         raise DataError(f"the columns of data have different lengths: {lengths}")
+    columns = align_series_columns(columns)  # not pandas' sorted union of their labels
     return _durations_as_seconds(_numpy_columns(pd.DataFrame(columns))), embedded
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..checks import align_series_columns
 from ..exceptions import BlockError, DataError, MissingValueError, format_positions
 from ._checks import is_missing
 
@@ -60,6 +61,8 @@ class Rows:
             self.labels = rows.index
         elif isinstance(rows, Mapping):
             self.columns = list(rows)
+            rows = align_series_columns(rows)  # Series meet by label, in the first one's order
+            series = [value for value in rows.values() if isinstance(value, pd.Series)]
             self._values = {name: _as_column(name, value) for name, value in rows.items()}
             lengths = {name: len(value) for name, value in self._values.items()}
             if len(set(lengths.values())) > 1:
@@ -68,7 +71,8 @@ class Rows:
                     "every column needs one value per row"
                 )
             self.n = next(iter(lengths.values()), 0)
-            self.labels = None  # a dict's rows: by position
+            # a dict's rows: by position, or by the labels of its Series
+            self.labels = series[0].index if series else None
         else:
             raise DataError(
                 f"rows must be a pandas DataFrame or a dict of columns, got {type(rows).__name__}; "
