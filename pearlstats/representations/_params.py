@@ -89,7 +89,7 @@ class LearnerParams:
             if name in shown or parameter.default is parameter.empty or not hasattr(self, name):
                 continue
             value = getattr(self, name)
-            if value is not parameter.default and value != parameter.default:
+            if not _is_default(value, parameter.default):
                 changed[name] = value
         return changed
 
@@ -162,3 +162,14 @@ class LearnerParams:
             fresh = type(self)(**{**current, **own})
             vars(self).update(vars(fresh))
         return self
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Whether *value* is the argument's *default* (an array or an object that does not
+    compare to it as a bool is not)."""
+    if value is default:
+        return True
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # numpy arrays compare elementwise
+        return False
