@@ -267,7 +267,9 @@ def fit(
         ``C(group)``, transforms) is in every candidate.
     data : DataFrame or dict
         The labeled rows: the response, covariates, and (in a dict) possibly
-        the blocks as 2-D arrays under their names. A dask DataFrame (or a
+        the blocks as 2-D arrays under their names. The pandas Series of a dict
+        meet by index label, in the first Series' row order (which arrays and
+        lists beside them follow by position). A dask DataFrame (or a
         dict of dask arrays) is fitted where it lives, partition by partition
         (:mod:`pearlstats.distributed`; every family, numeric covariates; ``cv``
         is K, folds hashed from row positions, or a fold-column name) and gives a
