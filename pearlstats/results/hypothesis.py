@@ -314,8 +314,10 @@ class AveragedTests:
         with ``scale = 1``) assumes a count's variance equals its mean. Where the counts
         vary more, ``dispersion`` is well above 1 and the SEs, tests and intervals are too
         small by about its square root; a sandwich (``get_robustcov("HC1")``, or
-        ``fit(..., cov_type="HC1")``) does not assume it. With the classical covariance the
-        summary notes it when every candidate with weight has ``pvalue`` below 0.01.
+        ``fit(..., cov_type="HC1")``) does not assume it, and the quasi-Poisson covariance
+        (``get_robustcov("nonrobust", scale="X2")``, or ``fit(..., scale="X2")``) scales each
+        candidate's by its ``dispersion``. With the classical covariance the summary notes
+        it when every candidate with weight has ``pvalue`` below 0.01.
 
         Returns
         -------
