@@ -51,7 +51,13 @@ from .exceptions import DataError, ObservationWeightWarning, OptionError
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
 from .in_memory_only import refuse_in_memory_only
-from .inference.robust import check_cov_names, cov_type_name
+from .inference.robust import (
+    CovSpec,
+    check_cov_names,
+    check_scale,
+    cov_type_name,
+    refuse_scale_family,
+)
 from .observation_weights import (
     ObservationWeights,
     check_observation_weights,
@@ -61,6 +67,7 @@ from .observation_weights import (
 )
 from .progress import check_progress, fit_bar_delay, progress_bar, timed
 from .results.core import PearlResults, results_from_state
+from .results.covariance import with_cov_type
 from .results.identification import warn_unidentified
 from .stages import (
     FitState,
@@ -219,6 +226,7 @@ class _Options:
     groups: Any = None
     progress: bool | None = None
     cov: tuple = ("nonrobust", None)  # cov_type, cov_kwds (names checked)
+    scale: str | float | None = None  # the dispersion of a nonrobust covariance (checked)
 
 
 def _representations(blocks: Any) -> Any:
@@ -256,6 +264,7 @@ def fit(
     progress: bool | None = None,
     cov_type: str = "nonrobust",
     cov_kwds: Mapping[str, Any] | None = None,
+    scale: str | float | None = None,
 ) -> PearlResults:
     """Fit PEARL: cross-validated convex model averaging over candidate block sets.
 
@@ -524,6 +533,25 @@ def fit(
         name; default the fit's *groups*), ``maxlags`` (HAC), ``use_correction``,
         ``df_correction``. *cov_type* is read in any case (``"hc3"``), as statsmodels
         reads it.
+    scale : {None, "X2"} or float, optional
+        The dispersion of the classical covariance (``cov_type="nonrobust"``) of binomial
+        and Poisson fits, as statsmodels' ``GLM(...).fit(scale=)``. None: the family's own
+        (1 for binomial and Poisson; a gaussian fit estimates its scale, as now).
+        ``"X2"`` (any case): each candidate's covariance is multiplied by its Pearson
+        ``X^2 / df_resid`` (observation weights in ``X^2``, frequency weights counted in
+        ``df_resid``), R's ``glm(family = quasipoisson)`` / ``quasibinomial``; the joint
+        covariance of the averaged terms (``cov_params()``) scales candidates j and k's
+        block by their Pearson residuals' ``sum w r_j r_k / sqrt(df_j df_k)``
+        (:mod:`pearlstats.results.covariance`). A positive number is a fixed dispersion
+        (R's ``summary(fit, dispersion=)``). A binomial fit's response is 0/1, whose Pearson
+        ``X^2`` says little about dispersion (``res.dispersion()`` is for Poisson fits);
+        statsmodels and R compute it all the same. ``bse``, ``conf_int()``, ``cov_params()``,
+        the tests, ``candidate_params()``, ``get_prediction`` and the summary (a
+        "Dispersion:" row) use it; z quantiles stay, as statsmodels' GLM uses them
+        (``use_t=False``) whatever its scale (R's quasi families use t). Refused with a
+        robust *cov_type* (the sandwich uses no scale), gaussian and multinomial fits, a
+        *downstream* learner, and sparse or wide blocks. On dask data too.
+        :meth:`~pearlstats.results.PearlResults.get_robustcov` sets it afterwards.
 
     Returns
     -------
@@ -540,6 +568,15 @@ def fit(
     ['a', 'b', 'a+b']
     >>> bool(res.weights.idxmax() == "a+b")
     True
+
+    Overdispersed counts, with the quasi-Poisson dispersion (Pearson X2 / df):
+
+    >>> counts = rng.negative_binomial(1, 1 / (1 + np.exp(1 + 0.5 * a[:, 0])))
+    >>> quasi = pearl.fit("y ~ block(a) + block(b)", {"y": counts, "a": a, "b": b},
+    ...                   family="poisson", seed=1, honest=False, scale="X2")
+    >>> plain = quasi.get_robustcov("nonrobust")  # dispersion 1
+    >>> bool(quasi.bse["Intercept"] > 1.4 * plain.bse["Intercept"])
+    True
     """
     formula_spec = parse_formula(formula)
     separation = check_choice("separation", separation, SEPARATION_CHOICES)
@@ -551,6 +588,7 @@ def fit(
     groups = check_groups(groups, rule.kind, fold_column_names(data), data)
     cov_type = cov_type_name(cov_type)
     _refuse_robust_early(cov_type, family_.name, downstream)
+    scale = _check_scale_early(scale, cov_type, family_.name, downstream)
     options = _Options(
         missing=check_choice("missing", missing, {"raise": "report rows with NaN/inf",
                                                   "drop": "remove those rows"}),
@@ -564,7 +602,7 @@ def fit(
         shrinkage=_check_shrinkage(weight_shrinkage, shrinkage_target),
         candidates=candidates, max_candidates=max_candidates, groups=groups,
         progress=check_progress(progress),
-        cov=(cov_type, _cov_keywords(cov_type, cov_kwds, groups)),
+        cov=(cov_type, _cov_keywords(cov_type, cov_kwds, groups)), scale=scale,
     )
     blocks = _frozen_representations(blocks)
     _check_no_response_leak(formula_spec, blocks)
@@ -580,7 +618,9 @@ def fit(
                                options.seed, options.ridge, max_candidates, options.env,
                                _representations(blocks), options.honest, options.shrinkage)
         warn_unidentified(state)  # as in memory: at fit time, from the all-rows Gram
-        return results_from_state(state, DASK_ROWS)
+        res = results_from_state(state, DASK_ROWS)
+        # the dispersion is read from the partitions' refit and stacked-score sums
+        return res if scale is None else with_cov_type(res, CovSpec(scale=scale))
     observed = _observation_weights(data, blocks, formula_spec, options.env, family_.name, given,
                                     dict(downstream=downstream), options.missing)
     return _fit_in_memory(formula_spec, data, blocks, family_, loss_, rule.for_rows(data),
@@ -655,7 +695,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         groups=None if groups is None else group_codes(np.asarray(groups)),
     )
     warn_unidentified(state)
-    return _with_cov(results_from_state(state, DASK_ROWS), options.cov, data, kept, n_given)
+    return _with_cov(results_from_state(state, DASK_ROWS), options, data, kept, n_given)
 
 
 def _cov_keywords(cov_type: str, cov_kwds: Any, groups: Any) -> dict:
@@ -683,13 +723,26 @@ def _refuse_robust_early(cov_type: str, family: str, downstream: Any) -> None:
         "res.candidates[label].model.fit(cov_type='HC0')")
 
 
-def _with_cov(res: PearlResults, cov: tuple, data: Any, kept: np.ndarray,
+def _check_scale_early(scale: Any, cov_type: str, family: str, downstream: Any) -> Any:
+    """*scale* checked before any fitting: a known value, with ``cov_type="nonrobust"``, a
+    binomial or Poisson family, no downstream network (whose refits have no sums)."""
+    scale = check_scale(scale, cov_type)
+    refuse_scale_family(scale, family)
+    if scale is not None and downstream is not None:
+        raise OptionError(f"scale={scale!r} is computed from the candidates' GLM refits, which "
+                          "a downstream network does not have; drop scale=")
+    return scale
+
+
+def _with_cov(res: PearlResults, options: _Options, data: Any, kept: np.ndarray,
               n_given: int) -> PearlResults:
-    """*res* with the covariance type of ``fit(cov_type=, cov_kwds=)``; cluster groups given
-    as a column name or one per row of *data* are taken at the rows the fit kept."""
-    cov_type, kwds = cov
+    """*res* with the covariance type of ``fit(cov_type=, cov_kwds=, scale=)``; cluster
+    groups given as a column name or one per row of *data* are taken at the rows the fit
+    kept."""
+    cov_type, kwds = options.cov
     if cov_type == "nonrobust":
-        return res
+        return res if options.scale is None else res.get_robustcov(cov_type,
+                                                                   scale=options.scale)
     groups = kwds.get("groups")
     if isinstance(groups, str):
         frame = split_data(data)[0]

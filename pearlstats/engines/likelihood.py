@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["MAX_ETA", "mean_of", "row_terms", "variance_of"]
+__all__ = ["MAX_ETA", "mean_of", "pearson_residuals", "row_terms", "variance_of"]
 
 MAX_ETA = 700.0  # exp overflows past ~709
 
@@ -40,6 +40,26 @@ def mean_of(kind: str, eta: np.ndarray) -> np.ndarray:
 def variance_of(kind: str, mu: np.ndarray) -> np.ndarray:
     """The family's variance function at means *mu* (the Newton weights)."""
     return mu * (1.0 - mu) if kind == "binomial" else mu
+
+
+def pearson_residuals(kind: str, y: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """``(y - mu) / sqrt(V(mu))`` (``y - mu`` for ``"gaussian"``); *y* broadcasts against *mu*.
+
+    A row fitted exactly where V is 0 (a Poisson mean of 0 for a count of 0) gives 0, one
+    not fitted there an infinite residual.
+
+    Examples
+    --------
+    >>> pearson_residuals("poisson", np.array([0.0, 3.0]), np.array([0.0, 4.0])).tolist()
+    [0.0, -0.5]
+    """
+    e = y - mu
+    if kind == "gaussian":
+        return e
+    V = variance_of(kind, mu)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = e / np.sqrt(np.where(V > 0, V, 1.0))
+    return np.where(V > 0, r, np.where(e == 0, 0.0, np.inf))
 
 
 def row_terms(kind: str, eta: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

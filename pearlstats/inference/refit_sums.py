@@ -46,7 +46,7 @@ from scipy.special import gammaln
 
 from ..backends.chunks import sum_chunks
 from ..backends.columns import ColumnStack
-from ..engines.likelihood import mean_of, row_terms
+from ..engines.likelihood import mean_of, pearson_residuals, row_terms, variance_of
 from ..engines.moments import chunk_columns
 
 __all__ = ["FAMILIES", "RefitSums", "Spread", "chunk_refit_sums", "row_sums", "stack_columns"]
@@ -240,11 +240,9 @@ def row_sums(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
     ll = _log_likelihood(kind, y, eta)
     sums["llf"] = ll.sum(axis=0) if weights is None else weights @ ll
     mu = mean_of(kind, eta)
-    working = mu * (1.0 - mu) if kind == "binomial" else mu
-    squares = (y[:, None] - mu) ** 2
+    working = variance_of(kind, mu)
     # (y - mu)^2 / V(mu); a row fitted exactly where V is 0 (mu = 0 for a count of 0) adds 0
-    pearson = np.divide(squares, working, out=np.where(squares > 0, np.inf, 0.0),
-                        where=working > 0)
+    pearson = pearson_residuals(kind, y[:, None], mu) ** 2
     sums["pearson"] = pearson.sum(axis=0) if weights is None else weights @ pearson
     if weights is not None:
         working *= weights[:, None]

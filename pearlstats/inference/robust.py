@@ -43,6 +43,7 @@ True
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -51,13 +52,13 @@ import numpy as np
 from ..backends.chunks import sum_chunks
 from ..backends.columns import ColumnStack
 from ..design.splitters import group_codes
-from ..engines.likelihood import mean_of, variance_of
+from ..engines.likelihood import mean_of, pearson_residuals, variance_of
 from ..engines.moments import chunk_columns
 from ..exceptions import DataError, OptionError
 
-__all__ = ["COV_TYPES", "CovSpec", "MeatSums", "check_cov_names", "chunk_meat", "cov_spec",
-           "cov_type_name", "corrections",
-           "row_meat", "sandwich"]
+__all__ = ["COV_TYPES", "CovSpec", "MeatSums", "check_cov_names", "check_scale", "chunk_meat",
+           "cov_spec", "cov_type_name", "corrections", "refuse_scale_family", "row_meat",
+           "sandwich"]
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC")
 _KEYWORDS = {"nonrobust": (), "HC0": (), "HC1": (), "HC2": (), "HC3": (),
@@ -81,6 +82,11 @@ class CovSpec:
         The small-sample factor (cluster: default True; HAC: default False).
     df_correction : bool
         Cluster: inference with G - 1 degrees of freedom (default True).
+    scale : None, "X2" or float
+        Nonrobust binomial and Poisson: the dispersion the classical covariance is
+        multiplied by (None: the family's, 1; ``"X2"``: Pearson's ``X^2 / df_resid``,
+        statsmodels' ``fit(scale="X2")``; a float: that fixed dispersion, R's
+        ``summary(dispersion=)``).
     """
 
     cov_type: str = "nonrobust"
@@ -88,6 +94,7 @@ class CovSpec:
     maxlags: int = 0
     use_correction: bool = False
     df_correction: bool = True
+    scale: str | float | None = None
 
     @property
     def robust(self) -> bool:
@@ -104,6 +111,13 @@ class CovSpec:
         if self.cov_type == "HAC":
             return f"HAC ({self.maxlags} lags)"
         return self.cov_type
+
+    def describe_scale(self) -> str:
+        """The dispersion for tables: ``""`` (the family's), ``"Pearson X2 / df"`` or the
+        fixed number."""
+        if self.scale is None:
+            return ""
+        return "Pearson X2 / df" if self.scale == "X2" else f"{self.scale:g} (fixed)"
 
 
 def _group_codes(groups: object, nobs: int) -> np.ndarray:
@@ -154,14 +168,70 @@ def check_cov_names(cov_type: str, cov_kwds: dict | None) -> dict:
     return kwds
 
 
-def cov_spec(cov_type: str = "nonrobust", cov_kwds: dict | None = None, *,
-             nobs: int) -> CovSpec:
-    """Check *cov_type* and its keywords (statsmodels' names) for a fit of *nobs* rows.
+def check_scale(scale: object, cov_type: str = "nonrobust") -> str | float | None:
+    """*scale* checked: None, ``"X2"`` (any case, as statsmodels reads it) or a positive
+    finite number, and only with ``cov_type="nonrobust"``.
 
     Raises
     ------
     OptionError
-        An unknown type or keyword, a missing ``groups``/``maxlags``, a bad ``maxlags``.
+        Another string or value, or a scale with a robust *cov_type*.
+
+    Examples
+    --------
+    >>> check_scale("x2"), check_scale(2), check_scale(None)
+    ('X2', 2.0, None)
+    >>> check_scale("X2", "HC1")
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.OptionError: scale='X2' is for cov_type='nonrobust': the sandwich \
+of cov_type='HC1' estimates the scores' variance from the rows and uses no scale; drop scale= \
+or use cov_type='nonrobust'
+    """
+    if scale is None:
+        return None
+    if isinstance(scale, str) and scale.upper() == "X2":
+        checked: str | float = "X2"
+    elif (isinstance(scale, numbers.Real) and not isinstance(scale, bool)
+          and np.isfinite(scale) and scale > 0):
+        checked = float(scale)
+    elif isinstance(scale, str) and scale.lower() == "dev":
+        raise OptionError("scale='dev' (deviance / df, statsmodels') is not available; use "
+                          "scale='X2' (Pearson's X2 / df, R's quasipoisson and quasibinomial "
+                          "dispersion) or a positive number")
+    else:
+        raise OptionError(f"scale={scale!r} is not known; use None (the family's dispersion, "
+                          "1), 'X2' (Pearson's X2 / df, estimated) or a positive number (a "
+                          "fixed dispersion)")
+    if cov_type != "nonrobust":
+        raise OptionError(f"scale={checked!r} is for cov_type='nonrobust': the sandwich of "
+                          f"cov_type={cov_type!r} estimates the scores' variance from the rows "
+                          "and uses no scale; drop scale= or use cov_type='nonrobust'")
+    return checked
+
+
+def refuse_scale_family(scale: object, family: str) -> None:
+    """Refuse, naming why, a dispersion (``scale=``) for a family other than binomial and
+    Poisson."""
+    if scale is None or family in ("binomial", "poisson"):
+        return
+    why = ("a gaussian fit estimates its scale already (each candidate's residual variance, "
+           "statsmodels' default)" if family == "gaussian"
+           else f"a {family} fit has no dispersion to estimate here")
+    raise OptionError(f"scale={scale!r} is for binomial and poisson fits (R's quasibinomial and "
+                      f"quasipoisson); {why}: drop scale=")
+
+
+def cov_spec(cov_type: str = "nonrobust", cov_kwds: dict | None = None, *,
+             nobs: int, scale: object = None) -> CovSpec:
+    """Check *cov_type* and its keywords (statsmodels' names) for a fit of *nobs* rows,
+    and the *scale* of a nonrobust one (:func:`check_scale`).
+
+    Raises
+    ------
+    OptionError
+        An unknown type or keyword, a missing ``groups``/``maxlags``, a bad ``maxlags``,
+        a bad *scale* or one with a robust type.
     DataError
         Groups not one per row, with missing labels or a single group.
 
@@ -177,6 +247,7 @@ def cov_spec(cov_type: str = "nonrobust", cov_kwds: dict | None = None, *,
     """
     kwds = check_cov_names(cov_type, cov_kwds)
     cov_type = cov_type_name(cov_type)
+    scale = check_scale(scale, cov_type)
     if cov_type == "cluster":
         if "groups" not in kwds:
             raise OptionError("cov_type='cluster' needs groups= (one label per row)")
@@ -191,7 +262,7 @@ def cov_spec(cov_type: str = "nonrobust", cov_kwds: dict | None = None, *,
                               f"(the highest lag), not {maxlags!r}")
         return CovSpec("HAC", maxlags=int(maxlags),
                        use_correction=bool(kwds.get("use_correction", False)))
-    return CovSpec(cov_type)
+    return CovSpec(cov_type, scale=scale)
 
 
 # ---- the meat: sums over rows that pool exactly, in row order ------------------------------------
@@ -247,7 +318,8 @@ class MeatSums:
     kernel : ndarray (maxlags,)
         HAC's lag weights (empty otherwise).
     cross : ndarray (J, J) or None
-        Gaussian, nonrobust: ``sum w e_j e_k`` of the candidates' residuals.
+        Nonrobust, gaussian or with ``scale="X2"``: ``sum w r_j r_k`` of the candidates'
+        Pearson residuals ``r = (y - mu) / sqrt(V(mu))`` (gaussian: the residuals).
     edges : ndarray (J + 1,) or None
         Where each candidate's block of z starts and ends.
     blocks_only : bool
@@ -304,13 +376,14 @@ def _leverage(X: np.ndarray, columns: Sequence[np.ndarray], breads: Sequence[np.
 def _row_factors(kind: str, spec: CovSpec, X: np.ndarray, y: np.ndarray, eta: np.ndarray,
                  weights: np.ndarray | None, weight_type: str | None,
                  columns: Sequence[np.ndarray], breads: Sequence[np.ndarray] | None):
-    """``(r, e)``: each row's factor of each candidate's score (``z = r x``) and residuals."""
+    """``(r, e)``: each row's factor of each candidate's score (``z = r x``) and residuals
+    (nonrobust: Pearson residuals, the residuals for gaussian)."""
     mu = mean_of(kind, eta)
-    e = y[:, None] - mu
     w = np.ones(len(y)) if weights is None else weights
     if not spec.robust:  # the information: sqrt(w V(mu)) x (gaussian: scaled later)
         V = np.ones_like(mu) if kind == "gaussian" else variance_of(kind, mu)
-        return np.sqrt(w[:, None] * V), e
+        return np.sqrt(w[:, None] * V), pearson_residuals(kind, y[:, None], mu)
+    e = y[:, None] - mu
     frequency = weight_type == "frequency"
     # a frequency weight f is f rows: f e^2 in a row's own product, f e in a group's sum
     a = np.sqrt(w) if frequency and spec.cov_type != "cluster" else w
@@ -350,8 +423,8 @@ def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
     B : ndarray (p, J)
         Each candidate's coefficients in its columns (0 elsewhere).
     spec : CovSpec
-        ``"nonrobust"`` gives the stacked information (``sqrt(w V) x``) and, gaussian, the
-        residuals' cross products.
+        ``"nonrobust"`` gives the stacked information (``sqrt(w V) x``) and, gaussian or
+        with ``scale="X2"``, the Pearson residuals' cross products.
     offset, weights : ndarray (m,), optional
     weight_type : {None, "frequency", "variance"}
     breads : sequence of ndarray
@@ -381,7 +454,7 @@ def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
         sums = np.zeros((spec.n_groups, Z.shape[1]))
         np.add.at(sums, groups, Z)
     cross = None
-    if kind == "gaussian" and not spec.robust:
+    if not spec.robust and (kind == "gaussian" or spec.scale == "X2"):
         w = np.ones(len(y)) if weights is None else weights
         cross = (e * w[:, None]).T @ e
     L = len(kernel)

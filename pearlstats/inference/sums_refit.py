@@ -337,6 +337,15 @@ class SumsRefit:
         return replace(self, _cov=_frozen(cov), cov_type=cov_type,
                        df_resid_inference=df_resid_inference)
 
+    def with_scale(self, scale: str | float) -> SumsRefit:
+        """This refit's classical covariance at another dispersion: ``"X2"``, Pearson's
+        ``X^2 / df_resid`` (NaN without residual df), or a fixed number; statsmodels'
+        ``GLM(...).fit(scale=)``, whose ``cov_params()`` is ``scale`` times
+        ``normalized_cov_params`` (binomial and Poisson refits)."""
+        if scale == "X2":
+            scale = self.pearson_chi2 / self.df_resid if self.df_resid > 0 else np.nan
+        return replace(self, _cov=_frozen(self._cov / self.scale * scale), scale=float(scale))
+
     @property
     def params(self) -> pd.Series:
         return pd.Series(self._params.copy(), index=list(self.exog_names))

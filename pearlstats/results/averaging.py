@@ -184,7 +184,9 @@ def inference_refit(res: PearlResults, label: Hashable) -> Any:
     results; None where statsmodels' refit (``res.candidates[label]``) is to be used.
     """
     if res.stages.partitions is not None:
-        return res.candidates[label]
+        from .covariance import scaled  # it builds on this module's helpers
+
+        return scaled(res, res.candidates[label])
     if not sums_apply(res):
         return None
     cache = res.__dict__.setdefault("_sum_refits", {})  # kept with the results (and pickled)

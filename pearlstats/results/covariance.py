@@ -19,6 +19,23 @@ candidates' residual covariance; ``sigma_jj`` is candidate j's scale), binomial
 and Poisson ``sum w sqrt(V_ij V_ik) x_ij x_ik'`` (each candidate's own variance
 function on its diagonal block). The diagonal blocks are the candidates' own
 covariances in every case.
+
+With a dispersion (``scale=``, binomial and Poisson, nonrobust) each candidate's
+covariance is statsmodels' ``GLM(...).fit(scale=)``: the classical one times
+``phi_jj``, Pearson's ``X^2_j / df_j`` for ``"X2"`` (or the fixed number). Block (j, k)
+is multiplied by ``phi_jk = sum w r_j r_k / sqrt(df_j df_k)``, with the candidates'
+Pearson residuals ``r_j = (y - mu_j) / sqrt(V(mu_j))``: the gaussian ``sigma_jk`` with
+Pearson residuals for residuals (``phi_jj`` is candidate j's X2 scale). Under the
+quasi-likelihood model ``Var(y_i) = phi V(mu_i)`` (without observation weights; a
+variance weight divides both sides) one row's scores ``s_ij = (y_i - mu_ij) x_ij`` have
+``Cov(s_ij, s_ik) = Var(y_i) x_ij x_ik'``, so the classical block's row term
+``sqrt(V_ij V_ik) x_ij x_ik'`` is missing the factor ``Var(y_i) / sqrt(V_ij V_ik)``,
+whose moment estimate from both candidates' residuals is ``phi_jk`` (``phi`` when both
+candidates' means are right; it also takes up their residuals' covariation where they are
+not, as ``sigma_jk`` does). The matrix ``(phi_jk)`` is a Gram matrix
+(scaled), so the joint covariance stays positive semi-definite (Schur's product
+theorem); a single common ``phi`` for every block would not reduce to each candidate's
+own X2 covariance on its diagonal. A fixed number multiplies every block.
 """
 
 from __future__ import annotations
@@ -31,7 +48,7 @@ import pandas as pd
 
 from ..exceptions import OptionError
 from ..inference.refit_sums import FAMILIES, chunk_refit_sums, stack_columns
-from ..inference.robust import CovSpec, chunk_meat, corrections, sandwich
+from ..inference.robust import CovSpec, chunk_meat, corrections, refuse_scale_family, sandwich
 from ..inference.sums_refit import bread_of, refits_from_sums
 from .averaging import _columns as columns_of
 from .averaging import active_labels, candidate_ridge, common_terms, sums_apply, unidentified
@@ -39,8 +56,8 @@ from .averaging import active_labels, candidate_ridge, common_terms, sums_apply,
 if TYPE_CHECKING:
     from .core import PearlResults
 
-__all__ = ["averaged_cov", "check_robust_supported", "cov_spec_of", "statsmodels_view",
-           "summed_refits", "uses_t"]
+__all__ = ["averaged_cov", "check_robust_supported", "cov_spec_of", "scaled",
+           "statsmodels_view", "summed_refits", "uses_t"]
 
 
 def cov_spec_of(res: PearlResults) -> CovSpec:
@@ -49,7 +66,9 @@ def cov_spec_of(res: PearlResults) -> CovSpec:
 
 
 def check_robust_supported(res: PearlResults, spec: CovSpec) -> None:
-    """Refuse, naming why, a robust covariance the sums do not cover."""
+    """Refuse, naming why, a robust covariance or a dispersion the sums do not cover."""
+    if spec.scale is not None:
+        _check_scale_supported(res, spec)
     if spec.robust and not sums_apply(res):
         raise OptionError(
             f"cov_type={spec.cov_type!r} is computed from sums over the rows for gaussian, "
@@ -57,6 +76,22 @@ def check_robust_supported(res: PearlResults, spec: CovSpec) -> None:
             "does not have them (multinomial, sparse or wide blocks, a downstream network): "
             "use cov_type='nonrobust', and refit a candidate in statsmodels with the "
             "covariance you want, e.g. res.candidates[label].model.fit(cov_type='HC0')")
+
+
+def _check_scale_supported(res: PearlResults, spec: CovSpec) -> None:
+    refuse_scale_family(spec.scale, res.family)
+    if not (sums_apply(res) or res.stages.partitions is not None):
+        raise OptionError(
+            f"scale={spec.scale!r} is computed from sums over the rows for binomial and "
+            "poisson fits on a dense design; this fit does not have them (sparse or wide "
+            "blocks): drop scale=, and refit a candidate in statsmodels with it, e.g. "
+            "res.candidates[label].model.fit(scale='X2') for a Poisson GLM")
+
+
+def scaled(res: PearlResults, refit: Any) -> Any:
+    """*refit* (a sums refit) at the results' dispersion (itself without one)."""
+    scale = cov_spec_of(res).scale
+    return refit if scale is None else refit.with_scale(scale)
 
 
 def _counted(sums, weight_type: str | None) -> float:
@@ -69,8 +104,8 @@ def _factors(spec: CovSpec, meat, refits: list, counted: float) -> np.ndarray:
         c = corrections(spec, counted, [r.df_resid for r in refits],
                         [len(r.exog_names) for r in refits])
         return np.sqrt(np.outer(c, c))
-    if meat.cross is None:  # binomial, Poisson: scale 1
-        return np.ones((len(refits), len(refits)))
+    if meat.cross is None:  # binomial, Poisson: scale 1, or the fixed dispersion
+        return np.full((len(refits), len(refits)), spec.scale or 1.0)
     # No residual degrees of freedom (df <= 0: frequency weights counting no more
     # observations than the candidate's coefficients): its scale is NaN (sums_refit), so are
     # its cross blocks, not a finite sigma_jk from the product of two negative dfs.
@@ -149,7 +184,8 @@ def summed_refits(res: PearlResults, labels: list, params: list) -> dict:
     each candidate's own block of the sandwich (a second pass for a robust type)."""
     spec = cov_spec_of(res)
     if not spec.robust:
-        return _first_pass(res, labels, params)[2]
+        refits = _first_pass(res, labels, params)[2]
+        return {label: scaled(res, refit) for label, refit in refits.items()}
     refits, breads, meat, factors = _passes(res, labels, params, spec, project=False)
     covs = sandwich(meat, factors, breads)
     return {label: refits[label].with_cov(covs[j], spec.describe(),

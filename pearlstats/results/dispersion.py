@@ -33,6 +33,7 @@ import pandas as pd
 from .._lazy import lazy_module
 from ..exceptions import OptionError
 from . import averaging
+from .covariance import cov_spec_of
 
 if TYPE_CHECKING:  # core imports this module
     from .core import PearlResults
@@ -89,12 +90,14 @@ def dispersion_table(res: PearlResults) -> pd.DataFrame:
 def overdispersion_note(res: PearlResults) -> str:
     """The summary's note on overdispersed counts, or ``""``.
 
-    Said for a Poisson fit whose covariance assumes dispersion 1 (``cov_type="nonrobust"``)
-    when every candidate with weight has a Pearson statistic beyond the 1 % upper tail of
-    its chi-square law: then the classical SEs are too small, by about the square root of
-    the weighted mean dispersion.
+    Said for a Poisson fit whose covariance assumes dispersion 1 (``cov_type="nonrobust"``
+    without ``scale=``) when every candidate with weight has a Pearson statistic beyond the
+    1 % upper tail of its chi-square law: then the classical SEs are too small, by about
+    the square root of the weighted mean dispersion. Not said when the dispersion is
+    estimated or given (``scale="X2"`` or a number).
     """
-    if res.family != "poisson" or res.cov_type != "nonrobust":
+    if (res.family != "poisson" or res.cov_type != "nonrobust"
+            or cov_spec_of(res).scale is not None):
         return ""
     table = dispersion_table(res)
     if table.empty or not (table["pvalue"] < _EVIDENCE).all():
@@ -106,4 +109,5 @@ def overdispersion_note(res: PearlResults) -> str:
     return (f" Overdispersion: Pearson chi-square / df is {spread} (1 under the Poisson model; "
             f"P < {_EVIDENCE} for each), so the SEs, z and intervals, which assume 1, are too "
             f"small by a factor of about {np.sqrt(mean):.1f}; a robust (sandwich, HC1) "
-            "covariance type does not assume it.")
+            "covariance type does not assume it, and the quasi-Poisson dispersion (Pearson "
+            "chi-square / df, statsmodels' scale X2) estimates it.")

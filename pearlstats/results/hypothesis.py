@@ -68,7 +68,8 @@ class AveragedTests:
         """
         return covariance.describe(self)
 
-    def get_robustcov(self, cov_type: str = "HC1", **kwds: Any) -> Any:
+    def get_robustcov(self, cov_type: str = "HC1", *, scale: str | float | None = None,
+                      **kwds: Any) -> Any:
         """These results with another covariance of the candidates' refits, nothing refitted.
 
         As statsmodels' ``get_robustcov_results``: ``bse``, ``conf_int()``,
@@ -89,6 +90,14 @@ class AveragedTests:
             ``n/(n-k)``),
             ``df_correction=`` (cluster, default True: t quantiles with G - 1 df),
             ``maxlags=`` (HAC, Bartlett weights, rows in the fit's order).
+        scale : {None, "X2"} or float, optional
+            With ``cov_type="nonrobust"``, binomial and Poisson fits: the dispersion the
+            classical covariances are multiplied by, as ``fit(scale=)`` (the same copy,
+            without refitting): ``"X2"``, each candidate's Pearson ``X^2 / df_resid``
+            (statsmodels' ``GLM(...).fit(scale="X2")``, R's quasipoisson and
+            quasibinomial), or a positive number (R's ``summary(fit, dispersion=)``).
+            None: the family's own, 1. z quantiles stay (statsmodels' GLM ``use_t=False``
+            default, whatever its scale; R's quasi families use t with df_resid).
 
         Returns
         -------
@@ -114,6 +123,15 @@ class AveragedTests:
         >>> robust = res.get_robustcov("HC3")
         >>> robust.cov_type, bool(robust.bse["x"] > res.bse["x"])
         ('HC3', True)
+
+        Overdispersed counts: the classical covariance at Pearson's X2 / df.
+
+        >>> counts = dict(data, y=rng.negative_binomial(1, 1 / (1 + np.exp(1 + 0.5 * x))))
+        >>> poisson = pearl.fit("y ~ x + block(a) + block(b)", counts, family="poisson",
+        ...                     seed=0, honest=False)
+        >>> quasi = poisson.get_robustcov("nonrobust", scale="X2")
+        >>> bool(quasi.bse["x"] > 1.4 * poisson.bse["x"])
+        True
         """
         groups = kwds.get("groups")
         if isinstance(groups, str):
@@ -123,7 +141,7 @@ class AveragedTests:
         if isinstance(groups, (pd.Series, pd.DataFrame)):
             kept = _without_dropped(groups, self._state.dropped_labels, self.row_labels)
             kwds["groups"] = np.asarray(align_by_label("groups=", kept, self.row_labels))
-        spec = cov_spec(cov_type, kwds, nobs=self.nobs)
+        spec = cov_spec(cov_type, kwds, nobs=self.nobs, scale=scale)
         return covariance.with_cov_type(self, spec)
 
     def cov_params(self) -> pd.DataFrame:
@@ -296,8 +314,10 @@ class AveragedTests:
         with ``scale = 1``) assumes a count's variance equals its mean. Where the counts
         vary more, ``dispersion`` is well above 1 and the SEs, tests and intervals are too
         small by about its square root; a sandwich (``get_robustcov("HC1")``, or
-        ``fit(..., cov_type="HC1")``) does not assume it. With the classical covariance the
-        summary notes it when every candidate with weight has ``pvalue`` below 0.01.
+        ``fit(..., cov_type="HC1")``) does not assume it, and the quasi-Poisson covariance
+        (``get_robustcov("nonrobust", scale="X2")``, or ``fit(..., scale="X2")``) scales each
+        candidate's by its ``dispersion``. With the classical covariance the summary notes
+        it when every candidate with weight has ``pvalue`` below 0.01.
 
         Returns
         -------

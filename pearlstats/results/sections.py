@@ -22,6 +22,7 @@ from ..honest_se import honest_se_note
 from ..observation_weights import few_observations_note
 from ..weights.baselines import DEFINITIONS, NULL, NULL_DEFINITION
 from .averaging import active_labels, candidate_ridge, unidentified
+from .covariance import cov_spec_of
 from .dispersion import overdispersion_note
 from .formatting import (
     Label,
@@ -101,6 +102,9 @@ def header_table(res: PearlResults) -> SimpleTable:
     rows = [[a, b, c, d] for (a, b), (c, d) in zip(left, right)]
     if res.cov_type != "nonrobust":  # the coefficient panel's note names the default
         rows.append(["Covariance type:", res.cov_type, "", ""])
+    dispersion = cov_spec_of(res).describe_scale()
+    if dispersion:  # the family's own (1, or a gaussian fit's estimate) goes unsaid
+        rows.append(["Dispersion:", dispersion, "", ""])
     if len(res.dropped_rows):
         rows.append(["Dropped rows:", str(len(res.dropped_rows)), "", ""])
     response = res.stages.response
@@ -323,7 +327,9 @@ def _tests(res: PearlResults, shown: list) -> tuple[dict, str, str]:
     except OptionError:  # no joint covariance for this fit (e.g. a wide design)
         return {name: ["", ""] for name in shown}, statistic, ""
     cells = {name: [number_cell(t[name]), number_cell(p[name])] for name in shown}
-    note = TEST_NOTE.format(statistic=statistic, cov_type=res.cov_type)
+    dispersion = cov_spec_of(res).describe_scale()
+    cov_type = f"{res.cov_type}, dispersion {dispersion}" if dispersion else res.cov_type
+    note = TEST_NOTE.format(statistic=statistic, cov_type=cov_type)
     return cells, statistic, note + overdispersion_note(res)
 
 
