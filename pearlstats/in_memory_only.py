@@ -109,9 +109,10 @@ RESULTS_NEEDING_ROWS = {
     "weight_uncertainty": "the bootstrap re-runs the procedure on resampled rows",
     "honest_risk": "custom nested re-runs (res.honest, with the fit's outer folds, is computed "
                    "on the partitions)",
-    "get_robustcov": "the sandwich's pass of stacked scores runs over row chunks in memory "
-                     "(the nonrobust cov_params(), tvalues, pvalues and tests are computed on "
-                     "the partitions)",
+    "get_robustcov(a robust cov_type)":
+        "the sandwich's pass of stacked scores runs over row chunks in memory (the nonrobust "
+        "cov_params(), tvalues, pvalues and tests are computed on the partitions, and "
+        "get_robustcov('nonrobust', scale='X2') too)",
 }
 
 

@@ -19,7 +19,7 @@ import pytest
 import statsmodels.api as sm
 
 import pearlstats as pearl
-from pearlstats.exceptions import OptionError
+from pearlstats.exceptions import InMemoryOnlyError, OptionError
 from pearlstats.results import averaging
 
 RTOL = 1e-8
@@ -284,6 +284,12 @@ def test_dask_fit_with_scale_x2_equals_the_in_memory_fit():
         np.testing.assert_allclose(lazy.bse, memory.bse, rtol=RTOL)
         np.testing.assert_allclose(lazy.candidate_params()["std err"],
                                    memory.candidate_params()["std err"], rtol=RTOL)
+        # after the fact too, as in memory (only a robust type needs the rows in one process)
+        plain = _fit(dd.from_pandas(frame, npartitions=3), blocks=blocks, family="poisson")
+        later = plain.get_robustcov("nonrobust", scale="X2")
+        np.testing.assert_allclose(later.bse, memory.bse, rtol=RTOL)
+        with pytest.raises(InMemoryOnlyError, match=r"get_robustcov\(a robust cov_type\)"):
+            plain.get_robustcov("HC1")
 
 
 def test_a_sparse_block_without_sums_refuses_the_dispersion_by_name():

@@ -17,6 +17,7 @@ import pandas as pd
 from .._lazy import lazy_module
 from ..checks import align_by_label
 from ..exceptions import DataError
+from ..in_memory_only import refuse_results_feature
 from ..inference.robust import cov_spec
 from . import covariance
 from .dispersion import dispersion_table
@@ -142,6 +143,8 @@ class AveragedTests:
             kept = _without_dropped(groups, self._state.dropped_labels, self.row_labels)
             kwds["groups"] = np.asarray(align_by_label("groups=", kept, self.row_labels))
         spec = cov_spec(cov_type, kwds, nobs=self.nobs, scale=scale)
+        if spec.robust and self._on_partitions:  # a dispersion is read from the partitions
+            refuse_results_feature("get_robustcov(a robust cov_type)")
         return covariance.with_cov_type(self, spec)
 
     def cov_params(self) -> pd.DataFrame:
