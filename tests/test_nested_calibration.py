@@ -20,6 +20,18 @@ def draws():
                              seed=0, prefixes=(1, 3))
 
 
+def test_a_run_split_across_processes_draws_the_same_data_sets(draws):
+    # first= lets two processes share a run: data set 1 alone equals data set 1 of the run
+    second = calibration_draws(["blocks"], outer=OUTER, repeats=3, n_datasets=2, n_test=200,
+                               seed=0, prefixes=(1, 3), first=1)
+    assert set(second["data_set"]) == {1}
+    expected = draws[draws["data_set"] == 1].reset_index(drop=True)
+    numbers = ["risk", "se", "mse", "test_risk", "ratio", "ratio_se"]
+    # the same fits on the same rows: equal to rounding
+    np.testing.assert_allclose(second[numbers].to_numpy(dtype=float),
+                               expected[numbers].to_numpy(dtype=float), rtol=1e-12)
+
+
 def test_the_draws_keep_the_naive_se_the_estimate_is_bounded_by(draws):
     assert tuple(draws.columns) == DRAW_COLUMNS
     se, naive, raw = draws["se"], draws["naive_se"], np.sqrt(

@@ -127,8 +127,8 @@ def _one_data_set(design_name: str, outer: int, repeats: int, n_test: int, seed:
 
 def calibration_draws(designs: Sequence[str], outer: int = 5, repeats: int = 50,
                       n_datasets: int = 400, n_test: int = 5000, seed: int = 20261125,
-                      prefixes: Sequence[int] = PREFIXES, out: str | Path | None = None
-                      ) -> pd.DataFrame:
+                      prefixes: Sequence[int] = PREFIXES, out: str | Path | None = None,
+                      first: int = 0) -> pd.DataFrame:
     """One row per (design, data set, R prefix, strategy): estimates and test risks.
 
     Parameters
@@ -150,6 +150,10 @@ def calibration_draws(designs: Sequence[str], outer: int = 5, repeats: int = 50,
     out : path, optional
         A CSV to which each data set's rows are appended as it finishes; data sets
         already in it (same design, K and index) are not rerun.
+    first : int, default 0
+        The first data set drawn (data sets ``first .. n_datasets - 1``): two processes
+        with ``first=0, n_datasets=m`` and ``first=m`` draw one run's data sets, since a
+        data set's draws depend only on its index.
 
     Returns
     -------
@@ -167,7 +171,7 @@ def calibration_draws(designs: Sequence[str], outer: int = 5, repeats: int = 50,
         done = set(map(tuple, previous[_KEY].drop_duplicates().to_numpy().tolist()))
     frames = []
     for name in designs:
-        for i in range(n_datasets):
+        for i in range(first, n_datasets):
             if (name, outer, i) in done:
                 continue
             frame = _one_data_set(name, outer, repeats, n_test, seed, i, prefixes)
@@ -229,6 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--outer", type=int, default=5, help="outer folds K")
     parser.add_argument("--repeats", type=int, default=50, help="splits R_max of each fit")
     parser.add_argument("--n-datasets", type=int, default=400)
+    parser.add_argument("--first", type=int, default=0,
+                        help="first data set index (split a run across processes)")
     parser.add_argument("--n-test", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=20261125)
     parser.add_argument("--summarise", metavar="DRAWS_CSV",
@@ -240,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summarise(draws).to_csv(args.out, index=False, float_format="%.6g")
         return 0
     calibration_draws(args.designs, args.outer, args.repeats, args.n_datasets, args.n_test,
-                      args.seed, out=args.out)
+                      args.seed, out=args.out, first=args.first)
     return 0
 
 
