@@ -363,13 +363,18 @@ def _held_out_fold(
     return predictions, ~finite.all(axis=(0, 2)), refitted, entries
 
 
-def _training_criteria(state: FitState, family, train: np.ndarray, response: EncodedResponse,
-                       failed: np.ndarray) -> dict | None:
+def _training_criteria(state: FitState, family, train: np.ndarray, X_train: np.ndarray,
+                       response: EncodedResponse, failed: np.ndarray) -> dict | None:
     """AICc and BIC of the pool's candidates refitted on an outer fold's *train* rows, as the
-    fit's own are of its all-rows refits (None for a downstream network)."""
+    fit's own are of its all-rows refits (None for a downstream network).
+
+    *X_train* is the very array the inner cross-validation read, so a GLM refit takes that
+    cross-validation's all-rows optimum of the same candidate (``engines.glm._cv_fit``) instead of
+    solving the same problem again.
+    """
     if not family.likelihood:
         return None
-    X_train, offset = state.design.X[train], _rows_offset(state.response, train)
+    offset = _rows_offset(state.response, train)
     fitted = {}
     for j, candidate in enumerate(state.candidates.pool):
         if not failed[j]:
@@ -379,18 +384,19 @@ def _training_criteria(state: FitState, family, train: np.ndarray, response: Enc
                               [c.n_params for c in state.candidates.everything])
 
 
-def _inner_outputs(state: FitState, sub: EncodedResponse, train: np.ndarray,
+def _inner_outputs(state: FitState, sub: EncodedResponse, train: np.ndarray, X_train: np.ndarray,
                    seeds: list) -> tuple[list, list, object]:
-    """The inner fold draws of an outer training set and every candidate's predictions in each
-    (splits that test some rows only: one draw, -1 for the rows no split tests)."""
+    """The inner fold draws of an outer training set (rows *train*, design rows *X_train*) and
+    every candidate's predictions in each (splits that test some rows only: one draw, -1 for
+    the rows no split tests)."""
     draws = [_inner_folds(state, sub, train, seed) for seed in seeds]
     everything = state.candidates.everything
     if isinstance(draws[0], Splits):
         family = state.family.configured(candidate_ridges={})
-        output = cross_validate_splits(family, state.design.X[train], sub, everything, draws[0],
+        output = cross_validate_splits(family, X_train, sub, everything, draws[0],
                                        ridge=state.ridge)
         return [draws[0].folds], [output], family
-    outputs, family = cross_validate_draws(state.family, state.design.X[train], sub, everything,
+    outputs, family = cross_validate_draws(state.family, X_train, sub, everything,
                                            draws, loo=isinstance(state.cv_spec, str),
                                            ridge=state.ridge)
     return draws, outputs, family
@@ -410,7 +416,8 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
     everything = state.candidates.everything
     pool = state.candidates.pool
     sub = state.response.subset(train)
-    draws, outputs, family = _inner_outputs(state, sub, train, seeds)
+    X_train = state.design.X[train]
+    draws, outputs, family = _inner_outputs(state, sub, train, X_train, seeds)
     failed = np.logical_or.reduce([out.failed for out in outputs])
     held_out, unfit, refitted, entries = _held_out_fold(state, family, outside, train, test,
                                                         failed)
@@ -430,7 +437,8 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
         for j in range(len(everything))
     ])
     weights = strategy_weights(solution.weights, everything, len(pool), risks, inner.failed,
-                               _training_criteria(state, family, train, sub, inner.failed))
+                               _training_criteria(state, family, train, X_train, sub,
+                                                  inner.failed))
     return _OuterFold(weights, draws[0], inner.entries, held_out, unfit, refitted, entries,
                       dict(family.candidate_ridges), record[0])
 
