@@ -57,6 +57,7 @@ import pandas as pd
 
 from .checks import check_int
 from .design.folds import make_folds
+from .engines._common import EngineOutput
 from .engines.intercept import response_intercept_predictions
 from .exceptions import OptionError
 from .nested import NestedCV, _outer_fold, nested_cross_validation, strategy_row_losses
@@ -530,6 +531,17 @@ def _strategy_losses(state: FitState, fold, split: np.ndarray, label: int) -> np
     ] + [state.loss.pointwise(y, null)])
 
 
+def _pair_outside(state: FitState, merged: np.ndarray) -> EngineOutput | None:
+    """The cross-validation over the merged folds a pair's re-run reads its held-out
+    predictions from, or None: then likelihood candidates are refitted on the training rows
+    (the inner cross-validation's all-rows fits), since one held-out fold is scored and K - 2
+    of the K - 1 merged folds' fits would go unread."""
+    if state.family.likelihood:
+        return None
+    return cross_validate(state.family.configured(candidate_ridges={}), state.design.X,
+                          state.response, state.candidates.everything, merged, ridge=state.ridge)
+
+
 def _pair_losses(state: FitState, split: np.ndarray, k: int, other: int, seed: int) -> np.ndarray:
     """Losses of folds k and *other* under the procedure run on the remaining folds.
 
@@ -539,9 +551,7 @@ def _pair_losses(state: FitState, split: np.ndarray, k: int, other: int, seed: i
     """
     merged = np.unique(np.where(split == other, k, split), return_inverse=True)[1]
     label = int(merged[np.flatnonzero(split == k)[0]])
-    outside = cross_validate(state.family.configured(candidate_ridges={}), state.design.X,
-                             state.response, state.candidates.everything, merged,
-                             ridge=state.ridge)
+    outside = _pair_outside(state, merged)
     seeds = [np.random.SeedSequence([seed, 3, k, other])] + [
         np.random.SeedSequence([seed, 3, k, other, r])
         for r in range(1, state.weight_options.cv_repeats)

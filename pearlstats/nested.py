@@ -363,6 +363,36 @@ def _held_out_fold(
     return predictions, ~finite.all(axis=(0, 2)), refitted, entries
 
 
+def _held_out_refits(
+    state: FitState, family, X_train: np.ndarray, sub: EncodedResponse, test: np.ndarray,
+    failed: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, list, list]:
+    """Every candidate refitted on the training rows with this fold's ridges, predicting *test*.
+
+    What :func:`_held_out_fold` reads from an outer cross-validation, for a re-run that needs one
+    held-out fold only (the nested SE's pairs of folds): a cross-validation over all outer folds
+    would fit every candidate K - 1 times to use one of them. A likelihood candidate's fit on
+    *X_train* is the all-rows fit its inner cross-validation has just made (the same problem on
+    the same array, which a GLM refit takes: ``engines.glm._cv_fit``). Candidates this fold's
+    procedure *failed* get NaN, as there. Returns what :func:`_held_out_fold` returns (no
+    candidate is listed as refitted: every one is).
+    """
+    X_test, offset = state.design.X[test], _rows_offset(state.response, test)
+    columns, entries = [], []
+    for j, candidate in enumerate(state.candidates.everything):
+        if failed[j]:
+            columns.append(None)
+            continue
+        predicted, notes = _refit_predict(family, X_train, sub, candidate, state.ridge, X_test,
+                                          offset)
+        columns.append(predicted)
+        entries.extend(notes)
+    shape = next((c.shape for c in columns if c is not None), (len(test),))
+    predictions = np.stack([np.full(shape, np.nan) if c is None else c for c in columns], axis=1)
+    finite = np.isfinite(predictions).reshape(len(test), len(columns), -1)
+    return predictions, ~finite.all(axis=(0, 2)), [], entries
+
+
 def _training_criteria(state: FitState, family, train: np.ndarray, X_train: np.ndarray,
                        response: EncodedResponse, failed: np.ndarray) -> dict | None:
     """AICc and BIC of the pool's candidates refitted on an outer fold's *train* rows, as the
@@ -402,14 +432,16 @@ def _inner_outputs(state: FitState, sub: EncodedResponse, train: np.ndarray, X_t
     return draws, outputs, family
 
 
-def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray, k: int,
+def _outer_fold(state: FitState, outside: EngineOutput | None, outer_folds: np.ndarray, k: int,
                 seeds: list, train: np.ndarray | None = None) -> _OuterFold:
     """The procedure re-run on outer fold *k*'s training rows, and its held-out predictions.
 
     The fit's weight stage is repeated as it ran: one inner fold draw per seed in *seeds*
     (``cv_repeats``) and the fit's shrinkage, so the honest risk is that of the procedure used.
     The separation ridges are chosen on the training rows (:func:`cross_validate_draws`), and
-    the held-out predictions use them (:func:`_held_out_fold`).
+    the held-out predictions use them: read from *outside*, the cross-validation over the outer
+    folds (:func:`_held_out_fold`), or, where *outside* is None, from refits of every candidate
+    on the training rows (:func:`_held_out_refits`).
     """
     train = np.flatnonzero(outer_folds != k) if train is None else train
     test = np.flatnonzero(outer_folds == k)
@@ -419,8 +451,12 @@ def _outer_fold(state: FitState, outside: EngineOutput, outer_folds: np.ndarray,
     X_train = state.design.X[train]
     draws, outputs, family = _inner_outputs(state, sub, train, X_train, seeds)
     failed = np.logical_or.reduce([out.failed for out in outputs])
-    held_out, unfit, refitted, entries = _held_out_fold(state, family, outside, train, test,
-                                                        failed)
+    if outside is None:
+        held_out, unfit, refitted, entries = _held_out_refits(state, family, X_train, sub, test,
+                                                              failed)
+    else:
+        held_out, unfit, refitted, entries = _held_out_fold(state, family, outside, train, test,
+                                                            failed)
     outputs = [EngineOutput(out.predictions, out.failed | unfit, out.entries, out.ridges)
                for out in outputs]
     record: list = []
