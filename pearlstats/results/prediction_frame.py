@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, logit
+from scipy.special import expit
 
 from .._lazy import lazy_module
 from ..engines.wide import dense_candidate_columns
@@ -38,27 +38,40 @@ __all__ = ["PredictionResults", "mean_frame"]
 
 def _glm_mean_frame(res: PearlResults, X: np.ndarray, alpha: float,
                     offset: np.ndarray | None, revised: bool) -> pd.DataFrame:
-    """Binomial/Poisson: the averaged mean, its delta-method SE and the link-scale interval."""
+    """Binomial/Poisson: the averaged mean, its delta-method SE and the link-scale interval.
+
+    A binomial mean near 1 is carried with its complement ``sum_j w_j expit(-eta_j)``, so that
+    its logit and slope ``mean (1 - mean)`` keep their digits where the mean rounds to 1 (a
+    linear predictor above about 37): one candidate's interval is then statsmodels' ``eta +-
+    z se_eta`` mapped back, as far out as the floats go.
+    """
     labels = active_labels(res)
-    means, variances = [], []
+    weights = res.weights[labels].to_numpy()
+    binomial = res.family == "binomial"
+    means, complements, variances = [], [], []
     for label in labels:
         XS = dense_candidate_columns(X, columns_of(res, label), label, "get_prediction")
         eta = XS @ res.candidate_params(label).to_numpy()
         if offset is not None:
             eta = eta + offset
-        mu = expit(eta) if res.family == "binomial" else np.exp(eta)
-        slope = mu * (1 - mu) if res.family == "binomial" else mu  # d mu / d eta
+        mu = expit(eta) if binomial else np.exp(eta)
+        complement = expit(-eta) if binomial else None  # 1 - mu, to its last digit
+        slope = mu * complement if binomial else mu  # d mu / d eta
         cov = candidate_cov(res, label)[0].to_numpy()
         means.append(mu)
+        complements.append(complement)
         variances.append(slope**2 * np.sum((XS @ cov) * XS, axis=1))
-    mean, se = combined_mean_se(np.stack(means), np.stack(variances),
-                                res.weights[labels].to_numpy(), revised=revised)
-    link, inverse = (logit, expit) if res.family == "binomial" else (np.log, np.exp)
-    slope = mean * (1 - mean) if res.family == "binomial" else mean
+    mean, se = combined_mean_se(np.stack(means), np.stack(variances), weights, revised=revised)
+    if binomial:
+        complement = weights @ np.stack(complements)
+        link_mean, slope = np.log(mean) - np.log(complement), mean * complement
+    else:
+        link_mean, slope = np.log(mean), mean
+    inverse = expit if binomial else np.exp
     half = stats.norm.ppf(1 - alpha / 2) * se / slope
     return pd.DataFrame({"mean": mean, "mean_se": se,
-                         "mean_ci_lower": inverse(link(mean) - half),
-                         "mean_ci_upper": inverse(link(mean) + half)})
+                         "mean_ci_lower": inverse(link_mean - half),
+                         "mean_ci_upper": inverse(link_mean + half)})
 
 
 def mean_frame(res: PearlResults, X: np.ndarray, index: pd.Index | None, alpha: float,

@@ -79,6 +79,22 @@ def test_glm_mean_columns_equal_statsmodels(family):
         assert list(frame.columns[-2:]) == ["obs_ci_lower", "obs_ci_upper"]
 
 
+def test_binomial_interval_where_the_mean_rounds_to_one_equals_statsmodels():
+    """Far out (eta up to about 80) the mean rounds to 1; the interval is still statsmodels'
+    eta +- z se_eta mapped back (it was NaN: logit(1) and a slope of 0). Tolerance: the
+    coefficients agree to about 1e-8 relative (both fits converge far below it), which moves
+    eta by at most 1e-8 * 80 and so the tail terms expit(-eta) by under 1e-6 relative."""
+    res, new, X, y, _ = _fit("binomial")
+    far = {"x": np.zeros(4), "a": np.column_stack([np.zeros(4), [40.0, 80.0, 120.0, 160.0]])}
+    Xfar = np.column_stack([np.ones(4), far["x"], far["a"]])
+    glm = sm.GLM(y, X, family=sm.families.Binomial()).fit(tol=1e-12)
+    frame = res.get_prediction(far).summary_frame(alpha=0.05)
+    expected = glm.get_prediction(Xfar).summary_frame(alpha=0.05)
+    assert (frame["mean"].to_numpy()[1:] == 1.0).all()  # the case: rounded to 1
+    assert np.isfinite(frame[MEAN].to_numpy()).all()
+    np.testing.assert_allclose(frame[MEAN].to_numpy(), expected[MEAN].to_numpy(), rtol=1e-5)
+
+
 @pytest.mark.parametrize("family", ["poisson", "binomial"])
 def test_a_glm_confidence_interval_request_names_get_prediction(family):
     """predict(interval="confidence") is gaussian only; for a GLM the refusal names
