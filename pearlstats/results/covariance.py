@@ -237,21 +237,72 @@ def averaged_cov(res: PearlResults) -> tuple[pd.DataFrame, float | None]:
     return cached[0].copy(), cached[1]
 
 
-def statsmodels_view(res: PearlResults) -> Any:
+def statsmodels_view(res: PearlResults, r_matrix: Any = None) -> tuple[Any, Any]:
     """A statsmodels ``LikelihoodModelResults`` of the averaged common terms (their
     ``params`` and :func:`averaged_cov`), whose ``t_test``, ``wald_test`` and ``f_test``
-    parse statsmodels' strings and matrices."""
+    parse statsmodels' strings and matrices, and *r_matrix* in the form it takes.
+
+    Terms without an estimate (``params`` NaN: a covariate that a block reproduces) are left
+    out of the view, with their columns of the hypotheses, so that hypotheses about the other
+    terms are tested (their NaN would otherwise reach every ``R b`` and ``R V R'``); a
+    hypothesis that involves one of them is refused by name. A term that is not a common
+    term (a block column, a typo) is refused with the terms that can be tested.
+    """
     from statsmodels.base.model import LikelihoodModelResults
 
     cov, df = averaged_cov(res)
     names = list(cov.index)
-    data = SimpleNamespace(cross_names=names, param_names=names, cov_names=names)
-    model = SimpleNamespace(data=data, exog_names=names)
-    out = LikelihoodModelResults(model, res.params.reindex(names).to_numpy(),
-                                 normalized_cov_params=cov.to_numpy(), scale=1.0)
+    params = res.params.reindex(names).to_numpy()
+    R, q = _constraints(r_matrix, names)
+    known = np.isfinite(params) & np.isfinite(np.diagonal(cov.to_numpy()))
+    if R is not None and not known.all():
+        involved = [name for name, used in zip(names, np.any(R != 0, axis=0)) if used]
+        missing = [name for name in involved if not known[names.index(name)]]
+        if missing:
+            raise OptionError(
+                f"the hypotheses involve {missing}, which have no averaged estimate (a block "
+                "reproduces them: params and cov_params() are NaN there, see the summary's "
+                "note); test the other terms, or a candidate's own coefficients with "
+                "res.candidates[label].t_test(...)")
+        # the columns of the terms left out are 0: the same hypotheses over the others
+        r_matrix = (R[:, known], np.zeros(len(R)) if q is None else q)
+    kept = [name for name, ok in zip(names, known) if ok]
+    data = SimpleNamespace(cross_names=kept, param_names=kept, cov_names=kept)
+    model = SimpleNamespace(data=data, exog_names=kept)
+    out = LikelihoodModelResults(model, params[known],
+                                 normalized_cov_params=cov.to_numpy()[np.ix_(known, known)],
+                                 scale=1.0)
     out.use_t = uses_t(res)
     out.df_resid = df
-    return out
+    return out, r_matrix
+
+
+def _constraints(r_matrix: Any, names: list) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(R, q)`` of statsmodels' hypothesis forms over the terms *names*: a string (patsy's
+    ``linear_constraint``), an ``(R, q)`` tuple, or a matrix (q None); ``(None, None)`` for
+    None."""
+    if r_matrix is None:
+        return None, None
+    if isinstance(r_matrix, str):
+        from patsy import DesignInfo, PatsyError
+
+        try:
+            constraint = DesignInfo(names).linear_constraint(r_matrix)
+        except PatsyError as error:
+            raise OptionError(
+                f"cannot test {r_matrix!r}: {error.message}. The testable terms are the "
+                f"averaged terms in every candidate, {names} (block columns have no averaged "
+                "coefficient: test a candidate's own with res.candidates[label].t_test(...))"
+            ) from None
+        return constraint.coefs, constraint.constants
+    if isinstance(r_matrix, tuple):
+        R, q = r_matrix
+        return np.atleast_2d(np.asarray(R, dtype=float)), np.asarray(q, dtype=float)
+    R = np.atleast_2d(np.asarray(r_matrix, dtype=float))
+    if R.shape[1] != len(names):
+        raise OptionError(f"r_matrix has {R.shape[1]} columns; it needs one per averaged term, "
+                          f"{len(names)}: {names}")
+    return R, None
 
 
 def uses_t(res: PearlResults) -> bool:

@@ -248,7 +248,8 @@ class AveragedTests:
         >>> bool(np.isclose(res.t_test("x = 0").pvalue, res.pvalues["x"]))
         True
         """
-        return covariance.statsmodels_view(self).t_test(r_matrix, use_t=use_t)
+        tested, r_matrix = covariance.statsmodels_view(self, r_matrix)
+        return tested.t_test(r_matrix, use_t=use_t)
 
     def wald_test(self, r_matrix: Any, use_f: bool | None = None, *,
                   scalar: bool = True) -> Any:
@@ -279,7 +280,7 @@ class AveragedTests:
         >>> round(float(test.statistic), 3), round(float(test.pvalue), 4), int(test.df_num)
         (7.77, 0.0011, 2)
         """
-        tested = covariance.statsmodels_view(self)
+        tested, r_matrix = covariance.statsmodels_view(self, r_matrix)
         use_f = tested.use_t if use_f is None else use_f
         return tested.wald_test(r_matrix, use_f=use_f, scalar=scalar)
 
@@ -308,7 +309,8 @@ class AveragedTests:
         >>> bool(np.isclose(test.fvalue, res.tvalues["x"] ** 2))  # one restriction: F = t**2
         True
         """
-        return covariance.statsmodels_view(self).f_test(r_matrix)
+        tested, r_matrix = covariance.statsmodels_view(self, r_matrix)
+        return tested.f_test(r_matrix)
 
     def dispersion(self) -> pd.DataFrame:
         """Pearson's ``X^2 / df`` of each candidate with weight: is a Poisson fit overdispersed?
