@@ -319,3 +319,31 @@ def test_missing_or_mislabelled_cluster_groups_are_refused_by_name():
         res.get_robustcov("cluster", groups=series.rename(index={0: N}))
     with pytest.raises(DataError, match="not a column name"):
         res.get_robustcov("cluster", groups="g")
+
+
+@pytest.mark.parametrize("cov_type", ["HC2", "HC3"])
+def test_a_row_of_leverage_one_leaves_only_its_own_direction_undefined(cov_type):
+    """A dummy that is 1 on one row: that row has leverage 1 (to rounding), its residual is
+    rounding, and HC2/HC3 divide it by 1 - h, also rounding: 0/0. Its score moves only the
+    dummy's coefficient (X'X e_lone = x_i), so the dummy's SE is NaN and every other SE is
+    statsmodels' (which the 0/0 row does not reach). Was a finite number that changed with
+    the seed (0.28-1.7 here; statsmodels' own 0.28-7.0). Tolerance: the rest agree to
+    rounding (1e-8 leaves room for the leverage's cond * eps)."""
+    rng = np.random.default_rng(1)
+    n = 60
+    x, a = rng.normal(size=n), rng.normal(size=(n, 2))
+    lone = np.r_[1.0, np.zeros(n - 1)]
+    y = 1 + x + a[:, 0] + rng.normal(size=n)
+    res = pearl.fit("y ~ x + lone + block(a)", {"y": y, "x": x, "lone": lone, "a": a}, seed=0,
+                    honest=False).get_robustcov(cov_type)
+    table = res.candidate_params()
+    ols = sm.OLS(y, np.column_stack([np.ones(n), x, lone, a])).fit().get_robustcov_results(
+        cov_type)
+    assert np.isnan(table["std err"].to_numpy()[2])
+    others = [0, 1, 3, 4]
+    np.testing.assert_allclose(table["std err"].to_numpy()[others], ols.bse[others], rtol=1e-8)
+    # the averaged terms' joint covariance: the dummy's row and column NaN, the rest finite
+    cov = res.cov_params()
+    assert np.isnan(cov.loc["lone"]).all() and np.isnan(cov["lone"]).all()
+    assert np.isfinite(cov.loc[["Intercept", "x"], ["Intercept", "x"]].to_numpy()).all()
+    assert np.isnan(res.bse["lone"]) and np.isfinite(res.bse[["Intercept", "x"]]).all()

@@ -324,6 +324,10 @@ class MeatSums:
         Where each candidate's block of z starts and ends.
     blocks_only : bool
         Whether the cross-candidate blocks of *gram* are left out.
+    undefined : ndarray of bool (D,) or None
+        HC2/HC3: the coordinates of z along which a row of leverage 1 moves its candidate's
+        estimate (:func:`row_meat`): there the row's scaled residual is 0/0, and the
+        sandwich's rows and columns are NaN (None: none).
     """
 
     gram: np.ndarray
@@ -334,6 +338,7 @@ class MeatSums:
     cross: np.ndarray | None
     edges: np.ndarray
     blocks_only: bool = False
+    undefined: np.ndarray | None = None
 
     def __add__(self, other: MeatSums) -> MeatSums:
         gram = self.gram + other.gram
@@ -343,10 +348,12 @@ class MeatSums:
             gram = gram + _boundary(self.tail, other.head, self.kernel, self._only)
             head = np.vstack([self.head, other.head])[:L]
             tail = np.vstack([self.tail, other.tail])[-L:]
+        undefined = (other.undefined if self.undefined is None else self.undefined
+                     if other.undefined is None else self.undefined | other.undefined)
         return MeatSums(gram, None if self.groups is None else self.groups + other.groups,
                         head, tail, self.kernel,
                         None if self.cross is None else self.cross + other.cross,
-                        self.edges, self.blocks_only)
+                        self.edges, self.blocks_only, undefined)
 
     __iadd__ = __add__
 
@@ -373,34 +380,61 @@ def _leverage(X: np.ndarray, columns: Sequence[np.ndarray], breads: Sequence[np.
     return h
 
 
+# A leverage this close to 1 is 1 to rounding (h carries about cond * eps of error): the row
+# alone determines a direction of its candidate's estimate, its residual is rounding, and
+# HC2/HC3's residual / (1 - h)^a is 0/0. Beyond sqrt(eps) the ratio keeps about half its digits.
+LEVERAGE_ONE = float(np.sqrt(np.finfo(float).eps))
+
+
 def _row_factors(kind: str, spec: CovSpec, X: np.ndarray, y: np.ndarray, eta: np.ndarray,
                  weights: np.ndarray | None, weight_type: str | None,
                  columns: Sequence[np.ndarray], breads: Sequence[np.ndarray] | None):
-    """``(r, e)``: each row's factor of each candidate's score (``z = r x``) and residuals
-    (nonrobust: Pearson residuals, the residuals for gaussian)."""
+    """``(r, e, alone)``: each row's factor of each candidate's score (``z = r x``), the
+    residuals (nonrobust: Pearson residuals, the residuals for gaussian) and, HC2/HC3, the
+    (row, candidate) pairs of leverage 1 (None otherwise), whose factor is 0 here."""
     mu = mean_of(kind, eta)
     w = np.ones(len(y)) if weights is None else weights
     if not spec.robust:  # the information: sqrt(w V(mu)) x (gaussian: scaled later)
         V = np.ones_like(mu) if kind == "gaussian" else variance_of(kind, mu)
-        return np.sqrt(w[:, None] * V), pearson_residuals(kind, y[:, None], mu)
+        return np.sqrt(w[:, None] * V), pearson_residuals(kind, y[:, None], mu), None
     e = y[:, None] - mu
     frequency = weight_type == "frequency"
     # a frequency weight f is f rows: f e^2 in a row's own product, f e in a group's sum
     a = np.sqrt(w) if frequency and spec.cov_type != "cluster" else w
     r = a[:, None] * e
+    alone = None
     if spec.cov_type in ("HC2", "HC3"):
         q = np.ones_like(mu) if kind == "gaussian" else variance_of(kind, mu)
         if weight_type == "variance":
             q = q * w[:, None]
         h = _leverage(X, columns, breads, q)
-        # A leverage of 1 or more (a row that fits itself, e.g. frequency weights counting
-        # fewer observations than the candidate's coefficients) leaves no residual to scale:
-        # NaN, as for the classical SEs there (statsmodels' df_resid <= 0), not a numpy
-        # warning and a negative or infinite factor.
+        # A leverage of 1 (a row that alone determines a direction of the estimate: a dummy
+        # of one row, or frequency weights counting fewer observations than coefficients)
+        # leaves no residual to scale. Its score only moves the estimate along
+        # bread x_i (X'X e = x_i for such a dummy's e), so the row is left out here and
+        # row_meat marks that direction undefined: the other coefficients keep their SEs
+        # (deleting the row leaves them unchanged), that direction's are NaN, not the
+        # arbitrary finite number rounding gives (statsmodels').
+        alone = h >= 1.0 - LEVERAGE_ONE
         with np.errstate(invalid="ignore", divide="ignore"):
             scaled = r / (1.0 - h) ** (0.5 if spec.cov_type == "HC2" else 1.0)
-        r = np.where(h < 1.0, scaled, np.nan)
-    return r, e
+        r = np.where(alone, 0.0, scaled)
+    return r, e, alone
+
+
+def _undefined_directions(X: np.ndarray, columns: Sequence[np.ndarray], alone: np.ndarray,
+                          maps: Sequence[np.ndarray], edges: np.ndarray) -> np.ndarray | None:
+    """The coordinates of the stacked z that rows of leverage 1 move: ``x_iS' M_j`` of each
+    such (row i, candidate j), with *maps* the breads (or the projections, bread included),
+    nonzero beyond rounding (1e-6 of its largest entry)."""
+    if alone is None or not alone.any():
+        return None
+    undefined = np.zeros(int(edges[-1]), dtype=bool)
+    for j, (S, M) in enumerate(zip(columns, maps)):
+        for i in np.flatnonzero(alone[:, j]):
+            direction = np.abs(X[i, S] @ M)
+            undefined[edges[j]:edges[j + 1]] |= direction > 1e-6 * direction.max()
+    return undefined
 
 
 def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarray],
@@ -440,7 +474,7 @@ def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
     eta = X @ B
     if offset is not None:
         eta += offset[:, None]
-    r, e = _row_factors(kind, spec, X, y, eta, weights, weight_type, columns, breads)
+    r, e, alone = _row_factors(kind, spec, X, y, eta, weights, weight_type, columns, breads)
     parts = [X[:, S] * r[:, [j]] for j, S in enumerate(columns)]
     if project is not None:
         parts = [part @ P for part, P in zip(parts, project)]
@@ -458,8 +492,10 @@ def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
         w = np.ones(len(y)) if weights is None else weights
         cross = (e * w[:, None]).T @ e
     L = len(kernel)
+    undefined = _undefined_directions(X, columns, alone,
+                                      breads if project is None else project, edges)
     return MeatSums(gram, sums, Z[:L], Z[max(len(Z) - L, 0):] if L else Z[:0], kernel, cross,
-                    edges, blocks_only)
+                    edges, blocks_only, undefined)
 
 
 def chunk_meat(kind: str, X: np.ndarray | ColumnStack, y: np.ndarray,
@@ -525,5 +561,22 @@ def sandwich(meat: MeatSums, factors: np.ndarray,
     without (projected scores, the breads already in them): ``sum_jk factors[j, k] M_jk``."""
     J = len(meat.edges) - 1
     if breads is not None:
-        return [factors[j, j] * (breads[j] @ meat.block(j, j) @ breads[j]) for j in range(J)]
-    return sum(factors[j, k] * meat.block(j, k) for j in range(J) for k in range(J))
+        covs = [factors[j, j] * (breads[j] @ meat.block(j, j) @ breads[j]) for j in range(J)]
+        return [_nan_where_undefined(cov, meat, j) for j, cov in enumerate(covs)]
+    joint = sum(factors[j, k] * meat.block(j, k) for j in range(J) for k in range(J))
+    for j in range(J):
+        joint = _nan_where_undefined(joint, meat, j)
+    return joint
+
+
+def _nan_where_undefined(cov: np.ndarray, meat: MeatSums, j: int) -> np.ndarray:
+    """*cov* with NaN rows and columns along candidate j's undefined coordinates."""
+    if meat.undefined is None:
+        return cov
+    undefined = meat.undefined[meat.edges[j]:meat.edges[j + 1]]
+    if not undefined.any():
+        return cov
+    cov = np.array(cov, dtype=float)
+    cov[undefined, :] = np.nan
+    cov[:, undefined] = np.nan
+    return cov
