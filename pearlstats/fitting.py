@@ -56,6 +56,7 @@ from .inference.robust import (
     check_cov_names,
     check_scale,
     cov_type_name,
+    refuse_hac_frequency,
     refuse_scale_family,
 )
 from .observation_weights import (
@@ -588,6 +589,7 @@ def fit(
     groups = check_groups(groups, rule.kind, fold_column_names(data), data)
     cov_type = cov_type_name(cov_type)
     _refuse_robust_early(cov_type, family_.name, downstream)
+    refuse_hac_frequency(cov_type, weight_type if weights is not None else None)
     scale = _check_scale_early(scale, cov_type, family_.name, downstream)
     options = _Options(
         missing=check_choice("missing", missing, {"raise": "report rows with NaN/inf",

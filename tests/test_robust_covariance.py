@@ -347,3 +347,36 @@ def test_a_row_of_leverage_one_leaves_only_its_own_direction_undefined(cov_type)
     assert np.isnan(cov.loc["lone"]).all() and np.isnan(cov["lone"]).all()
     assert np.isfinite(cov.loc[["Intercept", "x"], ["Intercept", "x"]].to_numpy()).all()
     assert np.isnan(res.bse["lone"]) and np.isfinite(res.bse[["Intercept", "x"]]).all()
+
+
+def test_hac_with_frequency_weights_is_refused_where_it_is_asked_for(monkeypatch):
+    """Refused at fit before any fitting (it was accepted, and bse or the summary failed or
+    said nothing later) and at get_robustcov."""
+    rng = np.random.default_rng(0)
+    n = 40
+    data = {"y": rng.normal(size=n), "x": rng.normal(size=n), "a": rng.normal(size=(n, 2))}
+    weights = rng.integers(1, 4, size=n).astype(float)
+    import pearlstats.fitting as fitting
+
+    def no_fitting(*args, **kwargs):
+        raise AssertionError("fitted before refusing")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(fitting, "_fit_in_memory", no_fitting)
+        with pytest.raises(OptionError, match="cov_type='HAC' with frequency weights"):
+            pearl.fit("y ~ x + block(a)", data, weights=weights, weight_type="frequency",
+                      cov_type="HAC", cov_kwds={"maxlags": 1}, seed=0, honest=False)
+    res = pearl.fit("y ~ x + block(a)", data, weights=weights, weight_type="frequency",
+                    seed=0, honest=False)
+    with pytest.raises(OptionError, match="cov_type='HAC' with frequency weights"):
+        res.get_robustcov("HAC", maxlags=1)
+    varied = pearl.fit("y ~ x + block(a)", data, weights=weights, weight_type="variance",
+                       seed=0, honest=False)
+    assert np.isfinite(varied.get_robustcov("HAC", maxlags=1).bse).all()
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, float("nan"), "0.05"])
+def test_candidate_params_refuses_a_level_outside_zero_one(alpha):
+    res = pearl.datasets.example_fit()
+    with pytest.raises(OptionError, match="strictly between 0 and 1"):
+        res.candidate_params(alpha=alpha)

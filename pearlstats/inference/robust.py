@@ -57,8 +57,8 @@ from ..engines.moments import chunk_columns
 from ..exceptions import DataError, OptionError
 
 __all__ = ["COV_TYPES", "CovSpec", "MeatSums", "check_cov_names", "check_scale", "chunk_meat",
-           "cov_spec", "cov_type_name", "corrections", "refuse_scale_family", "row_meat",
-           "sandwich"]
+           "cov_spec", "cov_type_name", "corrections", "refuse_hac_frequency",
+           "refuse_scale_family", "row_meat", "sandwich"]
 
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC")
 _KEYWORDS = {"nonrobust": (), "HC0": (), "HC1": (), "HC2": (), "HC3": (),
@@ -498,6 +498,14 @@ def row_meat(kind: str, X: np.ndarray, y: np.ndarray, columns: Sequence[np.ndarr
                     edges, blocks_only, undefined)
 
 
+def refuse_hac_frequency(cov_type: str, weight_type: str | None) -> None:
+    """Refuse ``cov_type="HAC"`` with frequency weights, naming why and what would do."""
+    if cov_type == "HAC" and weight_type == "frequency":
+        raise OptionError("cov_type='HAC' with frequency weights: a row with weight f stands "
+                          "for f rows at one time point, which has no lag structure; use "
+                          "variance weights or expand the rows")
+
+
 def chunk_meat(kind: str, X: np.ndarray | ColumnStack, y: np.ndarray,
                columns: Sequence[np.ndarray], B: np.ndarray, spec: CovSpec,
                offset: np.ndarray | None = None, weights: np.ndarray | None = None,
@@ -508,10 +516,7 @@ def chunk_meat(kind: str, X: np.ndarray | ColumnStack, y: np.ndarray,
 
     *used* are the design columns *columns* and *B*'s rows refer to (all when None).
     """
-    if spec.cov_type == "HAC" and weight_type == "frequency":
-        raise OptionError("cov_type='HAC' with frequency weights: a row with weight f stands "
-                          "for f rows at one time point, which has no lag structure; use "
-                          "variance weights or expand the rows")
+    refuse_hac_frequency(spec.cov_type, weight_type)
     width = int(sum(len(S) for S in columns)) + (0 if used is None else used.size)
 
     def one(rows: slice) -> MeatSums:

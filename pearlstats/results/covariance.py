@@ -48,7 +48,14 @@ import pandas as pd
 
 from ..exceptions import OptionError
 from ..inference.refit_sums import FAMILIES, chunk_refit_sums, stack_columns
-from ..inference.robust import CovSpec, chunk_meat, corrections, refuse_scale_family, sandwich
+from ..inference.robust import (
+    CovSpec,
+    chunk_meat,
+    corrections,
+    refuse_hac_frequency,
+    refuse_scale_family,
+    sandwich,
+)
 from ..inference.sums_refit import bread_of, refits_from_sums
 from .averaging import _columns as columns_of
 from .averaging import active_labels, candidate_ridge, common_terms, sums_apply, unidentified
@@ -76,6 +83,8 @@ def check_robust_supported(res: PearlResults, spec: CovSpec) -> None:
             "does not have them (multinomial, sparse or wide blocks, a downstream network): "
             "use cov_type='nonrobust', and refit a candidate in statsmodels with the "
             "covariance you want, e.g. res.candidates[label].model.fit(cov_type='HC0')")
+    if spec.cov_type == "HAC":
+        refuse_hac_frequency(spec.cov_type, _weight_type(res))
 
 
 def _check_scale_supported(res: PearlResults, spec: CovSpec) -> None:

@@ -26,6 +26,7 @@ from .._warnings import warn
 from ..engines._common import ridge_penalty_weights
 from ..engines.wide import candidate_exog
 from ..exceptions import CandidateFailureWarning, OptionError, UnknownCandidateError
+from ..inference._checks import _check_alpha
 from . import averaging
 
 __all__ = ["CandidateRefits"]
@@ -133,6 +134,7 @@ class CandidateRefits:
         >>> list(table.columns), list(table.index.names)
         (['weight', 'coef', 'std err', 'lower', 'upper'], ['candidate', 'term'])
         """
+        _check_alpha(alpha)
         if label is None or (not isinstance(label, str) and isinstance(label, Sequence)):
             labels = None if label is None else [self._find(one).label for one in label]
             return averaging.candidate_coefficients(self, labels, alpha)
