@@ -127,6 +127,9 @@ def _values(name: str, values, n: int, index: pd.Index | None,
 def _positive(name: str, array: np.ndarray, what: str, index: pd.Index | None) -> None:
     bad = np.flatnonzero(array <= 0)
     if bad.size:
+        negative = np.flatnonzero(array < 0)
+        if negative.size:  # no row can carry a negative count or inverse variance
+            bad, what = negative, "a negative value has no meaning here; correct those rows"
         raise DataError(f"{name}= must be > 0; it is {array[bad[0]]:g} at "
                         f"{format_positions(bad, labels=index)} ({what})")
 

@@ -110,3 +110,16 @@ def test_a_missing_covariate_lists_the_data_columns_closest_first():
     x2 = np.linspace(0, 1, 40)  # noqa: F841 (read by the formula)
     res = pearl.fit("y ~ x2 + block(a)", data, seed=0)
     assert "x2" in res.params.index.get_level_values(-1)
+
+
+def test_a_negative_weight_is_named_as_such_not_as_a_zero_to_drop():
+    rng = np.random.default_rng(0)
+    n = 30
+    data = {"y": rng.normal(size=n), "a": rng.normal(size=(n, 2))}
+    weights = np.ones(n)
+    weights[[3, 7]] = [0.0, -1.0]
+    with pytest.raises(pearl.DataError, match=r"it is -1 at .*7.*negative value has no"):
+        pearl.fit("y ~ block(a)", data, weights=weights, weight_type="variance", seed=0)
+    weights[7] = 1.0
+    with pytest.raises(pearl.DataError, match=r"it is 0 at .*3.*drop the rows of weight 0"):
+        pearl.fit("y ~ block(a)", data, weights=weights, weight_type="variance", seed=0)

@@ -241,7 +241,8 @@ def _check_finite_columns(frame: pd.DataFrame, columns, what: str) -> None:
             raise MissingValueError(
                 f"{what} {column!r} has missing or infinite values at "
                 f"{format_positions(bad, labels=frame.index)}; "
-                "remove or impute them (or drop those rows: missing='drop' in fit or evaluate)"
+                "remove or impute them (pearl.fit and res.evaluate drop such rows with "
+                "missing='drop'; a prediction needs every row complete)"
             )
 
 
