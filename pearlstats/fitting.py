@@ -391,8 +391,9 @@ def fit(
         the test risk at small n; ``"nested"`` (or ``NestedSE(repeats=R)``,
         default R = 50) is the nested cross-validation of Bates, Hastie &
         Tibshirani (2023), with a bias-corrected risk (:mod:`pearlstats.honest_se`).
-        It costs about 3R times ``res.honest`` for 5 outer folds (R = 5: 12-15x,
-        0.35-0.50 CPU-s at n = 100 with 7-31 candidates); not available
+        It costs about 2R-3R times ``res.honest`` for 5 outer folds (R = 5: 8-15x;
+        0.5 CPU-s at n = 100 with 7 gaussian candidates, 3 CPU-s for 7 logistic ones
+        at n = 150); not available
         for dask data, fold labels given as ``cv=``, a splitter object, ``groups=``,
         observation weights or ``honest`` below 3.
     separation : {"ridge", "drop", "raise"}, default "ridge"
