@@ -288,6 +288,7 @@ def test_the_from_scikit_learn_page_runs_as_written():
     for number, block in enumerate(blocks, start=1):
         exec(compile(block, f"docs/sklearn.md python block {number}", "exec"), namespace)
     assert namespace["grid"].best_params_["pearl__serum__n_components"] in (1, 2, 4)
+    assert namespace["search"].best_params_["pca__n_components"] in (2, 4, 6)
 
 
 def test_the_from_r_page_runs_as_written():
