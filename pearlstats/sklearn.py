@@ -153,6 +153,21 @@ class _PearlEstimator(BaseEstimator):
             self.blocks = blocks
         return super().set_params(**params)
 
+    def _get_params_html(self, deep: bool = True, *args: Any, **kwargs: Any) -> Any:
+        """The parameter table of scikit-learn's HTML repr: the constructor's arguments.
+
+        scikit-learn asks an estimator that is not a composite for its deep parameters,
+        which would list a learner block twice (in ``blocks`` and as ``kpca``) and every
+        one of its parameters (``kpca__gamma``) as set by the user: they are not
+        arguments of this constructor, so they have no default here. ``get_params``
+        keeps them (``GridSearchCV`` and ``clone`` read it); only the table leaves them
+        out, and the deprecated ``seed`` while it is not given.
+        """
+        params = super()._get_params_html(False, *args, **kwargs)
+        if _is_unset(self.seed):
+            params.pop("seed", None)  # a ParamsDict is a UserDict; seed is not user-set here
+        return params
+
     def _learner_blocks(self) -> dict[str, Any]:
         """Learner blocks by name; one named like a parameter is left out (``fit`` refuses
         it), so that ``get_params``/``set_params`` keep meaning the parameter."""

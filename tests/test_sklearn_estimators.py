@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -288,6 +289,7 @@ def test_the_from_scikit_learn_page_runs_as_written():
     for number, block in enumerate(blocks, start=1):
         exec(compile(block, f"docs/sklearn.md python block {number}", "exec"), namespace)
     assert namespace["grid"].best_params_["pearl__serum__n_components"] in (1, 2, 4)
+    assert namespace["search"].best_params_["pca__n_components"] in (2, 4, 6)
 
 
 def test_the_from_r_page_runs_as_written():
@@ -438,3 +440,29 @@ def test_weights_that_leave_one_class_or_one_row_say_so():
     X, y = load_diabetes(return_X_y=True)
     with pytest.raises(DataError, match="sample_weight is positive on 1 row"):
         PearlRegressor(honest=False).fit(X, y, sample_weight=np.r_[1.0, np.zeros(len(y) - 1)])
+
+
+def _html_parameters(estimator) -> dict[str, bool]:
+    """The parameter table of scikit-learn's HTML repr: name -> shown as set by the user."""
+    html = estimator._repr_html_()
+    # one <tr> per parameter; the name cell may hold a link to the documentation
+    rows = re.findall(r'<tr class="([^"]*)">((?:(?!</tr>).)*?)<td class="param">(.*?)</td>',
+                      html, flags=re.S)
+    return {re.sub(r"<[^>]+>", "", name).strip(): "user-set" in cls for cls, _, name in rows}
+
+
+def test_html_repr_lists_the_constructor_arguments_a_user_set():
+    learner = pearl.KernelPCA(2, seed=0)
+    model = PearlRegressor({"a": [0, 1], "kpca": (learner, [2, 3])}, random_state=0)
+    table = _html_parameters(model)
+    # the constructor's arguments, each once (the learner is inside blocks), but the
+    # deprecated seed that was not given
+    assert set(table) == set(PearlRegressor._get_param_names()) - {"seed"}
+    assert {name for name, user_set in table.items() if user_set} == {"blocks", "random_state"}
+    # get_params still has the learner's parameters (GridSearchCV, clone) and seed (clone)
+    params = model.get_params()
+    assert params["kpca"] is learner and params["kpca__n_components"] == 2
+    assert params["seed"] == "deprecated"
+    # a seed given is shown, as set by the user
+    table = _html_parameters(PearlClassifier(seed=3))
+    assert table["seed"] is True and not any(table[name] for name in table if name != "seed")

@@ -63,13 +63,21 @@ class FunctionLearner(LearnerParams):
         # the function by its name, then what else was given (columns=)
         return self._repr(getattr(self.func, "__name__", repr(self.func)), exclude=("func",))
 
-    def fit(self, X: Any) -> FunctionLearner:
+    def __sklearn_is_fitted__(self) -> bool:
+        # nothing is learned, so it is always ready (scikit-learn's FunctionTransformer too):
+        # a Pipeline ending in it may transform without a fit
+        return True
+
+    def fit(self, X: Any, y: Any = None) -> FunctionLearner:
         """Nothing to learn; returns the learner.
 
         Parameters
         ----------
         X : any
             Ignored: there is nothing to learn.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -97,6 +105,36 @@ class FunctionLearner(LearnerParams):
                [9.]])
         """
         return self.func(X)
+
+    def fit_transform(self, X: Any, y: Any = None) -> Any:
+        """``func(X)`` (there is nothing to fit).
+
+        Parameters
+        ----------
+        X : DataFrame
+            The learner's columns of the rows.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
+
+        Examples
+        --------
+        >>> import pandas as pd, pearlstats as pearl
+        >>> pearl.FunctionLearner(lambda frame: frame.to_numpy() + 1).fit_transform(
+        ...     pd.DataFrame({"x": [1.0, 3.0]}))
+        array([[2.],
+               [4.]])
+        """
+        return self.fit(X).transform(X)
+
+    def _output_width(self) -> int:
+        # func's width is seen only in its output (fit does not call it: fit(None) is allowed),
+        # and scikit-learn's FunctionTransformer has no names without feature_names_out either
+        raise BlockError(
+            "FunctionLearner cannot name its output columns: their number is known only from "
+            "what func returns; set_output(transform='pandas') gives a DataFrame whose columns "
+            "are functionlearner[0], functionlearner[1], ..."
+        )
 
 
 class Representations:

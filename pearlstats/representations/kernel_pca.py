@@ -209,7 +209,7 @@ class KernelPCA(LearnerParams):
 
     # ------------------------------------------------------------------ fitting
     @transactional
-    def fit(self, X: Any) -> KernelPCA:
+    def fit(self, X: Any, y: Any = None) -> KernelPCA:
         """Learn the top kernel principal components of the rows of ``X``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -218,6 +218,9 @@ class KernelPCA(LearnerParams):
         ----------
         X : array_like or DataFrame (n_rows, n_features)
             Numeric input rows.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -441,13 +444,16 @@ class KernelPCA(LearnerParams):
             out[rows] = block
         return out
 
-    def fit_transform(self, X: Any) -> np.ndarray:
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``.
 
         Parameters
         ----------
         X : array_like or DataFrame (n_rows, n_features)
             Numeric input rows.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------

@@ -93,7 +93,7 @@ class PCA(LearnerParams):
         return self._repr(n_components=self.n_components, standardize=self.standardize)
 
     @transactional
-    def fit(self, X: Any) -> PCA:
+    def fit(self, X: Any, y: Any = None) -> PCA:
         """Learn the principal axes from the rows of ``X`` (n_rows x n_features).
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -102,6 +102,9 @@ class PCA(LearnerParams):
         ----------
         X : array_like or DataFrame (n_rows, n_features)
             Numeric input rows.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -170,13 +173,16 @@ class PCA(LearnerParams):
         Z = self.scaler_(X) if self.standardize else X
         return (Z - self.mean_) @ self.components_.T
 
-    def fit_transform(self, X: Any) -> np.ndarray:
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``.
 
         Parameters
         ----------
         X : array_like or DataFrame (n_rows, n_features)
             Numeric input rows.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -224,14 +230,25 @@ class Raw(LearnerParams):
     def __repr__(self):
         return self._repr(standardize=self.standardize)
 
+    def _output_names(self, width: int, input_features: list | None) -> list[str]:
+        # The block's columns are the inputs themselves, so they keep the inputs' names, as a
+        # DataFrame block's columns do in pearlstats' tables (a block raw of columns age and
+        # bmi has raw[age], raw[bmi]); raw[0], raw[1], ... for an array.
+        labels = (input_features if input_features is not None
+                  else getattr(self, "feature_names_in_", None))
+        return [f"raw[{label}]" for label in (range(width) if labels is None else labels)]
+
     @transactional
-    def fit(self, X: Any) -> Raw:
+    def fit(self, X: Any, y: Any = None) -> Raw:
         """Record the number of columns and, with ``standardize``, their means and scales.
 
         Parameters
         ----------
         X : array_like or DataFrame (n_rows, n_features)
             Numeric input rows.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -269,13 +286,16 @@ class Raw(LearnerParams):
         check_width(X, self.n_features_in_, "Raw")
         return self.scaler_(X) if self.standardize else X.copy()
 
-    def fit_transform(self, X: Any) -> np.ndarray:
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``.
 
         Parameters
         ----------
         X : array_like or DataFrame (n_rows, n_features)
             Numeric input rows.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------

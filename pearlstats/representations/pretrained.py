@@ -219,7 +219,7 @@ class PretrainedVectors(TextLearner):
         return clone
 
     @transactional
-    def fit(self, documents: Any = None) -> PretrainedVectors:
+    def fit(self, documents: Any = None, y: Any = None) -> PretrainedVectors:
         """Load the vectors (the documents are only checked).
 
         Warns (:class:`~pearlstats.exceptions.UnknownTokensWarning`) when more than
@@ -230,6 +230,9 @@ class PretrainedVectors(TextLearner):
         ----------
         documents : list of str, optional
             Documents to check against the vectors' vocabulary (nothing is learned).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -292,13 +295,16 @@ class PretrainedVectors(TextLearner):
         check_fitted(self, "vectors_")
         return mean_word_vectors(self._tokens(documents), self.vectors_)
 
-    def fit_transform(self, documents: Any) -> np.ndarray:
+    def fit_transform(self, documents: Any, y: Any = None) -> np.ndarray:
         """``fit(documents)`` then ``transform(documents)``.
 
         Parameters
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------

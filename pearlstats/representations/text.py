@@ -193,7 +193,7 @@ class BagOfWords(TextLearner):
         return [self.dictionary_[i] for i in range(len(self.dictionary_))]
 
     @transactional
-    def fit(self, documents: Any) -> BagOfWords:
+    def fit(self, documents: Any, y: Any = None) -> BagOfWords:
         """Learn the vocabulary of ``documents`` (a list of strings).
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -202,6 +202,9 @@ class BagOfWords(TextLearner):
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -251,13 +254,16 @@ class BagOfWords(TextLearner):
             [self.dictionary_.doc2bow(t) for t in self._tokens(documents)], self.output_dim_
         )
 
-    def fit_transform(self, documents: Any) -> sp.csr_matrix:
+    def fit_transform(self, documents: Any, y: Any = None) -> sp.csr_matrix:
         """``fit(documents)`` then ``transform(documents)``.
 
         Parameters
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -320,7 +326,7 @@ class TfIdf(BagOfWords):
         self.normalize = normalize
 
     @transactional
-    def fit(self, documents: Any) -> TfIdf:
+    def fit(self, documents: Any, y: Any = None) -> TfIdf:
         """Learn the vocabulary and the inverse document frequencies of ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -329,6 +335,9 @@ class TfIdf(BagOfWords):
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -432,7 +441,7 @@ class LSI(TextLearner):
         return self._repr(n_components=self.n_components)
 
     @transactional
-    def fit(self, documents: Any) -> LSI:
+    def fit(self, documents: Any, y: Any = None) -> LSI:
         """Learn TF-IDF weights and the top singular directions of the TF-IDF matrix.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -441,6 +450,9 @@ class LSI(TextLearner):
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -509,13 +521,16 @@ class LSI(TextLearner):
         check_fitted(self, "components_")
         return np.asarray(self.tfidf_.transform(documents) @ self.components_)
 
-    def fit_transform(self, documents: Any) -> np.ndarray:
+    def fit_transform(self, documents: Any, y: Any = None) -> np.ndarray:
         """``fit(documents)`` then ``transform(documents)``.
 
         Parameters
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------

@@ -162,7 +162,7 @@ class _GensimLearner(TextLearner):
         return {"seed": seed, "workers": workers, "vector_size": self.vector_size, **self.options}
 
     @transactional
-    def fit(self, documents: Any) -> Self:
+    def fit(self, documents: Any, y: Any = None) -> Self:
         """Train the gensim model (word vectors, or Doc2Vec) on the tokenised ``documents``.
 
         If ``fit`` raises, the learner keeps its previous fit (or stays unfitted).
@@ -171,6 +171,9 @@ class _GensimLearner(TextLearner):
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -189,13 +192,16 @@ class _GensimLearner(TextLearner):
         """Train the gensim model with *settings* and keep what ``transform`` needs."""
         raise NotImplementedError
 
-    def fit_transform(self, documents: Any) -> np.ndarray:
+    def fit_transform(self, documents: Any, y: Any = None) -> np.ndarray:
         """``fit(documents)`` then ``transform(documents)``.
 
         Parameters
         ----------
         documents : list of str
             The documents (one string per row).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------

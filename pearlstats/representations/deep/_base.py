@@ -101,7 +101,7 @@ class DeepLearner(LearnerParams):
 
     # ----------------------------------------------------------------- public API
     @transactional
-    def fit(self, X: Any) -> Self:
+    def fit(self, X: Any, y: Any = None) -> Self:
         """Train on the rows of ``X`` (2-D flattened, 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``).
 
         If ``fit`` raises (bad input, divergence, an interrupt), the learner keeps its
@@ -111,6 +111,9 @@ class DeepLearner(LearnerParams):
         ----------
         X : array_like
             Training rows: 2-D (flattened), 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -140,6 +143,7 @@ class DeepLearner(LearnerParams):
             self.loss_history_ = self._train(torch, network, data, device, generator)
         self._check_weights(torch, network)
         self._net, self.device_ = network.eval(), str(device)
+        self.output_dim_ = self.latent_dim  # the block's width (get_feature_names_out)
         return self
 
     def _check_weights(self, torch, network):
@@ -181,13 +185,16 @@ class DeepLearner(LearnerParams):
             ]
         return torch.cat(parts).double().numpy()
 
-    def fit_transform(self, X: Any) -> np.ndarray:
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``.
 
         Parameters
         ----------
         X : array_like
             Training rows: 2-D (flattened), 3-D ``(n, h, w)`` or 4-D ``(n, c, h, w)``.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------

@@ -128,7 +128,7 @@ class SentenceEncoder(LearnerParams):
             )
 
     @transactional
-    def fit(self, X: Any = None) -> SentenceEncoder:
+    def fit(self, X: Any = None, y: Any = None) -> SentenceEncoder:
         """Load the model (no training); ``X``, if given, is checked to be a column of strings.
 
         If ``fit`` raises, the learner keeps its previous state.
@@ -137,6 +137,9 @@ class SentenceEncoder(LearnerParams):
         ----------
         X : list of str, optional
             Texts to check (nothing is learned).
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
@@ -210,13 +213,16 @@ class SentenceEncoder(LearnerParams):
                 parts.append(pooled.cpu())
         return torch.cat(parts).double().numpy()
 
-    def fit_transform(self, X: Any) -> np.ndarray:
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """``fit(X)`` then ``transform(X)``.
 
         Parameters
         ----------
         X : list of str or one column of strings
             The texts to embed.
+        y : None
+            Ignored; accepted so that the learner can be a step of a scikit-learn
+            ``Pipeline`` (which passes the response to every step).
 
         Examples
         --------
