@@ -90,6 +90,22 @@ class Splits:
         return all(len(train) and train.max() < np.flatnonzero(self.folds == k).min()
                    for k, train in enumerate(self.train))
 
+    @property
+    def gap(self) -> int:
+        """Rows left out between a split's last training row and its first test row: the fewest
+        over the splits (``TimeSeriesSplit``'s ``gap``; 0 where a split trains up to its test
+        rows). Read from the splits, so a splitter of one's own that leaves rows out there has
+        one too. Only meaningful when :attr:`time_ordered`.
+
+        Examples
+        --------
+        >>> folds = np.array([-1, -1, -1, -1, 0, 1])  # rows 4 and 5 tested, 2 rows before each
+        >>> Splits(folds, (np.array([0, 1]), np.array([0, 1, 2]))).gap
+        2
+        """
+        return min(int(np.flatnonzero(self.folds == k).min() - train.max() - 1)
+                   for k, train in enumerate(self.train))
+
 
 def _positions(part: Any, n: int, what: str, k: int, name: str) -> np.ndarray:
     rows = np.asarray(part)
