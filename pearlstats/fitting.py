@@ -673,7 +673,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     family.check_fit_response(prepared.response)  # net of the offset, which is now attached
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
-    cv = resolve_splits(cv, groups, prepared.response.y, options.seed)
+    cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given)
     draws = _fold_draws(cv, prepared, options)
     sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
                  fold_fits=sum(int(d.max()) + 1 for d in draws))

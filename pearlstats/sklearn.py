@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._warnings import warn
-from .design.splitters import is_splitter
+from .design.splitters import OutsideRowsError, is_splitter, removed_rows_advice
 from .exceptions import BlockError, DataError, MissingDependencyError, OptionError, ResponseError
 from .fitting import fit as pearl_fit
 
@@ -253,6 +253,7 @@ class _PearlEstimator(BaseEstimator):
                              "formula (x0_, x1_, ...); rename the block(s)")
         cv = _fold_labels(self.cv, X, y)
         groups = _row_groups(groups, len(X))
+        n_given = len(X)  # before the rows of sample_weight 0 are removed
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
             if np.any(sample_weight < 0):
@@ -283,14 +284,22 @@ class _PearlEstimator(BaseEstimator):
         options = {} if self.max_candidates is None else {"max_candidates": self.max_candidates}
         if self.progress is not None:
             options["progress"] = self.progress
-        self.results_ = pearl_fit(
-            f"{_RESPONSE} ~ " + " + ".join(terms), data, family=family, loss=self.loss,
-            candidates=self.candidates, cv=cv, seed=self._fold_seed(), ridge=self.ridge,
-            n_jobs=self.n_jobs, downstream=copy.deepcopy(self.downstream), honest=self.honest,
-            honest_se=self.honest_se, separation=self.separation, cv_repeats=self.cv_repeats,
-            weight_shrinkage=self.weight_shrinkage, weights=sample_weight,
-            weight_type=None if sample_weight is None else "frequency", groups=groups, **options,
-        )
+        try:
+            self.results_ = pearl_fit(
+                f"{_RESPONSE} ~ " + " + ".join(terms), data, family=family, loss=self.loss,
+                candidates=self.candidates, cv=cv, seed=self._fold_seed(), ridge=self.ridge,
+                n_jobs=self.n_jobs, downstream=copy.deepcopy(self.downstream),
+                honest=self.honest, honest_se=self.honest_se, separation=self.separation,
+                cv_repeats=self.cv_repeats, weight_shrinkage=self.weight_shrinkage,
+                weights=sample_weight, weight_type=None if sample_weight is None else "frequency",
+                groups=groups, **options,
+            )
+        except OutsideRowsError as err:
+            # the rows of sample_weight 0 were removed here, where pearl_fit cannot see them
+            if n_given == len(X):
+                raise
+            advice = removed_rows_advice(cv, len(X), n_given, "sample_weight 0")
+            raise OutsideRowsError(f"{err}{advice}") from None
         return self
 
     def _fold_seed(self) -> int | None:

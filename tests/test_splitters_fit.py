@@ -126,3 +126,21 @@ def test_subsamples_draw_whole_groups(grouped):
         assert chosen.size == round(21 * 60 / len(codes))  # G m / n of the G = 21 groups
         # each row keeps its fold (renumbered 0.. over the folds drawn)
         np.testing.assert_array_equal(folds, np.unique(res.folds[rows], return_inverse=True)[1])
+
+
+def test_a_splitter_built_for_the_rows_before_missing_drop_says_so(grouped):
+    frame, blocks = grouped
+    n = len(frame)
+    holes = frame.copy()
+    holes.loc[[3, 77], "x"] = np.nan  # missing="drop" removes these 2 rows
+    test_fold = np.arange(n) % 4  # PredefinedSplit of all 150 rows given
+    with pytest.raises(FoldError) as caught:
+        pearl.fit(F, holes, blocks=blocks, cv=model_selection.PredefinedSplit(test_fold),
+                  missing="drop", honest=False, seed=0)
+    message = str(caught.value)
+    assert f"outside the {n - 2} rows 0..{n - 3}" in message
+    assert f"missing='drop' removed 2 of the {n} rows given, so the fit has {n - 2}" in message
+    assert "give its folds as fold labels instead" in message
+    # what it advises works: the same folds as labels lose the removed rows' labels
+    res = pearl.fit(F, holes, blocks=blocks, cv=test_fold, missing="drop", honest=False, seed=0)
+    np.testing.assert_array_equal(res.folds, np.delete(test_fold, [3, 77]))
