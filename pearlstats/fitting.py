@@ -330,7 +330,8 @@ def fit(
         ``StratifiedGroupKFold``, ``TimeSeriesSplit``, ``PredefinedSplit``,
         ``LeaveOneGroupOut``, ...), called on the kept rows with the response
         (class codes for classes) and *groups*. A splitter whose test sets overlap
-        (a row tested twice, e.g. ``ShuffleSplit``) is refused. Dask data takes K
+        (a row tested twice, e.g. ``ShuffleSplit``) is refused, as is a list of
+        (train, test) pairs (give the splitter that made them). Dask data takes K
         (folds hashed from row positions) or a column name.
     seed : int, optional
         Seeds the folds. ``None`` draws one, recorded in ``results.seed``.

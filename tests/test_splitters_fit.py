@@ -144,3 +144,19 @@ def test_a_splitter_built_for_the_rows_before_missing_drop_says_so(grouped):
     # what it advises works: the same folds as labels lose the removed rows' labels
     res = pearl.fit(F, holes, blocks=blocks, cv=test_fold, missing="drop", honest=False, seed=0)
     np.testing.assert_array_equal(res.folds, np.delete(test_fold, [3, 77]))
+
+
+@pytest.mark.parametrize("splits", [
+    lambda frame: list(model_selection.KFold(4).split(frame)),  # unequal test sizes (150 / 4)
+    lambda frame: list(model_selection.KFold(2).split(frame)),  # equal sizes: a 3-d array
+    lambda frame: tuple(model_selection.KFold(3).split(frame)),
+    lambda frame: model_selection.KFold(3).split(frame),  # the generator itself
+], ids=["ragged list", "equal list", "tuple", "generator"])
+def test_pairs_are_refused_by_fit_with_what_to_give_instead(grouped, splits):
+    frame, blocks = grouped
+    with pytest.raises(FoldError, match=r"\(train, test\) pairs|of splits") as caught:
+        pearl.fit(F, frame, blocks=blocks, cv=splits(frame), honest=False, seed=0)
+    message = str(caught.value)
+    assert "which pearl.fit does not take" in message
+    assert "splitter object itself" in message and "one fold label per row" in message
+    assert "PearlRegressor" in message  # where pairs are taken
