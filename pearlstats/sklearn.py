@@ -36,7 +36,14 @@ import numpy as np
 
 from ._warnings import warn
 from .design.splitters import OutsideRowsError, is_splitter, removed_rows_advice
-from .exceptions import BlockError, DataError, MissingDependencyError, OptionError, ResponseError
+from .exceptions import (
+    BlockError,
+    DataError,
+    FoldError,
+    MissingDependencyError,
+    OptionError,
+    ResponseError,
+)
 from .fitting import fit as pearl_fit
 
 try:
@@ -531,6 +538,7 @@ def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
     for fold, pair in enumerate(pairs):
         train, test = (_positions(part, len(X)) for part in pair) \
             if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
+        _check_pair_range(given, fold, train, test, len(X))
         if test is None or train is None or np.any(labels[test] >= 0):
             labels = None
             break
@@ -551,6 +559,25 @@ def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
                 "runs with its own training sets"
             )
     return labels
+
+
+def _check_pair_range(given: str, fold: int, train: np.ndarray | None, test: np.ndarray | None,
+                      n: int) -> None:
+    """Refuse a pair whose positions are not rows 0..n-1 of the X fitted (numpy would raise an
+    IndexError for one beyond, and count a negative one from the end)."""
+    for what, rows in (("training", train), ("test", test)):
+        if rows is None or not rows.size or (rows.min() >= 0 and rows.max() < n):
+            continue
+        if rows.min() < 0:
+            raise FoldError(f"{given}: split {fold} has {what} position {int(rows.min())}; row "
+                            f"positions count from the first row of X, 0..{n - 1}")
+        raise FoldError(
+            f"{given}: split {fold} has {what} position {int(rows.max())}, but X has {n} rows "
+            f"(positions 0..{n - 1}): the pairs were made for another X. Pairs fixed in advance "
+            "describe one X; where the estimator is fitted on part of it (GridSearchCV, "
+            "cross_val_score) give the splitter object instead (e.g. KFold(5)), which is run on "
+            "the rows each fit gets"
+        )
 
 
 def _positions(part: Any, n: int) -> np.ndarray | None:

@@ -359,6 +359,19 @@ def test_a_splitter_built_for_the_rows_before_zero_weights_says_so(diabetes):
         PearlRegressor(blocks, cv=splitter, honest=False).fit(X, y, sample_weight=weights)
 
 
+def test_pairs_beyond_the_rows_fitted_name_the_position_and_the_rows(diabetes):
+    X, y = diabetes
+    blocks = {"a": slice(0, 5), "b": slice(5, 10)}
+    pairs = list(KFold(4).split(X))  # made for all 442 rows, fitted on the first 200
+    largest = int(pairs[0][0].max())  # split 0's training rows reach the last row
+    with pytest.raises(FoldError, match=rf"split 0 has training position {largest}, but X has "
+                                        r"200 rows \(positions 0..199\).*splitter object"):
+        PearlRegressor(blocks, cv=pairs, honest=False).fit(X[:200], y[:200])
+    negative = [(train, test - len(y)) for train, test in pairs]  # numpy would count from the end
+    with pytest.raises(FoldError, match=rf"split 0 has test position {-len(y)}; row positions"):
+        PearlRegressor(blocks, cv=negative, honest=False).fit(X, y)
+
+
 def test_overlapping_boolean_test_masks_are_refused(diabetes):
     X, y = diabetes
     first, second = np.zeros(len(y), bool), np.zeros(len(y), bool)
