@@ -40,7 +40,14 @@ from .design.folds import check_class_coverage, make_folds
 from .design.splitters import Splits, group_codes, resolve_splits
 from .engines._common import EngineOutput
 from .engines.intercept import response_intercept_predictions
-from .exceptions import DataError, FoldError, OptionError, format_positions
+from .exceptions import (
+    AllCandidatesFailedError,
+    DataError,
+    FoldError,
+    OptionError,
+    ResponseError,
+    format_positions,
+)
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .observation_weights import mean_se, without_rounding
@@ -610,8 +617,11 @@ def nested_cross_validation(
                 np.random.SeedSequence([seed, 1, k, r])
                 for r in range(1, state.weight_options.cv_repeats)
             ]
-            folds.append(_outer_fold(state, outside, outer_folds, k, seeds,
-                                     None if splits is None else splits.train[k]))
+            try:
+                folds.append(_outer_fold(state, outside, outer_folds, k, seeds,
+                                         None if splits is None else splits.train[k]))
+            except (AllCandidatesFailedError, FoldError, ResponseError) as err:
+                raise _in_outer_fold(err, state, outer_folds, k, splits, option) from err
             bar.update()
     predictions = outside.predictions.copy()
     for k, fold in enumerate(folds):
@@ -633,6 +643,36 @@ def nested_cross_validation(
                     gap_table([fold.solve for fold in folds],
                               [f"outer fold {k}" for k in range(len(folds))]),
                     None if splits is None else splits.train)
+
+
+def _in_outer_fold(err: Exception, state: FitState, outer_folds: np.ndarray, k: int,
+                   splits: Splits | None, option: str) -> Exception:
+    """*err* of the procedure re-run on outer fold *k*'s training rows, said to have happened
+    there (not in the fit, whose own cross-validation ran), with advice that fits the outer
+    folds: a time-ordered first outer fold trains on the rows before its block only, so fewer
+    outer folds (or a smaller gap) give it more; K-fold training sets grow with K."""
+    n_outer = int(outer_folds.max()) + 1
+    train = np.flatnonzero(outer_folds != k) if splits is None else splits.train[k]
+    test = np.flatnonzero(outer_folds == k)
+    switch_off = ", or honest=False" if option == "honest" else ""
+    if splits is None:
+        where = f"its {len(train)} training rows (all but its {len(test)} held-out rows)"
+        advice = (f"more outer folds give larger outer training sets ({option}={n_outer + 1} "
+                  f"or more){switch_off}")
+    else:
+        gap = state.cv_spec.gap
+        where = (f"its {len(train)} training rows 0..{train[-1]} (the rows before its held-out "
+                 f"rows {test[0]}..{test[-1]}" + (f", less the splitter's gap of {gap}" if gap
+                                                   else "") + ")")
+        fewer = [f"fewer outer folds ({option}={n_outer - 1})"] if n_outer > 2 else []
+        smaller = ["a smaller gap"] if gap else []
+        advice = ("time-ordered outer folds train the first on the rows before it only: use "
+                  + ", ".join(fewer + smaller + ["a splitter with fewer splits"]) + switch_off)
+    message = (f"in outer fold {k} of {n_outer}, re-running the procedure on {where}: {err}. "
+               f"For these outer folds: {advice}")
+    if isinstance(err, AllCandidatesFailedError):
+        return AllCandidatesFailedError(message, err.failures)
+    return type(err)(message)
 
 
 def _outside(state: FitState, outer, seed: int, option: str,

@@ -247,3 +247,21 @@ def test_honest_refuses_groups_whose_rows_are_not_consecutive(dated):
     assert res.honest_failure is not None
     assert "group 0 has rows 0, 25, 50" in res.honest_failure
     assert "consecutive" in res.honest_failure and "sort the rows by time" in res.honest_failure
+
+
+def test_an_outer_fold_failure_says_where_and_advises_for_time_order():
+    rng = np.random.default_rng(0)
+    n = 90
+    frame = pd.DataFrame({"y": rng.normal(size=n), "x": rng.normal(size=n)})
+    blocks = {"a": rng.normal(size=(n, 2)), "b": rng.normal(size=(n, 3))}
+    res = pearl.fit("y ~ x + block(a) + block(b)", frame, blocks=blocks,
+                    cv=model_selection.TimeSeriesSplit(3, gap=5), seed=0, honest=3)
+    train, test = _sklearn_outer(n, 3, gap=5)[0]  # outer fold 0: 19 rows, then a gap of 5
+    failure = res.honest_failure
+    assert failure is not None
+    assert (f"in outer fold 0 of 3, re-running the procedure on its {len(train)} training rows "
+            f"0..{train[-1]} (the rows before its held-out rows {test[0]}..{test[-1]}, less the "
+            "splitter's gap of 5)") in failure
+    assert "all 3 candidates failed" in failure  # the inner failure, kept
+    assert ("use fewer outer folds (honest=2), a smaller gap, a splitter with fewer splits, "
+            "or honest=False") in failure
