@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -123,6 +124,9 @@ def check_cv(cv: Any, columns: Collection) -> FoldRule:
 or a splitter (an object with split and get_n_splits)
     """
     if is_splitter(cv):
+        if isinstance(cv, type):  # KFold rather than KFold(5): split would fail on self
+            raise FoldError(f"cv={cv.__name__} is the splitter class, not a splitter; pass an "
+                            f"instance, e.g. {_example_instance(cv)}")
         return FoldRule("splitter", cv)
     if isinstance(cv, str):
         if cv == "loo":
@@ -148,6 +152,15 @@ or a splitter (an object with split and get_n_splits)
     if isinstance(cv, (bool, np.bool_)) or np.ndim(cv) == 0:
         raise FoldError(f"{describe_cv(cv)} is not understood; use {CV_FORMS}")
     return FoldRule("labels", cv)
+
+
+def _example_instance(splitter_class: type) -> str:
+    """``KFold(5)`` for a class taking ``n_splits``, ``LeaveOneGroupOut()`` otherwise."""
+    try:
+        parameters = inspect.signature(splitter_class).parameters
+    except (TypeError, ValueError):  # a class whose signature Python cannot read
+        parameters = {}
+    return f"{splitter_class.__name__}({'5' if 'n_splits' in parameters else ''})"
 
 
 def _split_pairs(cv: Any) -> str | None:
