@@ -331,7 +331,8 @@ def fit(
         ``StratifiedGroupKFold``, ``TimeSeriesSplit``, ``PredefinedSplit``,
         ``LeaveOneGroupOut``, ...), called on the kept rows with the response
         (class codes for classes) and *groups*. A splitter whose test sets overlap
-        (a row tested twice, e.g. ``ShuffleSplit``) is refused. Dask data takes K
+        (a row tested twice, e.g. ``ShuffleSplit``) is refused, as is a list of
+        (train, test) pairs (give the splitter that made them). Dask data takes K
         (folds hashed from row positions) or a column name.
     seed : int, optional
         Seeds the folds. ``None`` draws one, recorded in ``results.seed``.
@@ -384,7 +385,11 @@ def fit(
         ``res.honest`` or the summary and costs about *honest* times the
         cross-validation; ``True`` is the default 5 outer folds, ``False``
         skips it (the summary then shows the optimistic in-sample CV risks,
-        labelled as such).
+        labelled as such). With a time-ordered splitter (``TimeSeriesSplit``) the
+        outer folds are the last *honest* blocks of rows, each scored by the
+        procedure re-run on the rows before it less the splitter's gap (not cut to
+        its ``max_train_size``: the fit refits its candidates on all its rows, so the
+        outer fits do too), and cut between ``groups=`` (:func:`pearlstats.nested.forward_splits`).
     honest_se : {"naive", "nested"} or NestedSE, default "naive"
         Standard errors of ``res.honest``: ``"naive"`` is SD / sqrt(n) of the
         held-out row losses, which treats rows as independent and under-covers
@@ -513,9 +518,14 @@ def fit(
         label). With ``cv=K`` whole groups are dealt into K folds, balanced by rows
         (largest group first into the fold with the fewest rows; ties broken by
         *seed*), so fold sizes differ by at most the largest group's rows; with a
-        splitter they are its ``groups``. The outer folds of ``res.honest`` then
-        keep the folds, and so the groups, whole. ``cv=LeaveOneGroupOut()``
-        gives one fold per group, as a column of fold labels does.
+        splitter they are its ``groups`` (a splitter that ignores them, as
+        ``TimeSeriesSplit`` and ``KFold`` do, cuts its folds between rows, and scikit-learn
+        warns so). The outer folds of ``res.honest`` then keep the folds, and so the
+        groups a group splitter keeps together, whole; with a time-ordered splitter
+        they are cut between groups, whatever the splitter does, which needs each
+        group's rows consecutive (a date's rows together, in time order).
+        ``cv=LeaveOneGroupOut()`` gives one fold per group, as a column of fold labels
+        does.
     progress : bool, optional
         Progress bars (:mod:`pearlstats.progress`): on this fit when it is
         expected to run long (rows x candidates x fold fits above about 2 s of
@@ -667,7 +677,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     family.check_fit_response(prepared.response)  # net of the offset, which is now attached
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
-    cv = resolve_splits(cv, groups, prepared.response.y, options.seed)
+    cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given)
     draws = _fold_draws(cv, prepared, options)
     sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
                  fold_fits=sum(int(d.max()) + 1 for d in draws))

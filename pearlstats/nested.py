@@ -37,10 +37,17 @@ import numpy as np
 import pandas as pd
 
 from .design.folds import check_class_coverage, make_folds
-from .design.splitters import Splits, resolve_splits
+from .design.splitters import Splits, group_codes, resolve_splits
 from .engines._common import EngineOutput
 from .engines.intercept import response_intercept_predictions
-from .exceptions import DataError, FoldError, OptionError, format_positions
+from .exceptions import (
+    AllCandidatesFailedError,
+    DataError,
+    FoldError,
+    OptionError,
+    ResponseError,
+    format_positions,
+)
 from .families import EncodedResponse
 from .ledger import LEDGER_COLUMNS
 from .observation_weights import mean_se, without_rounding
@@ -96,8 +103,9 @@ class NestedCV:
     outer_train : tuple of ndarray or None
         Training rows of each outer fold where they are not all the other rows: the
         time-ordered outer splits of a fit cross-validated by a time-ordered splitter
-        (each outer fold trained on the rows before it; ``outer_folds`` -1 for the
-        first rows, never held out). None: each outer fold trains on all other rows.
+        (each outer fold trained on the rows before it, less the splitter's gap, and cut
+        between the fit's groups; ``outer_folds`` -1 for the first rows, never held out;
+        :func:`forward_splits`). None: each outer fold trains on all other rows.
     """
 
     outer_folds: np.ndarray
@@ -143,43 +151,132 @@ def _given_fold_labels(state: FitState) -> bool:
     return not isinstance(state.cv_spec, (str, int, np.integer, Splits))
 
 
-def forward_splits(n: int, outer: int, option: str = "outer") -> Splits:
+def forward_splits(n: int, outer: int, option: str = "outer", gap: int = 0,
+                   groups: np.ndarray | None = None) -> Splits:
     """*outer* time-ordered outer splits of *n* rows in their order (``TimeSeriesSplit``'s rule).
 
-    The last ``outer * (n // (outer + 1))`` rows are held out in *outer* consecutive blocks of
-    ``n // (outer + 1)`` rows; each block's procedure is fitted on every row before it, so no
-    outer test row precedes a row it was trained on. The first rows are never held out.
+    The rows are taken in units: each row, or with *groups* each group's rows, which must be
+    consecutive (a date's rows), so that no group is both trained on and held out. Of m units
+    the last ``outer * (m // (outer + 1))`` are held out in *outer* consecutive blocks of
+    ``m // (outer + 1)`` units; each block's procedure is fitted on every row before it except
+    the *gap* rows just before it (the fit's splitter's gap: rows that close to a held-out row
+    are not trained on, as in its own splits). So no outer test row precedes a row it was
+    trained on, and the first rows are never held out.
+
+    A splitter's ``max_train_size`` is not applied here: each outer training set is the data
+    ``pearlstats.fit`` would have had up to that block, and the fit refits its candidates on
+    all its rows, so the honest risk is that of the procedure fitted on all earlier rows (the
+    splitter, ``max_train_size`` and all, is re-run inside it for the weights).
+
+    Parameters
+    ----------
+    n : int
+        Rows, in time order.
+    outer : int
+        Outer splits, >= 2.
+    option : str, default "outer"
+        The user's name for *outer* in messages (``"honest"`` for ``pearlstats.fit``'s).
+    gap : int, default 0
+        Rows left out of each outer training set just before its held-out block.
+    groups : ndarray (n,), optional
+        Group labels; the outer cuts fall between groups.
+
+    Returns
+    -------
+    Splits
+
+    Raises
+    ------
+    FoldError
+        *outer* not an int >= 2, fewer than ``outer + 1`` units, a group whose rows are not
+        consecutive, or a gap that leaves the first block nothing to train on.
 
     Examples
     --------
     >>> splits = forward_splits(12, 3)
     >>> splits.folds.tolist(), splits.train[1].tolist()
     ([-1, -1, -1, 0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 1, 2, 3, 4, 5])
+    >>> forward_splits(12, 3, gap=2).train[1].tolist()  # rows 4, 5 are within 2 of row 6
+    [0, 1, 2, 3]
+    >>> days = np.repeat([1, 2, 3, 4], [2, 4, 3, 3])  # 4 days: the cuts fall between them
+    >>> forward_splits(12, 3, groups=days).folds.tolist()
+    [-1, -1, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
     """
     if not isinstance(outer, (int, np.integer)) or isinstance(outer, bool) or outer < 2:
         raise FoldError(f"{option}={outer!r}: time-ordered outer folds need an int >= 2")
-    size = n // (outer + 1)
+    starts = np.arange(n) if groups is None else _group_starts(groups, option)
+    size = len(starts) // (outer + 1)
     if size < 1:
-        raise FoldError(f"{option}={outer} time-ordered outer folds need more than {outer} rows")
-    start = n - outer * size
+        if groups is None:
+            raise FoldError(f"{option}={outer} time-ordered outer folds need more than {outer} "
+                            "rows")
+        raise FoldError(
+            f"{option}={outer} time-ordered outer folds are cut between groups (groups=), so "
+            f"they need more than {outer} groups, and the rows have {len(starts)}; use "
+            f"{option} <= {len(starts) - 1}" + (" or honest=False" if option == "honest" else "")
+        )
+    bounds = np.append(starts, n)  # unit u is the rows bounds[u]:bounds[u + 1]
+    first = len(starts) - outer * size
     folds = np.full(n, -1, dtype=np.intp)
-    folds[start:] = np.repeat(np.arange(outer), size)
-    return Splits(folds, tuple(np.arange(start + k * size) for k in range(outer)))
+    trains = []
+    for k in range(outer):
+        low, high = bounds[first + k * size], bounds[first + (k + 1) * size]
+        folds[low:high] = k
+        if low - gap < 1:
+            raise FoldError(
+                f"{option}={outer} time-ordered outer folds: the first holds out rows "
+                f"{low}..{high - 1}, and the splitter's gap of {gap} rows leaves no row before "
+                f"them to train on; use fewer outer folds or a smaller gap"
+                + (", or honest=False" if option == "honest" else "")
+            )
+        trains.append(np.arange(low - gap))
+    return Splits(folds, tuple(trains))
+
+
+def _group_starts(groups: np.ndarray, option: str) -> np.ndarray:
+    """First row of each run of equal group labels; refused where a group has several runs."""
+    codes = group_codes(groups)
+    starts = np.concatenate([[0], np.flatnonzero(codes[1:] != codes[:-1]) + 1])
+    runs = np.bincount(codes[starts])
+    if runs.max() > 1:
+        group = int(np.flatnonzero(runs > 1)[0])
+        rows = np.flatnonzero(codes == group)
+        label = np.asarray(groups)[rows[0]]
+        label = label.item() if isinstance(label, np.generic) else label  # 3, not np.int64(3)
+        raise FoldError(
+            f"groups= keeps rows together, so the time-ordered outer folds of {option}= are cut "
+            "between groups, which needs each group's rows consecutive (the rows in time order, "
+            f"a date's rows together); group {label!r} has "
+            f"{format_positions(rows)} with other groups' rows between them: sort the rows by "
+            "time" + (", or give honest=False" if option == "honest" else "")
+        )
+    return starts
 
 
 def _outer_splits(state: FitState, outer, option: str) -> Splits | None:
     """Outer splits of a fit cross-validated by a splitter that is not a partition: time-ordered
-    (:func:`forward_splits`) where the splitter is; refused otherwise. None for other fits."""
+    (:func:`forward_splits`, with the fit's splits' gap and cut between its groups) where the
+    splitter is; refused otherwise. None for other fits."""
     spec = state.cv_spec
     if not isinstance(spec, Splits):
         return None
     if not spec.time_ordered:
         raise FoldError(
-            f"cv={type(spec.splitter).__name__}(...) tests some rows only and is not time-ordered, "
-            "so the outer folds of the honest risk have no rule that respects it; use a "
-            "partition splitter or honest=False"
+            f"cv={type(spec.splitter).__name__}(...) {_not_a_partition(spec)} and is not "
+            "time-ordered, so the outer folds of the honest risk have no rule that respects it; "
+            "use a partition splitter (each split trained on all the rows it does not test: "
+            "KFold, GroupKFold) or honest=False"
         )
-    return forward_splits(len(state.response.y), outer, option)
+    return forward_splits(len(state.response.y), outer, option, spec.gap, spec.groups)
+
+
+def _not_a_partition(spec: Splits) -> str:
+    """Why the splits are not fold labels: rows never tested, or (every row tested once)
+    training sets short of all the rows a split does not test (a purge or an embargo)."""
+    if (spec.folds >= 0).all():
+        return ("tests every row once but trains a split on fewer than all the rows it does not "
+                "test (a purge or an embargo)")
+    return "tests some rows only"
 
 
 def _outer_folds(state: FitState, outer, seed: int, option: str = "outer") -> np.ndarray:
@@ -530,8 +627,11 @@ def nested_cross_validation(
                 np.random.SeedSequence([seed, 1, k, r])
                 for r in range(1, state.weight_options.cv_repeats)
             ]
-            folds.append(_outer_fold(state, outside, outer_folds, k, seeds,
-                                     None if splits is None else splits.train[k]))
+            try:
+                folds.append(_outer_fold(state, outside, outer_folds, k, seeds,
+                                         None if splits is None else splits.train[k]))
+            except (AllCandidatesFailedError, FoldError, ResponseError) as err:
+                raise _in_outer_fold(err, state, outer_folds, k, splits, option) from err
             bar.update()
     predictions = outside.predictions.copy()
     for k, fold in enumerate(folds):
@@ -553,6 +653,36 @@ def nested_cross_validation(
                     gap_table([fold.solve for fold in folds],
                               [f"outer fold {k}" for k in range(len(folds))]),
                     None if splits is None else splits.train)
+
+
+def _in_outer_fold(err: Exception, state: FitState, outer_folds: np.ndarray, k: int,
+                   splits: Splits | None, option: str) -> Exception:
+    """*err* of the procedure re-run on outer fold *k*'s training rows, said to have happened
+    there (not in the fit, whose own cross-validation ran), with advice that fits the outer
+    folds: a time-ordered first outer fold trains on the rows before its block only, so fewer
+    outer folds (or a smaller gap) give it more; K-fold training sets grow with K."""
+    n_outer = int(outer_folds.max()) + 1
+    train = np.flatnonzero(outer_folds != k) if splits is None else splits.train[k]
+    test = np.flatnonzero(outer_folds == k)
+    switch_off = ", or honest=False" if option == "honest" else ""
+    if splits is None:
+        where = f"its {len(train)} training rows (all but its {len(test)} held-out rows)"
+        advice = (f"more outer folds give larger outer training sets ({option}={n_outer + 1} "
+                  f"or more){switch_off}")
+    else:
+        gap = state.cv_spec.gap
+        where = (f"its {len(train)} training rows 0..{train[-1]} (the rows before its held-out "
+                 f"rows {test[0]}..{test[-1]}" + (f", less the splitter's gap of {gap}" if gap
+                                                   else "") + ")")
+        fewer = [f"fewer outer folds ({option}={n_outer - 1})"] if n_outer > 2 else []
+        smaller = ["a smaller gap"] if gap else []
+        advice = ("time-ordered outer folds train the first on the rows before it only: use "
+                  + ", ".join(fewer + smaller + ["a splitter with fewer splits"]) + switch_off)
+    message = (f"in outer fold {k} of {n_outer}, re-running the procedure on {where}: {err}. "
+               f"For these outer folds: {advice}")
+    if isinstance(err, AllCandidatesFailedError):
+        return AllCandidatesFailedError(message, err.failures)
+    return type(err)(message)
 
 
 def _outside(state: FitState, outer, seed: int, option: str,
@@ -712,7 +842,8 @@ def check_conformal_available(state: FitState) -> None:
     if not isinstance(spec, Splits):
         return
     why = ("cross-validates in time order, and CV+ assumes exchangeable rows" if spec.time_ordered
-           else "tests some rows only, and CV+ holds every row out once")
+           else f"{_not_a_partition(spec)}, and CV+ needs outer folds that hold every row out "
+           "once and train on all the others")
     raise OptionError(
         f"prediction intervals and sets (CV+) are not available for a fit with "
         f"cv={type(spec.splitter).__name__}(...): it {why}; predict without interval= (with "

@@ -35,8 +35,15 @@ from typing import Any
 import numpy as np
 
 from ._warnings import warn
-from .design.splitters import is_splitter
-from .exceptions import BlockError, DataError, MissingDependencyError, OptionError, ResponseError
+from .design.splitters import OutsideRowsError, is_splitter, removed_rows_advice
+from .exceptions import (
+    BlockError,
+    DataError,
+    FoldError,
+    MissingDependencyError,
+    OptionError,
+    ResponseError,
+)
 from .fitting import fit as pearl_fit
 
 try:
@@ -268,6 +275,7 @@ class _PearlEstimator(BaseEstimator):
                              "formula (x0_, x1_, ...); rename the block(s)")
         cv = _fold_labels(self.cv, X, y)
         groups = _row_groups(groups, len(X))
+        n_given = len(X)  # before the rows of sample_weight 0 are removed
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
             if np.any(sample_weight < 0):
@@ -298,14 +306,22 @@ class _PearlEstimator(BaseEstimator):
         options = {} if self.max_candidates is None else {"max_candidates": self.max_candidates}
         if self.progress is not None:
             options["progress"] = self.progress
-        self.results_ = pearl_fit(
-            f"{_RESPONSE} ~ " + " + ".join(terms), data, family=family, loss=self.loss,
-            candidates=self.candidates, cv=cv, seed=self._fold_seed(), ridge=self.ridge,
-            n_jobs=self.n_jobs, downstream=copy.deepcopy(self.downstream), honest=self.honest,
-            honest_se=self.honest_se, separation=self.separation, cv_repeats=self.cv_repeats,
-            weight_shrinkage=self.weight_shrinkage, weights=sample_weight,
-            weight_type=None if sample_weight is None else "frequency", groups=groups, **options,
-        )
+        try:
+            self.results_ = pearl_fit(
+                f"{_RESPONSE} ~ " + " + ".join(terms), data, family=family, loss=self.loss,
+                candidates=self.candidates, cv=cv, seed=self._fold_seed(), ridge=self.ridge,
+                n_jobs=self.n_jobs, downstream=copy.deepcopy(self.downstream),
+                honest=self.honest, honest_se=self.honest_se, separation=self.separation,
+                cv_repeats=self.cv_repeats, weight_shrinkage=self.weight_shrinkage,
+                weights=sample_weight, weight_type=None if sample_weight is None else "frequency",
+                groups=groups, **options,
+            )
+        except OutsideRowsError as err:
+            # the rows of sample_weight 0 were removed here, where pearl_fit cannot see them
+            if n_given == len(X):
+                raise
+            advice = removed_rows_advice(cv, len(X), n_given, "sample_weight 0")
+            raise OutsideRowsError(f"{err}{advice}") from None
         return self
 
     def _fold_seed(self) -> int | None:
@@ -537,6 +553,7 @@ def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
     for fold, pair in enumerate(pairs):
         train, test = (_positions(part, len(X)) for part in pair) \
             if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
+        _check_pair_range(given, fold, train, test, len(X))
         if test is None or train is None or np.any(labels[test] >= 0):
             labels = None
             break
@@ -557,6 +574,25 @@ def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
                 "runs with its own training sets"
             )
     return labels
+
+
+def _check_pair_range(given: str, fold: int, train: np.ndarray | None, test: np.ndarray | None,
+                      n: int) -> None:
+    """Refuse a pair whose positions are not rows 0..n-1 of the X fitted (numpy would raise an
+    IndexError for one beyond, and count a negative one from the end)."""
+    for what, rows in (("training", train), ("test", test)):
+        if rows is None or not rows.size or (rows.min() >= 0 and rows.max() < n):
+            continue
+        if rows.min() < 0:
+            raise FoldError(f"{given}: split {fold} has {what} position {int(rows.min())}; row "
+                            f"positions count from the first row of X, 0..{n - 1}")
+        raise FoldError(
+            f"{given}: split {fold} has {what} position {int(rows.max())}, but X has {n} rows "
+            f"(positions 0..{n - 1}): the pairs were made for another X. Pairs fixed in advance "
+            "describe one X; where the estimator is fitted on part of it (GridSearchCV, "
+            "cross_val_score) give the splitter object instead (e.g. KFold(5)), which is run on "
+            "the rows each fit gets"
+        )
 
 
 def _positions(part: Any, n: int) -> np.ndarray | None:

@@ -114,6 +114,10 @@ def test_the_honest_failure_is_known_without_reading_res_honest_first():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "constant" in res.honest_failure
+    # said to be in an outer fold's re-run (the fit itself ran), with K-fold advice
+    assert re.search(r"^in outer fold \d of 5, re-running the procedure on its 48 training rows",
+                     res.honest_failure)
+    assert "more outer folds give larger outer training sets (honest=6" in res.honest_failure
     with pytest.warns(PearlWarning, match="could not run"):
         assert res.honest is None
 

@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
 import pearlstats as pearl
-from pearlstats.exceptions import BlockError, DataError, OptionError
+from pearlstats.exceptions import BlockError, DataError, FoldError, OptionError
 from pearlstats.sklearn import PearlClassifier, PearlRegressor, expected_failed_checks
 
 # Both sides run the same float64 arithmetic on the same rows in the same order (the
@@ -345,6 +345,33 @@ def test_time_series_splitter_is_run_by_pearl_fit(diabetes):
     expected = _split_labels(TimeSeriesSplit(3).split(X), len(y))
     np.testing.assert_array_equal(np.asarray(model.results_.folds), expected)
     assert np.all(np.isfinite(model.predict(X)))
+
+
+def test_a_splitter_built_for_the_rows_before_zero_weights_says_so(diabetes):
+    from sklearn.model_selection import PredefinedSplit
+
+    X, y = diabetes
+    n = len(y)
+    weights = np.ones(n)
+    weights[[0, 10, 20]] = 0.0  # rows of sample_weight 0 are removed before pearl.fit
+    splitter = PredefinedSplit(np.arange(n) % 3)
+    blocks = {"a": slice(0, 5), "b": slice(5, 10)}
+    with pytest.raises(FoldError, match=rf"sample_weight 0 removed 3 of the {n} rows given, so "
+                                        rf"the fit has {n - 3}.*as fold labels instead"):
+        PearlRegressor(blocks, cv=splitter, honest=False).fit(X, y, sample_weight=weights)
+
+
+def test_pairs_beyond_the_rows_fitted_name_the_position_and_the_rows(diabetes):
+    X, y = diabetes
+    blocks = {"a": slice(0, 5), "b": slice(5, 10)}
+    pairs = list(KFold(4).split(X))  # made for all 442 rows, fitted on the first 200
+    largest = int(pairs[0][0].max())  # split 0's training rows reach the last row
+    with pytest.raises(FoldError, match=rf"split 0 has training position {largest}, but X has "
+                                        r"200 rows \(positions 0..199\).*splitter object"):
+        PearlRegressor(blocks, cv=pairs, honest=False).fit(X[:200], y[:200])
+    negative = [(train, test - len(y)) for train, test in pairs]  # numpy would count from the end
+    with pytest.raises(FoldError, match=rf"split 0 has test position {-len(y)}; row positions"):
+        PearlRegressor(blocks, cv=negative, honest=False).fit(X, y)
 
 
 def test_overlapping_boolean_test_masks_are_refused(diabetes):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -126,3 +128,77 @@ def test_subsamples_draw_whole_groups(grouped):
         assert chosen.size == round(21 * 60 / len(codes))  # G m / n of the G = 21 groups
         # each row keeps its fold (renumbered 0.. over the folds drawn)
         np.testing.assert_array_equal(folds, np.unique(res.folds[rows], return_inverse=True)[1])
+
+
+def test_a_splitter_built_for_the_rows_before_missing_drop_says_so(grouped):
+    frame, blocks = grouped
+    n = len(frame)
+    holes = frame.copy()
+    holes.loc[[3, 77], "x"] = np.nan  # missing="drop" removes these 2 rows
+    test_fold = np.arange(n) % 4  # PredefinedSplit of all 150 rows given
+    with pytest.raises(FoldError) as caught:
+        pearl.fit(F, holes, blocks=blocks, cv=model_selection.PredefinedSplit(test_fold),
+                  missing="drop", honest=False, seed=0)
+    message = str(caught.value)
+    assert f"outside the {n - 2} rows 0..{n - 3}" in message
+    assert f"missing='drop' removed 2 of the {n} rows given, so the fit has {n - 2}" in message
+    assert "give its folds as fold labels instead" in message
+    # what it advises works: the same folds as labels lose the removed rows' labels
+    res = pearl.fit(F, holes, blocks=blocks, cv=test_fold, missing="drop", honest=False, seed=0)
+    np.testing.assert_array_equal(res.folds, np.delete(test_fold, [3, 77]))
+
+
+@pytest.mark.parametrize("splits", [
+    lambda frame: list(model_selection.KFold(4).split(frame)),  # unequal test sizes (150 / 4)
+    lambda frame: list(model_selection.KFold(2).split(frame)),  # equal sizes: a 3-d array
+    lambda frame: tuple(model_selection.KFold(3).split(frame)),
+    lambda frame: model_selection.KFold(3).split(frame),  # the generator itself
+], ids=["ragged list", "equal list", "tuple", "generator"])
+def test_pairs_are_refused_by_fit_with_what_to_give_instead(grouped, splits):
+    frame, blocks = grouped
+    with pytest.raises(FoldError, match=r"\(train, test\) pairs|of splits") as caught:
+        pearl.fit(F, frame, blocks=blocks, cv=splits(frame), honest=False, seed=0)
+    message = str(caught.value)
+    assert "which pearl.fit does not take" in message
+    assert "splitter object itself" in message and "one fold label per row" in message
+    assert "PearlRegressor" in message  # where pairs are taken
+
+
+class _Purged:
+    """K contiguous test blocks, each trained on the rows more than `embargo` rows away."""
+
+    def __init__(self, k=4, embargo=3):
+        self.k, self.embargo = k, embargo
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return self.k
+
+    def split(self, X, y=None, groups=None):
+        m = len(X)
+        edges = np.linspace(0, m, self.k + 1).astype(int)
+        for low, high in zip(edges[:-1], edges[1:]):
+            yield (np.r_[0:max(low - self.embargo, 0), min(high + self.embargo, m):m],
+                   np.arange(low, high))
+
+
+def test_a_purged_splitter_is_refused_for_honest_for_what_it_is(grouped):
+    frame, blocks = grouped
+    splitter = _Purged()
+    # the premise, by a hand loop: every row tested exactly once, training sets purged
+    tested = np.concatenate([test for _, test in splitter.split(frame)])
+    np.testing.assert_array_equal(np.sort(tested), np.arange(len(frame)))
+    assert all(len(train) < len(frame) - len(test) for train, test in splitter.split(frame))
+    res = pearl.fit(F, frame, blocks=blocks, cv=splitter, honest=3, seed=0)
+    assert ("cv=_Purged(...) tests every row once but trains a split on fewer than all the rows "
+            "it does not test (a purge or an embargo)") in res.honest_failure
+    assert "tests some rows only" not in res.honest_failure
+
+
+@pytest.mark.parametrize("splitter, example", [(model_selection.KFold, "KFold(5)"),
+                                               (model_selection.LeaveOneGroupOut,
+                                                "LeaveOneGroupOut()")])
+def test_a_splitter_class_asks_for_an_instance(grouped, splitter, example):
+    frame, blocks = grouped
+    with pytest.raises(FoldError, match=rf"cv={splitter.__name__} is the splitter class, not a "
+                                        rf"splitter; pass an instance, e.g. {re.escape(example)}$"):
+        pearl.fit(F, frame, blocks=blocks, cv=splitter, honest=False, seed=0)

@@ -167,3 +167,101 @@ def test_weighted_risks_are_weighted_means_over_the_tested_rows(series):
         np.testing.assert_allclose(P[test, 0], fitted.predict(X[test]), rtol=0, atol=1e-9)
     expected = np.average((P[tested] - y[tested, None]) ** 2, axis=0, weights=w[tested])
     np.testing.assert_allclose(res.cv_risk.to_numpy(), expected, rtol=1e-12)
+
+
+def _sklearn_outer(n_units, outer, gap=0):
+    """scikit-learn's TimeSeriesSplit(outer, gap=gap) on n_units: the outer rule expected."""
+    return list(model_selection.TimeSeriesSplit(outer, gap=gap).split(np.zeros((n_units, 1))))
+
+
+@pytest.mark.parametrize("splitter", [model_selection.TimeSeriesSplit(3, gap=4),
+                                      model_selection.TimeSeriesSplit(3, gap=4,
+                                                                      max_train_size=40)],
+                         ids=["gap", "gap+max_train_size"])
+def test_honest_outer_splits_keep_the_splitters_gap(series, splitter):
+    frame, blocks = series
+    res = pearl.fit(F, frame, blocks=blocks, cv=splitter, seed=0, honest=3)
+    nested = nested_cross_validation(res.stages, outer=3)
+    # The outer rule is TimeSeriesSplit's with the fit's gap (rows within 4 before an outer
+    # test block are not trained on); max_train_size is not applied to the outer training sets
+    # (the procedure refits on all its rows), only inside them.
+    expected = _sklearn_outer(N, 3, gap=4)
+    assert nested.n_outer == len(expected)
+    x_a = _design(frame, blocks, ["a"])
+    column = list(res.candidate_labels).index("a")
+    y = frame["y"].to_numpy()
+    for k, (train, test) in enumerate(expected):
+        np.testing.assert_array_equal(np.flatnonzero(nested.outer_folds == k), test)
+        np.testing.assert_array_equal(nested.training_rows(k), train)
+        # candidate "a" held out by OLS on exactly those training rows: well-conditioned least
+        # squares on >= 35 rows and 4 columns, rounding-level agreement
+        fitted = sm.OLS(y[train], x_a[train]).fit()
+        np.testing.assert_allclose(nested.outside.predictions[test, column],
+                                   fitted.predict(x_a[test]),
+                                   rtol=0, atol=1e-9)
+    assert np.isfinite(res.honest.loc["PEARL", "risk"])
+
+
+DATES, PER_DATE = 25, 7
+
+
+@pytest.fixture(scope="module")
+def dated():
+    """25 dates of 7 rows each, in time order; TimeSeriesSplit(3) cuts every 43 rows."""
+    rng = np.random.default_rng(11)
+    n = DATES * PER_DATE
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    frame = pd.DataFrame({"y": a[:, 0] + rng.normal(size=n),
+                          "date": np.repeat(np.arange(DATES), PER_DATE)})
+    return frame, {"a": a, "b": b}
+
+
+# scikit-learn's TimeSeriesSplit warns that it ignores groups: its own splits cut between rows
+IGNORED_GROUPS = "ignore:The groups parameter is ignored:UserWarning"
+
+
+@pytest.mark.filterwarnings(IGNORED_GROUPS)
+def test_honest_outer_splits_keep_groups_whole(dated):
+    frame, blocks = dated
+    res = pearl.fit("y ~ block(a) + block(b)", frame, blocks=blocks,
+                    cv=model_selection.TimeSeriesSplit(3), groups="date", seed=0, honest=3)
+    nested = nested_cross_validation(res.stages, outer=3)
+    dates = frame["date"].to_numpy()
+    # expected: TimeSeriesSplit's rule on the 25 dates, each date's rows taken whole
+    expected = _sklearn_outer(DATES, 3)
+    assert nested.n_outer == len(expected)
+    for k, (train_dates, test_dates) in enumerate(expected):
+        np.testing.assert_array_equal(np.flatnonzero(nested.outer_folds == k),
+                                      np.flatnonzero(np.isin(dates, test_dates)))
+        np.testing.assert_array_equal(nested.training_rows(k),
+                                      np.flatnonzero(np.isin(dates, train_dates)))
+    assert np.isfinite(res.honest.loc["PEARL", "risk"])
+
+
+@pytest.mark.filterwarnings(IGNORED_GROUPS)
+def test_honest_refuses_groups_whose_rows_are_not_consecutive(dated):
+    frame, blocks = dated
+    interleaved = frame.assign(date=np.tile(np.arange(DATES), PER_DATE))
+    res = pearl.fit("y ~ block(a) + block(b)", interleaved, blocks=blocks,
+                    cv=model_selection.TimeSeriesSplit(3), groups="date", seed=0, honest=3)
+    assert res.honest_failure is not None
+    assert "group 0 has rows 0, 25, 50" in res.honest_failure
+    assert "consecutive" in res.honest_failure and "sort the rows by time" in res.honest_failure
+
+
+def test_an_outer_fold_failure_says_where_and_advises_for_time_order():
+    rng = np.random.default_rng(0)
+    n = 90
+    frame = pd.DataFrame({"y": rng.normal(size=n), "x": rng.normal(size=n)})
+    blocks = {"a": rng.normal(size=(n, 2)), "b": rng.normal(size=(n, 3))}
+    res = pearl.fit("y ~ x + block(a) + block(b)", frame, blocks=blocks,
+                    cv=model_selection.TimeSeriesSplit(3, gap=5), seed=0, honest=3)
+    train, test = _sklearn_outer(n, 3, gap=5)[0]  # outer fold 0: 19 rows, then a gap of 5
+    failure = res.honest_failure
+    assert failure is not None
+    assert (f"in outer fold 0 of 3, re-running the procedure on its {len(train)} training rows "
+            f"0..{train[-1]} (the rows before its held-out rows {test[0]}..{test[-1]}, less the "
+            "splitter's gap of 5)") in failure
+    assert "all 3 candidates failed" in failure  # the inner failure, kept
+    assert ("use fewer outer folds (honest=2), a smaller gap, a splitter with fewer splits, "
+            "or honest=False") in failure

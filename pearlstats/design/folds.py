@@ -15,8 +15,9 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 import numbers
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,9 @@ def check_cv(cv: Any, columns: Collection) -> FoldRule:
 or a splitter (an object with split and get_n_splits)
     """
     if is_splitter(cv):
+        if isinstance(cv, type):  # KFold rather than KFold(5): split would fail on self
+            raise FoldError(f"cv={cv.__name__} is the splitter class, not a splitter; pass an "
+                            f"instance, e.g. {_example_instance(cv)}")
         return FoldRule("splitter", cv)
     if isinstance(cv, str):
         if cv == "loo":
@@ -136,9 +140,41 @@ or a splitter (an object with split and get_n_splits)
         if cv < 2:
             raise FoldError(f"cv={int(cv)}: cross-validation needs at least 2 folds")
         return FoldRule("kfold", int(cv))
+    pairs = _split_pairs(cv)
+    if pairs is not None:
+        raise FoldError(
+            f"cv= is {pairs}, which pearl.fit does not take (it cannot run them on the rows it "
+            "keeps, nor give them groups); give the splitter object "
+            "itself (e.g. KFold(5), GroupKFold(5); pearl.fit runs its split), or one fold label "
+            "per row (the test split of each row). The scikit-learn estimators (PearlRegressor, "
+            "PearlClassifier) take pairs whose test sets are a partition of the rows"
+        )
     if isinstance(cv, (bool, np.bool_)) or np.ndim(cv) == 0:
         raise FoldError(f"{describe_cv(cv)} is not understood; use {CV_FORMS}")
     return FoldRule("labels", cv)
+
+
+def _example_instance(splitter_class: type) -> str:
+    """``KFold(5)`` for a class taking ``n_splits``, ``LeaveOneGroupOut()`` otherwise."""
+    try:
+        parameters = inspect.signature(splitter_class).parameters
+    except (TypeError, ValueError):  # a class whose signature Python cannot read
+        parameters = {}
+    return f"{splitter_class.__name__}({'5' if 'n_splits' in parameters else ''})"
+
+
+def _split_pairs(cv: Any) -> str | None:
+    """``"a list of 5 (train, test) pairs"`` where *cv* is what scikit-learn's ``cv=`` also
+    takes but fold labels are not: an iterator (``KFold(5).split(X)``) or a list of (train,
+    test) pairs of arrays (a label is one value, so a pair of arrays is never one); else None."""
+    if isinstance(cv, Iterator):
+        return f"a {type(cv).__name__} of splits"
+    if isinstance(cv, (list, tuple)) and cv and all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2
+        and all(np.ndim(part) == 1 for part in pair) for pair in cv
+    ):
+        return f"a {type(cv).__name__} of {len(cv)} (train, test) pairs"
+    return None
 
 
 def _kfold(n: int, k: int, rng: np.random.Generator, strata: np.ndarray | None) -> np.ndarray:

@@ -37,7 +37,7 @@ import pandas as pd
 from ..exceptions import FoldError, format_positions
 
 __all__ = ["Splits", "is_splitter", "splitter_name", "split_rows", "deal_groups", "group_codes",
-           "resolve_splits", "check_groups"]
+           "resolve_splits", "check_groups", "OutsideRowsError", "removed_rows_advice"]
 
 
 def is_splitter(cv: Any) -> bool:
@@ -90,6 +90,37 @@ class Splits:
         return all(len(train) and train.max() < np.flatnonzero(self.folds == k).min()
                    for k, train in enumerate(self.train))
 
+    @property
+    def gap(self) -> int:
+        """Rows left out between a split's last training row and its first test row: the fewest
+        over the splits (``TimeSeriesSplit``'s ``gap``; 0 where a split trains up to its test
+        rows). Read from the splits, so a splitter of one's own that leaves rows out there has
+        one too. Only meaningful when :attr:`time_ordered`.
+
+        Examples
+        --------
+        >>> folds = np.array([-1, -1, -1, -1, 0, 1])  # rows 4 and 5 tested, 2 rows before each
+        >>> Splits(folds, (np.array([0, 1]), np.array([0, 1, 2]))).gap
+        2
+        """
+        return min(int(np.flatnonzero(self.folds == k).min() - train.max() - 1)
+                   for k, train in enumerate(self.train))
+
+
+class OutsideRowsError(FoldError):
+    """A splitter gave positions beyond the rows it was run on: it was built for more rows
+    (``PredefinedSplit(test_fold)`` of the rows given, where the fit removed some)."""
+
+
+def removed_rows_advice(cv: Any, n: int, n_given: int, removed_by: str) -> str:
+    """What to say when *cv* indexes rows the fit removed: *n* of *n_given* rows are left
+    after *removed_by* (e.g. ``"missing='drop'"``)."""
+    return (f"; {removed_by} removed {n_given - n} of the {n_given} rows given, so the fit has "
+            f"{n} and {splitter_name(cv)}, which was built for all {n_given}, indexes rows that "
+            "are not there: give its folds as fold labels instead, one per row given (cv=test_fold "
+            "for a PredefinedSplit; the removed rows' labels are removed with them), or remove the "
+            "rows before building the splitter")
+
 
 def _positions(part: Any, n: int, what: str, k: int, name: str) -> np.ndarray:
     rows = np.asarray(part)
@@ -99,7 +130,10 @@ def _positions(part: Any, n: int, what: str, k: int, name: str) -> np.ndarray:
         raise FoldError(f"{name} split {k} gave {what} rows that are not row positions "
                         f"(shape {rows.shape}, dtype {rows.dtype}); a splitter yields arrays of "
                         "int positions")
-    if rows.size and (rows.min() < 0 or rows.max() >= n):
+    if rows.size and rows.max() >= n:
+        raise OutsideRowsError(f"{name} split {k} gave {what} position {int(rows.max())}, "
+                               f"outside the {n} rows 0..{n - 1} it was run on")
+    if rows.size and rows.min() < 0:
         raise FoldError(f"{name} split {k} gave {what} positions outside 0..{n - 1}")
     return np.unique(rows).astype(np.intp)
 
@@ -225,14 +259,17 @@ def group_codes(groups: Any, error: type[Exception] = FoldError) -> np.ndarray:
         raise error("groups mix labels that cannot be ordered; use labels of one type") from err
 
 
-def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any) -> Any:
+def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int | None = None,
+                   removed_by: str = "missing='drop'") -> Any:
     """The fit's ``cv`` with its ``groups`` applied, on the rows it keeps.
 
     A splitter becomes fold labels when its splits are a partition, else its
     :class:`Splits` (with the splitter and groups); ``cv=K`` with groups becomes the
     groups dealt into K folds (:func:`deal_groups`, seeded by *seed*); anything else is
     returned as given.
-    *y* is what a splitter is given (class codes for classes).
+    *y* is what a splitter is given (class codes for classes). *n_given* is the rows of
+    the data before *removed_by* removed some: a splitter that indexes rows beyond those kept
+    is then told it was built for the rows given (:func:`removed_rows_advice`).
     """
     if groups is not None and np.size(groups) != len(y):
         raise FoldError(f"groups has {np.size(groups)} labels; give exactly one per row "
@@ -241,7 +278,13 @@ def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any) -> Any:
         values = None if groups is None else np.asarray(groups)
         if values is not None:
             group_codes(values)  # missing or unorderable labels refused by name
-        splits = split_rows(cv, len(y), y, values)
+        try:
+            splits = split_rows(cv, len(y), y, values)
+        except OutsideRowsError as err:
+            if n_given is None or n_given <= len(y):
+                raise
+            raise OutsideRowsError(f"{err}{removed_rows_advice(cv, len(y), n_given, removed_by)}"
+                                   ) from None
         if splits.partition:
             return splits.folds
         return Splits(splits.folds, splits.train, cv, values)

@@ -477,7 +477,9 @@ def _tested_rows_note(res: PearlResults) -> list[str]:
             "risks and baselines are those of the tested rows; the candidates are refitted on all "
             f"{res.nobs}."
             + (" The honest risk's outer folds keep time order: each held-out block is scored by "
-               "the procedure fitted on the rows before it, and the first rows are never held out."
+               "the procedure fitted on the rows before it"
+               + (f" (less the splitter's gap of {spec.gap} rows)" if spec.gap else "")
+               + ", and the first rows are never held out."
                if spec.time_ordered and res.stages.honest else "")]
 
 
