@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .._warnings import warn
@@ -56,9 +57,14 @@ def warn_uncertified(solver: str, gap: float, objective: float, tol: float,
                      context: str | None) -> None:
     """The ConvergenceWarning of a solve whose gap is above its target, naming where it ran."""
     where = f" {context}" if context else ""
+    target = f"target {gap_target(objective, tol):.3g} = {tol:g} (1 + objective)"
+    if not np.isfinite(gap):
+        warn(f"the {solver} weight solver stopped{where} without a certified gap (its "
+             f"{target} could not be checked); the weights may not be optimal",
+             ConvergenceWarning)
+        return
     warn(
         f"the {solver} weight solver stopped{where} with certified gap {gap:.3g} above its "
-        f"target {gap_target(objective, tol):.3g} = {tol:g} (1 + objective); "
-        f"the weights are within {gap:.3g} of optimal",
+        f"{target}; the weights are within {gap:.3g} of optimal",
         ConvergenceWarning,
     )
