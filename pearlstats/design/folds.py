@@ -352,11 +352,17 @@ def fold_labels_for_rows(
     return labels
 
 
-def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence) -> None:
+STRATIFY_ADVICE = "choose folds so that every class is outside each fold (e.g. an int cv, " \
+                  "which stratifies)"
+
+
+def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence,
+                         advice: str = STRATIFY_ADVICE) -> None:
     """Require every class in every training set (all rows outside a fold).
 
     A candidate trained without some class cannot predict it, so its
-    out-of-fold probabilities would be meaningless.
+    out-of-fold probabilities would be meaningless. *advice* ends the FoldError (the
+    folds of dask data are hashed, not stratified: their caller says so).
 
     Raises
     ------
@@ -377,6 +383,6 @@ def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence
         if present.size < len(classes):
             missing = [classes[c] for c in sorted(set(range(len(classes))) - set(present.tolist()))]
             raise FoldError(
-                f"the training rows for fold {fold} contain no row of class(es) {missing}; choose "
-                "folds so that every class is outside each fold (e.g. an int cv, which stratifies)"
+                f"the training rows for fold {fold} contain no row of class(es) {missing}; "
+                f"{advice}"
             )

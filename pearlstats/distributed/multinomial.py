@@ -99,8 +99,22 @@ def class_pass(rows: Any, spec: Any, fold_spec: Any, env: Any) -> Classes:
     kept = np.minimum(counts, 2)
     codes = np.repeat(np.tile(np.arange(levels.size), len(labels)), kept.ravel())
     folds = np.repeat(np.repeat(np.asarray(labels), levels.size), kept.ravel())
-    check_class_coverage(codes, folds, [class_level(v) for v in levels])
+    check_class_coverage(codes, folds, [class_level(v) for v in levels],
+                         **({"advice": _HASHED_ADVICE} if _hashed(fold_spec) else {}))
     return Classes(levels, counts)
+
+
+_HASHED_ADVICE = ("the folds of dask data are hashed from the rows' positions (an int cv does "
+                  "not stratify them), so a rare class can miss a fold's training rows: merge "
+                  "or drop rare classes, give a fold column, or fit the rows in memory, where "
+                  "an int cv stratifies")
+
+
+def _hashed(fold_spec: Any) -> bool:
+    """Whether the folds are hashed from row positions (an int cv), not a given column."""
+    while fold_spec[0] == "relabel":
+        fold_spec = fold_spec[1]
+    return fold_spec[0] == "hash"
 
 
 def class_level(value: float) -> Any:

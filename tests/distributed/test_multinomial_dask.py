@@ -185,3 +185,17 @@ def test_trial_columns_in_batches_give_the_same_fit(monkeypatch):
         np.testing.assert_allclose(np.asarray(batched.candidate_params(label), dtype=float),
                                    np.asarray(whole.candidate_params(label), dtype=float),
                                    rtol=0, atol=1e-12)
+
+
+def test_a_rare_class_in_one_hashed_fold_is_not_told_to_use_an_int_cv():
+    """Hashed folds do not stratify: a class whose two rows hash into one fold is refused with
+    advice that works on dask (was "e.g. an int cv, which stratifies", the cv it had)."""
+    y, a, b = _classes(3, seed=4)
+    folds = hash_folds(np.arange(N), 5, 0)
+    two = np.flatnonzero(folds == folds[5])[:2]
+    rare = y.astype(float)
+    rare[two] = 7.0
+    data, blocks = _dask({"y": rare}, {"a": a, "b": b})
+    with pytest.raises(FoldError, match=r"class\(es\) \[7\]; the folds of dask data are hashed"):
+        pearl.fit(FORMULA, data, blocks=blocks, family="multinomial", cv=5, seed=0,
+                  honest=False)
