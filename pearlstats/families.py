@@ -488,7 +488,8 @@ class Gaussian(Family):
 class _GLMFamily(Family):
     """Binomial and Poisson: the batched Newton engine of :mod:`pearlstats.engines.glm`.
 
-    Its ``separation`` option applies to logistic fits only (Poisson fits ignore it).
+    Its ``separation`` option applies to logistic fits and to Poisson fits whose counts are
+    0 on one side of a direction (no maximum-likelihood estimate either).
     """
 
     # Observation weights and offsets are fitted by the same engine (issue 35).

@@ -403,7 +403,9 @@ def fit(
         observation weights or ``honest`` below 3.
     separation : {"ridge", "drop", "raise"}, default "ridge"
         What to do with a logistic (binomial or multinomial) candidate whose
-        classes are (quasi-)separated, on all rows or in some fold, so that
+        classes are (quasi-)separated, or a Poisson candidate whose counts are
+        0 on one side of a direction of its columns (its means there go to 0,
+        R's "fitted rates numerically 0"), on all rows or in some fold, so that
         its maximum-likelihood estimate does not exist. ``"ridge"`` refits
         it, in every fold and on all rows alike, with the smallest ridge of
         1e-4, 1e-3, 1e-2, 0.1, 1 (above *ridge*; on standardised columns,
@@ -417,7 +419,9 @@ def fit(
         would on those rows, so no held-out row informs them. ``"drop"``
         gives such a candidate weight 0; ``"raise"`` raises
         :class:`~pearlstats.exceptions.SeparationError` naming it (also
-        from the nested re-runs of ``res.honest``). Other families ignore it.
+        from the nested re-runs of ``res.honest``). Gaussian fits ignore it. A
+        Poisson fold whose training rows count nothing at all is refused
+        (no ridge gives its intercept an optimum).
     cv_repeats : int, default 1
         Repeated K-fold (``cv`` an int): the candidates' out-of-fold
         predictions are computed for this many fold draws, and the weights

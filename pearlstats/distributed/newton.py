@@ -28,7 +28,13 @@ import numpy as np
 
 from ..backends.partitions import tree_sum
 from ..engines._common import SEPARATION_RIDGES
-from ..engines.glm import SEPARATION_ETA, SEPARATION_MIN_ITER, SEPARATION_STEP, _notes
+from ..engines.glm import (
+    SEPARATION_ETA,
+    SEPARATION_MIN_ITER,
+    SEPARATION_STEP,
+    notes_for,
+    separation_cause,
+)
 from ..engines.likelihood import row_terms, variance_of
 from ..engines.moments import standardised_systems
 from ..engines.multinomial import _notes as multinomial_notes
@@ -57,9 +63,12 @@ def _candidate_sums(ZS, y, train, kind, request, mine, out) -> None:
     if t.any():  # (all zero: evaluations of the starting points)
         eta -= t[:, None] * (request["step"][mine, :s] @ ZS.T)[local]
     w = train[request["fold"][mine][local]]
+    if "emax" in out and kind == "poisson":  # before row_terms overwrites eta by |eta|
+        # the separation check's largest training -eta: Poisson means going to 0
+        out["emax"][cols] = np.max(w * -eta, axis=1, initial=0.0)  # held-out rows: 0
     loss, mu = row_terms(kind, eta, y)
     out["f"][cols] = np.sum(w * loss, axis=1)
-    if "emax" in out:
+    if "emax" in out and kind != "poisson":
         out["emax"][cols] = np.max(w * eta, axis=1, initial=0.0)  # |eta| >= 0; zero rows
     for a in np.flatnonzero(request["hessian"][mine]):
         c = np.searchsorted(cols, request["first"][mine[a]])
@@ -298,7 +307,7 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
             warm, known = (which, H), (which, f, g, sums)
     sizes = np.array([plan_candidates[jj][0].size for jj in slots[0]]) * per_column
     # only then is the largest |eta| (multinomial: -log(-log p_own)) needed
-    separates = kind in ("binomial", "multinomial") and ridge == 0
+    separates = kind in ("binomial", "multinomial", "poisson") and ridge == 0
     evaluate = _Passes(rows, args, slots, moments.n_train[slots[1]], sizes, separates, by_fold)
 
     def separated(problems, theta, step, iterations, values, columns):
@@ -420,7 +429,7 @@ def newton_coefficients(
         state.kept_loss_hessians(),
         state.by_fold,
     )
-    notes_of = multinomial_notes if classes is not None else _notes
+    notes_of = multinomial_notes if classes is not None else notes_for(kind)
     for jj, j in enumerate(feasible):
         notes = notes_of(candidates[j].label, _split(folds, slice(jj * K, (jj + 1) * K)),
                        list(range(K)), "cv")
@@ -486,9 +495,11 @@ def newton_with_separation(
     """
     coefs, failed, entries, passes = fit_rung(candidates, ridge)
     moved: dict = {}
-    if kind not in ("binomial", "multinomial") or separation == "drop" or not failed.any():
+    if kind not in ("binomial", "multinomial", "poisson") or separation == "drop" \
+            or not failed.any():
         return coefs, failed, entries, passes, moved
     labels = [c.label for c in candidates]
+    cause = separation_cause(kind)
     if separation == "raise":
         for entry in entries:
             if entry.excluded and entry.kind == "separation":
@@ -513,13 +524,13 @@ def newton_with_separation(
                 failed[j] = False
                 moved[labels[j]] = value
                 entries.append(_ladder_entry(labels[j], "cv",
-                                             trouble_from_entries(trouble[j], ridge), ladder,
-                                             value))
+                                             trouble_from_entries(trouble[j], ridge, cause),
+                                             ladder, value))
                 entries.extend(e for e in rung[2] if e.candidate == labels[j])
         waiting = [j for jj, j in enumerate(waiting) if rung[1][jj]]
     for j in waiting:
-        entries.append(_ladder_entry(labels[j], "cv", trouble_from_entries(trouble[j], ridge),
-                                     ladder, None))
+        entries.append(_ladder_entry(labels[j], "cv",
+                                     trouble_from_entries(trouble[j], ridge, cause), ladder, None))
         entries.extend(trouble[j])
     return coefs, failed, entries, passes, moved
 

@@ -19,6 +19,15 @@ quadratically when the MLE exists, so a fit still diverging by then has no MLE;
 it is halted and reported rather than left to produce huge coefficients. (A
 converged fit may legitimately give some rows probabilities within 1e-15 of
 0 or 1; that alone is not separation.)
+
+A Poisson MLE fails to exist the same way when the counts are 0 on one side of a
+direction of the candidate's columns (all rows with a count on the hyperplane, the zeros
+below it): the fit diverges with those rows' means going to 0, and the held-out rows
+on the other side get means of 1e100 and more. It is detected alike, by a training
+row's linear predictor below ``-SEPARATION_ETA`` (a mean of 1e-13, R's "fitted rates
+numerically 0"), and takes the same ``separation`` policy. A fold whose training rows
+have no positive count at all is refused (:func:`glm_cv_predict`): no ridge on the
+block columns gives its intercept an optimum.
 """
 
 from __future__ import annotations
@@ -33,11 +42,13 @@ import numpy as np
 from scipy.linalg import blas
 
 from ..backends.chunks import map_chunks
+from ..exceptions import FoldError
 from ..ledger import LedgerEntry
 from ._common import EngineOutput
 from .likelihood import mean_of, row_terms, variance_of
 from .newton import batched_newton, penalised_newton
 from .newton_cv import (
+    SEPARATED_CLASSES,
     SEPARATION_ETA,
     SEPARATION_MIN_ITER,
     SEPARATION_STEP,
@@ -53,7 +64,8 @@ from .standardised import symmetric_from_upper
 if TYPE_CHECKING:
     from ..design.candidates import Candidate
 
-__all__ = ["glm_cv_predict", "glm_fit", "SEPARATION_ETA", "SEPARATION_MIN_ITER", "SEPARATION_STEP"]
+__all__ = ["glm_cv_predict", "glm_fit", "notes_for", "separation_cause", "SEPARATION_ETA",
+           "SEPARATION_MIN_ITER", "SEPARATION_STEP"]
 
 # Most chord steps in a row with one Hessian (:func:`batched_newton`): a fold fit started at
 # the all-rows optimum with its exact training-row Hessian there contracts by about the
@@ -287,8 +299,11 @@ def fold_hessians(parts: list, held_out: int) -> np.ndarray:
                      for k in range(held_out)])
 
 
-def _extreme_rows(Z, weights, offset=None) -> Callable:
-    """``extreme_rows(theta)`` of :func:`separation_check`, a block of rows at a time.
+def _extreme_rows(Z, weights, offset=None, kind: str = "binomial") -> Callable:
+    """``extreme_rows(theta)`` of :func:`separation_check`, a block of rows at a time:
+    a training row's linear predictor beyond ``SEPARATION_ETA`` in absolute value
+    (logistic), below ``-SEPARATION_ETA`` (Poisson: a mean going to 0; a large mean is a
+    large count, not divergence).
 
     The (K, n) linear predictors and masks are never formed at once (152 MiB at K = 10,
     n = 10^6 for the predictors and their absolute values).
@@ -298,7 +313,8 @@ def _extreme_rows(Z, weights, offset=None) -> Callable:
             eta = Z.times(theta, rows) if getattr(Z, "folds", False) else theta @ Z[rows].T
             if offset is not None:
                 eta += offset[rows]
-            return np.any((weights[:, rows] > 0) & (np.abs(eta) > SEPARATION_ETA), axis=1)
+            far = np.abs(eta) > SEPARATION_ETA if kind == "binomial" else eta < -SEPARATION_ETA
+            return np.any((weights[:, rows] > 0) & far, axis=1)
 
         return np.logical_or.reduce(list(map_chunks(block, len(Z), _BLOCK_ROWS)))
 
@@ -343,7 +359,7 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     evaluated point, which the fold fits start from with *known* (their first pass saved).
     """
     n_train = weights.sum(axis=1)
-    separated = separation_check(_extreme_rows(Z, weights, offset), ridge, kind == "binomial")
+    separated = separation_check(_extreme_rows(Z, weights, offset, kind), ridge)
 
     own_start = theta0 is None
     if theta0 is None:
@@ -383,9 +399,28 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     return replace(result, hessian=sums / n_fold_train[:, None, None], fold_values=values)
 
 
+ZERO_COUNTS_SEPARATE = ("the counts are 0 on one side of a direction of the candidate's "
+                        "columns (their means go to 0)")
+
+
 def _notes(label: str, result, fold_ids, stage: str) -> list:
     sign = f"a training row's linear predictor beyond {SEPARATION_ETA:g} in absolute value"
     return newton_notes(label, result, fold_ids, stage, sign)
+
+
+def _poisson_notes(label: str, result, fold_ids, stage: str) -> list:
+    sign = f"a training row's linear predictor below -{SEPARATION_ETA:g} (a mean of 1e-13)"
+    return newton_notes(label, result, fold_ids, stage, sign, ZERO_COUNTS_SEPARATE)
+
+
+def notes_for(kind: str) -> Callable:
+    """The ledger notes of a *kind* ("binomial" or "poisson") Newton fit."""
+    return _poisson_notes if kind == "poisson" else _notes
+
+
+def separation_cause(kind: str) -> str:
+    """Why a *kind* fit has no finite optimum when it separates, in words."""
+    return ZERO_COUNTS_SEPARATE if kind == "poisson" else SEPARATED_CLASSES
 
 
 def _engine(kind: str) -> NewtonEngine:
@@ -397,8 +432,10 @@ def _engine(kind: str) -> NewtonEngine:
     def predict(Z_rows, theta):
         return _mean_and_variance(kind, Z_rows @ theta)[0]
 
-    return NewtonEngine(1, solve, predict, _notes, separates=kind == "binomial", reads_rows=True,
-                        warm_hessian=True, fold_hessians=True, mean=partial(mean_of, kind))
+    return NewtonEngine(1, solve, predict, notes_for(kind), separates=True,
+                        cause=separation_cause(kind),
+                        reads_rows=True, warm_hessian=True, fold_hessians=True,
+                        mean=partial(mean_of, kind))
 
 
 def glm_cv_predict(
@@ -428,8 +465,9 @@ def glm_cv_predict(
         coefficients to the mean negative log-likelihood, ``sd_j`` the SD of
         column j over the fold's training rows (see :mod:`pearlstats.engines._common`).
     separation : {"drop", "ridge", "raise"}
-        What to do with a logistic candidate whose classes separate (see
-        :func:`~pearlstats.engines.newton_cv.newton_cv_predict`); Poisson fits ignore it.
+        What to do with a candidate without a finite optimum: a logistic one whose classes
+        separate, a Poisson one whose counts are 0 on one side of a direction (see
+        :func:`~pearlstats.engines.newton_cv.newton_cv_predict`).
     ridges : mapping, optional
         Label -> ridge a candidate starts from (at least *ridge*).
     row_weights, offset : ndarray (n,), optional
@@ -444,6 +482,8 @@ def glm_cv_predict(
         ``predictions`` (n, J): probabilities of class 1, or Poisson means;
         ``ridges`` the ridge each candidate was fitted with.
     """
+    if kind == "poisson":
+        _refuse_folds_without_counts(y, folds, row_weights)
     keep: dict = {}
     observed = _observed(len(y), row_weights, offset)
     output = newton_cv_predict(_engine(kind), X, y, candidates, folds, ridge,
@@ -451,6 +491,20 @@ def glm_cv_predict(
                                observed=observed)
     _remember(kind, (X, y, row_weights, offset), keep)
     return output
+
+
+def _refuse_folds_without_counts(y: np.ndarray, folds: np.ndarray,
+                                 row_weights: np.ndarray | None) -> None:
+    """A Poisson fold whose training rows count nothing has no finite fit: its intercept goes
+    to minus infinity whatever the ridge (statsmodels' GLM fails there too)."""
+    counted = y if row_weights is None else y * row_weights
+    for fold in np.unique(folds[folds >= 0]):
+        if not counted[folds != fold].any():
+            raise FoldError(
+                f"the training rows of fold {fold} have no positive count: a Poisson candidate "
+                "has no finite fit there (its mean would be 0 on every row); choose folds that "
+                "each leave a positive count among their training rows (an int cv draws them "
+                "anew), or a response with more than a few positive counts")
 
 
 def _observed(n: int, row_weights, offset) -> Observed | None:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 SEPARATION_ETA = 30.0
 SEPARATION_MIN_ITER = 15
 SEPARATION_STEP = 0.5  # a converging Newton fit takes steps far below this by then
+SEPARATED_CLASSES = "the classes are (quasi-)separated"  # why a logistic fit has no optimum
 
 __all__ = ["NewtonEngine", "Observed", "newton_cv_predict", "newton_fit", "newton_notes",
            "ridge_ladder", "trouble_from_entries", "trouble_words", "separation_check"]
@@ -55,7 +56,7 @@ def separation_check(extreme_rows: Callable, ridge: float, applies: bool = True)
     ridge : float
         A penalised fit always has a finite optimum: nothing is flagged.
     applies : bool
-        False for models that cannot separate (Poisson).
+        False for models whose optimum always exists.
 
     Returns
     -------
@@ -90,7 +91,10 @@ class NewtonEngine:
         ``notes(label, result, fold_ids, stage) -> list of LedgerEntry``.
     separates : bool
         Whether the maximum-likelihood estimate can fail to exist by separation
-        (logistic models): only then does the ``separation`` option apply.
+        (logistic models; Poisson ones whose counts are 0 on one side of a direction):
+        only then does the ``separation`` option apply.
+    cause : str
+        Why such a fit has no optimum, for the ledger and the messages.
     warm_hessian : bool
         Whether the fold fits also start from the all-rows fit's last Hessian
         (``solve(..., hessian0=...)``): worth it where forming Hessians dominates.
@@ -114,6 +118,7 @@ class NewtonEngine:
     predict: Callable
     notes: Callable
     separates: bool = False
+    cause: str = SEPARATED_CLASSES
     warm_hessian: bool = False
     nested_start: bool = False
     reads_rows: bool = False
@@ -122,12 +127,13 @@ class NewtonEngine:
 
 
 def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: str,
-                 separation_sign: str) -> list[LedgerEntry]:
+                 separation_sign: str, cause: str = SEPARATED_CLASSES) -> list[LedgerEntry]:
     """Ledger rows of a batched Newton fit: separation, non-convergence, singular Hessians.
 
     *separation_sign* says what was seen (e.g. "a training row's linear predictor beyond 30
-    in absolute value"); in the cross-validation stage a separated or unconverged fit
-    excludes the candidate, in a refit it is only reported.
+    in absolute value") and *cause* why no optimum exists (separated classes; for Poisson,
+    counts of 0 on one side of a direction); in the cross-validation stage a separated or
+    unconverged fit excludes the candidate, in a refit it is only reported.
     """
     excluded = stage == "cv"
     outcome = "given weight 0" if excluded else "reported"
@@ -135,7 +141,7 @@ def newton_notes(label: str, result: NewtonResult, fold_ids: Sequence, stage: st
         LedgerEntry(
             label, fold_ids[k], stage, "separation",
             f"still diverging after {SEPARATION_MIN_ITER} Newton steps with {separation_sign}: "
-            "the classes are (quasi-)separated and the maximum-likelihood estimate does not exist",
+            f"{cause} and the maximum-likelihood estimate does not exist",
             f"{outcome}; separation='ridge' (or ridge > 0) keeps this candidate", excluded,
         )
         for k in np.flatnonzero(result.stopped)
@@ -174,14 +180,16 @@ def _finite(*results: NewtonResult) -> bool:
     )
 
 
-def _trouble(everything: NewtonResult, result: NewtonResult, ridge: float) -> str:
+def _trouble(everything: NewtonResult, result: NewtonResult, ridge: float,
+             cause: str = SEPARATED_CLASSES) -> str:
     """Where the fit of one candidate at *ridge* has no finite optimum, in words."""
     return trouble_words(bool(everything.stopped[0]), bool(not everything.converged[0]),
                          np.flatnonzero(result.stopped).tolist(),
-                         np.flatnonzero(~result.converged).tolist(), ridge)
+                         np.flatnonzero(~result.converged).tolist(), ridge, cause)
 
 
-def trouble_from_entries(entries: Sequence[LedgerEntry], ridge: float) -> str:
+def trouble_from_entries(entries: Sequence[LedgerEntry], ridge: float,
+                         cause: str = SEPARATED_CLASSES) -> str:
     """:func:`_trouble`'s words from a candidate's Newton ledger rows (:func:`newton_notes`;
     fold None: the fit on all rows), so the dask fit, whose passes return ledger rows, names
     a separated candidate as the in-memory fit does."""
@@ -192,19 +200,19 @@ def trouble_from_entries(entries: Sequence[LedgerEntry], ridge: float) -> str:
         return any(e.kind == kind and e.fold is None for e in entries)
 
     return trouble_words(everywhere("separation"), everywhere("not converged"),
-                         folds("separation"), folds("not converged"), ridge)
+                         folds("separation"), folds("not converged"), ridge, cause)
 
 
 def trouble_words(separated: bool, unconverged: bool, separated_folds: list,
-                  unconverged_folds: list, ridge: float) -> str:
+                  unconverged_folds: list, ridge: float, cause: str = SEPARATED_CLASSES) -> str:
     """Where a candidate has no finite optimum: on all rows (*separated*, *unconverged*) or in
-    the folds listed, first what is worst, at *ridge*."""
+    the folds listed, first what is worst, at *ridge* (*cause*: what separation means)."""
     if separated:
-        where = "the classes are (quasi-)separated on all rows"
+        where = f"{cause} on all rows"
     elif unconverged:
         where = "the fit on all rows did not converge"
     elif separated_folds:
-        where = f"the classes are (quasi-)separated in fold(s) {separated_folds}"
+        where = f"{cause} in fold(s) {separated_folds}"
     else:
         where = f"the fit did not converge in fold(s) {unconverged_folds}"
     if ridge > 0:
@@ -212,16 +220,18 @@ def trouble_words(separated: bool, unconverged: bool, separated_folds: list,
     return f"without a ridge {where}: the maximum-likelihood estimate does not exist"
 
 
-def _wide_reason(n_params: int, n_train: int) -> str:
+def _wide_reason(n_params: int, n_train: int, cause: str = SEPARATED_CLASSES) -> str:
     return (f"{n_params} coefficients but only {n_train} training rows in the smallest fold: the "
-            "classes are separable and the maximum-likelihood estimate does not exist")
+            f"fit interpolates them, so {cause} and the maximum-likelihood estimate does not "
+            "exist")
 
 
 def _raise_separation(label: str, everything: NewtonResult, result: NewtonResult,
-                      ridge: float) -> None:
+                      ridge: float, cause: str = SEPARATED_CLASSES) -> None:
     if everything.stopped.any() or result.stopped.any():
         raise SeparationError(
-            f"candidate {label!r}: {_trouble(everything, result, ridge)}. Use separation='ridge' "
+            f"candidate {label!r}: {_trouble(everything, result, ridge, cause)}. Use "
+            "separation='ridge' "
             f"(refit it with the smallest ridge of {list(SEPARATION_RIDGES)} that has a finite "
             "optimum) or separation='drop' (give it weight 0)"
         )
@@ -482,7 +492,7 @@ def newton_cv_predict(
             everything, result = _fit_folds(engine, Z, lambda S=S: X[:, S], y, design, rows,
                                             weights, value, (optima, S), observed)
             if separation == "raise" and engine.separates:
-                _raise_separation(candidate.label, everything, result, value)
+                _raise_separation(candidate.label, everything, result, value, engine.cause)
             if value == start:
                 first = (everything, result)
             if _finite(everything, result):
@@ -494,7 +504,8 @@ def newton_cv_predict(
             keep[tuple(int(c) for c in S), float(value)] = (
                 replace(everything, hessian=None), design, not nested)
         if wide or value != start:
-            reason = (_wide_reason(size, n_train_min) if wide else _trouble(*first, start))
+            reason = (_wide_reason(size, n_train_min, engine.cause) if wide
+                      else _trouble(*first, start, engine.cause))
             tried = [requested] + ladder if wide else ladder
             entries.append(_ladder_entry(candidate.label, "cv", reason, tried,
                                          value if _finite(everything, result) else None))
@@ -610,13 +621,13 @@ def newton_fit(
             result = engine.solve(Z, y, row_weights, penalty(value), value, design.intercept,
                                   theta0, **extra)
         if separation == "raise" and engine.separates:
-            _raise_separation(label, result, result, value)
+            _raise_separation(label, result, result, value, engine.cause)
         if value == ridge:
             first = result
         if _finite(result):
             break
     entries = []
     if value != ridge:
-        entries.append(_ladder_entry(label, "refit", _trouble(first, first, ridge), ladder,
-                                     value if _finite(result) else None))
+        entries.append(_ladder_entry(label, "refit", _trouble(first, first, ridge, engine.cause),
+                                     ladder, value if _finite(result) else None))
     return design, result, entries

@@ -412,3 +412,87 @@ def test_honest_risk_runs_with_the_default():
         )
         table = res.honest
     assert table is not None and np.isfinite(table["risk"]).all()
+
+
+# ---- Poisson: counts of 0 on one side of a direction -------------------------------------------
+def _sparse_counts():
+    """Two positive counts in 200 rows: a fold whose training rows hold one of them (at a
+    corner of block b's points) has no Poisson MLE for the candidates with b; the fit used
+    to stop there with out-of-fold means of 1e198, reported only as "rank deficient"."""
+    rng = np.random.default_rng(2)
+    n = 200
+    blocks = {"a": rng.normal(size=(n, 2)), "b": rng.normal(size=(n, 2))}
+    y = np.zeros(n)
+    y[[3, 50]] = 1.0
+    return y, blocks
+
+
+def _penalised_poisson(X, y, ridge):
+    """Mean Poisson NLL + ridge/2 * sum(var_j * b_j^2) (intercept unpenalised), by scipy."""
+    w = ridge * ridge_penalty_weights(X)
+
+    def objective(b):
+        eta = X @ b
+        return np.mean(np.exp(eta) - y * eta) + 0.5 * np.sum(w * b * b)
+
+    def gradient(b):
+        return X.T @ (np.exp(X @ b) - y) / len(y) + w * b
+
+    def hessian(b):
+        return (X.T * np.exp(X @ b)) @ X / len(y) + np.diag(w)
+
+    start = np.zeros(X.shape[1])
+    start[0] = np.log(y.mean())
+    return minimize(objective, start, jac=gradient, hess=hessian, method="trust-exact",
+                    options={"gtol": 1e-12, "maxiter": 10_000}).x
+
+
+def test_a_poisson_candidate_without_an_mle_in_a_fold_takes_the_ladder_ridge():
+    y, blocks = _sparse_counts()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pearl.fit("y ~ block(a) + block(b)", {"y": y, **blocks}, family="poisson",
+                        seed=0, honest=False)
+    assert [w.category for w in caught if issubclass(w.category, pearl.PearlWarning)] == [
+        pearl.SeparationWarning]
+    rows = _ladder_rows(res)
+    ridges = dict(res.stages.family.candidate_ridges)
+    assert set(rows.candidate) == set(ridges) and "a" not in ridges and ridges
+    assert "counts are 0 on one side" in " ".join(res.failures.reason)
+    # Each flagged candidate's out-of-fold means are the penalised fits at its ridge (scipy on
+    # the engine's objective; the optimum is well conditioned once penalised: 1e-6 relative on
+    # means of about 0.01 is far above both solvers' tolerances).
+    n = len(y)
+    for label, ridge in ridges.items():
+        X = np.column_stack([np.ones(n)] + [blocks[name] for name in label.split("+")])
+        expected = np.empty(n)
+        for k in range(res.n_folds):
+            train = res.folds != k
+            expected[~train] = np.exp(X[~train] @ _penalised_poisson(X[train], y[train], ridge))
+        np.testing.assert_allclose(res.cv_predictions[label].to_numpy(), expected, rtol=1e-6)
+    assert res.cv_predictions.to_numpy().max() < 10  # was 6.4e198
+
+
+def test_a_poisson_candidate_without_an_mle_is_dropped_or_raised_on_request():
+    y, blocks = _sparse_counts()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dropped = pearl.fit("y ~ block(a) + block(b)", {"y": y, **blocks}, family="poisson",
+                            seed=0, honest=False, separation="drop")
+    assert dropped.failed.any() and (dropped.weights[dropped.failed] == 0).all()
+    with pytest.raises(pearl.SeparationError, match="counts are 0 on one side"):
+        pearl.fit("y ~ block(a) + block(b)", {"y": y, **blocks}, family="poisson", seed=0,
+                  honest=False, separation="raise")
+
+
+def test_a_poisson_fold_whose_training_rows_count_nothing_is_refused():
+    """No ridge on the block columns gives the intercept an optimum there (statsmodels' GLM
+    fails too): its out-of-fold means were 1e-23 where the held-out counts average 3."""
+    rng = np.random.default_rng(2)
+    n = 200
+    folds = np.arange(n) % 5
+    y = np.zeros(n)
+    y[folds == 2] = rng.poisson(3, size=(folds == 2).sum())
+    with pytest.raises(pearl.FoldError, match="training rows of fold 2 have no positive count"):
+        pearl.fit("y ~ block(a)", {"y": y, "a": rng.normal(size=(n, 2))}, family="poisson",
+                  cv=folds, seed=0, honest=False)
