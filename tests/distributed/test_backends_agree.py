@@ -418,8 +418,8 @@ def test_poisson_counts_without_an_mle_in_a_fold_are_caught_on_both_backends():
     """Two positive counts in 200 rows: on the dask fit's folds a candidate has no Poisson
     MLE in a fold (its means go to 0 below a hyperplane). Both backends flag it, take the
     ladder's ridge and give the same out-of-fold means (the dask passes solve the same
-    penalised problems: to the Newton tolerance, 1e-8 on means below 1). The dask check read
-    |eta| after the row terms overwrote it, and kept means of 1e63."""
+    penalised problems: to the Newton tolerance, 1e-8 on means below 1). The dask fit kept
+    means of 1e63 there."""
     import warnings
 
     rng = np.random.default_rng(2)
