@@ -262,21 +262,12 @@ def _outer_splits(state: FitState, outer, option: str) -> Splits | None:
         return None
     if not spec.time_ordered:
         raise FoldError(
-            f"cv={type(spec.splitter).__name__}(...) {_not_a_partition(spec)} and is not "
+            f"cv={type(spec.splitter).__name__}(...) {spec.shortfall} and is not "
             "time-ordered, so the outer folds of the honest risk have no rule that respects it; "
             "use a partition splitter (each split trained on all the rows it does not test: "
             "KFold, GroupKFold) or honest=False"
         )
     return forward_splits(len(state.response.y), outer, option, spec.gap, spec.groups)
-
-
-def _not_a_partition(spec: Splits) -> str:
-    """Why the splits are not fold labels: rows never tested, or (every row tested once)
-    training sets short of all the rows a split does not test (a purge or an embargo)."""
-    if (spec.folds >= 0).all():
-        return ("tests every row once but trains a split on fewer than all the rows it does not "
-                "test (a purge or an embargo)")
-    return "tests some rows only"
 
 
 def _outer_folds(state: FitState, outer, seed: int, option: str = "outer") -> np.ndarray:
@@ -842,7 +833,7 @@ def check_conformal_available(state: FitState) -> None:
     if not isinstance(spec, Splits):
         return
     why = ("cross-validates in time order, and CV+ assumes exchangeable rows" if spec.time_ordered
-           else f"{_not_a_partition(spec)}, and CV+ needs outer folds that hold every row out "
+           else f"{spec.shortfall}, and CV+ needs outer folds that hold every row out "
            "once and train on all the others")
     raise OptionError(
         f"prediction intervals and sets (CV+) are not available for a fit with "

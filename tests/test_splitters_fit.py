@@ -192,6 +192,9 @@ def test_a_purged_splitter_is_refused_for_honest_for_what_it_is(grouped):
     assert ("cv=_Purged(...) tests every row once but trains a split on fewer than all the rows "
             "it does not test (a purge or an embargo)") in res.honest_failure
     assert "tests some rows only" not in res.honest_failure
+    with pytest.raises(pearl.OptionError, match="_Purged, which tests every row once but "
+                                                "trains a split on fewer"):
+        res.weight_uncertainty(n_resamples=2)
 
 
 @pytest.mark.parametrize("splitter, example", [(model_selection.KFold, "KFold(5)"),

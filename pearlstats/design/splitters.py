@@ -80,6 +80,16 @@ class Splits:
         )
 
     @property
+    def shortfall(self) -> str:
+        """Why the splits are not a partition, in words: rows never tested, or (every row
+        tested once) training sets short of all the rows a split does not test (a purge or
+        an embargo)."""
+        if (self.folds >= 0).all():
+            return ("tests every row once but trains a split on fewer than all the rows it "
+                    "does not test (a purge or an embargo)")
+        return "tests some rows only"
+
+    @property
     def tested(self) -> np.ndarray:
         """Positions of the rows some split tests."""
         return np.flatnonzero(self.folds >= 0)

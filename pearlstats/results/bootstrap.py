@@ -90,13 +90,14 @@ def _fold_spec(cv_spec, state_folds: np.ndarray, distinct: np.ndarray):
 
 
 def _refuse_partial_splits(cv_spec) -> None:
-    """Resampling rows has no rule for a splitter that tests some rows only (time order)."""
+    """Resampling rows has no rule for a splitter that is not a partition (time order, a
+    purge)."""
     if isinstance(cv_spec, Splits):
         raise OptionError(
             f"resampling rows is not available for a fit cross-validated by "
-            f"{type(cv_spec.splitter).__name__}, which tests some rows only (a resample breaks "
-            "its time order and has no rule for its untested rows); use the fold-complement "
-            "re-solves (method='folds'), or fit with a partition splitter"
+            f"{type(cv_spec.splitter).__name__}, which {cv_spec.shortfall} (a resample "
+            "duplicates rows across its splits and has no rule for what it leaves out); use "
+            "the fold-complement re-solves (method='folds'), or fit with a partition splitter"
         )
 
 
