@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import eigh, qr
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 from .._warnings import warn
 from ..exceptions import BlockError, ConvergenceWarning, OptionError
@@ -42,6 +42,11 @@ AUTO_FULL_KERNEL_ROWS = 10_000
 AUTO_EXACT_ROWS = 200  # as scikit-learn: ARPACK is faster from a few hundred rows
 # Eigenvalues below this fraction of the largest are treated as zero (no usable direction).
 NULL_EIGENVALUE = 1e-10
+# ... and so are those within rounding of zero on the kernel's own scale: a centred kernel's
+# eigenvalues carry an absolute error of about eps * n * max|K| (a kernel whose entries all
+# round to one value, e.g. a saturated sigmoid, has a top eigenvalue of that size, which the
+# rule above measures against itself). 1000 eps leaves the rounding far behind.
+ROUNDING_EIGENVALUE = 1000 * float(np.finfo(float).eps)
 # Landmark eigenvalues of an indefinite kernel below this fraction of the largest are dropped.
 INDEFINITE_CUTOFF = 1e-6
 
@@ -296,6 +301,7 @@ class KernelPCA(LearnerParams):
     def _fit_full_kernel(self, Z, method, rng):
         K = self._kernel(Z, Z)
         n, k = len(K), self.n_components
+        scale = n * float(np.abs(K).max())  # before centring: what the eigenvalues round on
         col_mean = K.mean(axis=0)
         total = col_mean.mean()
 
@@ -314,13 +320,14 @@ class KernelPCA(LearnerParams):
                 )
                 order = np.argsort(values)[::-1]
                 values, vectors = values[order], vectors[:, order]
-            except ArpackNoConvergence:
+            except (ArpackNoConvergence, ArpackError) as error:
+                # ArpackError: e.g. "starting vector is zero" on a kernel that centring leaves
+                # at rounding (the exact solver then says what is wrong with the kernel)
                 if self.method != "auto":
-                    warn(
-                        "KernelPCA(method='arpack') did not "
-                        "converge; using the exact solver instead",
-                        ConvergenceWarning,
-                    )
+                    what = ("did not converge" if isinstance(error, ArpackNoConvergence)
+                            else f"failed ({error})")
+                    warn(f"KernelPCA(method='arpack') {what}; using the exact solver instead",
+                         ConvergenceWarning)
                 method = "exact"
         if method == "randomized":
             values, vectors, self.n_iter_, converged = _subspace_iteration(
@@ -342,7 +349,7 @@ class KernelPCA(LearnerParams):
             )
             values, vectors = values[::-1], vectors[:, ::-1]
         self.method_ = method
-        self._set_eigenvalues(values)
+        self._set_eigenvalues(values, scale)
         alphas = flip_signs(vectors) / np.sqrt(values)
         self._basis = Z
         self._weights = alphas
@@ -354,7 +361,9 @@ class KernelPCA(LearnerParams):
         m = min(self.n_landmarks, n)
         chosen = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
         landmarks = Z[chosen]
-        w, U = eigh(self._kernel(landmarks, landmarks), check_finite=False)
+        W = self._kernel(landmarks, landmarks)
+        scale = n * float(np.abs(W).max())  # the n-row kernel's scale, from its landmark block
+        w, U = eigh(W, check_finite=False)
         # An indefinite landmark kernel (sigmoid) has eigenvalues of both signs near zero whose
         # inverses amplify noise; a coarser cut-off keeps its Nystrom extension stable.
         indefinite = w.min() < -np.abs(w).max() * NULL_EIGENVALUE
@@ -378,13 +387,13 @@ class KernelPCA(LearnerParams):
         mean_columns = shift + sums / n
         k = self.n_components
         values, weights, usable = _signed_gram_eigen(
-            feature_map.T @ scatter @ feature_map, signs, k
+            feature_map.T @ scatter @ feature_map, signs, k, scale * ROUNDING_EIGENVALUE
         )
         if usable < k:
             self._raise_too_few(usable)
         self.method_ = "nystrom"
         self.landmark_indices_ = chosen
-        self._set_eigenvalues(values)
+        self._set_eigenvalues(values, scale)
         self._basis = landmarks
         self._weights = feature_map @ weights
         self._row_mean_weight = np.zeros(k)
@@ -395,15 +404,19 @@ class KernelPCA(LearnerParams):
         self._weights *= signs
         self._offset *= signs
 
-    def _set_eigenvalues(self, values):
-        usable = values > max(values[0], 0.0) * NULL_EIGENVALUE
+    def _set_eigenvalues(self, values, scale: float):
+        """Keep *values* if all are usable: above ``NULL_EIGENVALUE`` of the largest and above
+        rounding on the kernel's *scale* (``n max|K|``)."""
+        usable = values > max(values[0] * NULL_EIGENVALUE, scale * ROUNDING_EIGENVALUE, 0.0)
         if not usable.all():
             self._raise_too_few(int(usable.sum()))
         self.eigenvalues_ = values
 
     def _raise_too_few(self, usable: int):
-        fix = f"use n_components <= {usable} or another kernel" if usable else \
-            "the training rows are identical in feature space; use other inputs or another kernel"
+        fix = f"use n_components <= {usable} or another kernel" if usable else (
+            "the centred kernel is zero to rounding: the training rows are identical in feature "
+            "space, or the kernel is constant on them (a saturated sigmoid, a tiny gamma); "
+            "change gamma or coef0, use other inputs or another kernel")
         raise BlockError(
             f"KernelPCA(kernel={self.kernel!r}) found only {usable} direction(s) with a positive "
             "eigenvalue in the centred training kernel, fewer than "
@@ -465,32 +478,35 @@ class KernelPCA(LearnerParams):
         return self.fit(X).transform(X)
 
 
-def _signed_gram_eigen(gram, signs, k):
+def _signed_gram_eigen(gram, signs, k, floor: float = 0.0):
     """Top-``k`` eigenpairs of ``F S F^T`` from ``gram = F^T F`` and the diagonal ``S = signs``.
 
     With ``gram = V D V^T`` and ``R = D^1/2 V^T`` (so ``F = Q R``), the non-zero
     eigenvalues of ``F S F^T`` are those of the small ``R S R^T = Y M Y^T``, and a new
     row's score is ``f_c(x) S R^T y / sqrt(mu)``. Returns (eigenvalues, weights on ``f``)
-    and the number of usable (clearly positive) eigenvalues; when that is below ``k``
-    the first two are None.
+    and the number of usable (clearly positive, and above *floor*: rounding on the kernel's
+    scale) eigenvalues; when that is below ``k`` the first two are None.
     """
+    def count(values):  # values in decreasing order
+        return int(np.sum(values > max(values[0] * NULL_EIGENVALUE, floor, 0.0)))
+
     r = gram.shape[0]
     if np.all(signs > 0):  # positive semi-definite: the eigenvectors of the Gram matrix itself
-        if r < k:
-            return None, None, r
+        if r < k:  # fewer directions than asked: how many of them are usable, for the message
+            return None, None, count(eigh(gram, eigvals_only=True, check_finite=False)[::-1])
         values, vectors = eigh(gram, subset_by_index=[r - k, r - 1], check_finite=False)
         values, vectors = values[::-1], vectors[:, ::-1]
-        usable = int(np.sum(values > max(values[0], 0.0) * NULL_EIGENVALUE))
-        return values, vectors, usable
+        return values, vectors, count(values)
     d, V = eigh(gram, check_finite=False)
     keep = d > d.max() * NULL_EIGENVALUE
     root = np.sqrt(d[keep]) * V[:, keep]  # R^T
     q = root.shape[1]
+    small = (root.T * signs) @ root
     if q < k:
-        return None, None, q
-    values, Y = eigh((root.T * signs) @ root, subset_by_index=[q - k, q - 1], check_finite=False)
+        return None, None, count(eigh(small, eigvals_only=True, check_finite=False)[::-1])
+    values, Y = eigh(small, subset_by_index=[q - k, q - 1], check_finite=False)
     values, Y = values[::-1], Y[:, ::-1]
-    usable = int(np.sum(values > max(values[0], 0.0) * NULL_EIGENVALUE))
+    usable = count(values)
     if usable < k:
         return None, None, usable
     return values, (signs[:, None] * root) @ Y / np.sqrt(values), usable

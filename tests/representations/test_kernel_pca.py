@@ -187,3 +187,27 @@ def test_refit_with_another_method_forgets_the_landmarks():
     assert len(learner.landmark_indices_) == 20
     learner.method = "exact"
     assert learner.fit(X).landmark_indices_ is None
+
+
+@pytest.mark.parametrize("method", ["exact", "arpack", "nystrom"])
+def test_a_kernel_constant_to_rounding_is_refused_not_returned_as_a_block(method):
+    """Digits' pixels (0-16, 64 columns) saturate the default sigmoid, tanh(x'y / 64 + 1):
+    every kernel entry is within 7e-13 of tanh's 1.0, so the centred kernel is rounding. Its
+    top eigenvalue (about 1e-12 against n max|K| = 460) set its own threshold and the block
+    was rows of 1e-8 noise, with no warning (scikit-learn's KernelPCA returns the same). An
+    eigenvalue below 1000 eps n max|K| is no direction."""
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data[:600]
+    K = np.tanh(X @ X.T / 64 + 1)
+    assert np.ptp(K) < 1e-11  # the premise: constant to rounding
+    for seed in range(6):  # ARPACK's start at seeds 4 and 5 hit "starting vector is zero"
+        learner = KernelPCA(n_components=3, kernel="sigmoid", method=method, n_landmarks=200,
+                            seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # arpack's fall-back, said
+            with pytest.raises(BlockError, match="zero to rounding.*saturated sigmoid"):
+                learner.fit(X)
+    # a gamma that does not saturate is a block (its eigenvalues far above that floor)
+    KernelPCA(n_components=3, kernel="sigmoid", gamma=1e-4, method=method,
+              n_landmarks=200).fit(X)
