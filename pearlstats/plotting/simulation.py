@@ -65,8 +65,9 @@ def plot_risk_ratio(
     -------
     matplotlib.figure.Figure
         One line per method: the mean over repetitions of
-        ``metric(reference) / metric(method)`` with +-1 SE bars; below 1, the
-        reference does better.
+        ``metric(reference) / metric(method)`` with +-1 SE bars; for a loss (MSE,
+        log-loss, ...) below 1 the reference does better, for ``"accuracy"`` above 1
+        (the axis label says which).
     """
     if not isinstance(evaluations, Mapping) or not evaluations:
         raise DataError(
@@ -90,9 +91,11 @@ def plot_risk_ratio(
         ax.errorbar(sizes, means, yerr=errors, marker="o", capsize=3, label=method)
     ax.axhline(1.0, color="0.5", linewidth=0.8)
     n_axis(ax, sizes)
-    ax.set_ylabel(f"{metric}({reference}) / {metric}(method)")
+    name = _METRIC_NAMES.get(metric, str(metric).replace("_", " "))
+    better = "above 1" if metric == "accuracy" else "below 1"
+    ax.set_ylabel(f"{name}({reference}) / {name}(method)\n({better}: {reference} better)")
     repetitions = len(evaluations[sizes[0]])
-    ax.set_title(f"{reference}'s {metric} relative to each method (±1 SE, {repetitions} runs)")
+    ax.set_title(f"{reference}'s {name} relative to each method (±1 SE, {repetitions} runs)")
     ax.legend(fontsize="small")
     return figure
 

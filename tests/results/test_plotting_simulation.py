@@ -54,6 +54,20 @@ def test_risk_ratio_curve_against_n():
         plot_risk_ratio(evaluations, metric="accuracy")
 
 
+def test_risk_ratio_names_the_metric_in_words_and_which_side_is_better():
+    methods = ["PEARL", "Best"]
+    rng = np.random.default_rng(1)
+    evaluations = {n: [pd.DataFrame({"cross_entropy": rng.uniform(0.5, 1, 2),
+                                     "accuracy": rng.uniform(0.6, 0.9, 2)}, index=methods)
+                       for _ in range(3)] for n in (100, 200)}
+    ax = plot_risk_ratio(evaluations, metric="cross_entropy").axes[0]
+    assert "log-loss" in ax.get_title() and "cross_entropy" not in ax.get_title()
+    assert "below 1: PEARL better" in ax.get_ylabel() and "log-loss(PEARL)" in ax.get_ylabel()
+    figure = plot_risk_ratio(evaluations, metric="accuracy")
+    assert "above 1: PEARL better" in figure.axes[0].get_ylabel()
+    assert_inside_canvas(figure)
+
+
 @pytest.fixture(scope="module")
 def table():
     """A long grid table as run_grid writes it: 2 sigmas x 4 n x 7 repetitions x 3 methods."""
