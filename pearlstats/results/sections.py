@@ -127,7 +127,9 @@ def weights_table(res: PearlResults) -> SimpleTable:
          number_cell(risk[label]), number_cell(se[label]), str(int(rank[label]))]
         for label in order
     ]
-    headers = ["blocks", "parameters", "weight", "CV risk", "SE", "rank"]
+    # a multinomial candidate's n_params counts one class equation (C - 1 of them are fitted)
+    parameters = "params/class" if res.family == "multinomial" else "parameters"
+    headers = ["blocks", parameters, "weight", "CV risk", "SE", "rank"]
     return _table(rows, headers, list(order), "Candidates with non-zero weight")
 
 

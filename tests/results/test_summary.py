@@ -486,3 +486,17 @@ def test_latex_sets_a_double_quote_straight():
     from pearlstats.results.formatting import latex_escape
 
     assert latex_escape('Q("sex")') == r"Q(\texttt{\char34}sex\texttt{\char34})"
+
+
+def test_a_multinomial_candidates_parameters_are_said_to_be_per_class(paper_data):
+    """n_params counts one class equation; the column said "parameters" beside AICc's
+    (C - 1) times as many."""
+    frame = paper_data["frame"].assign(
+        level=pd.cut(paper_data["frame"]["y"], 3, labels=["low", "mid", "high"]).astype(str))
+    blocks = {name: paper_data["blocks"][name] for name in NAMES[:2]}
+    res = pearl.fit("level ~ block(pca) + block(kpca_rbf)", frame, blocks=blocks,
+                    family="multinomial", seed=5, honest=False)
+    table = _table(res.summary(), "Candidates with non-zero weight")
+    assert "params/class" in str(table) and "parameters" not in str(table)
+    label = res.weights.idxmax()
+    assert int(_body(table)[label][1]) == res.n_params[label]
