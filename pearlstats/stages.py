@@ -46,7 +46,12 @@ from .design.formula import covariate_row_variables, expression_missing_rows, re
 from .design.sparse import finite_rows
 from .design.spec import Design, build_design
 from .design.splitters import Splits
-from .engines._common import SEPARATION_RIDGES, EngineOutput, infeasible_entry
+from .engines._common import (
+    SEPARATION_RIDGES,
+    EngineOutput,
+    infeasible_entry,
+    separation_reason,
+)
 from .exceptions import (
     AllCandidatesFailedError,
     CandidateFailureWarning,
@@ -564,8 +569,9 @@ def cross_validate_splits(
     return EngineOutput(predictions, failed, entries, None)
 
 
-def _warn_ridge_refits(output: EngineOutput, labels) -> None:
-    """One warning listing the pool's candidates refitted with a ridge as their classes separate."""
+def _warn_ridge_refits(output: EngineOutput, labels, family: str) -> None:
+    """One warning listing the pool's candidates refitted with a ridge as they have no
+    maximum-likelihood estimate (their classes separate, or Poisson counts of 0 do)."""
     if output.ridges is None:
         return
     moved = {entry.candidate for entry in output.entries
@@ -574,19 +580,21 @@ def _warn_ridge_refits(output: EngineOutput, labels) -> None:
     if refits:
         listed = ", ".join(f"{label!r} (ridge={value:g})" for label, value in refits)
         warn(
-            f"{len(refits)} candidate(s) separate the classes (no maximum-likelihood estimate) "
-            "and were refitted in every fold and on all rows with the smallest ridge of "
-            f"{list(SEPARATION_RIDGES)} giving a finite optimum: {listed}; see results.failures. "
+            f"{len(refits)} candidate(s) have no maximum-likelihood estimate "
+            f"({separation_reason(family)}) and were refitted in every fold and on all rows "
+            f"with the smallest ridge of {list(SEPARATION_RIDGES)} giving a finite optimum: "
+            f"{listed}; see results.failures. "
             "separation='drop' gives them weight 0 instead",
             SeparationWarning,
         )
 
 
-def warn_cv_failures(output: EngineOutput, labels: Sequence[str]) -> None:
+def warn_cv_failures(output: EngineOutput, labels: Sequence[str], family: str) -> None:
     """The fit's warnings about its cross-validation: one for the candidates refitted with a
-    ridge as their classes separate, one per pool candidate that failed (*labels*: the pool's).
+    ridge as they have no finite optimum, one per pool candidate that failed (*labels*: the
+    pool's; *family*: its name, for the words).
     """
-    _warn_ridge_refits(output, labels)
+    _warn_ridge_refits(output, labels, family)
     for label in [label for label, bad in zip(labels, output.failed[:len(labels)]) if bad]:
         warn(
             f"candidate {label!r} failed in cross-validation and gets weight 0; see "
@@ -637,7 +645,7 @@ def solve_stage_weights(
     """
     failed = output.failed[:n_pool]
     if warn_failures:
-        warn_cv_failures(output, labels)
+        warn_cv_failures(output, labels, loss.family)
     check_some_candidate_fitted(output.entries, failed)
     solution = solve_weights(output.predictions[:, :n_pool], y, loss, active=~failed,
                              context=context)

@@ -343,7 +343,7 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     ridges = np.array([fitted.ridges.get(c.label, ridge) for c in pool.everything])
     output = EngineOutput(predictions, fitted.failed, list(fitted.entries), ridges)
     # the warnings of an in-memory fit (caller: pearlstats.fit's caller)
-    warn_cv_failures(output, [c.label for c in pool.pool])
+    warn_cv_failures(output, [c.label for c in pool.pool], family.name)
     return FitState(
         family=family, loss=loss, design=design, response=response, candidates=pool,
         folds=folds, cv_spec=fold_spec, seed=seed, ridge=ridge,

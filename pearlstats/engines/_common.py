@@ -54,6 +54,7 @@ from ..exceptions import OptionError
 from ..ledger import LedgerEntry
 
 __all__ = [
+    "separation_reason",
     "ScaledDesign",
     "EngineOutput",
     "fold_rows",
@@ -84,8 +85,16 @@ RANK_TOLERANCE = 1e-10
 # equal the intercept-only fit to float precision.
 MAX_RIDGE = 1e300
 
-# Ridges tried, in order, for a candidate whose classes separate (see "Separation" above).
+# Ridges tried, in order, for a candidate whose classes separate (see "Separation" above), or
+# a Poisson one whose counts are 0 on one side of a direction: no finite optimum either.
 SEPARATION_RIDGES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+def separation_reason(family: str) -> str:
+    """Why the separation ladder gave a *family* candidate a ridge, for messages."""
+    if family == "poisson":
+        return "the counts are 0 on one side of a direction of the columns"
+    return "the classes separate"
 
 # Largest dense p x p (or d x d Newton) system set, in bytes, an engine forms at once.
 MAX_SYSTEM_BYTES = 2**29

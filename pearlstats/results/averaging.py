@@ -54,7 +54,7 @@ from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 from .. import inference
 from .._warnings import warn
 from ..backends.lazy import row_frame, row_series
-from ..engines._common import ridge_penalty_weights
+from ..engines._common import ridge_penalty_weights, separation_reason
 from ..engines.weighted_ridge import weighted_penalty_weights
 from ..engines.wide import (
     column_rank,
@@ -104,8 +104,8 @@ def candidate_ridge(res: PearlResults, label: Hashable) -> float:
     return float(chooser(label, res.ridge)) if chooser is not None else float(res.ridge)
 
 
-def _separation_remedy(separated: list) -> str:
-    return (f"the ridge was chosen because the classes of {separated} separate (see "
+def _separation_remedy(separated: list, family: str) -> str:
+    return (f"the ridge was chosen for {separated} because {separation_reason(family)} (see "
             "results.failures): their unpenalised estimates do not exist, so no ridge=0 refit "
             "can replace them; read the intervals as those of the penalised fit")
 
@@ -121,7 +121,7 @@ def ridge_note(res: PearlResults) -> str | None:
     if ridge <= 0:
         return None
     separated = [label for label, value in ridges.items() if value > res.ridge]
-    remedy = _separation_remedy(separated) if separated else _REFIT_UNPENALISED
+    remedy = _separation_remedy(separated, res.family) if separated else _REFIT_UNPENALISED
     return RIDGE_NOTE.format(ridge=ridge, remedy=remedy)
 
 

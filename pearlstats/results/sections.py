@@ -17,6 +17,7 @@ import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
 from ..design.splitters import Splits
+from ..engines._common import separation_reason
 from ..exceptions import OptionError, PearlWarning
 from ..honest_se import honest_se_note
 from ..observation_weights import few_observations_note
@@ -286,8 +287,8 @@ def _ridge_note(res: PearlResults) -> str | None:
             "the true coefficients.")
     separated = [label for label in penalised if ridges[label] > res.ridge]
     if separated:
-        return note + (" The ridge was needed because the classes separate: unpenalised "
-                       "estimates do not exist.")
+        return note + (f" The ridge was needed because {separation_reason(res.family)}: "
+                       "unpenalised estimates do not exist.")
     return note + " A fit without a ridge gives valid intervals."
 
 
@@ -461,9 +462,9 @@ def _ledger_notes(res: PearlResults) -> list[str]:
                      f"(weight 0): {', '.join(excluded) or 'none'}.")
     if refit.any():
         count = len(set(failures.loc[refit, "candidate"]))
-        notes.append(f"Refits: {count} candidate(s) whose classes separate refitted with a "
-                     "larger ridge (see Ridge above); they take part in the weights as the "
-                     "others do.")
+        notes.append(f"Refits: {count} candidate(s) without a maximum-likelihood estimate "
+                     f"({separation_reason(res.family)}) refitted with a larger ridge (see Ridge "
+                     "above); they take part in the weights as the others do.")
     return notes
 
 

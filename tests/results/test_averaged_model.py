@@ -368,9 +368,9 @@ def test_ridge_note_of_a_separated_candidate_does_not_advise_refitting_with_ridg
                         family="binomial", seed=0, honest=False)
     assert res.ridge == 0 and res.weights["a"] == 1
     note = res.ridge_note
-    assert "ridge=0.0001" in note and "classes of ['a'] separate" in note
+    assert "ridge=0.0001" in note and "for ['a'] because the classes separate" in note
     assert "refit with ridge=0" not in note
-    with pytest.warns(PearlWarning, match=r"classes of \['a'\] separate"):
+    with pytest.warns(PearlWarning, match=r"for \['a'\] because the classes separate"):
         res.conf_int()
     assert "refit with ridge=0" not in str(res.summary())
 
