@@ -198,5 +198,9 @@ def plot_simulation(
     figure.suptitle(f"{title or f'Test {words} against the labeled sample size n'}\n"
                     f"mean of {repetitions} repetitions, band ±1 SE")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside right upper", fontsize="small")
+    # right of the top right panel, level with its top: a figure legend "outside right upper"
+    # sat at the figure's top, where a title wider than one column of panels ran on under it.
+    # The constrained layout counts an axes' legend in that axes' margins, so it makes room.
+    axes[0][-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.03, 1.0),
+                       borderaxespad=0.0, fontsize="small")
     return figure

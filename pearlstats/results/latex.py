@@ -59,11 +59,16 @@ MAX_LINES = 36
 # eight number columns) goes on a line of its own over its row's numbers (:func:`_own_lines`)
 _NAME_LINES = 2
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
-_PAGE_LINES = 48  # lines of \small text on a page of a default article
-# the main table's caption, panel titles, column headers, rules and skips, in lines: with it
-# the estimate falls 2 to 3 lines short of what pdflatex leaves for the candidates' rows in
-# the test fits (J = 31 and 255, three families, 8 block names of 19 to 23 characters)
-_FRAME_LINES = 6
+# lines of \small text (11pt apart) a page of a default article gives the main table: its
+# \textheight, 550pt on letter paper (the shorter of letter and A4), holds 50, less one for the
+# estimate's error (at 50 the table with the nested SE's notes was 0.85pt too tall). At 48 the
+# page kept 3 to 4 lines empty and the table folded candidates whose labels would have fitted.
+_PAGE_LINES = 49
+# the main table's caption, panel titles, rules and skips, in lines; the two panels' column
+# headers are counted as set (:func:`_header_lines`: "SE (nested CV)" stacks on three lines).
+# The estimate falls 1 to 3 lines short of what pdflatex leaves for the candidates' rows (five
+# blocks, two long names, the nested SE's notes, the test fits with J = 31 and 255)
+_FRAME_LINES = 3
 _USES_EM = 20.0  # a strategy's candidate label longer than this goes on a line of its own
 LEADING = 5  # candidates the main table lists by name
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?(e[+-]\d+)?$")
@@ -534,13 +539,20 @@ def leading_rows(headers: list, rows: list[list], top: int, lines: float | None 
 
 
 def _rows_within(rows: list[list], top: int, lines: float | None) -> int:
-    """How many of the first *top* rows fit *lines*, a label wrapping at ``_LABEL_EM``."""
+    """How many of the first *top* rows fit *lines*, a label wrapping at ``_LABEL_EM``.
+
+    The row counting the rest takes a line only where some rows are left out:
+    five candidates whose labels took exactly the lines the page left were
+    counted a line over, and the fifth folded into "1 other candidate".
+    At least one row is named.
+    """
     if lines is None:
         return top
-    used = 1.0  # the row counting the rest
+    used = 0.0
     for count, row in enumerate(rows[:top]):
         used += wrapped_lines(_shown(row[0]), _LABEL_EM)
-        if used > lines:
+        rest = 1.0 if count + 1 < len(rows) else 0.0  # a row for those not named
+        if used + rest > lines:
             return max(count, 1)
     return top
 
@@ -551,8 +563,8 @@ def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
     The formula and the blocks wrap over the line less a label, "uses" in its
     column, the notes over the whole line, names broken only where wider than the line
     (:func:`wrapped_lines`);
-    the other header pairs take a line per two; titles, headers and rules
-    ``_FRAME_LINES``.
+    the other header pairs take a line per two; the panels' column headers as
+    stacked (:func:`_header_lines`); caption, titles and rules ``_FRAME_LINES``.
     """
     long, short, label_em = _split_pairs(sections["header"][1])
     span = _LINE_EM - label_em - 2 * _TABCOLSEP_EM
@@ -564,7 +576,22 @@ def main_table_lines(sections: dict, notes: Sequence[str]) -> float:
                else wrapped_lines(_shown(row[-1]), width) if width else 1
                for p, row in enumerate(shown))
     words = sum(text_em(note) for note in notes)
-    return _PAGE_LINES - 2 - header - _FRAME_LINES - uses - math.ceil(words / _LINE_EM)
+    c_headers, c_rows = sections["candidates"][:2]
+    c_headers, c_rows = leading_rows(c_headers, c_rows, top=max(len(c_rows), 1))
+    columns = _header_lines(c_rows, c_headers) + _header_lines(shown, sections["strategies"][0])
+    return (_PAGE_LINES - 2 - header - _FRAME_LINES - columns - uses
+            - math.ceil(words / _LINE_EM))
+
+
+def _header_lines(rows: list[list], headers: list) -> int:
+    """Lines the column headers of a panel of *rows* take as :func:`latex_panel` sets them: a
+    number column's header stacked a word to a line where the line is crowded, a power of ten
+    on a line of its own under it."""
+    _, _, kinds, numbers, _, stack, _ = _panel_layout(rows, headers)
+    return max([(len(str(header).split()) if stack and not isinstance(header, Label) else 1)
+                + (power != 0)
+                for header, kind, (_, power) in zip(headers, kinds, numbers) if kind == "D"]
+               + [1])
 
 
 def _shown_em(cell: object) -> float:

@@ -616,3 +616,69 @@ def test_a_one_block_fusion_row_names_its_block():
     assert "all 1 blocks" not in latex
     fusion = next(line for line in latex.splitlines() if line.lstrip().startswith("Fusion"))
     assert "health" in fusion
+
+
+def test_the_main_table_counts_a_row_for_the_rest_only_when_some_are_left_out():
+    # five labels taking the 8 lines the page left were charged a ninth for the row of "the
+    # rest", which was not there: the fifth folded into "1 other candidate with non-zero weight"
+    from pearlstats.results.formatting import number_cell
+    from pearlstats.results.latex import leading_rows
+
+    headers = ["", "blocks", "parameters", "weight", "CV risk", "SE", "rank"]
+    labels = ["+".join(LONG_NAMES[:4]), "pca", "+".join(LONG_NAMES[4:]), "pca", "pca+kpca_rbf"]
+    rows = [[label, "2", "5", number_cell(0.2), number_cell(1.0), number_cell(0.1), str(k)]
+            for k, label in enumerate(labels, start=1)]  # 2 + 1 + 2 + 1 + 1 lines
+    _, every = leading_rows(headers, rows, top=5, lines=7)
+    assert [row[0] for row in every] == labels
+    # a line short: four labels and the row of the rest would take 7, so three are named
+    _, three = leading_rows(headers, rows, top=5, lines=6)
+    assert [row[0] for row in three[:-1]] == labels[:3]
+    assert three[-1][0] == "2 other candidates with non-zero weight"
+    _, four = leading_rows(headers, rows, top=4, lines=7)  # top leaves one out: its row counts
+    assert [row[0] for row in four[:-1]] == labels[:4] and four[-1][0].startswith("1 other")
+
+
+def _names_on_the_page(res, tmp_path, name):
+    """The candidates the main table names, and its rows' count of the rest, after checking
+    it sets on one page with no overfull box and no float too large."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        main = res.summary().as_latex()
+    log, problems = _set(tmp_path, main, name)
+    assert not problems, problems
+    assert re.search(rf"Output written on {name}\.pdf \(1 page,", log), log[-500:]
+    panel = main.split("leading candidates")[1].split(r"\midrule")[1].split(r"\bottomrule")[0]
+    return [line.split("&")[0].strip() for line in panel.strip().splitlines()]
+
+
+def test_the_main_table_names_every_leading_candidate_the_page_has_room_for(tmp_path):
+    # five candidates of non-zero weight, two of their labels over two lines: the table named
+    # four and folded the fifth into "1 other candidate", a third of the page left empty
+    rng = np.random.default_rng(1)
+    n = 200
+    names = ["pca", "kernel_pca_rbf_with_a_long_name", "tfidf_50", "naive_bayes_embedding",
+             "w2v"]
+    blocks = {name: rng.normal(size=(n, 2)) for name in names}
+    frame = pd.DataFrame({"x": rng.normal(size=n)})
+    frame["y"] = frame["x"] + sum(0.4 * b[:, 0] for b in blocks.values()) + rng.normal(size=n)
+    formula = "y ~ x + " + " + ".join(f"block({name})" for name in names)
+    res = pearl.fit(formula, frame, blocks=blocks, seed=0, honest=False)
+    assert (res.weights > 0).sum() == 5
+    shown = _names_on_the_page(res, tmp_path, "five")
+    assert not any("other candidate" in label for label in shown), shown
+    assert len(shown) == 5
+
+
+def test_the_main_table_names_both_lettered_candidates(tmp_path):
+    # a 155-character block name and a 117-character covariate: the blocks go by letters, and
+    # with two candidates of non-zero weight the table named "A" and "1 other candidate"
+    rng = np.random.default_rng(0)
+    n = 100
+    long = "representation_" + "x" * 140
+    blocks = {long: rng.normal(size=(n, 2)), "short": rng.normal(size=(n, 2))}
+    covariate = "a_very_long_covariate_name_" + "z" * 90
+    frame = pd.DataFrame({"y": rng.normal(size=n), covariate: rng.normal(size=n)})
+    res = pearl.fit(f"y ~ {covariate} + block({long}) + block(short)", frame, blocks=blocks,
+                    seed=0, honest=False)
+    assert (res.weights > 0).sum() == 2
+    assert _names_on_the_page(res, tmp_path, "long") == ["A", "B"]

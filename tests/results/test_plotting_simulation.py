@@ -145,3 +145,29 @@ def test_named_panels_keep_the_table_order_and_their_own_sizes(table):
     figure = plot_simulation(both, panels="kind", panel_title="{value} candidates")
     assert [ax.get_title() for ax in figure.axes] == ["multinomial candidates", "MLP candidates"]
     assert [t.get_text() for t in figure.axes[1].get_xticklabels()] == ["100", "200", "400"]
+
+
+def _overlap(one, other) -> bool:
+    """Whether two display boxes share more than a pixel each way."""
+    return (min(one.x1, other.x1) - max(one.x0, other.x0) > 1
+            and min(one.y1, other.y1) - max(one.y0, other.y0) > 1)
+
+
+@pytest.mark.parametrize("sigmas", [[0.1], [0.1, 1.5]])
+def test_simulation_legend_overlaps_neither_the_title_nor_the_panels(table, sigmas):
+    # one column of panels: the legend "outside right upper" covered the end of the title
+    # ("... against the labeled sample size n") and of its second line
+    wide = table[table["sigma"].isin(sigmas)].assign(accuracy=0.8, cross_entropy=0.5)
+    figure = plot_simulation(wide, metric=["accuracy", "cross_entropy"])
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    [legend] = [ax.get_legend() for ax in figure.axes if ax.get_legend()] + list(figure.legends)
+    box = legend.get_window_extent(renderer)
+    title = figure._suptitle.get_window_extent(renderer)
+    assert not _overlap(box, title), (box, title)
+    for ax in figure.axes:
+        assert not _overlap(box, ax.get_window_extent(renderer)), ax.get_title()
+        assert not _overlap(box, ax.title.get_window_extent(renderer)), ax.get_title()
+    assert [text.get_text() for text in legend.get_texts()] == ["PEARL", "MS", "Best"]
+    assert_inside_canvas(figure)
+    assert_colours_in_legend(figure)
