@@ -415,7 +415,9 @@ def resolve_blocks(
         # with the data's row labels (*frame*'s index is reset), so that a bad input is named
         # by its label
         labelled = index is not None and len(index) == len(frame)
-        supplied = blocks.transform(frame.set_axis(index) if labelled else frame)
+        # only the formula's blocks: another learner's columns need not be there, nor its errors
+        supplied = blocks.transform(frame.set_axis(index) if labelled else frame,
+                                    names=[name for name in names if name in blocks.names])
     elif isinstance(blocks, Mapping):
         supplied = blocks
     else:
@@ -430,7 +432,8 @@ def resolve_blocks(
         raise BlockError(
             f"block(s) {both} are given both in data and in blocks=; give each block once"
         )
-    available = list(supplied) + list(embedded)
+    given = list(blocks.names) if _is_representations(blocks) else list(supplied)
+    available = given + list(embedded)
     resolved: dict[str, Block] = {}
     for name in names:
         if name in supplied:

@@ -123,7 +123,8 @@ class Rows:
                 raise MissingValueError(
                     f"{who}: column {name!r} has NaN or infinite values "
                     f"in {format_positions(np.flatnonzero(bad), labels=self.labels)}; "
-                    "drop or impute those rows first (pearl.fit(..., missing='drop') drops them)"
+                    "drop or impute those rows first (in the data of pearl.fit, "
+                    "missing='drop' drops them; Representations.fit needs them complete)"
                 )
             parts.append(array)
         return parts[0] if len(parts) == 1 else np.hstack(parts)
@@ -144,8 +145,9 @@ class Rows:
             raise MissingValueError(
                 f"{who}: text column {name!r} is missing in "
                 f"{format_positions(absent, labels=self.labels)} (None, NaN or pd.NA); drop "
-                "those rows (pearl.fit(..., missing='drop') drops them) or replace them with '' "
-                "(an empty document)"
+                "those rows (in the data of pearl.fit, missing='drop' drops them; "
+                "Representations.fit needs them complete) or replace them with '' (an empty "
+                "document)"
             )
         wrong = [i for i, v in enumerate(values) if not isinstance(v, str)]
         if wrong:

@@ -293,6 +293,24 @@ class Representations:
                 )
         return list(dict.fromkeys(c for cols in sources for c in cols))
 
+    def columns_read_by(self, names: Sequence[str]) -> list:
+        """The raw input columns the fitted learners of blocks *names* read, in first-use
+        order (what ``transform(rows, names=names)`` needs in *rows*).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, pearlstats as pearl
+        >>> rows = pd.DataFrame(np.random.default_rng(0).normal(size=(50, 3)),
+        ...                     columns=["x1", "x2", "x3"])
+        >>> reps = pearl.Representations({"pca": pearl.PCA(n_components=2),
+        ...                               "raw": pearl.Raw(columns=["x3"])}, columns=["x1", "x2"])
+        >>> reps.fit(rows).columns_read_by(["raw"])
+        ['x3']
+        """
+        self._require_fitted("columns_read_by()")
+        return list(dict.fromkeys(column for name in names if name in self._fitted
+                                  for column in self._fitted[name]["columns"]))
+
     def __getitem__(self, name: str):
         self._require_fitted(f"reps[{name!r}]")
         if name not in self._fitted:
@@ -401,13 +419,16 @@ class Representations:
                 learner.random_state = value
 
     # ---------------------------------------------------------------- transform
-    def transform(self, rows: Any) -> dict:
+    def transform(self, rows: Any, names: Sequence[str] | None = None) -> dict:
         """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order.
 
         Parameters
         ----------
         rows : DataFrame or dict of columns
             Rows holding the columns the learners read at fit (:attr:`input_columns`).
+        names : sequence of str, optional
+            Only these blocks (``pearl.fit`` asks for the formula's): the other learners
+            are not run, and the columns only they read need not be in *rows*.
 
         Examples
         --------
@@ -421,11 +442,18 @@ class Representations:
         ((4, 2), (4, 1))
         """
         self._require_fitted("transform()")
+        chosen = self._fitted
+        if names is not None:
+            unknown = [name for name in names if name not in self._fitted]
+            if unknown:
+                raise BlockError(f"Representations.transform(names=): {unknown} are not among "
+                                 f"its blocks {list(self._fitted)}")
+            chosen = {name: spec for name, spec in self._fitted.items() if name in names}
         table = Rows(rows)
-        for name, spec in self._fitted.items():
+        for name, spec in chosen.items():
             _check_present(name, spec["columns"], table)
         blocks = {}
-        for name, spec in self._fitted.items():
+        for name, spec in chosen.items():
             learner = spec["learner"]
             X = table.input_for(name, spec["columns"], spec["kind"])
             blocks[name] = _as_block(

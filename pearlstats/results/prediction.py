@@ -117,7 +117,8 @@ class Prediction:
         check_no_dates(frame, self._design.spec.covariates.row_variables)
         source = blocks
         if source is None and self._representations is not None and not embedded:
-            needed = getattr(self._representations, "input_columns", [])
+            # the columns of the formula's blocks: another learner's are not read
+            needed = self._representations.columns_read_by(self.block_names)
             missing = [column for column in needed if column not in frame.columns]
             if missing:
                 raise DataError(f"new data lacks column(s) {missing} that the representations read")

@@ -427,3 +427,29 @@ def test_a_missing_text_is_named_by_the_data_label_at_fit_and_predict(texts):
     # a dict's rows have no labels: the position
     with pytest.raises(MissingValueError, match="'text' is missing in row 3 "):
         reps.transform({"text": holed["text"].where(holed.index != "S003", None).to_numpy()})
+
+
+def test_a_fit_runs_only_the_formulas_learners():
+    """A container holding a text learner whose column the labelled and new rows lack: a
+    formula without that block fits and predicts (it refused, naming the unused learner or
+    its column), equal to the same blocks transformed by hand and given as arrays."""
+    rng = np.random.default_rng(0)
+    unlabeled = pd.DataFrame({"x1": rng.normal(size=80), "x2": rng.normal(size=80),
+                              "text": ["good film"] * 40 + ["bad plot"] * 40})
+    reps = pearl.Representations({"tfidf": pearl.TfIdf(columns="text"),
+                                  "pca": pearl.PCA(n_components=1, columns=["x1", "x2"]),
+                                  "raw": pearl.Raw(columns=["x1"])}).fit(unlabeled)
+    labeled = unlabeled.drop(columns="text").assign(y=rng.normal(size=80))
+    res = pearl.fit("y ~ block(pca) + block(raw)", labeled, blocks=reps, seed=0, honest=False)
+    by_hand = reps.transform(unlabeled, names=["pca", "raw"])
+    assert list(by_hand) == ["pca", "raw"]
+    arrays = pearl.fit("y ~ block(pca) + block(raw)", labeled, blocks=by_hand, seed=0,
+                       honest=False)
+    np.testing.assert_array_equal(res.weights, arrays.weights)
+    new = labeled.head(5)
+    np.testing.assert_array_equal(
+        res.predict(new), arrays.predict(new, blocks=reps.transform(unlabeled.head(5),
+                                                                     names=["pca", "raw"])))
+    assert reps.columns_read_by(["pca", "raw"]) == ["x1", "x2"]
+    with pytest.raises(pearl.BlockError, match=r"\['nope'\] are not among its blocks"):
+        reps.transform(unlabeled, names=["nope"])
