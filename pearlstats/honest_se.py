@@ -59,7 +59,7 @@ from .checks import check_int
 from .design.folds import make_folds
 from .engines._common import EngineOutput
 from .engines.intercept import response_intercept_predictions
-from .exceptions import OptionError
+from .exceptions import FoldError, OptionError
 from .nested import NestedCV, _outer_fold, nested_cross_validation, strategy_row_losses
 from .progress import progress_bar, timed
 from .stages import FitState, cross_validate
@@ -590,6 +590,12 @@ def nested_se(state: FitState, honest_nested: NestedCV, options: NestedSE) -> Ne
     NestedSEEstimate
     """
     K = honest_nested.n_outer
+    n = len(state.response.y)
+    if n < 2 * K:  # a fold of one row has no variance of its losses: every SE would be NaN
+        raise FoldError(
+            f"honest_se='nested' needs at least 2 rows in every outer fold (its SE uses the "
+            f"variance of each fold's held-out losses); {n} rows in honest={K} outer folds "
+            f"leave a fold of 1 row: use honest <= {n // 2}, or honest_se='naive'")
     strata = (state.response.y.astype(np.intp) if state.response.classes is not None else None)
     folds, outer, inner = [], [], []
     with progress_bar(options.repeats, "nested SE: splits", state.progress) as bar, \

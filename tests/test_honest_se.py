@@ -308,3 +308,32 @@ def test_the_warning_against_ms_compares_the_nested_risks_the_table_shows():
     assert "exceeds that of MS" not in str(res.summary())
     with pytest.raises(OptionError, match="not a row"):
         estimate.excess_over("MSE")
+
+
+def test_outer_folds_of_one_row_are_refused_by_name_not_given_nan_ses():
+    """The SE uses each outer fold's variance of its held-out losses: with 10 rows and
+    honest=6 two folds hold 1 row, and every SE, MSE and ratio SE was NaN with nothing said
+    but numpy's ddof warning. The reason is now res.honest_failure (res.honest None)."""
+    rng = np.random.default_rng(0)
+    n = 10
+    data = {"y": rng.normal(size=n), "a": rng.normal(size=(n, 1)), "b": rng.normal(size=(n, 1))}
+    res = pearl.fit("y ~ block(a) + block(b)", data, seed=0, honest=6, honest_se="nested")
+    assert res.honest is None
+    assert "needs at least 2 rows in every outer fold" in res.honest_failure
+    assert "use honest <= 5" in res.honest_failure
+    five = pearl.fit("y ~ block(a) + block(b)", data, seed=0, honest=5,
+                     honest_se=pearl.NestedSE(repeats=2))
+    assert np.isfinite(five.honest["risk"]).all()
+
+
+def test_the_summary_names_the_outer_folds_the_re_runs_used():
+    """With 3 given folds honest=5 deals them to 3 outer folds; the title said 5-fold."""
+    rng = np.random.default_rng(3)
+    n = 30
+    data = {"y": rng.normal(size=n), "a": rng.normal(size=(n, 2)), "b": rng.normal(size=(n, 2))}
+    res = pearl.fit("y ~ block(a) + block(b)", data, seed=1, honest=5, cv=np.arange(n) % 3)
+    res.honest
+    text = res.summary().as_text()
+    assert "3-fold (of 5 asked: the given folds)" in " ".join(text.split())
+    plain = pearl.fit("y ~ block(a) + block(b)", data, seed=1, honest=5)
+    assert "honest risk: 5-fold nested" in " ".join(plain.summary().as_text().split())

@@ -199,7 +199,7 @@ def strategies_table(res: PearlResults) -> SimpleTable:
         nested = res.stages.honest_se != "naive"
         headers = ["honest risk", "SE (nested CV)" if nested else "SE (naive)", ratio,
                    "ratio SE", "CV risk*", "uses"]
-        title = f"Strategies (honest risk: {res.stages.honest}-fold nested cross-validation)"
+        title = f"Strategies (honest risk: {_honest_outer_words(res)} nested cross-validation)"
         return _table(rows, headers, [marks.get(name, name) for name in shown], title)
     table = res.baselines.loc[shown]
     rows = [
@@ -216,6 +216,17 @@ def _has_covariates(res: PearlResults) -> bool:
     """Whether the formula has terms besides the intercept in every candidate."""
     design = res.stages.design
     return any(name != "Intercept" for name in design.column_names[:design.n_covariates])
+
+
+def _honest_outer_words(res: PearlResults) -> str:
+    """"K-fold" of the fit's own outer re-runs; with fold labels or groups they deal the given
+    folds, so fewer than honest= when there are fewer given folds: said so."""
+    asked = res.stages.honest
+    risk = res._honest_outcome.risk  # the fit's own re-runs (None on dask rows: honest= then)
+    used = asked if risk is None else risk.n_outer
+    if used == asked:
+        return f"{used}-fold"
+    return f"{used}-fold (of {asked} asked: the given folds)"
 
 
 def _shown_strategies(res: PearlResults) -> list:
