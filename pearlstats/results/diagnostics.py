@@ -202,9 +202,13 @@ def _warn_failed_resamples(failed: Mapping[str, str], n_resamples: int, name: st
     if not failed:
         return
     first, reason = next(iter(failed.items()))
+    left = n_resamples - len(failed)
+    # fewer than 2 left: no spread (NaN), which the table would show without a reason
+    spread = (f"; only {left} was fitted, so the spread is undefined (NaN): use more "
+              "resamples" if left < 2 else "")
     warn(
         f"{len(failed)} of the {n_resamples} bootstrap resamples of {name} could not be fitted "
-        f"and are left out ({first}: {reason}); attrs['failed'] lists them all",
+        f"and are left out ({first}: {reason}); attrs['failed'] lists them all{spread}",
         ResampleFailureWarning,
     )
 

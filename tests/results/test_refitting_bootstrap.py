@@ -290,6 +290,26 @@ def test_resamples_that_draw_a_rare_class_once_are_recorded_and_the_others_kept(
     np.testing.assert_allclose(table["mean"], boot.mean(axis=1), atol=1e-12)
 
 
+def test_a_single_fitted_resample_says_its_spread_is_undefined():
+    """When failures leave one resample fitted the spread is NaN: the warning says why (the
+    table came back with NaN and no reason). The seed is one where, by the documented
+    resample rule, exactly one of two resamples keeps a single positive row."""
+    frame, blocks = _rows(30, seed=2, family="binomial")
+    frame["y"] = 0.0
+    frame.loc[[3, 17, 25], "y"] = 1.0
+    y = frame["y"].to_numpy().astype(int)
+
+    def lonely(seed, b):
+        rows, _ = _documented_resample(30, seed, b, n_folds=3, strata=y)
+        return np.unique(rows[y[rows] == 1]).size < 2
+
+    seed = next(s for s in range(500) if lonely(s, 0) != lonely(s, 1))
+    res = pearl.fit(FORMULA, frame, blocks=blocks, family="binomial", cv=3, seed=0, ridge=1.0)
+    with pytest.warns(pearl.ResampleFailureWarning, match="only 1 was fitted, so the spread"):
+        table = res.weight_uncertainty(n_resamples=2, seed=seed)
+    assert table["spread"].isna().all() and table.attrs["n_resamples"] == 1
+
+
 def test_a_rare_class_keeps_its_rows_in_every_multinomial_resample():
     # 5 of 150 rows in class "r": an unstratified resample lost the class or kept one row of it
     # (then every resample done was lost with a ResponseError); stratified, each class's rows
