@@ -297,6 +297,15 @@ class Representations:
         """The raw input columns the fitted learners of blocks *names* read, in first-use
         order (what ``transform(rows, names=names)`` needs in *rows*).
 
+        Parameters
+        ----------
+        names : sequence of str
+            Block names; names that are not blocks of this container read nothing.
+
+        Returns
+        -------
+        list of str
+
         Examples
         --------
         >>> import numpy as np, pandas as pd, pearlstats as pearl

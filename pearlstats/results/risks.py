@@ -180,6 +180,29 @@ class StrategyRisks:
                                        option="honest")
 
     @property
+    def honest_outer_folds(self) -> int | None:
+        """The number of outer folds the fit's honest re-runs used (None without them).
+
+        ``honest=K`` asks for K; with fold labels or groups the re-runs deal the given folds
+        to ``min(K, folds)`` outer folds, so fewer when fewer are given. On dask rows, K.
+
+        Examples
+        --------
+        >>> import numpy as np, pearlstats as pearl
+        >>> rng = np.random.default_rng(3)
+        >>> data = {"y": rng.normal(size=30), "a": rng.normal(size=(30, 2)),
+        ...         "b": rng.normal(size=(30, 2))}
+        >>> res = pearl.fit("y ~ block(a) + block(b)", data, seed=1, honest=5,
+        ...                 cv=np.arange(30) % 3)
+        >>> res.honest_outer_folds
+        3
+        """
+        outcome = self._honest_outcome
+        if outcome.table is None:
+            return None
+        return self._state.honest if outcome.risk is None else outcome.risk.n_outer
+
+    @property
     def honest_failure(self) -> str | None:
         """Why :attr:`honest` is None although the fit asked for it (else None).
 

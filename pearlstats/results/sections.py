@@ -221,9 +221,7 @@ def _has_covariates(res: PearlResults) -> bool:
 def _honest_outer_words(res: PearlResults) -> str:
     """"K-fold" of the fit's own outer re-runs; with fold labels or groups they deal the given
     folds, so fewer than honest= when there are fewer given folds: said so."""
-    asked = res.stages.honest
-    risk = res._honest_outcome.risk  # the fit's own re-runs (None on dask rows: honest= then)
-    used = asked if risk is None else risk.n_outer
+    asked, used = res.stages.honest, res.honest_outer_folds
     if used == asked:
         return f"{used}-fold"
     return f"{used}-fold (of {asked} asked: the given folds)"
