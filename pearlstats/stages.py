@@ -52,6 +52,7 @@ from .engines._common import (
     infeasible_entry,
     separation_reason,
 )
+from .engines.intercept import intercept_fit, intercept_from_mean, intercept_predict
 from .exceptions import (
     AllCandidatesFailedError,
     CandidateFailureWarning,
@@ -217,6 +218,19 @@ class FitState:
     partitions: object = None
     groups: np.ndarray | None = None
     progress: bool | None = None
+
+    def null_predictions(self, n: int, offset: np.ndarray | None = None) -> np.ndarray:
+        """The summary's Null reference for *n* new rows: the family's intercept-only model
+        fitted on this fit's rows (with their observation weights and offsets), then given
+        the new rows' *offset*: means (n,) or class probabilities (n, C)."""
+        name = self.family.name
+        if self.partitions is not None:  # dask rows: unweighted, no offset; their mean
+            parameter = intercept_from_mean(name, self.partitions.fitted.mean_response)
+        else:
+            response = self.response
+            parameter = intercept_fit(name, response.y, response.row_weights, response.offset,
+                                      response.n_classes or None)
+        return intercept_predict(name, parameter, n, offset)
 
 
 def _missing_rows(frame: pd.DataFrame, columns) -> np.ndarray:

@@ -24,7 +24,7 @@ import pandas as pd
 from ..backends.partitions import tree_sum
 from ..engines.likelihood import mean_of
 from ..exceptions import DataError, OptionError
-from ..weights.baselines import STRATEGIES
+from ..weights.baselines import NULL, STRATEGIES
 from ..weights.metrics import ORACLE, metric_names, metric_sums, primary_metric
 from .data import dask_rows, partition_design, partition_response, uses_dask
 from .multinomial import class_codes, oof_probabilities
@@ -121,16 +121,20 @@ def predict_dask(res: Any, newdata: Any, blocks: Any=None) -> Any:
     )
 
 
-def _score_part(frame, blocks, offset, spec, kind, B, W, env, classes):
+def _score_part(frame, blocks, offset, spec, kind, B, W, env, classes, null):
+    """Metric sums of a partition's rows: the methods' (``P @ W``), then the *null* model's
+    (a constant mean, or class probabilities (C,))."""
     X = partition_design(spec, frame, blocks)
     y = partition_response(spec, kind, frame, env)
     P = _candidate_means(X, B, kind)
     if classes is not None:  # class probabilities (rows, methods, C) of the class codes
         y = class_codes(y, classes, new_rows=True)
         combined = np.einsum("rjc,jm->rmc", P, W)
+        constant = np.broadcast_to(null, (len(y), 1, len(null)))
     else:
         combined = P @ W  # (rows, methods)
-    return {"n": len(y)} | metric_sums(kind, y, combined)
+        constant = np.full((len(y), 1), null)
+    return {"n": len(y)} | metric_sums(kind, y, np.concatenate([combined, constant], axis=1))
 
 
 def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
@@ -152,18 +156,22 @@ def evaluate_dask(res: Any, test_data: Any, blocks: Any=None) -> pd.DataFrame:
     W = np.column_stack(columns)
     rows = _rows_for(res, test_data, blocks)
     classes = np.asarray(res.classes) if res.family == "multinomial" else None
-    total = tree_sum(rows.tasks(_score_part, res.design_spec, res.family, B, W, None, classes))
+    # the summary's Null: the intercept-only model of the fit's rows (no offset on dask rows)
+    null = res.stages.null_predictions(1)[0]
+    total = tree_sum(rows.tasks(_score_part, res.design_spec, res.family, B, W, None, classes,
+                                null))
     names = list(metric_names(res.family))
     scores = {name: total[name] / total["n"] for name in names}
     table = {method: {name: scores[name][i] for name in names} for i, method in enumerate(methods)}
     single = {
         s: {name: scores[name][len(methods) + i] for name in names} for i, s in enumerate(singles)
     }
+    table[NULL] = {name: scores[name][-1] for name in names}
     primary = primary_metric(res.family)
     best = min(singles, key=lambda s: single[s][primary]) if singles else None
     table[ORACLE] = single[best] if best is not None else {}
     frame = pd.DataFrame.from_dict(table, orient="index").reindex(
-        index=[*STRATEGIES, ORACLE], columns=names
+        index=[*STRATEGIES, NULL, ORACLE], columns=names
     )
     frame = frame.rename_axis(index="method", columns="metric")
     frame.attrs["best_candidate"] = best

@@ -29,7 +29,8 @@ from scipy.special import expit, logit
 if TYPE_CHECKING:
     from ..families import EncodedResponse
 
-__all__ = ["intercept_fit", "intercept_predict", "intercept_only_predictions"]
+__all__ = ["intercept_fit", "intercept_from_mean", "intercept_predict",
+           "intercept_only_predictions"]
 
 
 def _binomial_intercept(y: np.ndarray, w: np.ndarray, offset: np.ndarray) -> float:
@@ -87,6 +88,22 @@ def intercept_fit(family: str, y: np.ndarray, row_weights: np.ndarray | None = N
     if family == "binomial":
         return _binomial_intercept(np.asarray(y, dtype=float), w, o)
     raise ValueError(f"no intercept-only model for family {family!r}")
+
+
+def intercept_from_mean(family: str, mean: float | np.ndarray) -> float | np.ndarray:
+    """:func:`intercept_fit`'s parameter from the mean response of unweighted rows without an
+    offset (there the maximum-likelihood intercept is the link of the mean; multinomial: the
+    class frequencies themselves).
+
+    >>> float(intercept_from_mean("binomial", 0.5))
+    0.0
+    """
+    if family == "multinomial":
+        return np.asarray(mean, dtype=float)
+    with np.errstate(divide="ignore"):  # a mean of 0 (or 1) is the boundary, as intercept_fit
+        if family == "poisson":
+            return float(np.log(mean))
+        return float(logit(mean)) if family == "binomial" else float(mean)
 
 
 def intercept_predict(family: str, parameter: float | np.ndarray, n: int,

@@ -5,10 +5,11 @@ paper's metrics (:mod:`pearlstats.weights.metrics`: ``MSE`` and ``MAE`` for
 regression; ``accuracy``, ``cross_entropy`` and the one-hot ``MSE`` for classes).
 
 Every strategy, ``Best`` included (the single-block candidate with the lowest
-CV risk), uses the weights found by cross-validation. The extra row ``Oracle
-block`` is the single-block candidate best on the test rows themselves (by MSE
-for regression, cross-entropy for classification): a reference in hindsight
-that no strategy could have picked.
+CV risk), uses the weights found by cross-validation. The row ``Null`` is the
+summary's reference: the family's intercept-only model fitted on the fit's rows.
+The extra row ``Oracle block`` is the single-block candidate best on the test
+rows themselves (by MSE for regression, cross-entropy for classification): a
+reference in hindsight that no strategy could have picked.
 
 :func:`compare_table` combines many evaluations (repetitions x settings)
 into the paper's layout: ``mean (SD)`` per method and metric, the best in
@@ -35,7 +36,7 @@ from ..design.formula import response_values
 from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
 from ..observation_weights import mean_se
-from ..weights.baselines import STRATEGIES, TABLE_ROWS
+from ..weights.baselines import NULL, STRATEGIES, TABLE_ROWS
 from ..weights.metrics import (
     CLASSIFICATION_METRICS,
     ORACLE,
@@ -128,11 +129,13 @@ def evaluate(
         stacked = np.stack([predictions[label] for label in active.index], axis=1)
         rows[method] = _metrics(res, y, res.stages.loss.combine(stacked, active.to_numpy()),
                                 weights)
+    # The summary's reference: the intercept-only model fitted on the fit's rows
+    rows[NULL] = _metrics(res, y, res.stages.null_predictions(len(y), offset), weights)
     # The single block best on these very test rows: a hindsight reference no user could pick.
     rows[ORACLE] = single_scores[best] if best is not None else {}
     names = metric_names(res.family if res.classes is None else "multinomial")
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(
-        index=[*METHODS, ORACLE], columns=list(names)
+        index=[*METHODS, NULL, ORACLE], columns=list(names)
     )
     table = table.rename_axis(index="method", columns="metric")
     table.attrs["best_candidate"] = best
@@ -705,7 +708,7 @@ def compare_table(
                 )
             )
         counts[setting] = len(frames)
-    known = [*METHODS, ORACLE]  # one order everywhere: the strategies', then the oracle
+    known = [*METHODS, NULL, ORACLE]  # one order everywhere: strategies, Null, the oracle
     methods = sorted(reference.index, key=lambda m: known.index(m) if m in known else len(known))
     order = pd.MultiIndex.from_product(
         [reference.columns, list(groups)], names=["metric", setting_name]

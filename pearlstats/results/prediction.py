@@ -548,8 +548,11 @@ class Prediction:
         Returns
         -------
         DataFrame
-            Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best (each as the fit chose
-            it from the cross-validation) and ``Oracle block``; columns ``MSE``,
+            Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best, AICc, BIC, Covariates
+            (each as the fit chose it from the cross-validation), ``Null`` (the
+            summary's reference: the intercept-only model fitted on the fit's rows,
+            which Covariates equals when the formula has no covariate) and
+            ``Oracle block``; columns ``MSE``,
             ``MAE`` (regression) or ``accuracy``, ``cross_entropy``, ``MSE``
             (classification). ``Oracle block`` is the single-block candidate
             best on these test rows (named in ``.attrs["best_candidate"]``), a

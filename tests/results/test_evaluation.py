@@ -60,6 +60,7 @@ def test_gaussian_evaluation_matches_ols_refits_scored_by_sklearn(paper_data):
         w = np.exp(-(value - value.min()) / 2)
         expected[name] = sum(wj / w.sum() * predictions[label] for wj, label in zip(w, fits))
     expected["Covariates"] = np.full(len(y_test), y.mean())  # the formula has only an intercept
+    expected["Null"] = expected["Covariates"]  # the summary's reference: the same model here
     best = min(NAMES, key=lambda name: mean_squared_error(y_test, predictions[name]))
     expected["Oracle block"] = predictions[best]
     assert list(table.index) == [
@@ -72,6 +73,7 @@ def test_gaussian_evaluation_matches_ols_refits_scored_by_sklearn(paper_data):
         "AICc",
         "BIC",
         "Covariates",
+        "Null",
         "Oracle block",
     ]
     assert list(table.columns) == ["MSE", "MAE"]
@@ -114,6 +116,8 @@ def test_multinomial_evaluation_matches_mnlogit_refits(paper_data):
     expected = _strategy_predictions(res, predictions)
     best = min(NAMES, key=lambda name: log_loss(test_codes, predictions[name], labels=[0, 1, 2]))
     expected["Best"] = predictions[best]
+    # Null: the training rows' class frequencies (MNLogit's intercept-only fit)
+    expected["Null"] = np.tile(np.bincount(codes, minlength=3) / len(codes), (len(test_codes), 1))
     one_hot = np.eye(3)[test_codes]
     assert list(table.columns) == ["accuracy", "cross_entropy", "MSE"]
     for method, proba in expected.items():
@@ -308,3 +312,28 @@ def test_a_poisson_fit_is_scored_by_its_deviance_too():
     assert table.attrs["best_candidate"] == min(singles, key=singles.get)
     assert table.loc["Oracle block", "poisson_deviance"] == pytest.approx(
         min(singles.values()), rel=1e-12)
+
+
+def test_the_null_row_is_the_intercept_only_glm_with_weights_and_the_test_offset():
+    # the summary's Null reference on test rows: statsmodels' GLM(y, 1) fitted on the training
+    # rows with their variance weights and offset, predicted with the test rows' offset; the
+    # formula has a covariate, so Null is not the Covariates strategy (which uses x)
+    rng = np.random.default_rng(4)
+    n = 400
+    a, x = rng.normal(size=(n, 2)), rng.normal(size=n)
+    t = rng.uniform(0.5, 3.0, size=n)
+    y = rng.poisson(t * np.exp(0.3 + 0.4 * a[:, 0] + 0.2 * x)).astype(float)
+    w = rng.uniform(0.5, 2.0, size=n)
+    data = pd.DataFrame({"y": y, "x": x, "t": t, "w": w})
+    train, test = data.iloc[:300], data.iloc[300:]
+    res = pearl.fit("y ~ x + block(a) + offset(np.log(t))", train, blocks={"a": a[:300]},
+                    family="poisson", weights="w", weight_type="variance", seed=0, honest=False)
+    table = res.evaluate(test, blocks={"a": a[300:]})
+    null = sm.GLM(train["y"], np.ones((300, 1)), family=sm.families.Poisson(),
+                  offset=np.log(train["t"]), var_weights=train["w"]).fit(tol=1e-12)
+    mean = np.exp(null.params.iloc[0] + np.log(test["t"].to_numpy()))
+    truth = test["y"].to_numpy()
+    assert table.loc["Null", "MSE"] == pytest.approx(np.mean((truth - mean) ** 2), rel=1e-9)
+    assert table.loc["Null", "MAE"] == pytest.approx(np.mean(np.abs(truth - mean)), rel=1e-9)
+    assert table.loc["Null", "MSE"] != pytest.approx(table.loc["Covariates", "MSE"], rel=1e-3)
+    assert list(table.index[-2:]) == ["Null", "Oracle block"]
