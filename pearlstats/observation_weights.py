@@ -230,10 +230,15 @@ def refuse_unsupported(*, downstream: Any) -> None:
 
 
 def check_new_offset(offset: Any, exposure: Any, n: int, fitted_offset: bool,
-                     index: pd.Index | None = None) -> np.ndarray | None:
+                     index: pd.Index | None = None, family: str = "poisson"
+                     ) -> np.ndarray | None:
     """The offset of *n* new rows (log exposure added), or None for a fit without one.
 
-    Series are matched to the new rows' *index* by label, as at fit time."""
+    Series are matched to the new rows' *index* by label, as at fit time; *exposure* is
+    refused for a *family* other than Poisson, as at fit time."""
+    if exposure is not None and family != "poisson":
+        raise OptionError(f"exposure= is for family='poisson' (log link), got {family!r}; "
+                          "give the new rows' offset= instead")
     if not fitted_offset:
         if offset is not None or exposure is not None:
             raise OptionError("this fit has no offset or exposure; predict without offset=/"

@@ -259,3 +259,44 @@ def test_get_prediction_checks_the_new_weights_as_predict_does():
     band = res.predict(new, blocks, interval="prediction", alpha=0.1, weights=new_w)
     np.testing.assert_allclose(aligned[["obs_ci_lower", "obs_ci_upper"]].to_numpy(),
                                band[["lower", "upper"]].to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial"])
+def test_exposure_at_predict_is_refused_outside_poisson_as_at_fit(family):
+    """exposure= at predict added log(t) to an identity or logit predictor (a fit with an
+    offset took it as offset=log(t)); fit refuses exposure= outside Poisson, so does predict."""
+    data, weights, offset = _data(family, n=80, seed=5)
+    res = _fit(data, family, offset=offset)
+    new = {"a": data["a"][:2], "b": data["b"][:2]}
+    for call in (lambda: res.predict(new, exposure=[1.0, 2.0]),
+                 lambda: res.get_prediction(new, exposure=[1.0, 2.0]),
+                 lambda: res.evaluate({"y": data["y"][:2], **new}, exposure=[1.0, 2.0])):
+        with pytest.raises(OptionError, match="exposure= is for family='poisson'"):
+            call()
+    np.testing.assert_allclose(res.predict(new, offset=np.log([1.0, 2.0])),
+                               res.predict(new, offset=[0.0, np.log(2.0)]), rtol=1e-15)
+
+
+def test_new_rows_beyond_the_training_weights_or_exposure_are_warned():
+    """CV+ covers new rows like the training rows: a new variance weight (or Poisson exposure)
+    far above every training row's under-covers (0.57 for nominal 0.90 in a probe with weights
+    thousands of times the training ones), so rows beyond twice the largest are named."""
+    import warnings
+
+    from pearlstats.exceptions import ObservationWeightWarning
+
+    data, weights, offset = _data("gaussian", n=90, seed=21)
+    res = _fit(data, "gaussian", weights=weights, weight_type="variance", honest=3)
+    new = {"a": data["a"][:3], "b": data["b"][:3]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ObservationWeightWarning)
+        res.predict(new, interval="prediction", weights=np.full(3, 2 * weights.max()))
+    with pytest.warns(ObservationWeightWarning, match=r"2 of 3 new rows have a variance weight"):
+        res.get_prediction(new, weights=[1.0, 50.0, 400.0]).summary_frame()
+    pdata, pweights, poffset = _data("poisson", n=90, seed=22)
+    counts = _fit(pdata, "poisson", offset=poffset, honest=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ObservationWeightWarning)
+        counts.predict(new, interval="prediction", offset=np.full(3, poffset.max() + np.log(1.9)))
+    with pytest.warns(ObservationWeightWarning, match=r"1 of 3 new rows have an exposure"):
+        counts.predict(new, interval="prediction", exposure=[1.0, 1.0, 100.0])

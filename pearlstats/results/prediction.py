@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from patsy import EvalEnvironment
 
+from .._warnings import warn
 from ..checks import align_by_label, check_choice
 from ..design.data import (
     check_no_dates,
@@ -37,7 +38,13 @@ from ..design.data import (
 from ..design.formula import covariate_row_variables
 from ..design.offsets import formula_offset
 from ..engines.wide import candidate_rows
-from ..exceptions import CandidateError, DataError, OptionError, ResponseError
+from ..exceptions import (
+    CandidateError,
+    DataError,
+    ObservationWeightWarning,
+    OptionError,
+    ResponseError,
+)
 from ..nested import check_conformal_available, conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights, named_columns
 from ..stages import drop_missing_inputs, incomplete_rows
@@ -84,6 +91,7 @@ class Prediction:
                 f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
             )
         new_weights = weights  # checked by predict and get_prediction (_new_row_weights)
+        self._warn_beyond_training(new_weights, offset)
         state = self._state
         if state.partitions is not None:  # dask rows: the outer re-runs are passes over them
             result = state.partitions.conformal(X, float(alpha), state.honest or 5, state.seed,
@@ -99,6 +107,31 @@ class Prediction:
                 {"mean": mean.to_numpy(), "lower": lower, "upper": upper}, index=index
             )
         return pd.DataFrame(result, columns=self.classes, index=index)
+
+    def _warn_beyond_training(self, new_weights, offset) -> None:
+        """Warn where a new row's variance weight, or (Poisson) exposure, is more than twice
+        every training row's: CV+ covers new rows like the training rows, and its scores
+        scale only the noise (``sqrt(w_i / w_new) R_i``; counts' absolute residuals), not the
+        refits' own error, so such rows under-cover (a probe gave 0.76 and 0.57 for a nominal
+        0.90 with new weights 50 and 5 000 times the largest training one). Rows below the
+        range get wider intervals, not narrower."""
+        response = self._response
+        beyond = []
+        if new_weights is not None and response.row_weights is not None:
+            beyond.append(("a variance weight", np.asarray(new_weights),
+                           np.max(response.row_weights)))
+        if offset is not None and response.offset is not None and self.family == "poisson":
+            # exposure compares as exp(offset): the counts' scale
+            beyond.append(("an exposure (exp of the offset)", np.exp(offset),
+                           np.exp(np.max(response.offset))))
+        for what, new, largest in beyond:
+            above = np.flatnonzero(new > 2 * largest)
+            if above.size:
+                warn(f"{above.size} of {len(new)} new rows have {what} more than twice every "
+                     f"training row's (largest {largest:.4g}, new up to {np.max(new):.4g}): "
+                     "the CV+ interval covers new rows like the training rows and under-covers "
+                     "rows far beyond them; predict such rows from a fit whose training rows "
+                     "reach them", ObservationWeightWarning)
 
     def _new_row_weights(self, weights, m: int, rows: pd.Index | None) -> np.ndarray | None:
         """The new rows' variance weights for a CV+ interval (None: 1 each), checked and
@@ -336,7 +369,10 @@ class Prediction:
             ``weight_type="variance"``: each new row's variance weight (default 1:
             a row of variance ``sigma^2``). The CV+ scores are then the held-out
             residuals times ``sqrt(w_i)`` and a new row's interval uses them divided
-            by ``sqrt(weights)``. With frequency weights the training rows count
+            by ``sqrt(weights)``; that scales the noise, not the refits' own error,
+            so a new row whose weight (or, for Poisson, exposure) is more than twice
+            every training row's is warned of (it under-covers: CV+ covers rows like
+            the training rows). With frequency weights the training rows count
             ``w_i`` times in the CV+ quantiles and in the prediction sets' counts
             (a new row has no weight). Prediction sets are refused with variance
             weights. ``interval="confidence"`` uses the refits' weighted
@@ -395,8 +431,10 @@ class Prediction:
 
     def _check_interval(self, interval: Any) -> None:
         """Refuse an *interval* this fit cannot give, before any work (on every backend)."""
-        usable = ("set",) if self.classes is not None else ("prediction", "confidence")
-        if interval == "confidence" and self.family == "binomial":
+        gaussian = self.family == "gaussian"
+        usable = (("set",) if self.classes is not None
+                  else ("prediction", "confidence") if gaussian else ("prediction",))
+        if interval == "confidence" and not gaussian:
             averaging.refuse_confidence_interval(self.family)  # names get_prediction
         if interval is not None and interval not in usable:
             named = " or ".join(repr(option) for option in usable)
@@ -429,10 +467,13 @@ class Prediction:
             ``summary_frame(alpha=0.05)`` with statsmodels' columns ``mean, mean_se,
             mean_ci_lower, mean_ci_upper, obs_ci_lower, obs_ci_upper``. The mean
             interval uses the candidates' covariance (:attr:`cov_type`) by the delta
-            method, the weights and candidates held fixed (one candidate: statsmodels'
-            ``get_prediction``, except that a cluster covariance's t quantiles take G - 1
-            df here, as its coefficients' intervals do in both packages, where
-            statsmodels' ``get_prediction`` takes n - k); the observation interval is CV+
+            method, the weights and candidates held fixed (one candidate: the same
+            ``mean_se`` as statsmodels' ``get_prediction``; a gaussian fit's interval takes
+            t quantiles with n - k df for every ``cov_type``, as R's ``predict.lm`` and
+            statsmodels with ``use_t=True``, where ``OLS.fit(cov_type=...)`` defaults to
+            normal quantiles for a robust covariance; a cluster covariance's t takes G - 1
+            df, as its coefficients' intervals do in both packages); the observation
+            interval is CV+
             over the whole procedure, whose coverage of a new response is marginal (on
             average over new rows, not at each x). Binomial fits have mean columns only;
             multinomial fits are refused.
@@ -477,7 +518,7 @@ class Prediction:
             return formula_offset(spec.formula, labelled_rows(newdata),
                                   dict(spec.covariates.namespace))
         return check_new_offset(offset, exposure, X.shape[0], self._response.offset is not None,
-                                data_index(newdata))
+                                data_index(newdata), self._family.name)
 
     def _combined_prediction(self, X: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
         """The weighted combination of the refitted candidates on design rows *X*."""
@@ -601,7 +642,9 @@ class Prediction:
         X = self.design_matrix(test_data, blocks)
         new_offset = self._new_offset(offset, exposure, X, test_data)
         if weights is not None:
-            weights = check_observation_weights(weights, "variance", None, None, self.family,
+            # weights of the scores, not of a fit: every family's metrics take them (the
+            # family check refuses fitting a multinomial with weights), so checked as values
+            weights = check_observation_weights(weights, "variance", None, None, "gaussian",
                                                 X.shape[0], data_index(test_data)).weights
         table = evaluation.evaluate(self, test_data, blocks, weights, new_offset)
         # a tuple, not an array: pandas compares attrs when tables are concatenated, and an

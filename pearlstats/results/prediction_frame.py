@@ -24,6 +24,7 @@ from .._lazy import lazy_module
 from ..engines.wide import dense_candidate_columns
 from ..exceptions import OptionError
 from ..inference import combined_mean_se
+from ..inference._checks import _check_alpha
 from .averaging import _columns as columns_of
 from .averaging import active_labels, candidate_cov, confidence_interval
 
@@ -114,6 +115,7 @@ class PredictionResults:
         self._cache: dict = {}
 
     def _mean(self, alpha: float) -> pd.DataFrame:
+        _check_alpha(alpha)  # every family's, as predict(interval=) checks it
         key = ("mean", float(alpha))
         if key not in self._cache:
             self._cache[key] = self._means(alpha)
@@ -138,6 +140,7 @@ class PredictionResults:
             raise OptionError("obs=True: a binomial fit has no interval for a new response "
                               "(its values are the classes); use predict(interval='set') for "
                               "prediction sets")
+        _check_alpha(alpha)
         key = ("obs", float(alpha))
         if key not in self._cache:
             self._cache[key] = self._observations(alpha)

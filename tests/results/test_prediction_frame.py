@@ -116,3 +116,28 @@ def test_multinomial_get_prediction_is_refused_by_name():
     res = pearl.fit("y ~ block(a)", data, family="multinomial", seed=0, honest=False)
     with pytest.raises(OptionError, match="multinomial"):
         res.get_prediction({"a": np.zeros((1, 2))})
+
+
+@pytest.mark.parametrize("family", ["gaussian", "poisson", "binomial"])
+@pytest.mark.parametrize("alpha", [-0.1, 0, 1, 1.5, True, "0.1"])
+def test_every_family_refuses_an_alpha_outside_0_1_by_name(family, alpha):
+    """A binomial or Poisson mean interval at alpha = 1.5 had lower > upper, at 0 the whole
+    range, at -0.1 NaN (only gaussian fits checked alpha); now every family refuses it."""
+    res, new, *_ = _fit(family)
+    prediction = res.get_prediction(new)
+    for call in (lambda: prediction.conf_int(alpha=alpha),
+                 lambda: prediction.summary_frame(alpha=alpha)):
+        with pytest.raises(OptionError, match="alpha="):
+            call()
+    if family != "binomial":
+        with pytest.raises(OptionError, match="alpha="):
+            prediction.conf_int(obs=True, alpha=alpha)
+
+
+def test_a_poisson_interval_refusal_offers_only_what_it_gives():
+    """interval='set' on a Poisson fit offered 'confidence', which it then refused."""
+    res, new, *_ = _fit("poisson")
+    with pytest.raises(OptionError) as refused:
+        res.predict(new, interval="set")
+    assert "'prediction'" in str(refused.value) and "'confidence'" not in str(refused.value)
+    res.predict(new, interval="prediction")  # what the message offers works
