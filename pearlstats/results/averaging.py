@@ -54,7 +54,7 @@ from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 from .. import inference
 from .._warnings import warn
 from ..backends.lazy import row_frame, row_series
-from ..engines._common import ridge_penalty_weights, separation_reason
+from ..engines._common import RANK_TOLERANCE, ridge_penalty_weights, separation_reason
 from ..engines.weighted_ridge import weighted_penalty_weights
 from ..engines.wide import (
     column_rank,
@@ -264,9 +264,39 @@ def candidate_bse(res: PearlResults, label: Hashable) -> ParamsLike:
         return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=template.index, name=label)
     if candidate_ridge(res, label) > 0:
         raise OptionError(_multinomial_ridge_refusal(res, label))
-    # MNLogit labels its equations 0..C-2; ours are named by class.
-    values = np.asarray(res.candidates[label].bse)
+    if res.stages.partitions is None and label in unidentified_terms(res.stages):
+        # MNLogit's refit inverts its singular Hessian (numpy raises): the pseudo-inverse here
+        values = _multinomial_pinv_bse(res, label, template.to_numpy())
+    else:
+        # MNLogit labels its equations 0..C-2; ours are named by class.
+        values = np.asarray(res.candidates[label].bse)
     return pd.DataFrame(values, index=template.index, columns=template.columns)
+
+
+def _multinomial_pinv_bse(res: PearlResults, label: Hashable, params: np.ndarray) -> np.ndarray:
+    """SEs (p, C - 1) of a multinomial candidate whose columns are linearly dependent.
+
+    The information ``sum_i (diag(p_i) - p_i p_i') (x) x_i x_i'`` (classes 1..C-1, MNLogit's
+    parametrisation: class 0 the reference) at the all-rows coefficients, inverted by
+    statsmodels' rule for a rank-deficient design, the pseudo-inverse (as the other families'
+    refits): the identified coefficients' SEs are those of any full-rank reparametrisation;
+    the unidentified ones are set to NaN by the averaged tables.
+    """
+    X = dense_candidate_columns(res.stages.design.X, _columns(res, label), label,
+                                "the multinomial standard errors")
+    eta = np.column_stack([np.zeros(len(X)), X @ params])
+    probabilities = np.exp(eta - eta.max(axis=1, keepdims=True))
+    probabilities /= probabilities.sum(axis=1, keepdims=True)
+    classes, p = params.shape[1], X.shape[1]
+    information = np.empty((classes * p, classes * p))
+    for j in range(classes):
+        for k in range(j, classes):
+            curvature = probabilities[:, j + 1] * ((j == k) - probabilities[:, k + 1])
+            block = (X * curvature[:, None]).T @ X
+            information[j * p:(j + 1) * p, k * p:(k + 1) * p] = block
+            information[k * p:(k + 1) * p, j * p:(j + 1) * p] = block.T
+    cov = np.linalg.pinv(information, rcond=RANK_TOLERANCE, hermitian=True)
+    return np.sqrt(np.clip(np.diag(cov), 0.0, None)).reshape(classes, p).T
 
 
 def _inputs(res: PearlResults):

@@ -25,9 +25,15 @@ import pandas as pd
 from .._warnings import warn
 from ..engines._common import ridge_penalty_weights
 from ..engines.wide import candidate_exog
-from ..exceptions import CandidateFailureWarning, OptionError, UnknownCandidateError
+from ..exceptions import (
+    CandidateError,
+    CandidateFailureWarning,
+    OptionError,
+    UnknownCandidateError,
+)
 from ..inference._checks import _check_alpha
 from . import averaging
+from .identification import unidentified_terms
 
 __all__ = ["CandidateRefits"]
 
@@ -169,8 +175,21 @@ class CandidateRefits:
         # A separated candidate may have been fitted with a larger ridge than the fit's.
         ridge = self._candidate_ridge(label)
         # the penalty of the engines, on statsmodels' unscaled coefficients
-        return self._family.statsmodels_results(
-            self._response, exog, self._candidate_params(label), ridge,
-            ridge_penalty_weights(exog.to_numpy()),
-        )
+        try:
+            return self._family.statsmodels_results(
+                self._response, exog, self._candidate_params(label), ridge,
+                ridge_penalty_weights(exog.to_numpy()),
+            )
+        except np.linalg.LinAlgError as err:
+            # Logit and MNLogit invert their Hessian, singular where columns are dependent
+            terms = unidentified_terms(self._state).get(label)
+            if not terms:
+                raise
+            raise CandidateError(
+                f"statsmodels cannot refit candidate {label!r}: its columns are linearly "
+                f"dependent ({list(terms)} are not identified) and its Hessian is singular "
+                f"({err}). candidate_params({label!r}) has its coefficients, and bse and "
+                "conf_int() its identified terms' SEs; remove the redundant column or block "
+                "for a statsmodels refit"
+            ) from None
 

@@ -12,6 +12,7 @@ import re
 import warnings
 
 import numpy as np
+import pytest
 import statsmodels.api as sm
 from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
@@ -97,3 +98,42 @@ def test_a_ridge_identifies_every_coefficient():
         res = pearl.fit(FORMULA, _data(), seed=0, ridge=0.1)
     assert not [w for w in caught if w.category is pearl.UnidentifiedCoefficientWarning]
     assert res.params.notna().all()
+
+
+def _multinomial_with_a_constant_column(n: int = 300, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    a, b, x = rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), rng.normal(size=n)
+    eta = 0.8 * a[:, 0] - 0.5 * b[:, 1] + 0.3 * x
+    y = np.digitize(eta + 0.5 * rng.normal(size=n), [-0.5, 0.5])
+    blocks = {"a": np.column_stack([a, np.ones(n)]), "b": b}  # a bias column beside the intercept
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.UnidentifiedCoefficientWarning)
+        res = pearl.fit("y ~ x + block(a) + block(b)", {"y": y, "x": x}, blocks=blocks,
+                        family="multinomial", seed=0, honest=False)
+    return res, y, x, a, b
+
+
+def test_a_multinomial_candidate_with_a_constant_column_has_the_ses_of_its_identified_terms():
+    """A block with a bias column: MNLogit's refit inverted its singular Hessian and bse,
+    conf_int(), coef_table() raised numpy's LinAlgError. The identified terms' SEs are those of
+    MNLogit without the redundant column (any full-rank reparametrisation gives them; 1e-6:
+    both at optima converged far below it), the intercept and the bias column NaN."""
+    res, y, x, a, b = _multinomial_with_a_constant_column()
+    exog = sm.add_constant(np.column_stack([x, a, b]))  # without the constant column
+    direct = sm.MNLogit(y, exog).fit(disp=0, tol=1e-12, maxiter=200)
+    ours = pearl.results.averaging.candidate_bse(res, "a+b")
+    np.testing.assert_allclose(ours.loc[["x", "a[0]", "a[1]", "b[0]", "b[1]"]].to_numpy(),
+                               np.asarray(direct.bse)[1:], rtol=1e-6)
+    assert np.isfinite(res.bse.loc["x"].to_numpy()).all()
+    assert np.isnan(res.bse.loc["Intercept"].to_numpy()).all()
+    res.conf_int(), res.coef_table()  # numpy's LinAlgError before
+    with pytest.raises(pearl.CandidateError, match=r"\['Intercept', 'a\[2\]'\] are not identified"):
+        res.candidates["a+b"]  # statsmodels' inverse of its singular Hessian raises here
+
+
+def test_the_multinomial_pseudo_inverse_ses_equal_mnlogit_on_a_full_rank_candidate():
+    """The pseudo-inverse path on a candidate whose columns have full rank is MNLogit's bse."""
+    res, y, x, a, b = _multinomial_with_a_constant_column()
+    params = res.candidate_params("b").to_numpy()
+    ours = pearl.results.averaging._multinomial_pinv_bse(res, "b", params)
+    np.testing.assert_allclose(ours, np.asarray(res.candidates["b"].bse), rtol=1e-6)
