@@ -64,6 +64,10 @@ def _is_representations(obj) -> bool:
     return hasattr(obj, "transform") and hasattr(obj, "names") and not isinstance(obj, Mapping)
 
 
+def _is_na_scalar(value: Any) -> bool:
+    return value is pd.NA
+
+
 def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """pandas' nullable columns (``Int64``, ``Float64``, ``boolean``, ``string``) as NumPy columns.
 
@@ -72,14 +76,22 @@ def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
     ambiguous"). Numbers become floats with NaN where they are missing
     (integers without NA stay integers); booleans and strings with NA become
     objects with NaN / None, which patsy reads as the same levels with
-    missing values. Missing values are then reported or dropped like any other.
+    missing values; so does ``pd.NA`` inside an object column. Missing values are then
+    reported or dropped like any other.
     """
     nullable = [position for position, dtype in enumerate(frame.dtypes)
                 if isinstance(dtype, pd.api.extensions.ExtensionDtype)
                 and (dtype.kind in "biuf" or getattr(dtype, "na_value", None) is pd.NA)]
-    if not nullable:
+    # pd.NA inside a plain object column (e.g. numbers cast to object): None, patsy's missing
+    holding_na = [position for position, dtype in enumerate(frame.dtypes)
+                  if dtype.kind == "O" and frame.iloc[:, position].map(_is_na_scalar).any()]
+    if not nullable and not holding_na:
         return frame
     frame = frame.copy()
+    for position in holding_na:
+        values = frame.iloc[:, position].to_numpy(dtype=object, copy=True)
+        values[[_is_na_scalar(value) for value in values]] = None
+        frame.isetitem(position, values)
     for position in nullable:
         column = frame.iloc[:, position]
         kind = column.dtype.kind
@@ -277,6 +289,8 @@ def _as_dense(name: str, value) -> tuple[np.ndarray, list[str], tuple | None]:
             )
         array = value.toarray().astype(float)
     else:
+        if np.ma.isMaskedArray(value):  # np.asarray would keep the masked entries' raw values
+            value = np.ma.filled(value.astype(float), np.nan)
         try:
             array = np.asarray(value)
         except ValueError as err:  # ragged nested lists
@@ -420,6 +434,13 @@ def resolve_blocks(
                                     names=[name for name in names if name in blocks.names])
     elif isinstance(blocks, Mapping):
         supplied = blocks
+        not_named = [key for key in supplied if not isinstance(key, str)]
+        if not_named:  # block(name) in a formula is a string: 0 would never match block(0)
+            raise BlockError(
+                f"blocks= keys must be the formula's block names (strings), got "
+                f"{not_named[:5]!r}; e.g. blocks={{str(k): v for k, v in blocks.items()}} with "
+                "block(name) in the formula"
+            )
     else:
         raise BlockError(
             "blocks must be a dict name -> 2-D array/DataFrame or a "

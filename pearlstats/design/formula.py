@@ -36,8 +36,16 @@ import pandas as pd
 import patsy
 from patsy import EvalEnvironment, ModelDesc, PatsyError
 
+from .._warnings import warn
 from ..checks import check_magnitude
-from ..exceptions import DataError, FormulaError, MissingValueError, ResponseError, format_positions
+from ..exceptions import (
+    DataError,
+    FormulaError,
+    MissingValueError,
+    PearlWarning,
+    ResponseError,
+    format_positions,
+)
 
 __all__ = [
     "FormulaSpec", "CovariateSpec", "parse_formula", "build_covariates", "covariate_row_variables",
@@ -347,6 +355,15 @@ def covariate_row_variables(
     DataError
         A term cannot be evaluated (e.g. it names a column that does not exist).
     """
+    termlist = spec.covariate_desc.rhs_termlist
+    if (any(not term.factors for term in termlist)
+            and any(term.factors and term.name() == "Intercept" for term in termlist)):
+        # patsy names the intercept's column "Intercept" too, and fails inside (a ValueError)
+        raise FormulaError(
+            f"the formula {spec.formula!r} uses a variable named 'Intercept', the name of the "
+            "intercept's column; rename the variable (e.g. data.rename(columns={'Intercept': "
+            "'intercept_'})) or drop the term (the formula has an intercept unless it says - 1)"
+        )
     recorder = _RecordingFrame(frame)
     recorder.read_columns = []
     try:
@@ -532,6 +549,30 @@ def _rebuild_covariates(spec, training_columns, namespace) -> CovariateSpec:
     return build_covariates(spec, training_columns, env)[0]
 
 
+def _warn_numbers_as_levels(design_info: patsy.DesignInfo, n: int) -> None:
+    """Warn of a covariate read as categories whose many levels are numbers.
+
+    A numeric column stored as strings or objects (a CSV column with a stray ``"?"``) is
+    coded by patsy, as statsmodels codes it, with one dummy column per distinct value: every
+    candidate then has about as many coefficients as rows and fails with a message about
+    parameters, not about the column. ``C(x)`` says the levels are meant.
+    """
+    for factor, info in design_info.factor_infos.items():
+        code = factor.code.replace(" ", "")
+        if info.type != "categorical" or code.startswith("C("):
+            continue
+        levels = [str(level) for level in info.categories]
+        if len(levels) <= max(10, n // 4):
+            continue
+        numbers = pd.to_numeric(pd.Series(levels), errors="coerce").notna().mean()
+        if numbers >= 0.9:
+            warn(f"covariate {factor.code!r} is read as categories ({len(levels)} levels in {n} "
+                 f"rows, e.g. {levels[:3]}), which are numbers: each level becomes a dummy "
+                 "column. If it holds numbers (a column with a non-number reads as strings), "
+                 f"convert it, e.g. data[{factor.code!r}] = pd.to_numeric(data[{factor.code!r}], "
+                 "errors='coerce'); write C(...) to keep the levels on purpose", PearlWarning)
+
+
 def build_covariates(
     spec: FormulaSpec, frame: pd.DataFrame, eval_env: EvalEnvironment
 ) -> tuple[CovariateSpec, np.ndarray]:
@@ -576,6 +617,7 @@ def build_covariates(
         )
     for name, column in zip(matrix.design_info.column_names, values.T):
         check_magnitude(f"covariate column {name!r}", column)
+    _warn_numbers_as_levels(matrix.design_info, len(frame))
     # Other names the terms took from the caller (functions, modules,
     # constants) travel with a pickle; row variables travel as columns.
     names = {name for term in spec.covariate_desc.rhs_termlist for factor in term.factors

@@ -29,6 +29,7 @@ from ..exceptions import (
     CandidateError,
     CandidateFailureWarning,
     OptionError,
+    PearlWarning,
     UnknownCandidateError,
 )
 from ..inference._checks import _check_alpha
@@ -36,6 +37,35 @@ from . import averaging
 from .identification import unidentified_terms
 
 __all__ = ["CandidateRefits"]
+
+
+# Linear predictors of two converged fits of one problem agree far below this (relative to
+# their size); statsmodels' pseudo-inverse that drops a column's direction moves them by O(1).
+_REFIT_AGREEMENT = 1e-4
+
+
+def _warn_if_refit_differs(label: str, exog: np.ndarray, theirs: np.ndarray,
+                           ours: np.ndarray) -> None:
+    """Warn where statsmodels' refit is not the estimate the results report.
+
+    statsmodels solves on the raw columns, and its pseudo-inverse drops a direction whose
+    singular value is below 1e-15 of the largest: columns of very different scales (1e12
+    beside 1e-6, a timestamp in nanoseconds beside proportions) lose the small one there,
+    while the engines solve on standardised columns.
+    """
+    eta = exog @ ours
+    gap = float(np.max(np.abs(exog @ theirs - eta), initial=0.0))
+    size = 1.0 + float(np.max(np.abs(eta), initial=0.0))
+    if not gap > _REFIT_AGREEMENT * size:
+        return
+    spread = np.abs(exog).max(axis=0)
+    spread = spread[spread > 0]
+    warn(f"statsmodels' refit of candidate {label!r} (results.candidates[{label!r}]) is not "
+         f"the estimate the results report: its linear predictors differ by up to {gap:.3g}. "
+         f"Its columns span magnitudes {spread.min():.3g} to {spread.max():.3g}, and "
+         "statsmodels' pseudo-inverse drops the small directions; candidate_params, bse, "
+         "predict and the summary use pearlstats' estimate (solved on standardised columns). "
+         "Rescale those columns for statsmodels to agree", PearlWarning)
 
 
 class _LazyCandidates(Mapping):
@@ -176,7 +206,7 @@ class CandidateRefits:
         ridge = self._candidate_ridge(label)
         # the penalty of the engines, on statsmodels' unscaled coefficients
         try:
-            return self._family.statsmodels_results(
+            fitted = self._family.statsmodels_results(
                 self._response, exog, self._candidate_params(label), ridge,
                 ridge_penalty_weights(exog.to_numpy()),
             )
@@ -192,4 +222,8 @@ class CandidateRefits:
                 "conf_int() its identified terms' SEs; remove the redundant column or block "
                 "for a statsmodels refit"
             ) from None
+        if ridge == 0:
+            _warn_if_refit_differs(label, exog.to_numpy(), np.asarray(fitted.params),
+                                   self._candidate_params(label))
+        return fitted
 

@@ -99,6 +99,26 @@ class Case:
 CASES = [
     # ---- formula ------------------------------------------------------------------------------
     Case(
+        "blocks= keyed by integers (difflib's bare TypeError)",
+        pearl.BlockError,
+        r"blocks= keys must be the formula's block names \(strings\), got \[0, 1\]",
+        lambda: _fit("y ~ block('0') + block('1')", blocks={0: DATA.a, 1: DATA.b}),
+    ),
+    Case(
+        "a variable named Intercept beside the intercept (patsy's bare ValueError)",
+        pearl.FormulaError,
+        r"uses a variable named 'Intercept'.*rename the variable",
+        lambda: _fit("y ~ Intercept + block(a)", data=DATA.with_column(Intercept=DATA.frame.x)),
+    ),
+    Case(
+        "pd.NA in an object column of numbers (pandas' bare TypeError in patsy)",
+        pearl.MissingValueError,
+        r"covariate 'x' has missing or infinite values at row 5",
+        lambda: _fit("y ~ x + block(a)",
+                     data=DATA.with_column(x=DATA.frame.x.astype(object).where(
+                         np.arange(N) != 5, pd.NA))),
+    ),
+    Case(
         "unknown block name",
         pearl.BlockError,
         r"block 'bb' in the formula is not among the blocks given .*Did you mean 'b'\?",
@@ -735,3 +755,35 @@ def test_missing_drop_with_representations_and_a_list_block_in_dict_data():
                         {name: np.asarray(value)[keep] for name, value in data.items()},
                         blocks=reps, seed=0, honest=False)
     np.testing.assert_allclose(res.cv_predictions, by_hand.cv_predictions, rtol=0, atol=1e-12)
+
+
+def test_a_masked_block_entry_is_missing_not_its_raw_value():
+    # np.asarray kept the masked entry's raw value (1e6 here) and dropped the mask: a fit
+    # with missing="drop" dropped nothing and weighed a block with a 1e6 outlier
+    masked = np.ma.masked_array(DATA.a.copy(), mask=np.zeros_like(DATA.a, dtype=bool))
+    masked[3, 0] = np.ma.masked
+    masked.data[3, 0] = 1e6
+    with pytest.raises(pearl.MissingValueError, match=r"block 'a'.*row 3"):
+        _fit("y ~ block(a) + block(b)", blocks={"a": masked, "b": DATA.b})
+    res = _fit("y ~ block(a) + block(b)", blocks={"a": masked, "b": DATA.b}, missing="drop")
+    keep = np.arange(N) != 3
+    by_hand = _fit("y ~ block(a) + block(b)", data=DATA.frame[keep],
+                   blocks={"a": DATA.a[keep], "b": DATA.b[keep]})
+    np.testing.assert_array_equal(res.dropped_rows, [3])
+    np.testing.assert_allclose(res.candidate_params("a"), by_hand.candidate_params("a"),
+                               rtol=0, atol=1e-12)
+
+
+def test_a_covariate_of_numbers_read_as_strings_is_warned_of_by_name():
+    # one "?" makes a CSV column of numbers strings: patsy codes one dummy per value and every
+    # candidate failed with a message about parameters, not about the column
+    x = DATA.frame["x"].round(3).astype(str).where(np.arange(N) != 5, "?")
+    with pytest.warns(pearl.PearlWarning, match=r"covariate 'x' is read as categories .*"
+                                                r"pd\.to_numeric"):
+        with pytest.raises(pearl.AllCandidatesFailedError):
+            _fit("y ~ x + block(a)", data=DATA.with_column(x=x), blocks={"a": DATA.a})
+    with warnings.catch_warnings():  # levels on purpose (C()), or few levels: no warning
+        warnings.simplefilter("error", pearl.PearlWarning)
+        _fit("y ~ C(g) + block(a)", blocks={"a": DATA.a})
+        _fit("y ~ x + block(a)", data=DATA.with_column(x=np.sign(DATA.frame.x).astype(str)),
+             blocks={"a": DATA.a})

@@ -137,3 +137,25 @@ def test_the_multinomial_pseudo_inverse_ses_equal_mnlogit_on_a_full_rank_candida
     params = res.candidate_params("b").to_numpy()
     ours = pearl.results.averaging._multinomial_pinv_bse(res, "b", params)
     np.testing.assert_allclose(ours, np.asarray(res.candidates["b"].bse), rtol=1e-6)
+
+
+def test_statsmodels_refit_that_drops_a_small_column_is_warned_of():
+    """Columns of magnitudes 1e12 and 1e-6 in one block: statsmodels' pseudo-inverse drops the
+    small direction (its fitted values off by O(0.1)), while the reported estimate solves on
+    standardised columns and equals OLS on the rescaled columns, scaled back (1e-8)."""
+    rng = np.random.default_rng(3)
+    n = 300
+    a, x = rng.normal(size=(n, 2)), rng.normal(size=n)
+    y = a[:, 1] + 0.4 * x + rng.normal(size=n)
+    scale = np.array([1e12, 1e-6])
+    res = pearl.fit("y ~ x + block(a)", {"y": y, "x": x, "a": a * scale}, seed=0, honest=False)
+    direct = sm.OLS(y, np.column_stack([np.ones(n), x, a])).fit()
+    np.testing.assert_allclose(res.candidate_params("a").to_numpy(),
+                               direct.params / np.r_[1, 1, scale], rtol=1e-8)
+    with pytest.warns(pearl.PearlWarning, match=r"statsmodels' refit of candidate 'a'.*"
+                                                r"magnitudes 3.*e-06 to 2.*e\+12"):
+        res.candidates["a"]
+    with warnings.catch_warnings():  # an ordinary block: statsmodels agrees, no warning
+        warnings.simplefilter("error", pearl.PearlWarning)
+        pearl.fit("y ~ x + block(a)", {"y": y, "x": x, "a": a}, seed=0,
+                  honest=False).candidates["a"]
