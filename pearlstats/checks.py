@@ -69,7 +69,7 @@ def check_seed(seed: Any, name: str = "seed") -> int:
     if seed is None:
         return int(np.random.SeedSequence().entropy % (2**63))
     if not _is_int(seed) or not 0 <= int(seed) <= _MAX_SEED:
-        raise OptionError(f"{name}={seed!r}; use a non-negative int (or None to draw one)")
+        raise OptionError(f"{name}={seed!r}; use an int in [0, 2**63) (or None to draw one)")
     return int(seed)
 
 

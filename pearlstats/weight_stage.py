@@ -111,7 +111,10 @@ def _combined_outputs(outputs: Sequence[EngineOutput]) -> tuple[EngineOutput, En
         # One draw: mark its failures in place (their values mean nothing) rather than copy
         # the n x J matrix twice.
         first = stacked = outputs[0].predictions
-        first[:, failed] = np.nan
+        if failed.any():
+            if not first.flags.writeable:  # a fit's frozen output, re-solved: not its own
+                first = stacked = first.copy()
+            first[:, failed] = np.nan
         return (EngineOutput(first, failed, entries, ridges),
                 EngineOutput(stacked, failed, entries, ridges))
     first = outputs[0].predictions.copy()

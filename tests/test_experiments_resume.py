@@ -190,3 +190,21 @@ def test_a_partial_file_cut_mid_line_or_with_foreign_rows_is_not_resumed(tmp_pat
         file.write("5\n2,1,0.1\n")  # a = 2 is no setting of this grid
     with pytest.raises(OptionError, match=r"data row\(s\) \[2\] match no setting"):
         PartialResults(out, {"seed": 0}, [{"a": 1}], 2, resume=True)
+
+
+def test_a_finished_out_is_not_rerun_by_resume_and_its_replacement_is_said(tmp_path, capsys):
+    """--resume on a finished OUT (no OUT.partial) re-ran every repetition, and a rerun without
+    it replaced the finished file silently."""
+    out = tmp_path / "sim.csv"
+    argv = [*TINY, "--repetitions", "2", "--seed", "1", "--out", str(out)]
+    first = cli.main(argv)
+    capsys.readouterr()
+    finished = out.read_bytes()
+    resumed = cli.main([*argv, "--resume"])
+    err = capsys.readouterr().err
+    assert "is complete" in err and "nothing to run" in err
+    assert out.read_bytes() == finished  # not rewritten
+    pd.testing.assert_frame_equal(resumed.reset_index(drop=True), pd.read_csv(out))
+    assert len(resumed) == len(first)
+    cli.main(argv)
+    assert f"replacing the finished results in {out}" in capsys.readouterr().err

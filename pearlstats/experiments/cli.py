@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -167,6 +168,13 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
         parser.error("--resume needs --out (the results file whose finished runs it keeps)")
     settings = [{"N": args.N, "n_test": args.n_test}]
     store = None
+    finished = args.out and os.path.isfile(args.out) and not os.path.exists(args.out + ".partial")
+    if finished and args.resume:  # nothing was interrupted: its runs are all in OUT
+        print(f"--resume: {args.out} is complete (no {args.out}.partial), nothing to run; "
+              "remove it (or drop --resume) to run the grid again", file=sys.stderr)
+        return pd.read_csv(args.out)
+    if finished:
+        print(f"replacing the finished results in {args.out}", file=sys.stderr)
     if args.out:
         grid = {"experiment": args.experiment, "seed": args.seed, "N": args.N,
                 "n_test": args.n_test, "n": n, "sigma": sigma, "repetitions": repetitions}

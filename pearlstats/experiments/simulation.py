@@ -145,7 +145,8 @@ class SimulationSweep:
                     seed=cell_seed(folds_seed, n, sigma),
                     **self.fit_options,
                 )
-                table = res.evaluate(data.test, blocks=test_blocks)
+                # the sweep's rows stay the strategies and the oracle (its CSVs' layout)
+                table = res.evaluate(data.test, blocks=test_blocks).drop(index="Null")
                 records += [
                     {"n": n, "sigma": sigma, "method": method, **row}
                     for method, row in table.to_dict("index").items()

@@ -75,6 +75,12 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
     """
 
     def __init__(self, state: FitState, lazy_rows: LazyRows | None = None):
+        # the frozen state's arrays refuse writes: res.stages.solution.weights[:] = ... would
+        # change the summary's strategies while res.weights kept the fitted ones
+        for values in (state.solution.weights, state.output.predictions, state.folds,
+                       state.response.y, state.design.X):
+            if isinstance(values, np.ndarray):
+                values.flags.writeable = False
         self._state = state
         self._lazy_rows = lazy_rows
         self._spec = state.design.spec.formula

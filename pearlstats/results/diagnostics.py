@@ -760,7 +760,9 @@ class WeightDiagnostics:
 
     @property
     def last_honest_risk(self) -> HonestRisk | None:
-        """The latest :meth:`honest_risk` result, or None.
+        """The latest outer cross-validation, or None: :meth:`honest_risk`'s, or the fit's own
+        behind :attr:`honest` (run when :attr:`honest` or the summary is first read, which
+        then replaces an earlier :meth:`honest_risk` result here; keep that one in a variable).
 
         Examples
         --------

@@ -17,6 +17,7 @@ is read in memory.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
@@ -498,13 +499,14 @@ class Prediction:
         weights = self._new_row_weights(weights, X.shape[0], data_index(newdata))
         if self.family == "multinomial":
             mean_frame(self, X, index, 0.05, new_offset, revised)  # raises, naming the others
+        # partials of module functions and bound methods, not closures: the results pickle
         observations = None
         if self.family != "binomial":
-            def observations(alpha: float) -> pd.DataFrame:
-                return self._conformal(X, index, alpha, new_offset, weights)
-
+            observations = functools.partial(self._conformal, X, index, offset=new_offset,
+                                             weights=weights)
         return PredictionResults(
-            lambda alpha: mean_frame(self, X, index, alpha, new_offset, revised), observations)
+            functools.partial(mean_frame, self, X, index, offset=new_offset, revised=revised),
+            observations)
 
     def _new_offset(self, offset, exposure, X, newdata) -> np.ndarray | None:
         """The new rows' offset: rebuilt from their columns (``offset()`` in the formula), else

@@ -222,8 +222,9 @@ class CandidateRefits:
                 "conf_int() its identified terms' SEs; remove the redundant column or block "
                 "for a statsmodels refit"
             ) from None
-        if ridge == 0:
-            _warn_if_refit_differs(label, exog.to_numpy(), np.asarray(fitted.params),
-                                   self._candidate_params(label))
+        ours = self._candidate_params(label)
+        theirs = getattr(fitted, "params", None)  # a downstream network's results have none
+        if ridge == 0 and theirs is not None and np.shape(theirs) == np.shape(ours):
+            _warn_if_refit_differs(label, exog.to_numpy(), np.asarray(theirs), ours)
         return fitted
 

@@ -466,14 +466,20 @@ CASES = [
     Case(
         "seed not an int",
         pearl.OptionError,
-        r"seed='x'; use a non-negative int",
+        r"seed='x'; use an int in \[0, 2\*\*63\)",
         lambda: _fit(seed="x"),
     ),
     Case(
         "negative seed",
         pearl.OptionError,
-        r"seed=-3; use a non-negative int",
+        r"seed=-3; use an int in \[0, 2\*\*63\)",
         lambda: _fit(seed=-3),
+    ),
+    Case(
+        "a seed of 2**63 (a non-negative int, beyond numpy's range)",
+        pearl.OptionError,
+        r"seed=9223372036854775808; use an int in \[0, 2\*\*63\)",
+        lambda: _fit(seed=2**63),
     ),
     # ---- candidates ---------------------------------------------------------------------------
     Case(

@@ -83,3 +83,14 @@ def test_editing_a_table_read_from_the_results_does_not_change_the_fit(fit):
     # on the simplex to the rounding of a sum of J weights (AICc and BIC are normalised exps)
     np.testing.assert_allclose(res.strategy_weights.sum(axis=1), 1.0, rtol=0,
                                atol=4 * res.strategy_weights.shape[1] * np.finfo(float).eps)
+
+
+def test_the_frozen_state_refuses_writes_so_the_summary_cannot_drift(fit):
+    """res.stages.solution.weights[:] = ... changed the summary's Strategies while res.weights
+    kept the fitted weights; the state's arrays now refuse writes."""
+    res = fit[0]
+    for values in (res.stages.solution.weights, res.stages.output.predictions,
+                   res.stages.folds, res.stages.response.y):
+        with pytest.raises(ValueError, match="read-only"):
+            values[0] = 0.0
+    res.reweight(loss="absolute")  # re-solving from the frozen output still works

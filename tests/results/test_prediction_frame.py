@@ -141,3 +141,14 @@ def test_a_poisson_interval_refusal_offers_only_what_it_gives():
         res.predict(new, interval="set")
     assert "'prediction'" in str(refused.value) and "'confidence'" not in str(refused.value)
     res.predict(new, interval="prediction")  # what the message offers works
+
+
+@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+def test_get_prediction_results_pickle_and_give_the_same_frame(family):
+    """get_prediction's results held closures and did not pickle (statsmodels' do)."""
+    import pickle
+
+    res, new, *_ = _fit(family)
+    prediction = res.get_prediction(new)
+    again = pickle.loads(pickle.dumps(prediction))
+    assert again.summary_frame(alpha=0.1).equals(prediction.summary_frame(alpha=0.1))

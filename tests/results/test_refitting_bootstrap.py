@@ -243,7 +243,7 @@ def test_fold_table_reports_a_spread_not_an_sd(res):
         ({"method": "jackknife"}, "method='jackknife'; use 'folds'"),
         ({"refit": True, "n_resamples": 1}, "n_resamples=1; use an int >= 2"),
         ({"refit": True, "n_resamples": 2.5}, "n_resamples=2.5"),
-        ({"refit": True, "seed": -1}, "seed=-1; use a non-negative int"),
+        ({"refit": True, "seed": -1}, "seed=-1; use an int in \\[0, 2\\*\\*63\\)"),
         ({"refit": True, "n_jobs": 0}, "n_jobs=0"),
     ],
 )
