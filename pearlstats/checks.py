@@ -11,7 +11,7 @@ Examples
 >>> check_seed(-1)
 Traceback (most recent call last):
 ...
-pearlstats.exceptions.OptionError: seed=-1; use a non-negative int (or None to draw one)
+pearlstats.exceptions.OptionError: seed=-1; use an int in [0, 2**63) (or None to draw one)
 """
 
 from __future__ import annotations

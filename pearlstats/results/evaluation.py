@@ -31,7 +31,7 @@ import pandas as pd
 from patsy import EvalEnvironment
 
 from ..checks import check_seed
-from ..design.data import split_data
+from ..design.data import labelled_rows
 from ..design.formula import response_values
 from ..exceptions import DataError
 from ..nested import nested_cross_validation, paired_ratio_table, strategy_row_losses
@@ -81,7 +81,7 @@ def _metrics(res, y, prediction, weights=None) -> dict:
 
 
 def _test_response(res, test_data) -> np.ndarray:
-    frame, _ = split_data(test_data)
+    frame = labelled_rows(test_data)  # a bad response is named by the test data's label
     namespace = res.design_spec.covariates.namespace or {}
     try:
         values = response_values(res.design_spec.formula, frame, EvalEnvironment([namespace]))

@@ -127,3 +127,17 @@ def test_new_rows_name_a_bad_value_by_its_label():
     message = _message(lambda: res.get_prediction(frame.iloc[[5, 9, 20]],
                                                   blocks={"a": new_block}))
     assert "row labelled 'P020'" in message
+
+
+def test_evaluate_names_a_missing_test_response_by_its_label():
+    # the test rows' frame lost its index on the way: "at row 2" for the row labelled "r42"
+    rng = np.random.default_rng(0)
+    labels = [f"r{i}" for i in range(60)]
+    frame = pd.DataFrame({"y": rng.normal(size=60)}, index=labels)
+    a = pd.DataFrame(rng.normal(size=(60, 2)), index=labels)
+    res = pearl.fit("y ~ block(a)", frame.iloc[:40], blocks={"a": a.iloc[:40]}, seed=0,
+                    honest=False)
+    test = frame.iloc[40:].copy()
+    test.iloc[2, 0] = np.nan
+    with pytest.raises(pearl.DataError, match="row labelled 'r42'"):
+        res.evaluate(test, blocks={"a": a.iloc[40:]})
