@@ -170,6 +170,8 @@ def _iterations(objective, theta0, precondition, curvature, tol, max_iter, refre
         hessp = None
         theta, f, g, hessp, scale = _line_search(objective, theta, f, step, decrement, moving)
         converged |= moving & (scale == 0.0)
+        if converged.all():  # the last moving problem's line search found no lower point
+            break
         if used > refresh_after:
             precondition = curvature(theta)
     return NewtonResult(theta, converged, np.zeros(K, dtype=bool), np.zeros(K, dtype=bool),

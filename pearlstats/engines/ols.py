@@ -151,6 +151,22 @@ def _min_norm_coefficients(design: ScaledDesign, X_train: np.ndarray,
     return gamma
 
 
+def _ridge_coefficients(Z: np.ndarray, y: np.ndarray, penalty: np.ndarray,
+                        ridge: float) -> np.ndarray:
+    """``argmin ||y - Z g||^2 + ridge * sum_j penalty_j g_j^2`` by least squares on the
+    augmented rows ``[Z; sqrt(ridge * penalty) I]``.
+
+    For a ridge system the Cholesky factor cannot certify (a tiny ridge on nearly collinear
+    columns: condition ~ 1 / ridge): the penalised optimum is unique, and QR on the rows
+    keeps the digits the normal equations lose. Minimum-norm least squares without the
+    penalty (the rank-deficient fallback) would solve another problem.
+    """
+    root = np.sqrt(ridge * penalty)
+    system = np.vstack([Z, np.diag(root)])
+    target = np.concatenate([y, np.zeros(Z.shape[1])])
+    return np.linalg.lstsq(system, target, rcond=None)[0]
+
+
 def _rank_note(label: str, fold) -> LedgerEntry:
     return LedgerEntry(
         label, fold, "cv", "rank deficient",
@@ -410,8 +426,14 @@ def _solve_folds(design, X, y, where, local, fold_gram, fold_cross, penalty, rid
         S = local[i]
         for g, k in enumerate(fold_set):
             train = folds != k
-            coefs[g, S, i] = _min_norm_coefficients(
-                design.subset(S), X[np.ix_(train, used[S])], y[train])
+            X_train = X[np.ix_(train, used[S])]
+            if ridge > 0:  # a unique penalised optimum the Cholesky could not certify
+                coefs[g, S, i] = _ridge_coefficients(design.subset(S).transform(X_train),
+                                                     y[train], penalty[g, S], ridge)
+            else:
+                coefs[g, S, i] = _min_norm_coefficients(design.subset(S), X_train, y[train])
+        if ridge > 0:
+            continue
         if not any(e.candidate == labels[i] and e.kind == "rank deficient" for e in entries):
             entries.append(_rank_note(labels[i], None))
     return coefs
@@ -561,7 +583,9 @@ def ols_fit(X: np.ndarray, y: np.ndarray, columns: np.ndarray, ridge: float = 0.
     beta, singular = _solve_penalised(
         A[None, None], cross[S_local][None, None], weights[None, None], ridge
     )
-    if singular[0]:
+    if singular[0] and ridge > 0:  # the penalised optimum, by QR on the augmented rows
+        gamma = _ridge_coefficients(design.transform(X[:, S]), y, weights, ridge)
+    elif singular[0]:
         gamma = np.linalg.lstsq(design.transform(X[:, S]), y, rcond=None)[0]
     else:
         gamma = beta[0, 0]

@@ -173,3 +173,25 @@ def test_preconditioner_inverts_in_single_precision_and_falls_back_when_it_canno
     out = Preconditioner(near)(R)
     assert np.isfinite(out).all()
     assert np.all(np.einsum("kd,kd->k", R, out) > 0)
+
+
+def test_a_line_search_that_stops_the_last_moving_problem_ends_the_iterations():
+    """Class 3 is the two rows of largest a0 (separated): on the separation ladder the last
+    moving problem's line search found no lower point, every problem was then converged, and
+    the next iteration's forcing term took the minimum of an empty selection (numpy's
+    ValueError from pearl.fit). The fit now ends there and the ladder goes on."""
+    import warnings
+
+    import pearlstats as pearl
+
+    rng = np.random.default_rng(12)
+    n = 500
+    a, b, x = rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), rng.normal(size=n)
+    y = rng.integers(0, 3, size=n)
+    y[np.argsort(a[:, 0])[-2:]] = 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pearl.fit("y ~ block(a) + block(b) + x", {"y": y, "x": x, "a": a, "b": b},
+                        family="multinomial", honest=False, seed=0, candidates="all")
+    assert "separation" in set(res.failures.loc[res.failures.candidate == "a+b", "kind"])
+    assert np.isclose(res.weights.sum(), 1.0)

@@ -220,6 +220,42 @@ def test_more_ridge_never_means_less_shrinkage_and_huge_ridge_is_the_intercept_o
     assert np.isfinite(huge).all()
 
 
+@pytest.mark.parametrize("ridge", [1e-14, 1e-12])
+def test_a_tiny_gaussian_ridge_on_nearly_collinear_columns_keeps_its_penalty(ridge):
+    """Columns z and z + 1e-6 u: the penalised system's condition is about 1 / ridge, which the
+    Cholesky check flags, and the fallback solved the *unpenalised* minimum-norm problem
+    (fitted values off by 2.4 of sd(y) 1.6; weights moved 0.41). The penalised optimum is
+    unique: QR on the augmented rows [Z; sqrt(ridge n) I] (condition ~ 1 / sqrt(ridge), so
+    about 1e7 eps relative, hence 1e-7) is the reference, per fold and on all rows."""
+    rng = np.random.default_rng(3)
+    n = 200
+    z, u, x = rng.normal(size=n), rng.normal(size=n), rng.normal(size=n)
+    X = np.column_stack([np.ones(n), x, z, z + 1e-6 * u])
+    y = u + x + 0.5 * rng.normal(size=n)
+    candidates = build_candidates("all", {"a": slice(2, 4)}, ["1", "x", "a0", "a1"], 2)
+    folds = make_folds(5, n, seed=1)
+
+    def penalised(rows, new_rows):
+        Z = X[rows][:, 1:]
+        mean, sd = Z.mean(axis=0), Z.std(axis=0)
+        Zs = np.column_stack([np.ones(rows.sum()), (Z - mean) / sd])
+        root = np.sqrt(ridge * rows.sum()) * np.diag(np.r_[0.0, np.ones(3)])
+        gamma = np.linalg.lstsq(np.vstack([Zs, root]), np.r_[y[rows], np.zeros(4)],
+                                rcond=None)[0]
+        return gamma[0] + ((X[new_rows][:, 1:] - mean) / sd) @ gamma[1:]
+
+    out = ols_cv_predict(X, y, candidates, folds, ridge)
+    assert not [e for e in out.entries if e.kind == "rank deficient"]
+    for k in range(5):
+        train = folds != k
+        np.testing.assert_allclose(out.predictions[~train, -1], penalised(train, ~train),
+                                   rtol=0, atol=1e-7)
+    everything = np.ones(n, dtype=bool)
+    np.testing.assert_allclose(X[:, candidates[-1].columns] @ ols_fit(X, y, candidates[-1].columns,
+                                                                     ridge),
+                               penalised(everything, everything), rtol=0, atol=1e-7)
+
+
 def test_gaussian_ridge_1e10_shrinks_instead_of_falling_back_to_least_squares():
     rng, X, candidates, eta = _problem(6)
     y = eta + rng.normal(size=N)
