@@ -225,8 +225,10 @@ def refuse_unsupported(*, downstream: Any) -> None:
     :func:`check_observation_weights`; the rest where they are reached.)
     """
     if downstream is not None:
-        raise OptionError("downstream (MLP) is not yet supported with observation weights/"
-                          "offsets/exposure; leave it at its default (None)")
+        raise OptionError(f"downstream={type(downstream).__name__} (a network or another "
+                          "estimator instead of the family's GLM) is not yet supported with "
+                          "observation weights/offsets/exposure; leave downstream at its default "
+                          "(None)")
 
 
 def check_new_offset(offset: Any, exposure: Any, n: int, fitted_offset: bool,

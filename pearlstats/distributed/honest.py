@@ -227,7 +227,8 @@ def honest_partitions(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: A
     Returns
     -------
     DataFrame
-        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best and Null; columns ``risk``, ``se``
+        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best, AICc, BIC, Covariates and Null;
+        columns ``risk``, ``se``
         (SD / sqrt(n) of the held-out row losses), ``ratio`` (PEARL's risk / the row's),
         ``ratio_se`` (paired delta method), ``kkt_gap`` and ``certified``: the in-memory
         ``res.honest`` (``honest_se="naive"``) of the fit with ``cv=`` the same fold labels.

@@ -91,8 +91,28 @@ class TextLearner(LearnerParams):
         self.tokenizer = tokenizer
         self.columns = columns
 
+    def _document_column(self, frame: Any) -> Any:
+        """The documents of a DataFrame given directly (a Pipeline step): its ``columns=``
+        column, or its only column. Iterating the frame would read its column *labels* as
+        the documents (two documents from a frame of 200 rows)."""
+        name = type(self).__name__
+        wanted = self.columns
+        if isinstance(wanted, (list, tuple)) and len(wanted) == 1:
+            wanted = wanted[0]
+        if isinstance(wanted, str) and wanted in frame.columns:
+            return frame[wanted]
+        if wanted is None and frame.shape[1] == 1:
+            return frame.iloc[:, 0]
+        raise DataError(
+            f"{name} reads one column of documents; it got a DataFrame with columns "
+            f"{list(frame.columns)[:10]}{' (columns=' + repr(self.columns) + ')' if wanted else ''}"
+            ": pass the column itself (df['text']), or set columns= to the column's name"
+        )
+
     def _tokens(self, documents) -> list[list[str]]:
         name = type(self).__name__
+        if hasattr(documents, "columns") and hasattr(documents, "iloc"):  # a DataFrame
+            documents = self._document_column(documents)
         if isinstance(documents, str):
             raise DataError(
                 f"{name} needs a list of documents, got a single string; wrap it as [text]"

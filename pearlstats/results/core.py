@@ -757,7 +757,8 @@ class PearlResults(Prediction, StrategyRisks, CandidateRefits, WeightDiagnostics
         return averaging.bse(self)
 
     def conf_int(self, alpha: float = 0.05, *, revised: bool = True) -> pd.DataFrame:
-        """Confidence intervals ``params +- z se`` (columns ``lower``, ``upper``).
+        """Confidence intervals ``params +- q se`` (columns ``lower``, ``upper``): ``q`` the
+        normal quantile, or for gaussian fits each candidate's t quantile (its residual df).
 
         They estimate the fixed-weight average of the candidates' coefficients:
         the weights and the candidate set are held fixed, so the sampling

@@ -206,8 +206,8 @@ class HonestRisk:
 
     @property
     def table(self) -> pd.DataFrame:
-        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best and Null; columns risk, se, ratio,
-        ratio_se, kkt_gap and certified.
+        """Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best, AICc, BIC, Covariates and Null;
+        columns risk, se, ratio, ratio_se, kkt_gap and certified.
 
         Null is the intercept-only model (the risk of ignoring every input), a
         reference that no strategy weights.
@@ -545,7 +545,7 @@ class ComparisonTable:
         The best mean in a row is ``\mathbf``, the second ``\underline``; a
         note under the table says so and gives the number of repetitions. The
         preamble needs ``\usepackage{booktabs}`` and ``\usepackage{dcolumn}``
-        (see :data:`pearlstats.summary.LATEX_PREAMBLE`).
+        (see :data:`pearlstats.results.summary.LATEX_PREAMBLE`).
 
         Parameters
         ----------

@@ -595,8 +595,8 @@ class Prediction:
             (each as the fit chose it from the cross-validation), ``Null`` (the
             summary's reference: the intercept-only model fitted on the fit's rows,
             which Covariates equals when the formula has no covariate) and
-            ``Oracle block``; columns ``MSE``,
-            ``MAE`` (regression) or ``accuracy``, ``cross_entropy``, ``MSE``
+            ``Oracle block``; columns ``MSE``, ``MAE`` (regression; Poisson fits add
+            ``poisson_deviance``) or ``accuracy``, ``cross_entropy``, ``MSE``
             (classification). ``Oracle block`` is the single-block candidate
             best on these test rows (named in ``.attrs["best_candidate"]``), a
             reference in hindsight that no strategy could have picked.

@@ -64,8 +64,8 @@ class StrategyRisks:
     def honest(self) -> pd.DataFrame | None:
         """Honest risk of PEARL and every baseline, from nested cross-validation.
 
-        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best and Null (the
-        intercept-only model fitted on each outer training set); columns ``risk``,
+        Rows PEARL, MS, SA-FRL, SA-cand, Fusion, Best, AICc, BIC, Covariates and
+        Null (the intercept-only model fitted on each outer training set); columns ``risk``,
         ``se``, ``ratio`` (PEARL's risk / the row's, on the same held-out
         rows) and ``ratio_se`` (paired delta-method SE). Inside each outer fold
         the whole procedure is re-run on the other rows — PEARL re-solves its

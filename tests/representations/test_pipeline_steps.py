@@ -221,3 +221,24 @@ def test_global_transform_output_names_dense_blocks_and_leaves_sparse_ones():
     assert list(scores.columns) == ["pca[0]", "pca[1]"] and sp.issparse(counts)
     np.testing.assert_array_equal(lsi.to_numpy(),
                                   frl.LSI(2, min_df=2, seed=0).fit_transform(TEXT))
+
+
+def test_a_text_step_given_a_dataframe_reads_its_documents_column():
+    """TfIdf(columns="text").fit(df) iterated the DataFrame, i.e. its column labels: two
+    "documents" from 40 rows, and in a Pipeline "inconsistent numbers of samples". It now
+    reads its columns= column (or a frame's only column), as df["text"], and refuses a frame
+    it cannot read by name."""
+    import pandas as pd
+
+    import pearlstats as pearl
+
+    texts = ["a good film", "bad plot", "great acting here", "dull and slow"] * 10
+    frame = pd.DataFrame({"text": texts, "x": np.arange(40.0)})
+    expected = pearl.TfIdf().fit(frame["text"]).transform(frame["text"])
+    for learner, given in ((pearl.TfIdf(columns="text"), frame),
+                           (pearl.TfIdf(), frame[["text"]])):
+        got = learner.fit(given).transform(given)
+        assert got.shape == (40, expected.shape[1])
+        np.testing.assert_array_equal(got.toarray(), expected.toarray())
+    with pytest.raises(pearl.DataError, match=r"columns \['text', 'x'\].*df\['text'\]"):
+        pearl.TfIdf().fit(frame)
