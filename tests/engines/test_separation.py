@@ -500,3 +500,37 @@ def test_a_poisson_fold_whose_training_rows_count_nothing_is_refused():
     with pytest.raises(pearl.FoldError, match="training rows of fold 2 have no positive count"):
         pearl.fit("y ~ block(a)", {"y": y, "a": rng.normal(size=(n, 2))}, family="poisson",
                   cv=folds, seed=0, honest=False)
+
+
+def test_a_small_separated_multinomial_class_is_separation_not_rank_deficiency():
+    """Class 3 is the two rows of largest a0: the likelihood rises without bound along a0
+    (checked below), but the singular Hessian's pseudo-inverse steps stalled and the candidate
+    was recorded "rank deficient" and kept with weight 1 (coefficients -303 and 124). It is
+    separated: "drop" gives it weight 0, the default ladder refits it with a ridge."""
+    rng = np.random.default_rng(12)
+    n = 500
+    a, b, x = rng.normal(size=(n, 2)), rng.normal(size=(n, 2)), rng.normal(size=n)
+    y = rng.integers(0, 3, size=n)
+    y[np.argsort(a[:, 0])[-2:]] = 3
+    X = np.column_stack([np.ones(n), x, a])
+    threshold = np.sort(a[:, 0])[-3:-1].mean()
+
+    def mean_nll(t):  # along the separating direction of class 3, from 0
+        B = np.zeros((4, 3))
+        B[0, 2], B[2, 2] = -t * threshold, t
+        E = np.column_stack([np.zeros(n), X @ B])
+        return np.mean(logsumexp(E, axis=1) - E[np.arange(n), y])
+
+    assert mean_nll(10) > mean_nll(100) > mean_nll(1000)  # no finite optimum
+    data = {"y": y, "x": x, "a": a, "b": b}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dropped = pearl.fit("y ~ x + block(a) + block(b)", data, family="multinomial",
+                            honest=False, seed=0, separation="drop")
+        laddered = pearl.fit("y ~ x + block(a) + block(b)", data, family="multinomial",
+                             honest=False, seed=0)
+    separated = dropped.failures.query("candidate == 'a' and kind == 'separation'")
+    assert len(separated) >= 2  # the folds whose training rows hold both rows of class 3
+    assert dropped.weights["a"] == 0.0
+    assert laddered.failures.query("candidate == 'a' and kind == 'separation'").shape[0] >= 1
+    assert np.isfinite(laddered.candidate_params("a").to_numpy()).all()
