@@ -83,8 +83,10 @@ def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
                 if isinstance(dtype, pd.api.extensions.ExtensionDtype)
                 and (dtype.kind in "biuf" or getattr(dtype, "na_value", None) is pd.NA)]
     # pd.NA inside a plain object column (e.g. numbers cast to object): None, patsy's missing
+    # (isna first: vectorised, and true for pd.NA too, so clean columns cost no Python loop)
     holding_na = [position for position, dtype in enumerate(frame.dtypes)
-                  if dtype.kind == "O" and frame.iloc[:, position].map(_is_na_scalar).any()]
+                  if dtype.kind == "O" and frame.iloc[:, position].isna().any()
+                  and frame.iloc[:, position].map(_is_na_scalar).any()]
     if not nullable and not holding_na:
         return frame
     frame = frame.copy()
