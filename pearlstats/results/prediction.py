@@ -42,6 +42,7 @@ from ..engines.wide import candidate_rows
 from ..exceptions import (
     CandidateError,
     DataError,
+    MissingValueError,
     ObservationWeightWarning,
     OptionError,
     ResponseError,
@@ -314,7 +315,8 @@ class Prediction:
 
     def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
                 alpha: float = 0.05, *, offset: Any = None, exposure: Any = None,
-                weights: Any = None, revised: bool = True) -> pd.Series | pd.DataFrame:
+                weights: Any = None, revised: bool = True,
+                missing: str = "raise") -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
         Parameters
@@ -382,6 +384,16 @@ class Prediction:
         revised : bool, default True
             ``interval="confidence"`` only: eq. 6.12 (as :attr:`bse`), or eq. 4.9
             with ``False`` (see :meth:`get_prediction`).
+        missing : {"raise", "drop", "nan"}, default "raise"
+            What to do with a new row that has a missing or infinite value in a
+            covariate, a block, its offset/exposure or its weight (the rows
+            ``fit(missing="drop")`` would drop). ``"raise"`` names the first
+            such row; ``"drop"`` predicts the other rows only (they keep their
+            index labels, or their positions when the new data has none, and the
+            dropped positions are in ``.attrs["dropped_rows"]``, as
+            :meth:`evaluate`'s); ``"nan"`` returns every row, NaN (``<NA>`` in a
+            prediction set) where a value is missing, as statsmodels' ``predict``
+            and R's ``na.exclude`` do. Rows in memory only.
 
         Returns
         -------
@@ -398,9 +410,18 @@ class Prediction:
         >>> res = pearl.fit("y ~ block(a)", data, family="binomial", seed=0)
         >>> res.predict({"a": np.zeros((1, 2))}).name
         'P(y=low)'
+        >>> new = {"a": np.array([[0.0, 0.0], [np.nan, 1.0]])}
+        >>> res.predict(new, missing="nan").isna().tolist()
+        [False, True]
         """
         self._check_interval(interval)
+        missing = check_choice("missing", missing, {
+            "raise": "name the first incomplete row", "drop": "predict the complete rows",
+            "nan": "NaN for the incomplete rows"})
         if self._lazy_rows is not None and self._lazy_rows.holds(newdata, blocks):
+            if missing != "raise":
+                raise OptionError(f"predict(missing={missing!r}) is for rows in memory; drop "
+                                  "the incomplete dask rows first, e.g. ddf.dropna()")
             if self._response.offset is not None or offset is not None or exposure is not None:
                 raise OptionError("predicting dask rows with an offset/exposure is not yet "
                                   "supported; predict an in-memory sample with offset=")
@@ -413,6 +434,10 @@ class Prediction:
                 )
             return self._lazy_rows.predict(self, newdata, blocks)
         weights, offset, exposure = _named_in(newdata, weights, offset, exposure)
+        if missing != "raise":
+            return self._predict_complete_rows(newdata, blocks, missing, interval=interval,
+                                               alpha=alpha, offset=offset, exposure=exposure,
+                                               weights=weights, revised=revised)
         X, index = self._design_for(newdata, blocks)
         new_offset = self._new_offset(offset, exposure, X, newdata)
         if interval is None and weights is None:
@@ -429,6 +454,32 @@ class Prediction:
                 out[["mean", "lower", "upper"]] += new_offset[:, None]
             return out
         return self._conformal(X, index, alpha, new_offset, weights)
+
+    def _predict_complete_rows(self, newdata: Any, blocks: Any, missing: str, *,
+                               offset: Any, exposure: Any, weights: Any,
+                               **options: Any) -> pd.Series | pd.DataFrame:
+        """:meth:`predict` of the complete rows, the others dropped or given NaN (*missing*)."""
+        _, embedded = split_data(newdata)
+        index = data_index(newdata)
+        if index is None:
+            index = first_block_index(self.block_names, embedded, blocks)
+        kept, _, weights, offset, exposure, dropped = self._complete_rows(
+            newdata, blocks, weights, offset, exposure)
+        n_given = len(next(iter(kept.values()))) + len(dropped) if kept else len(dropped)
+        if len(dropped) == n_given:
+            raise MissingValueError(f"every one of the {n_given} new rows has a missing or "
+                                    "infinite value; there is no row to predict")
+        out = self.predict(kept, None, offset=offset, exposure=exposure, weights=weights,
+                           **options)
+        positions = np.setdiff1d(np.arange(n_given), dropped)
+        if index is None:
+            index = pd.RangeIndex(n_given)  # positions label the rows, as without missing=
+        if missing == "drop":
+            out.index = index[positions]
+        else:
+            out = _pad_rows(out, positions, index)
+        out.attrs["dropped_rows"] = tuple(int(row) for row in dropped)
+        return out
 
     def _check_interval(self, interval: Any) -> None:
         """Refuse an *interval* this fit cannot give, before any work (on every backend)."""
@@ -669,6 +720,9 @@ class Prediction:
         if source is None and self._representations is not None and not embedded:
             source = self._representations
         frame, row_variables = covariate_row_variables(spec.formula, frame, env)
+        if not len(frame.columns):  # blocks only (a dict): the rows are the blocks'
+            resolved = resolve_blocks(self.block_names, frame, embedded, source, index=rows)
+            frame = pd.DataFrame(index=pd.RangeIndex(count_rows(frame, resolved)))
         n_given = len(frame)
         # rows a Representations cannot map (a None/NaN text), as the fit drops them
         frame, embedded, early = drop_missing_inputs(frame, embedded, source)
@@ -695,3 +749,17 @@ class Prediction:
         dropped = np.sort(np.concatenate([dropped, np.flatnonzero(~early)[bad]]))
         return (kept, None, *aligned, dropped)
 
+
+def _pad_rows(out: pd.Series | pd.DataFrame, positions: np.ndarray,
+              index: pd.Index) -> pd.Series | pd.DataFrame:
+    """*out* (the rows at *positions*) spread over all of *index*, missing elsewhere.
+
+    Positions, not labels, place the rows: new data may repeat an index label.
+    A boolean column (a prediction set) becomes pandas' nullable ``boolean``, whose
+    ``<NA>`` keeps the other rows' ``True``/``False`` (a float NaN would make them 1.0/0.0).
+    """
+    frame = out.to_frame() if isinstance(out, pd.Series) else out
+    frame = frame.astype({column: "boolean" for column in frame.columns
+                          if frame[column].dtype == bool})
+    frame = frame.set_axis(positions).reindex(pd.RangeIndex(len(index))).set_axis(index)
+    return frame.iloc[:, 0].rename(out.name) if isinstance(out, pd.Series) else frame
