@@ -539,11 +539,17 @@ def fit(
         work), and later on the honest re-runs and the nested SE of
         ``res.honest``. None (default) follows ``pearl.get_option("progress")``.
     cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC"}
-        The covariance of the candidates' refits, as statsmodels'
-        ``fit(cov_type=)``; the averaged terms' ``bse``, ``conf_int()``,
-        ``cov_params()`` and tests, ``candidate_params()`` and ``get_prediction``'s
-        mean intervals use it. ``res.candidates[label]`` stays statsmodels' own
-        (nonrobust) results; ``res.candidates[label].get_robustcov_results(...)`` (OLS) or
+        The covariance of the candidates' refits, statsmodels' names; each candidate's
+        equals its refit's ``get_robustcov_results(cov_type)`` (the notes of
+        :meth:`~pearlstats.results.PearlResults.get_robustcov` say where GLMs differ).
+        The averaged terms' ``bse``, ``conf_int()``, ``cov_params()`` and tests,
+        ``candidate_params()`` and ``get_prediction``'s mean intervals use it. Their
+        reference distribution is that of ``get_robustcov_results``, not of
+        ``OLS.fit(cov_type=)`` (whose default ``use_t=False`` is normal): t with
+        ``df_resid`` for gaussian fits (G - 1 df for ``"cluster"``, see *cov_kwds*), normal
+        for binomial and poisson ones; ``t_test(..., use_t=)`` chooses per test.
+        ``res.candidates[label]`` stays statsmodels' own (nonrobust) results;
+        ``res.candidates[label].get_robustcov_results(...)`` (OLS) or
         ``.model.fit(cov_type=...)`` gives a robust one. See
         :meth:`~pearlstats.results.PearlResults.get_robustcov`, which changes it
         afterwards without refitting. In memory, gaussian, binomial and poisson.

@@ -195,5 +195,42 @@ def test_a_hypothesis_about_a_block_column_names_the_testable_terms():
     res = pearl.datasets.example_fit()
     with pytest.raises(pearl.OptionError, match=r"cannot test 'a0 = 0'.*\['Intercept', 'x'\]"):
         res.t_test("a0 = 0")
-    with pytest.raises(pearl.OptionError, match="3 columns; it needs one per averaged term, 2"):
+    with pytest.raises(pearl.OptionError, match=r"shape \(1, 3\); it needs one column per "):
         res.wald_test([[0, 1.0, 0]])
+    # the (R, q) form is checked as the bare matrix is, and q against R's rows
+    with pytest.raises(pearl.OptionError, match=r"shape \(1, 3\); it needs one column per "):
+        res.t_test(([[0, 1.0, 0]], [0.0]))
+    with pytest.raises(pearl.OptionError, match="q has 2 values; it needs one per row of R"):
+        res.t_test(([[0, 1.0]], [0.0, 1.0]))
+    with pytest.raises(pearl.OptionError, match="an empty hypothesis"):
+        res.t_test("")
+
+
+def test_list_and_dict_hypotheses_equal_statsmodels():
+    # statsmodels hands a list of strings and a dict {term: value} to patsy, as a string
+    data = _rows(2)
+    res = _fit(data, "y ~ x + block(a)")
+    X = np.column_stack([np.ones(N), data["x"], data["a"]])
+    ols = sm.OLS(data["y"], X).fit()
+    ours = res.t_test(["x = 0.4", "Intercept = 0"])
+    theirs = ols.t_test(["x1 = 0.4", "const = 0"])
+    np.testing.assert_allclose(np.ravel(ours.tvalue), np.ravel(theirs.tvalue), rtol=1e-7)
+    np.testing.assert_allclose(np.ravel(ours.pvalue), np.ravel(theirs.pvalue), rtol=1e-7)
+    ours = res.wald_test({"x": 0.4}, scalar=True)
+    theirs = ols.wald_test({"x1": 0.4}, scalar=True)
+    np.testing.assert_allclose([ours.statistic, ours.pvalue], [theirs.statistic, theirs.pvalue],
+                               rtol=1e-7)
+
+
+def test_a_term_pinned_by_a_row_of_leverage_one_is_named_under_hc3():
+    # HC3 divides by 1 - h: the only row of level "c" has h = 1, so that term's variance is NaN
+    # while its estimate is finite (no block reproduces it, unlike an unidentified term)
+    data = _rows(3)
+    level = np.array(["a", "b"])[np.arange(N) % 2]
+    level[7] = "c"
+    data["h"] = level
+    res = _fit(data, "y ~ C(h) + x + block(a)", cov_type="HC3")
+    assert np.isfinite(res.params["C(h)[T.c]"]) and np.isnan(res.bse["C(h)[T.c]"])
+    with pytest.raises(pearl.OptionError, match=r"variance is NaN under cov_type='HC3'.*1 - h"):
+        res.t_test("C(h)[T.c] = 0")
+    assert np.isfinite(res.t_test("x = 0").pvalue)

@@ -170,6 +170,11 @@ def test_cov_type_in_any_case_and_clusters_from_the_fits_groups():
                  cov_kwds={"groups": groups})
     assert from_groups.cov_type == "cluster (11 groups)"
     np.testing.assert_array_equal(from_groups.bse, named.bse)
+    # get_robustcov afterwards takes the fit's groups the same way, through another type too
+    later = _fit(data, "poisson", offset, cv=5, groups="g").get_robustcov("cluster")
+    np.testing.assert_array_equal(later.bse, named.bse)
+    np.testing.assert_array_equal(
+        from_groups.get_robustcov("HC1").get_robustcov("cluster").bse, named.bse)
     with pytest.raises(OptionError, match="needs the clusters"):
         _fit(data, "poisson", offset, cov_type="cluster")
 

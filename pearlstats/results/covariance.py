@@ -40,6 +40,7 @@ own X2 covariance on its diagonal. A fixed number multiplies every block.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -267,12 +268,21 @@ def statsmodels_view(res: PearlResults, r_matrix: Any = None) -> tuple[Any, Any]
     if R is not None and not known.all():
         involved = [name for name, used in zip(names, np.any(R != 0, axis=0)) if used]
         missing = [name for name in involved if not known[names.index(name)]]
-        if missing:
+        unestimated = [name for name in missing if not np.isfinite(params[names.index(name)])]
+        if unestimated:
             raise OptionError(
-                f"the hypotheses involve {missing}, which have no averaged estimate (a block "
-                "reproduces them: params and cov_params() are NaN there, see the summary's "
-                "note); test the other terms, or a candidate's own coefficients with "
-                "res.candidates[label].t_test(...)")
+                f"the hypotheses involve {unestimated}, which have no averaged estimate (a "
+                "block reproduces them: params and cov_params() are NaN there, see the "
+                "summary's note); test the other terms, or a candidate's own coefficients "
+                "with res.candidates[label].t_test(...)")
+        if missing:
+            cov_type = cov_spec_of(res).cov_type
+            why = (" (HC2 and HC3 divide by 1 - h, and a row of leverage h = 1 pins these "
+                   "terms, e.g. the only row of a level); test the other terms, or use "
+                   "res.get_robustcov('HC1')" if cov_type in ("HC2", "HC3") else
+                   "; test the other terms")
+            raise OptionError(f"the hypotheses involve {missing}, whose variance is NaN under "
+                              f"cov_type={cov_type!r}{why}")
         # the columns of the terms left out are 0: the same hypotheses over the others
         r_matrix = (R[:, known], np.zeros(len(R)) if q is None else q)
     kept = [name for name, ok in zip(names, known) if ok]
@@ -287,31 +297,64 @@ def statsmodels_view(res: PearlResults, r_matrix: Any = None) -> tuple[Any, Any]
 
 
 def _constraints(r_matrix: Any, names: list) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """``(R, q)`` of statsmodels' hypothesis forms over the terms *names*: a string (patsy's
-    ``linear_constraint``), an ``(R, q)`` tuple, or a matrix (q None); ``(None, None)`` for
-    None."""
+    """``(R, q)`` of statsmodels' hypothesis forms over the terms *names*; ``(None, None)``
+    for None.
+
+    The forms are statsmodels' (which hands the first three to patsy's
+    ``linear_constraint``): a string (``"x = 0, z = 1"``), a list of such strings, a dict
+    ``{term: value}``, an ``(R, q)`` tuple, or a matrix R (q None: zeros).
+    """
     if r_matrix is None:
         return None, None
-    if isinstance(r_matrix, str):
-        from patsy import DesignInfo, PatsyError
-
-        try:
-            constraint = DesignInfo(names).linear_constraint(r_matrix)
-        except PatsyError as error:
-            raise OptionError(
-                f"cannot test {r_matrix!r}: {error.message}. The testable terms are the "
-                f"averaged terms in every candidate, {names} (block columns have no averaged "
-                "coefficient: test a candidate's own with res.candidates[label].t_test(...))"
-            ) from None
-        return constraint.coefs, constraint.constants
+    if _is_patsy_form(r_matrix):
+        return _patsy_constraint(r_matrix, names)
     if isinstance(r_matrix, tuple):
-        R, q = r_matrix
-        return np.atleast_2d(np.asarray(R, dtype=float)), np.asarray(q, dtype=float)
-    R = np.atleast_2d(np.asarray(r_matrix, dtype=float))
-    if R.shape[1] != len(names):
-        raise OptionError(f"r_matrix has {R.shape[1]} columns; it needs one per averaged term, "
-                          f"{len(names)}: {names}")
-    return R, None
+        if len(r_matrix) != 2:
+            raise OptionError(f"a tuple hypothesis is (R, q); got {len(r_matrix)} items")
+        R, q = _constraint_matrix(r_matrix[0], names), np.asarray(r_matrix[1], dtype=float)
+        if q.size != R.shape[0]:
+            raise OptionError(f"q has {q.size} values; it needs one per row of R ({R.shape[0]})")
+        return R, q
+    return _constraint_matrix(r_matrix, names), None
+
+
+def _is_patsy_form(r_matrix: Any) -> bool:
+    """A string, a non-empty list of strings, or a dict: the forms patsy reads."""
+    if isinstance(r_matrix, (str, Mapping)):
+        return True
+    return (isinstance(r_matrix, list) and bool(r_matrix)
+            and all(isinstance(item, str) for item in r_matrix))
+
+
+def _patsy_constraint(r_matrix: Any, names: list) -> tuple[np.ndarray, np.ndarray]:
+    """patsy's ``linear_constraint`` of *r_matrix* over *names*, its errors named as ours."""
+    from patsy import DesignInfo, PatsyError
+
+    if isinstance(r_matrix, str) and not r_matrix.strip():
+        raise OptionError(f"an empty hypothesis; write one as 'x = 0' over the terms {names}")
+    try:
+        constraint = DesignInfo(names).linear_constraint(r_matrix)
+    except (PatsyError, ValueError, KeyError, TypeError) as error:
+        reason = getattr(error, "message", None) or str(error)
+        raise OptionError(
+            f"cannot test {r_matrix!r}: {reason}. The testable terms are the "
+            f"averaged terms in every candidate, {names} (block columns have no averaged "
+            "coefficient: test a candidate's own with res.candidates[label].t_test(...))"
+        ) from None
+    return constraint.coefs, constraint.constants
+
+
+def _constraint_matrix(R: Any, names: list) -> np.ndarray:
+    """*R* as a 2-D float matrix with one column per averaged term, or an OptionError."""
+    try:
+        R = np.atleast_2d(np.asarray(R, dtype=float))
+    except (TypeError, ValueError):
+        raise OptionError(f"r_matrix={R!r} is not a matrix of numbers; give a string such as "
+                          f"'{names[-1]} = 0', a list of them, a dict, (R, q) or R") from None
+    if R.ndim != 2 or R.shape[1] != len(names):
+        raise OptionError(f"r_matrix has shape {R.shape}; it needs one column per averaged "
+                          f"term, {len(names)}: {names}")
+    return R
 
 
 def uses_t(res: PearlResults) -> bool:

@@ -86,7 +86,8 @@ class AveragedTests:
         **kwds
             ``groups=`` (cluster: one label per row the fit used, or a Series aligned
             with :attr:`row_labels`; the labels of rows ``missing='drop'`` removed may be
-            in it, so a column of the data the fit was given serves), ``use_correction=``
+            in it, so a column of the data the fit was given serves; default: the fit's
+            own ``groups=``, if it has them), ``use_correction=``
             (cluster, default True: the factor ``G/(G-1) (n-1)/(n-k)``; HAC, default False:
             ``n/(n-k)``),
             ``df_correction=`` (cluster, default True: t quantiles with G - 1 df),
@@ -142,6 +143,9 @@ class AveragedTests:
         if isinstance(groups, (pd.Series, pd.DataFrame)):
             kept = _without_dropped(groups, self._state.dropped_labels, self.row_labels)
             kwds["groups"] = np.asarray(align_by_label("groups=", kept, self.row_labels))
+        if (isinstance(cov_type, str) and cov_type.lower() == "cluster"
+                and "groups" not in kwds and self._state.groups is not None):
+            kwds["groups"] = self._state.groups  # the fit's groups=, as fit(cov_type=) takes
         spec = cov_spec(cov_type, kwds, nobs=self.nobs, scale=scale)
         if spec.robust and self._on_partitions:  # a dispersion is read from the partitions
             refuse_results_feature("get_robustcov(a robust cov_type)")
@@ -226,10 +230,10 @@ class AveragedTests:
 
         Parameters
         ----------
-        r_matrix : str, array_like or tuple
+        r_matrix : str, list of str, dict, array_like or tuple
             The hypotheses, as statsmodels': a string (``"x = 0"``, ``"x = Intercept"``,
-            ``"x = 0, Intercept = 1"``), a matrix over :attr:`params`' terms, or a
-            ``(R, q)`` tuple.
+            ``"x = 0, Intercept = 1"``), a list of such strings, a dict ``{"x": 0}``, a
+            matrix over :attr:`params`' terms, or an ``(R, q)`` tuple.
         use_t : bool, optional
             t (True) or normal (False) reference distribution; default: t for gaussian
             fits, normal otherwise.
@@ -261,7 +265,7 @@ class AveragedTests:
 
         Parameters
         ----------
-        r_matrix : str, array_like or tuple
+        r_matrix : str, list of str, dict, array_like or tuple
             The joint hypotheses, as for :meth:`t_test`.
         use_f : bool, optional
             F (True) or chi2 (False); default: F for gaussian fits, chi2 otherwise.
@@ -292,7 +296,7 @@ class AveragedTests:
 
         Parameters
         ----------
-        r_matrix : str, array_like or tuple
+        r_matrix : str, list of str, dict, array_like or tuple
             The joint hypotheses, as for :meth:`t_test`.
 
         Returns
