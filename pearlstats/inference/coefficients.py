@@ -258,8 +258,10 @@ def adjusted_se(params: Mapping[Hashable, ParamsLike], bse: Mapping[Hashable, Pa
     """
     _check_alpha(alpha)
     b, s, w, labels, terms = _params_bse(params, bse, weights)
-    z = stats.norm.ppf(1 - alpha / 2)
-    ratio = stats.t.ppf(1 - alpha / 2, _df_vector(df_resid, labels)) / z
+    # isf(alpha / 2), not ppf(1 - alpha / 2), which is inf (and the ratio NaN) once
+    # 1 - alpha / 2 rounds to 1, below alpha ~ 1e-16
+    z = stats.norm.isf(alpha / 2)
+    ratio = stats.t.isf(alpha / 2, _df_vector(df_resid, labels)) / z
     scale = ratio.reshape((-1,) + (1,) * (s.ndim - 1))
     # a term a candidate lacks has se 0 whatever its df (a NaN quantile too)
     inflated = np.where(s == 0, 0.0, s * scale)
@@ -315,7 +317,7 @@ def averaged_conf_int(params: Mapping[Hashable, ParamsLike], bse: Mapping[Hashab
         se = unconditional_se(params, bse, weights, revised=revised)
     else:
         se = adjusted_se(params, bse, weights, df_resid, alpha=alpha, revised=revised)
-    half = stats.norm.ppf(1 - alpha / 2) * se
+    half = stats.norm.isf(alpha / 2) * se
     if isinstance(mean, pd.DataFrame):
         # Class-major rows as statsmodels' MNLogit.conf_int.
         mean, half = mean.T.stack(), half.T.stack()

@@ -207,13 +207,15 @@ def averaged_mean_se(X_by_candidate: Mapping[Hashable, object],
     if len({m.size for m in means}) > 1:
         raise DataError("candidates' designs have different numbers of rows")
     mu, var = np.stack(means), np.stack(variances)
-    z = stats.norm.ppf(1 - alpha / 2)
+    # isf(alpha / 2), not ppf(1 - alpha / 2), which is inf (and the ratio NaN) once
+    # 1 - alpha / 2 rounds to 1, below alpha ~ 1e-16
+    z = stats.norm.isf(alpha / 2)
     mean = w @ mu
     se = _spread(mu, var, w, revised)
     if df_resid is None:
         half = z * se
     else:
-        ratio = stats.t.ppf(1 - alpha / 2, _df_vector(df_resid, labels)) / z
+        ratio = stats.t.isf(alpha / 2, _df_vector(df_resid, labels)) / z
         half = z * _spread(mu, var * ratio[:, None] ** 2, w, revised)
     return pd.DataFrame({"mean": mean, "mean_se": se,
                          "mean_ci_lower": mean - half, "mean_ci_upper": mean + half})

@@ -387,8 +387,8 @@ class SumsRefit:
         """Intervals ``params -/+ q bse`` (columns 0 and 1, as statsmodels)."""
         if not 0 < alpha < 1:
             raise OptionError(f"alpha={alpha!r} must lie in (0, 1)")
-        q = (stats.t.ppf(1 - alpha / 2, self._df_inference) if self.use_t
-             else stats.norm.ppf(1 - alpha / 2))
+        q = (stats.t.isf(alpha / 2, self._df_inference) if self.use_t
+             else stats.norm.isf(alpha / 2))
         params, half = self.params, q * self.bse
         return pd.DataFrame({0: params - half, 1: params + half})
 

@@ -477,8 +477,8 @@ def candidate_coefficients(res: PearlResults, labels: list | None = None,
         if isinstance(coef, pd.DataFrame):  # multinomial: (class, term) rows
             coef, se = coef.T.stack(), se.T.stack()
         df_resid = candidate_cov(res, label)[1] if res.family == "gaussian" else None
-        quantile = (stats.t.ppf(1 - alpha / 2, df_resid) if df_resid is not None
-                    else stats.norm.ppf(1 - alpha / 2))
+        quantile = (stats.t.isf(alpha / 2, df_resid) if df_resid is not None
+                    else stats.norm.isf(alpha / 2))
         frame = pd.DataFrame({"weight": float(res.weights[label]), "coef": coef,
                               "std err": se, "lower": coef - quantile * se,
                               "upper": coef + quantile * se})

@@ -18,6 +18,7 @@ is read in memory.
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
@@ -88,10 +89,15 @@ class Prediction:
 
     def _conformal(self, X: np.ndarray, index, alpha: float, offset=None, weights=None):
         """CV+ interval (DataFrame mean, lower, upper) or prediction sets (DataFrame of bools)."""
-        if not (isinstance(alpha, float | int) and 0 < alpha < 1):
+        if isinstance(alpha, bool) or not (isinstance(alpha, numbers.Real) and 0 < alpha < 1):
             raise OptionError(
                 f"alpha={alpha!r}; use a number between 0 and 1, e.g. 0.1 for 90% coverage"
             )
+        if self.classes is None and alpha > 0.5:
+            # the lower bound is the alpha-quantile of mu - R, the upper the (1 - alpha)-quantile
+            # of mu + R: ordered for alpha <= 1/2, crossed beyond
+            raise OptionError(f"alpha={alpha!r}: a CV+ interval is for coverage 1 - alpha of at "
+                              "least 50% (alpha <= 0.5); beyond, its bounds cross")
         new_weights = weights  # checked by predict and get_prediction (_new_row_weights)
         self._warn_beyond_training(new_weights, offset)
         state = self._state
@@ -357,7 +363,8 @@ class Prediction:
             name: predict an in-memory sample of them instead); an unknown
             value is an ``OptionError`` before any work, on every backend.
         alpha : float, default 0.05
-            Intervals and sets at level ``1 - alpha``.
+            Intervals and sets at level ``1 - alpha`` (a CV+ interval needs
+            ``alpha <= 0.5``: beyond, its bounds cross).
         offset, exposure : array_like, optional
             Needed by a fit with ``offset=`` or ``exposure=`` (and refused
             without one): one value per new row, added to the linear predictor

@@ -69,7 +69,7 @@ def _glm_mean_frame(res: PearlResults, X: np.ndarray, alpha: float,
     else:
         link_mean, slope = np.log(mean), mean
     inverse = expit if binomial else np.exp
-    half = stats.norm.ppf(1 - alpha / 2) * se / slope
+    half = stats.norm.isf(alpha / 2) * se / slope
     return pd.DataFrame({"mean": mean, "mean_se": se,
                          "mean_ci_lower": inverse(link_mean - half),
                          "mean_ci_upper": inverse(link_mean + half)})

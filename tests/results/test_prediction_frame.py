@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 
 import pearlstats as pearl
 from pearlstats.exceptions import OptionError
@@ -152,3 +153,36 @@ def test_get_prediction_results_pickle_and_give_the_same_frame(family):
     prediction = res.get_prediction(new)
     again = pickle.loads(pickle.dumps(prediction))
     assert again.summary_frame(alpha=0.1).equals(prediction.summary_frame(alpha=0.1))
+
+
+@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+def test_a_tiny_alpha_gives_finite_bounds_from_the_exact_quantile(family):
+    """At alpha = 1e-17, 1 - alpha / 2 rounds to 1: ppf gave inf / inf = NaN bounds (and
+    statsmodels gives +-inf); the quantile isf(alpha / 2) is finite (about 8.6 for z)."""
+    res, new, *_ = _fit(family)
+    alpha = 1e-17
+    frame = res.get_prediction(new).summary_frame(alpha=alpha)
+    assert np.isfinite(frame[MEAN].to_numpy()).all()
+    if family == "gaussian":  # one candidate: the mean +- t_{df, 1 - alpha/2} SE, as statsmodels
+        quantile = stats.t.isf(alpha / 2, res.candidates["a"].df_resid)
+        np.testing.assert_allclose(frame["mean_ci_upper"] - frame["mean"],
+                                   quantile * frame["mean_se"], rtol=1e-12)
+        bounds = res.conf_int(alpha=alpha)
+        np.testing.assert_allclose(bounds["upper"] - res.params, quantile * res.bse,
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+def test_a_cv_plus_interval_takes_numpy_alphas_and_refuses_crossing_bounds(family):
+    """np.float32(0.1) was refused as 'not between 0 and 1' on the observation path only; at
+    alpha > 0.5 the CV+ bounds crossed (lower > upper) without a word."""
+    res, new, *_ = _fit(family)
+    prediction = res.get_prediction(new)
+    np.testing.assert_allclose(prediction.conf_int(obs=True, alpha=np.float32(0.25)),
+                               prediction.conf_int(obs=True, alpha=0.25))
+    bounds = prediction.conf_int(obs=True, alpha=0.5)  # the median of both sides: ordered
+    assert (bounds[:, 0] <= bounds[:, 1]).all()
+    with pytest.raises(OptionError, match="alpha <= 0.5"):
+        prediction.conf_int(obs=True, alpha=0.9)
+    with pytest.raises(OptionError, match="alpha <= 0.5"):
+        res.predict(new, interval="prediction", alpha=0.6)
