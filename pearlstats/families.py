@@ -415,9 +415,18 @@ def _state_penalty(fitted, ridge: float, alpha: np.ndarray):
 def _check_two_levels(levels: list) -> None:
     """Refuse a binomial response whose distinct values (sorted) are not exactly two."""
     if len(levels) != 2:
+        numbers = [level for level in levels if isinstance(level, (int, float, np.number))
+                   and not isinstance(level, (bool, np.bool_))]
+        proportions = len(numbers) == len(levels) and all(0 <= level <= 1 for level in numbers)
+        advice = ("; these look like proportions (successes / trials), which the binomial "
+                  "family here does not take (R's cbind(successes, failures) is not offered); "
+                  "the same likelihood: each row as a y = 1 row weighted by its successes and "
+                  "a y = 0 row weighted by its failures (weights=, weight_type='frequency'), "
+                  "with groups= the original row so that folds keep the pair together"
+                  if proportions else "; use family='multinomial' for more classes")
         raise ResponseError(
             "the binomial family needs a response with exactly 2 distinct values, got "
-            f"{len(levels)}: {levels[:10]}; use family='multinomial' for more classes"
+            f"{len(levels)}: {levels[:10]}{advice}"
         )
 
 

@@ -806,3 +806,28 @@ def test_small_sample_factors_without_residual_degrees_of_freedom_are_nan_not_nu
     assert cov.isna().all().all()
     assert bse.isna().all()
     assert "weight_type='variance'" in text.replace("\n", " ")
+
+
+def test_binomial_proportions_are_refused_with_advice_that_reproduces_glm_with_trials():
+    rng = np.random.default_rng(11)
+    n = 90
+    x, a = rng.normal(size=n), rng.normal(size=(n, 2))
+    trials = rng.integers(1, 8, n)
+    successes = rng.binomial(trials, 1 / (1 + np.exp(-(0.3 + 0.6 * x + 0.4 * a[:, 0]))))
+    with pytest.raises(pearl.ResponseError, match="look like proportions.*weight_type='freq"):
+        pearl.fit("y ~ x + block(a)", {"y": successes / trials, "x": x, "a": a},
+                  family="binomial", seed=0, honest=False)
+    # the advice: a y = 1 row weighted by the successes, a y = 0 row by the failures
+    both = np.concatenate
+    rows = {"y": both([np.ones(n), np.zeros(n)]), "x": both([x, x]), "a": both([a, a]),
+            "row": both([np.arange(n), np.arange(n)])}
+    counts = both([successes, trials - successes]).astype(float)
+    keep = counts > 0  # a zero frequency weight is a row that is not there
+    res = pearl.fit("y ~ x + block(a)", {k: v[keep] for k, v in rows.items()},
+                    family="binomial", weights=counts[keep], weight_type="frequency",
+                    groups=rows["row"][keep], seed=0, honest=False)
+    glm = sm.GLM(successes / trials, sm.add_constant(np.column_stack([x, a])),
+                 family=sm.families.Binomial(), var_weights=trials).fit(tol=1e-12)
+    # one candidate, the same likelihood: both optimisers stop at 1e-10 relative gradient
+    np.testing.assert_allclose(res.params, glm.params[:2], rtol=1e-7)
+    np.testing.assert_allclose(res.bse, glm.bse[:2], rtol=1e-6)
