@@ -184,6 +184,12 @@ def split_rows(cv: Any, n: int, y: np.ndarray, groups: np.ndarray | None) -> Spl
     folds = np.full(n, -1, dtype=np.intp)
     trains = []
     for k, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
+            got = (f"a {len(pair)}-tuple" if isinstance(pair, (tuple, list, np.ndarray))
+                   else f"{type(pair).__name__}")
+            raise FoldError(f"{name} split {k} gave {got}; a splitter's split() yields one "
+                            "(train, test) pair of index arrays per split (scikit-learn's "
+                            "contract)")
         train = _positions(pair[0], n, "training", k, name)
         test = _positions(pair[1], n, "test", k, name)
         if not test.size or not train.size:
