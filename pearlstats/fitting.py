@@ -326,7 +326,9 @@ def fit(
         one fold label per row (as R users give fold ids; ``"loo"`` is
         reserved), or the fold labels themselves (a Series is matched to a
         DataFrame *data* by index label; the rows ``missing="drop"`` removes
-        lose their labels too), or a splitter: any object with
+        lose their labels too; every label is a fold, -1 included: unlike
+        ``PredefinedSplit``'s test_fold, where -1 marks a row never tested, so
+        give ``PredefinedSplit(test_fold)`` for that), or a splitter: any object with
         ``split(X, y, groups)`` and ``get_n_splits`` (scikit-learn's ``GroupKFold``,
         ``StratifiedGroupKFold``, ``TimeSeriesSplit``, ``PredefinedSplit``,
         ``LeaveOneGroupOut``, ...), called on the kept rows with the response
@@ -684,7 +686,8 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     family.check_fit_response(prepared.response)  # net of the offset, which is now attached
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
-    cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given)
+    cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given,
+                        removed=prepared.dropped_rows)
     draws = _fold_draws(cv, prepared, options)
     sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
                  fold_fits=sum(int(d.max()) + 1 for d in draws))

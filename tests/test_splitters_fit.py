@@ -135,17 +135,32 @@ def test_a_splitter_built_for_the_rows_before_missing_drop_says_so(grouped):
     n = len(frame)
     holes = frame.copy()
     holes.loc[[3, 77], "x"] = np.nan  # missing="drop" removes these 2 rows
-    test_fold = np.arange(n) % 4  # PredefinedSplit of all 150 rows given
+    # PredefinedSplit of all 150 rows given; the first 30 never tested (-1)
+    test_fold = np.r_[np.full(30, -1), np.arange(n - 30) % 4]
     with pytest.raises(FoldError) as caught:
         pearl.fit(F, holes, blocks=blocks, cv=model_selection.PredefinedSplit(test_fold),
                   missing="drop", honest=False, seed=0)
     message = str(caught.value)
     assert f"outside the {n - 2} rows 0..{n - 3}" in message
-    assert f"missing='drop' removed 2 of the {n} rows given, so the fit has {n - 2}" in message
-    assert "give its folds as fold labels instead" in message
-    # what it advises works: the same folds as labels lose the removed rows' labels
-    res = pearl.fit(F, holes, blocks=blocks, cv=test_fold, missing="drop", honest=False, seed=0)
-    np.testing.assert_array_equal(res.folds, np.delete(test_fold, [3, 77]))
+    assert (f"missing='drop' removed 2 of the {n} rows given (rows 3, 77), so the fit has "
+            f"{n - 2}") in message
+    assert "in cv= labels -1 is a fold like any other" in message
+    # what it advises, followed literally, gives the splits meant: scikit-learn's split of
+    # the rows kept, with the 29 kept rows coded -1 never tested
+    advised = re.search(r"PredefinedSplit\(np\.delete\(test_fold, (\[[\d, ]+\])\)\)", message)
+    kept_fold = np.delete(test_fold, eval(advised.group(1)))
+    res = pearl.fit(F, holes, blocks=blocks, cv=model_selection.PredefinedSplit(kept_fold),
+                    missing="drop", honest=False, seed=0)
+    expected = np.full(n - 2, -1)
+    splitter = model_selection.PredefinedSplit(np.delete(test_fold, [3, 77]))
+    for k, (_, test) in enumerate(splitter.split(np.zeros((n - 2, 1)))):
+        expected[test] = k
+    np.testing.assert_array_equal(res.folds, expected)
+    assert (res.folds == -1).sum() == 29 and res.folds.max() == 3
+    # the labels of a partition (no -1) as cv= are the same folds
+    labels = np.arange(n) % 4
+    res = pearl.fit(F, holes, blocks=blocks, cv=labels, missing="drop", honest=False, seed=0)
+    np.testing.assert_array_equal(res.folds, np.delete(labels, [3, 77]))
 
 
 @pytest.mark.parametrize("splits", [

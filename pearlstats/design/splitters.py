@@ -122,14 +122,38 @@ class OutsideRowsError(FoldError):
     (``PredefinedSplit(test_fold)`` of the rows given, where the fit removed some)."""
 
 
-def removed_rows_advice(cv: Any, n: int, n_given: int, removed_by: str) -> str:
+def removed_rows_advice(cv: Any, n: int, n_given: int, removed_by: str,
+                        removed: Any = None) -> str:
     """What to say when *cv* indexes rows the fit removed: *n* of *n_given* rows are left
-    after *removed_by* (e.g. ``"missing='drop'"``)."""
-    return (f"; {removed_by} removed {n_given - n} of the {n_given} rows given, so the fit has "
-            f"{n} and {splitter_name(cv)}, which was built for all {n_given}, indexes rows that "
-            "are not there: give its folds as fold labels instead, one per row given (cv=test_fold "
-            "for a PredefinedSplit; the removed rows' labels are removed with them), or remove the "
-            "rows before building the splitter")
+    after *removed_by* (e.g. ``"missing='drop'"``); *removed* are their positions among the
+    rows given, where known (named, and used in the example).
+
+    The advice reproduces the splits meant: the splitter built on the rows kept. Fold labels
+    (``cv=test_fold``) would not, for a ``PredefinedSplit`` with rows never tested: in ``cv=``
+    labels -1 is a fold like any other, so every row would be tested.
+
+    Examples
+    --------
+    >>> print(removed_rows_advice(object(), 8, 10, "missing='drop'", [3, 7])[2:])
+    missing='drop' removed 2 of the 10 rows given (rows 3, 7), so the fit has 8 and \
+cv=object(...), which was built for all 10, indexes rows that are not there: build the \
+splitter on the 8 rows kept (for a PredefinedSplit: PredefinedSplit(np.delete(test_fold, \
+[3, 7]))), or remove the rows before building it. (Its folds as cv= labels are the same \
+splits only when every row is tested: in cv= labels -1 is a fold like any other)
+    """
+    removed = None if removed is None else np.asarray(removed, dtype=np.intp)
+    if removed is not None and removed.size == n_given - n:
+        which = f" ({format_positions(removed)})"
+        kept = (f"np.delete(test_fold, {removed.tolist()})" if removed.size <= 10
+                else "test_fold of the rows kept")
+    else:
+        which, kept = "", "test_fold of the rows kept"
+    return (f"; {removed_by} removed {n_given - n} of the {n_given} rows given{which}, so the fit "
+            f"has {n} and {splitter_name(cv)}, which was built for all {n_given}, indexes rows "
+            f"that are not there: build the splitter on the {n} rows kept (for a "
+            f"PredefinedSplit: PredefinedSplit({kept})), or remove the rows before building it. "
+            "(Its folds as cv= labels are the same splits only when every row is tested: in cv= "
+            "labels -1 is a fold like any other)")
 
 
 def _positions(part: Any, n: int, what: str, k: int, name: str) -> np.ndarray:
@@ -276,7 +300,7 @@ def group_codes(groups: Any, error: type[Exception] = FoldError) -> np.ndarray:
 
 
 def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int | None = None,
-                   removed_by: str = "missing='drop'") -> Any:
+                   removed_by: str = "missing='drop'", removed: Any = None) -> Any:
     """The fit's ``cv`` with its ``groups`` applied, on the rows it keeps.
 
     A splitter becomes fold labels when its splits are a partition, else its
@@ -285,7 +309,8 @@ def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int 
     returned as given.
     *y* is what a splitter is given (class codes for classes). *n_given* is the rows of
     the data before *removed_by* removed some: a splitter that indexes rows beyond those kept
-    is then told it was built for the rows given (:func:`removed_rows_advice`).
+    is then told it was built for the rows given (:func:`removed_rows_advice`; *removed* are
+    the positions of the rows removed, where known).
     """
     if groups is not None and np.size(groups) != len(y):
         raise FoldError(f"groups has {np.size(groups)} labels; give exactly one per row "
@@ -299,8 +324,8 @@ def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int 
         except OutsideRowsError as err:
             if n_given is None or n_given <= len(y):
                 raise
-            raise OutsideRowsError(f"{err}{removed_rows_advice(cv, len(y), n_given, removed_by)}"
-                                   ) from None
+            advice = removed_rows_advice(cv, len(y), n_given, removed_by, removed)
+            raise OutsideRowsError(f"{err}{advice}") from None
         if splits.partition:
             return splits.folds
         return Splits(splits.folds, splits.train, cv, values)
