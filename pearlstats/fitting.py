@@ -47,7 +47,13 @@ from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
 from .downstream.estimator import bind_estimator, is_estimator
 from .engines._common import check_ridge
-from .exceptions import DataError, ObservationWeightWarning, OptionError
+from .exceptions import (
+    DataError,
+    FoldError,
+    ObservationWeightWarning,
+    OptionError,
+    format_positions,
+)
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
 from .in_memory_only import refuse_in_memory_only
@@ -660,6 +666,26 @@ def _fold_draws(cv: Any, prepared: Prepared, options: _Options) -> list:
     ]
 
 
+def _refuse_missing_groups(groups: Any, index: pd.Index | None, kept: np.ndarray,
+                           n_given: int) -> None:
+    """Refuse ``groups=`` missing at a row the fit keeps, naming the row as given (its label,
+    or its position in the data given): after ``missing="drop"`` a position among the kept
+    rows would name another row."""
+    if groups is None or isinstance(groups, str) or np.ndim(groups) != 1:
+        return
+    everything = np.arange(n_given)
+    values = np.asarray(fold_labels_for_rows(groups, index, everything, n_given, "groups"))
+    if len(values) == n_given:
+        missing = np.intersect1d(np.flatnonzero(pd.isna(values)), kept)
+    elif len(values) == len(kept):  # labels given for the kept rows only
+        missing = kept[np.flatnonzero(pd.isna(values))]
+    else:
+        return  # the wrong number of labels: resolve_splits says so
+    if missing.size:
+        raise FoldError(f"groups are missing at {format_positions(missing, labels=index)}; give "
+                        "every row a group")
+
+
 def _cross_validate(family: Any, prepared: Prepared, candidates: Any, cv: Any, draws: list,
                     options: _Options) -> tuple[list, Any]:
     """Every candidate's out-of-fold predictions in each fold draw (the cross-validation
@@ -685,6 +711,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
                                               max(c.n_params for c in candidates.pool))
     family.check_fit_response(prepared.response)  # net of the offset, which is now attached
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
+    _refuse_missing_groups(options.groups, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
     cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given,
                         removed=prepared.dropped_rows)

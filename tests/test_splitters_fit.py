@@ -220,3 +220,18 @@ def test_a_splitter_class_asks_for_an_instance(grouped, splitter, example):
     with pytest.raises(FoldError, match=rf"cv={splitter.__name__} is the splitter class, not a "
                                         rf"splitter; pass an instance, e.g. {re.escape(example)}$"):
         pearl.fit(F, frame, blocks=blocks, cv=splitter, honest=False, seed=0)
+
+
+@pytest.mark.parametrize("index, named", [(None, "row 7"), ("labels", "row labelled 'r7'")])
+def test_a_missing_group_after_missing_drop_is_named_as_given(grouped, index, named):
+    frame, blocks = grouped
+    holes = frame.copy()
+    holes.loc[2, "x"] = np.nan  # missing="drop" removes row 2: row 7 is the 7th row kept
+    holes["g"] = holes["g"].astype(object)
+    holes.loc[7, "g"] = None
+    if index == "labels":
+        holes.index = [f"r{i}" for i in range(len(holes))]
+    for cv in (model_selection.GroupKFold(3), 3):
+        with pytest.raises(FoldError, match=rf"groups are missing at {named}; give every row"):
+            pearl.fit(F, holes, blocks=blocks, cv=cv, groups="g", missing="drop", honest=False,
+                      seed=0)
