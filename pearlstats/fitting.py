@@ -655,12 +655,14 @@ def fit(
                           observed, options)
 
 
-def _fold_draws(cv: Any, prepared: Prepared, options: _Options) -> list:
+def _fold_draws(cv: Any, prepared: Prepared, options: _Options,
+                groups: np.ndarray | None = None) -> list:
     """The fold stage: one draw of fold labels per ``cv_repeats`` (splits that are not a
-    partition: their one draw, -1 for the rows no split tests)."""
+    partition: their one draw, -1 for the rows no split tests). *groups* (codes): those the
+    folds keep whole."""
     if isinstance(cv, Splits):
         return [cv.folds]
-    return [assign_folds(cv, prepared.response, options.seed)] + [
+    return [assign_folds(cv, prepared.response, options.seed, groups)] + [
         assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
         for r in range(1, options.cv_repeats)
     ]
@@ -715,7 +717,8 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
     cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given,
                         removed=prepared.dropped_rows)
-    draws = _fold_draws(cv, prepared, options)
+    group_rows = None if groups is None else group_codes(np.asarray(groups))
+    draws = _fold_draws(cv, prepared, options, group_rows)
     sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
                  fold_fits=sum(int(d.max()) + 1 for d in draws))
     delay = fit_bar_delay(**sizes, newton=family.name != "gaussian")
@@ -742,7 +745,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         dropped_labels=prepared.dropped_labels,
         weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
         honest_se=options.honest_se, progress=options.progress,
-        groups=None if groups is None else group_codes(np.asarray(groups)),
+        groups=group_rows,
     )
     warn_unidentified(state)
     return _with_cov(results_from_state(state, DASK_ROWS), options, data, kept, n_given)

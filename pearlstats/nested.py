@@ -377,7 +377,8 @@ def _inner_folds(state: FitState, response: EncodedResponse, train: np.ndarray,
     else:
         folds = make_folds(min(int(state.folds.max()) + 1, n), n, seed=seed, strata=strata)
     if strata is not None:
-        check_class_coverage(strata, folds, response.classes)
+        groups = None if state.groups is None else state.groups[train]
+        check_class_coverage(strata, folds, response.classes, groups=groups)
     return folds
 
 

@@ -235,3 +235,25 @@ def test_a_missing_group_after_missing_drop_is_named_as_given(grouped, index, na
         with pytest.raises(FoldError, match=rf"groups are missing at {named}; give every row"):
             pearl.fit(F, holes, blocks=blocks, cv=cv, groups="g", missing="drop", honest=False,
                       seed=0)
+
+
+def test_folds_of_whole_groups_lacking_a_class_get_advice_for_groups(grouped):
+    frame, blocks = grouped
+    codes = np.unique(frame["g"], return_inverse=True)[1]
+    folds = pearl.fit(F, frame, blocks=blocks, cv=3, groups="g", honest=False, seed=0).folds
+    # class 1 in two groups that the dealt folds put together: fold k trains without it
+    together = [g for g in range(21) if folds[codes == g][0] == folds[codes == 0][0]][:2]
+    binary = frame.assign(y=np.isin(codes, together).astype(int))
+    with pytest.raises(FoldError) as caught:
+        pearl.fit(F, binary, blocks=blocks, cv=3, groups="g", family="binomial", honest=False,
+                  seed=0)
+    message = str(caught.value)
+    assert "an int cv, which stratifies" not in message
+    assert "cv=StratifiedGroupKFold(K)" in message and "does not stratify" in message
+    # class 1 in one group: no folds of whole groups hold it outside that group's fold
+    single = frame.assign(y=(codes == 0).astype(int))
+    for cv in (3, model_selection.GroupKFold(3), model_selection.LeaveOneGroupOut()):
+        with pytest.raises(FoldError, match="class 1 is found in a single group, so the fold "
+                                            "that tests that group trains without it"):
+            pearl.fit(F, single, blocks=blocks, cv=cv, groups="g", family="binomial",
+                      honest=False, seed=0)
