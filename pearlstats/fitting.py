@@ -343,7 +343,12 @@ def fit(
         (train, test) pairs (give the splitter that made them). Dask data takes K
         (folds hashed from row positions) or a column name.
     seed : int, optional
-        Seeds the folds. ``None`` draws one, recorded in ``results.seed``.
+        Seeds the folds. ``None`` draws one, recorded in ``results.seed``. A splitter
+        that shuffles with ``random_state=None`` (``KFold(5, shuffle=True)``,
+        ``GroupKFold(shuffle=True)``) is run as a copy with ``random_state=seed`` (the
+        object given is not changed), so the same seed gives the same folds; a
+        ``random_state`` the splitter has is kept (a ``RandomState`` instance moves on
+        with each use, as in scikit-learn, so two fits with it differ).
     n_jobs : int, optional
         Parallel workers for the cross-validation fits (joblib; honours
         ``joblib.parallel_config``, including a dask backend). The same ``seed``

@@ -257,3 +257,39 @@ def test_folds_of_whole_groups_lacking_a_class_get_advice_for_groups(grouped):
                                             "that tests that group trains without it"):
             pearl.fit(F, single, blocks=blocks, cv=cv, groups="g", family="binomial",
                       honest=False, seed=0)
+
+
+def _sklearn_folds(splitter, frame, groups=None):
+    folds = np.full(len(frame), -1)
+    for k, (_, test) in enumerate(splitter.split(np.zeros((len(frame), 1)), None, groups)):
+        folds[test] = k
+    return folds
+
+
+@pytest.mark.parametrize("make, grouped_by", [
+    (lambda state: model_selection.KFold(4, shuffle=True, random_state=state), None),
+    (lambda state: model_selection.GroupKFold(4, shuffle=True, random_state=state), "g"),
+], ids=["KFold", "GroupKFold"])
+def test_a_shuffling_splitter_without_random_state_is_seeded_by_the_fit(grouped, make,
+                                                                        grouped_by):
+    frame, blocks = grouped
+    splitter = make(None)
+    fits = [pearl.fit(F, frame, blocks=blocks, cv=splitter, groups=grouped_by, honest=False,
+                      seed=3) for _ in range(2)]
+    groups = None if grouped_by is None else frame[grouped_by]
+    # scikit-learn's own split with random_state=seed
+    np.testing.assert_array_equal(fits[0].folds, _sklearn_folds(make(3), frame, groups))
+    np.testing.assert_array_equal(fits[1].folds, fits[0].folds)
+    np.testing.assert_array_equal(fits[1].weights, fits[0].weights)
+    assert splitter.random_state is None  # the user's object is left as given
+    other = pearl.fit(F, frame, blocks=blocks, cv=splitter, groups=grouped_by, honest=False,
+                      seed=4)
+    np.testing.assert_array_equal(other.folds, _sklearn_folds(make(4), frame, groups))
+
+
+def test_a_random_state_instance_keeps_scikit_learns_semantics(grouped):
+    frame, blocks = grouped
+    splitter = model_selection.KFold(4, shuffle=True, random_state=np.random.RandomState(0))
+    res = pearl.fit(F, frame, blocks=blocks, cv=splitter, honest=False, seed=3)
+    reference = model_selection.KFold(4, shuffle=True, random_state=np.random.RandomState(0))
+    np.testing.assert_array_equal(res.folds, _sklearn_folds(reference, frame))

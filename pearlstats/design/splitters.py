@@ -28,6 +28,8 @@ Examples
 
 from __future__ import annotations
 
+import copy
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +39,8 @@ import pandas as pd
 from ..exceptions import FoldError, format_positions
 
 __all__ = ["Splits", "is_splitter", "splitter_name", "split_rows", "deal_groups", "group_codes",
-           "resolve_splits", "check_groups", "OutsideRowsError", "removed_rows_advice"]
+           "resolve_splits", "check_groups", "OutsideRowsError", "removed_rows_advice",
+           "seeded_splitter"]
 
 
 def is_splitter(cv: Any) -> bool:
@@ -299,6 +302,37 @@ def group_codes(groups: Any, error: type[Exception] = FoldError) -> np.ndarray:
         raise error("groups mix labels that cannot be ordered; use labels of one type") from err
 
 
+def seeded_splitter(cv: Any, seed: Any) -> Any:
+    """*cv*, or a copy of it seeded by the fit's *seed* where it draws its splits at random
+    from ``random_state=None`` (``KFold(shuffle=True)``, ``GroupKFold(shuffle=True)``,
+    ``ShuffleSplit``): the copy has ``random_state=seed``, so the same seed gives the same
+    splits. The user's object is never changed; a ``random_state`` given (an int, or a
+    ``RandomState`` that moves on with each use, scikit-learn's semantics) is kept.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> given = SimpleNamespace(shuffle=True, random_state=None)
+    >>> seeded_splitter(given, 3).random_state, given.random_state
+    (3, None)
+    """
+    if seed is None or getattr(cv, "random_state", 0) is not None or not getattr(cv, "shuffle",
+                                                                                    True):
+        return cv
+    if isinstance(seed, numbers.Integral) and 0 <= seed < 2**32:
+        state = int(seed)
+    else:  # a SeedSequence (or an int numpy's RandomState does not take): one draw from it
+        sequence = seed if isinstance(seed, np.random.SeedSequence) else \
+            np.random.SeedSequence(seed)
+        state = int(sequence.generate_state(1)[0])
+    seeded = copy.copy(cv)
+    if callable(getattr(seeded, "set_params", None)):
+        seeded.set_params(random_state=state)
+    else:
+        seeded.random_state = state
+    return seeded
+
+
 def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int | None = None,
                    removed_by: str = "missing='drop'", removed: Any = None) -> Any:
     """The fit's ``cv`` with its ``groups`` applied, on the rows it keeps.
@@ -306,7 +340,8 @@ def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int 
     A splitter becomes fold labels when its splits are a partition, else its
     :class:`Splits` (with the splitter and groups); ``cv=K`` with groups becomes the
     groups dealt into K folds (:func:`deal_groups`, seeded by *seed*); anything else is
-    returned as given.
+    returned as given. A splitter that shuffles with ``random_state=None`` is run as a copy
+    with ``random_state=seed`` (:func:`seeded_splitter`).
     *y* is what a splitter is given (class codes for classes). *n_given* is the rows of
     the data before *removed_by* removed some: a splitter that indexes rows beyond those kept
     is then told it was built for the rows given (:func:`removed_rows_advice`; *removed* are
@@ -316,6 +351,7 @@ def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int 
         raise FoldError(f"groups has {np.size(groups)} labels; give exactly one per row "
                         f"({len(y)})")
     if is_splitter(cv):
+        cv = seeded_splitter(cv, seed)
         values = None if groups is None else np.asarray(groups)
         if values is not None:
             group_codes(values)  # missing or unorderable labels refused by name
