@@ -271,14 +271,16 @@ def diagnostics_table(res: PearlResults, correct: object) -> SimpleTable:
 
 
 def stability_table(res: PearlResults) -> SimpleTable:
-    """The weights re-solved on each fold complement: mean and fold-to-fold spread."""
+    """The weights re-solved on each fold complement (or bootstrap resample): mean and spread."""
     stability = res.diagnostics["stability"]
     shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
     shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
     rows = [[number_cell(r.weight), number_cell(r.mean), number_cell(r.spread)]
             for r in shown.itertuples()]
-    title = f"Weights re-solved on {res.diagnostics['stability_resamples']} (not a standard error)"
-    return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
+    resamples = res.diagnostics["stability_resamples"]
+    title = f"Weights re-solved on {resamples} (not a standard error)"
+    spread = "fold-to-fold spread" if "fold" in resamples else "spread"
+    return _table(rows, ["weight", "mean", spread], list(shown.index), title)
 
 
 def _ridge_note(res: PearlResults) -> str | None:

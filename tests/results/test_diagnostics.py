@@ -219,3 +219,32 @@ def test_honest_risk_is_reproducible_and_stratified_for_classes(paper_data):
             np.testing.assert_allclose(
                 first.row_losses[label].to_numpy()[test], expected, atol=1e-6
             )
+
+
+@pytest.mark.parametrize("splitter", ["predefined", "shuffle"])
+def test_a_single_test_split_is_resampled_by_bootstrap_of_its_tested_rows(splitter):
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    rng = np.random.default_rng(4)
+    n = 60
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    y = a[:, 0] + 0.5 * b[:, 1] + rng.normal(size=n)
+    cv = (model_selection.PredefinedSplit(np.r_[np.full(40, -1), np.zeros(20, int)])
+          if splitter == "predefined" else model_selection.ShuffleSplit(1, test_size=0.25))
+    res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b}, cv=cv, honest=False,
+                    seed=2)
+    stability = res.weight_stability  # a holdout: no fold complement has tested rows
+    rows = np.random.default_rng(2).integers(0, n, size=(50, n))
+    P = res.cv_predictions.to_numpy()
+    expected = []
+    for drawn in rows:
+        tested = drawn[res.folds[drawn] >= 0]  # the never-tested rows have no prediction
+        expected.append(_simplex_qp(P[tested], y[tested]))
+    np.testing.assert_allclose(stability.to_numpy(), np.column_stack(expected), atol=1e-8)
+    assert res.diagnostics["stability_resamples"] == (
+        "50 bootstrap resamples (seed 2; a single test split has no fold complement with "
+        "tested rows)")
+    text = " ".join(str(res.summary()).split())
+    assert "a single test split has no fold complement" in text
+    with pytest.raises(pearl.OptionError, match="single test split .* use method='bootstrap'"):
+        res.resample_weights("folds")
+
