@@ -41,7 +41,7 @@ from .design.data import data_index, labelled_rows, split_data
 from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
-from .design.splitters import Splits, check_groups, group_codes, resolve_splits
+from .design.splitters import Splits, check_groups, group_codes, resolve_splits, splitter_name
 from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
@@ -458,7 +458,10 @@ def fit(
         number in [0, 1] is ``lam``; ``"cv"`` chooses it from 0, 0.1, ..., 1
         by cross-validation over the out-of-fold predictions (for each fold,
         of each draw, the weights are re-solved without that fold's rows and
-        every ``lam`` is scored on them): only the labeled rows are used.
+        every ``lam`` is scored on them): only the labeled rows are used; it
+        needs 2 or more test splits (a single test split, a holdout, is refused),
+        and a re-solve of :attr:`weight_stability` whose rows are tested by one
+        split only takes the fit's amount.
         ``"size"`` sets ``lam = min(1, 2.5 J / n)`` from the number J of
         candidates that did not fail and the n labeled rows
         (:func:`~pearlstats.weights.shrinkage.size_shrinkage`); with
@@ -722,6 +725,13 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
     cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given,
                         removed=prepared.dropped_rows)
+    if isinstance(cv, Splits) and int(cv.folds.max()) == 0 and options.shrinkage is not None \
+            and options.shrinkage[0] == "cv":  # refused before the cross-validation is run
+        raise OptionError(
+            f"weight_shrinkage='cv' chooses the amount by cross-validation over the test splits, "
+            f"which needs at least 2, and {splitter_name(cv.splitter)} has a single test split "
+            "(a holdout); give weight_shrinkage='size' or an amount in [0, 1], or a splitter "
+            "with 2 or more test splits")
     group_rows = None if groups is None else group_codes(np.asarray(groups))
     draws = _fold_draws(cv, prepared, options, group_rows)
     sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
