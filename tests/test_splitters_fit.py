@@ -293,3 +293,27 @@ def test_a_random_state_instance_keeps_scikit_learns_semantics(grouped):
     res = pearl.fit(F, frame, blocks=blocks, cv=splitter, honest=False, seed=3)
     reference = model_selection.KFold(4, shuffle=True, random_state=np.random.RandomState(0))
     np.testing.assert_array_equal(res.folds, _sklearn_folds(reference, frame))
+
+
+@pytest.mark.parametrize("options", [dict(cv=model_selection.KFold(2)),
+                                     dict(cv=2, groups="g")], ids=["KFold(2)", "cv=2 groups"])
+def test_honest_of_two_given_folds_advises_more_folds_not_more_outer_folds(grouped, options):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, honest=5, seed=0, **options)
+    with pytest.warns(pearl.PearlWarning):
+        assert res.honest is None
+    assert "honest=3 or more" not in res.honest_failure  # honest=5 was given, capped at 2
+    assert ("the outer folds are whole folds of the fit's 2 (at most 2, whatever honest=), and "
+            "each outer training set keeps the other 1 as its inner folds: fit with more folds "
+            "(cv of 3 or more)") in res.honest_failure
+
+
+def test_honest_of_a_time_ordered_predefined_split_says_it_cannot_be_re_run(grouped):
+    frame, blocks = grouped
+    holdout = model_selection.PredefinedSplit(np.r_[np.full(100, -1), np.zeros(50, int)])
+    res = pearl.fit(F, frame, blocks=blocks, cv=holdout, honest=3, seed=0)
+    with pytest.warns(pearl.PearlWarning):
+        assert res.honest is None
+    assert "fewer outer folds" not in res.honest_failure
+    assert ("cv=PredefinedSplit(...) indexes the fit's rows, so it cannot be re-run on an outer "
+            "training set's rows") in res.honest_failure
