@@ -317,3 +317,13 @@ def test_honest_of_a_time_ordered_predefined_split_says_it_cannot_be_re_run(grou
     assert "fewer outer folds" not in res.honest_failure
     assert ("cv=PredefinedSplit(...) indexes the fit's rows, so it cannot be re-run on an outer "
             "training set's rows") in res.honest_failure
+
+
+def test_the_note_of_a_purged_splitter_says_the_purge_not_untested_rows(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=_Purged(), honest=False, seed=0)
+    text = " ".join(str(res.summary()).split())
+    assert ("Cross-validation by _Purged tests every row once but trains a split on fewer than "
+            "all the rows it does not test (a purge or an embargo): the candidates are refitted "
+            f"on all {len(frame)} rows.") in text
+    assert "never tested" not in text

@@ -486,10 +486,12 @@ def _tested_rows_note(res: PearlResults) -> list[str]:
     if not isinstance(spec, Splits):
         return []
     tested = len(spec.tested)
-    return [f"Cross-validation by {type(spec.splitter).__name__} tested {tested} of {res.nobs} "
-            f"rows ({res.nobs - tested} never tested): the out-of-fold predictions, weights, CV "
-            "risks and baselines are those of the tested rows; the candidates are refitted on all "
-            f"{res.nobs}."
+    which = (f"{spec.shortfall}: the candidates are refitted on all {res.nobs} rows."
+             if tested == res.nobs else
+             f"tested {tested} of {res.nobs} rows ({res.nobs - tested} never tested): the "
+             "out-of-fold predictions, weights, CV risks and baselines are those of the tested "
+             f"rows; the candidates are refitted on all {res.nobs}.")
+    return [f"Cross-validation by {type(spec.splitter).__name__} {which}"
             + (" The honest risk's outer folds keep time order: each held-out block is scored by "
                "the procedure fitted on the rows before it"
                + (f" (less the splitter's gap of {spec.gap} rows)" if spec.gap else "")
