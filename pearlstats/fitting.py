@@ -405,7 +405,16 @@ def fit(
         outer folds are the last *honest* blocks of rows, each scored by the
         procedure re-run on the rows before it less the splitter's gap (not cut to
         its ``max_train_size``: the fit refits its candidates on all its rows, so the
-        outer fits do too), and cut between ``groups=`` (:func:`pearlstats.nested.forward_splits`).
+        outer fits do too), and cut between ``groups=`` (:func:`pearlstats.nested.forward_splits`),
+        and the splitter is re-run on each outer training set's rows. Folds that are
+        given rather than drawn are kept, not re-drawn: with fold labels, a splitter
+        whose splits are a partition (``GroupKFold``, ``KFold``, ``LeaveOneGroupOut``,
+        ``PredefinedSplit`` without -1) or ``cv=K`` with ``groups=``, the fit's K folds
+        are dealt whole to ``min(honest, K)`` outer folds (``res.honest_outer_folds``:
+        ``honest=5`` with ``GroupKFold(3)`` runs 3), and each outer training set's inner
+        folds are its remaining folds as they are (K - 1 with K outer folds; the splitter
+        is not re-run). With ``cv=K`` alone (and ``"loo"``) each outer training set gets
+        K folds drawn afresh.
     honest_se : {"naive", "nested"} or NestedSE, default "naive"
         Standard errors of ``res.honest``: ``"naive"`` is SD / sqrt(n) of the
         held-out row losses, which treats rows as independent and under-covers

@@ -327,3 +327,20 @@ def test_the_note_of_a_purged_splitter_says_the_purge_not_untested_rows(grouped)
             "all the rows it does not test (a purge or an embargo): the candidates are refitted "
             f"on all {len(frame)} rows.") in text
     assert "never tested" not in text
+
+
+def test_honest_with_a_partition_splitter_keeps_its_folds_as_documented(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=model_selection.GroupKFold(3), groups="g",
+                    honest=5, seed=0)
+    text = " ".join(str(res.summary()).split())
+    assert res.honest_outer_folds == 3  # honest=5 dealt whole folds of 3
+    # each outer training set keeps the other 2 of the fit's folds, as the note says
+    nested = nested_cross_validation(res.stages, outer=5, seed=0)
+    for k in range(nested.n_outer):
+        rows = nested.training_rows(k)
+        np.testing.assert_array_equal(
+            nested.inner_folds[k], np.unique(res.folds[rows], return_inverse=True)[1])
+    assert ("outer folds are whole folds of the fit's 3, at most 3, and its inner folds the "
+            "other folds of the fit, as given: a partition splitter or groups dealt into folds "
+            "is not re-run") in text

@@ -499,6 +499,17 @@ def _tested_rows_note(res: PearlResults) -> list[str]:
                if spec.time_ordered and res.stages.honest else "")]
 
 
+def _honest_inner_note(res: PearlResults) -> str:
+    """What the honest re-runs keep of the fit's folds, where they are not drawn afresh: given
+    fold labels (a partition splitter, groups dealt into cv=K) stay as they are."""
+    spec = res.stages.cv_spec
+    if isinstance(spec, (str, int, np.integer, Splits)) or res.stages.partitions is not None:
+        return ""  # K-fold or LOO drawn afresh; a splitter re-run on the outer training rows
+    return (f" (its outer folds are whole folds of the fit's {res.n_folds}, at most "
+            f"{res.n_folds}, and its inner folds the other folds of the fit, as given: a "
+            "partition splitter or groups dealt into folds is not re-run)")
+
+
 def summary_notes(res: PearlResults) -> list[str]:
     """Every note under the tables, in words (the coefficients' own note comes with them)."""
     weights = res.weights
@@ -530,7 +541,7 @@ def summary_notes(res: PearlResults) -> list[str]:
     if table is not None:
         notes.append(
             "Honest risk: the whole procedure re-run in each outer fold, scored on its held-out "
-            "rows; PEARL/this: a paired ratio on those rows. "
+            f"rows{_honest_inner_note(res)}; PEARL/this: a paired ratio on those rows. "
             + honest_se_note(res.stages.honest_se, table)
         )
         from .evaluation import ms_warning  # here: evaluation imports summary, which imports us
