@@ -9,7 +9,6 @@ their numbers describe the procedure the fit used. All three call these function
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -254,13 +253,8 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
 
 
 def fit_shrinkage_amount(state: FitState) -> float | None:
-    """The shrinkage amount the fit used (its ledger's ``"shrinkage"`` row), or None."""
-    for entry in state.ledger:
-        found = re.match(r"shrinkage amount (\S+) ", entry.action) \
-            if entry.kind == "shrinkage" else None
-        if found:
-            return float(found.group(1))
-    return None
+    """The shrinkage amount the fit's weights were shrunk by, or None."""
+    return state.solution.shrinkage
 
 
 def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows, nobs: float,
@@ -290,7 +284,8 @@ def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows, nobs: flo
         amount, how = size_rule(active, nobs)
     weights = check_on_simplex(shrink_toward(solution.weights, u, amount))
     objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
-    return shrunk_solution(solution, weights, objective), shrinkage_note(target, u, amount, how)
+    return (shrunk_solution(solution, weights, objective, float(amount)),
+            shrinkage_note(target, u, amount, how))
 
 
 def pool_target(target: str | Mapping[str, float], pool: Sequence[Candidate],
@@ -310,12 +305,13 @@ def size_rule(active: np.ndarray, n: float) -> tuple[float, str]:
 
 
 def shrunk_solution(solution: WeightSolution, weights: np.ndarray,
-                    objective: float) -> WeightSolution:
-    """*solution* with its weights shrunk: their *objective*, and the KKT gap that bounds how far
-    it is above the simplex optimum (the solve's own gap plus the objective's increase)."""
+                    objective: float, amount: float | None = None) -> WeightSolution:
+    """*solution* with its weights shrunk by *amount*: their *objective*, and the KKT gap that
+    bounds how far it is above the simplex optimum (the solve's own gap plus the objective's
+    increase)."""
     gap = objective - solution.objective + solution.kkt_gap
     return dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
-                               solver=f"{solution.solver}, shrunk")
+                               solver=f"{solution.solver}, shrunk", shrinkage=amount)
 
 
 def shrinkage_note(target: str | Mapping[str, float], u: np.ndarray, amount: float,
