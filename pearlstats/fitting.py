@@ -41,13 +41,19 @@ from .design.data import data_index, labelled_rows, split_data
 from .design.folds import check_cv, describe_cv, fold_column_names, fold_labels_for_rows
 from .design.formula import FormulaSpec, parse_formula
 from .design.offsets import formula_offset
-from .design.splitters import Splits, check_groups, group_codes, resolve_splits
+from .design.splitters import Splits, check_groups, group_codes, resolve_splits, splitter_name
 from .distributed.data import uses_dask
 from .distributed.predict import DASK_ROWS
 from .distributed.state import dask_fit_state
 from .downstream.estimator import bind_estimator, is_estimator
 from .engines._common import check_ridge
-from .exceptions import DataError, ObservationWeightWarning, OptionError
+from .exceptions import (
+    DataError,
+    FoldError,
+    ObservationWeightWarning,
+    OptionError,
+    format_positions,
+)
 from .families import SEPARATION_CHOICES, get_family
 from .honest_se import NestedSE, check_honest_se
 from .in_memory_only import refuse_in_memory_only
@@ -326,7 +332,9 @@ def fit(
         one fold label per row (as R users give fold ids; ``"loo"`` is
         reserved), or the fold labels themselves (a Series is matched to a
         DataFrame *data* by index label; the rows ``missing="drop"`` removes
-        lose their labels too), or a splitter: any object with
+        lose their labels too; every label is a fold, -1 included: unlike
+        ``PredefinedSplit``'s test_fold, where -1 marks a row never tested, so
+        give ``PredefinedSplit(test_fold)`` for that), or a splitter: any object with
         ``split(X, y, groups)`` and ``get_n_splits`` (scikit-learn's ``GroupKFold``,
         ``StratifiedGroupKFold``, ``TimeSeriesSplit``, ``PredefinedSplit``,
         ``LeaveOneGroupOut``, ...), called on the kept rows with the response
@@ -335,7 +343,12 @@ def fit(
         (train, test) pairs (give the splitter that made them). Dask data takes K
         (folds hashed from row positions) or a column name.
     seed : int, optional
-        Seeds the folds. ``None`` draws one, recorded in ``results.seed``.
+        Seeds the folds. ``None`` draws one, recorded in ``results.seed``. A splitter
+        that shuffles with ``random_state=None`` (``KFold(5, shuffle=True)``,
+        ``GroupKFold(shuffle=True)``) is run as a copy with ``random_state=seed`` (the
+        object given is not changed), so the same seed gives the same folds; a
+        ``random_state`` the splitter has is kept (a ``RandomState`` instance moves on
+        with each use, as in scikit-learn, so two fits with it differ).
     n_jobs : int, optional
         Parallel workers for the cross-validation fits (joblib; honours
         ``joblib.parallel_config``, including a dask backend). The same ``seed``
@@ -392,7 +405,16 @@ def fit(
         outer folds are the last *honest* blocks of rows, each scored by the
         procedure re-run on the rows before it less the splitter's gap (not cut to
         its ``max_train_size``: the fit refits its candidates on all its rows, so the
-        outer fits do too), and cut between ``groups=`` (:func:`pearlstats.nested.forward_splits`).
+        outer fits do too), and cut between ``groups=`` (:func:`pearlstats.nested.forward_splits`),
+        and the splitter is re-run on each outer training set's rows. Folds that are
+        given rather than drawn are kept, not re-drawn: with fold labels, a splitter
+        whose splits are a partition (``GroupKFold``, ``KFold``, ``LeaveOneGroupOut``,
+        ``PredefinedSplit`` without -1) or ``cv=K`` with ``groups=``, the fit's K folds
+        are dealt whole to ``min(honest, K)`` outer folds (``res.honest_outer_folds``:
+        ``honest=5`` with ``GroupKFold(3)`` runs 3), and each outer training set's inner
+        folds are its remaining folds as they are (K - 1 with K outer folds; the splitter
+        is not re-run). With ``cv=K`` alone (and ``"loo"``) each outer training set gets
+        K folds drawn afresh.
     honest_se : {"naive", "nested"} or NestedSE, default "naive"
         Standard errors of ``res.honest``: ``"naive"`` is SD / sqrt(n) of the
         held-out row losses, which treats rows as independent and under-covers
@@ -445,7 +467,10 @@ def fit(
         number in [0, 1] is ``lam``; ``"cv"`` chooses it from 0, 0.1, ..., 1
         by cross-validation over the out-of-fold predictions (for each fold,
         of each draw, the weights are re-solved without that fold's rows and
-        every ``lam`` is scored on them): only the labeled rows are used.
+        every ``lam`` is scored on them): only the labeled rows are used; it
+        needs 2 or more test splits (a single test split, a holdout, is refused),
+        and a re-solve of :attr:`weight_stability` whose rows are tested by one
+        split only takes the fit's amount.
         ``"size"`` sets ``lam = min(1, 2.5 J / n)`` from the number J of
         candidates that did not fail and the n labeled rows
         (:func:`~pearlstats.weights.shrinkage.size_shrinkage`); with
@@ -653,15 +678,37 @@ def fit(
                           observed, options)
 
 
-def _fold_draws(cv: Any, prepared: Prepared, options: _Options) -> list:
+def _fold_draws(cv: Any, prepared: Prepared, options: _Options,
+                groups: np.ndarray | None = None) -> list:
     """The fold stage: one draw of fold labels per ``cv_repeats`` (splits that are not a
-    partition: their one draw, -1 for the rows no split tests)."""
+    partition: their one draw, -1 for the rows no split tests). *groups* (codes): those the
+    folds keep whole."""
     if isinstance(cv, Splits):
         return [cv.folds]
-    return [assign_folds(cv, prepared.response, options.seed)] + [
+    return [assign_folds(cv, prepared.response, options.seed, groups)] + [
         assign_folds(cv, prepared.response, np.random.SeedSequence([options.seed, r]))
         for r in range(1, options.cv_repeats)
     ]
+
+
+def _refuse_missing_groups(groups: Any, index: pd.Index | None, kept: np.ndarray,
+                           n_given: int) -> None:
+    """Refuse ``groups=`` missing at a row the fit keeps, naming the row as given (its label,
+    or its position in the data given): after ``missing="drop"`` a position among the kept
+    rows would name another row."""
+    if groups is None or isinstance(groups, str) or np.ndim(groups) != 1:
+        return
+    everything = np.arange(n_given)
+    values = np.asarray(fold_labels_for_rows(groups, index, everything, n_given, "groups"))
+    if len(values) == n_given:
+        missing = np.intersect1d(np.flatnonzero(pd.isna(values)), kept)
+    elif len(values) == len(kept):  # labels given for the kept rows only
+        missing = kept[np.flatnonzero(pd.isna(values))]
+    else:
+        return  # the wrong number of labels: resolve_splits says so
+    if missing.size:
+        raise FoldError(f"groups are missing at {format_positions(missing, labels=index)}; give "
+                        "every row a group")
 
 
 def _cross_validate(family: Any, prepared: Prepared, candidates: Any, cv: Any, draws: list,
@@ -689,9 +736,19 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
                                               max(c.n_params for c in candidates.pool))
     family.check_fit_response(prepared.response)  # net of the offset, which is now attached
     cv = fold_labels_for_rows(cv, data_index(data), kept, n_given)
+    _refuse_missing_groups(options.groups, data_index(data), kept, n_given)
     groups = fold_labels_for_rows(options.groups, data_index(data), kept, n_given, "groups")
-    cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given)
-    draws = _fold_draws(cv, prepared, options)
+    cv = resolve_splits(cv, groups, prepared.response.y, options.seed, n_given,
+                        removed=prepared.dropped_rows)
+    if isinstance(cv, Splits) and int(cv.folds.max()) == 0 and options.shrinkage is not None \
+            and options.shrinkage[0] == "cv":  # refused before the cross-validation is run
+        raise OptionError(
+            f"weight_shrinkage='cv' chooses the amount by cross-validation over the test splits, "
+            f"which needs at least 2, and {splitter_name(cv.splitter)} has a single test split "
+            "(a holdout); give weight_shrinkage='size' or an amount in [0, 1], or a splitter "
+            "with 2 or more test splits")
+    group_rows = None if groups is None else group_codes(np.asarray(groups))
+    draws = _fold_draws(cv, prepared, options, group_rows)
     sizes = dict(n=len(prepared.response.y), candidates=len(candidates.everything),
                  fold_fits=sum(int(d.max()) + 1 for d in draws))
     delay = fit_bar_delay(**sizes, newton=family.name != "gaussian")
@@ -718,7 +775,7 @@ def _fit_in_memory(formula: FormulaSpec, data: Any, blocks: Any, family: Any, lo
         dropped_labels=prepared.dropped_labels,
         weight_options=WeightOptions(options.cv_repeats, options.shrinkage),
         honest_se=options.honest_se, progress=options.progress,
-        groups=None if groups is None else group_codes(np.asarray(groups)),
+        groups=group_rows,
     )
     warn_unidentified(state)
     return _with_cov(results_from_state(state, DASK_ROWS), options, data, kept, n_given)

@@ -37,7 +37,13 @@ import numpy as np
 import pandas as pd
 
 from .design.folds import check_class_coverage, make_folds
-from .design.splitters import Splits, group_codes, resolve_splits
+from .design.splitters import (
+    OutsideRowsError,
+    Splits,
+    group_codes,
+    resolve_splits,
+    splitter_name,
+)
 from .engines._common import EngineOutput
 from .engines.intercept import response_intercept_predictions
 from .exceptions import (
@@ -377,7 +383,8 @@ def _inner_folds(state: FitState, response: EncodedResponse, train: np.ndarray,
     else:
         folds = make_folds(min(int(state.folds.max()) + 1, n), n, seed=seed, strata=strata)
     if strata is not None:
-        check_class_coverage(strata, folds, response.classes)
+        groups = None if state.groups is None else state.groups[train]
+        check_class_coverage(strata, folds, response.classes, groups=groups)
     return folds
 
 
@@ -660,6 +667,18 @@ def _in_outer_fold(err: Exception, state: FitState, outer_folds: np.ndarray, k: 
         where = f"its {len(train)} training rows (all but its {len(test)} held-out rows)"
         advice = (f"more outer folds give larger outer training sets ({option}={n_outer + 1} "
                   f"or more){switch_off}")
+        n_given = int(state.folds.max()) + 1
+        if _given_fold_labels(state) and n_outer >= n_given:
+            # outer folds are whole folds of the fit's, so at most its K: more cannot help
+            advice = (f"the outer folds are whole folds of the fit's {n_given} (at most "
+                      f"{n_given}, whatever {option}=), and each outer training set keeps the "
+                      f"other {n_given - 1} as its inner folds: fit with more folds (cv of "
+                      f"{n_given + 1} or more){switch_off}")
+    elif isinstance(err, OutsideRowsError):
+        where = f"its {len(train)} training rows"
+        advice = (f"{splitter_name(state.cv_spec.splitter)} indexes the fit's rows, so it cannot "
+                  "be re-run on an outer training set's rows: use a splitter that splits any "
+                  f"rows it is given (e.g. TimeSeriesSplit){switch_off}")
     else:
         gap = state.cv_spec.gap
         where = (f"its {len(train)} training rows 0..{train[-1]} (the rows before its held-out "

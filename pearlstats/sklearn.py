@@ -276,6 +276,7 @@ class _PearlEstimator(BaseEstimator):
         cv = _fold_labels(self.cv, X, y)
         groups = _row_groups(groups, len(X))
         n_given = len(X)  # before the rows of sample_weight 0 are removed
+        removed = None  # positions of the rows of sample_weight 0
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X)
             if np.any(sample_weight < 0):
@@ -283,6 +284,7 @@ class _PearlEstimator(BaseEstimator):
                                 "values; a frequency weight is 0 (the row left out) or more")
             # a frequency weight of 0 is the row's absence (statsmodels' freq_weights agree)
             kept = sample_weight > 0
+            removed = np.flatnonzero(~kept)
             if np.sum(kept) < 2:
                 raise DataError(f"sample_weight is positive on {int(np.sum(kept))} row(s); a fit "
                                 "needs at least 2 rows of positive weight (0 leaves a row out)")
@@ -320,7 +322,7 @@ class _PearlEstimator(BaseEstimator):
             # the rows of sample_weight 0 were removed here, where pearl_fit cannot see them
             if n_given == len(X):
                 raise
-            advice = removed_rows_advice(cv, len(X), n_given, "sample_weight 0")
+            advice = removed_rows_advice(cv, len(X), n_given, "sample_weight 0", removed)
             raise OutsideRowsError(f"{err}{advice}") from None
         return self
 

@@ -426,8 +426,10 @@ def assign_folds(
     cv: int | str | np.ndarray | Sequence,
     response: EncodedResponse,
     seed: int | np.random.SeedSequence | None,
+    groups: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The fold stage: K-fold labels (stratified by class for classification).
+    """The fold stage: K-fold labels (stratified by class for classification). *groups*
+    (codes) are those the folds keep whole, for the advice when a fold lacks a class.
 
     Raises
     ------
@@ -437,7 +439,7 @@ def assign_folds(
     strata = response.y.astype(np.intp) if response.classes is not None else None
     folds = make_folds(cv, len(response.y), seed=seed, strata=strata)
     if strata is not None:
-        check_class_coverage(strata, folds, response.classes)
+        check_class_coverage(strata, folds, response.classes, groups=groups)
     return folds
 
 

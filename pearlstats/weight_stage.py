@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .engines._common import EngineOutput
+from .exceptions import OptionError
 from .families import EncodedResponse
 from .ledger import LedgerEntry
 from .stages import cross_validate, solve_stage_weights
@@ -135,6 +136,7 @@ def solve_draw_weights(
     warn_failures: bool = True,
     context: str | None = None,
     record: list | None = None,
+    cv_fallback: float | None = None,
 ) -> tuple[EngineOutput, WeightSolution, list[LedgerEntry]]:
     """The weight stage over the fold draws (stacked rows), optionally shrunk to a target.
 
@@ -157,6 +159,9 @@ def solve_draw_weights(
     record : list, optional
         Receives the simplex solve's own WeightSolution (before any shrinkage), whose
         ``kkt_gap`` certifies it (:mod:`pearlstats.weights.certificate`).
+    cv_fallback : float, optional
+        The amount ``"cv"`` takes where the rows have a single test split (a re-solve
+        passes the fit's amount); without it that is refused (OptionError).
 
     Returns
     -------
@@ -190,7 +195,7 @@ def solve_draw_weights(
         groups = np.concatenate([folds + r * K for r, folds in enumerate(draws)])
         rows = np.tile(np.arange(len(y)), len(draws))
         solution, note = _shrink(solution, stacked, pool, y_stacked, loss, shrinkage, groups, rows,
-                                 nobs)
+                                 nobs, cv_fallback)
         entries.append(note)
     return output, solution, entries
 
@@ -243,25 +248,44 @@ def solve_stored_weights(state: FitState, rows: np.ndarray, name: str | None = N
                                         [state.folds[rows]], loss,
                                         state.weight_options.shrinkage, warn_failures=False,
                                         context=f"in re-solve {name!r} of {fit_name(state)}",
-                                        record=record)
+                                        record=record, cv_fallback=fit_shrinkage_amount(state))
     return solution.weights[:len(pool)]
 
 
-def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows, nobs: float):
-    """Weights shrunk toward the target over the candidates that did not fail; a ledger note."""
+def fit_shrinkage_amount(state: FitState) -> float | None:
+    """The shrinkage amount the fit's weights were shrunk by, or None."""
+    return state.solution.shrinkage
+
+
+def _shrink(solution, stacked, pool, y, loss, shrinkage, groups, rows, nobs: float,
+            fallback: float | None = None):
+    """Weights shrunk toward the target over the candidates that did not fail; a ledger note.
+    An amount ``"cv"`` over a single validation group takes *fallback* (a re-solve: the fit's
+    amount), else is refused."""
     amount, target = shrinkage
     P = stacked.predictions[:, :len(pool)]
     active = ~stacked.failed[:len(pool)]
     u = pool_target(target, pool, active)
     how = "given"
-    if amount == "cv":
+    if amount == "cv" and np.unique(groups).size < 2:
+        # one validation group (a single test split): no amount can be cross-validated
+        if fallback is None:
+            raise OptionError(
+                "weight_shrinkage='cv' chooses the amount by cross-validation over the test "
+                "splits' out-of-fold predictions, which needs at least 2 test splits, and these "
+                "rows have 1 (a single test split: a holdout); give weight_shrinkage='size' or "
+                "an amount in [0, 1], or a splitter with 2 or more test splits")
+        amount, how = fallback, ("the fit's amount: these rows have a single test split, over "
+                                 "which no amount can be cross-validated")
+    elif amount == "cv":
         chosen = choose_shrinkage(P, y, loss, groups, rows, active, target=u)
         amount, how = chosen.amount, "chosen by cross-validation over the out-of-fold predictions"
     elif amount == "size":
         amount, how = size_rule(active, nobs)
     weights = check_on_simplex(shrink_toward(solution.weights, u, amount))
     objective = float(loss.pointwise(y, loss.combine(P[:, active], weights[active])).mean())
-    return shrunk_solution(solution, weights, objective), shrinkage_note(target, u, amount, how)
+    return (shrunk_solution(solution, weights, objective, float(amount)),
+            shrinkage_note(target, u, amount, how))
 
 
 def pool_target(target: str | Mapping[str, float], pool: Sequence[Candidate],
@@ -281,12 +305,13 @@ def size_rule(active: np.ndarray, n: float) -> tuple[float, str]:
 
 
 def shrunk_solution(solution: WeightSolution, weights: np.ndarray,
-                    objective: float) -> WeightSolution:
-    """*solution* with its weights shrunk: their *objective*, and the KKT gap that bounds how far
-    it is above the simplex optimum (the solve's own gap plus the objective's increase)."""
+                    objective: float, amount: float | None = None) -> WeightSolution:
+    """*solution* with its weights shrunk by *amount*: their *objective*, and the KKT gap that
+    bounds how far it is above the simplex optimum (the solve's own gap plus the objective's
+    increase)."""
     gap = objective - solution.objective + solution.kkt_gap
     return dataclasses.replace(solution, weights=weights, objective=objective, kkt_gap=gap,
-                               solver=f"{solution.solver}, shrunk")
+                               solver=f"{solution.solver}, shrunk", shrinkage=amount)
 
 
 def shrinkage_note(target: str | Mapping[str, float], u: np.ndarray, amount: float,

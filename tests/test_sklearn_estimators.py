@@ -356,8 +356,10 @@ def test_a_splitter_built_for_the_rows_before_zero_weights_says_so(diabetes):
     weights[[0, 10, 20]] = 0.0  # rows of sample_weight 0 are removed before pearl.fit
     splitter = PredefinedSplit(np.arange(n) % 3)
     blocks = {"a": slice(0, 5), "b": slice(5, 10)}
-    with pytest.raises(FoldError, match=rf"sample_weight 0 removed 3 of the {n} rows given, so "
-                                        rf"the fit has {n - 3}.*as fold labels instead"):
+    with pytest.raises(FoldError, match=rf"sample_weight 0 removed 3 of the {n} rows given "
+                                        rf"\(rows 0, 10, 20\), so the fit has {n - 3}.*"
+                                        r"PredefinedSplit\(np\.delete\(test_fold, "
+                                        r"\[0, 10, 20\]\)\)"):
         PearlRegressor(blocks, cv=splitter, honest=False).fit(X, y, sample_weight=weights)
 
 

@@ -135,17 +135,32 @@ def test_a_splitter_built_for_the_rows_before_missing_drop_says_so(grouped):
     n = len(frame)
     holes = frame.copy()
     holes.loc[[3, 77], "x"] = np.nan  # missing="drop" removes these 2 rows
-    test_fold = np.arange(n) % 4  # PredefinedSplit of all 150 rows given
+    # PredefinedSplit of all 150 rows given; the first 30 never tested (-1)
+    test_fold = np.r_[np.full(30, -1), np.arange(n - 30) % 4]
     with pytest.raises(FoldError) as caught:
         pearl.fit(F, holes, blocks=blocks, cv=model_selection.PredefinedSplit(test_fold),
                   missing="drop", honest=False, seed=0)
     message = str(caught.value)
     assert f"outside the {n - 2} rows 0..{n - 3}" in message
-    assert f"missing='drop' removed 2 of the {n} rows given, so the fit has {n - 2}" in message
-    assert "give its folds as fold labels instead" in message
-    # what it advises works: the same folds as labels lose the removed rows' labels
-    res = pearl.fit(F, holes, blocks=blocks, cv=test_fold, missing="drop", honest=False, seed=0)
-    np.testing.assert_array_equal(res.folds, np.delete(test_fold, [3, 77]))
+    assert (f"missing='drop' removed 2 of the {n} rows given (rows 3, 77), so the fit has "
+            f"{n - 2}") in message
+    assert "in cv= labels -1 is a fold like any other" in message
+    # what it advises, followed literally, gives the splits meant: scikit-learn's split of
+    # the rows kept, with the 29 kept rows coded -1 never tested
+    advised = re.search(r"PredefinedSplit\(np\.delete\(test_fold, (\[[\d, ]+\])\)\)", message)
+    kept_fold = np.delete(test_fold, eval(advised.group(1)))
+    res = pearl.fit(F, holes, blocks=blocks, cv=model_selection.PredefinedSplit(kept_fold),
+                    missing="drop", honest=False, seed=0)
+    expected = np.full(n - 2, -1)
+    splitter = model_selection.PredefinedSplit(np.delete(test_fold, [3, 77]))
+    for k, (_, test) in enumerate(splitter.split(np.zeros((n - 2, 1)))):
+        expected[test] = k
+    np.testing.assert_array_equal(res.folds, expected)
+    assert (res.folds == -1).sum() == 29 and res.folds.max() == 3
+    # the labels of a partition (no -1) as cv= are the same folds
+    labels = np.arange(n) % 4
+    res = pearl.fit(F, holes, blocks=blocks, cv=labels, missing="drop", honest=False, seed=0)
+    np.testing.assert_array_equal(res.folds, np.delete(labels, [3, 77]))
 
 
 @pytest.mark.parametrize("splits", [
@@ -205,3 +220,127 @@ def test_a_splitter_class_asks_for_an_instance(grouped, splitter, example):
     with pytest.raises(FoldError, match=rf"cv={splitter.__name__} is the splitter class, not a "
                                         rf"splitter; pass an instance, e.g. {re.escape(example)}$"):
         pearl.fit(F, frame, blocks=blocks, cv=splitter, honest=False, seed=0)
+
+
+@pytest.mark.parametrize("index, named", [(None, "row 7"), ("labels", "row labelled 'r7'")])
+def test_a_missing_group_after_missing_drop_is_named_as_given(grouped, index, named):
+    frame, blocks = grouped
+    holes = frame.copy()
+    holes.loc[2, "x"] = np.nan  # missing="drop" removes row 2: row 7 is the 7th row kept
+    holes["g"] = holes["g"].astype(object)
+    holes.loc[7, "g"] = None
+    if index == "labels":
+        holes.index = [f"r{i}" for i in range(len(holes))]
+    for cv in (model_selection.GroupKFold(3), 3):
+        with pytest.raises(FoldError, match=rf"groups are missing at {named}; give every row"):
+            pearl.fit(F, holes, blocks=blocks, cv=cv, groups="g", missing="drop", honest=False,
+                      seed=0)
+
+
+def test_folds_of_whole_groups_lacking_a_class_get_advice_for_groups(grouped):
+    frame, blocks = grouped
+    codes = np.unique(frame["g"], return_inverse=True)[1]
+    folds = pearl.fit(F, frame, blocks=blocks, cv=3, groups="g", honest=False, seed=0).folds
+    # class 1 in two groups that the dealt folds put together: fold k trains without it
+    together = [g for g in range(21) if folds[codes == g][0] == folds[codes == 0][0]][:2]
+    binary = frame.assign(y=np.isin(codes, together).astype(int))
+    with pytest.raises(FoldError) as caught:
+        pearl.fit(F, binary, blocks=blocks, cv=3, groups="g", family="binomial", honest=False,
+                  seed=0)
+    message = str(caught.value)
+    assert "an int cv, which stratifies" not in message
+    assert "cv=StratifiedGroupKFold(K)" in message and "does not stratify" in message
+    # class 1 in one group: no folds of whole groups hold it outside that group's fold
+    single = frame.assign(y=(codes == 0).astype(int))
+    for cv in (3, model_selection.GroupKFold(3), model_selection.LeaveOneGroupOut()):
+        with pytest.raises(FoldError, match="class 1 is found in a single group, so the fold "
+                                            "that tests that group trains without it"):
+            pearl.fit(F, single, blocks=blocks, cv=cv, groups="g", family="binomial",
+                      honest=False, seed=0)
+
+
+def _sklearn_folds(splitter, frame, groups=None):
+    folds = np.full(len(frame), -1)
+    for k, (_, test) in enumerate(splitter.split(np.zeros((len(frame), 1)), None, groups)):
+        folds[test] = k
+    return folds
+
+
+@pytest.mark.parametrize("make, grouped_by", [
+    (lambda state: model_selection.KFold(4, shuffle=True, random_state=state), None),
+    (lambda state: model_selection.GroupKFold(4, shuffle=True, random_state=state), "g"),
+], ids=["KFold", "GroupKFold"])
+def test_a_shuffling_splitter_without_random_state_is_seeded_by_the_fit(grouped, make,
+                                                                        grouped_by):
+    frame, blocks = grouped
+    splitter = make(None)
+    fits = [pearl.fit(F, frame, blocks=blocks, cv=splitter, groups=grouped_by, honest=False,
+                      seed=3) for _ in range(2)]
+    groups = None if grouped_by is None else frame[grouped_by]
+    # scikit-learn's own split with random_state=seed
+    np.testing.assert_array_equal(fits[0].folds, _sklearn_folds(make(3), frame, groups))
+    np.testing.assert_array_equal(fits[1].folds, fits[0].folds)
+    np.testing.assert_array_equal(fits[1].weights, fits[0].weights)
+    assert splitter.random_state is None  # the user's object is left as given
+    other = pearl.fit(F, frame, blocks=blocks, cv=splitter, groups=grouped_by, honest=False,
+                      seed=4)
+    np.testing.assert_array_equal(other.folds, _sklearn_folds(make(4), frame, groups))
+
+
+def test_a_random_state_instance_keeps_scikit_learns_semantics(grouped):
+    frame, blocks = grouped
+    splitter = model_selection.KFold(4, shuffle=True, random_state=np.random.RandomState(0))
+    res = pearl.fit(F, frame, blocks=blocks, cv=splitter, honest=False, seed=3)
+    reference = model_selection.KFold(4, shuffle=True, random_state=np.random.RandomState(0))
+    np.testing.assert_array_equal(res.folds, _sklearn_folds(reference, frame))
+
+
+@pytest.mark.parametrize("options", [dict(cv=model_selection.KFold(2)),
+                                     dict(cv=2, groups="g")], ids=["KFold(2)", "cv=2 groups"])
+def test_honest_of_two_given_folds_advises_more_folds_not_more_outer_folds(grouped, options):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, honest=5, seed=0, **options)
+    with pytest.warns(pearl.PearlWarning):
+        assert res.honest is None
+    assert "honest=3 or more" not in res.honest_failure  # honest=5 was given, capped at 2
+    assert ("the outer folds are whole folds of the fit's 2 (at most 2, whatever honest=), and "
+            "each outer training set keeps the other 1 as its inner folds: fit with more folds "
+            "(cv of 3 or more)") in res.honest_failure
+
+
+def test_honest_of_a_time_ordered_predefined_split_says_it_cannot_be_re_run(grouped):
+    frame, blocks = grouped
+    holdout = model_selection.PredefinedSplit(np.r_[np.full(100, -1), np.zeros(50, int)])
+    res = pearl.fit(F, frame, blocks=blocks, cv=holdout, honest=3, seed=0)
+    with pytest.warns(pearl.PearlWarning):
+        assert res.honest is None
+    assert "fewer outer folds" not in res.honest_failure
+    assert ("cv=PredefinedSplit(...) indexes the fit's rows, so it cannot be re-run on an outer "
+            "training set's rows") in res.honest_failure
+
+
+def test_the_note_of_a_purged_splitter_says_the_purge_not_untested_rows(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=_Purged(), honest=False, seed=0)
+    text = " ".join(str(res.summary()).split())
+    assert ("Cross-validation by _Purged tests every row once but trains a split on fewer than "
+            "all the rows it does not test (a purge or an embargo): the candidates are refitted "
+            f"on all {len(frame)} rows.") in text
+    assert "never tested" not in text
+
+
+def test_honest_with_a_partition_splitter_keeps_its_folds_as_documented(grouped):
+    frame, blocks = grouped
+    res = pearl.fit(F, frame, blocks=blocks, cv=model_selection.GroupKFold(3), groups="g",
+                    honest=5, seed=0)
+    text = " ".join(str(res.summary()).split())
+    assert res.honest_outer_folds == 3  # honest=5 dealt whole folds of 3
+    # each outer training set keeps the other 2 of the fit's folds, as the note says
+    nested = nested_cross_validation(res.stages, outer=5, seed=0)
+    for k in range(nested.n_outer):
+        rows = nested.training_rows(k)
+        np.testing.assert_array_equal(
+            nested.inner_folds[k], np.unique(res.folds[rows], return_inverse=True)[1])
+    assert ("outer folds are whole folds of the fit's 3, at most 3, and its inner folds the "
+            "other folds of the fit, as given: a partition splitter or groups dealt into folds "
+            "is not re-run") in text

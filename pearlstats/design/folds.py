@@ -30,7 +30,7 @@ from .splitters import is_splitter, splitter_name
 
 __all__ = [
     "FoldRule", "check_cv", "describe_cv", "fold_column_names", "fold_levels", "make_folds",
-    "fold_labels_for_rows", "check_class_coverage",
+    "fold_labels_for_rows", "check_class_coverage", "group_class_advice",
 ]
 
 
@@ -356,13 +356,37 @@ STRATIFY_ADVICE = "choose folds so that every class is outside each fold (e.g. a
                   "which stratifies)"
 
 
+def group_class_advice(codes: np.ndarray, groups: np.ndarray, missing: Sequence,
+                       classes: Sequence) -> str:
+    """The advice for folds of whole groups (``groups=``) whose training rows lack a class:
+    an int cv with groups deals whole groups and does not stratify, so
+    ``StratifiedGroupKFold``; a class found in a single group leaves that group's fold
+    without it whatever the folds.
+
+    *codes* are the rows' class codes, *groups* their group codes, *missing* the classes
+    (labels) some training set lacks."""
+    for label in missing:
+        code = list(classes).index(label)
+        holding = np.unique(groups[codes == code])
+        if holding.size == 1:
+            return (f"class {label!r} is found in a single group, so the fold that tests that "
+                    "group trains without it, whatever the folds of whole groups: merge or drop "
+                    "the class, or use folds that do not keep that group whole")
+    return ("folds of whole groups (groups=; an int cv with groups= deals whole groups and does "
+            "not stratify) must leave every class outside each fold: use "
+            "cv=StratifiedGroupKFold(K) (scikit-learn), which balances the classes as far as "
+            "whole groups allow, or fewer folds")
+
+
 def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence,
-                         advice: str = STRATIFY_ADVICE) -> None:
+                         advice: str = STRATIFY_ADVICE, groups: np.ndarray | None = None
+                         ) -> None:
     """Require every class in every training set (all rows outside a fold).
 
     A candidate trained without some class cannot predict it, so its
     out-of-fold probabilities would be meaningless. *advice* ends the FoldError (the
-    folds of dask data are hashed, not stratified: their caller says so).
+    folds of dask data are hashed, not stratified: their caller says so); with the
+    rows' *groups* (codes), folds of whole groups, :func:`group_class_advice` instead.
 
     Raises
     ------
@@ -382,6 +406,8 @@ def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence
         present = np.unique(codes[folds != fold])
         if present.size < len(classes):
             missing = [classes[c] for c in sorted(set(range(len(classes))) - set(present.tolist()))]
+            if groups is not None:
+                advice = group_class_advice(codes, groups, missing, classes)
             raise FoldError(
                 f"the training rows for fold {fold} contain no row of class(es) {missing}; "
                 f"{advice}"

@@ -28,6 +28,8 @@ Examples
 
 from __future__ import annotations
 
+import copy
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +39,8 @@ import pandas as pd
 from ..exceptions import FoldError, format_positions
 
 __all__ = ["Splits", "is_splitter", "splitter_name", "split_rows", "deal_groups", "group_codes",
-           "resolve_splits", "check_groups", "OutsideRowsError", "removed_rows_advice"]
+           "resolve_splits", "check_groups", "OutsideRowsError", "removed_rows_advice",
+           "seeded_splitter"]
 
 
 def is_splitter(cv: Any) -> bool:
@@ -122,14 +125,38 @@ class OutsideRowsError(FoldError):
     (``PredefinedSplit(test_fold)`` of the rows given, where the fit removed some)."""
 
 
-def removed_rows_advice(cv: Any, n: int, n_given: int, removed_by: str) -> str:
+def removed_rows_advice(cv: Any, n: int, n_given: int, removed_by: str,
+                        removed: Any = None) -> str:
     """What to say when *cv* indexes rows the fit removed: *n* of *n_given* rows are left
-    after *removed_by* (e.g. ``"missing='drop'"``)."""
-    return (f"; {removed_by} removed {n_given - n} of the {n_given} rows given, so the fit has "
-            f"{n} and {splitter_name(cv)}, which was built for all {n_given}, indexes rows that "
-            "are not there: give its folds as fold labels instead, one per row given (cv=test_fold "
-            "for a PredefinedSplit; the removed rows' labels are removed with them), or remove the "
-            "rows before building the splitter")
+    after *removed_by* (e.g. ``"missing='drop'"``); *removed* are their positions among the
+    rows given, where known (named, and used in the example).
+
+    The advice reproduces the splits meant: the splitter built on the rows kept. Fold labels
+    (``cv=test_fold``) would not, for a ``PredefinedSplit`` with rows never tested: in ``cv=``
+    labels -1 is a fold like any other, so every row would be tested.
+
+    Examples
+    --------
+    >>> print(removed_rows_advice(object(), 8, 10, "missing='drop'", [3, 7])[2:])
+    missing='drop' removed 2 of the 10 rows given (rows 3, 7), so the fit has 8 and \
+cv=object(...), which was built for all 10, indexes rows that are not there: build the \
+splitter on the 8 rows kept (for a PredefinedSplit: PredefinedSplit(np.delete(test_fold, \
+[3, 7]))), or remove the rows before building it. (Its folds as cv= labels are the same \
+splits only when every row is tested: in cv= labels -1 is a fold like any other)
+    """
+    removed = None if removed is None else np.asarray(removed, dtype=np.intp)
+    if removed is not None and removed.size == n_given - n:
+        which = f" ({format_positions(removed)})"
+        kept = (f"np.delete(test_fold, {removed.tolist()})" if removed.size <= 10
+                else "test_fold of the rows kept")
+    else:
+        which, kept = "", "test_fold of the rows kept"
+    return (f"; {removed_by} removed {n_given - n} of the {n_given} rows given{which}, so the fit "
+            f"has {n} and {splitter_name(cv)}, which was built for all {n_given}, indexes rows "
+            f"that are not there: build the splitter on the {n} rows kept (for a "
+            f"PredefinedSplit: PredefinedSplit({kept})), or remove the rows before building it. "
+            "(Its folds as cv= labels are the same splits only when every row is tested: in cv= "
+            "labels -1 is a fold like any other)")
 
 
 def _positions(part: Any, n: int, what: str, k: int, name: str) -> np.ndarray:
@@ -184,6 +211,12 @@ def split_rows(cv: Any, n: int, y: np.ndarray, groups: np.ndarray | None) -> Spl
     folds = np.full(n, -1, dtype=np.intp)
     trains = []
     for k, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list, np.ndarray)) or len(pair) != 2:
+            got = (f"a {len(pair)}-tuple" if isinstance(pair, (tuple, list, np.ndarray))
+                   else f"{type(pair).__name__}")
+            raise FoldError(f"{name} split {k} gave {got}; a splitter's split() yields one "
+                            "(train, test) pair of index arrays per split (scikit-learn's "
+                            "contract)")
         train = _positions(pair[0], n, "training", k, name)
         test = _positions(pair[1], n, "test", k, name)
         if not test.size or not train.size:
@@ -269,22 +302,56 @@ def group_codes(groups: Any, error: type[Exception] = FoldError) -> np.ndarray:
         raise error("groups mix labels that cannot be ordered; use labels of one type") from err
 
 
+def seeded_splitter(cv: Any, seed: Any) -> Any:
+    """*cv*, or a copy of it seeded by the fit's *seed* where it draws its splits at random
+    from ``random_state=None`` (``KFold(shuffle=True)``, ``GroupKFold(shuffle=True)``,
+    ``ShuffleSplit``): the copy has ``random_state=seed``, so the same seed gives the same
+    splits. The user's object is never changed; a ``random_state`` given (an int, or a
+    ``RandomState`` that moves on with each use, scikit-learn's semantics) is kept.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> given = SimpleNamespace(shuffle=True, random_state=None)
+    >>> seeded_splitter(given, 3).random_state, given.random_state
+    (3, None)
+    """
+    if seed is None or getattr(cv, "random_state", 0) is not None or not getattr(cv, "shuffle",
+                                                                                    True):
+        return cv
+    if isinstance(seed, numbers.Integral) and 0 <= seed < 2**32:
+        state = int(seed)
+    else:  # a SeedSequence (or an int numpy's RandomState does not take): one draw from it
+        sequence = seed if isinstance(seed, np.random.SeedSequence) else \
+            np.random.SeedSequence(seed)
+        state = int(sequence.generate_state(1)[0])
+    seeded = copy.copy(cv)
+    if callable(getattr(seeded, "set_params", None)):
+        seeded.set_params(random_state=state)
+    else:
+        seeded.random_state = state
+    return seeded
+
+
 def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int | None = None,
-                   removed_by: str = "missing='drop'") -> Any:
+                   removed_by: str = "missing='drop'", removed: Any = None) -> Any:
     """The fit's ``cv`` with its ``groups`` applied, on the rows it keeps.
 
     A splitter becomes fold labels when its splits are a partition, else its
     :class:`Splits` (with the splitter and groups); ``cv=K`` with groups becomes the
     groups dealt into K folds (:func:`deal_groups`, seeded by *seed*); anything else is
-    returned as given.
+    returned as given. A splitter that shuffles with ``random_state=None`` is run as a copy
+    with ``random_state=seed`` (:func:`seeded_splitter`).
     *y* is what a splitter is given (class codes for classes). *n_given* is the rows of
     the data before *removed_by* removed some: a splitter that indexes rows beyond those kept
-    is then told it was built for the rows given (:func:`removed_rows_advice`).
+    is then told it was built for the rows given (:func:`removed_rows_advice`; *removed* are
+    the positions of the rows removed, where known).
     """
     if groups is not None and np.size(groups) != len(y):
         raise FoldError(f"groups has {np.size(groups)} labels; give exactly one per row "
                         f"({len(y)})")
     if is_splitter(cv):
+        cv = seeded_splitter(cv, seed)
         values = None if groups is None else np.asarray(groups)
         if values is not None:
             group_codes(values)  # missing or unorderable labels refused by name
@@ -293,8 +360,8 @@ def resolve_splits(cv: Any, groups: Any, y: np.ndarray, seed: Any, n_given: int 
         except OutsideRowsError as err:
             if n_given is None or n_given <= len(y):
                 raise
-            raise OutsideRowsError(f"{err}{removed_rows_advice(cv, len(y), n_given, removed_by)}"
-                                   ) from None
+            advice = removed_rows_advice(cv, len(y), n_given, removed_by, removed)
+            raise OutsideRowsError(f"{err}{advice}") from None
         if splits.partition:
             return splits.folds
         return Splits(splits.folds, splits.train, cv, values)

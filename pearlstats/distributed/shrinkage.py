@@ -104,7 +104,7 @@ def shrink_partition_weights(rows: Any, spec: Any, family: Any, loss: Any, fold_
     objective = float(oof.only(np.arange(n_pool)).fold_scores(
         loss, np.broadcast_to(weights, (K, 1, n_pool))).sum()) / n
     note = shrinkage_note(target, u, amount, how)
-    return shrunk_solution(solution, weights, objective), note, passes
+    return shrunk_solution(solution, weights, objective, float(amount)), note, passes
 
 
 def shrink_fit(rows: Any, spec: Any, family: Any, loss: Any, fold_spec: Any,

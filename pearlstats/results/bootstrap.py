@@ -97,8 +97,16 @@ def _refuse_partial_splits(cv_spec) -> None:
             f"resampling rows is not available for a fit cross-validated by "
             f"{type(cv_spec.splitter).__name__}, which {cv_spec.shortfall} (a resample "
             "duplicates rows across its splits and has no rule for what it leaves out); use "
-            "the fold-complement re-solves (method='folds'), or fit with a partition splitter"
+            f"{_stored_resolves(cv_spec)}, or fit with a partition splitter"
         )
+
+
+def _stored_resolves(splits: Splits) -> str:
+    """The re-solves of stored predictions a fit of *splits* has: the fold complements, or
+    for a single test split (whose complement is never tested) bootstrap resamples."""
+    if int(splits.folds.max()) == 0:
+        return "the re-solves of its stored predictions (method='bootstrap' without refit)"
+    return "the fold-complement re-solves (method='folds')"
 
 
 def bootstrap_resample(

@@ -344,7 +344,8 @@ class WeightDiagnostics:
         method : {"folds", "bootstrap"}, optional
             ``"folds"``: one re-solve on each fold's complement; ``"bootstrap"``:
             *n_resamples* bootstrap resamples of the rows. Default: folds when
-            K <= 20, else bootstrap (always bootstrap with *refit*).
+            2 <= K <= 20, else bootstrap (always bootstrap with *refit*; a fit with a
+            single test split, a holdout, has no fold complements with tested rows).
         n_resamples : int, default 50
             Bootstrap resamples (>= 2).
         seed : int, optional
@@ -393,11 +394,19 @@ class WeightDiagnostics:
         """
         if not isinstance(refit, (bool, np.bool_)):
             raise OptionError(f"refit={refit!r}; use True (refit the candidates) or False")
+        single = self.n_folds == 1  # a holdout: its one split's complement is never tested
         if method is None:
-            method = "bootstrap" if refit or self.n_folds > _MAX_STABILITY_FOLDS else "folds"
+            method = ("bootstrap" if refit or single or self.n_folds > _MAX_STABILITY_FOLDS
+                      else "folds")
         method = check_choice("method", method, {
             "folds": "fold complements", "bootstrap": "bootstrap resamples of the rows",
         })
+        if method == "folds" and single:
+            raise OptionError(
+                "method='folds' re-solves the weights on each fold's complement, but this fit "
+                "has a single test split (a holdout), whose complement holds only rows it never "
+                "tests, which have no out-of-fold predictions; use method='bootstrap' (the "
+                "default for such a fit)")
         if refit and method == "folds":
             raise OptionError(
                 "refit=True needs method='bootstrap'; fold complements re-solve stored predictions"
@@ -527,6 +536,10 @@ class WeightDiagnostics:
     def weight_stability(self) -> pd.DataFrame:
         """Weights re-solved on each fold's complement (bootstrap if K > 20), candidates x draws.
 
+        A fit with a single test split (a holdout: ``PredefinedSplit`` with one fold,
+        ``ShuffleSplit(1)``) has no fold complement with tested rows, so its stability is
+        the bootstrap resamples of the rows (:meth:`resample_weights`).
+
         Examples
         --------
         >>> import pearlstats as pearl
@@ -564,6 +577,9 @@ class WeightDiagnostics:
         resamples = self.weight_stability
         by_folds = resamples.columns[0].startswith("fold")
         kind = "fold complements" if by_folds else f"bootstrap resamples (seed {self.seed})"
+        if not by_folds and self.n_folds == 1:
+            kind = (f"bootstrap resamples (seed {self.seed}; a single test split has no fold "
+                    "complement with tested rows)")
         return Diagnostics({
             "effective_candidates": effective_candidates(w),
             "weight_entropy": weight_entropy(w),

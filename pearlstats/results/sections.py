@@ -271,14 +271,16 @@ def diagnostics_table(res: PearlResults, correct: object) -> SimpleTable:
 
 
 def stability_table(res: PearlResults) -> SimpleTable:
-    """The weights re-solved on each fold complement: mean and fold-to-fold spread."""
+    """The weights re-solved on each fold complement (or bootstrap resample): mean and spread."""
     stability = res.diagnostics["stability"]
     shown = stability[(stability["weight"] > 0) | (stability["mean"] > 0)]
     shown = shown.sort_values(["weight", "mean"], ascending=False, kind="stable")
     rows = [[number_cell(r.weight), number_cell(r.mean), number_cell(r.spread)]
             for r in shown.itertuples()]
-    title = f"Weights re-solved on {res.diagnostics['stability_resamples']} (not a standard error)"
-    return _table(rows, ["weight", "mean", "fold-to-fold spread"], list(shown.index), title)
+    resamples = res.diagnostics["stability_resamples"]
+    title = f"Weights re-solved on {resamples} (not a standard error)"
+    spread = "fold-to-fold spread" if "fold" in resamples else "spread"
+    return _table(rows, ["weight", "mean", spread], list(shown.index), title)
 
 
 def _ridge_note(res: PearlResults) -> str | None:
@@ -484,15 +486,28 @@ def _tested_rows_note(res: PearlResults) -> list[str]:
     if not isinstance(spec, Splits):
         return []
     tested = len(spec.tested)
-    return [f"Cross-validation by {type(spec.splitter).__name__} tested {tested} of {res.nobs} "
-            f"rows ({res.nobs - tested} never tested): the out-of-fold predictions, weights, CV "
-            "risks and baselines are those of the tested rows; the candidates are refitted on all "
-            f"{res.nobs}."
+    which = (f"{spec.shortfall}: the candidates are refitted on all {res.nobs} rows."
+             if tested == res.nobs else
+             f"tested {tested} of {res.nobs} rows ({res.nobs - tested} never tested): the "
+             "out-of-fold predictions, weights, CV risks and baselines are those of the tested "
+             f"rows; the candidates are refitted on all {res.nobs}.")
+    return [f"Cross-validation by {type(spec.splitter).__name__} {which}"
             + (" The honest risk's outer folds keep time order: each held-out block is scored by "
                "the procedure fitted on the rows before it"
                + (f" (less the splitter's gap of {spec.gap} rows)" if spec.gap else "")
                + ", and the first rows are never held out."
                if spec.time_ordered and res.stages.honest else "")]
+
+
+def _honest_inner_note(res: PearlResults) -> str:
+    """What the honest re-runs keep of the fit's folds, where they are not drawn afresh: given
+    fold labels (a partition splitter, groups dealt into cv=K) stay as they are."""
+    spec = res.stages.cv_spec
+    if isinstance(spec, (str, int, np.integer, Splits)) or res.stages.partitions is not None:
+        return ""  # K-fold or LOO drawn afresh; a splitter re-run on the outer training rows
+    return (f" (its outer folds are whole folds of the fit's {res.n_folds}, at most "
+            f"{res.n_folds}, and its inner folds the other folds of the fit, as given: a "
+            "partition splitter or groups dealt into folds is not re-run)")
 
 
 def summary_notes(res: PearlResults) -> list[str]:
@@ -526,7 +541,7 @@ def summary_notes(res: PearlResults) -> list[str]:
     if table is not None:
         notes.append(
             "Honest risk: the whole procedure re-run in each outer fold, scored on its held-out "
-            "rows; PEARL/this: a paired ratio on those rows. "
+            f"rows{_honest_inner_note(res)}; PEARL/this: a paired ratio on those rows. "
             + honest_se_note(res.stages.honest_se, table)
         )
         from .evaluation import ms_warning  # here: evaluation imports summary, which imports us

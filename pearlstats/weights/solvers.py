@@ -154,6 +154,9 @@ class WeightSolution:
     merged : tuple of tuple of int
         Groups of candidate indices with identical predictions, merged before
         solving; each member gets an equal share of the group's weight.
+    shrinkage : float or None
+        The amount the weights were shrunk toward a target by (``weight_shrinkage``,
+        after ``"cv"`` or ``"size"`` chose it); None when they were not.
     """
 
     weights: np.ndarray
@@ -162,6 +165,7 @@ class WeightSolution:
     solver: str
     ridge: float
     merged: tuple
+    shrinkage: float | None = None
 
 
 # ---- quadprog on the simplex -----------------------------------------------------------------

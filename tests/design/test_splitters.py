@@ -113,3 +113,28 @@ def test_a_splitter_failure_unrelated_to_groups_gets_no_groups_hint():
     with pytest.raises(FoldError, match="StratifiedKFold.*could not split") as raised:
         split_rows(model_selection.StratifiedKFold(5), len(y), y, None)
     assert "groups" not in str(raised.value)
+
+
+class _Yields:
+    """A splitter of one's own that yields what it is given."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return len(self.items)
+
+    def split(self, X, y=None, groups=None):
+        return iter(self.items)
+
+
+@pytest.mark.parametrize("items, got", [
+    ([(np.arange(20, 40),), (np.arange(20),)], "a 1-tuple"),
+    ([(np.arange(20), np.arange(20, 40), None), (np.arange(20, 40), np.arange(20), None)],
+     "a 3-tuple"),
+    ([None, None], "NoneType"),
+], ids=["1-tuples", "3-tuples", "None"])
+def test_a_splitter_that_does_not_yield_pairs_is_refused_by_the_contract(items, got):
+    with pytest.raises(FoldError, match=rf"cv=_Yields\(\.\.\.\) split 0 gave {got}; a splitter's "
+                                        r"split\(\) yields one \(train, test\) pair of index"):
+        split_rows(_Yields(items), 40, np.zeros(40), None)

@@ -219,3 +219,57 @@ def test_honest_risk_is_reproducible_and_stratified_for_classes(paper_data):
             np.testing.assert_allclose(
                 first.row_losses[label].to_numpy()[test], expected, atol=1e-6
             )
+
+
+@pytest.mark.parametrize("splitter", ["predefined", "shuffle"])
+def test_a_single_test_split_is_resampled_by_bootstrap_of_its_tested_rows(splitter):
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    rng = np.random.default_rng(4)
+    n = 60
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    y = a[:, 0] + 0.5 * b[:, 1] + rng.normal(size=n)
+    cv = (model_selection.PredefinedSplit(np.r_[np.full(40, -1), np.zeros(20, int)])
+          if splitter == "predefined" else model_selection.ShuffleSplit(1, test_size=0.25))
+    res = pearl.fit("y ~ block(a) + block(b)", {"y": y, "a": a, "b": b}, cv=cv, honest=False,
+                    seed=2)
+    stability = res.weight_stability  # a holdout: no fold complement has tested rows
+    rows = np.random.default_rng(2).integers(0, n, size=(50, n))
+    P = res.cv_predictions.to_numpy()
+    expected = []
+    for drawn in rows:
+        tested = drawn[res.folds[drawn] >= 0]  # the never-tested rows have no prediction
+        expected.append(_simplex_qp(P[tested], y[tested]))
+    np.testing.assert_allclose(stability.to_numpy(), np.column_stack(expected), atol=1e-8)
+    assert res.diagnostics["stability_resamples"] == (
+        "50 bootstrap resamples (seed 2; a single test split has no fold complement with "
+        "tested rows)")
+    text = " ".join(str(res.summary()).split())
+    assert "a single test split has no fold complement" in text
+    with pytest.raises(pearl.OptionError, match="single test split .* use method='bootstrap'"):
+        res.resample_weights("folds")
+
+
+def test_cv_shrinkage_needs_two_test_splits_and_resolves_of_one_take_the_fits_amount():
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    rng = np.random.default_rng(6)
+    n = 60
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    y = a[:, 0] + 0.5 * b[:, 1] + rng.normal(size=n)
+    data = {"y": y, "a": a, "b": b}
+    holdout = model_selection.PredefinedSplit(np.r_[np.full(40, -1), np.zeros(20, int)])
+    with pytest.raises(pearl.OptionError, match=r"weight_shrinkage='cv' .* needs at least 2, "
+                                                r"and cv=PredefinedSplit\(\.\.\.\) has a single"):
+        pearl.fit("y ~ block(a) + block(b)", data, cv=holdout, weight_shrinkage="cv",
+                  honest=False, seed=0)
+    res = pearl.fit("y ~ block(a) + block(b)", data, cv=model_selection.TimeSeriesSplit(2),
+                    weight_shrinkage="cv", honest=False, seed=0)
+    amount = res.stages.solution.shrinkage  # the ledger's text rounds it to 6 digits
+    action = res.failures.query("kind == 'shrinkage'")["action"].iloc[0]
+    assert float(action.split()[2]) == pytest.approx(amount, rel=1e-5)
+    # each fold complement holds the other split's tested rows only: the simplex weights
+    # there, shrunk by the fit's amount toward equal weights
+    P = res.cv_predictions.to_numpy()
+    expected = [(1 - amount) * _simplex_qp(P[res.folds == other], y[res.folds == other])
+                + amount / 3 for other in (1, 0)]
+    np.testing.assert_allclose(res.weight_stability.to_numpy(), np.column_stack(expected),
+                               atol=1e-8)
