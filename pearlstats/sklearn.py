@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._warnings import warn
+from .checks import check_seed
 from .design.splitters import OutsideRowsError, is_splitter, removed_rows_advice
 from .exceptions import (
     BlockError,
@@ -45,6 +46,7 @@ from .exceptions import (
     ResponseError,
 )
 from .fitting import fit as pearl_fit
+from .representations.base import seed_learner
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
@@ -296,10 +298,15 @@ class _PearlEstimator(BaseEstimator):
             X, y, sample_weight = X[kept], y[kept], sample_weight[kept]
             cv = cv[kept] if isinstance(cv, np.ndarray) else cv
             groups = None if groups is None else groups[kept]
+        seed = self._fold_seed()
         self.learners_ = {}
         for name, (learner, columns) in self.plan_.items():
             if learner is not None:
-                self.learners_[name] = clone(learner).fit(X[:, columns])
+                # a learner without a seed of its own gets one derived from the fit's, as
+                # Representations(seed=) gives it: the same random_state, the same fit
+                fitted = clone(learner)
+                seed_learner(seed, name, fitted)
+                self.learners_[name] = fitted.fit(X[:, columns])
         data = {**self._blocks_of(X), _RESPONSE: y}
         terms = [_covariate_name(i) for i in range(len(self.covariate_columns_))]
         terms += [f"block({name})" for name in self.plan_]
@@ -309,7 +316,7 @@ class _PearlEstimator(BaseEstimator):
         try:
             self.results_ = pearl_fit(
                 f"{_RESPONSE} ~ " + " + ".join(terms), data, family=family, loss=self.loss,
-                candidates=self.candidates, cv=cv, seed=self._fold_seed(), ridge=self.ridge,
+                candidates=self.candidates, cv=cv, seed=seed, ridge=self.ridge,
                 n_jobs=self.n_jobs, downstream=copy.deepcopy(self.downstream),
                 honest=self.honest, honest_se=self.honest_se, separation=self.separation,
                 cv_repeats=self.cv_repeats, weight_shrinkage=self.weight_shrinkage,
@@ -324,22 +331,23 @@ class _PearlEstimator(BaseEstimator):
             raise OutsideRowsError(f"{err}{advice}") from None
         return self
 
-    def _fold_seed(self) -> int | None:
+    def _fold_seed(self) -> int:
         """``pearl.fit``'s ``seed`` from ``random_state`` (or the deprecated ``seed``).
 
         An int is the seed itself; a ``RandomState`` or ``Generator`` gives one int drawn
-        from it, as scikit-learn's estimators that wrap others do; None lets ``pearl.fit``
-        draw one (recorded in ``results_.seed``).
+        from it, as scikit-learn's estimators that wrap others do; None draws one from the
+        OS, as ``pearl.fit`` would (recorded in ``results_.seed``). The learner blocks
+        are seeded from the same int, so ``results_.seed`` repeats the whole fit.
         """
-        random_state = self.random_state
+        random_state, name = self.random_state, "random_state"
         if not _is_unset(self.seed):
             if random_state is not None:
                 raise OptionError("give random_state= only; seed= is its deprecated name")
             warn("seed= was renamed random_state= (scikit-learn's name) in 0.8.6 and goes in "
                  "0.10.0; pass random_state= instead", FutureWarning)
-            random_state = self.seed
+            random_state, name = self.seed, "seed"
         if random_state is None or isinstance(random_state, numbers.Integral):
-            return None if random_state is None else int(random_state)
+            return check_seed(random_state, name)
         if isinstance(random_state, np.random.Generator):
             return int(random_state.integers(np.iinfo(np.int32).max))
         return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
@@ -352,8 +360,9 @@ class _PearlEstimator(BaseEstimator):
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
-        seeded = self.random_state is not None or not _is_unset(self.seed)
-        tags.non_deterministic = not seeded and self.blocks is not None
+        # scikit-learn's non_deterministic means "not deterministic given a fixed
+        # random_state" (its checks set one): a fixed random_state fixes the folds and
+        # seeds every learner block without a seed of its own, so the default False holds
         if tags.target_tags is not None and self.family == "poisson":
             tags.target_tags.positive_only = True  # as PoissonRegressor's
         return tags

@@ -493,3 +493,41 @@ def test_html_repr_lists_the_constructor_arguments_a_user_set():
     # a seed given is shown, as set by the user
     table = _html_parameters(PearlClassifier(seed=3))
     assert table["seed"] is True and not any(table[name] for name in table if name != "seed")
+
+
+def test_an_int_random_state_seeds_the_learner_blocks_as_representations_seed_does():
+    from sklearn.decomposition import KernelPCA as SklearnKernelPCA
+    from sklearn.utils.estimator_checks import check_fit_idempotent
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=120)
+    # Nystrom landmarks are drawn at random: unseeded, two fits differed by up to 0.05
+    nystrom = pearl.KernelPCA(3, method="nystrom", n_landmarks=30)
+    model = PearlRegressor({"a": [0], "k": (nystrom, [1, 2, 3, 4])}, random_state=0,
+                           honest=False)
+    first, again = clone(model).fit(X, y), clone(model).fit(X, y)
+    np.testing.assert_array_equal(first.predict(X), again.predict(X))
+    # the seed is the one Representations(seed=0) gives a learner of that name
+    reps = pearl.Representations({"k": nystrom}, seed=0).fit(pd.DataFrame(X[:, 1:]))
+    assert first.learners_["k"].seed == reps["k"].seed is not None
+    assert nystrom.seed is None  # the given learner is left as it was
+    # a scikit-learn learner's random_state likewise (randomized eigensolver)
+    sk = PearlRegressor({"k": SklearnKernelPCA(2, eigen_solver="randomized")}, random_state=0,
+                        honest=False)
+    np.testing.assert_array_equal(clone(sk).fit(X, y).predict(X), clone(sk).fit(X, y).predict(X))
+    # scikit-learn's check (on its own X, so the learner reads every column)
+    check_fit_idempotent("PearlRegressor", PearlRegressor({"k": nystrom}, random_state=0))
+    # random_state=None draws a seed, recorded in results_.seed, that repeats the whole fit
+    drawn = clone(model).set_params(random_state=None).fit(X, y)
+    repeat = clone(model).set_params(random_state=drawn.results_.seed).fit(X, y)
+    np.testing.assert_array_equal(drawn.predict(X), repeat.predict(X))
+    # scikit-learn's tag means "not deterministic given a fixed random_state": never so here
+    assert not model.__sklearn_tags__().non_deterministic
+    assert not clone(model).set_params(random_state=None).__sklearn_tags__().non_deterministic
+
+
+def test_a_bad_random_state_is_named_as_random_state():
+    X, y = np.random.default_rng(0).normal(size=(30, 2)), np.arange(30.0)
+    with pytest.raises(OptionError, match=r"random_state=-1; use an int in \[0, 2\*\*63\)"):
+        PearlRegressor(random_state=-1).fit(X, y)
