@@ -531,3 +531,29 @@ def test_a_bad_random_state_is_named_as_random_state():
     X, y = np.random.default_rng(0).normal(size=(30, 2)), np.arange(30.0)
     with pytest.raises(OptionError, match=r"random_state=-1; use an int in \[0, 2\*\*63\)"):
         PearlRegressor(random_state=-1).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [
+    PearlRegressor({"a": slice(0, 1)}, random_state=0),  # narrow: passes
+    PearlRegressor({"a": slice(0, 23)}),  # 24 coefficients: refused on 24 weighted rows only
+    PearlRegressor({"a": slice(0, 15), "b": slice(15, 30)}),  # a+b refused in both fits
+    PearlRegressor({"a": slice(0, 24), "b": [29]}),  # a refused in the weighted fit only
+    PearlRegressor({"a": slice(0, 15), "b": slice(15, 30)}, candidates=[["a", "b"]]),
+    PearlRegressor({"p": pearl.PCA(2)}, ridge=0.1),  # learner blocks are fitted unweighted
+    PearlRegressor({"p": pearl.PCA(2)}, family="poisson"),
+    PearlClassifier({"p": pearl.PCA(2)}, family="binomial"),
+], ids=["one-column", "23-columns", "15+15", "24+1", "a+b-only", "learner-ridge",
+        "learner-poisson", "learner-binomial"])
+def test_the_sample_weight_check_is_listed_exactly_where_it_fails(estimator):
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    listed = "check_sample_weight_equivalence_on_dense_data" in expected_failed_checks(estimator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the check's toy data warns by design
+        try:
+            check_sample_weight_equivalence_on_dense_data(type(estimator).__name__, estimator)
+        except Exception:  # noqa: BLE001 - a failing check raises what it raises
+            failed = True
+        else:
+            failed = False
+    assert failed == listed
