@@ -228,6 +228,14 @@ class _PearlEstimator(BaseEstimator):
 
     def _columns(self, selector: Any, who: str) -> np.ndarray:
         """Positions in X of a selector: positions, names, a slice or a boolean mask."""
+        positions = self._selected(selector, who)
+        if not len(positions):
+            # a block of no columns has nothing to fit (a learner on it would divide by 0)
+            raise BlockError(f"{who} selects no column of X (selector {selector!r:.60}; X has "
+                             f"{self.n_features_in_} columns)")
+        return positions
+
+    def _selected(self, selector: Any, who: str) -> np.ndarray:
         n = self.n_features_in_
         names = list(getattr(self, "feature_names_in_", []))
         if isinstance(selector, slice):
@@ -250,9 +258,7 @@ class _PearlEstimator(BaseEstimator):
                 positions.append(int(value) % n)
             else:
                 raise BlockError(f"{who} selects column {value!r}; X has columns 0..{n - 1}")
-        if not positions:
-            raise BlockError(f"{who} selects no column of X")
-        return np.asarray(positions)
+        return np.asarray(positions, dtype=int)
 
     def _blocks_of(self, X: np.ndarray) -> dict[str, Any]:
         """The blocks (and covariates) of the rows of X, with the learners fitted at fit."""

@@ -557,3 +557,14 @@ def test_the_sample_weight_check_is_listed_exactly_where_it_fails(estimator):
         else:
             failed = False
     assert failed == listed
+
+
+@pytest.mark.parametrize("selector", [[], [False, False, False], slice(3, None)],
+                         ids=["empty-list", "false-mask", "empty-slice"])
+def test_a_learner_block_that_selects_no_column_is_refused(selector):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    y = X[:, 0] + np.random.default_rng(1).normal(size=50)
+    with pytest.raises(BlockError, match="block 'k' selects no column of X"):
+        PearlRegressor({"a": [0], "k": (pearl.KernelPCA(1), selector)}, random_state=0).fit(X, y)
+    with pytest.raises(BlockError, match="block 'k' selects no column of X"):
+        PearlRegressor({"a": [0], "k": selector}, random_state=0).fit(X, y)

@@ -55,6 +55,9 @@ def as_float_matrix(X: Any, who: str) -> np.ndarray:
     )
     if values.shape[0] == 0:
         raise DataError(f"{who} got no rows")
+    if values.shape[1] == 0:
+        raise DataError(f"{who} got no columns (shape {values.shape}); it needs at least one "
+                        "input column")
     bad = ~np.isfinite(values).all(axis=1)
     if bad.any():
         raise MissingValueError(

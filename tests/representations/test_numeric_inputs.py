@@ -104,3 +104,14 @@ def test_autoencoder_reads_reordered_dataframe_columns_by_name(frame):
         learner.transform(frame.rename(columns={"b": "B"}))
     with pytest.raises(DataError, match="complex values"):
         learner.transform(frame.to_numpy() + 1j)
+
+
+ZERO_WIDTH = {**LEARNERS, "Raw-plain": lambda: Raw(), "KernelPCA-default": lambda: KernelPCA(1)}
+
+
+@pytest.mark.parametrize("make", ZERO_WIDTH.values(), ids=ZERO_WIDTH.keys())
+def test_no_input_columns_are_refused_by_name(make):
+    # KernelPCA divided by the width (ZeroDivisionError), Raw made a zero-width block
+    name = type(make()).__name__
+    with pytest.raises(DataError, match=rf"{name} got no columns \(shape \(12, 0\)\)"):
+        make().fit(np.zeros((12, 0)))
