@@ -147,6 +147,11 @@ class _PearlEstimator(BaseEstimator):
     def set_params(self, **params: Any) -> _PearlEstimator:
         """Set parameters; a learner block's as ``name__param`` (or ``name`` to replace it).
 
+        ``name`` (a learner block's name) takes another learner, ``"passthrough"`` (the
+        block's columns as they are, without a learner) or ``"drop"`` (no such block), as
+        a ``Pipeline`` step and a ``FeatureUnion`` part do: ``GridSearchCV`` can search
+        ``{"kpca": [KernelPCA(2), "passthrough", "drop"]}``.
+
         As in a ``Pipeline``, ``blocks`` is set first, then the learners given by name,
         then the rest: ``name__param`` set with ``blocks`` in one call (a search's grid
         point) sets the learner of the new blocks, and ``set_params(**other.get_params())``
@@ -158,10 +163,22 @@ class _PearlEstimator(BaseEstimator):
         replaced = {key: params.pop(key) for key in list(params) if key in learners}
         if replaced:
             blocks = dict(self.blocks)
-            for name, learner in replaced.items():
-                spec = blocks[name]
-                blocks[name] = (learner, spec[1]) if isinstance(spec, tuple) else learner
-            self.blocks = blocks
+            for name, value in replaced.items():
+                spec = blocks.pop(name)
+                columns = spec[1] if isinstance(spec, tuple) else slice(None)
+                if isinstance(value, str) and value == "drop":
+                    continue
+                if isinstance(value, str) and value == "passthrough":
+                    blocks[name] = columns
+                elif _is_learner(value):
+                    blocks[name] = (value, columns) if isinstance(spec, tuple) else value
+                else:
+                    raise OptionError(
+                        f"set_params({name}={value!r:.60}): block {name!r} takes a learner "
+                        "(an object with fit and transform), 'passthrough' (its columns as "
+                        "they are, without a learner) or 'drop' (no such block)"
+                    )
+            self.blocks = {name: blocks[name] for name in self.blocks if name in blocks}
         return super().set_params(**params)
 
     def _get_params_html(self, deep: bool = True, *args: Any, **kwargs: Any) -> Any:
@@ -212,6 +229,12 @@ class _PearlEstimator(BaseEstimator):
                     f"block name {name!r} must be a Python identifier other than "
                     f"{_RESPONSE!r} (it becomes block({name}) in the formula)"
                 )
+            if "__" in name:
+                # set_params and GridSearchCV read name__parameter (Pipeline refuses such
+                # step names too): a learner's parameters under this name could not be set
+                raise BlockError(f"block name {name!r} contains '__', which set_params and "
+                                 "GridSearchCV read as block__parameter; rename the block "
+                                 f"(e.g. {name.replace('__', '_')!r})")
             if name in parameters:
                 # get_params/set_params would mix the learner with the parameter (as Pipeline
                 # refuses step names that are its parameters)

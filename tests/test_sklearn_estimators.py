@@ -568,3 +568,37 @@ def test_a_learner_block_that_selects_no_column_is_refused(selector):
         PearlRegressor({"a": [0], "k": (pearl.KernelPCA(1), selector)}, random_state=0).fit(X, y)
     with pytest.raises(BlockError, match="block 'k' selects no column of X"):
         PearlRegressor({"a": [0], "k": selector}, random_state=0).fit(X, y)
+
+
+def test_a_block_name_with_a_double_underscore_is_refused():
+    # its learner's parameters would be unreachable: set_params(a__b__gamma=) reads block 'a'
+    X, y = np.random.default_rng(0).normal(size=(30, 3)), np.arange(30.0)
+    with pytest.raises(BlockError, match=r"block name 'a__b' contains '__'.*e\.g\. 'a_b'"):
+        PearlRegressor({"a__b": pearl.PCA(1), "c": [0]}).fit(X, y)
+
+
+def test_a_learner_block_is_replaced_kept_as_columns_or_dropped_by_set_params(diabetes):
+    X, y = diabetes
+    est = PearlRegressor({"a": [0, 1, 2, 3], "k": (pearl.KernelPCA(2, seed=0), slice(4, 10))},
+                         random_state=0, honest=False)
+    # 'passthrough' keeps the block's columns without the learner: as the columns block
+    through = clone(est).set_params(k="passthrough")
+    assert through.blocks == {"a": [0, 1, 2, 3], "k": slice(4, 10)}
+    columns = PearlRegressor({"a": [0, 1, 2, 3], "k": slice(4, 10)}, random_state=0,
+                             honest=False)
+    np.testing.assert_array_equal(through.fit(X, y).predict(X), columns.fit(X, y).predict(X))
+    # 'drop' removes the block: as the estimator without it
+    dropped = clone(est).set_params(k="drop")
+    assert dropped.blocks == {"a": [0, 1, 2, 3]}
+    alone = PearlRegressor({"a": [0, 1, 2, 3]}, random_state=0, honest=False)
+    np.testing.assert_array_equal(dropped.fit(X, y).predict(X), alone.fit(X, y).predict(X))
+    # a bare learner reads every column; 'passthrough' keeps every column
+    bare = PearlRegressor({"k": pearl.PCA(2)}).set_params(k="passthrough")
+    assert bare.blocks == {"k": slice(None)}
+    # the same values in a search
+    search = GridSearchCV(est, {"k": [pearl.PCA(1), "passthrough", "drop"]}, cv=3).fit(X, y)
+    assert len(search.cv_results_["mean_test_score"]) == 3
+    for value in (None, 3, "pasthrough"):
+        with pytest.raises(OptionError, match=r"block 'k' takes a learner.*'passthrough'.*"
+                                              r"'drop'"):
+            clone(est).set_params(k=value)
