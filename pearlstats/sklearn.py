@@ -385,8 +385,27 @@ class _PearlEstimator(BaseEstimator):
 
     def _predict_raw(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "results_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate(X, reset=False)
         return np.asarray(self.results_.predict(self._blocks_of(X)), dtype=np.float64)
+
+    def _validate(self, X: Any, *y: Any, **options: Any) -> Any:
+        """scikit-learn's ``validate_data`` to float64; a column of text is named.
+
+        Every column of X is read as numbers, also those no block uses: numpy's
+        "could not convert string to float" would not say which column, nor what to do.
+        """
+        try:
+            return validate_data(self, X, *y, dtype=np.float64, **options)
+        except ValueError as err:
+            text = _non_numeric_columns(X)
+            if not text:
+                raise
+            raise DataError(
+                f"{type(self).__name__} reads every column of X as numbers, but column(s) "
+                f"{text} are not ({err}); drop or encode them first (OneHotEncoder in a "
+                "Pipeline). For text, fit pearl.fit with a Representations holding a text "
+                "learner (e.g. LSI) on the column of documents"
+            ) from None
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -409,11 +428,15 @@ class PearlRegressor(RegressorMixin, _PearlEstimator):
 
         - columns of ``X``: a list of positions (``[0, 1]``), a ``slice``,
           a boolean mask, or column names when ``X`` is a DataFrame;
-        - a representation learner (anything with ``fit``/``transform``, such
-          as :class:`~pearlstats.KernelPCA` or a scikit-learn transformer),
-          fitted on every column of ``X`` inside :meth:`fit`;
+        - a representation learner (an object with ``fit``/``transform`` on
+          numeric columns, such as :class:`~pearlstats.KernelPCA` or a
+          scikit-learn transformer), fitted on every column of ``X`` inside
+          :meth:`fit`;
         - a tuple ``(learner, columns)``: the learner on those columns.
 
+        Every column of ``X`` is read as numbers, also one no block uses: text
+        learners (:class:`~pearlstats.LSI` on a column of documents) go in
+        :func:`pearlstats.fit` with a :class:`~pearlstats.Representations`.
         Default: one block of all columns. A learner's parameters are this
         estimator's ``name__parameter`` (``kpca__gamma``), searchable by
         ``GridSearchCV``, which refits the learner on each training split.
@@ -475,7 +498,7 @@ honest_se, separation, cv_repeats, weight_shrinkage
         ``set_fit_request(groups=True)`` says so (groups routed to a search's
         ``GroupKFold`` then need no request).
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, ensure_min_samples=2)
+        X, y = self._validate(X, y, y_numeric=True, ensure_min_samples=2)
         family = "gaussian" if self.family == "auto" else self.family
         if family not in ("gaussian", "poisson"):
             raise OptionError(
@@ -518,7 +541,7 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
 
         ``groups``: as in :meth:`PearlRegressor.fit`.
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        X, y = self._validate(X, y, ensure_min_samples=2)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -561,6 +584,26 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
         """The most probable class of each row."""
         proba = self.predict_proba(X)  # first: it raises NotFittedError before fit
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+def _non_numeric_columns(X: Any) -> list:
+    """The columns of X (names of a DataFrame, else positions) not convertible to float."""
+    columns = X.items() if hasattr(X, "items") and hasattr(X, "columns") else None
+    if columns is None:
+        try:
+            values = np.asarray(X, dtype=object)
+        except (TypeError, ValueError):
+            return []
+        if values.ndim != 2:
+            return []
+        columns = enumerate(values.T)
+    found = []
+    for name, column in columns:
+        try:
+            np.asarray(column, dtype=np.float64)
+        except (TypeError, ValueError):
+            found.append(name)
+    return found[:10]
 
 
 def _covariate_name(position: int) -> str:

@@ -602,3 +602,18 @@ def test_a_learner_block_is_replaced_kept_as_columns_or_dropped_by_set_params(di
         with pytest.raises(OptionError, match=r"block 'k' takes a learner.*'passthrough'.*"
                                               r"'drop'"):
             clone(est).set_params(k=value)
+
+
+def test_a_text_column_of_x_is_named_with_what_to_do_instead(diabetes):
+    X, y = diabetes
+    frame = pd.DataFrame(X[:, :3], columns=["age", "sex", "bmi"]).assign(note="x")
+    # numpy's "could not convert string to float" said neither the column nor what to do
+    with pytest.raises(DataError, match=r"column\(s\) \['note'\] are not.*could not convert"
+                                        r".*Representations"):
+        PearlRegressor({"a": ["age", "bmi"]}).fit(frame, y)
+    docs = np.array([["good film"], ["bad film"], ["good plot"], ["a bad plot"]] * 10)
+    with pytest.raises(DataError, match=r"column\(s\) \[0\] are not.*LSI"):
+        PearlRegressor({"t": pearl.LSI(2, seed=0)}).fit(docs, np.arange(40.0))
+    fitted = PearlRegressor({"a": [0, 1]}, random_state=0, honest=False).fit(X[:, :2], y)
+    with pytest.raises(DataError, match=r"column\(s\) \[1\] are not"):
+        fitted.predict(np.array([[0.1, "high"]], dtype=object))
