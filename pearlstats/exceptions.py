@@ -110,8 +110,14 @@ class InMemoryOnlyError(OptionError):
     """A feature needs the rows in one process and the fit's rows are dask partitions."""
 
 
-class NotFittedError(PearlError, RuntimeError):
-    """A learner or representation set was used before ``fit``."""
+class NotFittedError(PearlError, RuntimeError, ValueError, AttributeError):
+    """A learner or representation set was used before ``fit``.
+
+    A ``ValueError`` and an ``AttributeError`` as scikit-learn's ``NotFittedError`` is
+    (its checks and ``except ValueError`` expect one), and a ``RuntimeError`` as it was.
+    Being an ``AttributeError``, it makes ``hasattr`` False for a property that needs a
+    fit (``BagOfWords().vocabulary_``), as for scikit-learn's fitted attributes.
+    """
 
 
 class AllCandidatesFailedError(PearlError, RuntimeError):

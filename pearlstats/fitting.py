@@ -105,7 +105,9 @@ def _frozen_representations(blocks):
 
 def _check_no_response_leak(formula, blocks) -> None:
     """The response must never be an input of the representations."""
-    read = set(getattr(blocks, "input_columns", None) or ())
+    # the property itself, not getattr(..., None): an unfitted object's NotFittedError is an
+    # AttributeError, which a getattr default would swallow
+    read = set(blocks.input_columns if hasattr(type(blocks), "input_columns") else ())
     leaked = sorted(read & ({formula.response} | set(formula.response_variables)), key=str)
     if leaked:
         raise DataError(

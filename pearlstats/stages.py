@@ -290,7 +290,9 @@ def drop_missing_inputs(frame: pd.DataFrame, embedded: dict,
     """
     if not hasattr(blocks, "transform") or isinstance(blocks, Mapping):
         return frame, embedded, np.zeros(len(frame), dtype=bool)
-    raw = [c for c in getattr(blocks, "input_columns", []) if c in frame.columns]
+    # not getattr(..., []): an unfitted object's NotFittedError is an AttributeError
+    columns = blocks.input_columns if hasattr(type(blocks), "input_columns") else []
+    raw = [c for c in columns if c in frame.columns]
     bad = _missing_rows(frame, raw)
     frame, embedded, _ = _drop_rows(frame, embedded, {}, bad)
     return frame, embedded, bad

@@ -495,3 +495,127 @@ def test_html_repr_lists_the_constructor_arguments_a_user_set():
     # a seed given is shown, as set by the user
     table = _html_parameters(PearlClassifier(seed=3))
     assert table["seed"] is True and not any(table[name] for name in table if name != "seed")
+
+
+def test_an_int_random_state_seeds_the_learner_blocks_as_representations_seed_does():
+    from sklearn.decomposition import KernelPCA as SklearnKernelPCA
+    from sklearn.utils.estimator_checks import check_fit_idempotent
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=120)
+    # Nystrom landmarks are drawn at random: unseeded, two fits differed by up to 0.05
+    nystrom = pearl.KernelPCA(3, method="nystrom", n_landmarks=30)
+    model = PearlRegressor({"a": [0], "k": (nystrom, [1, 2, 3, 4])}, random_state=0,
+                           honest=False)
+    first, again = clone(model).fit(X, y), clone(model).fit(X, y)
+    np.testing.assert_array_equal(first.predict(X), again.predict(X))
+    # the seed is the one Representations(seed=0) gives a learner of that name
+    reps = pearl.Representations({"k": nystrom}, seed=0).fit(pd.DataFrame(X[:, 1:]))
+    assert first.learners_["k"].seed == reps["k"].seed is not None
+    assert nystrom.seed is None  # the given learner is left as it was
+    # a scikit-learn learner's random_state likewise (randomized eigensolver)
+    sk = PearlRegressor({"k": SklearnKernelPCA(2, eigen_solver="randomized")}, random_state=0,
+                        honest=False)
+    np.testing.assert_array_equal(clone(sk).fit(X, y).predict(X), clone(sk).fit(X, y).predict(X))
+    # scikit-learn's check (on its own X, so the learner reads every column)
+    check_fit_idempotent("PearlRegressor", PearlRegressor({"k": nystrom}, random_state=0))
+    # random_state=None draws a seed, recorded in results_.seed, that repeats the whole fit
+    drawn = clone(model).set_params(random_state=None).fit(X, y)
+    repeat = clone(model).set_params(random_state=drawn.results_.seed).fit(X, y)
+    np.testing.assert_array_equal(drawn.predict(X), repeat.predict(X))
+    # scikit-learn's tag means "not deterministic given a fixed random_state": never so here
+    assert not model.__sklearn_tags__().non_deterministic
+    assert not clone(model).set_params(random_state=None).__sklearn_tags__().non_deterministic
+
+
+def test_a_bad_random_state_is_named_as_random_state():
+    X, y = np.random.default_rng(0).normal(size=(30, 2)), np.arange(30.0)
+    with pytest.raises(OptionError, match=r"random_state=-1; use an int in \[0, 2\*\*63\)"):
+        PearlRegressor(random_state=-1).fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [
+    PearlRegressor({"a": slice(0, 1)}, random_state=0),  # narrow: passes
+    PearlRegressor({"a": slice(0, 23)}),  # 24 coefficients: refused on 24 weighted rows only
+    PearlRegressor({"a": slice(0, 15), "b": slice(15, 30)}),  # a+b refused in both fits
+    PearlRegressor({"a": slice(0, 24), "b": [29]}),  # a refused in the weighted fit only
+    PearlRegressor({"a": slice(0, 15), "b": slice(15, 30)}, candidates=[["a", "b"]]),
+    PearlRegressor({"p": pearl.PCA(2)}, ridge=0.1),  # learner blocks are fitted unweighted
+    PearlRegressor({"p": pearl.PCA(2)}, family="poisson"),
+    PearlClassifier({"p": pearl.PCA(2)}, family="binomial"),
+], ids=["one-column", "23-columns", "15+15", "24+1", "a+b-only", "learner-ridge",
+        "learner-poisson", "learner-binomial"])
+def test_the_sample_weight_check_is_listed_exactly_where_it_fails(estimator):
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    listed = "check_sample_weight_equivalence_on_dense_data" in expected_failed_checks(estimator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the check's toy data warns by design
+        try:
+            check_sample_weight_equivalence_on_dense_data(type(estimator).__name__, estimator)
+        except Exception:  # noqa: BLE001 - a failing check raises what it raises
+            failed = True
+        else:
+            failed = False
+    assert failed == listed
+
+
+@pytest.mark.parametrize("selector", [[], [False, False, False], slice(3, None)],
+                         ids=["empty-list", "false-mask", "empty-slice"])
+def test_a_learner_block_that_selects_no_column_is_refused(selector):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    y = X[:, 0] + np.random.default_rng(1).normal(size=50)
+    with pytest.raises(BlockError, match="block 'k' selects no column of X"):
+        PearlRegressor({"a": [0], "k": (pearl.KernelPCA(1), selector)}, random_state=0).fit(X, y)
+    with pytest.raises(BlockError, match="block 'k' selects no column of X"):
+        PearlRegressor({"a": [0], "k": selector}, random_state=0).fit(X, y)
+
+
+def test_a_block_name_with_a_double_underscore_is_refused():
+    # its learner's parameters would be unreachable: set_params(a__b__gamma=) reads block 'a'
+    X, y = np.random.default_rng(0).normal(size=(30, 3)), np.arange(30.0)
+    with pytest.raises(BlockError, match=r"block name 'a__b' contains '__'.*e\.g\. 'a_b'"):
+        PearlRegressor({"a__b": pearl.PCA(1), "c": [0]}).fit(X, y)
+
+
+def test_a_learner_block_is_replaced_kept_as_columns_or_dropped_by_set_params(diabetes):
+    X, y = diabetes
+    est = PearlRegressor({"a": [0, 1, 2, 3], "k": (pearl.KernelPCA(2, seed=0), slice(4, 10))},
+                         random_state=0, honest=False)
+    # 'passthrough' keeps the block's columns without the learner: as the columns block
+    through = clone(est).set_params(k="passthrough")
+    assert through.blocks == {"a": [0, 1, 2, 3], "k": slice(4, 10)}
+    columns = PearlRegressor({"a": [0, 1, 2, 3], "k": slice(4, 10)}, random_state=0,
+                             honest=False)
+    np.testing.assert_array_equal(through.fit(X, y).predict(X), columns.fit(X, y).predict(X))
+    # 'drop' removes the block: as the estimator without it
+    dropped = clone(est).set_params(k="drop")
+    assert dropped.blocks == {"a": [0, 1, 2, 3]}
+    alone = PearlRegressor({"a": [0, 1, 2, 3]}, random_state=0, honest=False)
+    np.testing.assert_array_equal(dropped.fit(X, y).predict(X), alone.fit(X, y).predict(X))
+    # a bare learner reads every column; 'passthrough' keeps every column
+    bare = PearlRegressor({"k": pearl.PCA(2)}).set_params(k="passthrough")
+    assert bare.blocks == {"k": slice(None)}
+    # the same values in a search
+    search = GridSearchCV(est, {"k": [pearl.PCA(1), "passthrough", "drop"]}, cv=3).fit(X, y)
+    assert len(search.cv_results_["mean_test_score"]) == 3
+    for value in (None, 3, "pasthrough"):
+        with pytest.raises(OptionError, match=r"block 'k' takes a learner.*'passthrough'.*"
+                                              r"'drop'"):
+            clone(est).set_params(k=value)
+
+
+def test_a_text_column_of_x_is_named_with_what_to_do_instead(diabetes):
+    X, y = diabetes
+    frame = pd.DataFrame(X[:, :3], columns=["age", "sex", "bmi"]).assign(note="x")
+    # numpy's "could not convert string to float" said neither the column nor what to do
+    with pytest.raises(DataError, match=r"column\(s\) \['note'\] are not.*could not convert"
+                                        r".*Representations"):
+        PearlRegressor({"a": ["age", "bmi"]}).fit(frame, y)
+    docs = np.array([["good film"], ["bad film"], ["good plot"], ["a bad plot"]] * 10)
+    with pytest.raises(DataError, match=r"column\(s\) \[0\] are not.*LSI"):
+        PearlRegressor({"t": pearl.LSI(2, seed=0)}).fit(docs, np.arange(40.0))
+    fitted = PearlRegressor({"a": [0, 1]}, random_state=0, honest=False).fit(X[:, :2], y)
+    with pytest.raises(DataError, match=r"column\(s\) \[1\] are not"):
+        fitted.predict(np.array([[0.1, "high"]], dtype=object))

@@ -29,13 +29,18 @@ def float_2d(value: Any, error: type[Exception], not_numbers: str, not_2d: str) 
     ``not_2d`` (plus the number of dimensions) as the message.
     """
     if isinstance(value, pd.DataFrame):
-        value = value.to_numpy()
-    if np.iscomplexobj(value):
+        value = _frame_values(value)
+    try:
+        # numpy's own errors (a ragged list) are said in the learner's words
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise error(f"{not_numbers} ({err})") from None
+    if np.iscomplexobj(array):
         # numpy would cast with only a ComplexWarning, silently dropping the imaginary parts
         raise error(f"{not_numbers} (complex values; pass the real and imaginary parts "
                     "as separate columns)")
     try:
-        array = np.asarray(value, dtype=np.float64)
+        array = np.asarray(array, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise error(f"{not_numbers} ({err})") from None
     if array.ndim == 1:
@@ -43,6 +48,17 @@ def float_2d(value: Any, error: type[Exception], not_numbers: str, not_2d: str) 
     if array.ndim != 2:
         raise error(f"{not_2d}; got {array.ndim} dimensions")
     return array
+
+
+def _frame_values(frame: pd.DataFrame) -> np.ndarray:
+    """A DataFrame's values; pd.NA of the nullable numeric dtypes (Float64, Int64) as NaN.
+
+    ``to_numpy()`` gives such columns as objects holding pd.NA, which float() refuses:
+    the missing value would be reported as a non-number instead of as missing.
+    """
+    real = all(pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
+               for dtype in frame.dtypes)
+    return frame.to_numpy(dtype=np.float64, na_value=np.nan) if real else frame.to_numpy()
 
 
 def as_float_matrix(X: Any, who: str) -> np.ndarray:
@@ -55,6 +71,9 @@ def as_float_matrix(X: Any, who: str) -> np.ndarray:
     )
     if values.shape[0] == 0:
         raise DataError(f"{who} got no rows")
+    if values.shape[1] == 0:
+        raise DataError(f"{who} got no columns (shape {values.shape}); it needs at least one "
+                        "input column")
     bad = ~np.isfinite(values).all(axis=1)
     if bad.any():
         raise MissingValueError(

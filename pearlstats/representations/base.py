@@ -415,17 +415,8 @@ class Representations:
         return blocks
 
     def _seed_learner(self, name: str, learner) -> None:
-        if self.seed is None:
-            return
-        derived = np.random.SeedSequence(self.seed, spawn_key=(zlib.crc32(name.encode()),))
-        value = int(derived.generate_state(1)[0])
-        if hasattr(learner, "seed") and learner.seed is None:
-            learner.seed = value
-        elif hasattr(learner, "random_state") and learner.random_state is None:
-            if hasattr(learner, "set_params"):
-                learner.set_params(random_state=value)
-            else:
-                learner.random_state = value
+        if self.seed is not None:
+            seed_learner(self.seed, name, learner)
 
     # ---------------------------------------------------------------- transform
     def transform(self, rows: Any, names: Sequence[str] | None = None) -> dict:
@@ -545,3 +536,22 @@ def _as_block(name: str, value, n_rows: int, width: int | None):
     if len(bad_rows):
         raise BlockError(f"{who} returned NaN or infinite values in {format_positions(bad_rows)}")
     return block
+
+
+def seed_learner(seed: int, name: str, learner: Any) -> None:
+    """Give *learner* a seed derived from *seed* and its block *name*, if it has none.
+
+    A learner whose ``seed`` (pearlstats') or ``random_state`` (scikit-learn's) is
+    None would draw its own at each fit; the derived seed makes the fit repeat for
+    the same *seed*, and differ between blocks (the name is part of the derivation).
+    A seed the user gave the learner is kept.
+    """
+    derived = np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),))
+    value = int(derived.generate_state(1)[0])
+    if hasattr(learner, "seed") and learner.seed is None:
+        learner.seed = value
+    elif hasattr(learner, "random_state") and learner.random_state is None:
+        if hasattr(learner, "set_params"):
+            learner.set_params(random_state=value)
+        else:
+            learner.random_state = value

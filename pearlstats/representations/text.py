@@ -109,7 +109,8 @@ class TextLearner(LearnerParams):
             ": pass the column itself (df['text']), or set columns= to the column's name"
         )
 
-    def _tokens(self, documents) -> list[list[str]]:
+    def _documents(self, documents) -> list[str]:
+        """The documents as a list of str, or an error naming this learner."""
         name = type(self).__name__
         if hasattr(documents, "columns") and hasattr(documents, "iloc"):  # a DataFrame
             documents = self._document_column(documents)
@@ -120,7 +121,6 @@ class TextLearner(LearnerParams):
         documents = list(documents)
         if not documents:
             raise DataError(f"{name} got no documents")
-        tokenize = self.tokenizer or default_tokenizer
         missing = [position for position, text in enumerate(documents) if is_missing(text)]
         if missing:
             raise MissingValueError(
@@ -128,12 +128,17 @@ class TextLearner(LearnerParams):
                 f"{format_positions(missing)}; "
                 "drop those rows or replace them with '' (an empty document)"
             )
-        token_lists = []
         for position, text in enumerate(documents):
             if not isinstance(text, str):
                 raise DataError(
                     f"{name} reads strings, but document {position} is a {type(text).__name__}"
                 )
+        return documents
+
+    def _tokens(self, documents) -> list[list[str]]:
+        tokenize = self.tokenizer or default_tokenizer
+        token_lists = []
+        for position, text in enumerate(self._documents(documents)):
             tokens = tokenize(text)
             # Take a generator's tokens now: checking them would otherwise use them up and
             # leave an empty document. A str or None (no return statement) is not tokens.
@@ -483,6 +488,9 @@ class LSI(TextLearner):
         """
         from scipy.sparse.linalg import svds
 
+        # checked here, so that a wrong input is named LSI, not the TfIdf inside it (and
+        # LSI's columns= picks the DataFrame column)
+        documents = self._documents(documents)
         tfidf = TfIdf(tokenizer=self.tokenizer, **self.vocabulary).fit(documents)
         X = tfidf.transform(documents)
         k = self.n_components
@@ -539,6 +547,7 @@ class LSI(TextLearner):
         (1, 2)
         """
         check_fitted(self, "components_")
+        documents = self._documents(documents)  # named LSI, as in fit
         return np.asarray(self.tfidf_.transform(documents) @ self.components_)
 
     def fit_transform(self, documents: Any, y: Any = None) -> np.ndarray:

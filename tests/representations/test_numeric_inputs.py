@@ -104,3 +104,62 @@ def test_autoencoder_reads_reordered_dataframe_columns_by_name(frame):
         learner.transform(frame.rename(columns={"b": "B"}))
     with pytest.raises(DataError, match="complex values"):
         learner.transform(frame.to_numpy() + 1j)
+
+
+ZERO_WIDTH = {**LEARNERS, "Raw-plain": lambda: Raw(), "KernelPCA-default": lambda: KernelPCA(1)}
+
+
+@pytest.mark.parametrize("make", ZERO_WIDTH.values(), ids=ZERO_WIDTH.keys())
+def test_no_input_columns_are_refused_by_name(make):
+    # KernelPCA divided by the width (ZeroDivisionError), Raw made a zero-width block
+    name = type(make()).__name__
+    with pytest.raises(DataError, match=rf"{name} got no columns \(shape \(12, 0\)\)"):
+        make().fit(np.zeros((12, 0)))
+
+
+@pytest.mark.parametrize("make", LEARNERS.values(), ids=LEARNERS.keys())
+def test_a_ragged_list_is_refused_in_the_learners_words(make):
+    # np.iscomplexobj ran before the conversion and raised numpy's own ValueError
+    name = type(make()).__name__
+    with pytest.raises(DataError, match=f"{name} needs numeric input.*inhomogeneous"):
+        make().fit([[1.0, 2.0], [3.0, 4.0, 5.0]])
+
+
+@pytest.mark.parametrize("make", LEARNERS.values(), ids=LEARNERS.keys())
+def test_pd_na_of_a_nullable_float_frame_is_missing_as_nan_is(frame, make):
+    from pearlstats.exceptions import MissingValueError
+
+    nullable = frame.astype("Float64")
+    nullable.iloc[4, 1] = pd.NA  # was "could not convert ... not 'NAType'"
+    with pytest.raises(MissingValueError, match="NaN or infinite values in row 4"):
+        make().fit(nullable)
+    # complete nullable columns are read as their float64 values; the copy's memory order
+    # may differ from the frame's own array, so BLAS may sum in another order: rounding only
+    np.testing.assert_allclose(make().fit(frame.astype("Float64")).transform(frame),
+                               make().fit(frame).transform(frame), rtol=1e-12, atol=1e-12)
+
+
+def test_not_fitted_is_a_value_and_attribute_error_as_in_scikit_learn():
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+    from sklearn.utils.estimator_checks import check_transformers_unfitted
+
+    from pearlstats.exceptions import NotFittedError
+    from pearlstats.representations import BagOfWords
+
+    # scikit-learn's NotFittedError is both; RuntimeError kept for code that caught it so
+    assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+    assert issubclass(NotFittedError, RuntimeError)
+    assert set(SklearnNotFittedError.__bases__) <= set(NotFittedError.__mro__)
+    for make in LEARNERS.values():
+        check_transformers_unfitted(type(make()).__name__, make())
+    # a fitted attribute that is a property is absent before fit, as scikit-learn's are
+    assert not hasattr(BagOfWords(), "vocabulary_")
+    assert sorted(BagOfWords().fit(["good film", "bad film"]).vocabulary_) == [
+        "bad", "film", "good"]
+    # pearl.fit still says an unfitted Representations without columns= needs fitting
+    # (it reads its input_columns, a property: a getattr default would swallow the error)
+    rows = pd.DataFrame(np.random.default_rng(0).normal(size=(30, 3)), columns=["a", "b", "y"])
+    import pearlstats as pearl
+
+    with pytest.raises(NotFittedError, match="known only after fit"):
+        pearl.fit("y ~ block(p)", rows, blocks=Representations({"p": PCA(1)}), seed=0)

@@ -183,3 +183,18 @@ def test_lsi_of_documents_sharing_every_word_is_a_block_error_not_arpack():
     np.testing.assert_array_equal(TfIdf().fit(documents).transform(documents).toarray(), 0.0)
     with pytest.raises(BlockError, match="TF-IDF matrix of zeros"):
         LSI(1, seed=0).fit(documents)
+
+
+def test_lsi_names_itself_for_a_wrong_input_not_the_tfidf_inside_it():
+    from pearlstats.representations import LSI
+
+    docs = ["good film", "bad film", "good plot", "a bad plot"]
+    lsi = LSI(2, seed=0).fit(docs)
+    with pytest.raises(DataError, match=r"^LSI needs a list of documents, got a single string"):
+        lsi.transform("good movie")
+    with pytest.raises(DataError, match=r"^LSI got no documents"):
+        LSI(2, seed=0).fit([])
+    # LSI's own columns= picks the DataFrame column (the TfIdf inside it has none)
+    frame = pd.DataFrame({"id": range(4), "text": docs})
+    np.testing.assert_array_equal(LSI(2, seed=0, columns="text").fit(frame).transform(frame),
+                                  lsi.transform(docs))
