@@ -17,6 +17,7 @@ import pandas as pd
 __all__ = [
     "Label",
     "Number",
+    "PValue",
     "block_letters",
     "cell_html",
     "cell_latex",
@@ -27,6 +28,7 @@ __all__ = [
     "html_escape",
     "latex_escape",
     "number_cell",
+    "p_value_cell",
 ]
 
 _LATEX_SPECIALS = {
@@ -226,6 +228,27 @@ def number_cell(value: float | None, digits: int = 4) -> str:
     if text == "--" or isinstance(value, (int, np.integer)):
         return text
     return Number(text, float(value))
+
+
+class PValue(Number):
+    """A p-value cell: LaTeX shows one below 1e-4 as ``<0.0001`` (the text summary prints it
+    as it is), so that a p-value of 1e-209 does not widen its column past the line.
+
+    Examples
+    --------
+    >>> cell = p_value_cell(1.068e-29)
+    >>> cell, type(cell).__name__
+    ('1.068e-29', 'PValue')
+    """
+
+    def __reduce__(self):
+        return PValue, (str(self), self.value)
+
+
+def p_value_cell(value: float | None) -> str:
+    """:func:`number_cell` of a p-value, as a :class:`PValue` (NaN stays the text ``--``)."""
+    text = format_number(value)
+    return text if text == "--" else PValue(text, float(value))
 
 
 def format_ridge(value: float) -> str:

@@ -33,6 +33,7 @@ from .formatting import (
     html_escape,
     latex_escape,
     number_cell,
+    p_value_cell,
 )
 
 if TYPE_CHECKING:
@@ -338,7 +339,7 @@ def _tests(res: PearlResults, shown: list) -> tuple[dict, str, str]:
         t, p = res.tvalues, res.pvalues
     except OptionError:  # no joint covariance for this fit (e.g. a wide design)
         return {name: ["", ""] for name in shown}, statistic, ""
-    cells = {name: [number_cell(t[name]), number_cell(p[name])] for name in shown}
+    cells = {name: [number_cell(t[name]), p_value_cell(p[name])] for name in shown}
     dispersion = cov_spec_of(res).describe_scale()
     cov_type = f"{res.cov_type}, dispersion {dispersion}" if dispersion else res.cov_type
     note = TEST_NOTE.format(statistic=statistic, cov_type=cov_type)

@@ -136,8 +136,10 @@ class PearlSummary(Summary):
         candidates (the others with non-zero weight in one row with their
         count and total weight), the strategies and the notes. Every other
         section is a float of its own, with its section title as caption.
-        Numbers sit in ``D`` columns aligned on the point, one format per
-        column; labels wrap, nothing is scaled. The preamble needs
+        Numbers sit in ``D`` columns aligned on the point, each with the
+        digits the text summary prints (a column of large or small numbers
+        may be shown times a power of ten stated in its header, when none
+        loses digits so); labels wrap, nothing is scaled. The preamble needs
         :data:`LATEX_PREAMBLE`::
 
             \usepackage{booktabs}
