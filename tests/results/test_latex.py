@@ -235,6 +235,30 @@ def test_the_coefficients_panel_reads_back_to_the_fit(tmp_path):
     assert not problems, problems
 
 
+def test_quotes_of_code_are_upright_and_the_tilde_sits_on_the_line(tmp_path):
+    # block('pca_é') read block(’pca_é’) in the formula (char 39 of cmtt is a closing quote)
+    # and "y ~ x" a raised accent tilde; the notes' apostrophes stay typeset (MuMIn’s)
+    rng = np.random.default_rng(11)
+    blocks = {"pca_é": rng.normal(size=(120, 2)), "w2v": rng.normal(size=(120, 2))}
+    data = pd.DataFrame({"x": rng.normal(size=120)})
+    data["y"] = data["x"] + blocks["pca_é"][:, 0] + rng.normal(size=120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit("y ~ x + block('pca_é') + block('w2v')", data, blocks=blocks, seed=0,
+                        honest=False)
+    latex = res.summary().as_latex()
+    assert r"block(\textquotesingle{}w2v\textquotesingle{})" in latex
+    _, problems = _set(tmp_path, latex, "quotes")
+    assert not problems, problems
+    if shutil.which("pdftotext") is None:
+        return
+    text = subprocess.run(["pdftotext", "quotes.pdf", "-"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    assert "block('pca" in text and "block('w2v')" in text and "’" not in text.split("Blocks")[0]
+    assert "y \u223c x" in text  # the tilde as a relation (U+223C), not an accent
+    assert "MuMIn’s" in text
+
+
 def test_a_tiny_value_shows_its_digits_as_in_the_text(fits_31):
     latex = fits_31["gaussian"].summary().as_latex("all")
     # the KKT gap (about 1e-14) beside weights: as the text prints it, a power of ten (it

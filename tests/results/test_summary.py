@@ -288,7 +288,7 @@ def test_latex_is_balanced_and_escapes_labels(paper_data):
                      if not line.startswith(r"\expandafter\ifx"))
     assert "~" not in latex and "<" not in body
     assert r"$1/\sum_j w_j^2$" in latex and r"$\hat\tau$" in latex
-    assert r"kpca\_rbf" in latex and r"y \textasciitilde{} I(x1 \textless{} 0)" in latex
+    assert r"kpca\_rbf" in latex and r"y \ensuremath{\sim} I(x1 \textless{} 0)" in latex
     assert r"\emph{Strategies" in latex and res.summary().as_latex().count(r"\begin{table}") == 1
 
 
