@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import re
 import shutil
+import string
 import subprocess
 import unicodedata
 import warnings
@@ -794,3 +795,28 @@ def test_the_main_table_names_both_lettered_candidates(tmp_path):
                     seed=0, honest=False)
     assert (res.weights > 0).sum() == 2
     assert _names_on_the_page(res, tmp_path, "long") == ["A", "B"]
+
+
+@pytest.mark.parametrize("label", ["tab:pearl_50%", "tab:a b", "tab#1", "fig:{x}", "tab:é", ""])
+def test_a_label_latex_cannot_hold_is_refused_naming_its_characters(label):
+    # label="tab:pearl_50%" went into \label{} as it was: the % commented the rest of the
+    # line out and pdflatex stopped ("File ended while scanning use of \label")
+    summary = pearl.datasets.example_fit().summary()
+    with pytest.raises(pearl.OptionError, match="label=") as raised:
+        summary.as_latex(label=label)
+    for character in set(label) - set(string.ascii_letters + string.digits + ":_-.+/"):
+        assert repr(character) in str(raised.value)
+
+
+def test_a_label_and_a_caption_of_latex_set(tmp_path):
+    from pearlstats.results.formatting import Label
+
+    summary = pearl.datasets.example_fit().summary()
+    latex = summary.as_latex("all", label="tab:pearl_50-pct.v2",
+                             caption=Label("R^2 & 50%", latex=r"$R^2$ \& 50\%"))
+    assert r"\label{tab:pearl_50-pct.v2}" in latex and r"\caption{$R^2$ \& 50\%}" in latex
+    assert r"\label{tab:pearl_50-pct.v2:diagnostics}" in latex
+    plain = summary.as_latex(caption="$R^2$ & 50%")  # text: escaped, printed as typed
+    assert r"\caption{\$R\textasciicircum{}2\$ \& 50\%}" in plain
+    _, problems = _set(tmp_path, latex + "\n\n" + plain, "labels")
+    assert not problems, problems
