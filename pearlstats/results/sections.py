@@ -496,15 +496,35 @@ def _tested_rows_note(res: PearlResults) -> list[str]:
                if spec.time_ordered and res.stages.honest else "")]
 
 
+def zero_weight_note(zero: int, total: int, failed: int = 0) -> str:
+    """The note on the candidates of zero weight, in words ("0 of 31 candidates have zero
+    weight" read as a count of nothing; "0 of 1 candidates" as a plural of one).
+
+    Examples
+    --------
+    >>> zero_weight_note(0, 31), zero_weight_note(0, 1)
+    ('No candidate has zero weight.', 'No candidate has zero weight.')
+    >>> zero_weight_note(1, 3), zero_weight_note(5, 31, failed=2)
+    ('1 of 3 candidates has zero weight.', '5 of 31 candidates have zero weight (2 of them \
+failed in cross-validation).')
+    >>> zero_weight_note(1, 3, failed=1)
+    '1 of 3 candidates has zero weight (it failed in cross-validation).'
+    """
+    if not zero:
+        return "No candidate has zero weight."
+    which = "candidate" if total == 1 else "candidates"
+    note = f"{zero} of {total} {which} {'has' if zero == 1 else 'have'} zero weight"
+    if not failed:
+        return note + "."
+    return note + (" (it failed in cross-validation)." if zero == 1 == failed
+                   else f" ({failed} of them failed in cross-validation).")
+
+
 def summary_notes(res: PearlResults) -> list[str]:
     """Every note under the tables, in words (the coefficients' own note comes with them)."""
     weights = res.weights
     failed = int(res.failed.sum())
-    notes = [
-        f"{int((weights == 0).sum())} of {len(weights)} candidates "
-        + ("has" if int((weights == 0).sum()) == 1 else "have") + " zero weight"
-        + (f" ({failed} of them failed in cross-validation)." if failed else ".")
-    ]
+    notes = [zero_weight_note(int((weights == 0).sum()), len(weights), failed)]
     notes += _ledger_notes(res)
     notes += _tested_rows_note(res)
     response = res.stages.response  # (dask fits refuse observation weights)
