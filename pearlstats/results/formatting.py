@@ -17,6 +17,7 @@ import pandas as pd
 __all__ = [
     "Label",
     "Number",
+    "PValue",
     "block_letters",
     "cell_html",
     "cell_latex",
@@ -27,6 +28,7 @@ __all__ = [
     "html_escape",
     "latex_escape",
     "number_cell",
+    "p_value_cell",
 ]
 
 _LATEX_SPECIALS = {
@@ -38,7 +40,9 @@ _LATEX_SPECIALS = {
     "_": r"\_",
     "{": r"\{",
     "}": r"\}",
-    "~": r"\textasciitilde{}",
+    # OT1's \textasciitilde is an accent over nothing, raised, as is cmtt's ASCII tilde
+    # (char 126): a formula's "y ~ x" read "y ˜ x"; \sim sits on the middle of the line
+    "~": r"\ensuremath{\sim}",
     "^": r"\textasciicircum{}",
     "<": r"\textless{}",
     ">": r"\textgreater{}",
@@ -47,6 +51,11 @@ _LATEX_SPECIALS = {
     # Q("sex") read Q(”sex”)) and \textquotedbl needs T1; typewriter's char 34 is straight
     '"': r"\texttt{\char34}",
 }
+# char 39 of cmr and cmtt is a closing quote (block('pca') read block(’pca’)): a quote of
+# code, after "(", "[", "," or "=" (a space between) or before ")", "]" or ",", is
+# textcomp's upright quote (TS1, in every encoding and engine); an apostrophe of prose
+# ("MuMIn's", "candidates' joint") stays the typeset one
+_CODE_QUOTE = r"(?<=[(\[,=])'|(?<=[,=] )'|'(?=[)\],])"
 
 
 def _greek_math() -> dict[str, str]:
@@ -76,7 +85,8 @@ def _greek_math() -> dict[str, str]:
 _LATEX_SPECIALS |= _greek_math()
 # a "+" with a character after it (not a space, not a tag), outside any tag
 _JOINING_PLUS = re.compile(r"\+(?=[^\s<])(?![^<]*>)")
-_LATEX_PATTERN = re.compile("|".join(re.escape(char) for char in _LATEX_SPECIALS))
+_LATEX_PATTERN = re.compile("|".join([re.escape(char) for char in _LATEX_SPECIALS]
+                                     + [_CODE_QUOTE]))
 
 
 def format_number(value: float | None, digits: int = 4) -> str:
@@ -132,12 +142,13 @@ def latex_escape(text: object) -> str:
 
     Examples
     --------
-    >>> print(latex_escape("y ~ block(kpca_rbf) & 50%"))
-    y \textasciitilde{} block(kpca\_rbf) \& 50\%
+    >>> print(latex_escape("y ~ block('kpca_rbf') & 50% (MuMIn's)"))
+    y \ensuremath{\sim} block(\textquotesingle{}kpca\_rbf\textquotesingle{}) \& 50\% (MuMIn's)
     >>> print(latex_escape("rbf_λ"))
     rbf\_\ensuremath{\lambda}
     """
-    return _LATEX_PATTERN.sub(lambda match: _LATEX_SPECIALS[match.group(0)], str(text))
+    return _LATEX_PATTERN.sub(lambda match: _LATEX_SPECIALS.get(match.group(0),
+                                                                r"\textquotesingle{}"), str(text))
 
 
 def html_escape(text: object) -> str:
@@ -226,6 +237,27 @@ def number_cell(value: float | None, digits: int = 4) -> str:
     if text == "--" or isinstance(value, (int, np.integer)):
         return text
     return Number(text, float(value))
+
+
+class PValue(Number):
+    """A p-value cell: LaTeX shows one below 1e-4 as ``<0.0001`` (the text summary prints it
+    as it is), so that a p-value of 1e-209 does not widen its column past the line.
+
+    Examples
+    --------
+    >>> cell = p_value_cell(1.068e-29)
+    >>> cell, type(cell).__name__
+    ('1.068e-29', 'PValue')
+    """
+
+    def __reduce__(self):
+        return PValue, (str(self), self.value)
+
+
+def p_value_cell(value: float | None) -> str:
+    """:func:`number_cell` of a p-value, as a :class:`PValue` (NaN stays the text ``--``)."""
+    text = format_number(value)
+    return text if text == "--" else PValue(text, float(value))
 
 
 def format_ridge(value: float) -> str:

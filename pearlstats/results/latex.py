@@ -5,10 +5,14 @@ and the notes) fits one page of a default ``article``; the other sections are
 floats of their own. Panels are ``tabular*`` environments as wide as the line:
 text columns wrap in ``p{}`` columns whose widths are the line less the
 estimated widths of the number columns, so nothing is scaled, shrunk below
-``\small`` or cut. Numbers sit in dcolumn ``D`` columns aligned on the point,
-every number of a column formatted one way: four decimals (a non-zero value
-below 0.00005 as ``<0.0001``), or, when the column's largest magnitude is below
-1e-4 or at least 1e4, four decimals of a power of ten stated in the header.
+``\small`` or cut. Numbers sit in dcolumn ``D`` columns aligned on the point:
+four decimals; a column whose largest magnitude is below 1e-4 or at least 1e4
+in four decimals of a power of ten stated in the header, when every number of
+it keeps four significant digits so; else each number below 1e-4 (or from 1e6)
+as four significant digits times a power of ten, as the text summary prints it,
+a p-value below 1e-4 as ``<0.0001`` (:func:`column_numbers`). A stub name that
+never breaks ("Intercept") goes on a line of its own above its row's numbers
+where such columns leave it no room.
 Lines break between block names (after ``+`` or a comma), never at a name's
 underscores; a name wider than its column (a long covariate beside eight number
 columns) breaks inside it instead of running past the margin, at its underscores,
@@ -23,7 +27,8 @@ with characters pdflatex's fonts lack (CJK, emoji) need XeLaTeX or LuaLaTeX
 (:func:`~pearlstats.results.formatting.latex_escape`).
 nbconvert's LaTeX template loads booktabs and array but not dcolumn: each float
 defines ``D`` as a right-aligned math column when dcolumn is absent (the
-numbers of a column have the same decimals, so they still align on the point),
+numbers of a column have the same decimals, so they still align on the point,
+those times a power of ten aside),
 which lets ``jupyter nbconvert --to pdf`` set a notebook's summaries.
 """
 
@@ -34,7 +39,15 @@ import re
 from collections.abc import Sequence
 
 from ..exceptions import OptionError
-from .formatting import Label, Number, block_letters, cell_latex, latex_escape
+from .formatting import (
+    Label,
+    Number,
+    PValue,
+    block_letters,
+    cell_latex,
+    format_number,
+    latex_escape,
+)
 from .latex_names import (
     WRAP_EM,
     breakable,
@@ -58,6 +71,10 @@ MAX_LINES = 36
 # a name broken inside over more lines than this in its column (5 to 7 letters a line beside
 # eight number columns) goes on a line of its own over its row's numbers (:func:`_own_lines`)
 _NAME_LINES = 2
+# a name that never breaks may be estimated this much wider than its column before it goes on
+# a line of its own (:func:`_own_line`): "Intercept" (estimated 4.5 em, set 3.95) stands in
+# the 3.7 em the line leaves beside seven number columns of four decimals
+_OVER_EM = 1.0
 _LABEL_EM = 20.0  # the main table's candidate labels wrap at about this width
 # lines of \small text (11pt apart) a page of a default article gives the main table: its
 # \textheight, 550pt on letter paper (the shorter of letter and A4), holds 50, less one for the
@@ -103,49 +120,102 @@ def _value(cell) -> float | None:
     return None
 
 
-def _fixed(value: float) -> str:
-    text = f"{value:.{_DECIMALS}f}"
-    if value != 0 and float(text) == 0:  # never a bare 0.0000 for a value that is not zero
-        return "{<}0.0001" if value > 0 else "{>}{-}0.0001"
-    return text
+def _cell_number(value: float, large: bool) -> str:
+    """A value of a column that is not scaled, in math mode: four decimals, or four
+    significant digits times a power of ten below 1e-4 (never ``0.0000`` for a value that
+    is not zero), from 1e6, and with *large* from 1e4 (as the text summary prints it)."""
+    if 1e4 <= abs(value) < 1e6 and not large:
+        return f"{value:.{_DECIMALS}f}"
+    return latex_number(format_number(value, _DECIMALS))
 
 
-def column_numbers(cells: list) -> tuple[list[str | None], int]:
-    """Every number of a column formatted one way, and the power of ten it is shown in.
-
-    Integers (counts, ranks) stay integers. Other numbers get four decimals,
-    after division by ``10**power`` when the column's largest magnitude is
-    below 1e-4 or at least 1e4 (``power`` is 0 otherwise). Cells that are not
-    numbers are None.
-
-    Examples
-    --------
-    >>> column_numbers([Number("0.1235", 0.12345), Number("2.5e-14", 2.5e-14), "--"])
-    (['0.1235', '{<}0.0001', None], 0)
-    >>> column_numbers([Number("3.2e-08", 3.2e-8), Number("1.1e-09", 1.1e-9)])
-    (['3.2000', '0.1100'], -8)
-    """
-    values = [_value(cell) for cell in cells]
-    numbers = [v for v in values if v is not None and math.isfinite(v)]
-    largest = max((abs(v) for v in numbers), default=0.0)
-    power = 0
-    if largest and not 1e-4 <= largest < 1e4:
-        power = math.floor(math.log10(largest))
+def _each_number(cells: list, values: list[float | None], power: int,
+                 large: bool = False) -> list[str | None]:
+    """The texts of :func:`column_numbers`, the column divided by ``10**power``; with *large*,
+    values from 1e4 times a power of ten (:func:`_cell_number`)."""
     texts = []
     for cell, value in zip(cells, values):
         if value is None or not math.isfinite(value):
             texts.append(None)
         elif not isinstance(cell, Number) and float(value).is_integer() and "." not in str(cell):
             texts.append(str(int(value)))
+        elif power:
+            texts.append(f"{value / 10.0**power:.{_DECIMALS}f}")
+        elif isinstance(cell, PValue) and 0 < value < 1e-4:
+            texts.append("{<}0.0001")  # 1.890e-209 took a column 2 em wider
         else:
-            texts.append(_fixed(value / 10.0**power))
+            texts.append(_cell_number(value, large))
+    return texts
+
+
+def _scalable(numbers: list[float], power: int) -> bool:
+    """Whether every non-zero number divided by ``10**power`` keeps four significant digits
+    in four decimals (at least 0.1): a column of 29990 and 2.7432 scaled by 1e4 showed the
+    latter as 0.0003."""
+    return all(abs(v) / 10.0**power >= 0.1 for v in numbers if v)
+
+
+def column_numbers(cells: list) -> tuple[list[str | None], int]:
+    r"""The numbers of a column as LaTeX, and the power of ten the column is shown in.
+
+    Integers (counts, ranks) stay integers. When the column's largest magnitude
+    is below 1e-4 or at least 1e4 and every non-zero number is at least a tenth
+    of it, the numbers get four decimals after division by ``10**power``
+    (stated in the header). Otherwise (``power`` 0) each number gets four
+    decimals, or, below 1e-4 and from 1e6 (from 1e4 where that makes the
+    column narrower), four significant digits times a power of ten
+    (:func:`_cell_number`), so that a column spanning magnitudes (an intercept
+    of 29990 above a slope of 2.7432) shows every number with its digits; a
+    p-value (:class:`~pearlstats.results.formatting.PValue`) below 1e-4 is
+    ``<0.0001``. Cells that are not numbers are None.
+
+    Examples
+    --------
+    >>> column_numbers([Number("0.1235", 0.12345), Number("2.5e-14", 2.5e-14), "--"])
+    (['0.1235', '2.500\\times10^{-14}', None], 0)
+    >>> column_numbers([Number("3.2e-08", 3.2e-8), Number("1.1e-09", 1.1e-9)])
+    (['3.2000', '0.1100'], -8)
+    >>> column_numbers([Number("2.999e+04", 29990.06), Number("2.7432", 2.7432)])
+    (['29990.0600', '2.7432'], 0)
+    """
+    values = [_value(cell) for cell in cells]
+    numbers = [v for v in values if v is not None and math.isfinite(v)]
+    largest = max((abs(v) for v in numbers), default=0.0)
+    power = 0
+    if largest and not 1e-4 <= largest < 1e4 and not any(isinstance(c, PValue) for c in cells):
+        power = math.floor(math.log10(largest))
+        if not _scalable(numbers, power):
+            power = 0
+    texts = _each_number(cells, values, power)
+    if not power and any(1e4 <= abs(v) < 1e6 for v in numbers):
+        # an intercept of 29990.0645 fixed takes five digits' width left of the point, fewer
+        # than a power of ten takes right of it; beside values below 1e-4 (a power of ten
+        # already to the right) it too is set as a power of ten, whichever is narrower
+        powers = _each_number(cells, values, power, large=True)
+        if reserved_em(powers) < reserved_em(texts):
+            texts = powers
     return texts, power
+
+
+# a power of ten after a number's decimals, in digits' widths (0.5 em at \small): the \times
+# and its spaces 2.44, "10" 2, each character of the exponent 0.7 (script size), a minus 1.1
+_TIMES = re.compile(r"\\times10\^\{(-?)(\d+)\}$")
+
+
+def _right_digits(text: str) -> int:
+    """Digits' widths a number's text takes right of its point (its power of ten included)."""
+    right = text.split(".")[1]
+    times = _TIMES.search(right)
+    if not times:
+        return len(right)
+    sign, exponent = times.groups()
+    return times.start() + math.ceil(4.44 + 0.7 * len(exponent) + 1.1 * bool(sign))
 
 
 def _digits(texts: list[str | None]) -> tuple[int, int]:
     """Characters a ``D`` column reserves left and right of the point (its ``{left.right}``)."""
     left = max([len(t.split(".")[0]) for t in texts if t] + [1])
-    right = _DECIMALS if any("." in t for t in texts if t) else 0
+    right = max([_right_digits(t) for t in texts if t and "." in t] + [0])
     return left, right
 
 
@@ -155,7 +225,7 @@ def reserved_em(texts: list[str | None]) -> float:
 
     Examples
     --------
-    >>> reserved_em(["152.1335", "{<}0.0001", None]), reserved_em(["3", "12"])
+    >>> reserved_em(["-152.1335", "0.0001", None]), reserved_em(["3", "12"])
     (4.28, 1.0)
     """
     left, right = _digits(texts)
@@ -331,18 +401,24 @@ def _names(cell: object) -> list[str]:
 
 
 def _own_line(cell: object, width: float, narrowed: bool = False) -> bool:
-    """Whether a stub cell in a column *width* em wide goes on a line of its own: more than
-    ``_NAME_LINES`` lines in all, and a name broken inside it (:func:`breakable`) or, once
-    such names have left the column (*narrowed*), any text ("15 more rows (in the text
-    summary)" took 7 lines of the column they left).
+    """Whether a stub cell in a column *width* em wide goes on a line of its own: a name that
+    never breaks (:func:`is_seamless`) wider than the column (beside number columns spanning
+    magnitudes, "Intercept" had 2 em), or more than ``_NAME_LINES`` lines in all, and a name
+    broken inside it (:func:`breakable`) or, once such names have left the column
+    (*narrowed*), any text ("15 more rows (in the text summary)" took 7 lines of the column
+    they left).
 
     Examples
     --------
     >>> _own_line("ageatbaselineinyearsrecorded", 3.3), _own_line("bodymassindex", 3.3)
     (True, False)
-    >>> _own_line("Intercept", 3.3), _own_line("pca+kpca_rbf+kpca_poly+kpca_sigmoid", 6.0)
+    >>> _own_line("Intercept", 3.7), _own_line("pca+kpca_rbf+kpca_poly+kpca_sigmoid", 6.0)
     (False, False)
+    >>> _own_line("Intercept", 2.0)
+    True
     """
+    if any(is_seamless(name) and name_em(name) > width + _OVER_EM for name in _names(cell)):
+        return True  # a name that never breaks would run into the numbers
     return (wrapped_lines(_shown(cell), width) > _NAME_LINES
             and (narrowed or any(breaks_inside(name, width) and not is_short(name)
                                  for name in _names(cell))))

@@ -33,6 +33,7 @@ from .formatting import (
     html_escape,
     latex_escape,
     number_cell,
+    p_value_cell,
 )
 
 if TYPE_CHECKING:
@@ -340,7 +341,7 @@ def _tests(res: PearlResults, shown: list) -> tuple[dict, str, str]:
         t, p = res.tvalues, res.pvalues
     except OptionError:  # no joint covariance for this fit (e.g. a wide design)
         return {name: ["", ""] for name in shown}, statistic, ""
-    cells = {name: [number_cell(t[name]), number_cell(p[name])] for name in shown}
+    cells = {name: [number_cell(t[name]), p_value_cell(p[name])] for name in shown}
     dispersion = cov_spec_of(res).describe_scale()
     cov_type = f"{res.cov_type}, dispersion {dispersion}" if dispersion else res.cov_type
     note = TEST_NOTE.format(statistic=statistic, cov_type=cov_type)
@@ -510,15 +511,35 @@ def _honest_inner_note(res: PearlResults) -> str:
             "partition splitter or groups dealt into folds is not re-run)")
 
 
+def zero_weight_note(zero: int, total: int, failed: int = 0) -> str:
+    """The note on the candidates of zero weight, in words ("0 of 31 candidates have zero
+    weight" read as a count of nothing; "0 of 1 candidates" as a plural of one).
+
+    Examples
+    --------
+    >>> zero_weight_note(0, 31), zero_weight_note(0, 1)
+    ('No candidate has zero weight.', 'No candidate has zero weight.')
+    >>> zero_weight_note(1, 3), zero_weight_note(5, 31, failed=2)
+    ('1 of 3 candidates has zero weight.', '5 of 31 candidates have zero weight (2 of them \
+failed in cross-validation).')
+    >>> zero_weight_note(1, 3, failed=1)
+    '1 of 3 candidates has zero weight (it failed in cross-validation).'
+    """
+    if not zero:
+        return "No candidate has zero weight."
+    which = "candidate" if total == 1 else "candidates"
+    note = f"{zero} of {total} {which} {'has' if zero == 1 else 'have'} zero weight"
+    if not failed:
+        return note + "."
+    return note + (" (it failed in cross-validation)." if zero == 1 == failed
+                   else f" ({failed} of them failed in cross-validation).")
+
+
 def summary_notes(res: PearlResults) -> list[str]:
     """Every note under the tables, in words (the coefficients' own note comes with them)."""
     weights = res.weights
     failed = int(res.failed.sum())
-    notes = [
-        f"{int((weights == 0).sum())} of {len(weights)} candidates "
-        + ("has" if int((weights == 0).sum()) == 1 else "have") + " zero weight"
-        + (f" ({failed} of them failed in cross-validation)." if failed else ".")
-    ]
+    notes = [zero_weight_note(int((weights == 0).sum()), len(weights), failed)]
     notes += _ledger_notes(res)
     notes += _tested_rows_note(res)
     response = res.stages.response  # (dask fits refuse observation weights)

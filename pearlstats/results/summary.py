@@ -23,6 +23,7 @@ Number and label formatting lives in :mod:`~pearlstats.results.formatting`
 from __future__ import annotations
 
 import copy
+import string
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -136,8 +137,10 @@ class PearlSummary(Summary):
         candidates (the others with non-zero weight in one row with their
         count and total weight), the strategies and the notes. Every other
         section is a float of its own, with its section title as caption.
-        Numbers sit in ``D`` columns aligned on the point, one format per
-        column; labels wrap, nothing is scaled. The preamble needs
+        Numbers sit in ``D`` columns aligned on the point, each with the
+        digits the text summary prints (a column of large or small numbers
+        may be shown times a power of ten stated in its header, when none
+        loses digits so); labels wrap, nothing is scaled. The preamble needs
         :data:`LATEX_PREAMBLE`::
 
             \usepackage{booktabs}
@@ -162,9 +165,15 @@ class PearlSummary(Summary):
             ``"failures"``, ``"refits"``); a section this summary does not have
             (no failures, say) is left out.
         caption : str, optional
-            The main table's caption (default: "PEARL model averaging").
+            The main table's caption (default: "PEARL model averaging"), as text:
+            LaTeX's specials are escaped, so ``$R^2$`` prints as typed. For
+            LaTeX of your own give a
+            :class:`~pearlstats.results.formatting.Label`, whose ``latex`` is
+            used as it is: ``Label("R^2", latex=r"$R^2$")``.
         label : str, optional
             ``\label`` of the main table; the other floats get ``label:name``.
+            Letters, digits and ``: _ - . + /`` only (a ``%`` or ``#`` stops
+            pdflatex); other characters raise :class:`OptionError`.
         top : int, default 5
             Candidates the main table names.
 
@@ -184,7 +193,8 @@ class PearlSummary(Summary):
         (1, True)
         """
         panels = self.latex_panels if panels is None else panels
-        return self._latex(panels, caption, label, check_int("top", top, minimum=1), True)
+        return self._latex(panels, caption, _check_label(label),
+                           check_int("top", top, minimum=1), True)
 
     def _latex(self, panels, caption, label, top: int, captions: bool) -> str:
         named = {name: table_cells(table) + (table.title,) for name, table in self.panels.items()}
@@ -219,6 +229,24 @@ def _uncertainty_resamples(weight_uncertainty: bool | int | None) -> int | None:
     if isinstance(weight_uncertainty, (int, np.integer)) and weight_uncertainty == 0:
         return None
     return check_int("weight_uncertainty", weight_uncertainty, minimum=2)
+
+
+_LABEL_CHARACTERS = frozenset(string.ascii_letters + string.digits + ":_-.+/")
+
+
+def _check_label(label: str | None) -> str | None:
+    """*label* for ``\\label``, refused (:class:`OptionError`) with characters LaTeX's labels
+    cannot hold unescaped (``%`` comments the rest of the line out, ``#``, ``\\``, braces,
+    ``~``, spaces, letters beyond ASCII)."""
+    if label is None:
+        return None
+    if not isinstance(label, str) or not label:
+        raise OptionError(f"label={label!r}: give a non-empty string such as 'tab:pearl'")
+    bad = sorted(set(label) - _LABEL_CHARACTERS)
+    if bad:
+        raise OptionError(f"label={label!r}: {', '.join(map(repr, bad))} cannot stand in a "
+                          "LaTeX label; use letters, digits and : _ - . + /")
+    return label
 
 
 def build_summary(

@@ -89,8 +89,9 @@ class _Panel:
     def _is_numeric(self, cells: list) -> bool:
         numbers = sum(isinstance(c, Number) or bool(_NUMBER.match(str(c).strip()))
                       for c in cells)
+        # placeholders ("--", and blanks: the t of a block column) do not make a column text
         return self.headers is not None and numbers > 0 and 2 * numbers >= len(cells) - sum(
-            str(c).strip() == "--" for c in cells)
+            str(c).strip() in ("--", "") for c in cells)
 
     def natural_width(self) -> int:
         return sum(self.natural) + len(_GAP) * (len(self.natural) - 1)

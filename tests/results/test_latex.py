@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import re
 import shutil
+import string
 import subprocess
 import unicodedata
 import warnings
@@ -152,11 +153,123 @@ def test_block_names_do_not_break_at_underscores(fits_31, tmp_path):
                 assert not broken, (kind, name, broken)
 
 
-def test_numbers_of_a_column_are_formatted_one_way(fits_31):
+_SCIENTIFIC = re.compile(r"^(-?\d\.\d+)\\times10\^\{(-?\d+)\}$")
+
+
+def _read_back(text: str, power: int) -> tuple[float, float]:
+    """A number as LaTeX prints it (a column shown times ``10**power``): its value and half a
+    unit of its last digit."""
+    scientific = _SCIENTIFIC.match(text)
+    if scientific:
+        mantissa, exponent = scientific.group(1), int(scientific.group(2))
+        decimals = len(mantissa.split(".")[1])
+        return float(mantissa) * 10.0**exponent, 0.5 * 10.0**(exponent - decimals)
+    assert re.fullmatch(r"-?\d+\.\d+", text), text  # no bound such as {<}0.0001
+    decimals = len(text.split(".")[1])
+    return float(text) * 10.0**power, 0.5 * 10.0**(power - decimals)
+
+
+def _text_precision(value: float) -> float:
+    """Half a unit of the last digit the text summary prints of *value*."""
+    from pearlstats.results.formatting import format_number
+
+    mantissa, _, exponent = format_number(value).partition("e")
+    return 0.5 * 10.0**(int(exponent or 0) - len(mantissa.split(".")[1]))
+
+
+@pytest.mark.parametrize("values", [
+    [29990.0645, 2.7432, -6.1727, 800.9658],  # an income's intercept over its slopes
+    [1e5 + 0.37, 0.4163, 6.611e-5],  # intercept, slope and a coefficient of 1e-5
+    [1.235e6, 5.0627, 0.8135],  # t
+    [0.0, 1.919e-7, 0.6013],  # P>|t|
+    [29945.9, 30034.2],  # all large: shown times 10^4
+    [3.2e-8, 1.1e-9], [3.2e-8, 1.1e-12], [0.5, 2.5e-14], [-2.5e7, 3.0e3, 12.0],
+])
+def test_every_number_of_a_column_reads_back_with_its_digits(values):
+    # one power of ten per column, chosen by the largest: 2.7432 beside 29990 printed as
+    # 0.0003 under x10^4, a coefficient of 0.4163 beside 1e5 as {<}0.0001
+    from pearlstats.results.formatting import number_cell
+    from pearlstats.results.latex import column_numbers
+
+    texts, power = column_numbers([number_cell(v) for v in values])
+    for value, text in zip(values, texts):
+        read, half_unit = _read_back(text, power)
+        assert abs(read - value) <= half_unit * (1 + 1e-9), (value, text, power)
+        # never coarser than the text summary prints it
+        assert half_unit <= _text_precision(value) * (1 + 1e-9), (value, text, power)
+
+
+def test_the_coefficients_panel_reads_back_to_the_fit(tmp_path):
+    # gaussian fit of an income (intercept 29990) on age and female: as_latex scaled the
+    # coefficients and the intervals by 10^4 and printed age 2.7432 as 0.0003, female as
+    # -0.0006, while the SE column stayed unscaled
+    rng = np.random.default_rng(16)
+    n = 300
+    data = pd.DataFrame({"age": rng.uniform(20, 60, n), "female": rng.integers(0, 2, n)})
+    spending = rng.normal(size=(n, 2))
+    data["income"] = (30000 + 2.5 * data["age"] + 800 * spending[:, 0]
+                      + rng.normal(scale=100, size=n))
+    res = pearl.fit("income ~ age + female + block(a)", data, blocks={"a": spending}, seed=0,
+                    honest=False)
+    latex = res.summary().as_latex("coefficients")
+    lines = latex.splitlines()
+    header = next(line for line in lines if "coef" in line and "multicolumn" in line)
+    powers = [int(match) if match else 0 for match in re.findall(
+        r"\\multicolumn\{1\}\{c\}\{\\begin\{tabular\}\[b\]\{@\{\}c@\{\}\}[^$]*?"
+        r"(?:\(\$\\times10\^\{(-?\d+)\}\$\))?\\end\{tabular\}\}", header)]
+    table = res.coef_table()
+    expected = {"coef": table["coef"], "SE": res.bse, "lower": table["lower"],
+                "upper": table["upper"]}
+    for term in ("Intercept", "age", "female"):
+        row = next(line for line in lines if line.startswith(f"{term} & ")
+                   or f"raggedright {term}}}" in line)
+        if not row.startswith(term):  # the name on a line of its own, the numbers under it
+            row = lines[lines.index(row) + 1]
+        cells = [cell.strip() for cell in row.rstrip(" \\").split(" & ")][1:]
+        shown = dict(zip(["coef", "SE", "t", "P", "lower", "upper"], zip(cells, powers)))
+        for column, values in expected.items():
+            read, half_unit = _read_back(*shown[column])
+            value = float(values[term])
+            assert abs(read - value) <= half_unit * (1 + 1e-9), (term, column, shown[column])
+            assert half_unit <= _text_precision(value) * (1 + 1e-9), (term, column)
+    _, problems = _set(tmp_path, latex, "coefficients")
+    assert not problems, problems
+
+
+def test_quotes_of_code_are_upright_and_the_tilde_sits_on_the_line(tmp_path):
+    # block('pca_é') read block(’pca_é’) in the formula (char 39 of cmtt is a closing quote)
+    # and "y ~ x" a raised accent tilde; the notes' apostrophes stay typeset (MuMIn’s)
+    rng = np.random.default_rng(11)
+    blocks = {"pca_é": rng.normal(size=(120, 2)), "w2v": rng.normal(size=(120, 2))}
+    data = pd.DataFrame({"x": rng.normal(size=120)})
+    data["y"] = data["x"] + blocks["pca_é"][:, 0] + rng.normal(size=120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit("y ~ x + block('pca_é') + block('w2v')", data, blocks=blocks, seed=0,
+                        honest=False)
+    latex = res.summary().as_latex()
+    assert r"block(\textquotesingle{}w2v\textquotesingle{})" in latex
+    _, problems = _set(tmp_path, latex, "quotes")
+    assert not problems, problems
+    if shutil.which("pdftotext") is None:
+        return
+    text = subprocess.run(["pdftotext", "quotes.pdf", "-"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    assert "block('pca" in text and "block('w2v')" in text and "’" not in text.split("Blocks")[0]
+    assert "y \u223c x" in text  # the tilde as a relation (U+223C), not an accent
+    assert "MuMIn’s" in text
+
+
+def test_a_tiny_value_shows_its_digits_as_in_the_text(fits_31):
     latex = fits_31["gaussian"].summary().as_latex("all")
-    # the KKT gap (about 1e-16) beside weights: never a power of ten beside 0.0000
-    assert r"\times10" not in latex.split("Consistency diagnostics")[1].split(r"\end{table}")[0]
-    assert "{<}0.0001" in latex
+    # the KKT gap (about 1e-14) beside weights: as the text prints it, a power of ten (it
+    # read "{<}0.0001", as did a coefficient of 6.6e-5 beside one of 0.4)
+    diagnostics = latex.split("Consistency diagnostics")[1].split(r"\end{table}")[0]
+    assert re.search(r"KKT gap & \d\.\d{3}\\times10\^\{-\d+\}", diagnostics), diagnostics
+    # "<0.0001" only for a p-value, the fourth number of a coefficient's row
+    for line in latex.splitlines():
+        if "{<}" in line:
+            assert [cell.strip() for cell in line.split("&")].index("{<}0.0001") == 4, line
     tiny = fits_31["gaussian"].summary()
     assert "e-" in str(tiny.panels["diagnostics"][5][1].data)  # the text shows it as it is
     # in one form whatever its size: 0 as 0.000e+00 beside another fit's 2.387e-14
@@ -682,3 +795,28 @@ def test_the_main_table_names_both_lettered_candidates(tmp_path):
                     seed=0, honest=False)
     assert (res.weights > 0).sum() == 2
     assert _names_on_the_page(res, tmp_path, "long") == ["A", "B"]
+
+
+@pytest.mark.parametrize("label", ["tab:pearl_50%", "tab:a b", "tab#1", "fig:{x}", "tab:é", ""])
+def test_a_label_latex_cannot_hold_is_refused_naming_its_characters(label):
+    # label="tab:pearl_50%" went into \label{} as it was: the % commented the rest of the
+    # line out and pdflatex stopped ("File ended while scanning use of \label")
+    summary = pearl.datasets.example_fit().summary()
+    with pytest.raises(pearl.OptionError, match="label=") as raised:
+        summary.as_latex(label=label)
+    for character in set(label) - set(string.ascii_letters + string.digits + ":_-.+/"):
+        assert repr(character) in str(raised.value)
+
+
+def test_a_label_and_a_caption_of_latex_set(tmp_path):
+    from pearlstats.results.formatting import Label
+
+    summary = pearl.datasets.example_fit().summary()
+    latex = summary.as_latex("all", label="tab:pearl_50-pct.v2",
+                             caption=Label("R^2 & 50%", latex=r"$R^2$ \& 50\%"))
+    assert r"\label{tab:pearl_50-pct.v2}" in latex and r"\caption{$R^2$ \& 50\%}" in latex
+    assert r"\label{tab:pearl_50-pct.v2:diagnostics}" in latex
+    plain = summary.as_latex(caption="$R^2$ & 50%")  # text: escaped, printed as typed
+    assert r"\caption{\$R\textasciicircum{}2\$ \& 50\%}" in plain
+    _, problems = _set(tmp_path, latex + "\n\n" + plain, "labels")
+    assert not problems, problems

@@ -288,7 +288,7 @@ def test_latex_is_balanced_and_escapes_labels(paper_data):
                      if not line.startswith(r"\expandafter\ifx"))
     assert "~" not in latex and "<" not in body
     assert r"$1/\sum_j w_j^2$" in latex and r"$\hat\tau$" in latex
-    assert r"kpca\_rbf" in latex and r"y \textasciitilde{} I(x1 \textless{} 0)" in latex
+    assert r"kpca\_rbf" in latex and r"y \ensuremath{\sim} I(x1 \textless{} 0)" in latex
     assert r"\emph{Strategies" in latex and res.summary().as_latex().count(r"\begin{table}") == 1
 
 
@@ -500,3 +500,15 @@ def test_a_multinomial_candidates_parameters_are_said_to_be_per_class(paper_data
     assert "params/class" in str(table) and "parameters" not in str(table)
     label = res.weights.idxmax()
     assert int(_body(table)[label][1]) == res.n_params[label]
+
+
+def test_the_zero_weight_note_says_none_in_words():
+    # "0 of 1 candidates have zero weight" under a fit of one block (one candidate)
+    rng = np.random.default_rng(16)
+    data = pd.DataFrame({"x": rng.normal(size=80)})
+    block = rng.normal(size=(80, 2))
+    data["y"] = data["x"] + block[:, 0] + rng.normal(size=80)
+    res = pearl.fit("y ~ x + block(a)", data, blocks={"a": block}, seed=0, honest=False)
+    assert len(res.weights) == 1 and (res.weights > 0).all()
+    text = str(res.summary())
+    assert "No candidate has zero weight." in text and " of 1 candidates" not in text

@@ -129,3 +129,27 @@ def test_wrap_text_leaves_no_line_holding_only_a_plus(text):
         assert "+" not in [line.strip() for line in lines], (width, lines)
         assert all(len(line) <= width for line in lines), (width, lines)
         assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
+
+
+def test_number_columns_stay_right_aligned_beside_blank_block_rows():
+    # summary(coefficients=True) with more block-column rows (no t, P or interval: blank)
+    # than common terms: the t, P>|t| and interval columns were taken for text, left-aligned
+    rng = np.random.default_rng(18)
+    n = 200
+    data = pd.DataFrame({"x": rng.normal(size=n)})
+    a, b = rng.normal(size=(n, 2)), rng.normal(size=(n, 1))
+    data["y"] = data["x"] + a[:, 0] + 0.3 * b[:, 0] + rng.normal(size=n)
+    res = pearl.fit("y ~ x + block(a) + block(b)", data, blocks={"a": a, "b": b}, seed=0,
+                    honest=False)
+    text = str(res.summary(coefficients=True))
+    lines = text[text.index("Model-averaged coefficients"):].splitlines()
+    header = next(line for line in lines if line.split()[:2] == ["coef", "SE"])
+    rows = [next(line for line in lines if line.startswith(term + " ")) for term in
+            ("Intercept", "x")]
+    assert sum(line.startswith(("a[", "b[")) for line in lines) == 3
+    for column, title in enumerate(header.split()[:6]):  # coef to 0.975] ("sum w": 2 words)
+        end = header.index(title) + len(title)
+        for row in rows:
+            cell = row.split()[column + 1]
+            # right-aligned under its header: the number ends where the header ends
+            assert row.index(cell, end - len(cell) - 1) + len(cell) == end, (title, row)
