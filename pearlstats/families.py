@@ -417,7 +417,9 @@ def _check_two_levels(levels: list) -> None:
     if len(levels) != 2:
         numbers = [level for level in levels if isinstance(level, (int, float, np.number))
                    and not isinstance(level, (bool, np.bool_))]
-        proportions = len(numbers) == len(levels) and all(0 <= level <= 1 for level in numbers)
+        # values in [0, 1] of which some lie strictly between (a single 0 is no proportion)
+        proportions = (len(numbers) == len(levels) and all(0 <= level <= 1 for level in numbers)
+                       and any(0 < level < 1 for level in numbers))
         advice = ("; these look like proportions (successes / trials), which the binomial "
                   "family here does not take (R's cbind(successes, failures) is not offered); "
                   "the same likelihood: each row as a y = 1 row weighted by its successes and "

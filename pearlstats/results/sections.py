@@ -504,7 +504,9 @@ def _honest_inner_note(res: PearlResults) -> str:
     """What the honest re-runs keep of the fit's folds, where they are not drawn afresh: given
     fold labels (a partition splitter, groups dealt into cv=K) stay as they are."""
     spec = res.stages.cv_spec
-    if isinstance(spec, (str, int, np.integer, Splits)) or res.stages.partitions is not None:
+    # dask rows keep their hashed folds in the re-runs, as given labels are kept
+    # (pearlstats.distributed.honest), so only in memory are cv=K folds drawn afresh
+    if res.stages.partitions is None and isinstance(spec, (str, int, np.integer, Splits)):
         return ""  # K-fold or LOO drawn afresh; a splitter re-run on the outer training rows
     return (f" (its outer folds are whole folds of the fit's {res.n_folds}, at most "
             f"{res.n_folds}, and its inner folds the other folds of the fit, as given: a "
