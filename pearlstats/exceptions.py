@@ -192,8 +192,9 @@ class UnidentifiedCoefficientWarning(PearlWarning):
     """A candidate's design is rank deficient on all rows: some coefficients are not identified.
 
     Typically a covariate that a block makes redundant (``x1`` beside a PCA of ``x1, x2``).
-    The averaged coefficients of those terms are NaN in ``params`` (see
-    :meth:`~pearlstats.PearlResults.unidentified`).
+    The averaged coefficients of those terms are NaN in ``params``, ``bse`` and
+    :meth:`~pearlstats.PearlResults.coef_table`, and the summary's note names them with their
+    candidates.
     """
 
 

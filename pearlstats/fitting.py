@@ -2,7 +2,7 @@
 
 Data flows one way: rows -> blocks -> design (a spec that rebuilds it for any
 rows) -> candidate column sets -> folds -> out-of-fold prediction matrix ->
-simplex weights -> :class:`~pearlstats.results.PearlResults`. Each arrow is a
+simplex weights -> :class:`~pearlstats.PearlResults`. Each arrow is a
 function of :mod:`pearlstats.stages`; ``fit`` only checks its arguments and
 composes them (``_fit_in_memory`` lists the stages in order). Dask data goes,
 after :func:`~pearlstats.in_memory_only.refuse_in_memory_only`, through
@@ -291,7 +291,7 @@ def fit(
         dict of dask arrays) is fitted where it lives, partition by partition
         (:mod:`pearlstats.distributed`; every family, numeric covariates; ``cv``
         is K, folds hashed from row positions, or a fold-column name) and gives a
-        :class:`~pearlstats.results.PearlResults` whose row-sized values
+        :class:`~pearlstats.PearlResults` whose row-sized values
         (``cv_predictions``, ``folds``, fitted values) are lazy dask collections;
         what it cannot do yet is refused by name, with the reason
         (:func:`~pearlstats.in_memory_only.refuse_in_memory_only`).
@@ -360,7 +360,7 @@ def fit(
     ridge : float, default 0
         L2 penalty on the (standardised, non-intercept) coefficients of every
         candidate; use it when classes separate or blocks are wide. A sparse
-        block (e.g. :class:`~pearlstats.representations.TfIdf`) with more than
+        block (e.g. :class:`~pearlstats.TfIdf`) with more than
         1 000 columns stays sparse: its candidates with at least as many
         columns as training rows are recorded as infeasible without a ridge,
         and with ``ridge > 0`` are fitted in the row space (the n x n dual),
@@ -568,7 +568,7 @@ def fit(
     cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster", "HAC"}
         The covariance of the candidates' refits, statsmodels' names; each candidate's
         equals its refit's ``get_robustcov_results(cov_type)`` (the notes of
-        :meth:`~pearlstats.results.PearlResults.get_robustcov` say where GLMs differ).
+        :meth:`~pearlstats.PearlResults.get_robustcov` say where GLMs differ).
         The averaged terms' ``bse``, ``conf_int()``, ``cov_params()`` and tests,
         ``candidate_params()`` and ``get_prediction``'s mean intervals use it. Their
         reference distribution is that of ``get_robustcov_results``, not of
@@ -578,7 +578,7 @@ def fit(
         ``res.candidates[label]`` stays statsmodels' own (nonrobust) results;
         ``res.candidates[label].get_robustcov_results(...)`` (OLS) or
         ``.model.fit(cov_type=...)`` gives a robust one. See
-        :meth:`~pearlstats.results.PearlResults.get_robustcov`, which changes it
+        :meth:`~pearlstats.PearlResults.get_robustcov`, which changes it
         afterwards without refitting. In memory, gaussian, binomial and poisson.
     cov_kwds : dict, optional
         Its keywords: ``groups`` (cluster: one label per row of *data*, or a column
@@ -603,7 +603,7 @@ def fit(
         (``use_t=False``) whatever its scale (R's quasi families use t). Refused with a
         robust *cov_type* (the sandwich uses no scale), gaussian and multinomial fits, a
         *downstream* learner, and sparse or wide blocks. On dask data too.
-        :meth:`~pearlstats.results.PearlResults.get_robustcov` sets it afterwards.
+        :meth:`~pearlstats.PearlResults.get_robustcov` sets it afterwards.
 
     Returns
     -------

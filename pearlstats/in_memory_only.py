@@ -3,7 +3,7 @@
 Two tables: the options of :func:`pearlstats.fit` (:func:`refuse_in_memory_only`,
 called before any work on dask data; the message names every option the call
 used) and the features of the results (:data:`RESULTS_NEEDING_ROWS`, checked by
-:class:`~pearlstats.results.PearlResults` on every access when its rows are dask
+:class:`~pearlstats.PearlResults` on every access when its rows are dask
 partitions). Each needs the rows in one process, or has no implementation over
 partitions yet. What depends on the data rather than the options (stateful
 transforms such as ``center(x)``, categorical covariates, blocks chunked along

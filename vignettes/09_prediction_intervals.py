@@ -21,8 +21,10 @@
 # and the candidates were fitted to those very rows. This vignette measures both on the paper's
 # simulation (Section 4.1): $n \in \{100, 400\}$, $\sigma \in \{0.5, 1.5\}$, 90% intervals.
 #
-# **Full run:** about 7 minutes on two cores with `n_jobs=-1` (the committed run's 800 tasks add
-# up to 14.4 minutes of CPU time, `results/prediction_intervals.csv`). Quick mode: under a minute.
+# **Full run:** a few minutes on two cores with `n_jobs=-1` (the committed run's 200 tasks, each
+# of which writes its time on its four rows of `results/prediction_intervals.csv`, add up to 3.6
+# minutes of CPU time). Quick mode (what the docs page shows: 3 repetitions, the n = 100 cells):
+# under a minute; the committed 200-repetition table is `results/prediction_intervals.md`.
 
 # %%
 from __future__ import annotations

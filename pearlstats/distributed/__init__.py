@@ -1,6 +1,6 @@
 """PEARL on dask arrays and DataFrames, computed where the data lives.
 
-``pearl.fit`` on dask data returns the same :class:`~pearlstats.results.PearlResults`
+``pearl.fit`` on dask data returns the same :class:`~pearlstats.PearlResults`
 as on rows in memory (:func:`~pearlstats.distributed.state.dask_fit_state` builds
 its stage values). Per-fold moments, Newton gradients and Hessians, and the
 out-of-fold J x J statistics are sums over rows, so over partitions: each pass

@@ -1,6 +1,6 @@
 """All-rows refits of candidates on dask data: statsmodels' inference from one pass of sums.
 
-In memory, :class:`~pearlstats.results.PearlResults` computes each candidate's
+In memory, :class:`~pearlstats.PearlResults` computes each candidate's
 ``cov_params()``, ``df_resid`` and ``scale`` from one pass of sums over row chunks
 (:mod:`pearlstats.inference.refit_sums`). On dask data the rows stay on the workers, so
 :func:`refit_partitions` runs the same kernel (:func:`~pearlstats.inference.refit_sums.row_sums`)

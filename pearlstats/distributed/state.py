@@ -1,4 +1,4 @@
-"""A fit on dask data as the stage values a :class:`~pearlstats.results.PearlResults` reads.
+"""A fit on dask data as the stage values a :class:`~pearlstats.PearlResults` reads.
 
 :func:`dask_fit_state` runs the passes of :func:`~pearlstats.distributed.fit.fit_partitions`
 and returns the :class:`~pearlstats.stages.FitState` an in-memory fit would give, except

@@ -11,7 +11,7 @@ under the fixed weights for the terms in every candidate (without forming it:
 each row's scores are projected onto those terms in the pass): the covariance
 behind ``cov_params()``,
 ``tvalues``, ``pvalues``, ``t_test``, ``wald_test`` and ``f_test`` of
-:class:`~pearlstats.results.PearlResults`.
+:class:`~pearlstats.PearlResults`.
 
 With ``cov_type="nonrobust"`` the cross blocks are the model's: gaussian
 ``sigma_jk X_j' W X_k`` with ``sigma_jk = sum w e_j e_k / sqrt(df_j df_k)`` (the

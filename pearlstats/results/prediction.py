@@ -1,6 +1,6 @@
 """Prediction and scoring of new rows with a fit's refitted candidates.
 
-:class:`Prediction` is the part of :class:`~pearlstats.results.PearlResults`
+:class:`Prediction` is the part of :class:`~pearlstats.PearlResults`
 that rebuilds the design of new rows (:attr:`design_spec`), averages the
 refitted candidates on them (``predict``, with CV+ intervals and prediction
 sets from the nested cross-validation), and scores PEARL and the baselines on

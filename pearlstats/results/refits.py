@@ -1,10 +1,10 @@
 """Candidates refitted on all labeled rows, each on first use.
 
-:class:`CandidateRefits` is the part of :class:`~pearlstats.results.PearlResults`
+:class:`CandidateRefits` is the part of :class:`~pearlstats.PearlResults`
 that refits candidates: those with non-zero weight at fit time (prediction
 needs them), any other on first access, so a pool of thousands of candidates
 does not pay thousands of statsmodels fits. It reads the fit's stage values
-that :class:`~pearlstats.results.PearlResults` stores (``_design``,
+that :class:`~pearlstats.PearlResults` stores (``_design``,
 ``_response``, ``_family``, ``_ridge``, ``_pool``, ``_extras``, ``_ledger``).
 
 The inference (``bse``, ``conf_int``, ``coef_table``, the summary's coefficient

@@ -1,6 +1,6 @@
 """The risks of PEARL and the paper's baselines: in-sample (cross-validated) and honest.
 
-:class:`StrategyRisks` is the part of :class:`~pearlstats.results.PearlResults`
+:class:`StrategyRisks` is the part of :class:`~pearlstats.PearlResults`
 that scores the strategies of :mod:`pearlstats.weights.baselines`:
 ``strategy_weights`` (each strategy as a weight vector over the candidates),
 ``baselines`` (their CV risks, on the out-of-fold predictions the weights

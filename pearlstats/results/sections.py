@@ -1,6 +1,6 @@
 """The summary's sections as statsmodels ``SimpleTable`` values, and the notes under them.
 
-Each function reads a :class:`~pearlstats.results.PearlResults` and returns one
+Each function reads a :class:`~pearlstats.PearlResults` and returns one
 section (title, headers, stubs, cells); :mod:`~pearlstats.results.text_layout`
 and :mod:`~pearlstats.results.latex` lay them out. Number cells are
 :class:`~pearlstats.results.formatting.Number` values, so LaTeX can format a

@@ -257,7 +257,7 @@ def build_summary(
     weight_uncertainty: bool | int = False,
     panels: str | Sequence[str] = "main",
 ) -> PearlSummary:
-    """Assemble the summary of a :class:`~pearlstats.results.PearlResults`.
+    """Assemble the summary of a :class:`~pearlstats.PearlResults`.
 
     Parameters
     ----------

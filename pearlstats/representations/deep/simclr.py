@@ -48,7 +48,7 @@ class SimCLR(DeepLearner):
     **options
         ``encoder``, ``hidden_dim``, ``epochs``, ``lr``, ``scaling``, ``image_shape``,
         ``device``, ``seed``, ``progress``, ``columns``: as in
-        :class:`~pearlstats.representations.deep.Autoencoder`.
+        :class:`~pearlstats.Autoencoder`.
 
     Attributes
     ----------

@@ -29,12 +29,12 @@ class VAE(ReconstructingLearner):
     **options
         ``encoder``, ``hidden_dim``, ``epochs``, ``batch_size``, ``lr``, ``scaling``,
         ``image_shape``, ``device``, ``seed``, ``progress``, ``columns``: as in
-        :class:`~pearlstats.representations.deep.Autoencoder`.
+        :class:`~pearlstats.Autoencoder`.
 
     Attributes
     ----------
     input_shape_, n_features_in_, scaling_, input_offset_, input_scale_, loss_history_, device_
-        As in :class:`~pearlstats.representations.deep.Autoencoder`; ``loss_history_``
+        As in :class:`~pearlstats.Autoencoder`; ``loss_history_``
         holds the negative ELBO per row.
     min_rows : int
         The fewest training rows :meth:`fit` accepts.
