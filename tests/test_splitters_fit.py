@@ -259,6 +259,25 @@ def test_folds_of_whole_groups_lacking_a_class_get_advice_for_groups(grouped):
                       honest=False, seed=0)
 
 
+def test_a_splitter_that_ignores_the_groups_gets_the_advice_for_rows():
+    # KFold and PredefinedSplit split rows whatever groups= says: their folds are not whole
+    # groups, so advice about dealing groups (StratifiedGroupKFold, merging a group's class)
+    # would not fit; they get the advice a fit without groups= gets
+    rng = np.random.default_rng(0)
+    n = 60
+    data = {"y": np.r_[np.zeros(40), np.ones(20)].astype(int), "a": rng.normal(size=(n, 2))}
+    groups = np.arange(n) // 3
+    for cv in (model_selection.KFold(3), model_selection.PredefinedSplit(np.arange(n) * 3 // n)):
+        messages = []
+        for given in (None, groups):
+            with pytest.raises(FoldError) as caught:
+                pearl.fit("y ~ block(a)", data, family="binomial", cv=cv, groups=given,
+                          honest=False, seed=0)
+            messages.append(str(caught.value))
+        assert messages[0] == messages[1]
+        assert "StratifiedGroupKFold" not in messages[1]
+
+
 def _sklearn_folds(splitter, frame, groups=None):
     folds = np.full(len(frame), -1)
     for k, (_, test) in enumerate(splitter.split(np.zeros((len(frame), 1)), None, groups)):

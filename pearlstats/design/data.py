@@ -349,7 +349,8 @@ def check_block_values(name: str, values: np.ndarray, n_rows: int,
         raise MissingValueError(
             f"block {name!r} has NaN or infinite values at "
             f"{format_positions(bad_rows, labels=labels)}; "
-            "impute or remove those rows (or pass missing='drop' to fit or evaluate)"
+            "impute or remove those rows (or pass missing='drop' to fit or evaluate, "
+            "missing='nan' to predict)"
         )
     raise BlockError(
         f"block {name!r} has values too large for float64 arithmetic in column(s) "

@@ -378,6 +378,13 @@ def group_class_advice(codes: np.ndarray, groups: np.ndarray, missing: Sequence,
             "whole groups allow, or fewer folds")
 
 
+def _groups_whole(groups: np.ndarray, folds: np.ndarray) -> bool:
+    """Whether every group's rows lie in one fold (a splitter given ``groups=`` may ignore
+    them, as ``KFold`` does: its folds then get the advice for rows, not for groups)."""
+    pairs = np.unique(np.column_stack([groups, folds]), axis=0)
+    return bool(len(np.unique(pairs[:, 0])) == len(pairs))
+
+
 def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence,
                          advice: str = STRATIFY_ADVICE, groups: np.ndarray | None = None
                          ) -> None:
@@ -386,7 +393,8 @@ def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence
     A candidate trained without some class cannot predict it, so its
     out-of-fold probabilities would be meaningless. *advice* ends the FoldError (the
     folds of dask data are hashed, not stratified: their caller says so); with the
-    rows' *groups* (codes), folds of whole groups, :func:`group_class_advice` instead.
+    rows' *groups* (codes), where the folds keep them whole, :func:`group_class_advice`
+    instead.
 
     Raises
     ------
@@ -406,7 +414,7 @@ def check_class_coverage(codes: np.ndarray, folds: np.ndarray, classes: Sequence
         present = np.unique(codes[folds != fold])
         if present.size < len(classes):
             missing = [classes[c] for c in sorted(set(range(len(classes))) - set(present.tolist()))]
-            if groups is not None:
+            if groups is not None and _groups_whole(groups, folds):
                 advice = group_class_advice(codes, groups, missing, classes)
             raise FoldError(
                 f"the training rows for fold {fold} contain no row of class(es) {missing}; "

@@ -250,7 +250,7 @@ def _check_finite_columns(frame: pd.DataFrame, columns, what: str) -> None:
                 f"{what} {column!r} has missing or infinite values at "
                 f"{format_positions(bad, labels=frame.index)}; "
                 "remove or impute them (pearl.fit and res.evaluate drop such rows with "
-                "missing='drop'; a prediction needs every row complete)"
+                "missing='drop'; res.predict gives them NaN with missing='nan')"
             )
 
 

@@ -400,7 +400,8 @@ class Prediction:
             dropped positions are in ``.attrs["dropped_rows"]``, as
             :meth:`evaluate`'s); ``"nan"`` returns every row, NaN (``<NA>`` in a
             prediction set) where a value is missing, as statsmodels' ``predict``
-            and R's ``na.exclude`` do. Rows in memory only.
+            and R's ``na.exclude`` do (new data without a complete row is refused,
+            a ``MissingValueError``). Rows in memory only.
 
         Returns
         -------
@@ -473,6 +474,8 @@ class Prediction:
         kept, _, weights, offset, exposure, dropped = self._complete_rows(
             newdata, blocks, weights, offset, exposure)
         n_given = len(next(iter(kept.values()))) + len(dropped) if kept else len(dropped)
+        if not n_given:
+            raise DataError("the new data has no rows; give at least one row to predict")
         if len(dropped) == n_given:
             raise MissingValueError(f"every one of the {n_given} new rows has a missing or "
                                     "infinite value; there is no row to predict")
@@ -742,8 +745,13 @@ class Prediction:
                    np.asarray(align_by_label(f"{name}=", value, rows), dtype=float)
                    for name, value in (("weights", weights), ("offset", offset),
                                        ("exposure", exposure))]
-        aligned = [values[~early] if values is not None and values.shape == (n_given,) else values
-                   for values in aligned]
+        for name, values in zip(("weights", "offset", "exposure"), aligned):
+            if values is not None and values.shape != (n_given,):
+                # checked here, before the incomplete rows go: an array as long as the rows
+                # kept would otherwise be read against them, each value a row off
+                raise DataError(f"{name}= must be one number per row of the data "
+                                f"({n_given} rows), got shape {values.shape}")
+        aligned = [values[~early] if values is not None else values for values in aligned]
         for values in aligned:
             if values is not None and values.shape == (n,):
                 bad |= ~np.isfinite(values)
@@ -765,6 +773,8 @@ def _pad_rows(out: pd.Series | pd.DataFrame, positions: np.ndarray,
     A boolean column (a prediction set) becomes pandas' nullable ``boolean``, whose
     ``<NA>`` keeps the other rows' ``True``/``False`` (a float NaN would make them 1.0/0.0).
     """
+    if len(positions) == len(index):  # nothing to pad: the output as predict gives it
+        return out.set_axis(index)
     frame = out.to_frame() if isinstance(out, pd.Series) else out
     frame = frame.astype({column: "boolean" for column in frame.columns
                           if frame[column].dtype == bool})

@@ -116,3 +116,35 @@ def test_every_row_incomplete_and_an_unknown_choice_are_named():
         res.predict(new, blocks={"a": block[:2]}, missing="omit")
     with pytest.raises(MissingValueError, match="covariate 'x'"):
         res.predict(new, blocks={"a": block[:2]})
+
+
+def test_an_array_as_long_as_the_complete_rows_is_refused_not_shifted():
+    # 6 new rows, one incomplete: 5 exposures would be read against the 5 kept rows, each a
+    # row off after the dropped one; they must be one per new row, as for complete data
+    frame, block = _frame("poisson")
+    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="poisson",
+                    exposure=np.ones(len(frame)), seed=0, honest=False)
+    new = frame.iloc[:6].copy()
+    new.loc["r1", "x"] = np.nan
+    for missing in ("nan", "drop"):
+        with pytest.raises(pearl.DataError, match=r"exposure= must be one number per row of "
+                                                  r"the data \(6 rows\)"):
+            res.predict(new, blocks={"a": block[:6]}, exposure=np.arange(1.0, 6.0),
+                        missing=missing)
+    with pytest.raises(pearl.DataError, match="the new data has no rows"):
+        res.predict(new.iloc[:0], blocks={"a": block[:0]}, exposure=np.ones(0), missing="nan")
+
+
+def test_complete_rows_give_exactly_what_the_default_gives():
+    rng = np.random.default_rng(4)
+    n = 120
+    frame = pd.DataFrame({"x": rng.normal(size=n)})
+    block = rng.normal(size=(n, 2))
+    frame["y"] = (frame["x"] + block[:, 0] + rng.normal(size=n) > 0).astype(int)
+    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="binomial", seed=0,
+                    honest=2)
+    for interval in (None, "set"):
+        default = res.predict(frame.iloc[:5], blocks={"a": block[:5]}, interval=interval)
+        padded = res.predict(frame.iloc[:5], blocks={"a": block[:5]}, interval=interval,
+                             missing="nan")
+        assert padded.equals(default)
