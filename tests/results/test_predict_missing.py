@@ -88,14 +88,19 @@ def test_rows_without_labels_keep_their_positions():
     np.testing.assert_array_equal(padded.to_numpy()[[0, 2]], dropped.to_numpy())
 
 
-def test_a_prediction_set_keeps_booleans_with_na_for_incomplete_rows():
-    rng = np.random.default_rng(3)
-    n = 150
+def _binomial_fit(seed: int, n: int):
+    """A binomial fit with CV+ sets available (honest=2), its rows and block."""
+    rng = np.random.default_rng(seed)
     frame = pd.DataFrame({"x": rng.normal(size=n)})
     block = rng.normal(size=(n, 2))
     frame["y"] = (frame["x"] + block[:, 0] + rng.normal(size=n) > 0).astype(int)
     res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="binomial", seed=0,
                     honest=2)
+    return res, frame, block
+
+
+def test_a_prediction_set_keeps_booleans_with_na_for_incomplete_rows():
+    res, frame, block = _binomial_fit(3, 150)
     new = frame.iloc[:4].copy()
     new.loc[2, "x"] = np.nan
     got = res.predict(new, blocks={"a": block[:4]}, interval="set", missing="nan")
@@ -136,13 +141,7 @@ def test_an_array_as_long_as_the_complete_rows_is_refused_not_shifted():
 
 
 def test_complete_rows_give_exactly_what_the_default_gives():
-    rng = np.random.default_rng(4)
-    n = 120
-    frame = pd.DataFrame({"x": rng.normal(size=n)})
-    block = rng.normal(size=(n, 2))
-    frame["y"] = (frame["x"] + block[:, 0] + rng.normal(size=n) > 0).astype(int)
-    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="binomial", seed=0,
-                    honest=2)
+    res, frame, block = _binomial_fit(4, 120)
     for interval in (None, "set"):
         default = res.predict(frame.iloc[:5], blocks={"a": block[:5]}, interval=interval)
         padded = res.predict(frame.iloc[:5], blocks={"a": block[:5]}, interval=interval,
