@@ -76,6 +76,16 @@ def _is_learner(value: Any) -> bool:
     return hasattr(value, "fit") and hasattr(value, "transform") and not isinstance(value, type)
 
 
+# What set_params(block=...) puts in a learner block's place, as a Pipeline step takes them:
+# the block's columns without the learner, or no block. The block keeps its name (as
+# ("drop", columns)), so that get_params shows the marker and set_params puts a learner back.
+_MARKERS = ("passthrough", "drop")
+
+
+def _is_marker(value: Any) -> bool:
+    return isinstance(value, str) and value in _MARKERS
+
+
 class _PearlEstimator(BaseEstimator):
     """What the regressor and the classifier share: blocks from X, then ``pearl.fit``."""
 
@@ -138,6 +148,8 @@ class _PearlEstimator(BaseEstimator):
         if deep:
             for name, learner in self._learner_blocks().items():
                 params[name] = learner
+                if _is_marker(learner):
+                    continue  # "passthrough" / "drop": no parameters of their own
                 for key, value in learner.get_params(deep=True).items():
                     params[f"{name}__{key}"] = value
             for key, value in super().get_params(deep=True).items():
@@ -150,7 +162,9 @@ class _PearlEstimator(BaseEstimator):
         ``name`` (a learner block's name) takes another learner, ``"passthrough"`` (the
         block's columns as they are, without a learner) or ``"drop"`` (no such block), as
         a ``Pipeline`` step and a ``FeatureUnion`` part do: ``GridSearchCV`` can search
-        ``{"kpca": [KernelPCA(2), "passthrough", "drop"]}``.
+        ``{"kpca": [KernelPCA(2), "passthrough", "drop"]}``. The block keeps its name and
+        columns (``blocks["kpca"]`` becomes ``("drop", columns)``), so ``get_params()``
+        shows the marker and a later ``set_params(kpca=KernelPCA(2))`` puts a learner back.
 
         As in a ``Pipeline``, ``blocks`` is set first, then the learners given by name,
         then the rest: ``name__param`` set with ``blocks`` in one call (a search's grid
@@ -164,21 +178,19 @@ class _PearlEstimator(BaseEstimator):
         if replaced:
             blocks = dict(self.blocks)
             for name, value in replaced.items():
-                spec = blocks.pop(name)
+                spec = blocks[name]
                 columns = spec[1] if isinstance(spec, tuple) else slice(None)
-                if isinstance(value, str) and value == "drop":
-                    continue
-                if isinstance(value, str) and value == "passthrough":
-                    blocks[name] = columns
-                elif _is_learner(value):
-                    blocks[name] = (value, columns) if isinstance(spec, tuple) else value
+                if _is_learner(value) and not isinstance(spec, tuple):
+                    blocks[name] = value  # a bare learner stays bare (it reads every column)
+                elif _is_marker(value) or _is_learner(value):
+                    blocks[name] = (value, columns)
                 else:
                     raise OptionError(
                         f"set_params({name}={value!r:.60}): block {name!r} takes a learner "
                         "(an object with fit and transform), 'passthrough' (its columns as "
                         "they are, without a learner) or 'drop' (no such block)"
                     )
-            self.blocks = {name: blocks[name] for name in self.blocks if name in blocks}
+            self.blocks = blocks
         return super().set_params(**params)
 
     def _get_params_html(self, deep: bool = True, *args: Any, **kwargs: Any) -> Any:
@@ -207,7 +219,8 @@ class _PearlEstimator(BaseEstimator):
             if name in parameters:
                 continue
             learner = spec[0] if isinstance(spec, tuple) and spec else spec
-            if _is_learner(learner) and hasattr(learner, "get_params"):
+            if (_is_learner(learner) and hasattr(learner, "get_params")) or (
+                    isinstance(spec, tuple) and _is_marker(learner)):
                 found[name] = learner
         return found
 
@@ -240,13 +253,21 @@ class _PearlEstimator(BaseEstimator):
                 # refuses step names that are its parameters)
                 raise BlockError(f"block name {name!r} is a parameter of {type(self).__name__}; "
                                  f"rename the block (parameters: {parameters})")
-            if isinstance(spec, tuple) and not (len(spec) == 2 and _is_learner(spec[0])):
+            if isinstance(spec, tuple) and not (
+                    len(spec) == 2 and (_is_learner(spec[0]) or _is_marker(spec[0]))):
                 raise BlockError(f"block {name!r} is a tuple {spec!r:.60}: a tuple is (learner, "
                                  "columns); give columns as a list ([0, 1] or ['age', 'sex'])")
             learner, selector = spec if isinstance(spec, tuple) else (None, spec)
+            if isinstance(learner, str) and learner == "drop":
+                continue
+            if isinstance(learner, str) and learner == "passthrough":
+                learner = None
             if learner is None and _is_learner(selector):
                 learner, selector = selector, slice(None)
             plan[name] = (learner, self._columns(selector, f"block {name!r}"))
+        if not plan:
+            raise BlockError(f"every block is 'drop' (blocks={dict(specs)!r:.120}); keep at "
+                             "least one, e.g. set_params(<block>='passthrough')")
         return plan
 
     def _columns(self, selector: Any, who: str) -> np.ndarray:

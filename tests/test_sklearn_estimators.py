@@ -585,18 +585,24 @@ def test_a_learner_block_is_replaced_kept_as_columns_or_dropped_by_set_params(di
                          random_state=0, honest=False)
     # 'passthrough' keeps the block's columns without the learner: as the columns block
     through = clone(est).set_params(k="passthrough")
-    assert through.blocks == {"a": [0, 1, 2, 3], "k": slice(4, 10)}
+    assert through.blocks == {"a": [0, 1, 2, 3], "k": ("passthrough", slice(4, 10))}
     columns = PearlRegressor({"a": [0, 1, 2, 3], "k": slice(4, 10)}, random_state=0,
                              honest=False)
     np.testing.assert_array_equal(through.fit(X, y).predict(X), columns.fit(X, y).predict(X))
     # 'drop' removes the block: as the estimator without it
     dropped = clone(est).set_params(k="drop")
-    assert dropped.blocks == {"a": [0, 1, 2, 3]}
+    assert dropped.blocks == {"a": [0, 1, 2, 3], "k": ("drop", slice(4, 10))}
+    assert dropped.get_params()["k"] == "drop"  # as a Pipeline shows a dropped step
     alone = PearlRegressor({"a": [0, 1, 2, 3]}, random_state=0, honest=False)
     np.testing.assert_array_equal(dropped.fit(X, y).predict(X), alone.fit(X, y).predict(X))
+    # the block keeps its name: a learner can be put back, as a Pipeline step can
+    back = dropped.set_params(k=pearl.KernelPCA(2, seed=0))
+    np.testing.assert_array_equal(back.fit(X, y).predict(X), clone(est).fit(X, y).predict(X))
+    with pytest.raises(BlockError, match="every block is 'drop'"):
+        PearlRegressor({"k": pearl.PCA(2)}).set_params(k="drop").fit(X, y)
     # a bare learner reads every column; 'passthrough' keeps every column
     bare = PearlRegressor({"k": pearl.PCA(2)}).set_params(k="passthrough")
-    assert bare.blocks == {"k": slice(None)}
+    assert bare.blocks == {"k": ("passthrough", slice(None))}
     # the same values in a search
     search = GridSearchCV(est, {"k": [pearl.PCA(1), "passthrough", "drop"]}, cv=3).fit(X, y)
     assert len(search.cv_results_["mean_test_score"]) == 3
