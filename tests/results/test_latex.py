@@ -74,6 +74,18 @@ def fits_255():
     return {family: _fit(family, frame, blocks, honest=3) for family in FAMILIES}
 
 
+def _named_fit(formula: str, covariate: str, names: tuple[str, str], n: int, seed: int):
+    """A gaussian fit of two 2-column blocks and one covariate under awkward names, for
+    LaTeX that must set them: y is the covariate plus the first block's first column."""
+    rng = np.random.default_rng(seed)
+    blocks = {name: rng.normal(size=(n, 2)) for name in names}
+    frame = pd.DataFrame({covariate: rng.normal(size=n)})
+    frame["y"] = frame[covariate] + blocks[names[0]][:, 0] + rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        return pearl.fit(formula, frame, blocks=blocks, seed=0, honest=False)
+
+
 def _set(tmp_path, body: str, name: str = "tables") -> tuple[str, list[str]]:
     """pdflatex's log of *body* in a default article, and its errors and bad boxes."""
     document = "\n".join([r"\documentclass{article}", LATEX_PREAMBLE, r"\begin{document}", body,
@@ -239,14 +251,7 @@ def test_the_coefficients_panel_reads_back_to_the_fit(tmp_path):
 def test_quotes_of_code_are_upright_and_the_tilde_sits_on_the_line(tmp_path):
     # block('pca_é') read block(’pca_é’) in the formula (char 39 of cmtt is a closing quote)
     # and "y ~ x" a raised accent tilde; the notes' apostrophes stay typeset (MuMIn’s)
-    rng = np.random.default_rng(11)
-    blocks = {"pca_é": rng.normal(size=(120, 2)), "w2v": rng.normal(size=(120, 2))}
-    data = pd.DataFrame({"x": rng.normal(size=120)})
-    data["y"] = data["x"] + blocks["pca_é"][:, 0] + rng.normal(size=120)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", pearl.PearlWarning)
-        res = pearl.fit("y ~ x + block('pca_é') + block('w2v')", data, blocks=blocks, seed=0,
-                        honest=False)
+    res = _named_fit("y ~ x + block('pca_é') + block('w2v')", "x", ("pca_é", "w2v"), 120, 11)
     latex = res.summary().as_latex()
     assert r"block(\textquotesingle{}w2v\textquotesingle{})" in latex
     _, problems = _set(tmp_path, latex, "quotes")
@@ -592,14 +597,10 @@ def test_summary_takes_the_panels_its_latex_sets(fits_31):
 def test_greek_block_and_covariate_names_compile_with_pdflatex(tmp_path):
     # a kernel's bandwidth in a block name (rbf_λ) and a Greek covariate: as_latex() set with
     # LATEX_PREAMBLE alone stopped at "Unicode character λ (U+03BB) not set up for use"
-    rng = np.random.default_rng(2)
-    blocks = {"rbf_λ": rng.normal(size=(80, 2)), "Σ_pca": rng.normal(size=(80, 2))}
-    frame = pd.DataFrame({"θ_dose": rng.normal(size=80)})
-    frame["y"] = frame["θ_dose"] + blocks["rbf_λ"][:, 0] + rng.normal(size=80)
+    res = _named_fit('y ~ θ_dose + block("rbf_λ") + block("Σ_pca")', "θ_dose",
+                     ("rbf_λ", "Σ_pca"), 80, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pearl.PearlWarning)
-        res = pearl.fit('y ~ θ_dose + block("rbf_λ") + block("Σ_pca")', frame, blocks=blocks,
-                        seed=0, honest=False)
         latex = res.summary().as_latex("all")
     _, problems = _set(tmp_path, latex)
     assert not problems, problems
