@@ -52,6 +52,7 @@ from ..nested import check_conformal_available, conformal_prediction
 from ..observation_weights import check_new_offset, check_observation_weights, named_columns
 from ..stages import drop_missing_inputs, incomplete_rows
 from . import averaging, evaluation
+from .link_scale import WHICH, linear_name, linear_predictor
 from .prediction_frame import PredictionResults, mean_frame
 
 __all__ = ["LazyRows", "Prediction"]
@@ -321,8 +322,8 @@ class Prediction:
 
     def predict(self, newdata: Any, blocks: Any = None, interval: str | None = None,
                 alpha: float = 0.05, *, offset: Any = None, exposure: Any = None,
-                weights: Any = None, revised: bool = True,
-                missing: str = "raise") -> pd.Series | pd.DataFrame:
+                weights: Any = None, revised: bool = True, missing: str = "raise",
+                which: str = "mean") -> pd.Series | pd.DataFrame:
         """PEARL prediction for new rows: the weighted average of the refitted candidates.
 
         Parameters
@@ -402,13 +403,24 @@ class Prediction:
             prediction set) where a value is missing, as statsmodels' ``predict``
             and R's ``na.exclude`` do (new data without a complete row is refused,
             a ``MissingValueError``). Rows in memory only.
+        which : {"mean", "linear"}, default "mean"
+            ``"linear"``: the prediction on the scale of the linear predictor
+            (statsmodels' ``which="linear"``, R's ``type = "link"``), with the new
+            rows' offset in it. PEARL averages the candidates' means, so this is
+            the link of the averaged mean (``logit`` of the probability, ``log``
+            of a Poisson mean; for classes ``log(p_c / p_0)``, the first class
+            the reference with a column of 0, as ``MNLogit``), which equals the
+            candidates' linear predictor only where one candidate has all the
+            weight. Point predictions only (``interval=None``).
 
         Returns
         -------
         Series or DataFrame
             Means (gaussian, poisson), probability of ``classes[1]`` (binomial;
             the Series is named ``P(y=<classes[1]>)``), or class probabilities
-            with one column per class (multinomial).
+            with one column per class (multinomial); with ``which="linear"``
+            their link (the Series named ``logit(P(y=...))`` or
+            ``log(prediction)``).
 
         Examples
         --------
@@ -421,7 +433,23 @@ class Prediction:
         >>> new = {"a": np.array([[0.0, 0.0], [np.nan, 1.0]])}
         >>> res.predict(new, missing="nan").isna().tolist()
         [False, True]
+        >>> res.predict({"a": np.zeros((1, 2))}, which="linear").name
+        'logit(P(y=low))'
         """
+        which = check_choice("which", which, WHICH)
+        if which == "linear":
+            if interval is not None:
+                raise OptionError(f"predict(which='linear') gives point predictions; the "
+                                  f"interval={interval!r} is on the response's scale: leave "
+                                  "which='mean' for it")
+            mean = self.predict(newdata, blocks, offset=offset, exposure=exposure,
+                                weights=weights, missing=missing)
+            linear = linear_predictor(self.family, mean)
+            if getattr(mean, "ndim", 2) == 1 and hasattr(mean, "rename"):
+                linear = linear.rename(linear_name(self.family, mean.name))
+            if isinstance(mean, pd.Series | pd.DataFrame):
+                linear.attrs = dict(mean.attrs)  # missing="drop"'s dropped_rows
+            return linear
         self._check_interval(interval)
         missing = check_choice("missing", missing, {
             "raise": "name the first incomplete row", "drop": "predict the complete rows",
