@@ -124,6 +124,25 @@ def _values(name: str, values, n: int, index: pd.Index | None,
     return array
 
 
+_WHY_POSITIVE = {"weights": "drop the rows of weight 0",
+                 "exposure": "exposure is a time or size at risk"}
+
+
+def check_positive_rows(name: str, array: np.ndarray, index: pd.Index | None) -> None:
+    """Refuse a weight or exposure (*name*) <= 0, naming its row by its label in *index*.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> check_positive_rows("exposure", np.array([1.0, 0.5, -2.0]), pd.Index(["p", "q", "r"]))
+    Traceback (most recent call last):
+    ...
+    pearlstats.exceptions.DataError: exposure= must be > 0; it is -2 at row labelled 'r' \
+(a negative value has no meaning here; correct those rows)
+    """
+    _positive(name, array, _WHY_POSITIVE[name], index)
+
+
 def _positive(name: str, array: np.ndarray, what: str, index: pd.Index | None) -> None:
     bad = np.flatnonzero(array <= 0)
     if bad.size:
@@ -167,7 +186,7 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
             options = [f"{k!r} ({v})" for k, v in WEIGHT_TYPES.items()]
             raise OptionError(f"weight_type={weight_type!r}; with weights= use one of {options}")
         w = _values("weights", weights, n, index, missing)
-        _positive("weights", w, "drop the rows of weight 0", index)
+        check_positive_rows("weights", w, index)
     total = None if offset is None else _values("offset", offset, n, index, missing)
     source = None if offset is None else "given"
     if exposure is not None:
@@ -175,7 +194,7 @@ def check_observation_weights(weights: Any, weight_type: str | None, offset: Any
             raise OptionError(f"exposure= is for family='poisson' (log link), got {family!r}; "
                               "give offset= instead")
         t = _values("exposure", exposure, n, index, missing)
-        _positive("exposure", t, "exposure is a time or size at risk", index)
+        check_positive_rows("exposure", t, index)
         total = np.log(t) if total is None else total + np.log(t)
         source = "log(exposure)" if source is None else "given + log(exposure)"
     return ObservationWeights(w, weight_type if w is not None else None, total,
@@ -252,7 +271,7 @@ def check_new_offset(offset: Any, exposure: Any, n: int, fitted_offset: bool,
     total = np.zeros(n) if offset is None else _values("offset", offset, n, index)
     if exposure is not None:
         t = _values("exposure", exposure, n, index)
-        _positive("exposure", t, "exposure is a time or size at risk", index)
+        check_positive_rows("exposure", t, index)
         total = total + np.log(t)
     return total
 

@@ -49,7 +49,12 @@ from ..exceptions import (
     ResponseError,
 )
 from ..nested import check_conformal_available, conformal_prediction
-from ..observation_weights import check_new_offset, check_observation_weights, named_columns
+from ..observation_weights import (
+    check_new_offset,
+    check_observation_weights,
+    check_positive_rows,
+    named_columns,
+)
 from ..stages import drop_missing_inputs, incomplete_rows
 from . import averaging, evaluation
 from .link_scale import WHICH, linear_name, linear_predictor
@@ -784,6 +789,12 @@ class Prediction:
             if values is not None and values.shape == (n,):
                 bad |= ~np.isfinite(values)
         keep = ~bad
+        labels = (pd.RangeIndex(n_given) if rows is None else rows)[~early]
+        for name, values in (("weights", aligned[0]), ("exposure", aligned[2])):
+            if values is not None and values.shape == (n,):
+                # checked on the complete rows before the others go, so that a bad value is
+                # named by its row's label (or position) in the data, not among the rows kept
+                check_positive_rows(name, np.where(keep, values, 1.0), labels)
         kept = {column: frame[column].to_numpy()[keep] for column in frame.columns}
         kept |= {name: block.values[keep] for name, block in resolved.items()}
         aligned = [values[keep] if values is not None and values.shape == (n,) else values

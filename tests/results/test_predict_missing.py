@@ -140,6 +140,25 @@ def test_an_array_as_long_as_the_complete_rows_is_refused_not_shifted():
         res.predict(new.iloc[:0], blocks={"a": block[:0]}, exposure=np.ones(0), missing="nan")
 
 
+def test_a_bad_exposure_is_named_by_its_row_in_the_new_data_not_among_the_kept():
+    # row r1 is incomplete, r3's exposure is negative: r3 is the third of the rows kept, and
+    # naming it "row 2" would point at r2
+    frame, block = _frame("poisson")
+    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="poisson",
+                    exposure=np.ones(len(frame)), seed=0, honest=False)
+    new = frame.iloc[:5].copy()
+    new.loc["r1", "x"] = np.nan
+    exposure = np.array([1.0, 1.0, 1.0, -2.0, 1.0])
+    for missing in ("nan", "drop"):
+        with pytest.raises(pearl.DataError, match="it is -2 at row labelled 'r3'"):
+            res.predict(new, blocks={"a": block[:5]}, exposure=exposure, missing=missing)
+    with pytest.raises(pearl.DataError, match="it is -2 at row labelled 'r3'"):
+        res.evaluate(new, blocks={"a": block[:5]}, exposure=exposure, missing="drop")
+    positions = {"x": new["x"].to_numpy(), "a": block[:5]}  # no labels: positions in the data
+    with pytest.raises(pearl.DataError, match="it is -2 at row 3"):
+        res.predict(positions, exposure=exposure, missing="nan")
+
+
 def test_complete_rows_give_exactly_what_the_default_gives():
     res, frame, block = _binomial_fit(4, 120)
     for interval in (None, "set"):
