@@ -123,14 +123,20 @@ def test_every_row_incomplete_and_an_unknown_choice_are_named():
         res.predict(new, blocks={"a": block[:2]})
 
 
-def test_an_array_as_long_as_the_complete_rows_is_refused_not_shifted():
-    # 6 new rows, one incomplete: 5 exposures would be read against the 5 kept rows, each a
-    # row off after the dropped one; they must be one per new row, as for complete data
+def _exposure_fit_and_rows_with_r1_incomplete(m: int):
+    """A Poisson fit with exposure, and its first *m* rows as new data with r1 incomplete."""
     frame, block = _frame("poisson")
     res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="poisson",
                     exposure=np.ones(len(frame)), seed=0, honest=False)
-    new = frame.iloc[:6].copy()
+    new = frame.iloc[:m].copy()
     new.loc["r1", "x"] = np.nan
+    return frame, block, res, new
+
+
+def test_an_array_as_long_as_the_complete_rows_is_refused_not_shifted():
+    # 6 new rows, one incomplete: 5 exposures would be read against the 5 kept rows, each a
+    # row off after the dropped one; they must be one per new row, as for complete data
+    frame, block, res, new = _exposure_fit_and_rows_with_r1_incomplete(6)
     for missing in ("nan", "drop"):
         with pytest.raises(pearl.DataError, match=r"exposure= must be one number per row of "
                                                   r"the data \(6 rows\)"):
@@ -143,11 +149,7 @@ def test_an_array_as_long_as_the_complete_rows_is_refused_not_shifted():
 def test_a_bad_exposure_is_named_by_its_row_in_the_new_data_not_among_the_kept():
     # row r1 is incomplete, r3's exposure is negative: r3 is the third of the rows kept, and
     # naming it "row 2" would point at r2
-    frame, block = _frame("poisson")
-    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="poisson",
-                    exposure=np.ones(len(frame)), seed=0, honest=False)
-    new = frame.iloc[:5].copy()
-    new.loc["r1", "x"] = np.nan
+    frame, block, res, new = _exposure_fit_and_rows_with_r1_incomplete(5)
     exposure = np.array([1.0, 1.0, 1.0, -2.0, 1.0])
     for missing in ("nan", "drop"):
         with pytest.raises(pearl.DataError, match="it is -2 at row labelled 'r3'"):
