@@ -56,6 +56,10 @@ _LATEX_SPECIALS = {
 # textcomp's upright quote (TS1, in every encoding and engine); an apostrophe of prose
 # ("MuMIn's", "candidates' joint") stays the typeset one
 _CODE_QUOTE = r"(?<=[(\[,=])'|(?<=[,=] )'|'(?=[)\],])"
+# a quoted token without spaces, not inside a word ("h='c' and 'd'"): both its quotes are
+# code, wherever it stands (the rule above saw the first quote of 'c' only: after "=")
+_QUOTED_TOKEN = r"(?<![\w'])'[^'\s]+'(?![\w'])"
+_UPRIGHT_QUOTE = r"\textquotesingle{}"
 
 
 def _greek_math() -> dict[str, str]:
@@ -86,7 +90,7 @@ _LATEX_SPECIALS |= _greek_math()
 # a "+" with a character after it (not a space, not a tag), outside any tag
 _JOINING_PLUS = re.compile(r"\+(?=[^\s<])(?![^<]*>)")
 _LATEX_PATTERN = re.compile("|".join([re.escape(char) for char in _LATEX_SPECIALS]
-                                     + [_CODE_QUOTE]))
+                                     + [_QUOTED_TOKEN, _CODE_QUOTE]))
 
 
 def format_number(value: float | None, digits: int = 4) -> str:
@@ -147,8 +151,16 @@ def latex_escape(text: object) -> str:
     >>> print(latex_escape("rbf_λ"))
     rbf\_\ensuremath{\lambda}
     """
-    return _LATEX_PATTERN.sub(lambda match: _LATEX_SPECIALS.get(match.group(0),
-                                                                r"\textquotesingle{}"), str(text))
+    return _LATEX_PATTERN.sub(_latex_replacement, str(text))
+
+
+def _latex_replacement(match: re.Match) -> str:
+    found = match.group(0)
+    if found in _LATEX_SPECIALS:
+        return _LATEX_SPECIALS[found]
+    if len(found) > 1:  # a quoted token: its inside escaped, its quotes upright
+        return _UPRIGHT_QUOTE + latex_escape(found[1:-1]) + _UPRIGHT_QUOTE
+    return _UPRIGHT_QUOTE
 
 
 def html_escape(text: object) -> str:

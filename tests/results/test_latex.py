@@ -265,6 +265,17 @@ def test_quotes_of_code_are_upright_and_the_tilde_sits_on_the_line(tmp_path):
     assert "MuMIn’s" in text
 
 
+def test_every_quoted_token_is_upright_and_apostrophes_of_prose_are_not():
+    from pearlstats.results.formatting import latex_escape
+
+    up = r"\textquotesingle{}"
+    # the second quote of 'c' (before a space) and both of 'd' (after one) were typeset quotes
+    assert latex_escape("h='c' and 'd'") == f"h={up}c{up} and {up}d{up}"
+    assert latex_escape("C(g, Treatment('a_b'))") == f"C(g, Treatment({up}a\\_b{up}))"
+    assert latex_escape("MuMIn's and the candidates' joint") == \
+        "MuMIn's and the candidates' joint"
+
+
 def test_a_tiny_value_shows_its_digits_as_in_the_text(fits_31):
     latex = fits_31["gaussian"].summary().as_latex("all")
     # the KKT gap (about 1e-14) beside weights: as the text prints it, a power of ten (it
