@@ -232,6 +232,41 @@ def reserved_em(texts: list[str | None]) -> float:
     return 0.5 * (left + right) + (0.28 if right else 0.0)
 
 
+def _entry_em(text: str) -> float:
+    """Width of one number's text at ``\\small``, in em (as :func:`reserved_em` counts it)."""
+    if "." not in text:
+        return 0.5 * len(text)
+    return 0.5 * (len(text.split(".")[0]) + _right_digits(text)) + 0.28
+
+
+def decimal_aligned(texts: list[str | None]) -> bool:
+    """Whether a number column aligns on the point (dcolumn's ``D``), or is right-aligned.
+
+    A ``D`` column reserves the most digits any number has left of the point *and* the
+    most any has right of it: a column of 5811.4470 above 6.070e4 set as a power of ten
+    reserved four digits left and eight right, wider than either number (eight such
+    columns of mixed magnitudes ran 34 pt past the margin). Such a column is right-aligned
+    instead, as wide as its widest number; its fixed-point numbers, all with four
+    decimals, still have their points one under the other.
+
+    Examples
+    --------
+    >>> decimal_aligned(["-152.1335", "0.0001"])
+    True
+    >>> decimal_aligned(["5811.4470", "6.070\\times10^{4}"])
+    False
+    """
+    shown = [t for t in texts if t]
+    return not shown or reserved_em(shown) <= max(map(_entry_em, shown)) + 1e-9
+
+
+def number_column_em(texts: list[str | None]) -> float:
+    """Width of a number column at ``\\small``, in em: aligned on the point or to the right
+    (:func:`decimal_aligned`)."""
+    shown = [t for t in texts if t]
+    return reserved_em(shown) if decimal_aligned(shown) else max(map(_entry_em, shown))
+
+
 def header_em(header: object) -> float:
     """Estimated width of a column header: its widest word (words of number headers stack)."""
     if isinstance(header, Label):  # mathematics: commands and braces take no room
@@ -266,7 +301,7 @@ def _layout(columns: list[list], headers: list | None) -> tuple[list[str], list,
             kinds.append("D")
             numbers.append((texts, power))
             words = [text_em(c) for c, t in zip(cells, texts) if t is None]  # e.g. a solver
-            least = max([reserved_em(texts)] + words + [4.0 if power else 0.0])
+            least = max([number_column_em(texts)] + words + [4.0 if power else 0.0])
             widths.append(max(least, header_em(header)))
             flat.append(max(least, text_em(cell_latex(header)) if not isinstance(header, Label)
                             else header_em(header)))
@@ -361,7 +396,9 @@ def _column_spec(kinds: list[str], widths: list[float], numbers: list, spare: fl
     fixed_em, seps, shares = _shares(kinds, widths)
     spec = []
     for i, kind in enumerate(kinds):
-        if kind == "D":
+        if kind == "D" and not decimal_aligned(numbers[i][0]):
+            spec.append(r">{$}r<{$}")
+        elif kind == "D":
             left, right = _digits(numbers[i][0])
             spec.append(rf"D{{.}}{{.}}{{{left}.{right}}}")
         elif i in shares:
@@ -475,6 +512,11 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
     spec = _column_spec(kinds, widths, numbers, spare)
     limits = _limits(kinds, widths, spare)
     lines = [r"\begin{tabular*}{\linewidth}{@{\extracolsep{\fill}}" + "".join(spec) + "@{}}"]
+    numbers_em = sum(width for width, kind in zip(widths, kinds) if kind == "D")
+    if numbers_em + 2 * (len(kinds) - 1) * _TABCOLSEP_EM > _LINE_EM - 1:
+        # number columns that fill the line with the float's 4pt gaps (eight columns of
+        # powers of ten) get 1pt ones: \extracolsep{\fill} still spreads what room is left
+        lines = [r"\begingroup\setlength{\tabcolsep}{1pt}"] + lines
     if title:
         lines.append(_title_row(title, len(kinds)))
     lines.append(r"\toprule")
@@ -500,6 +542,8 @@ def latex_panel(rows: list[list], headers: list | None, title: str | None = None
             lines.append(spanning_row(breakable(cell_latex(below[r]), _LINE_EM - 1), len(kinds),
                                       "1em"))
     lines += [r"\bottomrule", r"\end{tabular*}"]
+    if lines[0].startswith(r"\begingroup"):
+        lines.append(r"\endgroup")
     return "\n".join(lines)
 
 

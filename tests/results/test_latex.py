@@ -211,6 +211,27 @@ def test_every_number_of_a_column_reads_back_with_its_digits(values):
         assert half_unit <= _text_precision(value) * (1 + 1e-9), (value, text, power)
 
 
+def test_coefficients_from_1e_minus_7_to_1e6_fit_the_line(tmp_path):
+    # covariates in units that give coefficients of 1e5, 1e6, 1e-7 and 7e-5: each column
+    # aligned on its point reserved the most digits left of it (5811.4470) and right of it
+    # (6.070 x 10^4) at once, and eight such columns with 4pt gaps ran 34pt past the margin
+    rng = np.random.default_rng(3)
+    n = 300
+    data = pd.DataFrame({"big": rng.normal(size=n) * 1e-5, "huge": rng.normal(size=n) * 1e-6,
+                         "tiny": rng.normal(size=n) * 1e7, "small": rng.normal(size=n) * 1e4})
+    blocks = {"a": rng.normal(size=(n, 2)), "b": rng.normal(size=(n, 2))}
+    data["y"] = (1 + 1e5 * data["big"] + 1e6 * data["huge"] + 1e-7 * data["tiny"]
+                 + 6.6e-5 * data["small"] + blocks["a"][:, 0] + rng.normal(size=n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pearl.PearlWarning)
+        res = pearl.fit("y ~ big + huge + tiny + small + block(a) + block(b)", data,
+                        blocks=blocks, seed=0, honest=False)
+    latex = res.summary().as_latex("coefficients")
+    assert r"\begingroup\setlength{\tabcolsep}{1pt}" in latex and r">{$}r<{$}" in latex
+    _, problems = _set(tmp_path, latex, "magnitudes")
+    assert not problems, problems
+
+
 def test_the_coefficients_panel_reads_back_to_the_fit(tmp_path):
     # gaussian fit of an income (intercept 29990) on age and female: as_latex scaled the
     # coefficients and the intervals by 10^4 and printed age 2.7432 as 0.0003, female as
