@@ -299,20 +299,25 @@ def drop_missing_inputs(frame: pd.DataFrame, embedded: dict,
 
 
 def incomplete_rows(formula: FormulaSpec, frame: pd.DataFrame, row_variables: Sequence[str],
-                    blocks: Mapping[str, Block], eval_env: EvalEnvironment) -> np.ndarray:
+                    blocks: Mapping[str, Block], eval_env: EvalEnvironment,
+                    response: bool = True) -> np.ndarray:
     """The rows ``missing="drop"`` removes (a boolean mask), at fit and at ``evaluate``.
 
-    NaN/None in a column the formula reads (covariates and response), a NaN/inf in a block's
-    row, or an expression without a value there (``np.log(x)`` of ``x <= 0``).
+    NaN/None in a column the formula reads (covariates and, with *response*, the response),
+    a NaN/inf in a block's row, or an expression without a value there (``np.log(x)`` of
+    ``x <= 0``). ``predict`` reads no response: a new row whose response is unknown (NaN) is
+    complete there.
     """
-    used = [c for c in (*row_variables, *formula.response_variables) if c in frame.columns]
+    responses = formula.response_variables if response else ()
+    used = [c for c in (*row_variables, *responses) if c in frame.columns]
     bad = _missing_rows(frame, used)
     for block in blocks.values():
         bad |= ~finite_rows(block.values)
     if not bad.all():
         # np.log(x) of x <= 0: no missing column, but no value either
         kept_rows = frame.loc[~bad]
-        bad[np.flatnonzero(~bad)[expression_missing_rows(formula, kept_rows, eval_env)]] = True
+        missing = expression_missing_rows(formula, kept_rows, eval_env, response)
+        bad[np.flatnonzero(~bad)[missing]] = True
     return bad
 
 

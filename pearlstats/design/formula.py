@@ -28,7 +28,7 @@ import importlib
 import pickle
 import re
 import types
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -254,6 +254,31 @@ def _check_finite_columns(frame: pd.DataFrame, columns, what: str) -> None:
             )
 
 
+def _without_value_warnings():
+    """numpy's warnings of a term without a value (np.log(0)) off: the rows are named instead."""
+    return np.errstate(divide="ignore", invalid="ignore")
+
+
+def _check_finite_terms(matrix: np.ndarray, names: Sequence[str], labels: pd.Index) -> None:
+    """Refuse covariate columns without a finite value from finite row variables.
+
+    ``np.log(x)`` of a new row's ``x = 0`` is -inf (its prediction would be infinite, a
+    probability of 0 or 1) and of ``x < 0`` NaN, where ``pearl.fit`` and
+    ``predict(missing="nan")`` take the row as having no value.
+    """
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(matrix)
+    bad = np.flatnonzero(~finite.all(axis=1))
+    if bad.size:
+        terms = [name for name, column in zip(names, finite.T) if not column.all()]
+        raise MissingValueError(
+            f"covariate term(s) {terms} have no finite value at "
+            f"{format_positions(bad, labels=labels)} (e.g. np.log(x) of x <= 0); remove those "
+            "rows (res.predict gives them NaN with missing='nan'; res.evaluate drops them with "
+            "missing='drop')"
+        )
+
+
 def _picklable_namespace(namespace: dict | None) -> dict:
     """Modules by name, other objects as they are (they must pickle)."""
     return {
@@ -367,8 +392,11 @@ def covariate_row_variables(
     recorder = _RecordingFrame(frame)
     recorder.read_columns = []
     try:
-        patsy.dmatrix(spec.covariate_desc, recorder, eval_env=eval_env, NA_action="drop",
-                      return_type="matrix")
+        # this evaluation records the columns read; a term without a value in some row
+        # (np.log(0)) is named where the matrix is built, not warned of here
+        with _without_value_warnings():
+            patsy.dmatrix(spec.covariate_desc, recorder, eval_env=eval_env, NA_action="drop",
+                          return_type="matrix")
     except PatsyError as err:
         unknown = _unknown_names(spec, frame, eval_env)
         if unknown:
@@ -469,13 +497,19 @@ class CovariateSpec:
             else pd.DataFrame(index=frame.index)
         )
         try:
-            (matrix,) = patsy.build_design_matrices([self.design_info], rows, NA_action="raise")
+            # the row variables have values (checked above): a NaN or inf now is an
+            # expression's (np.log(x) of x <= 0), named by _check_finite_terms
+            with _without_value_warnings():  # named below instead
+                (matrix,) = patsy.build_design_matrices(
+                    [self.design_info], rows, NA_action=patsy.NAAction(NA_types=[]))
         except PatsyError as err:
             term = f" {err.origin.relevant_code()!r}" if err.origin is not None else "s"
             raise DataError(
                 f"cannot build the covariate term{term} for the new rows: {err.message}"
             ) from err
-        return np.asarray(matrix, dtype=float)
+        matrix = np.asarray(matrix, dtype=float)
+        _check_finite_terms(matrix, self.names, frame.index)
+        return matrix
 
 
 def _factor_variable(code: str, row_variables) -> str | None:
@@ -594,15 +628,18 @@ def build_covariates(
     """
     frame, row_variables = covariate_row_variables(spec, frame, eval_env)
     _check_finite_columns(frame, row_variables, "covariate")
+    # a term such as np.log(x) has no value where x <= 0: the check below names those rows
     try:
-        matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env, NA_action="raise",
-                               return_type="matrix")
-    except PatsyError as err:
-        # A term such as np.log(x) is NaN where x <= 0, which patsy refuses: built again with
-        # the NaN kept, the check below names those rows.
-        try:
+        with _without_value_warnings():
             matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env,
-                                   NA_action=patsy.NAAction(NA_types=[]), return_type="matrix")
+                                   NA_action="raise", return_type="matrix")
+    except PatsyError as err:
+        # patsy refuses the NaN of np.log(x < 0): built again with the NaN kept
+        try:
+            with _without_value_warnings():
+                matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env,
+                                       NA_action=patsy.NAAction(NA_types=[]),
+                                       return_type="matrix")
         except PatsyError:
             raise DataError(
                 f"cannot build the covariate terms of {spec.formula!r}: {err.message}"
@@ -685,8 +722,9 @@ def _evaluate_response(spec: FormulaSpec, frame: pd.DataFrame,
 
 
 def expression_missing_rows(spec: FormulaSpec, frame: pd.DataFrame,
-                            eval_env: EvalEnvironment) -> np.ndarray:
-    """Rows whose response or covariate terms evaluate to NaN or inf from finite columns.
+                            eval_env: EvalEnvironment, response: bool = True) -> np.ndarray:
+    """Rows whose response (with *response*) or covariate terms evaluate to NaN or inf from
+    finite columns.
 
     ``np.log(y) ~ np.log(x) + block(a)`` has no missing column where ``y`` or
     ``x`` is 0 or negative, yet those rows have no value; ``missing="drop"``
@@ -698,12 +736,13 @@ def expression_missing_rows(spec: FormulaSpec, frame: pd.DataFrame,
     ndarray of bool (n,)
     """
     bad = np.zeros(len(frame), dtype=bool)
-    if not spec.response.isidentifier():
+    if response and not spec.response.isidentifier():
         bad[_missing_positions(_evaluate_response(spec, frame, eval_env))] = True
     keep_nan = patsy.NAAction(NA_types=[])
     try:
-        matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env,
-                               NA_action=keep_nan, return_type="matrix")
+        with _without_value_warnings():  # the rows found are the answer
+            matrix = patsy.dmatrix(spec.covariate_desc, frame, eval_env=eval_env,
+                                   NA_action=keep_nan, return_type="matrix")
     except PatsyError:
         return bad
     with np.errstate(invalid="ignore"):

@@ -505,7 +505,7 @@ class Prediction:
         if index is None:
             index = first_block_index(self.block_names, embedded, blocks)
         kept, _, weights, offset, exposure, dropped = self._complete_rows(
-            newdata, blocks, weights, offset, exposure)
+            newdata, blocks, weights, offset, exposure, response=False)
         n_given = len(next(iter(kept.values()))) + len(dropped) if kept else len(dropped)
         if not n_given:
             raise DataError("the new data has no rows; give at least one row to predict")
@@ -748,12 +748,14 @@ class Prediction:
         table.attrs["dropped_rows"] = tuple(int(row) for row in dropped)
         return table
 
-    def _complete_rows(self, test_data, blocks, weights, offset, exposure) -> tuple:
+    def _complete_rows(self, test_data, blocks, weights, offset, exposure,
+                       response: bool = True) -> tuple:
         """The test rows ``missing="drop"`` keeps, as a dict of columns and blocks, with their
         weights/offset/exposure (pandas ones matched by label first), and the dropped positions.
 
         The rows are found as the fit finds them (:func:`~pearlstats.stages.incomplete_rows`),
-        plus those whose test weight or offset is NaN/inf.
+        plus those whose test weight or offset is NaN/inf; with *response* False (``predict``)
+        a missing response does not count.
         """
         spec = self._design.spec
         env = EvalEnvironment([dict(spec.covariates.namespace or {})])
@@ -771,7 +773,7 @@ class Prediction:
         frame, embedded, early = drop_missing_inputs(frame, embedded, source)
         resolved = resolve_blocks(self.block_names, frame, embedded, source, index=rows)
         n = count_rows(frame, resolved)
-        bad = incomplete_rows(spec.formula, frame, row_variables, resolved, env)
+        bad = incomplete_rows(spec.formula, frame, row_variables, resolved, env, response)
         if spec.formula.offset_codes:
             bad |= ~np.isfinite(formula_offset(spec.formula, frame, env, "drop"))
         aligned = [None if value is None else

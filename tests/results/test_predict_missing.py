@@ -168,3 +168,46 @@ def test_complete_rows_give_exactly_what_the_default_gives():
         padded = res.predict(frame.iloc[:5], blocks={"a": block[:5]}, interval=interval,
                              missing="nan")
         assert padded.equals(default)
+
+
+def _log_fit(family: str):
+    rng = np.random.default_rng(7)
+    n = 150
+    z, block = rng.uniform(1, 10, n), rng.normal(size=(n, 2))
+    y = np.log(z) + block[:, 0] + rng.normal(size=n)
+    y = (y > np.median(y)).astype(float) if family == "binomial" else y
+    return pearl.fit("y ~ np.log(z) + block(a)", {"y": y, "z": z, "a": block}, family=family,
+                     seed=0, honest=False)
+
+
+@pytest.mark.parametrize("family", ["gaussian", "binomial"])
+def test_a_covariate_expression_without_a_finite_value_is_named_not_predicted(family):
+    # np.log(0) is -inf: the default predicted -inf (a probability of 0) and evaluate scored
+    # it, while fit and missing="nan" take the row as having no value
+    res = _log_fit(family)
+    for z in (0.0, -1.0):  # -inf and NaN from finite columns
+        new = {"z": np.array([2.0, z]), "a": np.zeros((2, 2))}
+        with pytest.raises(MissingValueError, match=r"\['np.log\(z\)'\].*row 1"):
+            res.predict(new)
+        with pytest.raises(MissingValueError, match=r"\['np.log\(z\)'\].*row 1"):
+            res.evaluate({**new, "y": np.array([1.0, 0.0])})
+        padded = res.predict(new, missing="nan")
+        assert np.isnan(padded.iloc[1])
+        assert padded.iloc[0] == res.predict({"z": np.array([2.0]), "a": np.zeros((1, 2))}).iloc[0]
+
+
+def test_an_unknown_response_does_not_make_a_new_row_incomplete():
+    # rows to predict often have no response yet: predict reads none, so a NaN there dropped
+    # the row (missing="drop") or gave it NaN (missing="nan") though it has every covariate
+    frame, block = _frame("gaussian")
+    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, seed=0, honest=False)
+    new = frame.iloc[:4].copy()
+    new["y"] = [np.nan, 1.0, np.nan, 0.0]
+    expected = res.predict(new.drop(columns="y"), blocks={"a": block[:4]})
+    for missing in ("nan", "drop"):
+        got = res.predict(new, blocks={"a": block[:4]}, missing=missing)
+        pd.testing.assert_series_equal(got, expected, check_exact=True)
+        assert got.attrs["dropped_rows"] == ()
+    # evaluate scores the response: there a row without one is still dropped
+    scored = res.evaluate(new, blocks={"a": block[:4]}, missing="drop")
+    assert scored.attrs["dropped_rows"] == (0, 2)
