@@ -293,14 +293,15 @@ class Representations:
                 )
         return list(dict.fromkeys(c for cols in sources for c in cols))
 
-    def columns_read_by(self, names: Sequence[str]) -> list:
+    def columns_read_by(self, names: str | Sequence[str]) -> list:
         """The raw input columns the fitted learners of blocks *names* read, in first-use
         order (what ``transform(rows, names=names)`` needs in *rows*).
 
         Parameters
         ----------
-        names : sequence of str
-            Block names; names that are not blocks of this container read nothing.
+        names : str or sequence of str
+            Block names (a lone str is one name); names that are not blocks of this
+            container read nothing.
 
         Returns
         -------
@@ -317,6 +318,7 @@ class Representations:
         ['x3']
         """
         self._require_fitted("columns_read_by()")
+        names = _name_list(names)
         return list(dict.fromkeys(column for name in names if name in self._fitted
                                   for column in self._fitted[name]["columns"]))
 
@@ -419,16 +421,17 @@ class Representations:
             seed_learner(self.seed, name, learner)
 
     # ---------------------------------------------------------------- transform
-    def transform(self, rows: Any, names: Sequence[str] | None = None) -> dict:
+    def transform(self, rows: Any, names: str | Sequence[str] | None = None) -> dict:
         """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order.
 
         Parameters
         ----------
         rows : DataFrame or dict of columns
             Rows holding the columns the learners read at fit (:attr:`input_columns`).
-        names : sequence of str, optional
-            Only these blocks (``pearl.fit`` asks for the formula's): the other learners
-            are not run, and the columns only they read need not be in *rows*.
+        names : str or sequence of str, optional
+            Only these blocks (``pearl.fit`` asks for the formula's; a lone str is one
+            name): the other learners are not run, and the columns only they read need
+            not be in *rows*.
 
         Examples
         --------
@@ -444,6 +447,7 @@ class Representations:
         self._require_fitted("transform()")
         chosen = self._fitted
         if names is not None:
+            names = _name_list(names)
             unknown = [name for name in names if name not in self._fitted]
             if unknown:
                 raise BlockError(f"Representations.transform(names=): {unknown} are not among "
@@ -482,6 +486,12 @@ def _as_learner(name: str, learner):
         f"representation {name!r} is a {type(learner).__name__}; a learner needs fit(X) and "
         "transform(X) methods, or is a function of the rows"
     )
+
+
+def _name_list(names: str | Sequence[str]) -> list:
+    """Block names as a list; a lone str is one name (as ``columns=`` takes it), not the
+    sequence of its characters (``"pca"`` would otherwise ask for blocks p, c and a)."""
+    return [names] if isinstance(names, str) else list(names)
 
 
 def _check_present(name: str, columns: list, table: Rows) -> None:

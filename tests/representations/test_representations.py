@@ -453,3 +453,25 @@ def test_a_fit_runs_only_the_formulas_learners():
     assert reps.columns_read_by(["pca", "raw"]) == ["x1", "x2"]
     with pytest.raises(pearl.BlockError, match=r"\['nope'\] are not among its blocks"):
         reps.transform(unlabeled, names=["nope"])
+
+
+def test_a_lone_str_of_names_is_one_block_name():
+    """transform(names="pca") and columns_read_by("pca") read the str as one name, as
+    columns= does: with blocks pca, p and a they asked for blocks p, c and a ("['c'] are not
+    among its blocks"), and names="pa" silently gave the blocks p and a."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+    reps = Representations({"pca": PCA(2), "p": PCA(1), "a": Raw(columns=["x3"])},
+                           columns=["x1", "x2"]).fit(rows)
+    blocks = reps.transform(rows.head(4), names="pca")
+    assert list(blocks) == ["pca"]
+    reference = SklearnPCA(2).fit(rows[["x1", "x2"]]).transform(rows[["x1", "x2"]].head(4))
+    np.testing.assert_allclose(np.abs(blocks["pca"]), np.abs(reference), atol=1e-12)
+    raw = reps.transform(rows.head(4), names="a")
+    assert list(raw) == ["a"]
+    np.testing.assert_array_equal(raw["a"], rows[["x3"]].head(4).to_numpy())
+    with pytest.raises(BlockError, match=r"\['pa'\] are not among its blocks"):
+        reps.transform(rows, names="pa")
+    assert reps.columns_read_by("pca") == ["x1", "x2"]
+    assert reps.columns_read_by("a") == ["x3"]
+    assert reps.columns_read_by("pa") == []
