@@ -473,7 +473,9 @@ honest_se, separation, cv_repeats, weight_shrinkage
     random_state : int, RandomState, Generator or None, default None
         Seeds the folds (:func:`pearlstats.fit`'s ``seed``): an int is that seed; a
         ``RandomState`` or ``Generator`` gives one drawn from it; None lets ``pearl.fit``
-        draw one, recorded in ``results_.seed``.
+        draw one, recorded in ``results_.seed``. A learner block whose ``random_state``
+        (or ``seed``) is None, and each step of a ``Pipeline`` learner whose is, gets one
+        derived from it, as :class:`~pearlstats.Representations` ``(seed=)`` gives.
     progress : bool, optional
         Progress bars for the long stages (None: the package option).
     seed : int, optional

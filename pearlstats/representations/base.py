@@ -162,7 +162,9 @@ class Representations:
         Reaches every stochastic learner whose own seed is None, the torch
         learners included: each gets ``SeedSequence(seed, spawn_key=(crc32(name),))``,
         set as its ``seed`` (pearlstats learners) or ``random_state``
-        (scikit-learn objects). A learner's explicit seed wins. Keyed by name,
+        (scikit-learn objects), and to each step of a scikit-learn ``Pipeline`` (every
+        nested ``random_state`` of ``get_params(deep=True)``, keyed by its path too).
+        A learner's or step's explicit seed wins. Keyed by name,
         so adding a learner leaves the other blocks unchanged. The same seed
         gives identical blocks; different seeds give different stochastic blocks.
 
@@ -549,15 +551,19 @@ def _as_block(name: str, value, n_rows: int, width: int | None):
 
 
 def seed_learner(seed: int, name: str, learner: Any) -> None:
-    """Give *learner* a seed derived from *seed* and its block *name*, if it has none.
+    """Give *learner*, and every estimator nested in it, a seed derived from *seed* and its
+    block *name*, where it has none.
 
     A learner whose ``seed`` (pearlstats') or ``random_state`` (scikit-learn's) is
     None would draw its own at each fit; the derived seed makes the fit repeat for
     the same *seed*, and differ between blocks (the name is part of the derivation).
-    A seed the user gave the learner is kept.
+    A seed the user gave the learner is kept. The estimators nested in it (the steps of
+    a scikit-learn ``Pipeline``: each ``path__random_state`` of ``get_params(deep=True)``)
+    are seeded by the same rule, each from its own parameter path, so two stochastic
+    steps do not share a stream. *learner* is changed in place: the callers pass their
+    own copy, never the user's object.
     """
-    derived = np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),))
-    value = int(derived.generate_state(1)[0])
+    value = _derived_seed(seed, name)
     if hasattr(learner, "seed") and learner.seed is None:
         learner.seed = value
     elif hasattr(learner, "random_state") and learner.random_state is None:
@@ -565,3 +571,35 @@ def seed_learner(seed: int, name: str, learner: Any) -> None:
             learner.set_params(random_state=value)
         else:
             learner.random_state = value
+    nested = _unseeded_nested(learner)
+    if nested:
+        learner.set_params(**{key: _derived_seed(seed, name, key) for key in nested})
+
+
+def _derived_seed(seed: int, *keys: str) -> int:
+    """A seed in [0, 2**32) from *seed* and *keys* (a block name, a parameter path): crc32,
+    not hash(), so it is the same in every process."""
+    spawn_key = tuple(zlib.crc32(key.encode()) for key in keys)
+    return int(np.random.SeedSequence(seed, spawn_key=spawn_key).generate_state(1)[0])
+
+
+def _unseeded_nested(learner: Any) -> list[str]:
+    """The ``path__seed`` / ``path__random_state`` parameters of the estimators nested in
+    *learner* that are None, chosen per estimator as :func:`seed_learner` chooses for the
+    learner itself (``seed`` first)."""
+    if isinstance(learner, type) or not (
+        hasattr(learner, "get_params") and hasattr(learner, "set_params")
+    ):
+        return []
+    by_owner: dict[str, dict[str, Any]] = {}
+    for key, current in learner.get_params(deep=True).items():
+        owner, _, parameter = key.rpartition("__")
+        if owner and parameter in ("seed", "random_state"):
+            by_owner.setdefault(owner, {})[parameter] = current
+    keys = []
+    for owner, found in by_owner.items():
+        if "seed" in found and found["seed"] is None:
+            keys.append(f"{owner}__seed")
+        elif "random_state" in found and found["random_state"] is None:
+            keys.append(f"{owner}__random_state")
+    return keys
