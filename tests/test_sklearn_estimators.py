@@ -650,3 +650,24 @@ def test_an_int_random_state_seeds_the_steps_of_a_pipeline_learner():
     assert seeds == [step.random_state for _, step in reps["p"].steps]
     assert all(isinstance(seed, int) for seed in seeds) and seeds[0] != seeds[1]
     assert learner[0].random_state is None and learner[1].random_state is None
+
+
+def test_a_series_or_list_of_documents_as_x_gets_the_text_message():
+    """X as a Series or a list of documents got numpy's bare "could not convert string to
+    float"; a DataFrame with a text column got the DataError pointing to Representations."""
+    docs = pd.Series(["good film", "bad film", "good plot", "a bad plot"] * 10, name="text")
+    labels = np.array(["pos", "neg", "pos", "neg"] * 10)
+    expected = r"X is a 1-D (Series|list) of text \(could not convert.*Representations.*LSI"
+    for X in (docs, list(docs)):
+        with pytest.raises(DataError, match=expected):
+            PearlClassifier({"t": pearl.LSI(2, seed=0)}).fit(X, labels)
+        with pytest.raises(DataError, match=expected):
+            PearlRegressor().fit(X, np.arange(40.0))
+    fitted = PearlRegressor(random_state=0, honest=False).fit(np.arange(40.0)[:, None],
+                                                              np.arange(40.0))
+    with pytest.raises(DataError, match=r"1-D Series of text"):
+        fitted.predict(docs)
+    # 1-D numbers keep scikit-learn's own error (its estimator checks expect it)
+    with pytest.raises(ValueError, match="Expected 2D array") as raised:
+        PearlRegressor().fit(np.arange(40.0), np.arange(40.0))
+    assert not isinstance(raised.value, DataError)
