@@ -420,6 +420,15 @@ class _PearlEstimator(BaseEstimator):
         try:
             return validate_data(self, X, *y, dtype=np.float64, **options)
         except ValueError as err:
+            if _is_text_vector(X):
+                # a Series or list of documents: numpy's error said neither what X is nor
+                # what to do, where a DataFrame of text got the message below
+                raise DataError(
+                    f"{type(self).__name__} reads X as a 2-D table of numbers, but X is a 1-D "
+                    f"{type(X).__name__} of text ({err}). For documents, fit pearl.fit with a "
+                    "Representations holding a text learner (e.g. LSI) on the column of "
+                    "documents"
+                ) from None
             text = _non_numeric_columns(X)
             if not text:
                 raise
@@ -473,7 +482,9 @@ honest_se, separation, cv_repeats, weight_shrinkage
     random_state : int, RandomState, Generator or None, default None
         Seeds the folds (:func:`pearlstats.fit`'s ``seed``): an int is that seed; a
         ``RandomState`` or ``Generator`` gives one drawn from it; None lets ``pearl.fit``
-        draw one, recorded in ``results_.seed``.
+        draw one, recorded in ``results_.seed``. A learner block whose ``random_state``
+        (or ``seed``) is None, and each step of a ``Pipeline`` learner whose is, gets one
+        derived from it, as :class:`~pearlstats.Representations` ``(seed=)`` gives.
     progress : bool, optional
         Progress bars for the long stages (None: the package option).
     seed : int, optional
@@ -627,6 +638,23 @@ def _non_numeric_columns(X: Any) -> list:
         except (TypeError, ValueError):
             found.append(name)
     return found[:10]
+
+
+def _is_text_vector(X: Any) -> bool:
+    """Whether X is 1-D (a Series, a list) with a value that is a str and not a number."""
+    try:
+        values = np.asarray(X, dtype=object)
+    except (TypeError, ValueError):
+        return False
+    if values.ndim != 1:
+        return False
+    for value in values:
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                return True
+    return False
 
 
 def _covariate_name(position: int) -> str:

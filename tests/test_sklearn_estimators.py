@@ -625,3 +625,49 @@ def test_a_text_column_of_x_is_named_with_what_to_do_instead(diabetes):
     fitted = PearlRegressor({"a": [0, 1]}, random_state=0, honest=False).fit(X[:, :2], y)
     with pytest.raises(DataError, match=r"column\(s\) \[1\] are not"):
         fitted.predict(np.array([[0.1, "high"]], dtype=object))
+
+
+def test_an_int_random_state_seeds_the_steps_of_a_pipeline_learner():
+    """A Pipeline learner block's unseeded steps get a seed derived from random_state (as
+    Representations(seed=) gives them): two fits gave different predictions before."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.pipeline import make_pipeline
+    from sklearn.random_projection import GaussianRandomProjection
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 6))
+    y = X[:, 0] - X[:, 3] ** 2 + 0.3 * rng.normal(size=120)
+    learner = make_pipeline(GaussianRandomProjection(4), TruncatedSVD(2, n_iter=1))
+    model = PearlRegressor({"a": [0], "p": (learner, [1, 2, 3, 4, 5])}, random_state=0,
+                           honest=False)
+    first, again = clone(model).fit(X, y), clone(model).fit(X, y)
+    np.testing.assert_array_equal(first.predict(X), again.predict(X))
+    other = clone(model).set_params(random_state=1).fit(X, y)
+    assert not np.allclose(first.predict(X), other.predict(X))
+    # the seeds are the ones Representations(seed=0) gives the steps of a learner named p
+    reps = pearl.Representations({"p": learner}, seed=0).fit(pd.DataFrame(X[:, 1:]))
+    seeds = [step.random_state for _, step in first.learners_["p"].steps]
+    assert seeds == [step.random_state for _, step in reps["p"].steps]
+    assert all(isinstance(seed, int) for seed in seeds) and seeds[0] != seeds[1]
+    assert learner[0].random_state is None and learner[1].random_state is None
+
+
+def test_a_series_or_list_of_documents_as_x_gets_the_text_message():
+    """X as a Series or a list of documents got numpy's bare "could not convert string to
+    float"; a DataFrame with a text column got the DataError pointing to Representations."""
+    docs = pd.Series(["good film", "bad film", "good plot", "a bad plot"] * 10, name="text")
+    labels = np.array(["pos", "neg", "pos", "neg"] * 10)
+    expected = r"X is a 1-D (Series|list) of text \(could not convert.*Representations.*LSI"
+    for X in (docs, list(docs)):
+        with pytest.raises(DataError, match=expected):
+            PearlClassifier({"t": pearl.LSI(2, seed=0)}).fit(X, labels)
+        with pytest.raises(DataError, match=expected):
+            PearlRegressor().fit(X, np.arange(40.0))
+    fitted = PearlRegressor(random_state=0, honest=False).fit(np.arange(40.0)[:, None],
+                                                              np.arange(40.0))
+    with pytest.raises(DataError, match=r"1-D Series of text"):
+        fitted.predict(docs)
+    # 1-D numbers keep scikit-learn's own error (its estimator checks expect it)
+    with pytest.raises(ValueError, match="Expected 2D array") as raised:
+        PearlRegressor().fit(np.arange(40.0), np.arange(40.0))
+    assert not isinstance(raised.value, DataError)

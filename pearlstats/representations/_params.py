@@ -80,6 +80,13 @@ class LearnerParams:
         """Keyword options beyond the named arguments (none unless a learner says so)."""
         return {}
 
+    @classmethod
+    def _option_names(cls) -> list[str]:
+        """Every keyword option the constructor's ``**options`` take (gensim's, or TfIdf's for
+        :class:`LSI`), set or not: :meth:`set_params` takes them as the constructor does, so
+        a grid search may vary one a default learner was built without."""
+        return []
+
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments, as given (scikit-learn's convention).
 
@@ -275,7 +282,9 @@ class LearnerParams:
         ----------
         **params
             Constructor arguments by name (``name__inner`` for an argument's own
-            parameters).
+            parameters), including the options a constructor's ``**options`` take
+            (gensim's for :class:`~pearlstats.Word2Vec`, ``negative=5``), also one the
+            learner was built without; :meth:`get_params` then reports it.
 
         Returns
         -------
@@ -290,19 +299,27 @@ class LearnerParams:
         if not params:
             return self
         current = self.get_params(deep=False)
+        options = set(self._option_names()) - set(current)
         own, nested = {}, {}
         for key, value in params.items():
             name, _, inner = key.partition("__")
-            if name not in current:
+            if name not in current and (inner or name not in options):
+                takes = f", and the options {sorted(options)}" if options else ""
                 raise OptionError(
-                    f"{type(self).__name__} has no parameter {name!r}; "
-                    f"its parameters are {sorted(current)}"
+                    f"{type(self).__name__} has no parameter {key!r}; "
+                    f"its parameters are {sorted(current)}{takes}"
                 )
             if inner:
                 nested.setdefault(name, {})[inner] = value
             else:
                 own[name] = value
         for name, inner_params in nested.items():
+            if not hasattr(current[name], "set_params"):
+                raise OptionError(
+                    f"{type(self).__name__}'s parameter {name!r} is {current[name]!r}, which has "
+                    f"no parameters of its own: {name}__{next(iter(inner_params))} sets nothing; "
+                    f"set {name}= itself"
+                )
             current[name].set_params(**inner_params)
         if own:
             # The constructor checks the new values (and raises the learner's own errors);

@@ -162,7 +162,9 @@ class Representations:
         Reaches every stochastic learner whose own seed is None, the torch
         learners included: each gets ``SeedSequence(seed, spawn_key=(crc32(name),))``,
         set as its ``seed`` (pearlstats learners) or ``random_state``
-        (scikit-learn objects). A learner's explicit seed wins. Keyed by name,
+        (scikit-learn objects), and to each step of a scikit-learn ``Pipeline`` (every
+        nested ``random_state`` of ``get_params(deep=True)``, keyed by its path too).
+        A learner's or step's explicit seed wins. Keyed by name,
         so adding a learner leaves the other blocks unchanged. The same seed
         gives identical blocks; different seeds give different stochastic blocks.
 
@@ -293,14 +295,15 @@ class Representations:
                 )
         return list(dict.fromkeys(c for cols in sources for c in cols))
 
-    def columns_read_by(self, names: Sequence[str]) -> list:
+    def columns_read_by(self, names: str | Sequence[str]) -> list:
         """The raw input columns the fitted learners of blocks *names* read, in first-use
         order (what ``transform(rows, names=names)`` needs in *rows*).
 
         Parameters
         ----------
-        names : sequence of str
-            Block names; names that are not blocks of this container read nothing.
+        names : str or sequence of str
+            Block names (a lone str is one name); names that are not blocks of this
+            container read nothing.
 
         Returns
         -------
@@ -317,6 +320,7 @@ class Representations:
         ['x3']
         """
         self._require_fitted("columns_read_by()")
+        names = _name_list(names)
         return list(dict.fromkeys(column for name in names if name in self._fitted
                                   for column in self._fitted[name]["columns"]))
 
@@ -419,16 +423,17 @@ class Representations:
             seed_learner(self.seed, name, learner)
 
     # ---------------------------------------------------------------- transform
-    def transform(self, rows: Any, names: Sequence[str] | None = None) -> dict:
+    def transform(self, rows: Any, names: str | Sequence[str] | None = None) -> dict:
         """Blocks of ``rows``: block name -> 2-D float64 array (or CSR matrix), in learner order.
 
         Parameters
         ----------
         rows : DataFrame or dict of columns
             Rows holding the columns the learners read at fit (:attr:`input_columns`).
-        names : sequence of str, optional
-            Only these blocks (``pearl.fit`` asks for the formula's): the other learners
-            are not run, and the columns only they read need not be in *rows*.
+        names : str or sequence of str, optional
+            Only these blocks (``pearl.fit`` asks for the formula's; a lone str is one
+            name): the other learners are not run, and the columns only they read need
+            not be in *rows*.
 
         Examples
         --------
@@ -444,6 +449,7 @@ class Representations:
         self._require_fitted("transform()")
         chosen = self._fitted
         if names is not None:
+            names = _name_list(names)
             unknown = [name for name in names if name not in self._fitted]
             if unknown:
                 raise BlockError(f"Representations.transform(names=): {unknown} are not among "
@@ -482,6 +488,12 @@ def _as_learner(name: str, learner):
         f"representation {name!r} is a {type(learner).__name__}; a learner needs fit(X) and "
         "transform(X) methods, or is a function of the rows"
     )
+
+
+def _name_list(names: str | Sequence[str]) -> list:
+    """Block names as a list; a lone str is one name (as ``columns=`` takes it), not the
+    sequence of its characters (``"pca"`` would otherwise ask for blocks p, c and a)."""
+    return [names] if isinstance(names, str) else list(names)
 
 
 def _check_present(name: str, columns: list, table: Rows) -> None:
@@ -539,15 +551,19 @@ def _as_block(name: str, value, n_rows: int, width: int | None):
 
 
 def seed_learner(seed: int, name: str, learner: Any) -> None:
-    """Give *learner* a seed derived from *seed* and its block *name*, if it has none.
+    """Give *learner*, and every estimator nested in it, a seed derived from *seed* and its
+    block *name*, where it has none.
 
     A learner whose ``seed`` (pearlstats') or ``random_state`` (scikit-learn's) is
     None would draw its own at each fit; the derived seed makes the fit repeat for
     the same *seed*, and differ between blocks (the name is part of the derivation).
-    A seed the user gave the learner is kept.
+    A seed the user gave the learner is kept. The estimators nested in it (the steps of
+    a scikit-learn ``Pipeline``: each ``path__random_state`` of ``get_params(deep=True)``)
+    are seeded by the same rule, each from its own parameter path, so two stochastic
+    steps do not share a stream. *learner* is changed in place: the callers pass their
+    own copy, never the user's object.
     """
-    derived = np.random.SeedSequence(seed, spawn_key=(zlib.crc32(name.encode()),))
-    value = int(derived.generate_state(1)[0])
+    value = _derived_seed(seed, name)
     if hasattr(learner, "seed") and learner.seed is None:
         learner.seed = value
     elif hasattr(learner, "random_state") and learner.random_state is None:
@@ -555,3 +571,35 @@ def seed_learner(seed: int, name: str, learner: Any) -> None:
             learner.set_params(random_state=value)
         else:
             learner.random_state = value
+    nested = _unseeded_nested(learner)
+    if nested:
+        learner.set_params(**{key: _derived_seed(seed, name, key) for key in nested})
+
+
+def _derived_seed(seed: int, *keys: str) -> int:
+    """A seed in [0, 2**32) from *seed* and *keys* (a block name, a parameter path): crc32,
+    not hash(), so it is the same in every process."""
+    spawn_key = tuple(zlib.crc32(key.encode()) for key in keys)
+    return int(np.random.SeedSequence(seed, spawn_key=spawn_key).generate_state(1)[0])
+
+
+def _unseeded_nested(learner: Any) -> list[str]:
+    """The ``path__seed`` / ``path__random_state`` parameters of the estimators nested in
+    *learner* that are None, chosen per estimator as :func:`seed_learner` chooses for the
+    learner itself (``seed`` first)."""
+    if isinstance(learner, type) or not (
+        hasattr(learner, "get_params") and hasattr(learner, "set_params")
+    ):
+        return []
+    by_owner: dict[str, dict[str, Any]] = {}
+    for key, current in learner.get_params(deep=True).items():
+        owner, _, parameter = key.rpartition("__")
+        if owner and parameter in ("seed", "random_state"):
+            by_owner.setdefault(owner, {})[parameter] = current
+    keys = []
+    for owner, found in by_owner.items():
+        if "seed" in found and found["seed"] is None:
+            keys.append(f"{owner}__seed")
+        elif "random_state" in found and found["random_state"] is None:
+            keys.append(f"{owner}__random_state")
+    return keys

@@ -58,6 +58,10 @@ def load_word_vectors(
         A line of a text file has a different number of values than the
         others (a truncated or malformed file); the message names the line.
         gensim itself would broadcast a single value to the whole vector.
+    OptionError
+        The file does not exist or cannot be read in *format*: with
+        ``format="word2vec"``, a first line that is not a ``"<count> <dim>"``
+        header (a GloVe file) is named.
 
     Examples
     --------
@@ -104,8 +108,8 @@ def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
     with open(path, "rb") as handle:
         expected, first, start = None, None, 1
         if format == "word2vec":
-            header = handle.readline().split()
-            expected, first, start = int(header[1]) + 1, "the header", 2
+            line = handle.readline()
+            expected, first, start = _word2vec_header(line, path) + 1, "the header", 2
         for number, line in enumerate(handle, start):
             if limit is not None and number - start >= limit:
                 break
@@ -121,6 +125,23 @@ def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
                     f"{first} gives vectors of {expected - 1}; the file is truncated or malformed "
                     "— fix or drop the line"
                 )
+
+
+def _word2vec_header(line: bytes, path: Path) -> int:
+    """The vector size of a word2vec ``"<count> <dim>"`` header line; a file whose first line
+    is anything else (a GloVe file starts with a vector) is refused by name, not with the
+    ``ValueError`` of ``int()`` on a number of the vector."""
+    header = line.split()
+    if len(header) != 2 or not all(part.isdigit() for part in header):
+        shown = line.decode("utf-8", errors="replace").strip()
+        shown = repr(shown if len(shown) <= 60 else shown[:60] + "...")
+        raise OptionError(
+            f"the first line of {str(path)!r}, {shown}, is not a word2vec header "
+            "'<count> <dim>' (two integers), which a file in format='word2vec' starts with; "
+            "for vectors without a header line (GloVe) use format='glove', or format='auto' "
+            "to decide by the first line"
+        )
+    return int(header[1])
 
 
 def _sniff_format(path: Path) -> str:

@@ -462,6 +462,10 @@ class LSI(TextLearner):
     def _extra_params(self) -> dict[str, Any]:
         return dict(self.vocabulary)  # TfIdf's options, given as **vocabulary
 
+    @classmethod
+    def _option_names(cls) -> list[str]:
+        return TfIdf._param_names()  # what **vocabulary takes
+
     def __repr__(self):
         return self._repr(n_components=self.n_components)
 

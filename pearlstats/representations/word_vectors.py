@@ -108,30 +108,40 @@ class _GensimLearner(TextLearner):
     _MANAGED = ("sentences", "documents", "corpus_file", "corpus_iterable", "seed", "workers",
                 "vector_size")
 
-    def _check_gensim_options(self, options: dict) -> None:
-        """Refuse options the gensim model does not take now, rather than when it is fitted."""
+    @classmethod
+    def _gensim_models(cls) -> tuple:
+        """The gensim models whose arguments the options are (Doc2Vec takes Word2Vec's too)."""
         from gensim.models import Doc2Vec as GensimDoc2Vec
         from gensim.models import Word2Vec as GensimWord2Vec
 
-        word2vec = type(self).__name__ == "Word2Vec"
-        models = (GensimWord2Vec,) if word2vec else (GensimDoc2Vec, GensimWord2Vec)
+        word2vec = cls.__name__ == "Word2Vec"
+        return (GensimWord2Vec,) if word2vec else (GensimDoc2Vec, GensimWord2Vec)
+
+    @classmethod
+    def _option_names(cls) -> list[str]:
+        """The gensim arguments the learner passes on (all but those it sets itself)."""
         accepted = {
             name
-            for model in models
+            for model in cls._gensim_models()
             for name, parameter in inspect.signature(model.__init__).parameters.items()
             if parameter.kind is parameter.POSITIONAL_OR_KEYWORD and name != "self"
         }
+        return sorted(accepted - set(cls._MANAGED))
+
+    def _check_gensim_options(self, options: dict) -> None:
+        """Refuse options the gensim model does not take now, rather than when it is fitted."""
         managed = sorted(set(options) & set(self._MANAGED))
         if managed:
             raise OptionError(
                 f"{type(self).__name__} sets {managed} itself; give the documents to fit() and "
                 "seed / workers / vector_size as the learner's own arguments"
             )
-        unknown = sorted(set(options) - accepted)
+        accepted = self._option_names()
+        unknown = sorted(set(options) - set(accepted))
         if unknown:
             raise OptionError(
-                f"{type(self).__name__} got option(s) {unknown} that gensim's {models[0].__name__} "
-                f"does not take; the options are {sorted(accepted - set(self._MANAGED))}"
+                f"{type(self).__name__} got option(s) {unknown} that gensim's "
+                f"{self._gensim_models()[0].__name__} does not take; the options are {accepted}"
             )
 
     @staticmethod

@@ -136,3 +136,49 @@ def test_repr_names_every_argument_given_away_from_its_default(learner):
             continue
         if name not in defaults or repr(defaults[name]) != repr(value):  # given, or **options
             assert f"{name}=" in text, (name, text)
+
+
+def test_set_params_takes_the_options_a_learner_was_built_without():
+    """Word2Vec(8).set_params(negative=2) sets the gensim option as Word2Vec(8, negative=2)
+    does (it said "has no parameter 'negative'", so a grid search over w2v__negative failed on
+    a default learner); get_params reports it. Likewise Doc2Vec's and LSI's options."""
+    from gensim.models import Word2Vec as GensimWord2Vec
+    from gensim.utils import simple_preprocess
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import Pipeline
+    from test_text import load_polarity
+
+    documents = load_polarity()["text"].tolist()[:300]
+    w2v = frl.Word2Vec(6, min_count=2, seed=3).set_params(negative=2, sample=0)
+    assert w2v.get_params()["negative"] == 2 and w2v.get_params()["sample"] == 0
+    block = w2v.fit(documents).transform(documents[:20])
+    # gensim trained by hand with the same settings (one worker: deterministic)
+    tokens = [simple_preprocess(text) for text in documents]
+    model = GensimWord2Vec(tokens, vector_size=6, min_count=2, seed=3, workers=1, negative=2,
+                           sample=0, window=5, epochs=5, sg=0)
+    expected = []
+    for words in tokens[:20]:
+        known = [model.wv[w].astype(np.float64) for w in words if w in model.wv.key_to_index]
+        expected.append(np.mean(known, axis=0) if known else np.zeros(6))
+    np.testing.assert_allclose(block, np.array(expected), rtol=1e-12, atol=1e-15)
+    assert sklearn_base.clone(w2v).options["negative"] == 2
+    d2v = frl.Doc2Vec(4).set_params(dm_concat=1, alpha=0.02)
+    assert d2v.get_params()["dm_concat"] == 1 and d2v.options["alpha"] == 0.02
+    lsi = frl.LSI(2).set_params(min_df=3, smartirs="ntc")
+    assert lsi.get_params()["min_df"] == 3 and lsi.vocabulary == {"min_df": 3, "smartirs": "ntc"}
+    assert lsi.fit(documents).tfidf_.vocabulary_ == frl.TfIdf(min_df=3).fit(documents).vocabulary_
+    # the constructor's checks still apply, and an option gensim does not take is refused
+    with pytest.raises(OptionError, match="no parameter 'sentences'"):
+        frl.Word2Vec(4).set_params(sentences=documents)
+    with pytest.raises(OptionError, match="no parameter 'negativ'.*'negative'"):
+        frl.Word2Vec(4).set_params(negativ=5)
+    with pytest.raises(OptionError, match="'seed' is None.*seed__x sets nothing"):
+        frl.Word2Vec(4).set_params(seed__x=1)
+    # a grid search over a gensim option of a default learner
+    search = GridSearchCV(
+        Pipeline([("w2v", frl.Word2Vec(4, min_count=2, seed=0)), ("ridge", Ridge())]),
+        {"w2v__negative": [2, 5]}, cv=2,
+    ).fit(documents, np.arange(len(documents)) % 2)
+    assert search.best_params_["w2v__negative"] in (2, 5)
+    assert search.best_estimator_["w2v"].get_params()["negative"] in (2, 5)

@@ -89,3 +89,26 @@ def test_errors_name_the_problem(tmp_path):
         PretrainedVectors(GLOVE, format="fasttext")
     with pytest.raises(NotFittedError):
         PretrainedVectors(GLOVE).transform(["text"])
+
+
+@pytest.mark.parametrize("first_line", [None, "3", "3 x", ""],
+                         ids=["glove-file", "one-token", "word", "empty-file"])
+def test_a_word2vec_file_without_its_header_line_is_named(tmp_path, first_line):
+    """format="word2vec" on a file whose first line is not "<count> <dim>" says so and points
+    to format="glove": gensim's GloVe file raised int()'s bare ValueError (b'0.418'), a
+    one-token header an IndexError. The same file read as GloVe gives its 76 x 50 vectors."""
+    if first_line is None:
+        path = GLOVE
+    else:
+        path = tmp_path / "odd.vec"
+        path.write_text(first_line + ("\nthe 0.1 0.2\n" if first_line else ""))
+    message = r"is not a word2vec header '<count> <dim>'.*format='glove'"
+    with pytest.raises(OptionError, match=message):
+        load_word_vectors(path, format="word2vec")
+    with pytest.raises(OptionError, match=message):
+        PretrainedVectors(path, format="word2vec").fit()
+    if first_line is None:
+        vectors = load_word_vectors(path, format="glove")
+        table = parse_text_vectors(GLOVE, header=False, encoding="utf-8")
+        assert len(vectors) == len(table) == 76
+        np.testing.assert_allclose(vectors["the"], table["the"], rtol=1e-6)

@@ -453,3 +453,54 @@ def test_a_fit_runs_only_the_formulas_learners():
     assert reps.columns_read_by(["pca", "raw"]) == ["x1", "x2"]
     with pytest.raises(pearl.BlockError, match=r"\['nope'\] are not among its blocks"):
         reps.transform(unlabeled, names=["nope"])
+
+
+def test_a_lone_str_of_names_is_one_block_name():
+    """transform(names="pca") and columns_read_by("pca") read the str as one name, as
+    columns= does: with blocks pca, p and a they asked for blocks p, c and a ("['c'] are not
+    among its blocks"), and names="pa" silently gave the blocks p and a."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame(rng.normal(size=(50, 3)), columns=["x1", "x2", "x3"])
+    reps = Representations({"pca": PCA(2), "p": PCA(1), "a": Raw(columns=["x3"])},
+                           columns=["x1", "x2"]).fit(rows)
+    blocks = reps.transform(rows.head(4), names="pca")
+    assert list(blocks) == ["pca"]
+    reference = SklearnPCA(2).fit(rows[["x1", "x2"]]).transform(rows[["x1", "x2"]].head(4))
+    np.testing.assert_allclose(np.abs(blocks["pca"]), np.abs(reference), atol=1e-12)
+    raw = reps.transform(rows.head(4), names="a")
+    assert list(raw) == ["a"]
+    np.testing.assert_array_equal(raw["a"], rows[["x3"]].head(4).to_numpy())
+    with pytest.raises(BlockError, match=r"\['pa'\] are not among its blocks"):
+        reps.transform(rows, names="pa")
+    assert reps.columns_read_by("pca") == ["x1", "x2"]
+    assert reps.columns_read_by("a") == ["x3"]
+    assert reps.columns_read_by("pa") == []
+
+
+def test_seed_reaches_the_steps_of_a_scikit_learn_pipeline(frames):
+    """A Pipeline learner's steps whose random_state is None get a seed derived from the
+    container's (they kept None, and two fits with the same seed differed); a step's own
+    random_state is kept, and the learner passed in is left as it was."""
+    from sklearn.pipeline import make_pipeline
+
+    given = make_pipeline(GaussianRandomProjection(2), GaussianRandomProjection(2, random_state=7))
+
+    def fitted(seed):
+        return Representations({"proj": given}, columns=["x1", "x2"], seed=seed).fit(
+            frames["unlabeled"])
+
+    same, again, other = fitted(5), fitted(5), fitted(6)
+    blocks = [reps.transform(frames["new"])["proj"] for reps in (same, again, other)]
+    np.testing.assert_array_equal(blocks[0], blocks[1])
+    assert not np.allclose(np.abs(blocks[0]), np.abs(blocks[2]))
+    first, second = (step for _, step in same["proj"].steps)
+    assert second.random_state == 7 == other["proj"][1].random_state  # the step's own seed wins
+    assert isinstance(first.random_state, int)
+    assert first.random_state != other["proj"][0].random_state
+    assert given[0].random_state is None  # the user's pipeline is not seeded in place
+    # the block is the pipeline fitted by hand with those seeds
+    by_hand = make_pipeline(GaussianRandomProjection(2, random_state=first.random_state),
+                            GaussianRandomProjection(2, random_state=7))
+    by_hand.fit(frames["unlabeled"].to_numpy())
+    np.testing.assert_array_equal(blocks[0],
+                                  by_hand.transform(frames["new"][["x1", "x2"]].to_numpy()))
