@@ -225,6 +225,33 @@ def test_many_candidates_are_aggregated_and_abbreviated():
     assert _ticks(risk_ax)[-1] == f"+ {len(res.weights) - 25} others"
 
 
+def test_a_given_axes_keeps_its_own_legend_and_the_block_key_covers_no_data():
+    # with ax= and abbreviated labels, the key (drawn by ax.legend) replaced the plot's own
+    # legend (PEARL / weight > 0 / weight 0, the box parts, ...) and sat inside the axes
+    from matplotlib.legend import Legend
+
+    res = _many_blocks(3)
+    figure = PearlFigure(figsize=(12, 8), layout="constrained")  # an Agg canvas: drawn
+    axes = figure.subplots(2, 2)
+    plot_weights(res, ax=axes[0, 0], include_zero=True, max_candidates=3)
+    plot_cv_risk(res, ax=axes[0, 1])
+    plot_block_importance(res, ax=axes[1, 0])
+    plot_weight_stability(res, ax=axes[1, 1])
+    figure.canvas.draw()
+    own = {(0, 0): "one candidate", (0, 1): "PEARL", (1, 1): "weight on all rows"}
+    for (row, column), entry in own.items():
+        ax = axes[row, column]
+        legends = [ax.get_legend(), *[a for a in ax.artists if isinstance(a, Legend)]]
+        entries = [[text.get_text() for text in legend.get_texts()] for legend in legends]
+        assert any(entry in texts for texts in entries), entries
+        keys = [legend for legend in legends if legend.get_title().get_text() == "blocks"]
+        assert len(keys) == 1 and "A: representation_block_0" in entries[legends.index(keys[0])]
+        extent = keys[0].get_window_extent()
+        assert not any(extent.overlaps(other.bbox) for other in figure.axes), (entry, extent)
+    assert_inside_canvas(figure, "2 x 2 grid")
+    assert_colours_in_legend(figure, "2 x 2 grid")
+
+
 def test_figures_display_inline_without_pyplot(res):
     from IPython.core.formatters import DisplayFormatter
 
