@@ -11,6 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..checks import check_int
+from ..exceptions import OptionError
 from ._layout import (
     MAX_SHOWN,
     OTHERS_COLOUR,
@@ -71,6 +73,12 @@ class PlotAccessor:
         return plot_weight_stability(self._res, **kwargs)
 
 
+def _check_max_candidates(max_candidates: Any) -> int:
+    """A positive int: pandas' ``head(-1)`` read -1 as "all but the last", and 2.5 failed
+    inside pandas."""
+    return check_int("max_candidates", max_candidates, minimum=1)
+
+
 def plot_weights(res: PearlResults, *, ax: Axes | None = None, include_zero: bool = False,
                  max_candidates: int = MAX_SHOWN) -> Figure:
     """Horizontal bars of the PEARL weights, largest on top, each labelled with its value.
@@ -81,7 +89,7 @@ def plot_weights(res: PearlResults, *, ax: Axes | None = None, include_zero: boo
     ax : matplotlib Axes, optional
     include_zero : bool, default False
         Also show zero-weight candidates.
-    max_candidates : int, default 25
+    max_candidates : int >= 1, default 25
         Bars drawn for single candidates; the remaining ones are one grey bar
         ``+ k others`` holding their total weight.
 
@@ -89,6 +97,9 @@ def plot_weights(res: PearlResults, *, ax: Axes | None = None, include_zero: boo
     -------
     matplotlib.figure.Figure
     """
+    max_candidates = _check_max_candidates(max_candidates)
+    if not isinstance(include_zero, (bool, np.bool_)):
+        raise OptionError(f"include_zero={include_zero!r}; use True or False")
     weights = res.weights.sort_values(ascending=False, kind="stable")
     weights = weights if include_zero else weights[weights > 0]
     shown, others = weights.head(max_candidates), weights.iloc[max_candidates:]
@@ -126,7 +137,7 @@ def plot_cv_risk(
     -------
     matplotlib.figure.Figure
     """
-    chosen = shown_labels(res, max_candidates)
+    chosen = shown_labels(res, _check_max_candidates(max_candidates))
     others = res.cv_risk.drop(chosen).dropna()
     risk, se = res.cv_risk[chosen].to_numpy(), res.cv_risk_se[chosen].to_numpy()
     labels, codes = display_labels(res, chosen)
@@ -200,7 +211,7 @@ def plot_weight_stability(
     resamples : DataFrame, optional
         Candidates x resamples, e.g. ``res.resample_weights("bootstrap")``;
         defaults to ``res.weight_stability`` (the fold complements, as in the summary).
-    max_candidates : int, default 25
+    max_candidates : int >= 1, default 25
         Candidates drawn one by one (largest full-sample weight first); the
         others used in some resample are one grey box ``+ k others`` of their
         total weight per resample.
@@ -211,6 +222,7 @@ def plot_weight_stability(
         Its title names the resamples as the summary does; their spread is not a standard
         error (fold complements share most of their rows).
     """
+    max_candidates = _check_max_candidates(max_candidates)
     resamples = res.weight_stability if resamples is None else resamples
     full = res.weights.reindex(resamples.index)
     used = resamples[(resamples > 0).any(axis=1) | (full > 0)]

@@ -310,3 +310,24 @@ def test_block_importance_keeps_every_text_on_the_canvas_with_long_block_names()
     given = Figure(figsize=(6.4, 4))
     plot_block_importance(res, ax=given.subplots())
     assert tuple(given.get_size_inches()) == (6.4, 4.0)
+
+
+@pytest.mark.parametrize("kind", ["weights", "cv_risk", "weight_stability"])
+@pytest.mark.parametrize("value", [2.5, True, 0, -1, "3", None])
+def test_max_candidates_must_be_a_positive_int(res, kind, value):
+    # 2.5 and True were pandas TypeErrors (or, in cv_risk, one row); -1 drew all but the last
+    with pytest.raises(pearl.OptionError, match=rf"max_candidates={value!r}; use an int >= 1"):
+        getattr(res.plot, kind)(max_candidates=value)
+
+
+@pytest.mark.parametrize("kind", ["weights", "cv_risk", "weight_stability"])
+def test_max_candidates_may_be_a_numpy_integer(res, kind):
+    ticks = _ticks(getattr(res.plot, kind)(max_candidates=np.int64(1)).axes[0])
+    assert ticks == _ticks(getattr(res.plot, kind)(max_candidates=1).axes[0]) and ticks
+
+
+def test_include_zero_must_be_a_bool(res):
+    # "no" is truthy: it drew the zero weights
+    with pytest.raises(pearl.OptionError, match=r"include_zero='no'; use True or False"):
+        res.plot.weights(include_zero="no")
+    assert res.plot.weights(include_zero=np.True_).axes[0].get_title().startswith("PEARL")
