@@ -195,6 +195,35 @@ def _resample_kind(resamples: pd.DataFrame) -> str:
     return "resamples"
 
 
+# The columns of res.weight_uncertainty(), a summary of resampled weights (not resamples).
+_SUMMARY_COLUMNS = {"weight", "mean", "spread", "q_lower", "q_upper"}
+
+
+def _check_resamples(res: PearlResults, resamples: Any) -> pd.DataFrame:
+    """*resamples* as candidates x resamples of weights; an OptionError saying what it is not.
+
+    ``res.weight_uncertainty()`` summarises resampled weights in five columns, which were
+    drawn as if they were five resamples, under "Weights re-solved on 5 resamples".
+    """
+    how = ("pass candidates x resamples of weights, e.g. res.resample_weights('bootstrap', "
+           "200, refit=True) (the resamples weight_uncertainty() summarises), or omit "
+           "resamples= for the fold complements")
+    if not isinstance(resamples, pd.DataFrame):
+        raise OptionError(f"resamples= is a {type(resamples).__name__}; {how}")
+    if _SUMMARY_COLUMNS <= set(resamples.columns):
+        raise OptionError(f"resamples= is a weight_uncertainty() summary (columns "
+                          f"{list(resamples.columns)}), not resampled weights; {how}")
+    unknown = [label for label in resamples.index if label not in res.weights.index]
+    if unknown or resamples.shape[1] == 0:
+        what = (f"rows {unknown[:5]} that are not candidates of this fit" if unknown
+                else "no columns")
+        raise OptionError(f"resamples= has {what}; {how}")
+    values = resamples.to_numpy(dtype=float, na_value=np.nan)
+    if not (np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all()):
+        raise OptionError(f"resamples= holds values that are not weights in [0, 1]; {how}")
+    return resamples
+
+
 def plot_weight_stability(
     res: PearlResults,
     *,
@@ -209,8 +238,10 @@ def plot_weight_stability(
     res : PearlResults
     ax : matplotlib Axes, optional
     resamples : DataFrame, optional
-        Candidates x resamples, e.g. ``res.resample_weights("bootstrap")``;
-        defaults to ``res.weight_stability`` (the fold complements, as in the summary).
+        Candidates x resamples, weights in [0, 1], e.g. ``res.resample_weights("bootstrap")``
+        (``refit=True`` for the resamples :meth:`~pearlstats.PearlResults.weight_uncertainty`
+        summarises; its summary table is refused); defaults to ``res.weight_stability`` (the
+        fold complements, as in the summary).
     max_candidates : int >= 1, default 25
         Candidates drawn one by one (largest full-sample weight first); the
         others used in some resample are one grey box ``+ k others`` of their
@@ -223,7 +254,7 @@ def plot_weight_stability(
         error (fold complements share most of their rows).
     """
     max_candidates = _check_max_candidates(max_candidates)
-    resamples = res.weight_stability if resamples is None else resamples
+    resamples = res.weight_stability if resamples is None else _check_resamples(res, resamples)
     full = res.weights.reindex(resamples.index)
     used = resamples[(resamples > 0).any(axis=1) | (full > 0)]
     order = pd.DataFrame({"weight": full[used.index], "mean": used.mean(axis=1)})

@@ -331,3 +331,21 @@ def test_include_zero_must_be_a_bool(res):
     with pytest.raises(pearl.OptionError, match=r"include_zero='no'; use True or False"):
         res.plot.weights(include_zero="no")
     assert res.plot.weights(include_zero=np.True_).axes[0].get_title().startswith("PEARL")
+
+
+def test_weight_stability_refuses_what_is_not_resampled_weights(res):
+    # res.weight_uncertainty()'s five summary columns were drawn as five resamples
+    summary = res.weight_uncertainty(n_resamples=3, progress=False)
+    with pytest.raises(pearl.OptionError, match=r"resamples= is a weight_uncertainty\(\) summary "
+                       r"\(columns \['weight', 'mean', 'spread', 'q_lower', 'q_upper'\]\), not "
+                       r"resampled weights; pass .*res.resample_weights\('bootstrap'"):
+        res.plot.weight_stability(resamples=summary)
+    frame = res.resample_weights("bootstrap", 4, seed=0)
+    for wrong, what in [(frame.to_numpy(), "is a ndarray"),
+                        (frame.rename(index={frame.index[0]: "zz"}), r"rows \['zz'\]"),
+                        (frame * 2, r"holds values that are not weights in \[0, 1\]"),
+                        (frame.iloc[:, :0], "no columns")]:
+        with pytest.raises(pearl.OptionError, match=f"^resamples= (has )?{what}"):
+            res.plot.weight_stability(resamples=wrong)
+    drawn = res.plot.weight_stability(resamples=frame)
+    assert drawn.axes[0].get_title() == "Weights re-solved on 4 bootstrap resamples"
