@@ -86,6 +86,7 @@ def test_python_m_pearlstats_prints_the_version_and_how_to_start():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"pearlstats {pearl.__version__}:")
     assert "python -m pearlstats.demo" in done.stdout
+    assert "python -m pearlstats.experiments" in done.stdout  # was not listed
     version = _run_module("pearlstats", "--version").stdout.strip()
     assert version == f"pearlstats {pearl.__version__}"
 
