@@ -23,6 +23,7 @@ def usage() -> str:
         f"pearlstats {__version__}: PEARL model averaging over learned representations",
         "",
         "  python -m pearlstats.demo          the paper's simulation, its summary (--help)",
+        "  python -m pearlstats.experiments   the paper's simulation grid, to CSV (--help)",
         "  import pearlstats as pearl         then help(pearl.fit)",
         "  print(pearl.cite())                BibTeX for the paper and this version",
     ])

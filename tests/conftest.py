@@ -85,6 +85,17 @@ def sklearn_blocks(unlabeled: np.ndarray, rows: dict) -> dict:
     return out
 
 
+def refused_command(main, argv: list, capsys, tmp_path) -> str:
+    """What the command ``main(argv)`` prints to stderr, which must be an argparse error (a
+    usage line, exit status 2); ``{tmp}`` in *argv* is *tmp_path*."""
+    with pytest.raises(SystemExit) as exited:
+        main([part.format(tmp=tmp_path) for part in argv])
+    assert exited.value.code == 2
+    printed = capsys.readouterr().err
+    assert printed.startswith("usage: python -m pearlstats.")
+    return printed
+
+
 @pytest.fixture(scope="session")
 def paper_data():
     """Labeled (n=200), test (n=300) rows and their 5 blocks; N=600 unlabeled rows."""

@@ -86,5 +86,16 @@ def test_python_m_pearlstats_prints_the_version_and_how_to_start():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"pearlstats {pearl.__version__}:")
     assert "python -m pearlstats.demo" in done.stdout
+    assert "python -m pearlstats.experiments" in done.stdout  # was not listed
     version = _run_module("pearlstats", "--version").stdout.strip()
     assert version == f"pearlstats {pearl.__version__}"
+
+
+@pytest.mark.parametrize("seed", ["-1", "4294967296"])
+def test_demo_seed_out_of_range_is_an_argparse_error_before_the_demo_runs(seed):
+    # both were tracebacks (exit 1); 4294967296 even ran the simulation before failing
+    refused = _run_module("pearlstats.demo", "--seed", seed)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("usage: python -m pearlstats.demo")
+    assert f"argument --seed: {seed} is out of range" in refused.stderr
+    assert "Traceback" not in refused.stderr and "test MSE on" not in refused.stdout

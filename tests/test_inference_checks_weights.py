@@ -8,6 +8,7 @@ import pytest
 from scipy.optimize import minimize
 
 import pearlstats as pearl
+from conftest import refused_command
 from pearlstats.experiments.inference_checks import get_design
 from pearlstats.experiments.inference_checks.weights import (
     SCHEMES,
@@ -113,3 +114,33 @@ def test_the_table_does_not_depend_on_n_jobs(table):
     parallel = check_weight_uncertainty(designs=("blocks-3",), schemes=SCHEMES,
                                         n_datasets=N_DATASETS, n_boot=N_BOOT, seed=4, n_jobs=2)
     pd.testing.assert_frame_equal(parallel, table)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--designs", "bogus"], "argument --designs: invalid choice: 'bogus'"),
+    (["--schemes", "jackknife"], "argument --schemes: invalid choice: 'jackknife'"),
+    (["--n-datasets", "0"], "argument --n-datasets: 0 is out of range; use an integer >= 2"),
+    (["--n-boot", "1"], "argument --n-boot: 1 is out of range; use an integer >= 2"),
+    (["--n-jobs", "0"], "argument --n-jobs: 0 is out of range"),
+    (["--out", "{tmp}/missing/w.csv"], "the folder {tmp}/missing does not exist"),
+    (["--out", "{tmp}"], "--out {tmp} is a folder"),
+])
+def test_the_command_refuses_bad_arguments_before_computing(argv, message, tmp_path, capsys,
+                                                            monkeypatch):
+    # these were tracebacks (OptionError, IndexError), a bad --out only after the whole run
+    from pearlstats.experiments.inference_checks import weights
+
+    def computed(*args, **kwargs):
+        raise AssertionError("computed before the arguments were checked")
+
+    monkeypatch.setattr(weights, "check_weight_uncertainty", computed)
+    printed = refused_command(weights.main, ["--out", "{tmp}/w.csv", *argv], capsys, tmp_path)
+    assert message.format(tmp=tmp_path) in printed
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fewer_than_two_data_sets_is_an_option_error():
+    # n_datasets=0 was an IndexError; 1 gave a NaN Monte Carlo SD
+    for n_datasets in (0, 1, 2.0):
+        with pytest.raises(pearl.OptionError, match=r"n_datasets=.*; use an int >= 2"):
+            check_weight_uncertainty(n_datasets=n_datasets, n_boot=2)

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import refused_command
 from pearlstats.exceptions import OptionError
 from pearlstats.experiments.inference_checks.nested_calibration import (
     DRAW_COLUMNS,
@@ -111,3 +112,50 @@ def test_loss_tail_table_scores_the_fitted_predictor_on_fresh_rows():
     assert 2.25 * 0.92 < table.loc[0, "risk"] < 3.0
     with pytest.raises(OptionError, match="gaussian"):
         loss_tail_table(["logistic"], n_datasets=1, samples=2)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--outer", "1"], "argument --outer: 1 is out of range; use an integer >= 2"),
+    (["--outer", "101"], "--outer 101 is more folds than the 100 rows of a data set"),
+    (["--repeats", "3"], "argument --repeats: 3 is out of range; use an integer >= 5"),
+    (["--n-datasets", "2", "--first", "2"], "--first 2 draws nothing"),
+    (["--seed", "-1"], "argument --seed: -1 is out of range"),
+    (["--summarise", "{tmp}/none.csv"], "--summarise {tmp}/none.csv cannot be read"),
+    (["--summarise", "{tmp}/old.csv"], "--summarise {tmp}/old.csv lacks the columns ['outer'"),
+    (["--out", "{tmp}/old.csv"], "--out {tmp}/old.csv: out="),
+    (["--out", "{tmp}/missing/n.csv"], "the folder {tmp}/missing does not exist"),
+])
+def test_the_calibration_command_refuses_bad_arguments_before_drawing(argv, message, tmp_path,
+                                                                     capsys, monkeypatch):
+    # these were tracebacks (OptionError, FileNotFoundError), some after a data set was drawn
+    from pearlstats.experiments.inference_checks import nested_calibration
+
+    def drawn(*args, **kwargs):
+        raise AssertionError("drawn before the arguments were checked")
+
+    monkeypatch.setattr(nested_calibration, "_one_data_set", drawn)
+    pd.DataFrame({"design": ["blocks"], "data_set": [0]}).to_csv(tmp_path / "old.csv",
+                                                                 index=False)
+    printed = refused_command(nested_calibration.main, ["--out", "{tmp}/n.csv", *argv], capsys,
+                              tmp_path)
+    assert message.format(tmp=tmp_path) in printed
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["old.csv"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--n-datasets", "0"], "argument --n-datasets: 0 is out of range; use an integer >= 1"),
+    (["--samples", "0"], "argument --samples: 0 is out of range; use an integer >= 1"),
+    (["--designs", "logistic"], "argument --designs: invalid choice: 'logistic'"),
+    (["--out", "{tmp}/missing/l.csv"], "the folder {tmp}/missing does not exist"),
+])
+def test_the_loss_tails_command_refuses_bad_arguments_and_writes_nothing(argv, message, tmp_path,
+                                                                        capsys, monkeypatch):
+    # --n-datasets 0 was a KeyError that left an empty l.csv behind
+    from pearlstats.experiments.inference_checks import loss_tails
+
+    monkeypatch.chdir(tmp_path)
+    printed = refused_command(loss_tails.main, ["--out", "l.csv", *argv], capsys, tmp_path)
+    assert message.format(tmp=tmp_path) in printed
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(OptionError, match=r"n_datasets=0; use an int >= 1"):
+        loss_tails.loss_tail_table(["blocks"], n_datasets=0)  # was an empty table

@@ -20,8 +20,8 @@ keeps them, and ``--resume`` runs only the rest (see :mod:`.cli`)::
 
 Modules: :mod:`.runner` (grid, run_grid, iter_runs), :mod:`.simulation` (the
 paper's simulation task), :mod:`.partial` (the incremental results file),
-:mod:`.cli` (the command line) and :mod:`.vignettes` (the vignettes' quick mode and
-results folder).
+:mod:`.cli` (the command line), :mod:`.arguments` (the argument checks the commands
+share) and :mod:`.vignettes` (the vignettes' quick mode and results folder).
 
 Examples
 --------

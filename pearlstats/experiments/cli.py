@@ -25,34 +25,12 @@ from collections.abc import Sequence
 import pandas as pd
 
 from ..exceptions import OptionError
+from .arguments import HelpWithDefaults, bounded_int
 from .partial import PartialResults
 from .runner import iter_runs
 from .simulation import PAPER_GRID, SimulationSweep
 
 __all__ = ["main"]
-
-
-def _bounded_int(minimum: int, maximum: int | None = None, *, zero: bool = True):
-    """An argparse type: an integer in [minimum, maximum] (``zero=False`` also refuses 0)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if (
-            value < minimum
-            or (maximum is not None and value > maximum)
-            or (value == 0 and not zero)
-        ):
-            upper = f" and <= {maximum}" if maximum is not None else ""
-            raise argparse.ArgumentTypeError(
-                f"{value} is out of range; use an integer >= {minimum}{upper}"
-                + ("" if zero else ", not 0")
-            )
-        return value
-
-    return parse
 
 
 def _noise_level(text: str) -> float:
@@ -65,18 +43,11 @@ def _noise_level(text: str) -> float:
     return value
 
 
-class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each default, except ``None`` ones, whose help says what they mean."""
-
-    def _get_help_string(self, action):
-        return action.help if action.default is None else super()._get_help_string(action)
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pearlstats.experiments",
         description="Run the paper's grids and write the tidy table to CSV.",
-        formatter_class=_HelpWithDefaults,
+        formatter_class=HelpWithDefaults,
     )
     parser.add_argument(
         "experiment", choices=["simulation"], help="the paper's simulation study (Section 4.1)"
@@ -89,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--n",
-        type=_bounded_int(10),
+        type=bounded_int(10),
         nargs="+",
         default=None,
         help=f"labeled sizes, each >= 10 (default: the paper's {PAPER_GRID['n']})",
@@ -101,18 +72,18 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help=f"noise standard deviations (default: the paper's {PAPER_GRID['sigma']})",
     )
-    parser.add_argument("--N", type=_bounded_int(10), default=2000, help="unlabeled rows")
-    parser.add_argument("--n-test", type=_bounded_int(1), default=1000, help="test rows per run")
+    parser.add_argument("--N", type=bounded_int(10), default=2000, help="unlabeled rows")
+    parser.add_argument("--n-test", type=bounded_int(1), default=1000, help="test rows per run")
     parser.add_argument(
         "--repetitions",
-        type=_bounded_int(1),
+        type=bounded_int(1),
         default=None,
         help=f"repetitions (default: the paper's {PAPER_GRID['repetitions']})",
     )
-    parser.add_argument("--seed", type=_bounded_int(0, 2**32 - 1), default=2025, help="root seed")
+    parser.add_argument("--seed", type=bounded_int(0, 2**32 - 1), default=2025, help="root seed")
     parser.add_argument(
         "--n-jobs",
-        type=_bounded_int(-(2**31), zero=False),
+        type=bounded_int(-(2**31), zero=False),
         default=None,
         help="joblib workers, not 0 (-1: all cores; default: one process)",
     )

@@ -11,7 +11,9 @@ Every figure has a title, its colours in a legend and its losses in words ("squa
 "log-loss"). Fits with many candidates (J = 255 for eight blocks) stay readable: rows are
 horizontal, the leading candidates are drawn and the rest aggregated into one ``+ k others``
 row, long labels are abbreviated (blocks as letters, with a key beside the plot), and the
-constrained layout keeps every label inside the canvas.
+constrained layout keeps every label inside the canvas. On an axes given with ``ax=`` the key
+lies right of the axes, beside the plot's own legend: a figure with a layout engine
+(``plt.subplots(..., layout="constrained")``) makes room for it.
 
 Examples
 --------

@@ -78,7 +78,16 @@ def display_labels(res: PearlResults, labels: list) -> tuple[list, dict | None]:
 
 
 def add_key(figure: Figure, ax: Axes, codes: dict | None) -> None:
-    """The letter -> block key beside the axes (outside them when the layout is constrained)."""
+    """The letter -> block key, outside the axes on the right, top-aligned with them.
+
+    In a figure of this package's own the key is a figure legend beside its one axes. On
+    an axes given with ``ax=`` the key is the axes' legend, anchored right of the axes,
+    where it covers no data; a layout engine counts an axes' legend in its margins, so
+    ``layout="constrained"`` (or ``fig.tight_layout()``, or ``savefig(...,
+    bbox_inches="tight")``) makes room for it. An axes has one legend, and a second
+    ``ax.legend`` call replaces the first, so the plot's own legend (what its colours and
+    marks mean) is kept as an artist of the axes first.
+    """
     if codes is None:
         return
     handles = [Line2D([], [], linestyle="none") for _ in codes]
@@ -86,8 +95,12 @@ def add_key(figure: Figure, ax: Axes, codes: dict | None) -> None:
     options = {"handlelength": 0, "handletextpad": 0, "title": "blocks", "fontsize": "small"}
     if figure.get_layout_engine() is not None and ax.figure is figure and len(figure.axes) == 1:
         figure.legend(handles, labels, loc="outside right upper", **options)
-    else:
-        ax.add_artist(ax.legend(handles, labels, loc="lower right", **options))
+        return
+    own = ax.get_legend()
+    if own is not None:
+        ax.add_artist(own)
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+              **options)
 
 
 def literal(text: str) -> str:

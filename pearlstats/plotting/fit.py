@@ -11,6 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..checks import check_int
+from ..exceptions import OptionError
 from ._layout import (
     MAX_SHOWN,
     OTHERS_COLOUR,
@@ -71,6 +73,12 @@ class PlotAccessor:
         return plot_weight_stability(self._res, **kwargs)
 
 
+def _check_max_candidates(max_candidates: Any) -> int:
+    """A positive int: pandas' ``head(-1)`` read -1 as "all but the last", and 2.5 failed
+    inside pandas."""
+    return check_int("max_candidates", max_candidates, minimum=1)
+
+
 def plot_weights(res: PearlResults, *, ax: Axes | None = None, include_zero: bool = False,
                  max_candidates: int = MAX_SHOWN) -> Figure:
     """Horizontal bars of the PEARL weights, largest on top, each labelled with its value.
@@ -81,7 +89,7 @@ def plot_weights(res: PearlResults, *, ax: Axes | None = None, include_zero: boo
     ax : matplotlib Axes, optional
     include_zero : bool, default False
         Also show zero-weight candidates.
-    max_candidates : int, default 25
+    max_candidates : int >= 1, default 25
         Bars drawn for single candidates; the remaining ones are one grey bar
         ``+ k others`` holding their total weight.
 
@@ -89,6 +97,9 @@ def plot_weights(res: PearlResults, *, ax: Axes | None = None, include_zero: boo
     -------
     matplotlib.figure.Figure
     """
+    max_candidates = _check_max_candidates(max_candidates)
+    if not isinstance(include_zero, (bool, np.bool_)):
+        raise OptionError(f"include_zero={include_zero!r}; use True or False")
     weights = res.weights.sort_values(ascending=False, kind="stable")
     weights = weights if include_zero else weights[weights > 0]
     shown, others = weights.head(max_candidates), weights.iloc[max_candidates:]
@@ -126,7 +137,7 @@ def plot_cv_risk(
     -------
     matplotlib.figure.Figure
     """
-    chosen = shown_labels(res, max_candidates)
+    chosen = shown_labels(res, _check_max_candidates(max_candidates))
     others = res.cv_risk.drop(chosen).dropna()
     risk, se = res.cv_risk[chosen].to_numpy(), res.cv_risk_se[chosen].to_numpy()
     labels, codes = display_labels(res, chosen)
@@ -184,6 +195,35 @@ def _resample_kind(resamples: pd.DataFrame) -> str:
     return "resamples"
 
 
+# The columns of res.weight_uncertainty(), a summary of resampled weights (not resamples).
+_SUMMARY_COLUMNS = {"weight", "mean", "spread", "q_lower", "q_upper"}
+
+
+def _check_resamples(res: PearlResults, resamples: Any) -> pd.DataFrame:
+    """*resamples* as candidates x resamples of weights; an OptionError saying what it is not.
+
+    ``res.weight_uncertainty()`` summarises resampled weights in five columns, which were
+    drawn as if they were five resamples, under "Weights re-solved on 5 resamples".
+    """
+    how = ("pass candidates x resamples of weights, e.g. res.resample_weights('bootstrap', "
+           "200, refit=True) (the resamples weight_uncertainty() summarises), or omit "
+           "resamples= for the fold complements")
+    if not isinstance(resamples, pd.DataFrame):
+        raise OptionError(f"resamples= is a {type(resamples).__name__}; {how}")
+    if _SUMMARY_COLUMNS <= set(resamples.columns):
+        raise OptionError(f"resamples= is a weight_uncertainty() summary (columns "
+                          f"{list(resamples.columns)}), not resampled weights; {how}")
+    unknown = [label for label in resamples.index if label not in res.weights.index]
+    if unknown or resamples.shape[1] == 0:
+        what = (f"rows {unknown[:5]} that are not candidates of this fit" if unknown
+                else "no columns")
+        raise OptionError(f"resamples= has {what}; {how}")
+    values = resamples.to_numpy(dtype=float, na_value=np.nan)
+    if not (np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all()):
+        raise OptionError(f"resamples= holds values that are not weights in [0, 1]; {how}")
+    return resamples
+
+
 def plot_weight_stability(
     res: PearlResults,
     *,
@@ -198,9 +238,11 @@ def plot_weight_stability(
     res : PearlResults
     ax : matplotlib Axes, optional
     resamples : DataFrame, optional
-        Candidates x resamples, e.g. ``res.resample_weights("bootstrap")``;
-        defaults to ``res.weight_stability`` (the fold complements, as in the summary).
-    max_candidates : int, default 25
+        Candidates x resamples, weights in [0, 1], e.g. ``res.resample_weights("bootstrap")``
+        (``refit=True`` for the resamples :meth:`~pearlstats.PearlResults.weight_uncertainty`
+        summarises; its summary table is refused); defaults to ``res.weight_stability`` (the
+        fold complements, as in the summary).
+    max_candidates : int >= 1, default 25
         Candidates drawn one by one (largest full-sample weight first); the
         others used in some resample are one grey box ``+ k others`` of their
         total weight per resample.
@@ -211,7 +253,8 @@ def plot_weight_stability(
         Its title names the resamples as the summary does; their spread is not a standard
         error (fold complements share most of their rows).
     """
-    resamples = res.weight_stability if resamples is None else resamples
+    max_candidates = _check_max_candidates(max_candidates)
+    resamples = res.weight_stability if resamples is None else _check_resamples(res, resamples)
     full = res.weights.reindex(resamples.index)
     used = resamples[(resamples > 0).any(axis=1) | (full > 0)]
     order = pd.DataFrame({"weight": full[used.index], "mean": used.mean(axis=1)})

@@ -67,7 +67,8 @@ def plot_risk_ratio(
         One line per method: the mean over repetitions of
         ``metric(reference) / metric(method)`` with +-1 SE bars; for a loss (MSE,
         log-loss, ...) below 1 the reference does better, for ``"accuracy"`` above 1
-        (the axis label says which).
+        (the axis label says which). Methods with the same ratio in every run (to a
+        relative 1e-9) share one line, labelled ``"Covariates = Null"``.
     """
     if not isinstance(evaluations, Mapping) or not evaluations:
         raise DataError(
@@ -81,14 +82,23 @@ def plot_risk_ratio(
             f"{list(first.columns)} and methods {list(first.index)}"
         )
     figure, ax = axes_for(ax)
+    # Methods whose ratios agree in every run (to rounding: two intercept-only fits) are one
+    # line named "A = B": drawn apart, the later one hid the earlier exactly (Covariates
+    # under Null without covariates), and the legend listed a line no one could see.
+    lines: list = []
     for method in (m for m in first.index if m != reference):
-        summary = [
-            _mean_and_se([run.loc[reference, metric] / run.loc[method, metric]
-                          for run in evaluations[n]])
-            for n in sizes
-        ]
-        means, errors = zip(*summary)
-        ax.errorbar(sizes, means, yerr=errors, marker="o", capsize=3, label=method)
+        ratios = [np.array([run.loc[reference, metric] / run.loc[method, metric]
+                            for run in evaluations[n]], dtype=float) for n in sizes]
+        same = next((line for line in lines if all(
+            np.allclose(mine, theirs, rtol=1e-9, atol=0.0, equal_nan=True)
+            for mine, theirs in zip(ratios, line[0]))), None)
+        if same is None:
+            lines.append((ratios, [str(method)]))
+        else:
+            same[1].append(str(method))
+    for ratios, methods in lines:
+        means, errors = zip(*(_mean_and_se(values) for values in ratios))
+        ax.errorbar(sizes, means, yerr=errors, marker="o", capsize=3, label=" = ".join(methods))
     ax.axhline(1.0, color="0.5", linewidth=0.8)
     n_axis(ax, sizes)
     name = _METRIC_NAMES.get(metric, str(metric).replace("_", " "))

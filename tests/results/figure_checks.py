@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.collections import Collection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.text import Text
@@ -90,7 +91,10 @@ def data_colours(ax) -> set:
 
 
 def legend_colours(figure: Figure) -> set:
+    # an axes' second legend is one of its artists (an axes has one ax.legend)
     legends = list(figure.legends) + [ax.get_legend() for ax in figure.axes if ax.get_legend()]
+    legends += [artist for ax in figure.axes for artist in ax.artists
+                if isinstance(artist, Legend)]
     colours = set()
     for legend in legends:
         for handle in legend.legend_handles:

@@ -225,6 +225,33 @@ def test_many_candidates_are_aggregated_and_abbreviated():
     assert _ticks(risk_ax)[-1] == f"+ {len(res.weights) - 25} others"
 
 
+def test_a_given_axes_keeps_its_own_legend_and_the_block_key_covers_no_data():
+    # with ax= and abbreviated labels, the key (drawn by ax.legend) replaced the plot's own
+    # legend (PEARL / weight > 0 / weight 0, the box parts, ...) and sat inside the axes
+    from matplotlib.legend import Legend
+
+    res = _many_blocks(3)
+    figure = PearlFigure(figsize=(12, 8), layout="constrained")  # an Agg canvas: drawn
+    axes = figure.subplots(2, 2)
+    plot_weights(res, ax=axes[0, 0], include_zero=True, max_candidates=3)
+    plot_cv_risk(res, ax=axes[0, 1])
+    plot_block_importance(res, ax=axes[1, 0])
+    plot_weight_stability(res, ax=axes[1, 1])
+    figure.canvas.draw()
+    own = {(0, 0): "one candidate", (0, 1): "PEARL", (1, 1): "weight on all rows"}
+    for (row, column), entry in own.items():
+        ax = axes[row, column]
+        legends = [ax.get_legend(), *[a for a in ax.artists if isinstance(a, Legend)]]
+        entries = [[text.get_text() for text in legend.get_texts()] for legend in legends]
+        assert any(entry in texts for texts in entries), entries
+        keys = [legend for legend in legends if legend.get_title().get_text() == "blocks"]
+        assert len(keys) == 1 and "A: representation_block_0" in entries[legends.index(keys[0])]
+        extent = keys[0].get_window_extent()
+        assert not any(extent.overlaps(other.bbox) for other in figure.axes), (entry, extent)
+    assert_inside_canvas(figure, "2 x 2 grid")
+    assert_colours_in_legend(figure, "2 x 2 grid")
+
+
 def test_figures_display_inline_without_pyplot(res):
     from IPython.core.formatters import DisplayFormatter
 
@@ -283,3 +310,42 @@ def test_block_importance_keeps_every_text_on_the_canvas_with_long_block_names()
     given = Figure(figsize=(6.4, 4))
     plot_block_importance(res, ax=given.subplots())
     assert tuple(given.get_size_inches()) == (6.4, 4.0)
+
+
+@pytest.mark.parametrize("kind", ["weights", "cv_risk", "weight_stability"])
+@pytest.mark.parametrize("value", [2.5, True, 0, -1, "3", None])
+def test_max_candidates_must_be_a_positive_int(res, kind, value):
+    # 2.5 and True were pandas TypeErrors (or, in cv_risk, one row); -1 drew all but the last
+    with pytest.raises(pearl.OptionError, match=rf"max_candidates={value!r}; use an int >= 1"):
+        getattr(res.plot, kind)(max_candidates=value)
+
+
+@pytest.mark.parametrize("kind", ["weights", "cv_risk", "weight_stability"])
+def test_max_candidates_may_be_a_numpy_integer(res, kind):
+    ticks = _ticks(getattr(res.plot, kind)(max_candidates=np.int64(1)).axes[0])
+    assert ticks == _ticks(getattr(res.plot, kind)(max_candidates=1).axes[0]) and ticks
+
+
+def test_include_zero_must_be_a_bool(res):
+    # "no" is truthy: it drew the zero weights
+    with pytest.raises(pearl.OptionError, match=r"include_zero='no'; use True or False"):
+        res.plot.weights(include_zero="no")
+    assert res.plot.weights(include_zero=np.True_).axes[0].get_title().startswith("PEARL")
+
+
+def test_weight_stability_refuses_what_is_not_resampled_weights(res):
+    # res.weight_uncertainty()'s five summary columns were drawn as five resamples
+    summary = res.weight_uncertainty(n_resamples=3, progress=False)
+    with pytest.raises(pearl.OptionError, match=r"resamples= is a weight_uncertainty\(\) summary "
+                       r"\(columns \['weight', 'mean', 'spread', 'q_lower', 'q_upper'\]\), not "
+                       r"resampled weights; pass .*res.resample_weights\('bootstrap'"):
+        res.plot.weight_stability(resamples=summary)
+    frame = res.resample_weights("bootstrap", 4, seed=0)
+    for wrong, what in [(frame.to_numpy(), "is a ndarray"),
+                        (frame.rename(index={frame.index[0]: "zz"}), r"rows \['zz'\]"),
+                        (frame * 2, r"holds values that are not weights in \[0, 1\]"),
+                        (frame.iloc[:, :0], "no columns")]:
+        with pytest.raises(pearl.OptionError, match=f"^resamples= (has )?{what}"):
+            res.plot.weight_stability(resamples=wrong)
+    drawn = res.plot.weight_stability(resamples=frame)
+    assert drawn.axes[0].get_title() == "Weights re-solved on 4 bootstrap resamples"

@@ -171,3 +171,21 @@ def test_simulation_legend_overlaps_neither_the_title_nor_the_panels(table, sigm
     assert [text.get_text() for text in legend.get_texts()] == ["PEARL", "MS", "Best"]
     assert_inside_canvas(figure)
     assert_colours_in_legend(figure)
+
+
+def test_methods_with_equal_ratios_share_one_line_named_for_both():
+    # without covariates Covariates equals Null: its line lay exactly under Null's, unseen,
+    # while the legend listed both
+    rng = np.random.default_rng(2)
+    methods = ["PEARL", "Best", "Covariates", "Null"]
+    evaluations = {}
+    for n in (60, 120):
+        evaluations[n] = []
+        for _ in range(3):
+            mse = rng.uniform(1, 2, 4)
+            mse[3] = mse[2] * (1 + 1e-15 * (n == 60))  # equal, or equal to rounding
+            evaluations[n].append(pd.DataFrame({"MSE": mse}, index=methods))
+    ax = plot_risk_ratio(evaluations).axes[0]
+    assert [container.get_label() for container in ax.containers] == ["Best",
+                                                                      "Covariates = Null"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Best", "Covariates = Null"]

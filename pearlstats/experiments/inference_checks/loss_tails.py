@@ -34,8 +34,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ...checks import check_int
 from ...exceptions import OptionError
 from ...fitting import fit
+from ..arguments import HelpWithDefaults, bounded_int, check_output
 from .designs import ALL_DESIGNS, get_design
 from .nested_calibration import DEFAULT_N
 
@@ -87,6 +89,7 @@ def loss_tail_table(designs: Sequence[str], n_datasets: int = 8, samples: int = 
     fitted with ``seed=i``, n rows as there); the fresh rows come from ``[seed, d, i, 7]``
     (``samples`` times n of them). Gaussian designs only (squared error).
     """
+    n_datasets = check_int("n_datasets", n_datasets, minimum=1)
     rows = []
     for name in designs:
         design = get_design(name)
@@ -108,16 +111,25 @@ def loss_tail_table(designs: Sequence[str], n_datasets: int = 8, samples: int = 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command: the table, written as CSV."""
+    """The command: the table, written as CSV.
+
+    The arguments, and that ``--out`` can be written, are checked before anything is
+    computed (an argparse error, exit status 2), so a refused run writes nothing.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m pearlstats.experiments.inference_checks.loss_tails",
-        description="Coverage of a fixed predictor's risk by the mean of n fresh rows.")
+        description="Coverage of a fixed predictor's risk by the mean of n fresh rows.",
+        formatter_class=HelpWithDefaults)
     parser.add_argument("--designs", nargs="+", default=["paper", "blocks", "t3"],
-                        choices=[d for d in ALL_DESIGNS if get_design(d).family == "gaussian"])
-    parser.add_argument("--n-datasets", type=int, default=8)
-    parser.add_argument("--samples", type=int, default=2000)
-    parser.add_argument("--out", required=True)
+                        choices=[d for d in ALL_DESIGNS if get_design(d).family == "gaussian"],
+                        help="gaussian designs to draw data sets from")
+    parser.add_argument("--n-datasets", type=bounded_int(1), default=8,
+                        help="data sets (fitted predictors) per design")
+    parser.add_argument("--samples", type=bounded_int(1), default=2000,
+                        help="samples of n fresh rows per predictor")
+    parser.add_argument("--out", required=True, help="CSV file to write")
     args = parser.parse_args(argv)
+    check_output(parser, "--out", args.out)
     table = loss_tail_table(args.designs, args.n_datasets, args.samples)
     table.to_csv(args.out, index=False, float_format="%.6g")
     print(table.groupby("design")[["skewness", "coverage", "miss_above", "median_ratio"]]

@@ -70,6 +70,7 @@ from ...exceptions import OptionError
 from ...fitting import fit
 from ...honest_se import NestedSE, ncv_moments
 from ...weights.baselines import STRATEGIES, TABLE_ROWS
+from ..arguments import HelpWithDefaults, bounded_int, check_output
 from .designs import ALL_DESIGNS, get_design
 
 __all__ = ["COVERAGE_TARGET", "DEFAULT_N", "DRAW_COLUMNS", "SE_RATIO_TARGET", "calibration_draws",
@@ -160,15 +161,7 @@ def calibration_draws(designs: Sequence[str], outer: int = 5, repeats: int = 50,
     DataFrame
     """
     prefixes = [r for r in prefixes if r <= repeats]
-    done = set()
-    if out is not None and Path(out).exists():
-        previous = pd.read_csv(out)
-        if tuple(previous.columns) != DRAW_COLUMNS:
-            raise OptionError(
-                f"out={str(out)!r} holds draws with the columns {list(previous.columns)}, "
-                f"not this version's {list(DRAW_COLUMNS)}; resume it with the version that "
-                "made it, or draw into a new file")
-        done = set(map(tuple, previous[_KEY].drop_duplicates().to_numpy().tolist()))
+    done = _finished(out)
     frames = []
     for name in designs:
         for i in range(first, n_datasets):
@@ -181,6 +174,19 @@ def calibration_draws(designs: Sequence[str], outer: int = 5, repeats: int = 50,
     if out is not None:
         return pd.read_csv(out, keep_default_na=False, na_values=["", "nan", "NaN"])
     return pd.concat(frames, ignore_index=True)
+
+
+def _finished(out: str | Path | None) -> set:
+    """The (design, K, data set) keys already drawn into *out* (OptionError: other columns)."""
+    if out is None or not Path(out).exists():
+        return set()
+    previous = pd.read_csv(out)
+    if tuple(previous.columns) != DRAW_COLUMNS:
+        raise OptionError(
+            f"out={str(out)!r} holds draws with the columns {list(previous.columns)}, "
+            f"not this version's {list(DRAW_COLUMNS)}; resume it with the version that "
+            "made it, or draw into a new file")
+    return set(map(tuple, previous[_KEY].drop_duplicates().to_numpy().tolist()))
 
 
 def summarise(draws: pd.DataFrame) -> pd.DataFrame:
@@ -225,29 +231,70 @@ def summarise(draws: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command: draw (resumably) or summarise."""
+    """The command: draw (resumably) or summarise.
+
+    The arguments, ``--out`` (writable, and with this version's columns when resumed)
+    and the ``--summarise`` draws are checked before anything is computed; a bad one is
+    an argparse error (exit status 2), not a traceback.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m pearlstats.experiments.inference_checks.nested_calibration",
-        description="Calibrate the nested-CV SE of res.honest (issue 36, item 5).")
-    parser.add_argument("--designs", nargs="+", choices=ALL_DESIGNS, default=["blocks"])
-    parser.add_argument("--outer", type=int, default=5, help="outer folds K")
-    parser.add_argument("--repeats", type=int, default=50, help="splits R_max of each fit")
-    parser.add_argument("--n-datasets", type=int, default=400)
-    parser.add_argument("--first", type=int, default=0,
+        description="Calibrate the nested-CV SE of res.honest (issue 36, item 5).",
+        formatter_class=HelpWithDefaults)
+    parser.add_argument("--designs", nargs="+", choices=ALL_DESIGNS, default=["blocks"],
+                        help="designs to draw data sets from")
+    parser.add_argument("--outer", type=bounded_int(2), default=5, help="outer folds K (>= 2)")
+    parser.add_argument("--repeats", type=bounded_int(min(PREFIXES)), default=50,
+                        help=f"splits R_max of each fit; the draws keep R in {list(PREFIXES)} "
+                             "up to it")
+    parser.add_argument("--n-datasets", type=bounded_int(1), default=400,
+                        help="data sets per design (indices --first .. this - 1)")
+    parser.add_argument("--first", type=bounded_int(0), default=0,
                         help="first data set index (split a run across processes)")
-    parser.add_argument("--n-test", type=int, default=5000)
-    parser.add_argument("--seed", type=int, default=20261125)
+    parser.add_argument("--n-test", type=bounded_int(1), default=5000,
+                        help="fresh test rows per data set")
+    parser.add_argument("--seed", type=bounded_int(0), default=20261125, help="root seed")
     parser.add_argument("--summarise", metavar="DRAWS_CSV",
                         help="summarise these draws instead of drawing")
     parser.add_argument("--out", required=True, help="CSV of draws (appended) or of the summary")
     args = parser.parse_args(argv)
+    check_output(parser, "--out", args.out)
     if args.summarise:
-        draws = pd.read_csv(args.summarise, keep_default_na=False, na_values=["", "nan", "NaN"])
-        summarise(draws).to_csv(args.out, index=False, float_format="%.6g")
+        summarise(_read_draws(parser, args.summarise)).to_csv(args.out, index=False,
+                                                             float_format="%.6g")
         return 0
+    smallest = min(DEFAULT_N.get(name, 100) for name in args.designs)
+    if args.outer > smallest:
+        parser.error(f"--outer {args.outer} is more folds than the {smallest} rows of a data "
+                     f"set; give at most {smallest}")
+    if args.first >= args.n_datasets:
+        parser.error(f"--first {args.first} draws nothing: data sets run from --first to "
+                     f"--n-datasets - 1 = {args.n_datasets - 1}")
+    try:
+        _finished(args.out)
+    except (OptionError, ValueError) as error:  # ValueError: pandas cannot read it as CSV
+        parser.error(f"--out {args.out}: {error}")
     calibration_draws(args.designs, args.outer, args.repeats, args.n_datasets, args.n_test,
                       args.seed, out=args.out, first=args.first)
     return 0
+
+
+_SUMMARISED = ("design", "outer", "repeats", "strategy", "n", "risk", "se", "mse", "se_bound",
+               "se_mc_error", "ratio", "ratio_se", "test_risk", "test_ratio", "cpu_seconds")
+
+
+def _read_draws(parser: argparse.ArgumentParser, path: str) -> pd.DataFrame:
+    """The draws in *path*, or ``parser.error`` saying why they cannot be summarised."""
+    try:
+        draws = pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
+    except (OSError, ValueError) as error:  # missing or unreadable; ValueError: not a CSV
+        parser.error(f"--summarise {path} cannot be read ({error}); give a CSV of draws "
+                     "written by this command")
+    missing = [column for column in _SUMMARISED if column not in draws.columns]
+    if missing or draws.empty:
+        what = f"lacks the columns {missing}" if missing else "holds no draws"
+        parser.error(f"--summarise {path} {what}; give a CSV of draws written by this command")
+    return draws
 
 
 if __name__ == "__main__":  # pragma: no cover - the command

@@ -54,9 +54,11 @@ from joblib import Parallel, delayed
 
 import pearlstats as pearl
 
+from ...checks import check_int
 from ...exceptions import OptionError
 from ...results import bootstrap
 from ...results.core import PearlResults
+from ..arguments import HelpWithDefaults, bounded_int, check_output
 from .designs import get_design
 
 __all__ = ["SCHEMES", "WEIGHT_DESIGNS", "WeightDesign", "check_weight_uncertainty",
@@ -153,7 +155,7 @@ def check_weight_uncertainty(
     schemes : sequence of str
         Of :data:`SCHEMES`.
     n_datasets : int, default 400
-        Data sets per design for the Monte Carlo mean and SD of the weights.
+        Data sets per design for the Monte Carlo mean and SD of the weights (at least 2).
     n_boot : int, default 50
         Resamples per data set and scheme.
     seed : int
@@ -178,6 +180,7 @@ def check_weight_uncertainty(
     """
     designs = _check_names(designs, WEIGHT_DESIGNS, "designs")
     schemes = _check_names(schemes, SCHEMES, "schemes")
+    n_datasets = check_int("n_datasets", n_datasets, minimum=2)  # 2 for the Monte Carlo SD
     n_boot_datasets = n_datasets if n_boot_datasets is None else min(n_boot_datasets, n_datasets)
     order = list(WEIGHT_DESIGNS)
     rows = []
@@ -216,19 +219,33 @@ def _summarise(name, n, results, schemes, n_boot_datasets, n_boot) -> list[dict]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: ``python -m pearlstats.experiments.inference_checks.weights --help``."""
+    """Command line: ``python -m pearlstats.experiments.inference_checks.weights --help``.
+
+    Every argument, and that ``--out`` can be written, is checked before anything is
+    computed; a bad one is an argparse error (exit status 2), not a traceback.
+    """
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--designs", nargs="+", default=list(WEIGHT_DESIGNS))
-    parser.add_argument("--schemes", nargs="+", default=list(SCHEMES))
-    parser.add_argument("--n-datasets", type=int, default=400)
-    parser.add_argument("--n-boot-datasets", type=int, default=None)
-    parser.add_argument("--n-boot", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-jobs", type=int, default=1)
+    parser = argparse.ArgumentParser(
+        prog="python -m pearlstats.experiments.inference_checks.weights",
+        description=__doc__.splitlines()[0],
+        formatter_class=HelpWithDefaults)
+    parser.add_argument("--designs", nargs="+", choices=list(WEIGHT_DESIGNS),
+                        default=list(WEIGHT_DESIGNS), help="designs to draw data sets from")
+    parser.add_argument("--schemes", nargs="+", choices=list(SCHEMES), default=list(SCHEMES),
+                        help="resampling schemes whose spread is checked")
+    parser.add_argument("--n-datasets", type=bounded_int(2), default=400,
+                        help="data sets per design for the Monte Carlo SD (at least 2)")
+    parser.add_argument("--n-boot-datasets", type=bounded_int(1), default=None,
+                        help="resample only the first this many data sets (default: all)")
+    parser.add_argument("--n-boot", type=bounded_int(2), default=50,
+                        help="resamples per data set and scheme (at least 2, for an SD)")
+    parser.add_argument("--seed", type=bounded_int(0), default=0, help="root seed")
+    parser.add_argument("--n-jobs", type=bounded_int(-(2**31), zero=False), default=1,
+                        help="joblib workers over data sets, not 0 (-1: all cores)")
     parser.add_argument("--out", required=True, help="CSV file to write")
     args = parser.parse_args(argv)
+    check_output(parser, "--out", args.out)
     table = check_weight_uncertainty(args.designs, args.schemes, args.n_datasets, args.n_boot,
                                      args.seed, args.n_jobs, args.n_boot_datasets)
     table.to_csv(args.out, index=False)
