@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 __all__ = ["HelpWithDefaults", "bounded_int", "check_output"]
 
@@ -29,7 +30,8 @@ class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
         return action.help if action.default is None else super()._get_help_string(action)
 
 
-def bounded_int(minimum: int, maximum: int | None = None, *, zero: bool = True):
+def bounded_int(minimum: int, maximum: int | None = None, *,
+                zero: bool = True) -> Callable[[str], int]:
     """An argparse type: an integer in [minimum, maximum] (``zero=False`` also refuses 0).
 
     Parameters

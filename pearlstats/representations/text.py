@@ -464,7 +464,7 @@ class LSI(TextLearner):
 
     @classmethod
     def _option_names(cls) -> list[str]:
-        return TfIdf._param_names()  # what **vocabulary takes
+        return sorted(TfIdf().get_params())  # what **vocabulary takes
 
     def __repr__(self):
         return self._repr(n_components=self.n_components)
