@@ -46,7 +46,7 @@ from ..exceptions import FoldError
 from ..ledger import LedgerEntry
 from ._common import EngineOutput
 from .likelihood import mean_of, row_terms, variance_of
-from .newton import batched_newton, penalised_newton
+from .newton import NewtonResult, NewtonSystems, batched_newton, penalised_newton
 from .newton_cv import (
     SEPARATED_CLASSES,
     SEPARATION_ETA,
@@ -321,6 +321,37 @@ def _extreme_rows(Z, weights, offset=None, kind: str = "binomial") -> Callable:
     return extreme_rows
 
 
+def _quasi_separated(result: NewtonResult, Z, weights: np.ndarray, offset, kind: str
+                     ) -> NewtonResult:
+    """Mark as separated the problems whose Hessian turned singular only because rows'
+    variances vanished: a quasi-complete separation, not collinear columns.
+
+    A level of a categorical covariate whose rows are all 0 (or all 1) has no finite
+    coefficient; Newton moves it about one unit per step (a small step on the standardised
+    scale of a rare indicator, so :func:`separation_check` does not see it diverge) until
+    those rows' variances are below the Cholesky limit, then "converges" with a singular
+    Hessian wherever the steps stopped: an estimate of -35 with an SE of 1e7, and risks
+    that depend on where that was. Such a problem has rows beyond ``SEPARATION_ETA`` and a
+    design whose own Gram over its training rows is regular (collinear columns make that
+    Gram singular too, and stay rank deficient).
+    """
+    suspect = result.singular & result.converged & ~result.stopped
+    if suspect.any():
+        suspect &= _extreme_rows(Z, weights, offset, kind)(result.theta)
+    for k in np.flatnonzero(suspect):
+        gram = sum(block.T @ (w[:, None] * block) for block, w in (
+            (Z[rows], weights[k, rows]) for rows in _row_blocks(len(Z))))
+        suspect[k] = not NewtonSystems.from_hessians(gram[None]).singular[0]
+    if not suspect.any():
+        return result
+    return replace(result, converged=result.converged & ~suspect,
+                   stopped=result.stopped | suspect)
+
+
+def _row_blocks(n: int) -> list[slice]:
+    return [slice(start, min(start + _BLOCK_ROWS, n)) for start in range(0, n, _BLOCK_ROWS)]
+
+
 def _fold_groups(folds: list, n: int) -> np.ndarray:
     """Each row's fold (held out by it), ``len(folds)`` for rows no fold holds out."""
     groups = np.full(n, len(folds))
@@ -388,6 +419,8 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
                      exact_start=exact, secant=hessian0 is not None and not exact)
     result = penalised_newton(loss, theta0, ridge, penalty, stop=separated, newton=newton,
                               **start)
+    if ridge <= 0:
+        result = _quasi_separated(result, Z, weights, offset, kind)
     if folds is None or "parts" not in split:
         return result
     n_folds = len(folds)
