@@ -1,7 +1,8 @@
 """The log-barrier form of the cross-entropy and Poisson-deviance weight objectives.
 
-``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs`` over the simplex, with its
-gradient, the factor of its Hessian and its values at the vertices, for
+``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs`` over the simplex (or, with a
+*shift*, the same function as deviations from each row's optimum), with its gradient, the
+factor of its Hessian and its values at the vertices, for
 :func:`~pearlstats.weights.convex.solve_smooth`. The (n, J) matrix A is the form's only
 row-sized array: products with it read the columns they need a block of rows at a time,
 so a solve holds no second (n, J) array (issue 27: at n = 10^6 and J = 31 each is 237 MiB).
@@ -50,9 +51,16 @@ class LogBarrierForm:
     """Objective ``f(w) = (const + sum_i c_i (-log A_i w) + b'w) / n_obs``, ``A > 0``, ``c > 0``.
 
     Cross-entropy has ``A_ij`` = probability candidate j gives the observed
-    class of row i (floored at ``EPS``), ``c = 1``, ``b = 0``. Poisson deviance
-    has ``A`` = the means on rows with ``y > 0``, ``c = 2y`` there,
-    ``b = 2 * column sums of the means`` and ``const = 2 sum (y log y - y)``.
+    class of row i (floored at ``EPS``), ``c = 1``, ``b = 0``.
+
+    Poisson deviance has ``A`` = the means on rows with ``y > 0``, ``c = 2y`` there (times
+    the rows' weights), and is written with ``shift = y`` on those rows: ``f(w) = (sum_i
+    c_i phi(A_i w / s_i - 1) + b'w) / n_obs`` with ``phi(r) = r - log1p(r)``, ``b`` = 2 *
+    column sums of the means over the rows with ``y = 0`` and ``const = 0``: the same
+    function as ``2 sum (y log y - y) - 2 sum y log(A w) + 2 sum_all (P w)``, whose terms of
+    1e13 cancel to 1e-4 of a deviance at counts of 1e12 (the solver then could not certify
+    its weights). Its gradient ``A'(c (u - s) / (s u)) + b`` (``u = A w``) keeps every digit
+    where ``u`` and ``s`` agree to many; the Hessian is the same.
     """
 
     A: np.ndarray
@@ -61,6 +69,7 @@ class LogBarrierForm:
     const: float
     n_obs: int
     unit: float = 1.0  # as in LeastSquaresForm; these losses are not standardised
+    shift: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -71,13 +80,21 @@ class LogBarrierForm:
         return self.A.shape[0]
 
     def restrict(self, columns: np.ndarray) -> LogBarrierForm:
-        return LogBarrierForm(self.A[:, columns], self.c, self.b[columns], self.const, self.n_obs)
+        return LogBarrierForm(self.A[:, columns], self.c, self.b[columns], self.const, self.n_obs,
+                              self.unit, self.shift)
 
     def value(self, w: np.ndarray) -> float:
-        return float(self.const - self.c @ np.log(_times(self.A, w)) + self.b @ w) / self.n_obs
+        u = _times(self.A, w)
+        if self.shift is not None:
+            return float(self.c @ _excess(u, self.shift) + self.b @ w) / self.n_obs
+        return float(self.const - self.c @ np.log(u) + self.b @ w) / self.n_obs
 
     def gradient(self, w: np.ndarray) -> np.ndarray:
-        return (self.b - self.A.T @ (self.c / _times(self.A, w))) / self.n_obs
+        u = _times(self.A, w)
+        if self.shift is not None:
+            return (self.A.T @ (self.c * ((u - self.shift) / (self.shift * u))) + self.b
+                    ) / self.n_obs
+        return (self.b - self.A.T @ (self.c / u)) / self.n_obs
 
     def hessian_factor(self, w: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:
         """``W`` (m, J) with ``W'W`` the Hessian at ``w``; finite where ``W'W`` would overflow.
@@ -114,6 +131,21 @@ class LogBarrierForm:
             total = np.zeros(width)
             for first in range(0, self.n_rows, rows):
                 part = slice(first, first + rows)
-                total += self.c[part] @ np.log(self.A[part, block])
+                if self.shift is not None:
+                    total -= self.c[part] @ _excess(self.A[part, block], self.shift[part, None])
+                else:
+                    total += self.c[part] @ np.log(self.A[part, block])
             out[block] = self.const - total + self.b[block]
         return out / self.n_obs
+
+
+def _excess(u: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``phi(u / s - 1)`` with ``phi(r) = r - log1p(r)``, to its last digits also where u and s
+    agree to many (``u - s`` is then exact; phi is summed as its series ``sum_k>=2 (-r)^k / k``,
+    whose terms after k = 9 are below 1e-17 of it for ``|r| < 0.01``; elsewhere
+    ``r - log(u / s)`` loses at most ``2 eps / |r|``)."""
+    r = (u - s) / s
+    small = np.abs(r) < 1e-2
+    series = sum((-r) ** k / k for k in range(2, 10))
+    # log(u / s), not log1p(r): a mean floored at EPS has u / s > 0 where r rounds to -1
+    return np.where(small, series, r - np.log(u / s))

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import xlogy
 
 from ..exceptions import OptionError
 from ..observation_weights import effective_nobs
@@ -27,7 +26,7 @@ from .losses import (
     Loss,
     PoissonDevianceLoss,
     SquaredLoss,
-    floored_rows,
+    poisson_form,
 )
 
 __all__ = ["RowWeightedLoss", "WEIGHTED_LOSSES"]
@@ -118,9 +117,6 @@ class RowWeightedLoss(Loss):
             plain = self.base.form(y, P)
             return LogBarrierForm(plain.A, v, plain.b, plain.const, plain.n_obs)
         if isinstance(self.base, PoissonDevianceLoss):
-            counted = y > 0
-            const = 2.0 * float(v @ (xlogy(y, y) - y))
-            return LogBarrierForm(floored_rows(P, counted), 2.0 * (v * y)[counted],
-                                  2.0 * (v @ P), const, len(y))
+            return poisson_form(y, P, v)
         raise OptionError(f"loss={self.name!r} for family {self.family!r} is not yet supported "
                           "with observation weights")
