@@ -171,8 +171,8 @@ def _rank_note(label: str, fold) -> LedgerEntry:
     return LedgerEntry(
         label, fold, "cv", "rank deficient",
         "collinear columns in the training rows",
-        "solved by minimum-norm least squares on the training rows' centred columns (as "
-        "statsmodels' pinv; a column constant over them gets coefficient 0)", False,
+        "minimum-norm least squares on the training rows' standardised columns (scale-free; "
+        "along the collinear directions not statsmodels' pinv of the raw columns)", False,
     )
 
 
@@ -434,8 +434,14 @@ def _solve_folds(design, X, y, where, local, fold_gram, fold_cross, penalty, rid
                 coefs[g, S, i] = _min_norm_coefficients(design.subset(S), X_train, y[train])
         if ridge > 0:
             continue
-        if not any(e.candidate == labels[i] and e.kind == "rank deficient" for e in entries):
-            entries.append(_rank_note(labels[i], None))
+        # the folds whose own training rows are collinear, named (the batch's flag is any fold)
+        for g, k in enumerate(fold_set):
+            one = fold_gram[g][np.ix_(S, S)][None, None]
+            if _solve_penalised(one, fold_cross[g][S][None, None], penalty[g, S][None, None],
+                                0.0)[1][0] and not any(
+                    e.candidate == labels[i] and e.kind == "rank deficient" and e.fold == k
+                    for e in entries):
+                entries.append(_rank_note(labels[i], int(k)))
     return coefs
 
 
