@@ -217,8 +217,13 @@ def cell_html(cell: object) -> str:
     --------
     >>> cell_html("pca+kpca_rbf"), cell_html("y ~ a + b")
     ('pca+<wbr>kpca_rbf', 'y ~ a + b')
+    >>> cell_html(number_cell(7.481e-05))
+    '<span style="white-space:nowrap">7.481e-05</span>'
     """
     html = cell.html if isinstance(cell, Label) else html_escape(cell)
+    if isinstance(cell, Number) and "-" in html:
+        # a browser breaks "7.481e-05" after its minus sign in a narrow column
+        return f'<span style="white-space:nowrap">{html}</span>'
     return _JOINING_PLUS.sub("+<wbr>", html)
 
 
