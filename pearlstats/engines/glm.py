@@ -321,35 +321,55 @@ def _extreme_rows(Z, weights, offset=None, kind: str = "binomial") -> Callable:
     return extreme_rows
 
 
-def _quasi_separated(result: NewtonResult, Z, weights: np.ndarray, offset, kind: str
-                     ) -> NewtonResult:
-    """Mark as separated the problems whose Hessian turned singular only because rows'
-    variances vanished: a quasi-complete separation, not collinear columns.
+def _quasi_separated(result: NewtonResult, Z, y: np.ndarray, weights: np.ndarray, offset,
+                     kind: str) -> NewtonResult:
+    """Mark as separated the problems that converged with a singular Hessian because rows'
+    variances vanished at their limit: a quasi-complete separation, not collinear columns.
 
     A level of a categorical covariate whose rows are all 0 (or all 1) has no finite
     coefficient; Newton moves it about one unit per step (a small step on the standardised
     scale of a rare indicator, so :func:`separation_check` does not see it diverge) until
     those rows' variances are below the Cholesky limit, then "converges" with a singular
     Hessian wherever the steps stopped: an estimate of -35 with an SE of 1e7, and risks
-    that depend on where that was. Such a problem has rows beyond ``SEPARATION_ETA`` and a
-    design whose own Gram over its training rows is regular (collinear columns make that
-    Gram singular too, and stay rank deficient).
+    that depend on where that was. Such a problem has rows beyond ``SEPARATION_ETA``, every
+    one of them with the response its limit gives (0 below, 1 above; Poisson: 0), and a
+    design whose own Gram over its training rows is regular. Collinear columns make that
+    Gram singular too (they stay rank deficient); a row beyond the threshold with the
+    other response (an offset of 40 on rows of both outcomes) means the optimum exists.
     """
     suspect = result.singular & result.converged & ~result.stopped
     if suspect.any():
         suspect &= _extreme_rows(Z, weights, offset, kind)(result.theta)
     for k in np.flatnonzero(suspect):
-        gram = sum(block.T @ (w[:, None] * block) for block, w in (
-            (Z[rows], weights[k, rows]) for rows in _row_blocks(len(Z))))
-        suspect[k] = not NewtonSystems.from_hessians(gram[None]).singular[0]
+        suspect[k] = (_beyond_at_their_limit(Z, result.theta[k], y, weights[k], offset, kind)
+                      and not NewtonSystems.from_hessians(
+                          _training_gram(Z, weights[k])[None]).singular[0])
     if not suspect.any():
         return result
     return replace(result, converged=result.converged & ~suspect,
                    stopped=result.stopped | suspect)
 
 
-def _row_blocks(n: int) -> list[slice]:
-    return [slice(start, min(start + _BLOCK_ROWS, n)) for start in range(0, n, _BLOCK_ROWS)]
+def _beyond_at_their_limit(Z, theta: np.ndarray, y: np.ndarray, weights: np.ndarray, offset,
+                           kind: str) -> bool:
+    """Whether every training row beyond ``SEPARATION_ETA`` has the response of its limit."""
+    def block(rows: slice) -> bool:
+        eta = Z[rows] @ theta + (0.0 if offset is None else offset[rows])
+        far = (np.abs(eta) > SEPARATION_ETA if kind == "binomial"
+               else eta < -SEPARATION_ETA) & (weights[rows] > 0)
+        limit = (eta > 0).astype(float) if kind == "binomial" else 0.0
+        return bool(np.all(y[rows][far] == np.broadcast_to(limit, eta.shape)[far]))
+
+    return all(map_chunks(block, len(Z), _BLOCK_ROWS))
+
+
+def _training_gram(Z, weights: np.ndarray) -> np.ndarray:
+    """``Z' diag(weights) Z`` summed a block of rows at a time."""
+    def block(rows: slice) -> np.ndarray:
+        part = Z[rows]
+        return part.T @ (weights[rows, None] * part)
+
+    return sum(map_chunks(block, len(Z), _BLOCK_ROWS))
 
 
 def _fold_groups(folds: list, n: int) -> np.ndarray:
@@ -420,7 +440,7 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     result = penalised_newton(loss, theta0, ridge, penalty, stop=separated, newton=newton,
                               **start)
     if ridge <= 0:
-        result = _quasi_separated(result, Z, weights, offset, kind)
+        result = _quasi_separated(result, Z, y, weights, offset, kind)
     if folds is None or "parts" not in split:
         return result
     n_folds = len(folds)

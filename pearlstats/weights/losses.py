@@ -62,12 +62,12 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy.special import expit, xlogy
+from scipy.special import expit
 
 from ..backends.lazy import is_dask_collection
 from ..exceptions import DataError, MissingValueError, OptionError, ResponseError, format_positions
 from .gram import LeastSquaresForm
-from .log_barrier import LogBarrierForm
+from .log_barrier import LogBarrierForm, relative_excess
 
 __all__ = [
     "DEFAULT_LOSSES",
@@ -729,7 +729,9 @@ class CrossEntropyLoss(Loss):
 
 def poisson_deviance_rows(y: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """Each row's Poisson deviance ``2 (y log(y / mu) - (y - mu))``, the means floored at EPS,
-    to its last digits also where y and mu agree to many (large counts).
+    to its last digits also where y and mu agree to many (counts of 1e12 fitted to 6 digits:
+    ``y log y - y log mu`` lost 1e-4 of the deviance there): ``2 y phi(mu / y - 1)``
+    (:func:`~pearlstats.weights.log_barrier.relative_excess`) for a count, ``2 mu`` for 0.
 
     *mean* is (n,) or (n, M); a (n,) *y* is then a column against each of its columns (a
     caller's (n, 1) *y* already is); ``0 log 0`` is 0.
@@ -740,18 +742,26 @@ def poisson_deviance_rows(y: np.ndarray, mean: np.ndarray) -> np.ndarray:
     array([2., 0.])
     """
     y = y[:, None] if np.ndim(mean) == 2 and np.ndim(y) == 1 else y
-    mu = np.maximum(mean, EPS)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = (y - mu) / mu  # y - mu is exact where they are close: no digits lost here
-        # y log(y / mu) - (y - mu) = mu h(r), h(r) = (1 + r) log1p(r) - r: where y and mu are
-        # close (counts of 1e12 fitted to 6 digits) the two terms cancel to their last digits
-        # (y log y - y log mu lost 1e-4 of the deviance there), so h is summed as its series
-        # sum_k>=2 (-r)^k / (k (k - 1)), whose terms after k = 9 are below 1e-17 of it for
-        # |r| < 0.01; elsewhere one log of the ratio loses at most 2 eps / |r| <= 2e-14
-        small = np.abs(r) < 1e-2
-        series = sum((-r) ** k / (k * (k - 1)) for k in range(2, 10))
-        direct = xlogy(y, y / mu) - (y - mean)
-    return 2.0 * np.where(small, mu * series, direct)
+    mean = np.asarray(mean, dtype=float)
+    y = np.asarray(y, dtype=float)
+    out = np.empty(np.broadcast_shapes(y.shape, mean.shape))
+    # a block of rows at a time: the terms' temporaries are a few copies of the block's means
+    step = max(1, _DEVIANCE_BLOCK // max(1, out[:1].size))
+    for start in range(0, len(out), step):
+        rows = slice(start, start + step)
+        y_rows = y[rows] if np.ndim(y) == out.ndim and len(y) == len(out) else y
+        mean_rows = mean[rows] if np.ndim(mean) == out.ndim and len(mean) > 1 else mean
+        count = np.where(y_rows > 0, y_rows, 1.0)  # rows of count 0 are set below
+        part = relative_excess(np.maximum(mean_rows, EPS), count)
+        part *= 2.0 * count
+        zero = np.broadcast_to(y_rows == 0, part.shape)
+        part[zero] = 2.0 * np.broadcast_to(mean_rows, part.shape)[zero]  # count 0: 2 mu
+        out[rows] = part
+    return out
+
+
+# Entries of poisson_deviance_rows' output formed at a time (8 MiB of each temporary).
+_DEVIANCE_BLOCK = 2**20
 
 
 @dataclass(frozen=True)

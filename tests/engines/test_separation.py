@@ -583,3 +583,24 @@ def test_a_level_whose_rows_are_all_zero_is_separation_not_rank_deficiency(famil
     assert np.isfinite(params.to_numpy()).all() and abs(params["C(g)[T.z]"]) < 20
     with pytest.raises(pearl.SeparationError):
         pearl.fit(formula, data, family=family, honest=False, seed=0, separation="raise")
+
+
+def test_rows_beyond_the_threshold_with_both_outcomes_are_not_separation():
+    # an offset of 40 on a level's rows, which have both outcomes: the level's coefficient has
+    # a finite optimum (about -40), though those rows' variances vanish from the start and the
+    # Hessian is singular; only rows beyond the threshold all at their limit are separation
+    rng = np.random.default_rng(0)
+    n = 300
+    g = rng.choice(list("abc"), n)
+    g[:8] = "z"
+    x = rng.normal(size=n)
+    y = (rng.random(n) < expit(0.3 * x)).astype(float)
+    y[:4], y[4:8] = 1.0, 0.0
+    offset = np.where(g == "z", 40.0, 0.0)
+    data = {"y": y, "x": x, "g": g, "a": rng.normal(size=(n, 2))}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pearl.fit("y ~ x + C(g) + block(a)", data, family="binomial", offset=offset,
+                        honest=False, seed=0, separation="raise")  # raised "separation"
+    assert not (res.failures.kind == "separation").any()
+    assert not any(issubclass(w.category, pearl.SeparationWarning) for w in caught)
