@@ -56,9 +56,9 @@ _LATEX_SPECIALS = {
 # textcomp's upright quote (TS1, in every encoding and engine); an apostrophe of prose
 # ("MuMIn's", "candidates' joint") stays the typeset one
 _CODE_QUOTE = r"(?<=[(\[,=])'|(?<=[,=] )'|'(?=[)\],])"
-# a quoted token without spaces, not inside a word ("h='c' and 'd'"): both its quotes are
-# code, wherever it stands (the rule above saw the first quote of 'c' only: after "=")
-_QUOTED_TOKEN = r"(?<![\w'])'[^'\s]+'(?![\w'])"
+# a quoted string, not inside a word ("h='c' and 'd'", "formula='y ~ a + b'"): both its
+# quotes are code, wherever it stands (the rule above saw the first quote of 'c' only)
+_QUOTED_TOKEN = r"(?<![\w'])'[^'\n]+?'(?![\w'])"
 _UPRIGHT_QUOTE = r"\textquotesingle{}"
 
 
@@ -219,11 +219,15 @@ def cell_html(cell: object) -> str:
     ('pca+<wbr>kpca_rbf', 'y ~ a + b')
     >>> cell_html(number_cell(7.481e-05))
     '<span style="white-space:nowrap">7.481e-05</span>'
+    >>> cell_html(number_cell(1.5e5))
+    '<span style="white-space:nowrap">1.500e+05</span>'
     """
     html = cell.html if isinstance(cell, Label) else html_escape(cell)
-    if isinstance(cell, Number) and "-" in html:
-        # a browser breaks "7.481e-05" after its minus sign in a narrow column
-        return f'<span style="white-space:nowrap">{html}</span>'
+    if isinstance(cell, Number):
+        # a browser breaks "7.481e-05" after its minus sign in a narrow column (and a number's
+        # "+" is not a "+" that joins two names)
+        return f'<span style="white-space:nowrap">{html}</span>' if "-" in html or "+" in html \
+            else html
     return _JOINING_PLUS.sub("+<wbr>", html)
 
 

@@ -37,10 +37,13 @@ def linear_name(family: str, mean_name: str) -> str:
 def linear_predictor(family: str, mean: Any) -> Any:
     """The link of the averaged *mean* (a Series, or one column per class for classes).
 
-    Binomial: ``log(p) - log(1 - p)`` (``+-inf`` at a probability of 1 or 0, as R's
-    ``qlogis``); Poisson: ``log(mu)``; gaussian: the mean itself. Multinomial: ``log(p_c /
-    p_0)`` for every class c, the first class the reference (its column is 0), as
-    statsmodels' ``MNLogit.predict(which="linear")``.
+    Binomial: ``log(p) - log(1 - p)``; Poisson: ``log(mu)``; gaussian: the mean itself.
+    Multinomial: ``log(p_c / p_0)`` for every class c, the first class the reference (its
+    column is 0), as statsmodels' ``MNLogit.predict(which="linear")``. Computed from the
+    averaged mean, a logit keeps fewer digits than the linear predictor itself where the
+    probability is within about 1e-7 of 0 or 1 (``|eta| > 16``: 33.479 for statsmodels'
+    33.488 at ``eta`` = 33.5), and is ``+-inf`` where it rounds to 0 or 1 (``|eta|`` beyond
+    about 36.7); R's ``type = "link"`` and statsmodels return ``eta`` of one model there.
 
     Examples
     --------

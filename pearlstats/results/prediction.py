@@ -416,7 +416,9 @@ class Prediction:
             of a Poisson mean; for classes ``log(p_c / p_0)``, the first class
             the reference with a column of 0, as ``MNLogit``), which equals the
             candidates' linear predictor only where one candidate has all the
-            weight. Point predictions only (``interval=None``).
+            weight, and keeps fewer digits than it where a probability is within
+            1e-7 of 0 or 1 (``+-inf`` where it rounds to 0 or 1). Point
+            predictions only (``interval=None``).
 
         Returns
         -------
@@ -792,7 +794,9 @@ class Prediction:
                 bad |= ~np.isfinite(values)
         keep = ~bad
         labels = (pd.RangeIndex(n_given) if rows is None else rows)[~early]
-        for name, values in (("weights", aligned[0]), ("exposure", aligned[2])):
+        # (an exposure given to a fit without one is refused by name when predicted)
+        exposure_checked = aligned[2] if self._response.offset is not None else None
+        for name, values in (("weights", aligned[0]), ("exposure", exposure_checked)):
             if values is not None and values.shape == (n,):
                 # checked on the complete rows before the others go, so that a bad value is
                 # named by its row's label (or position) in the data, not among the rows kept

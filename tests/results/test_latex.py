@@ -293,6 +293,8 @@ def test_every_quoted_token_is_upright_and_apostrophes_of_prose_are_not():
     # the second quote of 'c' (before a space) and both of 'd' (after one) were typeset quotes
     assert latex_escape("h='c' and 'd'") == f"h={up}c{up} and {up}d{up}"
     assert latex_escape("C(g, Treatment('a_b'))") == f"C(g, Treatment({up}a\\_b{up}))"
+    assert latex_escape("formula='y ~ a' here") == \
+        f"formula={up}y \\ensuremath{{\\sim}} a{up} here"
     assert latex_escape("MuMIn's and the candidates' joint") == \
         "MuMIn's and the candidates' joint"
 

@@ -211,3 +211,14 @@ def test_an_unknown_response_does_not_make_a_new_row_incomplete():
     # evaluate scores the response: there a row without one is still dropped
     scored = res.evaluate(new, blocks={"a": block[:4]}, missing="drop")
     assert scored.attrs["dropped_rows"] == (0, 2)
+
+
+def test_an_exposure_given_to_a_fit_without_one_is_named_as_such():
+    # with missing=, a non-positive exposure was refused as "must be > 0" before the fit's own
+    # refusal of any exposure
+    frame, block = _frame("poisson")
+    res = pearl.fit("y ~ x + block(a)", frame, blocks={"a": block}, family="poisson", seed=0,
+                    honest=False)
+    with pytest.raises(OptionError, match="this fit has no offset or exposure"):
+        res.predict(frame.iloc[:3], blocks={"a": block[:3]}, exposure=[1.0, -1.0, 2.0],
+                    missing="nan")
