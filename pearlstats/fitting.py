@@ -448,7 +448,12 @@ def fit(
         :class:`~pearlstats.exceptions.SeparationError` naming it (also
         from the nested re-runs of ``res.honest``). Gaussian fits ignore it. A
         Poisson fold whose training rows count nothing at all is refused
-        (no ridge gives its intercept an optimum).
+        (no ridge gives its intercept an optimum). A quasi-complete separation
+        (the rows of one level of a categorical covariate all 0, or all 1) is
+        found in memory; a fit on dask data detects diverging steps only and
+        records such a candidate "rank deficient" (fit an in-memory sample to
+        check). A multinomial level in which some class other than the first
+        never occurs is not yet detected.
     cv_repeats : int, default 1
         Repeated K-fold (``cv`` an int): the candidates' out-of-fold
         predictions are computed for this many fold draws, and the weights
