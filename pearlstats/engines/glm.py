@@ -399,7 +399,7 @@ def _start_hessian(kind, Z, theta0, intercept) -> np.ndarray | None:
 
 
 def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None, folds=None,
-           offset=None, known=None):
+           offset=None, known=None, from_response=False):
     """The Newton fits of the K problems *weights* (offset *offset* on every linear predictor).
 
     With *folds* (the held-out rows of each fold; the all-rows fit), ``hessian`` of the result
@@ -408,6 +408,7 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     order of the distance between the fold and all-rows optima) instead of forming Hessians.
     Its ``fold_values`` are each fold's loss and gradient at the all-rows fit's last
     evaluated point, which the fold fits start from with *known* (their first pass saved).
+    *from_response*: this is a restart (see :func:`_stalled_by_start`); none again.
     """
     n_train = weights.sum(axis=1)
     separated = separation_check(_extreme_rows(Z, weights, offset, kind), ridge)
@@ -441,6 +442,16 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
                               **start)
     if ridge <= 0:
         result = _quasi_separated(result, Z, y, weights, offset, kind)
+        stalled = np.zeros(len(weights), dtype=bool) if from_response else _stalled_by_start(
+            result, Z, weights)
+        if stalled.any():
+            restart = _solve(kind, Z, y, weights, penalty, ridge, intercept,
+                             _response_start(kind, Z, y, weights, offset), folds=folds,
+                             offset=offset, from_response=True)
+            taken = stalled & restart.converged & ~restart.singular
+            if folds is not None and taken.all():  # one problem, with its own fold sums
+                return restart
+            result = _with_restarted(result, restart, taken)
     if folds is None or "parts" not in split:
         return result
     n_folds = len(folds)
@@ -450,6 +461,66 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     n_fold_train = totals.sum() - totals[:n_folds]
     values = fold_values(split["values"], totals, n_folds) if "values" in split else None
     return replace(result, hessian=sums / n_fold_train[:, None, None], fold_values=values)
+
+
+def _stalled_by_start(result: NewtonResult, Z, weights: np.ndarray) -> np.ndarray:
+    """The problems whose Hessian was singular only because of where their fit started.
+
+    Rows whose offset puts their mean within 1e-16 of its limit at the start (a logit offset of
+    36 on a level with both outcomes, a log offset of -36 on one with counts) have variances
+    at rounding level there, so the Hessian is singular along that level's column although
+    the design is not: the minimum-norm Newton steps never move that coefficient and the fit
+    "converged" with a gradient along it, an estimate 36 units from the maximum-likelihood
+    one, recorded as rank deficient. Such a problem had a singular Hessian, was not stopped
+    as separated, and its design's own Gram over its training rows is regular (collinear
+    columns stay rank deficient). It is fitted again from :func:`_response_start`, where
+    every row's variance is of order one, and the restart kept where it converged with a
+    regular Hessian.
+    """
+    stalled = result.singular & ~result.stopped
+    for k in np.flatnonzero(stalled):
+        stalled[k] = not NewtonSystems.from_hessians(
+            _training_gram(Z, weights[k])[None]).singular[0]
+    return stalled
+
+
+def _with_restarted(result: NewtonResult, restart: NewtonResult,
+                    taken: np.ndarray) -> NewtonResult:
+    """*result* with the problems *taken* (K,) from *restart*."""
+    if not taken.any():
+        return result
+    hessian = (None if result.hessian is None or restart.hessian is None
+               else np.where(taken[:, None, None], restart.hessian, result.hessian))
+    return replace(result, theta=np.where(taken[:, None], restart.theta, result.theta),
+                   converged=np.where(taken, restart.converged, result.converged),
+                   stopped=np.where(taken, restart.stopped, result.stopped),
+                   singular=np.where(taken, restart.singular, result.singular),
+                   hessian=hessian)
+
+
+def _response_start(kind, Z, y: np.ndarray, weights: np.ndarray, offset) -> np.ndarray:
+    """Each problem's first iteratively reweighted least-squares step from R's ``mustart``.
+
+    R's ``glm`` starts from means given by the response, ``(y + 1/2) / 2`` (binomial) and
+    ``y + 0.1`` (Poisson), not from coefficients: the working response
+    ``eta - offset + (y - mu) / mu'`` is regressed on the columns with weights ``w mu'``
+    (``mu' = mu (1 - mu)`` and ``mu``), whatever the offset. Returns (K, p).
+    """
+    mu = (y + 0.5) / 2 if kind == "binomial" else y + 0.1
+    slope = variance_of(kind, mu)  # the canonical links' d mu / d eta
+    eta = np.log(mu / (1 - mu)) if kind == "binomial" else np.log(mu)
+    working = eta + (y - mu) / slope - (0.0 if offset is None else offset)
+    start = np.zeros((len(weights), Z.shape[1]))
+    for k, row_weights in enumerate(weights):
+        def block(rows: slice, w=row_weights * slope) -> tuple:
+            part = Z[rows]
+            weighted = w[rows, None] * part
+            return part.T @ weighted, weighted.T @ working[rows]
+
+        sums = list(map_chunks(block, len(Z), _BLOCK_ROWS))
+        gram, right = sum(g for g, _ in sums), sum(r for _, r in sums)
+        start[k] = np.linalg.lstsq(gram, right, rcond=None)[0]
+    return start
 
 
 ZERO_COUNTS_SEPARATE = ("the counts are 0 on one side of a direction of the candidate's "

@@ -604,3 +604,46 @@ def test_rows_beyond_the_threshold_with_both_outcomes_are_not_separation():
                         honest=False, seed=0, separation="raise")  # raised "separation"
     assert not (res.failures.kind == "separation").any()
     assert not any(issubclass(w.category, pearl.SeparationWarning) for w in caught)
+
+
+@pytest.mark.parametrize("family, offset", [("binomial", 40.0), ("binomial", 36.0),
+                                            ("poisson", -40.0)])
+def test_a_level_with_a_huge_offset_gets_its_maximum_likelihood_estimate(family, offset):
+    """Rows whose offset puts their mean within 1e-16 of its limit at the start (both outcomes,
+    or some counts, so the optimum is finite) have variances at rounding level there: Newton's
+    minimum-norm steps never moved the level's coefficient, and the fit "converged" 36-40 units
+    from statsmodels' estimate, recorded as rank deficient. The estimates and every fold's
+    out-of-fold means now equal statsmodels' fits (to 1e-8: both solve well-conditioned
+    problems from there to about 1e-10 in the coefficients)."""
+    rng = np.random.default_rng(0)
+    n = 300
+    g = rng.choice(list("abc"), n)
+    g[:8] = "z"
+    x = rng.normal(size=n)
+    if family == "binomial":
+        y = (rng.random(n) < expit(0.3 * x)).astype(float)
+        y[:4], y[4:8] = 1.0, 0.0
+        sm_family = sm.families.Binomial()
+    else:
+        y = rng.poisson(np.exp(0.3 * x)).astype(float)
+        y[:8] = [1, 2, 0, 3, 0, 0, 1, 0]
+        sm_family = sm.families.Poisson()
+    offsets = np.where(g == "z", offset, 0.0)
+    data = {"y": y, "x": x, "g": g, "a": rng.normal(size=(n, 2))}
+    res = pearl.fit("y ~ x + C(g) + block(a)", data, family=family, offset=offsets,
+                    honest=False, seed=0)
+    assert len(res.failures) == 0  # was "rank deficient" in every fold and the refit
+    X = np.column_stack([np.ones(n), g == "b", g == "c", g == "z", x, data["a"]]).astype(float)
+    direct = sm.GLM(y, X, family=sm_family, offset=offsets).fit(tol=1e-12)
+    params = res.candidate_params("a")
+    np.testing.assert_allclose(params[["Intercept", "C(g)[T.b]", "C(g)[T.c]", "C(g)[T.z]", "x",
+                                       "a[0]", "a[1]"]].to_numpy(), direct.params,
+                               rtol=0, atol=1e-8)
+    assert abs(params["C(g)[T.z]"] + offset) < 2  # near minus the offset, not near 0
+    for k in np.unique(res.folds):
+        held = res.folds == k
+        fold_fit = sm.GLM(y[~held], X[~held], family=sm_family, offset=offsets[~held]).fit(
+            tol=1e-12)
+        expected = fold_fit.predict(X[held], offset=offsets[held])
+        np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[held], expected,
+                                   rtol=1e-8)
