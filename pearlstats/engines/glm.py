@@ -16,7 +16,9 @@ still taking large steps (``SEPARATION_STEP`` on standardised coefficients)
 after ``SEPARATION_MIN_ITER`` Newton iterations while a training row's
 linear predictor exceeds ``SEPARATION_ETA`` in absolute value. Newton converges
 quadratically when the MLE exists, so a fit still diverging by then has no MLE;
-it is halted and reported rather than left to produce huge coefficients. (A
+it is halted and reported rather than left to produce huge coefficients, once a linear
+program (:mod:`~pearlstats.engines.recession`) has found the direction along which its
+likelihood rises for ever: a fit converging slowly from far away is not halted. (A
 converged fit may legitimately give some rows probabilities within 1e-15 of
 0 or 1; that alone is not separation.)
 
@@ -59,6 +61,7 @@ from .newton_cv import (
     newton_notes,
     separation_check,
 )
+from .recession import has_recession_direction
 from .standardised import symmetric_from_upper
 
 if TYPE_CHECKING:
@@ -181,7 +184,8 @@ class _Hessians:
 
 def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None, offset=None,
                known=None):
-    """Mean negative log-likelihood over each fold's training rows (no penalty).
+    """Mean negative log-likelihood over each fold's training rows (no penalty; Poisson: from
+    the saturated model's, see :func:`~pearlstats.engines.likelihood.row_terms`).
 
     The value, gradient and Hessian are summed over blocks of :data:`_BLOCK_ROWS` rows, so
     the working memory is a few (K, rows) arrays and one (rows, p) product per block, not
@@ -207,6 +211,9 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
     fold weights times the observation weights.
     """
     folded = bool(getattr(Z, "folds", False))
+    # Poisson values from the saturated model (row_terms): a tolerance relative to them is not
+    # inflated by the large counts' constant y - y log y
+    log_y = np.log(np.where(y > 0, y, 1.0)) if kind == "poisson" else None
     first = [known]
     # Hessians formed so far: the sums by group are kept only for gradients after the first,
     # near the optimum, where the fit's last evaluation is (they cost a (groups, rows) product
@@ -219,7 +226,8 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
         eta = Z.times(theta, rows) if folded else theta @ Z_rows.T  # (K, rows)
         if offset is not None:
             eta += offset[rows]
-        loss, mu = row_terms(kind, eta, y_rows)  # the dask passes' row terms (one exp)
+        # the dask passes' row terms (one exp)
+        loss, mu = row_terms(kind, eta, y_rows, None if log_y is None else log_y[rows])
         residual = w * (mu - y_rows) if order >= 1 else None
         if grouped:
             sums = _group_sums(Z, Z_rows, rows, groups[rows], n_groups, w[0] * loss[0],
@@ -321,6 +329,31 @@ def _extreme_rows(Z, weights, offset=None, kind: str = "binomial") -> Callable:
     return extreme_rows
 
 
+def _confirmed(flag: Callable, Z, y: np.ndarray, weights: np.ndarray, kind: str) -> Callable:
+    """The ``stop`` callback *flag* (:func:`separation_check`), confirmed by a linear program.
+
+    A problem flagged as still diverging is stopped only if its training rows have a
+    direction along which the likelihood rises for ever
+    (:func:`~pearlstats.engines.recession.has_recession_direction`); one whose rows have none
+    converges slowly from far away (a Poisson row with a legitimate mean of 4e-18 beside one
+    of 7e10) and goes on. Each problem's rows are asked once.
+    """
+    decided: dict = {}
+
+    def stop(theta, step, iteration):
+        flagged = np.array(flag(theta, step, iteration), dtype=bool)
+        for k in np.flatnonzero(flagged):
+            if k not in decided:
+                training = weights[k] > 0
+                rows = np.concatenate(list(map_chunks(lambda r: Z[r][training[r]], len(Z),
+                                                      _BLOCK_ROWS)))
+                decided[k] = has_recession_direction(rows, y[training], kind)
+            flagged[k] = decided[k]
+        return flagged
+
+    return stop
+
+
 def _quasi_separated(result: NewtonResult, Z, y: np.ndarray, weights: np.ndarray, offset,
                      kind: str) -> NewtonResult:
     """Mark as separated the problems that converged with a singular Hessian because rows'
@@ -411,7 +444,8 @@ def _solve(kind, Z, y, weights, penalty, ridge, intercept, theta0, hessian0=None
     *from_response*: this is a restart (see :func:`_stalled_by_start`); none again.
     """
     n_train = weights.sum(axis=1)
-    separated = separation_check(_extreme_rows(Z, weights, offset, kind), ridge)
+    separated = _confirmed(separation_check(_extreme_rows(Z, weights, offset, kind), ridge),
+                           Z, y, weights, kind)
 
     own_start = theta0 is None
     if theta0 is None:

@@ -647,3 +647,33 @@ def test_a_level_with_a_huge_offset_gets_its_maximum_likelihood_estimate(family,
         expected = fold_fit.predict(X[held], offset=offsets[held])
         np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[held], expected,
                                    rtol=1e-8)
+
+
+def test_a_poisson_mean_of_4e_18_beside_one_of_7e10_is_not_separation():
+    """A covariate outlier puts one row's mean at 4e-18 and another's at 7e10: Newton moves the
+    log-means about a unit per step from the intercept-only start, so after 15 steps a row was
+    still beyond the threshold with large steps, and the fit was stopped as separated (refitted
+    on the ridge ladder, 1e-4 from statsmodels' estimate, with a SeparationWarning). The rows
+    have no direction of recession, so the fit goes on to the maximum-likelihood estimate."""
+    rng = np.random.default_rng(0)
+    n = 300
+    x1, x2, x3 = rng.normal(size=(3, n))
+    x3[0], x3[1] = -40.0, 25.0
+    y = rng.poisson(np.minimum(np.exp(0.2 + 0.3 * x1 + x3), 1e15)).astype(float)
+    a = rng.normal(size=(n, 2))
+    data = {"y": y, "x1": x1, "x2": x2, "x3": x3, "a": a}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = pearl.fit("y ~ x1 + x2 + x3 + block(a)", data, family="poisson", honest=False,
+                        seed=0, separation="raise")
+    assert not any(issubclass(w.category, pearl.SeparationWarning) for w in caught)
+    assert len(res.failures) == 0
+    X = np.column_stack([np.ones(n), x1, x2, x3, a])
+    direct = sm.GLM(y, X, family=sm.families.Poisson()).fit(tol=1e-12)
+    np.testing.assert_allclose(res.candidate_params("a").to_numpy(), direct.params,
+                               rtol=0, atol=1e-8)  # both stop within about 1e-10
+    for k in np.unique(res.folds):
+        held = res.folds == k
+        fold_fit = sm.GLM(y[~held], X[~held], family=sm.families.Poisson()).fit(tol=1e-12)
+        np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[held],
+                                   fold_fit.predict(X[held]), rtol=1e-8)
