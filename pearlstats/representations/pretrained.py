@@ -74,6 +74,8 @@ def load_word_vectors(
     from gensim.models import KeyedVectors
 
     check_choice(format, "format", FORMATS)
+    if limit is not None:
+        check_int(limit, "limit")
     path = Path(os.fspath(path))
     if not path.is_file():
         raise OptionError(f"word-vector file {str(path)!r} does not exist")
@@ -104,9 +106,11 @@ def load_word_vectors(
 
 
 def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
-    """Every vector line holds a word and the same number of values (one pass over the bytes)."""
+    """Every vector line holds a word and the same number of values, and there is one (one
+    pass over the bytes)."""
     with open(path, "rb") as handle:
         expected, first, start = None, None, 1
+        vectors = 0
         if format == "word2vec":
             line = handle.readline()
             expected, first, start = _word2vec_header(line, path) + 1, "the header", 2
@@ -116,6 +120,7 @@ def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
             line = line.rstrip()
             if not line:
                 continue
+            vectors += 1
             width = len(line.split(b" "))  # gensim splits on single spaces
             if expected is None:
                 expected, first = width, f"line {number}"
@@ -125,6 +130,12 @@ def _check_text_widths(path: Path, format: str, limit: int | None) -> None:
                     f"{first} gives vectors of {expected - 1}; the file is truncated or malformed "
                     "— fix or drop the line"
                 )
+    if vectors == 0 or expected == 1:
+        raise DataError(
+            f"{str(path)!r} holds no word vectors (no line with a word and its values after "
+            f"{'the header' if format == 'word2vec' else 'the start'}), so every document's "
+            "block row would be empty; give a file with vectors"
+        )
 
 
 def _word2vec_header(line: bytes, path: Path) -> int:
@@ -141,7 +152,14 @@ def _word2vec_header(line: bytes, path: Path) -> int:
             "for vectors without a header line (GloVe) use format='glove', or format='auto' "
             "to decide by the first line"
         )
-    return int(header[1])
+    count, size = int(header[0]), int(header[1])
+    if count == 0 or size == 0:
+        raise DataError(
+            f"the header of {str(path)!r} says {count} word(s) of {size} value(s): the file "
+            "holds no word vectors, so every document's block row would be empty; give a file "
+            "with vectors"
+        )
+    return size
 
 
 def _sniff_format(path: Path) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -22,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import BlockError, OptionError
-from ._checks import check_fitted, check_int, check_seed, transactional
+from ._checks import check_fitted, check_int, check_positive, check_seed, transactional
 from .text import TextLearner
 
 if TYPE_CHECKING:
@@ -142,6 +143,30 @@ class _GensimLearner(TextLearner):
             raise OptionError(
                 f"{type(self).__name__} got option(s) {unknown} that gensim's "
                 f"{self._gensim_models()[0].__name__} does not take; the options are {accepted}"
+            )
+        self._check_training_options(options)
+
+    def _check_training_options(self, options: dict) -> None:
+        """Refuse values of gensim's training options that gensim takes without a word but
+        that train nothing or something else (``negative=-1`` trained no vectors: the block
+        was gensim's random start)."""
+        for name in ("negative", "sample", "min_alpha"):
+            if name in options and (isinstance(options[name], bool)
+                                    or not isinstance(options[name], numbers.Real)
+                                    or not 0 <= options[name] < np.inf):
+                raise OptionError(f"{name}={options[name]!r} must be a finite number >= 0")
+        if "negative" in options:
+            check_int(options["negative"], "negative", minimum=0)
+        for name in ("hs", "sg", "dm", "dbow_words", "dm_mean", "dm_concat", "cbow_mean"):
+            if name in options and options[name] not in (0, 1):
+                raise OptionError(f"{name}={options[name]!r} must be 0 or 1")
+        if "alpha" in options:
+            check_positive(options["alpha"], "alpha")
+        if options.get("hs", 0) == 0 and options.get("negative", 5) == 0:
+            raise OptionError(
+                f"{type(self).__name__} with hs=0 and negative=0 has no training objective "
+                "(gensim would leave the vectors at their random start); use negative sampling "
+                "(negative=5, the default) or hierarchical softmax (hs=1)"
             )
 
     @staticmethod

@@ -10,7 +10,7 @@ import pytest
 from gensim.utils import simple_preprocess
 from test_text import gensim_test_file, load_polarity
 
-from pearlstats.exceptions import NotFittedError, OptionError
+from pearlstats.exceptions import DataError, NotFittedError, OptionError
 from pearlstats.representations import PretrainedVectors, load_word_vectors
 
 GLOVE = gensim_test_file("test_glove.txt")  # GloVe text: no header line, 76 words x 50
@@ -112,3 +112,19 @@ def test_a_word2vec_file_without_its_header_line_is_named(tmp_path, first_line):
         table = parse_text_vectors(GLOVE, header=False, encoding="utf-8")
         assert len(vectors) == len(table) == 76
         np.testing.assert_allclose(vectors["the"], table["the"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("content, format", [("0 0\n", "word2vec"), ("5 0\n", "word2vec"),
+                                             ("2 3\n", "word2vec"), ("", "glove"),
+                                             ("\n\n", "auto"), ("a\nb\n", "glove")],
+                         ids=["header-0-0", "size-0", "header-only", "empty-glove",
+                              "blank-lines", "words-without-values"])
+def test_a_file_without_word_vectors_is_refused(tmp_path, sentences, content, format):
+    """A file holding no vectors gave every document an empty block row (a block of 0
+    columns from a "0 0" header or blank lines), or gensim's TypeError about None."""
+    path = tmp_path / "empty.txt"
+    path.write_text(content)
+    with pytest.raises(DataError, match=r"empty\.txt.*(no word vectors|0 value)"):
+        PretrainedVectors(path, format=format).fit_transform(sentences)
+    with pytest.raises(OptionError, match="limit=0 must be an integer >= 1"):
+        load_word_vectors(GLOVE, limit=0)

@@ -129,3 +129,29 @@ def test_errors_name_the_problem(corpus):
         Doc2Vec().transform(["text"])
     with pytest.raises(NotFittedError):
         Word2Vec().transform(["text"])
+
+
+@pytest.mark.parametrize("learner", [Word2Vec, Doc2Vec])
+def test_training_options_that_train_nothing_are_refused(learner, corpus):
+    """gensim takes negative=-1 without a word and trains nothing (its loop over negative + 1
+    samples is empty): the block was the random start. Checked here on gensim itself."""
+    from gensim.models import Word2Vec as GensimWord2Vec
+
+    documents = [simple_preprocess(text) for text in corpus["train"][:40]]
+    model = GensimWord2Vec(vector_size=8, negative=-1, min_count=2, seed=0, workers=1)
+    model.build_vocab(documents)
+    start = model.wv.vectors.copy()
+    model.train(documents, total_examples=len(documents), epochs=2)
+    np.testing.assert_array_equal(model.wv.vectors, start)
+    for options, message in [({"negative": -1}, "negative=-1 must be a finite number >= 0"),
+                             ({"negative": 2.5}, "negative=2.5 must be an integer >= 0"),
+                             ({"hs": 0, "negative": 0}, "no training objective"),
+                             ({"hs": 2}, "hs=2 must be 0 or 1"),
+                             ({"alpha": 0.0}, "alpha=0.0 must be a finite positive number"),
+                             ({"sample": -1e-3}, "sample=-0.001 must be a finite number >= 0")]:
+        with pytest.raises(OptionError, match=message):
+            learner(**options)
+        with pytest.raises(OptionError, match=message):
+            learner().set_params(**options)
+    trained = learner(vector_size=8, hs=1, negative=0, min_count=2, epochs=2, seed=0)
+    assert np.abs(trained.fit_transform(corpus["train"][:40])).sum() > 0
