@@ -450,10 +450,12 @@ def fit(
         Poisson fold whose training rows count nothing at all is refused
         (no ridge gives its intercept an optimum). A quasi-complete separation
         (the rows of one level of a categorical covariate all 0, or all 1) is
-        found in memory; a fit on dask data detects diverging steps only and
-        records such a candidate "rank deficient" (fit an in-memory sample to
-        check). A multinomial level in which some class other than the first
-        never occurs is not yet detected.
+        found in memory and on dask data alike. Binomial and Poisson fits that
+        still take large steps are stopped as separated only once a linear
+        program finds the direction along which their likelihood rises for
+        ever (a fit converging slowly from far away goes on). A multinomial
+        level in which some class other than the first never occurs is not
+        yet detected.
     cv_repeats : int, default 1
         Repeated K-fold (``cv`` an int): the candidates' out-of-fold
         predictions are computed for this many fold draws, and the weights

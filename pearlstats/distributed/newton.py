@@ -22,6 +22,7 @@ problems are then not fitted. Multinomial problems (``plan["classes"]``) have
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ from ..engines.glm import (
 from ..engines.likelihood import row_terms, variance_of
 from ..engines.moments import standardised_systems
 from ..engines.multinomial import _notes as multinomial_notes
-from ..engines.newton import NewtonResult
+from ..engines.newton import NewtonResult, NewtonSystems
 from ..engines.newton_cv import _ladder_entry, ridge_ladder, trouble_from_entries
 from ..exceptions import SeparationError
 from .data import partition_inputs
@@ -323,7 +324,68 @@ def _phase(rows, args, moments, designs, plan_candidates, slots, ridge, warm=Non
         evaluate, theta0, ridge, penalty, warm=warm, stop=separated, reuse=reuse, secant=secant,
         known=known, sizes=sizes,
     )
+    if separates and kind != "multinomial":
+        result, extra = _quasi_separated(rows, args, moments, designs, plan_candidates, slots,
+                                         result)
+        passes += extra
     return result, state, passes
+
+
+def _quasi_separated(rows, args, moments, designs, plan_candidates, slots,
+                     result: NewtonResult) -> tuple[NewtonResult, int]:
+    """The in-memory rule (:func:`pearlstats.engines.glm._quasi_separated`) on dask rows.
+
+    A problem that converged with a singular Hessian is separated when its design's Gram over
+    its training rows is regular (from the moments, no pass) and every training row beyond
+    ``SEPARATION_ETA`` has the response of its limit (one pass for all such problems): a
+    level of a categorical covariate whose rows are all 0, which Newton moves about a unit
+    per step until its rows' variances vanish. Returns the result and the passes taken.
+    """
+    suspect = result.singular & result.converged & ~result.stopped
+    if not suspect.any():
+        return result, 0
+    K = len(moments.labels)
+    grams = {centre: standardised_systems(moments.folds, design)[0]
+             for centre, design in designs.items()}
+    for q in np.flatnonzero(suspect):
+        S, centre = plan_candidates[slots[0][q]]
+        by_fold = grams[centre][:, S][:, :, S]
+        k = slots[1][q]
+        training = by_fold.sum(axis=0) - (by_fold[k] if k < K else 0.0)
+        suspect[q] = not NewtonSystems.from_hessians(training[None]).singular[0]
+    which = np.flatnonzero(suspect)
+    if which.size == 0:
+        return result, 0
+    spec, kind, fold_spec, env, labels, plan = args
+    request = {"candidate": slots[0][which], "fold": slots[1][which],
+               "theta": result.theta[which]}
+    counts = tree_sum(rows.tasks(_limit_part, spec, kind, fold_spec, env, labels, plan,
+                                 request))
+    separated = np.zeros_like(suspect)
+    separated[which] = (counts["far"] > 0) & (counts["off_limit"] == 0)
+    return replace(result, converged=result.converged & ~separated,
+                   stopped=result.stopped | separated), 1
+
+
+def _limit_part(frame, blocks, offset, spec, kind, fold_spec, env, labels, plan,
+                request) -> dict:
+    """One partition's training rows beyond ``SEPARATION_ETA`` for each requested problem,
+    and those of them whose response is not the limit's (0 below, binomial 1 above)."""
+    X, y, folds = partition_inputs(frame, blocks, offset, spec, kind, fold_spec, env)
+    problems = len(request["candidate"])
+    out = {"far": np.zeros(problems), "off_limit": np.zeros(problems)}
+    Z = _standardised(X, plan, np.unique(request["candidate"]))
+    for q, (jj, k) in enumerate(zip(request["candidate"], request["fold"])):
+        S, centre = plan["candidates"][jj]
+        eta = Z[centre][:, S] @ request["theta"][q, : S.size]
+        training = folds != labels[k] if k < len(labels) else np.ones(len(y), dtype=bool)
+        if kind == "binomial":
+            far, limit = training & (np.abs(eta) > SEPARATION_ETA), (eta > 0).astype(float)
+        else:
+            far, limit = training & (eta < -SEPARATION_ETA), np.zeros(len(y))
+        out["far"][q] = far.sum()
+        out["off_limit"][q] = (far & (y != limit)).sum()
+    return out
 
 
 def _fold_phase(rows, args, moments, designs, plan_candidates, ridge, everything, hessians,

@@ -479,6 +479,35 @@ def test_separated_binomial_candidates_follow_the_separation_policy(client, sepa
                       separation="raise")
 
 
+@pytest.mark.parametrize("family", ["binomial", "poisson"])
+def test_a_level_whose_rows_are_all_zero_is_separation_on_dask_as_in_memory(client, family):
+    """Quasi-complete separation by a level (its 6 rows all 0): in memory it is separation
+    (refitted on the ridge ladder); the dask fit recorded "rank deficient" in every fold and
+    kept the fit wherever Newton stopped (CV risk 0.608043 against memory's 0.608052)."""
+    rng = np.random.default_rng(5)
+    n = 300
+    x, a = rng.normal(size=n), rng.normal(size=(n, 2))
+    level = np.zeros(n)
+    level[:6] = 1.0
+    if family == "binomial":
+        y = (rng.random(n) < 1 / (1 + np.exp(-(0.3 * x + a[:, 0])))).astype(float)
+    else:
+        y = rng.poisson(np.exp(0.3 * x + 0.4 * a[:, 0])).astype(float)
+    y[:6] = 0.0
+    frame = dd.from_pandas(pd.DataFrame({"y": y, "x": x, "z": level}), npartitions=2)
+    lengths = tuple(frame.map_partitions(len).compute().tolist())
+    blocks = {"a": da.from_array(a, chunks=(lengths, 2))}
+    formula = "y ~ x + z + block(a)"
+    with pytest.warns(SeparationWarning):
+        on_dask = pearl.fit(formula, frame, blocks=blocks, family=family, cv=5, seed=3)
+    with pytest.warns(SeparationWarning):
+        in_memory = pearl.fit(formula, {"y": y, "x": x, "z": level, "a": a}, family=family,
+                              cv=hash_folds(np.arange(n), 5, seed=3), seed=3, honest=False)
+    assert set(on_dask.failures.kind) == set(in_memory.failures.kind) == {"separation"}
+    # the same ridge fits on both backends, to the Newton tolerance
+    np.testing.assert_allclose(on_dask.cv_risk, in_memory.cv_risk, rtol=1e-9)
+
+
 def test_features_needing_rows_in_memory_are_refused_by_name(client):
     """A fit on dask data returns the in-memory results class; what needs the rows in one
     process is refused with the reason (pearlstats.in_memory_only), and in-memory rows are
