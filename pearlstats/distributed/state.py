@@ -174,9 +174,10 @@ class PartitionedRows:
                               "has no refit on all rows (see results.failures)")
         return self.refits[candidate.label]
 
-    def design_moment(self, columns: np.ndarray) -> np.ndarray:
-        """``X'X`` of the design's *columns* on all rows (p x p, from the moment pass)."""
-        return self.fitted.design.subset(np.asarray(columns)).moment()
+    def design_spread(self, columns: np.ndarray) -> Any:
+        """The means and centred Gram of the design's *columns* on all rows (a
+        :class:`~pearlstats.inference.refit_sums.Spread`, from the moment pass)."""
+        return self.fitted.design.subset(np.asarray(columns))
 
     def _stack(self, candidates: list) -> tuple:
         columns = [np.asarray(c.columns) for c in candidates]

@@ -59,7 +59,8 @@ from ..families import _state_penalty
 from ..observation_weights import effective_nobs
 from .refit_sums import RefitSums, Spread
 
-__all__ = ["RowsNeededError", "SumsRefit", "bread_of", "candidate_ridge_of", "dependent_columns",
+__all__ = ["RowsNeededError", "SumsRefit", "bread_of", "candidate_ridge_of", "constant_columns",
+           "dependent_columns",
            "refits_from_sums", "sum_ranks"]
 
 # pearlstats.results.identification's threshold (not imported: the inference sits below the
@@ -92,6 +93,17 @@ class RowsNeededError(InMemoryOnlyError, AttributeError):
 
 
 # ---- the covariance from the sums ----------------------------------------------------------------
+# Eigenvalue ratio of the centred, unit-scale Gram below which a direction of the columns is
+# aliased (no variance to give it): a singular-value ratio of 3e-7, about R's lm (whose QR
+# declares a column aliased below 1e-7 of its norm), and 50 times the rounding of the sums
+# on an exact dependency. The engines' RANK_TOLERANCE (1e-10, on Cholesky pivots) only
+# chooses how they solve: their minimum-norm least squares in standardised columns is the
+# least-squares solution itself above this, where the inverse at unit scale is accurate; a
+# pseudo-inverse at RANK_TOLERANCE of the raw moments dropped the very direction with the
+# large variance (SEs of 0.05 for 1e4 at a condition number of 2e5, with no warning).
+_ALIASED = 1e-13
+
+
 def _unit_scale(spread: Spread, intercept: int | None) -> tuple:
     """``(rest, s, R, rank)``: the columns other than the intercept, their scales, their
     (centred, with an intercept) Gram matrix at unit scale, and the columns' rank."""
@@ -103,7 +115,7 @@ def _unit_scale(spread: Spread, intercept: int | None) -> tuple:
     R = M / np.outer(s, s)
     eigen = np.linalg.eigvalsh(R) if rest.size else np.zeros(0)
     top = eigen.max(initial=0.0)
-    rank = int(np.sum(eigen > RANK_TOLERANCE * top)) + (intercept is not None)
+    rank = int(np.sum(eigen > _ALIASED * top)) + (intercept is not None)
     return rest, s, R, rank
 
 
@@ -154,26 +166,67 @@ def bread_of(kind: str, sums: RefitSums, S: np.ndarray, j: int, ridge: float) ->
     return _covariance(spread, intercept, value, penalty, bread=True)[0]
 
 
-def dependent_columns(moment: np.ndarray) -> np.ndarray:
-    """:func:`pearlstats.results.identification._dependent_columns` from ``X'X`` (not X).
-
-    The right singular vectors and squared singular values of the unit-norm columns are
-    the eigenvectors and eigenvalues of their Gram matrix, so the in-memory rule (singular
-    values above ``sqrt(RANK_TOLERANCE)`` times the largest) is the one on eigenvalues above
-    ``RANK_TOLERANCE`` times the largest: a p x p matrix where the rows need not be at hand.
+def constant_columns(spread: Spread) -> np.ndarray:
+    """Whether each column is constant over the rows: its centred spread is within rounding of
+    its mean (a relative SD below 1e-12), so that a mean of n copies of 0.1 counts.
 
     Examples
     --------
-    >>> X = np.column_stack([np.ones(4), [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]])
-    >>> dependent_columns(X.T @ X).tolist()
-    [1, 2]
+    >>> from pearlstats.inference.refit_sums import Spread
+    >>> X = np.column_stack([np.full(7, 0.1), np.arange(7.0), np.zeros(7)])
+    >>> constant_columns(Spread.of(X)).tolist()
+    [True, False, True]
     """
-    norms = np.sqrt(np.maximum(np.diagonal(moment), 0.0))
-    unit = np.where(norms > 0, norms, 1.0)
-    eigen, vectors = np.linalg.eigh(moment / np.outer(unit, unit))
-    kept = eigen > RANK_TOLERANCE * eigen.max(initial=0.0)  # the engines' squared tolerance
-    outside = np.sqrt(np.clip(1.0 - np.sum(vectors[:, kept] ** 2, axis=1), 0.0, None))
-    return np.flatnonzero((norms == 0) | (outside > _INVOLVED))
+    variance = np.maximum(np.diagonal(spread.gram), 0.0) / max(spread.weight, 1e-300)
+    return variance <= (1e-12 * spread.mean) ** 2
+
+
+def dependent_columns(spread: Spread, intercept: int | None) -> np.ndarray:
+    """Positions of the columns whose coefficients the columns do not identify.
+
+    The covariance's own rule (:data:`_ALIASED`): the aliased directions of the columns'
+    centred (with an intercept) Gram at unit scale, where a year's cubic trend (condition
+    number 8e5) is identified, as in R's ``lm``. A column is involved when a direction holds
+    it beyond rounding (:data:`_INVOLVED`, each coefficient measured in units of its column's
+    norm about 0); the intercept when shifting the others along the direction moves it. The
+    rows need not be at hand: *spread* holds their means and centred Gram.
+
+    Examples
+    --------
+    >>> from pearlstats.inference.refit_sums import Spread
+    >>> X = np.column_stack([np.ones(4), [1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]])
+    >>> dependent_columns(Spread.of(X), intercept=0).tolist()
+    [1, 2]
+    >>> years = np.arange(1990.0, 2021.0)
+    >>> cubic = np.column_stack([np.ones(31), years, years**2, years**3])
+    >>> dependent_columns(Spread.of(cubic), intercept=0).tolist()
+    []
+    """
+    rest, s, R, _ = _unit_scale(spread, intercept)
+    p = len(spread.mean)
+    if rest.size == 0:
+        return np.zeros(0, dtype=int)
+    # a column constant over the rows (or 0) beside the intercept: its centred values are
+    # rounding (a mean of n copies of 0.1 is not 0.1), so it is set to 0, not read as noise
+    zero = constant_columns(spread)[rest] if intercept is not None else np.diagonal(R) == 0
+    R = np.where(zero[:, None] | zero[None, :], 0.0, R)
+    eigen, vectors = np.linalg.eigh(R)
+    aliased = vectors[:, ~(eigen > _ALIASED * eigen.max(initial=0.0))]  # unit-scale directions
+    if aliased.shape[1] == 0 and not zero.any():
+        return np.zeros(0, dtype=int)
+    directions = np.zeros((p, aliased.shape[1]))
+    directions[rest] = aliased / s[:, None]  # the coefficients' move along each direction
+    if intercept is not None:
+        # b_0 = (gamma_0 - mean' b) / v at a fixed gamma_0: it moves by -mean' b / v
+        directions[intercept] = -(spread.mean[rest] @ directions[rest]) / spread.mean[intercept]
+    norms = np.sqrt(np.maximum(np.diagonal(spread.moment()), 0.0))
+    measured = directions * norms[:, None]
+    measured /= np.maximum(np.linalg.norm(measured, axis=0), np.finfo(float).tiny)
+    involved = np.max(np.abs(measured), axis=1, initial=0.0) > _INVOLVED
+    involved[rest[zero]] = True
+    if intercept is not None and np.any(zero & (spread.mean[rest] != 0)):
+        involved[intercept] = True  # a second constant column: the two share one effect
+    return np.flatnonzero(involved | (norms == 0))
 
 
 def candidate_ridge_of(ridge: float | Mapping, label: str) -> float:
@@ -218,7 +271,7 @@ def _assemble(kind: str, label: str, names: Sequence, params: np.ndarray, S: np.
     penalty = None
     if ridge > 0:
         penalty = _state_penalty(SimpleNamespace(), ridge, ridge * weights)
-    dependent = dependent_columns(sums.design.subset(S).moment())
+    dependent = dependent_columns(sums.design.subset(S), intercept)
     return SumsRefit(
         family=kind, label=label, exog_names=tuple(names), _params=_frozen(params),
         _cov=_frozen(cov * scale), nobs=float(sums.rows), df_resid=float(df_resid),
