@@ -492,7 +492,8 @@ class CovariateSpec:
         if not self.names:
             return np.empty((len(frame), 0))
         rows = (
-            _known_levels(frame[list(self.row_variables)], self.design_info, self.row_variables)
+            _known_levels(frame[list(self.row_variables)], self.design_info, self.row_variables,
+                          self.training_columns)
             if self.row_variables
             else pd.DataFrame(index=frame.index)
         )
@@ -520,13 +521,17 @@ def _factor_variable(code: str, row_variables) -> str | None:
         else None
 
 
-def _known_levels(rows: pd.DataFrame, design_info, row_variables) -> pd.DataFrame:
+def _known_levels(rows: pd.DataFrame, design_info, row_variables,
+                  training: pd.DataFrame) -> pd.DataFrame:
     """New rows' categorical columns as plain values, refused by name where a level is unknown.
 
     patsy compares a pandas Categorical's whole category list with the training levels
     ("mismatching levels"), so a subset or reordering of known levels failed though every
     value is known. As plain values they are matched to the training levels one by one, as
     strings are; a value outside those levels is named here, with the levels that are known.
+    A category of a pandas Categorical that no row of the fit has (*training*, the fit's
+    rows) is unknown too: its coefficient is not identified (NaN in ``params``), and a row
+    of it was predicted as the reference level.
     """
     converted = {}
     for factor, info in design_info.factor_infos.items():
@@ -535,14 +540,22 @@ def _known_levels(rows: pd.DataFrame, design_info, row_variables) -> pd.DataFram
             continue
         column = rows[name]
         values = column.astype(object) if isinstance(column.dtype, pd.CategoricalDtype) else column
-        known = set(info.categories)
-        unknown = [value for value in pd.unique(values.dropna())
-                   if value not in known]
+        levels = list(info.categories)
+        fitted = training[name] if name in training else None
+        if fitted is not None and isinstance(fitted.dtype, pd.CategoricalDtype):
+            # only a Categorical has levels without rows (patsy takes strings' from the rows)
+            codes = np.unique(fitted.cat.codes.to_numpy())
+            seen = set(fitted.cat.categories[codes[codes >= 0]])
+            levels = [level for level in levels if level in seen]
+        unknown = [value for value in pd.unique(values.dropna()) if value not in levels]
         if unknown:
+            empty = [value for value in unknown if value in set(info.categories)]
+            why = (f" (categories of the fit's pandas Categorical without rows: {empty[:10]}, "
+                   "whose coefficients are not identified)" if empty else "")
             raise DataError(
                 f"cannot build the covariate term {factor.code!r} for the new rows: column "
-                f"{name!r} has level(s) {unknown[:10]} that the fit never saw; its known levels "
-                f"are {list(info.categories)}: map the new values to those levels, or refit with "
+                f"{name!r} has level(s) {unknown[:10]} that the fit never saw{why}; its known "
+                f"levels are {levels}: map the new values to those levels, or refit with "
                 "rows of the new levels"
             )
         if values is not column:

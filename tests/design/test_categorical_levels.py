@@ -56,3 +56,28 @@ def test_an_unknown_level_is_refused_by_name(categorical_new):
                        r"column 'g' has level\(s\) \['zzz'\] that the fit never saw; "
                        r"its known levels are \['lo', 'mid', 'hi'\]"):
         res.predict(rows, blocks={"a": a[:4]})
+
+
+@pytest.mark.parametrize("term", ["g", "C(g)"])
+def test_a_category_without_training_rows_is_refused_not_predicted_as_the_reference(term):
+    """A pandas Categorical category no fitted row has ("none") gets a column of zeros and a
+    NaN coefficient; a new row of it was predicted exactly as the reference level ("lo"),
+    silently, where a string column's unseen level is refused."""
+    rng = np.random.default_rng(0)
+    n = 90
+    a = rng.normal(size=(n, 2))
+    g = rng.choice(LEVELS, n)
+    frame = pd.DataFrame({"y": a[:, 0] + (g == "hi") + rng.normal(size=n),
+                          "g": pd.Categorical(g, categories=LEVELS + ["none"])})
+    with pytest.warns(pearl.UnidentifiedCoefficientWarning):
+        res = pearl.fit(f"y ~ {term} + block(a)", frame, blocks={"a": a}, seed=0, honest=False)
+    assert np.isnan(res.params[f"{'C(g)' if term == 'C(g)' else 'g'}[T.none]"])
+    rows = pd.DataFrame({"g": pd.Categorical(["lo", "none"], categories=LEVELS + ["none"])})
+    with pytest.raises(pearl.DataError, match=r"level\(s\) \['none'\] that the fit never saw "
+                       r"\(categories of the fit's pandas Categorical without rows: \['none'\].*"
+                       r"known levels are \['lo', 'mid', 'hi'\]"):
+        res.predict(rows, blocks={"a": np.zeros((2, 2))})
+    # the fit's own levels, in a Categorical with the empty category, still predict
+    kept = res.predict(rows.iloc[:1], blocks={"a": np.zeros((1, 2))})
+    np.testing.assert_array_equal(
+        kept.to_numpy(), res.predict(pd.DataFrame({"g": ["lo"]}), blocks={"a": np.zeros((1, 2))}))
