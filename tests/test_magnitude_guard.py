@@ -100,3 +100,21 @@ def test_a_link_scale_offset_past_its_digits_is_refused(family):
     shifted = pearl.fit(FORMULA, data, family=family, offset=np.full(60, 30.0), seed=0,
                         honest=False)
     np.testing.assert_allclose(shifted.weights, plain.weights, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "Int64", "uint64"])
+def test_integers_beyond_2_53_that_float64_merges_are_refused_by_name(dtype):
+    """2**60 + k (k < 1000) becomes 5 distinct float64 values (multiples of 256): the slope
+    was 9 % off with no word. Large integers float64 holds exactly pass."""
+    data = _rows(n=60)
+    k = np.arange(60) * 7
+    base = 2**63 - 2**12 if dtype == "uint64" else 2**60
+    merged = pd.array([base + int(v) for v in k], dtype=dtype)
+    assert np.unique(np.asarray(merged, dtype=float)).size < 60  # what float64 makes of it
+    with pytest.raises(DataError, match=r"covariate 'x' holds integers beyond 2\*\*53 that "
+                       r"float64 cannot tell apart: its 60 distinct values become \d+ .*"
+                       r"subtract a reference value first"):
+        pearl.fit(FORMULA, {**data, "x": merged}, seed=0, honest=False)
+    exact = pd.array([2**60 + 2**10 * int(v) for v in k], dtype=dtype)  # float64 holds these
+    res = pearl.fit(FORMULA, {**data, "x": exact}, seed=0, honest=False)
+    assert np.isfinite(res.params["x"])
