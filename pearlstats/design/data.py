@@ -110,7 +110,8 @@ def _numpy_columns(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_no_dates(frame: pd.DataFrame, used: Sequence[str]) -> None:
-    """Refuse a date-time column the formula reads (durations are seconds, see split_data).
+    """Refuse a date-time, period or interval column the formula reads (durations are seconds,
+    see split_data).
 
     A ``datetime64`` column has no natural zero: an origin chosen here would silently set
     the intercept's meaning, and patsy would read the column as one level per date.
@@ -121,11 +122,26 @@ def check_no_dates(frame: pd.DataFrame, used: Sequence[str]) -> None:
         Naming the column and a conversion.
     """
     for column in used:
-        if column in frame.columns and frame[column].dtype.kind == "M":
+        if column not in frame.columns:
+            continue
+        dtype = frame[column].dtype
+        if dtype.kind == "M":  # naive or time-zone aware
             raise DataError(
-                f"column {column!r} holds dates/times (dtype {frame[column].dtype}), which have no "
+                f"column {column!r} holds dates/times (dtype {dtype}), which have no "
                 "natural zero; give a number instead, e.g. "
                 f"(data[{column!r}] - data[{column!r}].min()).dt.days, or the year"
+            )
+        if isinstance(dtype, pd.PeriodDtype):
+            raise DataError(
+                f"column {column!r} holds periods (dtype {dtype}), which have no natural zero; "
+                f"give a number instead, e.g. data[{column!r}].dt.year, or the periods since "
+                f"the first, (data[{column!r}] - data[{column!r}].min()).apply(lambda d: d.n)"
+            )
+        if isinstance(dtype, pd.IntervalDtype):
+            raise DataError(
+                f"column {column!r} holds intervals (dtype {dtype}), which are not numbers; "
+                f"give a number for each, e.g. their midpoints data[{column!r}].array.mid, or "
+                f"their labels data[{column!r}].astype(str) to read them as categories"
             )
 
 

@@ -46,6 +46,7 @@ from ..exceptions import (
     ResponseError,
     format_positions,
 )
+from .data import check_no_dates
 
 __all__ = [
     "FormulaSpec", "CovariateSpec", "parse_formula", "build_covariates", "covariate_row_variables",
@@ -415,6 +416,10 @@ def covariate_row_variables(
             "intercept's column; rename the variable (e.g. data.rename(columns={'Intercept': "
             "'intercept_'})) or drop the term (the formula has an intercept unless it says - 1)"
         )
+    # columns patsy cannot evaluate (a time-zone aware date, a Period: numpy's TypeError
+    # inside patsy) are named before it reads them
+    check_no_dates(frame, sorted({name for term in termlist for factor in term.factors
+                                  for name in patsy.eval.ast_names(factor.code)}))
     recorder = _RecordingFrame(frame)
     recorder.read_columns = []
     try:
