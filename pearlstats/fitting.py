@@ -282,7 +282,11 @@ def fit(
     formula : str
         A patsy formula; each ``block(name)`` term is one foundation
         representation block, every other term (intercept, covariates,
-        ``C(group)``, transforms) is in every candidate.
+        ``C(group)``, transforms) is in every candidate. Stateful transforms
+        (``center(x)``, ``standardize(x)``, ``bs(x, df=4)``, ``cr(x, df=4)``) learn
+        their means, scales and knots once, on all the fit's rows, as statsmodels'
+        and R's do: the cross-validation's held-out rows inform them through their
+        covariates (never their responses).
     data : DataFrame or dict
         The labeled rows: the response, covariates, and (in a dict) possibly
         the blocks as 2-D arrays under their names. The pandas Series of a dict

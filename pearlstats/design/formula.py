@@ -611,6 +611,13 @@ def _numeric_again(frame: pd.DataFrame, numeric: frozenset[str],
             try:
                 column = pd.to_numeric(column)
             except (TypeError, ValueError) as err:
+                if pd.api.types.is_bool_dtype(training[name].dtype):
+                    shown = list(pd.unique(column.dropna()))[:5]
+                    raise DataError(
+                        f"column {name!r} was boolean (True/False) at fit time but holds "
+                        f"{shown} in the new rows; give True/False, e.g. "
+                        f"data[{name!r}] == 'True' for strings"
+                    ) from err
                 raise DataError(
                     f"column {name!r} was numeric at fit time but holds non-numeric values in the "
                     f"new rows ({err}); convert it to numbers"

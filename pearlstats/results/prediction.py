@@ -569,8 +569,9 @@ class Prediction:
             t quantiles with n - k df for every ``cov_type``, as R's ``predict.lm`` and
             statsmodels with ``use_t=True``, where ``OLS.fit(cov_type=...)`` defaults to
             normal quantiles for a robust covariance; a cluster covariance's t takes G - 1
-            df, as its coefficients' intervals do in both packages); the observation
-            interval is CV+
+            df, as its coefficients' intervals do in both packages, where statsmodels'
+            ``get_prediction`` of a cluster fit keeps n - k df: its mean intervals are
+            narrower than these, with the same ``mean_se``); the observation interval is CV+
             over the whole procedure, whose coverage of a new response is marginal (on
             average over new rows, not at each x). Binomial fits have mean columns only;
             multinomial fits are refused.

@@ -81,3 +81,22 @@ def test_a_category_without_training_rows_is_refused_not_predicted_as_the_refere
     kept = res.predict(rows.iloc[:1], blocks={"a": np.zeros((1, 2))})
     np.testing.assert_array_equal(
         kept.to_numpy(), res.predict(pd.DataFrame({"g": ["lo"]}), blocks={"a": np.zeros((1, 2))}))
+
+
+def test_a_boolean_covariate_given_as_strings_is_named_boolean_not_numeric():
+    """New rows giving a True/False covariate as the strings 'True'/'False' were told it
+    "was numeric at fit time"; the fit had coded it as b[T.True]."""
+    rng = np.random.default_rng(5)
+    n = 60
+    frame = pd.DataFrame({"x": rng.normal(size=n), "b": rng.uniform(size=n) < 0.5})
+    a = rng.normal(size=(n, 1))
+    frame["y"] = frame.x + frame.b + a[:, 0] + rng.normal(size=n)
+    res = pearl.fit("y ~ x + b + block(a)", frame, blocks={"a": a}, seed=0, honest=False)
+    with pytest.raises(pearl.DataError, match=r"column 'b' was boolean \(True/False\) at fit "
+                       r"time but holds \['True'\] in the new rows; give True/False"):
+        res.predict(pd.DataFrame({"x": [0.0], "b": ["True"]}), blocks={"a": np.zeros((1, 1))})
+    # as the message says, the comparison gives the prediction of b = True
+    given = pd.DataFrame({"x": [0.0], "b": pd.Series(["True"]) == "True"})
+    np.testing.assert_array_equal(
+        res.predict(given, blocks={"a": np.zeros((1, 1))}).to_numpy(),
+        res.predict(pd.DataFrame({"x": [0.0], "b": [True]}), blocks={"a": np.zeros((1, 1))}))
