@@ -386,9 +386,22 @@ def prepare_rows(
     check_block_information(resolved)
     # family.check_fit_response comes once the offset is attached (fitting.py): a constant
     # y may vary net of its offset
-    response = family.encode(response_values(formula, frame, eval_env))
+    response = family.encode(_integers_again(response_values(formula, frame, eval_env), data,
+                                             formula.response))
     design = build_design(formula, frame, resolved, eval_env)
     return Prepared(design, response, dropped, labels, given[dropped])
+
+
+def _integers_again(values: pd.Series, data: Any, name: str) -> pd.Series:
+    """A nullable-integer response column (``Int64``) with missing values was read as floats,
+    so that those rows could be dropped; once they are, its values are integers again, as
+    without missing values (multinomial classes 1, 2, 3, not 1.0, 2.0, 3.0)."""
+    original = data.get(name) if hasattr(data, "get") else None
+    dtype = getattr(original, "dtype", None)
+    if (not isinstance(dtype, pd.api.extensions.ExtensionDtype)
+            or not pd.api.types.is_integer_dtype(dtype) or values.dtype.kind != "f"):
+        return values
+    return values.astype(dtype.numpy_dtype)
 
 
 def complement_rows(rows: np.ndarray, n: int) -> np.ndarray:

@@ -793,3 +793,22 @@ def test_a_covariate_of_numbers_read_as_strings_is_warned_of_by_name():
         _fit("y ~ C(g) + block(a)", blocks={"a": DATA.a})
         _fit("y ~ x + block(a)", data=DATA.with_column(x=np.sign(DATA.frame.x).astype(str)),
              blocks={"a": DATA.a})
+
+
+@pytest.mark.parametrize("family", ["multinomial", "binomial"])
+def test_a_nullable_integer_response_with_na_keeps_integer_classes(family):
+    """An Int64 response with NA dropped gave classes 1.0, 2.0, 3.0 (its rows read as floats
+    so that NA could be dropped) where the same response without NA gives 1, 2, 3."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(N, 2))
+    labels = rng.integers(1, 4 if family == "multinomial" else 3, N)
+    with_na = pd.array(labels, dtype="Int64")
+    with_na[[3, 8]] = pd.NA
+    data = {"k": with_na, "a": a}
+    res = pearl.fit("k ~ block(a)", data, family=family, seed=0, honest=False, missing="drop")
+    keep = np.ones(N, dtype=bool)
+    keep[[3, 8]] = False
+    plain = pearl.fit("k ~ block(a)", {"k": labels[keep], "a": a[keep]}, family=family, seed=0,
+                      honest=False)
+    assert list(res.classes) == list(plain.classes)
+    assert all(isinstance(c, (int, np.integer)) for c in res.classes)
