@@ -458,8 +458,8 @@ def fit(
         still take large steps are stopped as separated only once a linear
         program finds the direction along which their likelihood rises for
         ever (a fit converging slowly from far away goes on). A multinomial
-        level in which some class other than the first never occurs is not
-        yet detected.
+        level whose rows lack a class the other rows have is separation in
+        memory; a fit on dask data does not yet detect it.
     cv_repeats : int, default 1
         Repeated K-fold (``cv`` an int): the candidates' out-of-fold
         predictions are computed for this many fold draws, and the weights

@@ -24,7 +24,7 @@ from scipy.linalg import blas
 
 from ..ledger import LedgerEntry
 from ._common import EngineOutput, one_blas_thread
-from .newton import batched_newton, penalised_newton
+from .newton import NewtonResult, batched_newton, penalised_newton
 from .newton_cg import Preconditioner, newton_cg
 from .newton_cv import (
     SEPARATION_ETA,
@@ -205,7 +205,7 @@ def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None, hessian0=
     if ridge == 0:
         fast = _solve_unpenalised(Xs, codes, n_classes, weights, theta0)
         if fast is not None:
-            return fast
+            return _separated_by_a_level(fast, Xs, codes, n_classes, weights)
         if weights.shape[0] == 1:
             # An all-rows fit the fast path left: the separation rule counts Newton steps from
             # the usual start (zero), not from a nested candidate's optimum.
@@ -239,7 +239,60 @@ def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None, hessian0=
         if separated.any():
             result = dataclasses.replace(result, stopped=result.stopped | separated,
                                          converged=result.converged & ~separated)
+    if ridge == 0:
+        result = _separated_by_a_level(result, Xs, codes, n_classes, weights)
     return result
+
+
+def _separated_by_a_level(result: NewtonResult, Xs, codes: np.ndarray, n_classes: int,
+                          weights: np.ndarray) -> NewtonResult:
+    """Mark as separated the problems in which a level of a two-valued column (a categorical
+    covariate's indicator) has training rows but none of some class the others have.
+
+    Along that class's coefficient of the indicator (with an intercept, of one minus it for the
+    other value) the rows of the level lose that class's probability and gain everything else's:
+    the likelihood rises for ever and no estimate exists. Newton stopped at a finite point
+    instead (-23 for a level of 6 rows never of class 2, where statsmodels' MNLogit does not
+    converge), because the gradient along it vanishes like the probability: the fit was kept,
+    with no warning. Columns are read only where their first rows hold at most two values.
+    """
+    levels = _two_valued_columns(Xs)
+    if not levels:
+        return result
+    separated = np.zeros(len(weights), dtype=bool)
+    for k, row_weights in enumerate(weights):
+        training = row_weights > 0
+        present = np.bincount(codes[training], minlength=n_classes) > 0
+        for high in levels:
+            for side in (high, ~high):
+                counts = np.bincount(codes[training & side], minlength=n_classes)
+                if counts.sum() > 0 and np.any(present & (counts == 0)):
+                    separated[k] = True
+    separated &= ~result.stopped
+    if not separated.any():
+        return result
+    return dataclasses.replace(result, stopped=result.stopped | separated,
+                               converged=result.converged & ~separated)
+
+
+def _two_valued_columns(Xs) -> list[np.ndarray]:
+    """For each column of *Xs* with exactly two values over its rows, where the larger is;
+    only when a column constant over the rows (an intercept) is among them, so that both
+    values' rows are levels of the same indicator."""
+    n = Xs.shape[0]
+    head = Xs[:min(n, 256)]
+    narrow = [j for j in range(Xs.shape[1]) if np.unique(head[:, j]).size <= 2]
+    if not narrow:
+        return []
+    values = np.empty((n, len(narrow)))
+    for rows in _row_blocks(n):
+        values[rows] = Xs[rows][:, narrow]
+    low, high = values.min(axis=0), values.max(axis=0)
+    constant = high == low
+    if not constant.any():
+        return []
+    return [values[:, i] == high[i] for i in range(len(narrow))
+            if not constant[i] and np.all((values[:, i] == low[i]) | (values[:, i] == high[i]))]
 
 
 def _row_blocks(n: int) -> list[slice]:

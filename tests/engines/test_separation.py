@@ -677,3 +677,62 @@ def test_a_poisson_mean_of_4e_18_beside_one_of_7e10_is_not_separation():
         fold_fit = sm.GLM(y[~held], X[~held], family=sm.families.Poisson()).fit(tol=1e-12)
         np.testing.assert_allclose(res.cv_predictions["a"].to_numpy()[held],
                                    fold_fit.predict(X[held]), rtol=1e-8)
+
+
+@pytest.mark.parametrize("absent", [2.0, 0.0])
+def test_a_multinomial_level_without_some_class_is_separation(absent):
+    """A level of 6 rows never of one class: along that class's coefficient of the level
+    (for the reference class, all the others' together) the likelihood rises for ever. The
+    fast path stopped where the gradient vanished (-23 for class 2, no warning, kept), where
+    statsmodels' MNLogit does not converge."""
+    rng = np.random.default_rng(5)
+    n = 300
+    x, a, b = rng.normal(size=n), rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+    g = rng.choice(list("abc"), n)
+    g[:6] = "z"
+    y = rng.integers(0, 3, n).astype(float)
+    y[:6] = [c for c in (0.0, 1.0, 2.0) if c != absent] * 3
+    X = np.column_stack([np.ones(n), x, g == "b", g == "c", g == "z", a]).astype(float)
+    fitted = sm.MNLogit(y, X[:, [0, 1, 2, 3, 5, 6]]).fit(disp=0, method="newton", maxiter=100)
+    base = np.insert(fitted.params, 4, 0.0, axis=0)  # level z's coefficients at 0
+    direction = np.zeros_like(base)
+    if absent == 0.0:
+        direction[4] = 1.0  # every other class up at the level
+    else:
+        direction[4, int(absent) - 1] = -1.0
+    model = sm.MNLogit(y, X)
+    along = [model.loglike(base + t * direction) for t in (5, 10, 20, 40)]
+    assert all(np.diff(along) > 0)  # the likelihood rises without bound
+    data = {"y": y, "x": x, "g": g, "a": a, "b": b}
+    formula = "y ~ x + C(g) + block(a) + block(b)"
+    with pytest.raises(pearl.AllCandidatesFailedError) as dropped:
+        pearl.fit(formula, data, family="multinomial", honest=False, seed=0, separation="drop")
+    assert set(dropped.value.failures.query("kind == 'separation'").candidate) == {
+        "a", "b", "a+b", "covariates only"}
+    with pytest.warns(pearl.SeparationWarning):
+        laddered = pearl.fit(formula, data, family="multinomial", honest=False, seed=0)
+    params = laddered.candidate_params("a").loc["C(g)[T.z]"]
+    assert np.isfinite(params.to_numpy()).all() and np.abs(params).max() < 15
+    with pytest.raises(pearl.SeparationError):
+        pearl.fit(formula, data, family="multinomial", honest=False, seed=0,
+                  separation="raise")
+
+
+def test_a_multinomial_level_with_every_class_equals_mnlogit():
+    # the same design with all three classes in level z: no separation, statsmodels' estimate
+    rng = np.random.default_rng(5)
+    n = 300
+    x, a = rng.normal(size=n), rng.normal(size=(n, 2))
+    g = rng.choice(list("abc"), n)
+    g[:6] = "z"
+    y = rng.integers(0, 3, n).astype(float)
+    y[:6] = [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pearl.SeparationWarning)
+        res = pearl.fit("y ~ x + C(g) + block(a)", {"y": y, "x": x, "g": g, "a": a},
+                        family="multinomial", honest=False, seed=0)
+    assert len(res.failures) == 0
+    X = np.column_stack([np.ones(n), g == "b", g == "c", g == "z", x, a]).astype(float)
+    direct = sm.MNLogit(y, X).fit(disp=0, method="newton", maxiter=100, tol=1e-12)
+    np.testing.assert_allclose(res.candidate_params("a").to_numpy(), direct.params, rtol=0,
+                               atol=1e-8)  # both Newton optima to about 1e-10
