@@ -256,43 +256,55 @@ def _separated_by_a_level(result: NewtonResult, Xs, codes: np.ndarray, n_classes
     converge), because the gradient along it vanishes like the probability: the fit was kept,
     with no warning. Columns are read only where their first rows hold at most two values.
     """
-    levels = _two_valued_columns(Xs)
-    if not levels:
+    counts = _level_class_counts(Xs, codes, n_classes, weights)
+    if counts is None:
         return result
-    separated = np.zeros(len(weights), dtype=bool)
-    for k, row_weights in enumerate(weights):
-        training = row_weights > 0
-        present = np.bincount(codes[training], minlength=n_classes) > 0
-        for high in levels:
-            for side in (high, ~high):
-                counts = np.bincount(codes[training & side], minlength=n_classes)
-                if counts.sum() > 0 and np.any(present & (counts == 0)):
-                    separated[k] = True
-    separated &= ~result.stopped
+    # (K, columns, 2 sides, C): a side with rows lacking a class its problem's rows have
+    present = counts.sum(axis=2, keepdims=True) > 0
+    lacking = (counts.sum(axis=3, keepdims=True) > 0) & present & (counts == 0)
+    separated = lacking.any(axis=(1, 2, 3)) & ~result.stopped
     if not separated.any():
         return result
     return dataclasses.replace(result, stopped=result.stopped | separated,
                                converged=result.converged & ~separated)
 
 
-def _two_valued_columns(Xs) -> list[np.ndarray]:
-    """For each column of *Xs* with exactly two values over its rows, where the larger is;
-    only when a column constant over the rows (an intercept) is among them, so that both
-    values' rows are levels of the same indicator."""
+def _level_class_counts(Xs, codes: np.ndarray, n_classes: int,
+                        weights: np.ndarray) -> np.ndarray | None:
+    """Training rows of each class on each side of every two-valued column, per problem:
+    (K, columns, 2, C); None where there is none, or no intercept (a column constant over the
+    rows) to make both sides levels of one indicator.
+
+    Only columns whose first rows hold at most two values are read, a block of rows at a
+    time (a one-hot block of a million rows is never copied whole).
+    """
     n = Xs.shape[0]
     head = Xs[:min(n, 256)]
-    narrow = [j for j in range(Xs.shape[1]) if np.unique(head[:, j]).size <= 2]
-    if not narrow:
-        return []
-    values = np.empty((n, len(narrow)))
+    narrow = np.array([j for j in range(Xs.shape[1]) if np.unique(head[:, j]).size <= 2],
+                      dtype=int)
+    if narrow.size == 0:
+        return None
+    low, high = np.full(narrow.size, np.inf), np.full(narrow.size, -np.inf)
     for rows in _row_blocks(n):
-        values[rows] = Xs[rows][:, narrow]
-    low, high = values.min(axis=0), values.max(axis=0)
-    constant = high == low
-    if not constant.any():
-        return []
-    return [values[:, i] == high[i] for i in range(len(narrow))
-            if not constant[i] and np.all((values[:, i] == low[i]) | (values[:, i] == high[i]))]
+        values = Xs[rows][:, narrow]
+        low, high = np.minimum(low, values.min(axis=0)), np.maximum(high, values.max(axis=0))
+    if not np.any(low == high):
+        return None
+    varying = low < high
+    low, high, narrow = low[varying], high[varying], narrow[varying]
+    two_valued = np.ones(narrow.size, dtype=bool)
+    counts = np.zeros((len(weights), narrow.size, 2, n_classes))
+    for rows in _row_blocks(n):
+        values = Xs[rows][:, narrow]
+        two_valued &= np.all((values == low) | (values == high), axis=0)
+        cell = ((np.arange(narrow.size) * 2 + (values == high)) * n_classes
+                + codes[rows, None])  # (rows, columns): column, side and class of each value
+        for k, row_weights in enumerate(weights):
+            training = row_weights[rows] > 0
+            counts[k] += np.bincount(cell[training].ravel(),
+                                     minlength=counts[k].size).reshape(counts[k].shape)
+    counts = counts[:, two_valued]
+    return counts if counts.shape[1] else None
 
 
 def _row_blocks(n: int) -> list[slice]:
