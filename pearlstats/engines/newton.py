@@ -17,7 +17,7 @@ with two threads on a loaded 2-core machine and 1.35 s with one).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.linalg import lapack
@@ -259,6 +259,9 @@ def _bfgs_update(H: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray | No
     moved = sHs > 0
     if np.any(moved & ~(ys > 1e-12 * np.sqrt(sHs * np.einsum("ki,ki->k", y, y)))):
         return None
+    if moved.all():  # the usual case: no problem's rows need picking out
+        return H + ((y[:, :, None] * y[:, None, :]) / ys[:, None, None] - (
+            Hs[:, :, None] * Hs[:, None, :]) / sHs[:, None, None])
     out = H.copy()
     k = np.flatnonzero(moved)
     out[k] += (y[k, :, None] * y[k, None, :]) / ys[k, None, None] - (
@@ -289,7 +292,7 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
     for iteration in range(1, max_iter + 1):
         moving = ~(converged | stopped)
         step, decrement = systems.steps(g)
-        contracting = np.all(~moving | (decrement <= reuse_contraction * previous))
+        contracting = bool((~moving | (decrement <= reuse_contraction * previous)).all())
         if not fresh and not contracting:
             # A chord step that no longer pays: form the Hessians here.
             f, g, H = objective(theta, 2)
@@ -297,14 +300,17 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             singular |= systems.singular
             step, decrement = systems.steps(g)
             fresh = True
-        converged |= decrement <= tol * np.maximum(1.0, np.abs(f))
-        # At the optimum to rounding, a decrement computed from rounding-level gradients can
-        # stall above tol (seen for penalised fits of nearly separated classes, ridge 1e-4):
-        # a tiny decrement that no longer shrinks means no further progress is possible. Only
-        # decrements from fresh Hessians are compared: one from a kept Hessian is measured in
-        # another metric, so its not shrinking says nothing about a rounding floor.
-        floor = decrement <= _STALL * np.maximum(1.0, np.abs(f))
+        # The tolerances are relative to max(1, |f|), formed once here for the three tests.
+        magnitude = np.maximum(1.0, np.abs(f))
+        converged |= decrement <= tol * magnitude
         if fresh:
+            # At the optimum to rounding, a decrement computed from rounding-level gradients
+            # can stall above tol (seen for penalised fits of nearly separated classes, ridge
+            # 1e-4): a tiny decrement that no longer shrinks means no further progress is
+            # possible. Only decrements from fresh Hessians are compared: one from a kept
+            # Hessian is measured in another metric, so its not shrinking says nothing about a
+            # rounding floor.
+            floor = decrement <= _STALL * magnitude
             converged |= moving & floor & (decrement >= 0.5 * previous_fresh)
             previous_fresh = np.where(moving, decrement, previous_fresh)
         if final_step:
@@ -313,10 +319,10 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             # decrement after it is predicted below tol converges on taking it.
             known = np.isfinite(previous) & (previous > 0)
             ratio = np.minimum(decrement / np.where(known, previous, 1.0), reuse_contraction)
-            predicted = known & (decrement * ratio <= tol * np.maximum(1.0, np.abs(f)))
-            converged |= moving & predicted
+            converged |= moving & known & (decrement * ratio <= tol * magnitude)
             now = moving & converged & ~systems.singular
-            theta[now] -= step[now]
+            if now.any():
+                theta[now] -= step[now]
         moving = ~(converged | stopped)
         if not moving.any():
             break
@@ -453,6 +459,8 @@ def penalised_newton(
         loss's last Hessian formed.
     """
     r, penalty = shrinkage_factors(ridge, weights)
+    if not np.any(penalty) and np.all(r == 1.0):
+        return _unpenalised_newton(loss, theta0, stop, newton, hessian0)
     diagonal = np.arange(theta0.shape[1])
     last = {}  # the loss's last Hessian
 
@@ -480,3 +488,24 @@ def penalised_newton(
     result = newton(objective, theta0 / r, stop=None if stop is None else stop_u, **start)
     return NewtonResult(r * result.theta, result.converged, result.stopped, result.singular,
                         result.iterations, last.get("H"))
+
+
+def _unpenalised_newton(loss: Callable, theta0: np.ndarray, stop: Callable | None,
+                        newton: Callable, hessian0: np.ndarray | None) -> NewtonResult:
+    """:func:`penalised_newton` without a penalty (ridge 0): u is theta, the loss the objective.
+
+    The penalised objective's values would be the loss's multiplied by ``r = 1`` with 0
+    added, the same numbers, at a dozen array operations per evaluation: a tenth of the time
+    of the many small fits of a nested SE on small data.
+    """
+    last = {}  # the loss's last Hessian
+
+    def objective(theta, order):
+        values = loss(theta, order)
+        if order == 2:
+            last["H"] = values[2]
+        return values
+
+    start = {} if hessian0 is None else {"hessian0": hessian0}
+    result = newton(objective, theta0.copy(), stop=stop, **start)
+    return replace(result, hessian=last.get("H"))
