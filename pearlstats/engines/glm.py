@@ -320,7 +320,7 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
             sums = _group_sums(Z, Z_rows, rows, groups[rows], n_groups, w[0] * loss[0],
                                residual[0])
         else:
-            sums = [np.sum(w * loss, axis=1)]
+            sums = [(w * loss).sum(axis=1)]
             if order >= 1:
                 sums.append(Z.transpose_times(residual, rows) if folded else residual @ Z_rows)
         if order == 2:
@@ -337,8 +337,11 @@ def _make_loss(kind, Z, y, weights, n_train, groups=None, n_groups=0, split=None
                      else None)
         grouped = groups is not None and order == 1 and formed[0] > 0
         formed[0] += order == 2
-        for values in map_chunks(lambda rows: block(theta, order, rows, hessians, grouped),
-                                 len(y), _BLOCK_ROWS):
+        if len(y) <= _BLOCK_ROWS:  # one block (small data: no chunking machinery per pass)
+            sums = block(theta, order, slice(0, len(y)), hessians, grouped)
+        for values in (() if sums is not None else
+                       map_chunks(lambda rows: block(theta, order, rows, hessians, grouped),
+                                  len(y), _BLOCK_ROWS)):
             sums = values if sums is None else [a + b for a, b in zip(sums, values)]
         if grouped:
             split["values"] = (theta[0].copy(), sums[0], sums[1])
@@ -735,11 +738,12 @@ def glm_cv_predict(
     if kind == "poisson":
         _refuse_folds_without_counts(y, folds, row_weights)
     keep: dict = {}
+    moments: dict = {}
     observed = _observed(len(y), row_weights, offset)
     output = newton_cv_predict(_engine(kind), X, y, candidates, folds, ridge,
                                separation=separation, ridges=ridges, keep=keep,
-                               observed=observed)
-    _remember(kind, (X, y, row_weights, offset), keep)
+                               observed=observed, moments=moments)
+    _remember(kind, (X, y, row_weights, offset), keep, moments)
     return output
 
 
@@ -767,29 +771,43 @@ def _observed(n: int, row_weights, offset) -> Observed | None:
 
 # The last cross-validation's all-rows fits, for the refits of the same candidates on the same
 # rows (results' statsmodels-agreeing coefficients): (kind, weak references to X, y and the
-# weights and offset (or None), fits). Weak references, so a design that goes is not kept, and a
-# new one at its address is never matched; only the last cross-validation's, so a fit keeps no
-# more than its own candidates' optima.
+# weights and offset (or None), fits, the moments of the columns of X read). Weak references,
+# so a design that goes is not kept, and a new one at its address is never matched; only the
+# last cross-validation's, so a fit keeps no more than its own candidates' optima.
 _LAST_CV: list = []
 
 
-def _remember(kind: str, arrays: tuple, fits: dict) -> None:
+def _remember(kind: str, arrays: tuple, fits: dict, moments: dict) -> None:
     try:
         refs = tuple(None if a is None else weakref.ref(a) for a in arrays)
     except TypeError:  # not weakly referable: no reuse
         refs = None
-    _LAST_CV[:] = [] if refs is None else [(kind, refs, fits)]
+    _LAST_CV[:] = [] if refs is None else [(kind, refs, fits, moments)]
 
 
-def _cv_fit(kind: str, arrays: tuple, columns: np.ndarray, ridge: float) -> tuple | None:
-    """The last cross-validation's all-rows fit of *columns* at *ridge* on these very arrays
-    (X, y, weights, offset: the same objects, or None where none was given)."""
-    for known, refs, fits in list(_LAST_CV):
+def _last_cv(kind: str, arrays: tuple) -> tuple[dict, dict] | None:
+    """The last cross-validation's fits and column moments if it was of *kind* on these very
+    arrays (X, y, weights, offset: the same objects, or None where none was given)."""
+    for known, refs, fits, moments in list(_LAST_CV):
         same = all((ref is None and a is None) or (ref is not None and ref() is a)
                    for ref, a in zip(refs, arrays))
         if known == kind and same:
-            return fits.get((tuple(int(c) for c in np.asarray(columns)), float(ridge)))
+            return fits, moments
     return None
+
+
+def _cv_fit(kind: str, arrays: tuple, columns: np.ndarray, ridge: float) -> tuple | None:
+    """The last cross-validation's all-rows fit of *columns* at *ridge* on these very arrays."""
+    last = _last_cv(kind, arrays)
+    if last is None:
+        return None
+    return last[0].get((tuple(int(c) for c in np.asarray(columns)), float(ridge)))
+
+
+def _cv_moments(kind: str, arrays: tuple) -> dict | None:
+    """The moments of the columns of X the last cross-validation on these very arrays read."""
+    last = _last_cv(kind, arrays)
+    return None if last is None else last[1]
 
 
 def glm_fit(
@@ -817,8 +835,10 @@ def glm_fit(
     entries : list of LedgerEntry
         Separation / convergence notes for the refit (stage ``"refit"``).
     """
-    # a Newton step or none from the CV's optimum
-    start = _cv_fit(kind, (X, y, row_weights, offset), columns, ridge)
+    # a Newton step or none from the CV's optimum, on the columns as the CV standardised them
+    arrays = (X, y, row_weights, offset)
+    start = _cv_fit(kind, arrays, columns, ridge)
     design, result, ladder = newton_fit(_engine(kind), X, y, columns, ridge, separation, label,
-                                        start, _observed(len(y), row_weights, offset))
+                                        start, _observed(len(y), row_weights, offset),
+                                        _cv_moments(kind, arrays))
     return design.original(result.theta[0]), ladder + _notes(label, result, [None], "refit")

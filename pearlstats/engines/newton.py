@@ -151,15 +151,16 @@ def _cholesky_factors(H: np.ndarray, condition_limit: float = 1e12):
 
     try:
         factors = np.linalg.cholesky(H)
-        failed = np.zeros(len(H), dtype=bool)
+        failed = None
     except np.linalg.LinAlgError:
         each = [factor(one) for one in H]
         failed = np.array([f is None for f in each], dtype=bool)
         eye = np.eye(H.shape[1])
         factors = np.stack([eye if f is None else f for f in each]) if len(H) else H.copy()
-    pivots = np.diagonal(factors, axis1=1, axis2=2) ** 2
-    limit = np.diagonal(H, axis1=1, axis2=2).max(axis=1) / condition_limit
-    return failed | ~(pivots.min(axis=1) > limit), factors
+    pivots = factors.diagonal(0, 1, 2) ** 2
+    limit = H.diagonal(0, 1, 2).max(axis=1) / condition_limit
+    small = ~(pivots.min(axis=1) > limit)
+    return small if failed is None else failed | small, factors
 
 
 # Newton decrement (relative to max(1, |f|)) below which a decrement that stopped shrinking
@@ -302,7 +303,8 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             fresh = True
         # The tolerances are relative to max(1, |f|), formed once here for the three tests.
         magnitude = np.maximum(1.0, np.abs(f))
-        converged |= decrement <= tol * magnitude
+        tolerance = tol * magnitude
+        converged |= decrement <= tolerance
         if fresh:
             # At the optimum to rounding, a decrement computed from rounding-level gradients
             # can stall above tol (seen for penalised fits of nearly separated classes, ridge
@@ -319,7 +321,7 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             # decrement after it is predicted below tol converges on taking it.
             known = np.isfinite(previous) & (previous > 0)
             ratio = np.minimum(decrement / np.where(known, previous, 1.0), reuse_contraction)
-            converged |= moving & known & (decrement * ratio <= tol * magnitude)
+            converged |= moving & known & (decrement * ratio <= tolerance)
             now = moving & converged & ~systems.singular
             if now.any():
                 theta[now] -= step[now]
@@ -331,14 +333,16 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         reuse_next = contracting and reuse_contraction > 0 and chords < max_chord
         theta_before, g_before = theta, g
         theta, f, g, H, scale = _line_search(
-            objective, theta, f, step, decrement, moving, 1 if reuse_next else 2
+            objective, theta, f, step, decrement, moving, 1 if reuse_next else 2, magnitude
         )
         if H is not None:
             systems = NewtonSystems.from_hessians(H)
             singular |= systems.singular
         elif secant and not systems.singular.any():
-            moved = moving[:, None] * (theta - theta_before)
-            updated = _bfgs_update(systems.H, moved, moving[:, None] * (g - g_before))
+            moved, change = theta - theta_before, g - g_before
+            if not moving.all():  # zero for the problems that did not move
+                moved, change = moving[:, None] * moved, moving[:, None] * change
+            updated = _bfgs_update(systems.H, moved, change)
             if updated is not None:
                 systems = NewtonSystems.from_hessians(updated)
         fresh = H is not None
@@ -346,16 +350,19 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         converged |= moving & (scale == 0.0)
         previous = np.where(moving, decrement, previous)
         if stop is not None:
-            stopped |= stop(theta, scale[:, None] * step, iteration) & ~converged
+            halt = np.asarray(stop(theta, scale[:, None] * step, iteration))
+            if halt.any():  # rarely: most fits are never halted
+                stopped |= halt & ~converged
     return NewtonResult(theta, converged, stopped, singular, iteration)
 
 
-def _line_search(objective, theta, f, step, decrement, moving, order):
+def _line_search(objective, theta, f, step, decrement, moving, order, magnitude):
     """Backtracking (Armijo) along ``-step`` for the moving problems.
 
     Returns the new theta, the objective's value, gradient and (for
     ``order=2``) Hessian there, and the step fraction taken (0 where no
     decrease was possible: the problem is at its optimum to rounding).
+    *magnitude* is ``max(1, |f|)`` (the caller's), which the tolerances are relative to.
 
     A step whose decrement is below ``_STALL * max(1, |f|)`` is taken in full, as in
     :mod:`~pearlstats.engines.newton_cg`: it would lower f by less than f's rounding error,
@@ -369,7 +376,7 @@ def _line_search(objective, theta, f, step, decrement, moving, order):
     # The full step is usually accepted, so the derivatives are formed with f.
     values = objective(trial, order)
     f_trial = values[0]
-    full = moving & (decrement <= _STALL * np.maximum(1.0, np.abs(f)))
+    full = moving & (decrement <= _STALL * magnitude)
     for halvings in range(61):
         accepted = (
             ~moving
