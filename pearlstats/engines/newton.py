@@ -105,6 +105,15 @@ class NewtonSystems:
             factors[singular] = np.eye(H.shape[1])
         return cls(H, singular, pseudo_inverse, factors)
 
+    @property
+    def any_singular(self) -> bool:
+        """Whether any Hessian is singular (one pseudo-inverse per singular Hessian).
+
+        Read from the pseudo-inverses' count, a Python integer: ``singular.any()`` costs a
+        numpy call, several per Newton step (a small fit with its nested SE makes 10^5).
+        """
+        return len(self.pseudo_inverse) > 0
+
     def steps(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps ``H^{-1} g`` (K, d) and Newton decrements ``g' H^{-1} g`` (K,)."""
         if self.factors is None:
@@ -114,7 +123,7 @@ class NewtonSystems:
             step = np.empty_like(g)
             for k in range(len(g)):
                 step[k] = _cholesky_solve(self.factors[k], g[k])
-        if self.singular.any():
+        if self.any_singular:
             step[self.singular] = np.matmul(self.pseudo_inverse, g[self.singular][:, :, None])[
                 :, :, 0
             ]
@@ -322,8 +331,9 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
             known = np.isfinite(previous) & (previous > 0)
             ratio = np.minimum(decrement / np.where(known, previous, 1.0), reuse_contraction)
             converged |= moving & known & (decrement * ratio <= tolerance)
-            now = moving & converged & ~systems.singular
+            now = moving & converged
             if now.any():
+                now &= ~systems.singular
                 theta[now] -= step[now]
         moving = ~(converged | stopped)
         if not moving.any():
@@ -338,7 +348,7 @@ def _newton_iterations(objective, theta0, stop, max_iter, tol, reuse_contraction
         if H is not None:
             systems = NewtonSystems.from_hessians(H)
             singular |= systems.singular
-        elif secant and not systems.singular.any():
+        elif secant and not systems.any_singular:
             moved, change = theta - theta_before, g - g_before
             if not moving.all():  # zero for the problems that did not move
                 moved, change = moving[:, None] * moved, moving[:, None] * change
@@ -371,19 +381,19 @@ def _line_search(objective, theta, f, step, decrement, moving, order, magnitude)
     at a fold optimum equal to the all-rows one, stratified folds of the intercept-only
     model, the comparison then rejected the step 60 times, a pass each.)
     """
-    scale = np.where(moving, 1.0, 0.0)
+    scale = moving.astype(float)  # 1 for the moving problems, 0 for the others
     trial = theta - scale[:, None] * step
     # The full step is usually accepted, so the derivatives are formed with f.
     values = objective(trial, order)
     f_trial = values[0]
-    full = moving & (decrement <= _STALL * magnitude)
+    full = None  # the steps taken in full whatever f says (formed where Armijo's test fails)
     for halvings in range(61):
-        accepted = (
-            ~moving
-            | full
-            | (f_trial <= f - 1e-4 * scale * decrement)
-            | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
-        )
+        accepted = f_trial <= f - 1e-4 * scale * decrement  # Armijo's test (usually enough)
+        if accepted.all():
+            break
+        if full is None:
+            full = moving & (decrement <= _STALL * magnitude)
+        accepted |= ~moving | full | (np.abs(f_trial - f) <= 1e-15 * np.abs(f))
         if accepted.all():
             break
         if halvings == 60:
