@@ -132,9 +132,9 @@ class _Hessians:
     and the per-problem calls (a mask, an index array, a ``syrk``, a centring each) cost more
     than the products, in the thousands of small Newton fits of a nested SE.
 
-    *layouts* (a dict kept by the caller across passes, the groups being fixed for a fit)
-    holds what a block's grouping needs: its rows sorted by group (:func:`_group_layout`), or
-    its 0/1 group masks (small data).
+    *layouts* (a dict kept by the caller across passes, the groups and rows being fixed for a
+    fit) holds what a block's grouping needs: its rows sorted by group
+    (:func:`_group_layout`), or (small data) its 0/1 group masks and standardised rows.
     """
 
     def __init__(self, Z, n_problems: int, groups: np.ndarray | None, n_groups: int,
@@ -216,7 +216,9 @@ class _Hessians:
         ``A_k A_k'`` is its sum: one ``matmul`` of the (K, p, rows) stack for all K, instead
         of a ``syrk`` per problem over its own rows. The zeros add nothing: the sums are
         those of the same products, in another order (equal to rounding). The K-fold products
-        by 0 are what bounds this to small blocks.
+        by 0 are what bounds this to small blocks. A is formed from the standardised rows
+        (``Z[rows]``, kept in *layouts* for the fit's later passes) also where *Z* folds its
+        standardisation into products: the sums need no centring after.
         """
         if self.groups is not None:
             key = ("masks", rows.start, rows.stop)
@@ -224,12 +226,15 @@ class _Hessians:
                 labels = self.groups[rows]
                 self.layouts[key] = (labels == np.arange(self.count)[:, None]).astype(float)
             root = self.layouts[key] * root[0]
-        # A (K, p, rows): from the raw columns if folded
-        A = self.Z.raw_columns(rows, root) if self.folded else Z_rows.T * root[:, None, :]
+        if Z_rows is None:
+            # The standardised rows, formed once per fit (they are small): the products are
+            # then the standardised sums themselves, with no centring and scaling per pass.
+            key = ("rows", rows.start, rows.stop)
+            if key not in self.layouts:
+                self.layouts[key] = self.Z[rows]
+            Z_rows = self.layouts[key]
+        A = Z_rows.T * root[:, None, :]  # (K, p, rows)
         self.upper += np.matmul(A, np.swapaxes(A, 1, 2))
-        if self.folded:
-            self.sums += np.matmul(A, root[:, :, None])[:, :, 0]
-            self.totals += np.einsum("kr,kr->k", root, root)
 
     def _weighted(self, rows: slice, root: np.ndarray, Z_rows) -> np.ndarray:
         """The rows times *root*: (rows, p), or (p, rows) from the raw columns if folded."""
@@ -244,8 +249,10 @@ class _Hessians:
         Formed once, for all groups in one call (their centring and scaling, when folded, is
         elementwise: the values of one call per group).
         """
-        if self._parts is None:
-            upper = self.upper if self.dense else np.stack(self.upper)
+        if self._parts is None and self.dense:  # sums of the standardised rows
+            self._parts = symmetric_from_upper(self.upper)
+        elif self._parts is None:
+            upper = np.stack(self.upper)
             self._parts = (self.Z.standardised_gram(upper, self.sums, self.totals)
                            if self.folded else symmetric_from_upper(upper))
         return self._parts
@@ -395,9 +402,10 @@ def fold_hessians(parts: list, held_out: int) -> np.ndarray:
     Returns (held_out, p, p).
     """
     parts = np.asarray(parts)
-    groups = np.arange(len(parts))
-    # numpy adds along the first axis one part after another: the values of a sum() of them
-    return np.stack([parts[groups != k].sum(axis=0) for k in range(held_out)])
+    others = np.array([[g for g in range(len(parts)) if g != k] for k in range(held_out)],
+                      dtype=int).reshape(held_out, len(parts) - 1)
+    # numpy adds along the summed axis one part after another: the values of a sum() of them
+    return parts[others].sum(axis=1)
 
 
 def _extreme_rows(Z, weights, offset=None, kind: str = "binomial") -> Callable:
