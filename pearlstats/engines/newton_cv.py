@@ -427,6 +427,7 @@ def newton_cv_predict(
     ridges: Mapping | None = None,
     keep: dict | None = None,
     observed: Observed | None = None,
+    moments: dict | None = None,
 ) -> EngineOutput:
     """Out-of-fold predictions of every candidate by *engine*; (n, J) + *tail*, NaN where excluded.
 
@@ -449,6 +450,10 @@ def newton_cv_predict(
         :func:`newton_fit` starts, so it solved the refit's problem by the same steps).
     observed : Observed, optional
         The rows' observation weights and offset (engines whose *solve* takes ``offset=``).
+    moments : dict, optional
+        Filled with the moments of the columns of *X* read (column -> moments, see
+        :meth:`~pearlstats.engines._common.ScaledDesign.from_columns`), for
+        :func:`newton_fit`'s *moments* on the same *X*.
 
     Returns
     -------
@@ -468,7 +473,8 @@ def newton_cv_predict(
     used = np.full(len(candidates), ridge)
     entries: list[LedgerEntry] = []
     optima: dict = {}  # columns -> all-rows optimum, for nested starts
-    moments: dict = {}  # column -> its moments, read once for all candidates
+    # column -> its moments, read once for all candidates
+    moments = {} if moments is None else moments
     for j, candidate in enumerate(candidates):
         requested = max(ridge, float((ridges or {}).get(candidate.label, 0.0)))
         start = used[j] = requested
@@ -587,6 +593,7 @@ def newton_fit(
     label: str = "",
     start: tuple | None = None,
     observed: Observed | None = None,
+    moments: dict | None = None,
 ) -> tuple[ScaledDesign, NewtonResult, list]:
     """Fit one candidate on all rows (coefficients on the standardised columns of the design).
 
@@ -599,10 +606,14 @@ def newton_fit(
     ridges of :func:`ridge_ladder` (the third value returned holds the ledger row saying
     so); ``"raise"`` raises :class:`~pearlstats.exceptions.SeparationError` instead.
     *observed*: the rows' observation weights and offset (see :class:`Observed`).
+    *moments*: the column moments the cross-validation on this very *X* read
+    (:func:`newton_cv_predict`'s), not read again: the same standardisation, without a pass
+    over the candidate's columns (on small data, where a nested SE refits thousands of
+    candidates, that pass cost as much as the rest of the refit).
     """
     ridge = check_ridge(ridge)
     columns = np.asarray(columns)
-    Z, design = _standardised_columns(X, columns, engine.reads_rows)
+    Z, design = _standardised_columns(X, columns, engine.reads_rows, moments)
     row_weights = np.ones((1, len(y))) if observed is None else observed.weights[None]
     extra = {} if observed is None else observed.extra()
 

@@ -67,7 +67,8 @@ def symmetric_from_upper(upper: np.ndarray) -> np.ndarray:
     The values are those of ``np.triu(upper) + np.triu(upper, 1).T`` (each is copied, none
     computed), at a fraction of its cost for the small matrices of a candidate's Hessian:
     ``np.triu`` builds its mask anew on every call, which cost a fifth of a small logistic
-    fit with its nested-CV SE (the Hessians of 1 000 Newton fits).
+    fit with its nested-CV SE (the Hessians of 1 000 Newton fits). A stack (..., p, p) gives
+    each matrix's, in one call.
 
     Examples
     --------
@@ -75,8 +76,8 @@ def symmetric_from_upper(upper: np.ndarray) -> np.ndarray:
     [[1.0, 2.0], [2.0, 3.0]]
     """
     out = np.array(upper, order="C")
-    rows, columns = _strictly_lower(upper.shape[0])
-    out[rows, columns] = upper[columns, rows]
+    rows, columns = _strictly_lower(upper.shape[-1])
+    out[..., rows, columns] = upper[..., columns, rows]
     return out
 
 
@@ -184,25 +185,30 @@ class StandardisedColumns:
 
         Laid out by column, each run is multiplied along its rows (long inner loops; the
         row-major layout's inner loops were a run's few columns, at three times the cost).
+        With *root* (K, rows), the K products (K, p, rows).
         """
-        block = np.empty((self.shape[1], len(root)))
+        block = np.empty(root.shape[:-1] + (self.shape[1], root.shape[-1]))
         for part, local, at in self._runs:
-            np.multiply(part[rows, local].T, root, out=block[at])
+            np.multiply(part[rows, local].T, root[..., None, :], out=block[..., at, :])
         return block
 
-    def standardised_gram(self, upper: np.ndarray, sums: np.ndarray, total: float) -> np.ndarray:
+    def standardised_gram(self, upper: np.ndarray, sums: np.ndarray,
+                          total: float | np.ndarray) -> np.ndarray:
         """``Z' W Z`` from the raw ``X' W X`` (upper triangle), ``X' w`` and ``sum(w)``.
 
         ``(X - 1c')' W (X - 1c') = X'WX - c s' - s c' + (sum w) c c'``, then divided by
-        ``scale scale'``.
+        ``scale scale'``. Stacks of them, *upper* (G, p, p), *sums* (G, p) and *total* (G,)
+        (the Hessian sums of a pass's G groups), give the G matrices (G, p, p) in one call:
+        each element is computed by the same operations as alone, so the values are the same
+        (in a small fit with its nested SE this runs for thousands of Hessians, where one
+        call per group cost as much as the rest of the Hessian).
         """
         center, scale = self._design.center, self._design.scale
         gram = symmetric_from_upper(upper)
-        # Broadcast products: the values of np.outer, without its per-call overhead (this
-        # runs once per Hessian, thousands of times in a small fit with its nested SE).
-        cross = center[:, None] * sums[None, :]
-        gram -= cross + cross.T
-        gram += total * (center[:, None] * center[None, :])
+        # Broadcast products: the values of np.outer, without its per-call overhead.
+        cross = center[:, None] * sums[..., None, :]
+        gram -= cross + np.swapaxes(cross, -1, -2)
+        gram += np.asarray(total)[..., None, None] * (center[:, None] * center[None, :])
         gram /= scale[:, None] * scale[None, :]
         return gram
 

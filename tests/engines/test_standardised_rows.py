@@ -225,3 +225,83 @@ def test_start_hessian_is_the_hessian_at_the_engines_start(kind):
     want = loss(theta0, 2)[2]
     got = glm._start_hessian(kind, Z, theta0, design.intercept)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * np.abs(want).max())
+
+
+def _hessian_pass(Z, weights, groups, n_groups, dense, monkeypatch):
+    """One pass's Hessians (problems, parts), by the batched product or one syrk per problem."""
+    monkeypatch.setattr(glm, "DENSE_HESSIAN_FLOPS", 2**62 if dense else -1)
+    K = 1 if groups is not None else len(weights)
+    hessians = glm._Hessians(Z, K, groups, n_groups)
+    assert hessians.dense == dense
+    n = len(Z)
+    for start in range(0, n, 100):
+        rows = slice(start, min(n, start + 100))
+        hessians.add(None if getattr(Z, "folds", False) else Z[rows], weights[:, rows], rows)
+    return hessians.problems(), hessians.parts()
+
+
+@pytest.mark.parametrize("folded", [True, False])
+@pytest.mark.parametrize("grouped", [True, False])
+def test_small_data_hessians_in_one_product_equal_the_syrk_sums_and_numpy(folded, grouped,
+                                                                          monkeypatch):
+    # Small data sums every problem's (group's) Hessian in one batched product, with zeros for
+    # the rows it does not weigh (held out, or of another group): the same sums as one syrk
+    # per problem over its own rows and as numpy's, to rounding.
+    rng = np.random.default_rng(11)
+    n, K = 250, 5
+    X = np.hstack([np.ones((n, 1)), rng.normal(loc=1.0, scale=2.0, size=(n, 5))])
+    S = np.array([0, 1, 3, 4, 5])
+    Zs, design = standardised_columns(X, S)
+    assert Zs.folds
+    Z = Zs if folded else Zs.array()
+    full = Zs.array()
+    folds = rng.integers(0, K, size=n)
+    v = rng.uniform(0.05, 0.25, size=n)
+    if grouped:
+        folds[:7] = K  # rows no fold holds out
+        groups, weights = folds, v[None]
+        masks = (folds == np.arange(K + 1)[:, None]) * v
+        want_parts = np.einsum("gn,ni,nj->gij", masks, full, full)
+        want = want_parts.sum(axis=0)[None]
+    else:
+        groups, weights = None, v * (folds != np.arange(K)[:, None])
+        want = want_parts = np.einsum("kn,ni,nj->kij", weights, full, full)
+    dense = _hessian_pass(Z, weights, groups, K + 1, True, monkeypatch)
+    loop = _hessian_pass(Z, weights, groups, K + 1, False, monkeypatch)
+    scale = np.abs(want).max()
+    for got, reference in zip(dense, (want, want_parts)):
+        np.testing.assert_allclose(got, reference, rtol=0, atol=1e-13 * scale)
+        assert np.array_equal(got, np.swapaxes(got, 1, 2))  # exactly symmetric
+    for got, other in zip(dense, loop):
+        np.testing.assert_allclose(got, other, rtol=0, atol=1e-13 * scale)
+
+
+def test_group_sorted_hessian_sums_equal_the_masked_ones_bit_for_bit(monkeypatch):
+    # Large data: each group's rows are a slice of the block sorted by group, the same rows in
+    # the same order as a mask per group takes, so the same numbers.
+    monkeypatch.setattr(glm, "DENSE_HESSIAN_FLOPS", -1)
+    rng = np.random.default_rng(12)
+    n, G = 900, 6
+    X = np.hstack([np.ones((n, 1)), rng.normal(loc=1.0, size=(n, 4))])
+    Z, _ = standardised_columns(X, np.arange(5))
+    groups, v = rng.integers(0, G, size=n), rng.uniform(size=(1, n))
+    sorted_by_group = glm._Hessians(Z, 1, groups, G)
+    sorted_by_group.add(None, v, slice(0, n))
+    by_mask = glm._Hessians(Z, 1, groups, G)
+    A = Z.raw_columns(slice(0, n), np.sqrt(v[0]))
+    for g in range(G):
+        take = np.flatnonzero(groups == g)
+        by_mask._add(g, np.take(A, take, axis=1), np.sqrt(v[0, take]))
+    assert sorted_by_group.parts().tobytes() == by_mask.parts().tobytes()
+    one_by_one = [Z.standardised_gram(upper, sums, total) for upper, sums, total
+                  in zip(by_mask.upper, by_mask.sums, by_mask.totals)]
+    assert by_mask.parts().tobytes() == np.stack(one_by_one).tobytes()
+    assert sorted_by_group.problems()[0].tobytes() == sum(one_by_one).tobytes()
+    held_out = [sum(part for f, part in enumerate(one_by_one) if f != k) for k in range(G - 1)]
+    assert glm.fold_hessians(one_by_one, G - 1).tobytes() == np.stack(held_out).tobytes()
+
+
+def test_symmetric_from_upper_of_a_stack_is_each_matrix_s():
+    upper = np.random.default_rng(13).normal(size=(4, 5, 5))
+    assert symmetric_from_upper(upper).tobytes() == np.stack(
+        [symmetric_from_upper(u) for u in upper]).tobytes()
