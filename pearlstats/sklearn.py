@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ._warnings import warn
 from .checks import check_seed
@@ -316,7 +317,9 @@ class _PearlEstimator(BaseEstimator):
 
     # --------------------------------------------------------------------- fit
     def _fit_pearl(self, X: Any, y: np.ndarray, sample_weight: Any, family: str,
-                   groups: Any = None):
+                   groups: Any = None, labels: Any = None):
+        """``pearl.fit`` on the blocks of X; *labels* are X's row labels (a DataFrame's
+        index, else positions), which ``results_``' row-level values carry."""
         self.plan_ = self._block_plan()
         self.covariate_columns_ = (
             np.empty(0, dtype=int) if self.covariates is None
@@ -350,6 +353,7 @@ class _PearlEstimator(BaseEstimator):
                     "a classifier needs rows of at least 2 classes"
                 )
             X, y, sample_weight = X[kept], y[kept], sample_weight[kept]
+            labels = None if labels is None else labels[kept]
             cv = cv[kept] if isinstance(cv, np.ndarray) else cv
             groups = None if groups is None else groups[kept]
         seed = self._fold_seed()
@@ -361,7 +365,11 @@ class _PearlEstimator(BaseEstimator):
                 fitted = clone(learner)
                 seed_learner(seed, name, fitted)
                 self.learners_[name] = fitted.fit(X[:, columns])
-        data = {**self._blocks_of(X), _RESPONSE: y}
+        # y by the rows' labels (the blocks beside it by position): results_.resid,
+        # fittedvalues, cv_predictions and folds say which row of X each value is, also
+        # when rows of sample_weight 0 were left out here
+        data = {**self._blocks_of(X), _RESPONSE: pd.Series(
+            y, index=pd.RangeIndex(len(y)) if labels is None else labels)}
         terms = [_covariate_name(i) for i in range(len(self.covariate_columns_))]
         terms += [f"block({name})" for name in self.plan_]
         options = {} if self.max_candidates is None else {"max_candidates": self.max_candidates}
@@ -532,14 +540,16 @@ honest_se, separation, cv_repeats, weight_shrinkage
         ``set_fit_request(groups=True)`` says so (groups routed to a search's
         ``GroupKFold`` then need no request).
         """
+        given = X
         X, y = self._validate(X, y, y_numeric=True, ensure_min_samples=2)
+        labels = _row_labels(given, len(X))
         family = "gaussian" if self.family == "auto" else self.family
         if family not in ("gaussian", "poisson"):
             raise OptionError(
                 f"PearlRegressor(family={self.family!r}); use 'gaussian' or 'poisson' "
                 "(PearlClassifier for classes)"
             )
-        return self._fit_pearl(X, y, sample_weight, family, groups)
+        return self._fit_pearl(X, y, sample_weight, family, groups, labels)
 
     def predict(self, X: Any) -> np.ndarray:
         """PEARL predictions (the mean response) for the rows of ``X``."""
@@ -575,7 +585,9 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
 
         ``groups``: as in :meth:`PearlRegressor.fit`.
         """
+        given = X
         X, y = self._validate(X, y, ensure_min_samples=2)
+        labels = _row_labels(given, len(X))
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -600,7 +612,7 @@ class PearlClassifier(ClassifierMixin, _PearlEstimator):
                 f"{', ...' if len(self.classes_) > 6 else ''}): use family='auto' or "
                 "'multinomial'"
             )
-        return self._fit_pearl(X, codes, sample_weight, family, groups)
+        return self._fit_pearl(X, codes, sample_weight, family, groups, labels)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()  # ClassifierMixin's sets classifier_tags
@@ -657,6 +669,15 @@ def _is_text_vector(X: Any) -> bool:
     return False
 
 
+def _row_labels(X: Any, n: int) -> pd.Index:
+    """The labels of the *n* rows of X as given: a pandas object's index where its labels are
+    unique (they then say which row is which), else the positions."""
+    index = getattr(X, "index", None)
+    if isinstance(index, pd.Index) and index.is_unique and len(index) == n:
+        return index
+    return pd.RangeIndex(n)
+
+
 def _covariate_name(position: int) -> str:
     """The name of covariate *position* in the formula and the data ``pearl.fit`` is given."""
     return f"x{position}_"
@@ -685,6 +706,13 @@ def _fold_labels(cv: Any, X: np.ndarray, y: np.ndarray) -> Any:
     labels = np.full(len(X), -1)
     pairs = list(cv)
     given = f"cv= (a {type(cv).__name__} of {len(pairs)} splits)"
+    if not pairs and iter(cv) is cv:
+        # a generator (KFold(3).split(X)) is read once: an earlier fit, or clone, used it up
+        raise OptionError(
+            f"{given}: an iterator of (train, test) pairs is read once, and an earlier fit "
+            "has used this one up; give a list of the pairs (list(KFold(3).split(X))), which "
+            "every fit and clone can read again, or the splitter itself (cv=KFold(3))"
+        )
     trains = []
     for fold, pair in enumerate(pairs):
         train, test = (_positions(part, len(X)) for part in pair) \

@@ -671,3 +671,40 @@ def test_a_series_or_list_of_documents_as_x_gets_the_text_message():
     with pytest.raises(ValueError, match="Expected 2D array") as raised:
         PearlRegressor().fit(np.arange(40.0), np.arange(40.0))
     assert not isinstance(raised.value, DataError)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_results_rows_carry_the_labels_of_x_also_without_the_zero_weight_rows(shuffled):
+    """results_.resid (fittedvalues, cv_predictions) were indexed 0..n_kept-1: after a
+    train_test_split (a shuffled index) or with rows of sample_weight 0 left out, aligning them
+    with X by label gave rows their neighbours' values, silently."""
+    rng = np.random.default_rng(0)
+    n = 40
+    X = pd.DataFrame(rng.normal(size=(n, 2)), columns=["a0", "a1"],
+                     index=rng.permutation(100)[:n] if shuffled else None)
+    y = X["a0"] + rng.normal(size=n)
+    weights = np.ones(n)
+    weights[[3, 17]] = 0.0
+    model = PearlRegressor({"a": ["a0", "a1"]}, random_state=0, honest=False, cv=3)
+    model.fit(X, y, sample_weight=weights)
+    results = model.results_
+    kept = X.index[weights > 0]
+    pd.testing.assert_index_equal(results.resid.index, kept)
+    for values in (results.fittedvalues, results.cv_predictions):
+        assert list(values.index) == list(kept)
+    # the residual of each row of X, by label, is y less the model's prediction of that row
+    np.testing.assert_allclose(results.resid, (y - model.predict(X))[kept], rtol=0, atol=1e-12)
+
+
+def test_a_used_up_generator_of_splits_is_named():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 4)), rng.normal(size=60)
+    model = PearlRegressor({"a": [0, 1], "b": [2, 3]}, random_state=0, honest=False,
+                           cv=KFold(3).split(X))
+    model.fit(X, y)
+    with pytest.raises(OptionError, match=r"an iterator of \(train, test\) pairs is read once, "
+                       r"and an earlier fit has used this one up; give a list of the pairs"):
+        model.fit(X, y)
+    listed = PearlRegressor({"a": [0, 1], "b": [2, 3]}, random_state=0, honest=False,
+                            cv=list(KFold(3).split(X)))
+    np.testing.assert_array_equal(listed.fit(X, y).predict(X), listed.fit(X, y).predict(X))
