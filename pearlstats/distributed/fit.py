@@ -19,6 +19,7 @@ import numpy as np
 
 from ..checks import check_magnitude
 from ..design.folds import FoldRule, fold_levels
+from ..engines.glm import fold_without_counts
 from ..exceptions import FoldError
 from ..inference.refit_sums import Spread
 from ..stages import check_some_candidate_fitted, duplicate_entries
@@ -63,6 +64,12 @@ def _check_folds(moments, family: str) -> None:
             raise FoldError(
                 f"the training rows of fold {int(single[0])} hold a single class; use fewer folds"
             )
+    if family == "poisson":
+        # counts are >= 0: a largest training count of 0 is a fold that counts nothing, which
+        # the fit refuses in memory (a ridge ladder cannot give the intercept an optimum)
+        nothing = np.flatnonzero(moments.training.high[:, -1] <= 0)
+        if nothing.size:
+            raise fold_without_counts(int(nothing[0]))
 
 
 def _risks(stats, n: int):

@@ -764,11 +764,18 @@ def _refuse_folds_without_counts(y: np.ndarray, folds: np.ndarray,
     counted = y if row_weights is None else y * row_weights
     for fold in np.unique(folds[folds >= 0]):
         if not counted[folds != fold].any():
-            raise FoldError(
-                f"the training rows of fold {fold} have no positive count: a Poisson candidate "
-                "has no finite fit there (its mean would be 0 on every row); choose folds that "
-                "each leave a positive count among their training rows (an int cv draws them "
-                "anew), or a response with more than a few positive counts")
+            raise fold_without_counts(fold)
+
+
+def fold_without_counts(fold: int) -> FoldError:
+    """The refusal of a Poisson fold whose training rows count nothing (in memory and on dask
+    rows alike)."""
+    return FoldError(
+        f"the training rows of fold {fold} have no positive count: a Poisson candidate has no "
+        "finite fit there (its mean would be 0 on every row, whatever the ridge: the intercept "
+        "is not penalised); choose folds that each leave a positive count among their training "
+        "rows (Poisson folds are not stratified on the counts: another seed, or fewer folds), "
+        "or a response with more than a few positive counts")
 
 
 def _observed(n: int, row_weights, offset) -> Observed | None:

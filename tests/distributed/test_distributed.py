@@ -508,6 +508,28 @@ def test_a_level_whose_rows_are_all_zero_is_separation_on_dask_as_in_memory(clie
     np.testing.assert_allclose(on_dask.cv_risk, in_memory.cv_risk, rtol=1e-9)
 
 
+def test_a_poisson_fold_whose_training_rows_count_nothing_is_refused_on_dask(client):
+    """In memory such a fold is a FoldError; on dask it was fitted, with a SeparationWarning
+    claiming a ridge "with a finite optimum" (the intercept is not penalised) and out-of-fold
+    means of 9.5e-20 that made most of the CV risk."""
+    data = _problem("poisson", n=600, seed=5)
+    data["y"] = np.zeros(600)
+    data["y"][[3, 7, 11]] = 1.0
+    folds = np.arange(600) % 4
+    folds[[3, 7, 11]] = 1  # every count is in fold 1: its training rows count nothing
+    frame = dd.from_pandas(pd.DataFrame({"y": data["y"], "x": data["x"], "f": folds}),
+                           npartitions=2)
+    lengths = tuple(frame.map_partitions(len).compute().tolist())
+    blocks = {k: da.from_array(data[k], chunks=(lengths, data[k].shape[1])) for k in "ab"}
+    message = r"the training rows of fold 1 have no positive count"
+    with pytest.raises(FoldError, match=message):
+        pearl.fit("y ~ x + block(a) + block(b)", {k: data[k] for k in ("y", "x", "a", "b")},
+                  family="poisson", cv=folds, seed=3, honest=False)
+    with pytest.raises(FoldError, match=message):
+        pearl.fit("y ~ x + block(a) + block(b)", frame, blocks=blocks, family="poisson",
+                  cv="f", seed=3, honest=False)
+
+
 def test_features_needing_rows_in_memory_are_refused_by_name(client):
     """A fit on dask data returns the in-memory results class; what needs the rows in one
     process is refused with the reason (pearlstats.in_memory_only), and in-memory rows are
