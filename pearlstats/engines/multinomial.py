@@ -34,6 +34,7 @@ from .newton_cv import (
     newton_notes,
     separation_check,
 )
+from .recession import has_recession_direction
 from .standardised import StandardisedColumns, symmetric_from_upper
 
 if TYPE_CHECKING:
@@ -234,14 +235,36 @@ def _solve(Xs, codes, n_classes, weights, penalty, ridge, theta0=None, hessian0=
         # with a training row at probability 1 - e^-30 of its own class is separated, not
         # collinear (a probe: a 2-row class split off by one column, recorded "rank deficient"
         # and kept with weight 1, coefficients of -303 and 124). A singular Hessian of full-rank
-        # columns without such a row (a class of one training row) stays "rank deficient".
+        # columns without such a row, and without a class that a hyperplane splits off (below),
+        # stays "rank deficient".
         separated = result.singular & ~result.stopped & extreme_rows(result.theta)
+        # A class of one (or a few) training rows on the outer boundary of the others is
+        # separated too, with no row at the threshold where Newton stopped (the held-out row
+        # of that class got a probability of 1e-166, which statsmodels' iterations move by
+        # ten orders of magnitude): each class against the rest, by the linear program.
+        for k in np.flatnonzero(result.singular & ~result.stopped & ~separated):
+            separated[k] = _a_class_separates(Xs, codes, n_classes, weights[k] > 0)
         if separated.any():
             result = dataclasses.replace(result, stopped=result.stopped | separated,
                                          converged=result.converged & ~separated)
     if ridge == 0:
         result = _separated_by_a_level(result, Xs, codes, n_classes, weights)
     return result
+
+
+def _a_class_separates(Xs, codes: np.ndarray, n_classes: int, training: np.ndarray) -> bool:
+    """Whether a hyperplane puts some class's training rows on one side of all others'
+    (:func:`~pearlstats.engines.recession.has_recession_direction` of that class against the
+    rest): along it the multinomial likelihood rises for ever, the class's coefficients moving
+    alone. The classes with the fewest training rows are asked first."""
+    rows = _dense(Xs)[training]
+    present = codes[training]
+    counts = np.bincount(present, minlength=n_classes)
+    for c in np.argsort(counts, kind="stable"):
+        if counts[c] and has_recession_direction(rows, (present == c).astype(float),
+                                                 "binomial"):
+            return True
+    return False
 
 
 def _separated_by_a_level(result: NewtonResult, Xs, codes: np.ndarray, n_classes: int,

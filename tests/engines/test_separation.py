@@ -525,13 +525,16 @@ def test_a_small_separated_multinomial_class_is_separation_not_rank_deficiency()
     data = {"y": y, "x": x, "a": a, "b": b}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        dropped = pearl.fit("y ~ x + block(a) + block(b)", data, family="multinomial",
-                            honest=False, seed=0, separation="drop")
+        # b and a+b are separated too, in the fold whose training rows hold one row of class 3
+        # on the boundary of the others (a hyperplane splits it off: see the class-of-one test
+        # below), so with "drop" no candidate is left
+        with pytest.raises(pearl.AllCandidatesFailedError) as dropped:
+            pearl.fit("y ~ x + block(a) + block(b)", data, family="multinomial",
+                      honest=False, seed=0, separation="drop")
         laddered = pearl.fit("y ~ x + block(a) + block(b)", data, family="multinomial",
                              honest=False, seed=0)
-    separated = dropped.failures.query("candidate == 'a' and kind == 'separation'")
+    separated = dropped.value.failures.query("candidate == 'a' and kind == 'separation'")
     assert len(separated) >= 2  # the folds whose training rows hold both rows of class 3
-    assert dropped.weights["a"] == 0.0
     assert laddered.failures.query("candidate == 'a' and kind == 'separation'").shape[0] >= 1
     assert np.isfinite(laddered.candidate_params("a").to_numpy()).all()
 
@@ -736,3 +739,37 @@ def test_a_multinomial_level_with_every_class_equals_mnlogit():
     direct = sm.MNLogit(y, X).fit(disp=0, method="newton", maxiter=100, tol=1e-12)
     np.testing.assert_allclose(res.candidate_params("a").to_numpy(), direct.params, rtol=0,
                                atol=1e-8)  # both Newton optima to about 1e-10
+
+
+def test_a_multinomial_class_of_one_training_row_split_off_by_a_hyperplane_is_separation():
+    """A class with one row among fold 2's training rows, on the outer boundary of the others
+    (a linear program finds a hyperplane with a positive margin): no estimate exists, but no
+    row was at the threshold where Newton stopped, so the fit was "rank deficient" and kept;
+    its held-out rows of that class got probabilities of 1e-166, which statsmodels' iterations
+    move by ten orders of magnitude (iteration-dependent numbers)."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(6)
+    n = 600
+    x, a, b = rng.normal(size=n) + 2, rng.normal(size=(n, 2)), rng.normal(size=(n, 3))
+    signal = a[:, 0] - 0.7 * b[:, 1] + 0.3 * (x - 2)
+    y = np.digitize(signal + rng.logistic(size=n), [-1.0, 0.5]).astype(float)
+    y[[10, 300, 500]] = 7.0
+    folds = np.arange(n) % 4
+    folds[10], folds[300], folds[500] = 0, 2, 2  # fold 2 trains on row 10 alone of class 7
+    training = folds != 2
+    Z = np.column_stack([x, a, b])[training]
+    lone = int(np.flatnonzero(np.flatnonzero(training) == 10)[0])
+    differences = Z[lone] - np.delete(Z, lone, axis=0)
+    p = Z.shape[1]
+    margin = linprog(np.r_[np.zeros(p), -1.0], A_ub=np.c_[-differences, np.ones(len(Z) - 1)],
+                     b_ub=np.zeros(len(Z) - 1), bounds=[(-1, 1)] * p + [(None, 1)])
+    assert -margin.fun > 0.1  # row 10 is split off from every other training row
+    data = {"y": y, "x": x, "a": a, "b": b}
+    with pytest.warns(pearl.SeparationWarning):
+        res = pearl.fit("y ~ x + block(a) + block(b)", data, family="multinomial",
+                        candidates=[["a", "b"]], cv=folds, seed=1, honest=False)
+    entry = res.failures.query("candidate == 'a+b'")
+    assert list(entry.kind) == ["separation"] and "fold(s) [2]" in entry.reason.iloc[0]
+    held = np.asarray(res.cv_predictions)[[300, 500], list(res.classes).index(7.0)]
+    assert np.all(held > 1e-8)  # the ridge fit's probabilities, not 1e-166
