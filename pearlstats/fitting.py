@@ -320,10 +320,10 @@ def fit(
         A gaussian response without variance (all values within 16 ulps of
         each other at its largest magnitude) is a ``ResponseError``. A Poisson
         response may hold non-integer values (rates, averages), as statsmodels'
-        GLM and R's ``quasipoisson`` take them: the coefficients, their
-        sandwich SEs and the deviance risks are the quasi-likelihood ones, but
-        ``llf``, AIC, AICc and BIC (with ``log(y!)`` as ``gammaln(y + 1)``) are
-        no likelihood's there.
+        GLM and R's ``quasipoisson`` take them: the coefficients and the
+        deviance risks are the quasi-likelihood ones (``cov_type="HC0"`` or
+        ``scale="X2"`` for their SEs), but ``llf``, AIC, AICc and BIC (with
+        ``log(y!)`` as ``gammaln(y + 1)``) are no likelihood's there.
     loss : str, optional
         Surrogate loss the weights minimise. Defaults: squared error
         (gaussian), cross-entropy of the averaged probabilities (binomial,
