@@ -122,6 +122,16 @@ def class_level(value: float) -> Any:
     return int(value) if float(value).is_integer() else float(value)
 
 
+def class_labels(levels: Any) -> list:
+    """The classes as the in-memory fit shows them: integers where every class is a whole
+    number (an integer response), else floats for all (a response with a fraction among its
+    values, as numpy reads it: not [-3, 1.5, 2] but [-3.0, 1.5, 2.0])."""
+    values = [float(v) for v in levels]
+    if all(v.is_integer() for v in values):
+        return [int(v) for v in values]
+    return values
+
+
 def class_codes(y: np.ndarray, levels: np.ndarray, new_rows: bool = False) -> np.ndarray:
     """Codes 0..C-1 of a partition's response values among the fit's sorted *levels*.
 

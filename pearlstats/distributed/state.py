@@ -43,7 +43,7 @@ from .fit import (
 )
 from .honest import OuterFits, held_out_rows, honest_table, new_row_predictions, outer_fits
 from .inference import meat_partitions, refit_partitions, sums_partitions
-from .multinomial import class_codes, class_level, oof_probabilities
+from .multinomial import class_codes, class_labels, oof_probabilities
 from .oof import oof_predictions
 from .shrinkage import shrink_fit, shrink_partition_weights
 from .weights import check_candidate_count
@@ -335,7 +335,7 @@ def dask_fit_state(formula: Any, family: Any, loss: Any, data: Any, blocks: Any,
     else:
         response = EncodedResponse(
             partitions.lazy(_response_part, spec, family.name, classes, dtype=np.intp),
-            [class_level(v) for v in classes])
+            class_labels(classes))
         columns = (len(pool.everything), len(classes))
     folds = _lazy_folds(partitions, fold_spec)
     K = len(fitted.labels)

@@ -530,6 +530,24 @@ def test_a_poisson_fold_whose_training_rows_count_nothing_is_refused_on_dask(cli
                   cv="f", seed=3, honest=False)
 
 
+@pytest.mark.parametrize("values, expected", [([-3.0, 1.5, 2.0], [-3.0, 1.5, 2.0]),
+                                             ([0, 1, 7], [0, 1, 7])])
+def test_dask_multinomial_classes_are_of_one_type_as_in_memory(client, values, expected):
+    """A response of -3, 1.5 and 2 gave the classes [-3, 1.5, 2] on dask (an int beside
+    floats) where the in-memory fit gives floats."""
+    data = _problem("binomial", n=300, seed=2)
+    codes = np.digitize(data["a"][:, 0] + np.random.default_rng(2).logistic(size=300),
+                        [-1.0, 1.0])
+    data["y"] = np.asarray(values)[codes]
+    frame, blocks = _dask(data, npartitions=3)
+    on_dask = pearl.fit("y ~ x + block(a) + block(b)", frame, blocks=blocks,
+                        family="multinomial", cv=3, seed=0, honest=False)
+    in_memory = pearl.fit("y ~ x + block(a) + block(b)", data, family="multinomial",
+                          cv=hash_folds(np.arange(300), 3, seed=0), seed=0, honest=False)
+    assert list(on_dask.classes) == list(in_memory.classes) == expected
+    assert {type(c) for c in on_dask.classes} == {type(c) for c in in_memory.classes}
+
+
 def test_features_needing_rows_in_memory_are_refused_by_name(client):
     """A fit on dask data returns the in-memory results class; what needs the rows in one
     process is refused with the reason (pearlstats.in_memory_only), and in-memory rows are
