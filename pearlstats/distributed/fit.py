@@ -61,8 +61,13 @@ def _check_folds(moments, family: str) -> None:
     if family == "binomial":
         single = np.flatnonzero(moments.single_response())
         if single.size:
+            fold = int(single[0])
+            present = float(moments.training.low[fold, -1])
             raise FoldError(
-                f"the training rows of fold {int(single[0])} hold a single class; use fewer folds"
+                f"the training rows of fold {fold} contain no row of class(es) "
+                f"[{1.0 - present}] (only {present}); choose folds so that every class is "
+                "outside each fold (a fold column that spreads each class over the folds: "
+                "the folds of dask rows are not stratified), or fewer folds"
             )
     if family == "poisson":
         # counts are >= 0: a largest training count of 0 is a fold that counts nothing, which

@@ -548,6 +548,23 @@ def test_dask_multinomial_classes_are_of_one_type_as_in_memory(client, values, e
     assert {type(c) for c in on_dask.classes} == {type(c) for c in in_memory.classes}
 
 
+def test_a_binomial_fold_whose_training_rows_hold_one_class_names_the_missing_one(client):
+    # the dask message said only "hold a single class; use fewer folds"
+    data = _problem("binomial", n=600, seed=5)
+    data["y"] = np.zeros(600)
+    data["y"][[3, 7, 11]] = 1.0
+    folds = np.arange(600) % 4
+    folds[[3, 7, 11]] = 1  # every 1 is in fold 1
+    frame = dd.from_pandas(pd.DataFrame({"y": data["y"], "x": data["x"], "f": folds}),
+                           npartitions=2)
+    lengths = tuple(frame.map_partitions(len).compute().tolist())
+    blocks = {k: da.from_array(data[k], chunks=(lengths, data[k].shape[1])) for k in "ab"}
+    with pytest.raises(FoldError, match=r"the training rows of fold 1 contain no row of "
+                       r"class\(es\) \[1.0\] \(only 0.0\); choose folds"):
+        pearl.fit("y ~ x + block(a) + block(b)", frame, blocks=blocks, family="binomial",
+                  cv="f", seed=3, honest=False)
+
+
 def test_features_needing_rows_in_memory_are_refused_by_name(client):
     """A fit on dask data returns the in-memory results class; what needs the rows in one
     process is refused with the reason (pearlstats.in_memory_only), and in-memory rows are
